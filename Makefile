@@ -1,0 +1,42 @@
+# sabot — `make demo` runs the main job, `make test` runs every test. Both set up .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+BOARD  ?= virtual
+PORT   ?=
+SHOES  ?= 3
+
+.PHONY: all demo test bench firmware deploy table clean venv
+
+all: test
+
+$(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q -e host_tools
+	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/rp2 micropython-rp2-stubs==1.29.0.post1
+	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/esp32 micropython-esp32-stubs==1.29.0.post1
+	@touch $@
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/sabot demo
+
+test: $(STAMP)
+	$(BIN)/sabot table check
+	$(BIN)/python -m pytest -q tests
+
+bench: $(STAMP)
+	$(BIN)/python tests/bench.py
+
+table: $(STAMP)
+	$(BIN)/sabot table generate
+
+firmware: $(STAMP)
+	$(BIN)/sabot firmware --board $(BOARD)
+
+clean:
+	rm -rf build .pytest_cache

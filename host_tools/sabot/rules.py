@@ -1,0 +1,156 @@
+"""The host's own implementation of the Baccarat rules, written from the regulation text
+(58 Pa. Code 631a.11 / 627a.10 third-card rule; 627a.2 / 631a.2 definitions; 631c.5 Lucky Six).
+
+This is the validator's second opinion on every round. It deliberately does not use the generated
+lookup table or any firmware code: if the two ever disagree, the validator rejects the round."""
+
+from .cards import BURN_VALUES, CUT
+from .errors import SabotError
+
+
+def point_value(card):
+    """Point value of a card (A = 1, 2-9 face value, 10/J/Q/K = 0)."""
+    rank = card[0]
+    if rank == "A":
+        return 1
+    if rank in "TJQK":
+        return 0
+    return int(rank)
+
+
+def point_count(cards):
+    """A hand's Point Count: the sum of its cards' values, modulo 10."""
+    return sum(point_value(c) for c in cards) % 10
+
+
+def is_natural(total_of_first_two):
+    return total_of_first_two in (8, 9)
+
+
+def player_draws(player_total):
+    """Player: two-card total 0-5 draws, 6-7 stands (naturals are handled before this is asked)."""
+    return player_total <= 5
+
+
+def banker_draws(banker_total, player_third_value):
+    """Banker's decision; player_third_value is None when the Player stood."""
+    if player_third_value is None:
+        return banker_total <= 5
+    v = player_third_value
+    if banker_total <= 2:
+        return True
+    if banker_total == 3:
+        return v != 8
+    if banker_total == 4:
+        return 2 <= v <= 7
+    if banker_total == 5:
+        return 4 <= v <= 7
+    if banker_total == 6:
+        return v in (6, 7)
+    return False  # 7 stands
+
+
+def deal_round(draw):
+    """Deal one round from `draw()` (returns the next card code). Returns (player, banker) card lists."""
+    player = [draw()]
+    banker = [draw()]
+    player.append(draw())
+    banker.append(draw())
+    p, b = point_count(player), point_count(banker)
+    if is_natural(p) or is_natural(b):
+        return player, banker
+    third = None
+    if player_draws(p):
+        player.append(draw())
+        third = point_value(player[2])
+    if banker_draws(b, third):
+        banker.append(draw())
+    return player, banker
+
+
+def round_outcome(player, banker):
+    """Winner, totals and flags of a finished round, as CONTRACTS.md names them."""
+    p, b = point_count(player), point_count(banker)
+    winner = "player" if p > b else "banker" if b > p else "tie"
+    flags = []
+    if len(player) == 2 and is_natural(p):
+        flags.append("player_natural")
+    if len(banker) == 2 and is_natural(b):
+        flags.append("banker_natural")
+    if player[0][0] == player[1][0]:
+        flags.append("player_pair")
+    if banker[0][0] == banker[1][0]:
+        flags.append("banker_pair")
+    # Dragon 7: Banker's Hand of three cards totalling 7 against a Player's Hand of less than 7.
+    if len(banker) == 3 and b == 7 and p < 7:
+        flags.append("dragon7")
+    # Panda 8: Player's Hand of three cards totalling 8 against a Banker's Hand of less than 8.
+    if len(player) == 3 and p == 8 and b < 8:
+        flags.append("panda8")
+    # Lucky Six (631c.5(c)(3)): the Banker's Point Count is six and higher than the Player's.
+    if b == 6 and p < 6:
+        flags.append("lucky_six")
+    return {"player_total": p, "banker_total": b, "winner": winner, "flags": sorted(flags)}
+
+
+def round_record(shoe, number, player, banker):
+    rec = {"shoe": shoe, "round": number, "player": list(player), "banker": list(banker)}
+    rec.update(round_outcome(player, banker))
+    return rec
+
+
+class ShoeExhausted(Exception):
+    pass
+
+
+def deal_shoe(tokens, shoe=1):
+    """Round records for a whole shoe file under the default shoe procedure (CONTRACTS.md): the first card
+    is burned with as many more as its burn value; rounds follow; when CUT comes out during a round that
+    round is finished and one more is dealt, when it comes out between rounds exactly one more is dealt.
+    A round cut short by the end of the cards is not reported."""
+    state = {"pos": 0, "cut": False}
+
+    def take_cut():
+        while state["pos"] < len(tokens) and tokens[state["pos"]] == CUT:
+            state["cut"] = True
+            state["pos"] += 1
+
+    def draw():
+        take_cut()
+        if state["pos"] >= len(tokens):
+            raise ShoeExhausted
+        card = tokens[state["pos"]]
+        state["pos"] += 1
+        return card
+
+    rounds = []
+    try:
+        first = draw()
+        for _ in range(BURN_VALUES[first[0]]):
+            draw()
+        last_round = False
+        while not last_round:
+            take_cut()  # a cut card between rounds: the round about to start is the last
+            last_round = state["cut"]
+            cut_before = state["cut"]
+            player, banker = deal_round(draw)
+            rounds.append(round_record(shoe, len(rounds) + 1, player, banker))
+            if not cut_before and state["cut"]:
+                # Out during this round: finish it (done) and deal exactly one more.
+                player, banker = deal_round(draw)
+                rounds.append(round_record(shoe, len(rounds) + 1, player, banker))
+                last_round = True
+    except ShoeExhausted:
+        pass
+    return rounds
+
+
+def check_inventory(cards, decks):
+    """SabotError naming the first card that N decks cannot hold."""
+    counts = {}
+    for c in cards:
+        counts[c] = counts.get(c, 0) + 1
+        if counts[c] > decks:
+            copies = "copy" if decks == 1 else "copies"
+            raise SabotError(f"impossible shoe: more than {decks} {copies} of {c} in a {decks}-deck shoe")
+    return counts

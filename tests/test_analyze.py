@@ -1,0 +1,111 @@
+"""`sabot analyze`: exact counts and house edges against published figures and brute force."""
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from itertools import permutations
+
+import pytest
+
+from sabot import rules, wagers
+from sabot.analyze import analyze, outcome_counts, pair_counts
+
+SABOT = [sys.executable, "-m", "sabot.cli"]
+
+
+def test_wizard_of_odds_eight_deck_counts():
+    r = analyze(8)
+    assert r["cards"] == 416
+    assert r["sequences"] == 4998398275503360
+    assert r["outcomes"] == {"banker": 2292252566437888, "player": 2230518282592256,
+                             "tie": 475627426473216}
+
+
+@pytest.mark.parametrize("wager,edge", [
+    ("banker", 0.010579), ("player", 0.012351), ("tie", 0.143596), ("dragon7", 0.076113),
+    ("panda8", 0.101876), ("nocomm_banker", 0.014581), ("player_pair", 0.103614),
+    ("banker_pair", 0.103614), ("dragon_bonus_a_player", 0.026517),
+    ("dragon_bonus_a_banker", 0.093731),
+])
+def test_wizard_of_odds_eight_deck_house_edges(wager, edge):
+    assert analyze(8)["wagers"][wager]["house_edge"] == pytest.approx(edge, abs=5e-7)
+
+
+def brute_force(deck):
+    """Every ordered six-card sequence of a small deck, dealt by the host rules."""
+    main, pairs = {}, {}
+    for seq in permutations(deck, 6):
+        it = iter(seq)
+        player, banker = rules.deal_round(lambda: next(it))
+        key = (rules.point_count(player), rules.point_count(banker), len(player), len(banker))
+        main[key] = main.get(key, 0) + 1
+        pk = (seq[0][0] == seq[2][0], seq[1][0] == seq[3][0])
+        pairs[pk] = pairs.get(pk, 0) + 1
+    return main, pairs
+
+
+def test_closed_form_equals_brute_force_on_a_small_shoe():
+    deck = ["AS", "AH", "2S", "3D", "5S", "6H", "7D", "8C", "9S", "KD", "KH"]
+    main, pairs = brute_force(deck)
+    value_counts = [0] * 10
+    rank_counts = [0] * 13
+    for c in deck:
+        value_counts[rules.point_value(c)] += 1
+        rank_counts["A23456789TJQK".index(c[0])] += 1
+    assert outcome_counts(value_counts) == main
+    assert {k: v for k, v in pair_counts(rank_counts).items() if v} == pairs
+
+
+def test_seen_cards_are_removed_and_edges_are_exact_fractions_of_counts():
+    full, seen = analyze(1), analyze(1, ["AS", "AH", "KD"])
+    assert seen["cards"] == 49 and seen["sequences"] == 49 * 48 * 47 * 46 * 45 * 44
+    assert sum(seen["outcomes"].values()) == seen["sequences"]
+    assert seen["outcomes"] != full["outcomes"]
+    # banker edge from the counts: (player wins - 0.95 banker wins) / sequences
+    o = seen["outcomes"]
+    edge = Fraction(o["player"] - Fraction(95, 100) * o["banker"], seen["sequences"])
+    assert seen["wagers"]["banker"]["house_edge"] == pytest.approx(float(edge), rel=1e-12)
+
+
+def test_dragon_bonus_resolution_follows_627a7():
+    S = wagers.Summary
+    assert wagers.resolve("dragon_bonus_a_player", S(9, 8, 2, 2, 0, 0)) == ("win", 1, 0)  # natural 9 v 8
+    assert wagers.resolve("dragon_bonus_a_player", S(8, 8, 2, 2, 0, 0))[0] == "push"  # natural tie
+    assert wagers.resolve("dragon_bonus_a_player", S(7, 7, 3, 3, 0, 0))[0] == "lose"  # non-natural tie
+    assert wagers.resolve("dragon_bonus_a_player", S(7, 4, 3, 3, 0, 0))[0] == "lose"  # by 3
+    assert wagers.resolve("dragon_bonus_c_banker", S(1, 5, 3, 3, 0, 0)) == ("win", 2, 0)  # by 4, table C
+    assert wagers.resolve("dragon_bonus_a_banker", S(0, 9, 3, 3, 0, 0)) == ("win", 30, 0)
+
+
+def run_cli(*args):
+    return subprocess.run([*SABOT, *args], capture_output=True, text=True)
+
+
+def test_cli_json_contract(tmp_path):
+    seen = tmp_path / "seen.txt"
+    seen.write_text("# first round\nAS 9H KD 7C 2S\n")
+    r = run_cli("analyze", "--decks", "8", "--seen", str(seen), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["cards"] == 411 and set(out["outcomes"]) == {"banker", "player", "tie"}
+    assert set(out["wagers"]) == set(wagers.ANALYZED_WAGERS)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--decks", "0"], "--decks must be a whole number from 1 to 8"),
+    (["--decks", "1", "--seen", "SEEN:AS AS"], "more than 1 copy of AS"),
+    (["--seen", "SEEN:AS ZZ"], "unknown card 'ZZ'"),
+    (["--seen", "/nonexistent/seen.txt"], "cannot read shoe file"),
+])
+def test_cli_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
+    args = list(args)
+    for i, a in enumerate(args):
+        if a.startswith("SEEN:"):
+            f = tmp_path / "seen.txt"
+            f.write_text(a[5:])
+            args[i] = str(f)
+    r = run_cli("analyze", *args)
+    assert r.returncode != 0
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

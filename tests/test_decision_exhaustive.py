@@ -1,0 +1,65 @@
+"""The firmware's table-driven decisions, run on real MicroPython, against the host's independent rules
+over every point-value sequence of a round (10^6) and every rank sequence of the first four cards."""
+
+from sabot import rules
+from sabot.cards import RANKS, SUITS
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "tests" / "mp" / "exhaustive_decisions.py"
+WINNER = {"player": 1, "banker": 2, "tie": 3}
+FLAG = {"player_natural": 4, "banker_natural": 8, "dragon7": 16, "panda8": 32, "lucky_six": 64,
+        "player_pair": 128, "banker_pair": 256}
+VALUE_RANK = "TA23456789"
+
+
+def host_bytes(seq):
+    it = iter(seq)
+    player, banker = rules.deal_round(lambda: next(it))
+    o = rules.round_outcome(player, banker)
+    v = WINNER[o["winner"]] | sum(FLAG[f] for f in o["flags"])
+    return bytes((len(player) * 4 + len(banker), v & 0xFF, v >> 8))
+
+
+def compare(device, expected_iter, describe):
+    mismatches = []
+    for i, want in enumerate(expected_iter):
+        got = device[3 * i : 3 * i + 3]
+        if got != want and len(mismatches) < 5:
+            mismatches.append(f"{describe(i)}: firmware {got.hex()} host {want.hex()}")
+    return mismatches
+
+
+def test_every_value_sequence(mpy, tmp_path):
+    out = tmp_path / "values.bin"
+    r = mpy(SCRIPT, out, "values", timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    device = out.read_bytes()
+    assert len(device) == 3 * 10**6
+
+    def seqs():
+        for i in range(10**6):
+            yield host_bytes([VALUE_RANK[int(d)] + "S" for d in f"{i:06d}"])
+
+    mismatches = compare(device, seqs(), lambda i: f"values {i:06d}")
+    assert mismatches == []
+
+
+def test_every_rank_sequence_of_the_first_four_cards(mpy, tmp_path):
+    out = tmp_path / "ranks.bin"
+    r = mpy(SCRIPT, out, "ranks")
+    assert r.returncode == 0, r.stderr.decode()
+    device = out.read_bytes()
+    assert len(device) == 3 * 13**4
+
+    def seqs():
+        for head in range(13**4):
+            h, first = head, []
+            for k in range(4):
+                first.insert(0, h % 13)
+                h //= 13
+            cards = [RANKS[r] + SUITS[(head + k) % 4] for k, r in enumerate(first)]
+            cards += [VALUE_RANK[head % 10] + "S", VALUE_RANK[(head // 10) % 10] + "H"]
+            yield host_bytes(cards)
+
+    assert compare(device, seqs(), lambda i: f"ranks #{i}") == []
