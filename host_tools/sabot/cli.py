@@ -40,6 +40,166 @@ def cmd_analyze(args):
     return 0
 
 
+def format_round(rec):
+    flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
+    dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
+    return (f"shoe {rec['shoe']} round {rec['round']:>3}: player {' '.join(rec['player']):<9} "
+            f"{rec['player_total']}  banker {' '.join(rec['banker']):<9} {rec['banker_total']}  "
+            f"-> {rec['winner']}{flags}{dummy}")
+
+
+def format_event(rec):
+    rest = {k: v for k, v in rec.items() if k not in ("event", "inventory")}
+    return f"{rec['event']}: " + " ".join(f"{k}={v}" for k, v in rest.items())
+
+
+def print_records(records, as_json):
+    import json
+
+    for kind, rec in records:
+        if as_json:
+            print(json.dumps(rec))
+        elif kind == "result":
+            print(format_round(rec))
+        elif kind in ("irregularity", "resolution", "shoe_end", "command_rejected"):
+            print(format_event(rec))
+
+
+def cmd_deal(args):
+    from .demo import run_deal
+
+    records = run_deal(args.shoefile)
+    wanted = ("result", "irregularity", "resolution") if not args.events else None
+    print_records([(k, r) for k, r in records if wanted is None or k in wanted], args.json)
+    return 0
+
+
+def cmd_demo(args):
+    import json
+
+    from .demo import run_demo
+
+    summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture, quiet=args.json)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"shoe {summary['shoe']}: {summary['rounds']} rounds dealt and verified "
+              f"({summary['expected_rounds']} expected), {summary['verified']} frames verified, "
+              f"{summary['rejected']} rejected, {summary['irregularities']} irregularities, "
+              f"{summary['lost']} lost, in {summary['seconds']} s")
+        print(f"audit log: {args.db}   history: sabot history --db {args.db}")
+        for a in summary["alarms"]:
+            print(f"alarm: {a}")
+    if summary["rejected"] or summary["lost"]:
+        reasons = sorted({r["reason"] for r in summary["rejections"]}) or ["rounds lost"]
+        raise SabotError(f"{summary['rejected']} frames rejected, {summary['lost']} rounds lost: "
+                         + ", ".join(reasons))
+    return 0
+
+
+def cmd_board(args):
+    from .demo import run_board
+
+    run_board(args.listen, args.flash, args.shoe, args.key)
+    return 0
+
+
+def cmd_validate(args):
+    import json
+    import time
+
+    from . import keys
+    from .link import HostLink
+    from .validator import Validator
+
+    key = keys.load(args.key)
+    capture = open(args.capture, "ab") if args.capture else None
+
+    def show(kind, rec):
+        if args.json:
+            print(json.dumps(rec), flush=True)
+        elif kind == "result":
+            print(format_round(rec), flush=True)
+        elif kind != "initial_cards":
+            print(format_event(rec), flush=True)
+
+    validator = Validator(key, args.db, on_record=show)
+    link = HostLink(args.port, validator, capture)
+    end = time.monotonic() + args.seconds if args.seconds else None
+    try:
+        while end is None or time.monotonic() < end:
+            try:
+                for _, verdict, reason in link.pump():
+                    if verdict == "rejected":
+                        print(f"rejected frame: {reason}", file=sys.stderr, flush=True)
+            except ConnectionError:
+                print("link lost; reconnecting", file=sys.stderr)
+                link.reconnect(timeout=30)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        link.close()
+        if capture:
+            capture.close()
+    s = validator.summary()
+    print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, {s['rejected']} rejected",
+          file=sys.stderr)
+    if s["rejected"]:
+        raise SabotError(f"{s['rejected']} frames rejected")
+    return 0
+
+
+def cmd_replay(args):
+    import json
+    import os
+    import tempfile
+
+    from . import keys
+    from .validator import Validator
+
+    key = keys.load(args.key)
+    try:
+        with open(args.capture, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise SabotError(f"cannot read capture {args.capture}: {e.strerror}") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        v = Validator(key, os.path.join(tmp, "replay.db"))
+        v.receive(data)
+        s = v.summary()
+        v.store.close()
+    out = {"frames": s["frames"], "verified": s["verified"], "rejected": s["rejected"], "rounds": s["rounds"],
+           "rejections": s["rejections"]}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{out['frames']} frames: {out['verified']} verified, {out['rejected']} rejected, "
+              f"{out['rounds']} rounds")
+        for r in out["rejections"]:
+            print(f"  seq {r['seq']}: {r['reason']}")
+    if out["rejected"]:
+        raise SabotError(f"{out['rejected']} of {out['frames']} frames rejected")
+    return 0
+
+
+def cmd_history(args):
+    import os
+
+    from .audit import AuditStore
+
+    if not os.path.exists(args.db):
+        raise SabotError(f"no audit database at {args.db}")
+    store = AuditStore(args.db)
+    kinds = ("result",) if args.round is not None else None
+    recs = [(k, r) for k in (kinds or ("result", "irregularity", "resolution", "shoe_end"))
+            for r in store.records(k, args.shoe, args.round)]
+    recs.sort(key=lambda kr: (kr[1].get("shoe") or 0, kr[1].get("round") or 0))
+    if not recs:
+        raise SabotError("no such hand in the audit log")
+    print_records(recs, args.json)
+    return 0
+
+
 def decks_arg(text):
     try:
         return int(text)
@@ -66,6 +226,53 @@ def build_parser():
     a.add_argument("--seen", metavar="FILE", help="shoe file of cards already dealt, removed from the shoe")
     a.add_argument("--json", action="store_true", help="one JSON object, as CONTRACTS.md describes")
     a.set_defaults(func=cmd_analyze)
+
+    d = sub.add_parser("deal", help="deal a shoe file through the firmware on the virtual board",
+                       description="Runs SHOEFILE through the shoe firmware on real MicroPython and prints "
+                       "the round records the firmware produced (signed, verified by the validator).")
+    d.add_argument("shoefile", help="shoe file: cards in dealing order, CUT for the cut card, # comments")
+    d.add_argument("--json", action="store_true", help="one JSON round record per line")
+    d.add_argument("--events", action="store_true", help="also print shoe events (burn, initial cards, end)")
+    d.set_defaults(func=cmd_deal)
+
+    m = sub.add_parser("demo", help="the main job: a virtual shoe streams signed results to the validator")
+    m.add_argument("--shoe", metavar="FILE", help="shoe file to deal (default: a freshly shuffled 8-deck shoe)")
+    m.add_argument("--seed", type=int, help="seed for the shuffle (repeatable demos)")
+    m.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
+    m.add_argument("--key", default="sabot.key", help="the shoe's key file, created mode 0600 if missing "
+                   "(default ./sabot.key)")
+    m.add_argument("--capture", metavar="FILE", help="keep the raw bytes received from the shoe")
+    m.add_argument("--json", action="store_true", help="print a JSON summary instead of progress")
+    m.set_defaults(func=cmd_demo)
+
+    b = sub.add_parser("board", help="run the virtual board (firmware on MicroPython) until stopped")
+    b.add_argument("--listen", default="127.0.0.1:7000", help="HOST:PORT of its host link (socket://)")
+    b.add_argument("--flash", default="sabot-flash", help="directory that is its persistent flash")
+    b.add_argument("--shoe", metavar="FILE", help="let a simulated dealer draw this shoe file")
+    b.add_argument("--key", metavar="FILE", help="provision the virtual shoe with this key file")
+    b.set_defaults(func=cmd_board)
+
+    v = sub.add_parser("validate", help="validate a shoe's link: verify, recompute, store, acknowledge")
+    v.add_argument("--port", required=True, help="pyserial URL: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
+    v.add_argument("--key", required=True, help="the shoe's key file")
+    v.add_argument("--db", required=True, help="audit database (created if missing)")
+    v.add_argument("--capture", metavar="FILE", help="keep the raw bytes received")
+    v.add_argument("--seconds", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    v.add_argument("--json", action="store_true", help="print records as JSON lines")
+    v.set_defaults(func=cmd_validate)
+
+    r = sub.add_parser("replay", help="verify a capture offline")
+    r.add_argument("capture", help="raw bytes kept by --capture")
+    r.add_argument("--key", required=True, help="the shoe's key file")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_replay)
+
+    h = sub.add_parser("history", help="reconstruct hands from the audit store")
+    h.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
+    h.add_argument("--shoe", type=int, help="only this shoe")
+    h.add_argument("--round", type=int, help="only this round")
+    h.add_argument("--json", action="store_true")
+    h.set_defaults(func=cmd_history)
     return p
 
 

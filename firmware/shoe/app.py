@@ -1,0 +1,303 @@
+"""The shoe application: sensor -> card -> dealing state -> table decision, then (outside the card path)
+events -> signed frames -> flash log -> host link. Hardware comes in as plain calls and two injected
+objects: `link` (write(bytes)) and `indicators` (show(phase, due, position, shoe_no, round_no))."""
+
+import struct
+
+from shoe import cobs, frames
+from shoe.cards import CUT, NO_CARD
+from shoe.dealing import (
+    EV_BURN, EV_INITIAL, EV_IRREGULARITY, EV_RESOLUTION, EV_RESULT, EV_SHOE_END, EV_SHOE_START,
+    PH_BURN_FIRST, PH_ENDED, Shoe,
+)
+from shoe.decision import outcome
+from shoe.hmac256 import HmacKey, equal
+from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, READ_UNREADABLE, SensorDecoder
+from shoe.store import R_ACK, R_CHECKPOINT, R_FRAME, R_INPUT, RecordLog
+
+# Inputs, as logged: kind, arg, arg2
+IN_CARD = 1
+IN_TWO_CARDS = 2
+IN_FOREIGN = 3
+IN_CONFIRM = 4
+IN_EMPTY = 5
+IN_RESOLVE = 6  # arg: resolution code, arg2: 0 supervisor button, 1 host command
+IN_NEW_SHOE = 7
+
+# Why a host command was refused (T_COMMAND_REJECTED payload)
+REJ_BAD_MAC = 1
+REJ_REPLAYED = 2
+REJ_NOT_FOR_THIS_SHOE = 3
+REJ_NOT_NOW = 4
+REJ_UNKNOWN = 5
+
+KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
+MAX_RX = 256
+
+
+def load_identity(flash):
+    raw = flash.read(KEY_FILE)
+    if raw is None or len(raw) != 38:
+        return None
+    key_id, shoe_id = struct.unpack(">HI", raw[:6])
+    return key_id, shoe_id, raw[6:]
+
+
+class ShoeApp:
+    def __init__(self, flash, link, indicators, decks=8, min_confidence=0x80):
+        self.flash = flash
+        self.link = link
+        self.indicators = indicators
+        self.min_confidence = min_confidence
+        self.shoe = Shoe(decks)
+        self.decoder = SensorDecoder()
+        self.latch = READ_NONE
+        self.latch_card = NO_CARD
+        self.latch_conf = 0
+        self.log = RecordLog(flash)
+        self.seq = 0
+        self.chain = bytes(8)
+        self.outbox = []  # [(seq, frame)] not yet acknowledged
+        self.acked = 0
+        self.host_counter = 0
+        self.boot = 0
+        self.rx = bytearray()
+        self.identity = load_identity(flash)
+        if self.identity:
+            self.key_id, self.shoe_id, key = self.identity
+            self.key = HmacKey(key)
+
+    # ---- start-up ----------------------------------------------------------------------------
+    def start(self):
+        if not self.identity:
+            raise ValueError("shoe not provisioned: no key in flash (run `sabot provision`)")
+        raw = self.flash.read("boot")
+        self.boot = (int(raw) if raw else 0) + 1
+        self.flash.write_atomic("boot", str(self.boot).encode())
+        records = self.log.load()
+        for rtype, payload in records:
+            self._replay(rtype, payload)
+        if not records:
+            self._input(IN_NEW_SHOE)
+        self.show()
+
+    def _replay(self, rtype, payload):
+        if rtype == R_INPUT:
+            self._apply(payload[0], payload[1], payload[2])
+            self.shoe.events = 0
+            i = 3
+            while i < len(payload):
+                n = payload[i]
+                self._remember(payload[i + 1 : i + 1 + n])
+                i += 1 + n
+        elif rtype == R_FRAME:
+            self._remember(payload)
+        elif rtype == R_ACK:
+            self._acked(*struct.unpack(">II", payload))
+        elif rtype == R_CHECKPOINT:
+            shoe_no, self.seq, self.chain, self.acked, self.host_counter = struct.unpack(">HI8sII", payload)
+            self.shoe.shoe_no = shoe_no
+
+    def _remember(self, frame):
+        seq = struct.unpack(">I", frame[10:14])[0]
+        self.outbox.append((seq, frame))
+        self.seq = seq
+        self.chain = frame[-32:-24]
+
+    def _acked(self, seq, counter):
+        self.acked = max(self.acked, seq)
+        self.host_counter = max(self.host_counter, counter)
+        self.outbox = [(s, f) for s, f in self.outbox if s > self.acked]
+
+    # ---- hardware inputs -----------------------------------------------------------------------
+    def sensor_byte(self, b):
+        """A byte from the recognition module's UART. Allocation-free."""
+        r = self.decoder.feed(b)
+        if r == READ_NONE:
+            return
+        if self.latch != READ_NONE:
+            # A second read before the exit sensor saw the first card leave: two cards at once.
+            self._input(IN_TWO_CARDS, self.latch_card if self.latch == READ_CARD else NO_CARD)
+        self.latch = r
+        self.latch_card = self.decoder.card
+        self.latch_conf = self.decoder.confidence
+
+    def card_path(self):
+        """The exit sensor fired: decide what left the shoe. Allocation-free; returns the input to log."""
+        r = self.latch
+        self.latch = READ_NONE
+        if r == READ_FOREIGN:
+            self.shoe.foreign()
+            return IN_FOREIGN, NO_CARD
+        if r == READ_CUT:
+            card = CUT
+        elif r == READ_CARD and self.latch_conf >= self.min_confidence:
+            card = self.latch_card
+        else:  # exit without a read, an unreadable card, or too little confidence
+            card = NO_CARD
+        self.shoe.card_out(card)
+        return IN_CARD, card
+
+    def exit_edge(self):
+        kind, card = self.card_path()
+        self._commit(kind, card, 0)
+
+    def confirm_button(self):
+        self._input(IN_CONFIRM)
+
+    def empty_sensor(self):
+        self._input(IN_EMPTY)
+
+    def supervisor(self, code):
+        self._input(IN_RESOLVE, code, 0)
+
+    # ---- inputs -> frames -> flash -> link ---------------------------------------------------
+    def _apply(self, kind, arg=0, arg2=0):
+        s = self.shoe
+        if kind == IN_CARD:
+            s.card_out(arg)
+        elif kind == IN_TWO_CARDS:
+            s.two_cards(arg)
+        elif kind == IN_FOREIGN:
+            s.foreign()
+        elif kind == IN_CONFIRM:
+            s.confirm()
+        elif kind == IN_EMPTY:
+            s.empty()
+        elif kind == IN_RESOLVE:
+            return s.resolve(arg)
+        elif kind == IN_NEW_SHOE:
+            s.new_shoe()
+        return True
+
+    def _input(self, kind, arg=0, arg2=0):
+        if kind == IN_NEW_SHOE:
+            self._compact()
+        ok = self._apply(kind, arg, arg2)
+        self._commit(kind, arg, arg2)
+        return ok
+
+    def _commit(self, kind, arg, arg2):
+        out = self._frames_for_events(arg2)
+        payload = bytes((kind, arg, arg2)) + b"".join(bytes((len(f),)) + f for f in out)
+        self.log.append(R_INPUT, payload)
+        for f in out:
+            self._send(f)
+        self.show()
+
+    def _frames_for_events(self, source):
+        s = self.shoe
+        ev = s.events
+        s.events = 0
+        out = []
+        sr = struct.pack(">HH", s.shoe_no, s.round_no)
+        if ev & EV_SHOE_START:
+            out.append(self._chained(frames.T_SHOE_START, struct.pack(">HB", s.shoe_no, s.decks)))
+        if ev & EV_BURN:
+            out.append(self._chained(frames.T_BURN, sr + bytes(s.burned[: s.n_burned])))
+        if ev & EV_RESOLUTION:
+            voided = bytes(s.player[: s.voided >> 4]) + bytes(s.banker[: s.voided & 15])
+            head = bytes((s.resolution, s.ir_kind, s.ir_card, source, s.voided))
+            out.append(self._chained(frames.T_RESOLUTION, sr + head + voided))
+        if ev & EV_IRREGULARITY:
+            out.append(self._chained(frames.T_IRREGULARITY,
+                                     sr + struct.pack(">BBH", s.ir_kind, s.ir_card, s.ir_position)))
+        if ev & EV_INITIAL:
+            p, b = s.player, s.banker
+            out.append(self._chained(frames.T_INITIAL, sr + bytes((p[0], b[0], p[1], b[1]))))
+        if ev & EV_RESULT:
+            o = outcome(s.player, s.np, s.banker, s.nb)
+            body = sr + bytes((s.np << 4 | s.nb, s.dummy_done)) + bytes(s.player[: s.np])
+            out.append(self._chained(frames.T_RESULT, body + bytes(s.banker[: s.nb]) + struct.pack(">H", o)))
+        if ev & EV_SHOE_END:
+            out.append(self._chained(frames.T_SHOE_END, sr + struct.pack(">H", s.position) + s.inventory))
+        return out
+
+    def _chained(self, ftype, payload):
+        self.seq += 1
+        f = frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain, ftype, payload)
+        self.chain = f[-32:-24]
+        self.outbox.append((self.seq, f))
+        return f
+
+    def _compact(self):
+        keep = [(R_CHECKPOINT, struct.pack(">HI8sII", self.shoe.shoe_no, self.seq, self.chain, self.acked,
+                                           self.host_counter))]
+        keep += [(R_FRAME, f) for _, f in self.outbox]
+        self.log.replace(keep)
+
+    def _send(self, frame):
+        try:
+            self.link.write(cobs.encode(frame))
+        except OSError:
+            pass  # no host: the frame stays in the outbox until acknowledged
+
+    def show(self):
+        s = self.shoe
+        self.indicators.show(s.phase, s.due(), s.position, s.shoe_no, s.round_no)
+
+    # ---- host commands -------------------------------------------------------------------------
+    def host_bytes(self, data):
+        for b in data:
+            if b == 0:
+                if self.rx:
+                    f = cobs.decode(bytes(self.rx))
+                    self.rx = bytearray()
+                    if f is not None:
+                        self._command(f)
+            elif len(self.rx) < MAX_RX:
+                self.rx.append(b)
+            else:
+                self.rx = bytearray()  # oversized: line noise; resync at the next zero
+
+    def _reject(self, reason, ftype, counter):
+        self._input_frame_only(frames.T_COMMAND_REJECTED, struct.pack(">BBI", reason, ftype, counter))
+
+    def _input_frame_only(self, ftype, payload):
+        f = self._chained(ftype, payload)
+        self.log.append(R_FRAME, f)
+        self._send(f)
+
+    def _command(self, frame):
+        p = frames.parse(frame)
+        if p is None:
+            return
+        ftype, key_id, shoe_id, _, counter, _, payload, mac = p
+        if key_id != self.key_id or shoe_id != self.shoe_id:
+            return self._reject(REJ_NOT_FOR_THIS_SHOE, ftype, counter)
+        if not equal(self.key.mac(frame[:-32]), mac):
+            return self._reject(REJ_BAD_MAC, ftype, counter)
+        if ftype == frames.C_HELLO:
+            # Any authentic hello (even a replayed one) only makes the shoe say where it stands and resend.
+            self.send_status()
+            for _, f in self.outbox:
+                self._send(f)
+            return
+        if counter <= self.host_counter:
+            return self._reject(REJ_REPLAYED, ftype, counter)
+        self.host_counter = counter
+        if ftype == frames.C_ACK and len(payload) == 4:
+            self._acked(struct.unpack(">I", payload)[0], counter)
+            self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
+        elif ftype == frames.C_RESOLVE and len(payload) == 1:
+            self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
+            if not self._input(IN_RESOLVE, payload[0], 1):
+                self._reject(REJ_NOT_NOW, ftype, counter)
+        elif ftype == frames.C_NEW_SHOE:
+            self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
+            if self.shoe.phase == PH_ENDED or (self.shoe.phase == PH_BURN_FIRST and not self.shoe.position):
+                self._input(IN_NEW_SHOE)
+            else:
+                self._reject(REJ_NOT_NOW, ftype, counter)
+        else:
+            self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
+            self._reject(REJ_UNKNOWN, ftype, counter)
+
+    def send_status(self):
+        s = self.shoe
+        first = self.outbox[0][0] if self.outbox else 0
+        payload = struct.pack(">BHHHBIIII", s.phase, s.shoe_no, s.round_no, s.position, s.due(),
+                              self.host_counter, self.acked, first, self.seq if self.outbox else 0)
+        f = frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain,
+                         frames.T_STATUS, payload)
+        self._send(f)

@@ -1,0 +1,230 @@
+"""The shoe's dealing state machine: new shoe -> burn -> rounds -> cut card -> last round -> shoe end.
+
+Inputs are what the hardware reports (a card out of the shoe, the cut card, an unreadable card, the
+dealer's confirm and shoe-empty signals) and supervisor resolutions. Outputs are event bits in
+`self.events`, drained by the app after each input so that frames are built outside the card path.
+`card_out` and the decision it makes allocate nothing."""
+
+try:
+    from micropython import const
+except ImportError:
+
+    def const(x):
+        return x
+
+
+from shoe.cards import CUT, NO_CARD, burn_value
+from shoe.decision import DUE_BANKER, DUE_NONE, DUE_PLAYER, due
+
+PH_BURN_FIRST = const(0)  # waiting for the exposed first card
+PH_BURN = const(1)
+PH_ROUND = const(2)
+PH_HELD = const(3)  # an irregularity waits for a supervisor's resolution
+PH_ENDED = const(4)
+
+EV_SHOE_START = const(1)
+EV_BURN = const(2)
+EV_INITIAL = const(4)  # the first four cards are out: pair / House Money wagers settle now
+EV_RESULT = const(8)
+EV_IRREGULARITY = const(16)
+EV_RESOLUTION = const(32)
+EV_SHOE_END = const(64)
+
+# Irregularity kinds (names in IRREGULARITY_NAMES)
+IR_CARD_NOT_DUE = const(1)
+IR_UNREADABLE = const(2)
+IR_TWO_CARDS = const(3)
+IR_INVENTORY = const(4)
+IR_FOREIGN = const(5)
+IR_CARD_MISSING = const(6)
+IR_EXHAUSTED = const(7)
+IRREGULARITY_NAMES = ("", "card_not_due", "unreadable_card", "two_cards", "inventory_exceeded",
+                      "foreign_card", "card_missing", "cards_exhausted")
+
+RES_VOID_CARD = const(1)
+RES_KEEP_DUMMY = const(2)
+RES_VOID_ROUND = const(3)
+RESOLUTION_NAMES = ("", "void_card", "keep_dummy", "void_round")
+
+CUT_NONE = const(0)
+CUT_FINISH_THEN_ONE = const(1)  # out during a round: finish it, then one more
+CUT_NEXT_IS_LAST = const(2)
+
+
+class Shoe:
+    def __init__(self, decks=8):
+        self.decks = decks
+        self.inventory = bytearray(52)
+        self.player = bytearray(3)
+        self.banker = bytearray(3)
+        self.burned = bytearray(11)
+        self.shoe_no = 0
+        self.events = 0
+        self.ir_kind = 0
+        self.ir_card = NO_CARD
+        self.ir_position = 0
+        self.resolution = 0
+        self.voided = 0
+        self._reset(0)
+
+    def _reset(self, shoe_no):
+        self.shoe_no = shoe_no
+        self.round_no = 0
+        self.phase = PH_BURN_FIRST
+        self.position = 0  # cards out of the shoe, cut card included
+        self.cut = CUT_NONE
+        self.last_round = False
+        self.dummy = False
+        self.dummy_done = 0
+        self.np = 0
+        self.nb = 0
+        self.complete = True  # no round in progress
+        self.n_burned = 0
+        self.burn_left = 0
+        self.held_phase = PH_ROUND
+        for i in range(52):
+            self.inventory[i] = 0
+
+    def new_shoe(self):
+        self._reset(self.shoe_no + 1)
+        self.events |= EV_SHOE_START
+
+    def in_round(self):
+        return self.phase == PH_ROUND and not self.complete
+
+    def due(self):
+        """DUE_PLAYER / DUE_BANKER / DUE_NONE, what the indicators show."""
+        if self.phase != PH_ROUND:
+            return DUE_NONE
+        if self.complete:
+            return DUE_PLAYER
+        return due(self.player, self.np, self.banker, self.nb)
+
+    def _irregular(self, kind, card):
+        self.ir_kind = kind
+        self.ir_card = card
+        self.ir_position = self.position
+        if self.phase != PH_HELD:
+            self.held_phase = self.phase
+        self.phase = PH_HELD
+        self.events |= EV_IRREGULARITY
+
+    def card_out(self, card):
+        """A card (0..51), CUT or NO_CARD (unreadable) has left the shoe."""
+        self.position += 1
+        if card == CUT:
+            if self.in_round():
+                self.cut = CUT_FINISH_THEN_ONE
+            else:
+                self.cut = CUT_NEXT_IS_LAST
+            return
+        if card == NO_CARD:
+            self._irregular(IR_UNREADABLE, card)
+            return
+        if self.phase == PH_HELD or self.phase == PH_ENDED:
+            self._irregular(IR_CARD_NOT_DUE, card)
+            return
+        if self.inventory[card] >= self.decks:
+            self._irregular(IR_INVENTORY, card)
+            return
+        self.inventory[card] += 1
+        if self.phase == PH_BURN_FIRST:
+            self.burned[0] = card
+            self.n_burned = 1
+            self.burn_left = burn_value(card)
+            self.phase = PH_BURN
+            return
+        if self.phase == PH_BURN:
+            self.burned[self.n_burned] = card
+            self.n_burned += 1
+            self.burn_left -= 1
+            if self.burn_left == 0:
+                self.phase = PH_ROUND
+                self.events |= EV_BURN
+            return
+        self._deal(card)
+
+    def _deal(self, card):
+        if self.complete:
+            self.complete = False
+            self.np = 0
+            self.nb = 0
+            self.round_no += 1
+            self.last_round = self.cut == CUT_NEXT_IS_LAST
+        d = due(self.player, self.np, self.banker, self.nb)
+        if d == DUE_PLAYER:
+            self.player[self.np] = card
+            self.np += 1
+        else:
+            self.banker[self.nb] = card
+            self.nb += 1
+        if self.np + self.nb == 4:
+            self.events |= EV_INITIAL
+        if due(self.player, self.np, self.banker, self.nb) == DUE_NONE:
+            self._round_complete()
+
+    def _round_complete(self):
+        self.complete = True
+        self.events |= EV_RESULT
+        if self.last_round:
+            self.phase = PH_ENDED
+            self.events |= EV_SHOE_END
+        elif self.cut == CUT_FINISH_THEN_ONE:
+            self.cut = CUT_NEXT_IS_LAST
+        self.dummy_done = 1 if self.dummy else 0
+        self.dummy = False
+
+    # Sensor-level irregularities reported by the app
+    def two_cards(self, card):
+        self.position += 1
+        self._irregular(IR_TWO_CARDS, card)
+
+    def foreign(self):
+        self.position += 1
+        self._irregular(IR_FOREIGN, NO_CARD)
+
+    def confirm(self):
+        """The dealer confirms the round; an irregularity if a card is still due."""
+        if self.in_round():
+            self._irregular(IR_CARD_MISSING, NO_CARD)
+
+    def empty(self):
+        """The shoe has no cards left."""
+        if self.phase == PH_ENDED:
+            return
+        if self.in_round():
+            self._irregular(IR_EXHAUSTED, NO_CARD)
+        elif self.phase != PH_HELD:
+            self.phase = PH_ENDED
+            self.events |= EV_SHOE_END
+
+    def resolve(self, code):
+        """A supervisor's resolution of the held irregularity; False when none is held or it does not fit."""
+        if self.phase != PH_HELD or code < RES_VOID_CARD or code > RES_VOID_ROUND:
+            return False
+        card = self.ir_card
+        self.voided = 0
+        if code == RES_KEEP_DUMMY:
+            # The card opens the next round, a no-bet dummy hand; only for a readable, countable card
+            # drawn between rounds.
+            if (card >= 52 or self.ir_kind not in (IR_CARD_NOT_DUE, IR_TWO_CARDS)
+                    or self.held_phase != PH_ROUND or not self.complete
+                    or self.inventory[card] >= self.decks):
+                return False
+            self.phase = PH_ROUND
+            self.inventory[card] += 1
+            self.dummy = True
+            self._deal(card)
+        elif code == RES_VOID_ROUND:
+            self.phase = PH_ROUND if self.held_phase != PH_ENDED else PH_ENDED
+            if not self.complete:
+                self.voided = self.np << 4 | self.nb  # its cards stay counted out of the shoe
+                self.complete = True
+                self.round_no -= 1
+        else:
+            if self.ir_kind in (IR_CARD_MISSING, IR_EXHAUSTED):
+                return False  # nothing to void: the round itself must be voided
+            self.phase = self.held_phase
+        self.resolution = code
+        self.events |= EV_RESOLUTION
+        return True

@@ -1,0 +1,29 @@
+"""HMAC-SHA256 (RFC 2104) on MicroPython's hashlib, which has no hmac module."""
+
+import hashlib
+
+
+class HmacKey:
+    def __init__(self, key):
+        if len(key) > 64:
+            key = hashlib.sha256(key).digest()
+        key = key + bytes(64 - len(key))
+        self._ipad = bytes(b ^ 0x36 for b in key)
+        self._opad = bytes(b ^ 0x5C for b in key)
+
+    def mac(self, msg):
+        inner = hashlib.sha256(self._ipad)
+        inner.update(msg)
+        outer = hashlib.sha256(self._opad)
+        outer.update(inner.digest())
+        return outer.digest()
+
+
+def equal(a, b):
+    """Constant-time comparison: the time does not depend on where the bytes differ."""
+    if len(a) != len(b):
+        return False
+    d = 0
+    for i in range(len(a)):
+        d |= a[i] ^ b[i]
+    return d == 0

@@ -1,0 +1,109 @@
+"""The validator's audit store: SQLite, WAL, durable commits, append-only. Every frame received is kept
+raw with its verdict; accepted rounds and events are kept decoded, so `sabot history` can reconstruct
+any hand in a dispute (627a.11(c), 631a.12(c))."""
+
+import json
+import sqlite3
+import time
+
+from .errors import SabotError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS frames (
+    id INTEGER PRIMARY KEY, received_at REAL NOT NULL, raw BLOB NOT NULL,
+    key_id INTEGER, shoe_id INTEGER, boot INTEGER, seq INTEGER, type TEXT,
+    verdict TEXT NOT NULL, reason TEXT);
+CREATE TABLE IF NOT EXISTS records (
+    key_id INTEGER NOT NULL, shoe_id INTEGER NOT NULL, seq INTEGER NOT NULL, frame_id INTEGER NOT NULL,
+    kind TEXT NOT NULL, shoe INTEGER, round INTEGER, record TEXT NOT NULL,
+    PRIMARY KEY (key_id, shoe_id, seq));
+CREATE TABLE IF NOT EXISTS link (
+    key_id INTEGER NOT NULL, shoe_id INTEGER NOT NULL, last_seq INTEGER NOT NULL, last_mac BLOB NOT NULL,
+    last_boot INTEGER NOT NULL, host_counter INTEGER NOT NULL, inventory TEXT NOT NULL,
+    PRIMARY KEY (key_id, shoe_id));
+CREATE TRIGGER IF NOT EXISTS frames_append_only_u BEFORE UPDATE ON frames
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS frames_append_only_d BEFORE DELETE ON frames
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS records_append_only_u BEFORE UPDATE ON records
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS records_append_only_d BEFORE DELETE ON records
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+"""
+
+
+class AuditStore:
+    def __init__(self, path, durable=True):
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            self.db.executescript(SCHEMA)
+        except sqlite3.Error as e:
+            raise SabotError(f"cannot open audit database {path}: {e}") from None
+        self.path = path
+
+    def begin(self):
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def commit(self):
+        self.db.execute("COMMIT")
+
+    def add_frame(self, raw, frame, verdict, reason=None):
+        f = frame if frame is not None and not isinstance(frame, str) else None
+        cur = self.db.execute(
+            "INSERT INTO frames (received_at, raw, key_id, shoe_id, boot, seq, type, verdict, reason)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (time.time(), raw, f and f.key_id, f and f.shoe_id, f and f.boot, f and f.seq,
+             f and _type_name(f.type), verdict, reason))
+        return cur.lastrowid
+
+    def add_record(self, frame, frame_id, kind, record):
+        self.db.execute(
+            "INSERT INTO records (key_id, shoe_id, seq, frame_id, kind, shoe, round, record)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (frame.key_id, frame.shoe_id, frame.seq, frame_id, kind, record.get("shoe"), record.get("round"),
+             json.dumps(record)))
+
+    def stored_raw(self, key_id, shoe_id, seq):
+        row = self.db.execute(
+            "SELECT f.raw FROM records r JOIN frames f ON f.id = r.frame_id"
+            " WHERE r.key_id=? AND r.shoe_id=? AND r.seq=?", (key_id, shoe_id, seq)).fetchone()
+        return row[0] if row else None
+
+    def link(self, key_id, shoe_id):
+        row = self.db.execute("SELECT last_seq, last_mac, last_boot, host_counter, inventory FROM link"
+                              " WHERE key_id=? AND shoe_id=?", (key_id, shoe_id)).fetchone()
+        if not row:
+            return None
+        return {"last_seq": row[0], "last_mac": row[1], "last_boot": row[2], "host_counter": row[3],
+                "inventory": json.loads(row[4])}
+
+    def save_link(self, key_id, shoe_id, st):
+        self.db.execute(
+            "INSERT OR REPLACE INTO link (key_id, shoe_id, last_seq, last_mac, last_boot, host_counter, inventory)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (key_id, shoe_id, st["last_seq"], st["last_mac"], st["last_boot"], st["host_counter"],
+             json.dumps(st["inventory"])))
+
+    def records(self, kind=None, shoe=None, round_no=None):
+        q, args = "SELECT record FROM records WHERE 1=1", []
+        if kind:
+            q += " AND kind=?"
+            args.append(kind)
+        if shoe is not None:
+            q += " AND shoe=?"
+            args.append(shoe)
+        if round_no is not None:
+            q += " AND round=?"
+            args.append(round_no)
+        return [json.loads(r[0]) for r in self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args)]
+
+    def close(self):
+        self.db.close()
+
+
+def _type_name(t):
+    from .frames import TYPES
+
+    return TYPES.get(t, f"0x{t:02x}")

@@ -1,0 +1,184 @@
+"""The main job: a virtual shoe streams signed results over a serial link to the validator.
+
+Also `sabot deal` (the same path, printing the rounds the firmware produced) and `sabot board`."""
+
+import os
+import sys
+import tempfile
+import threading
+import time
+
+from . import keys, rules
+from .cards import read_shoe_file, shuffled_shoe
+from .errors import SabotError
+from .link import HostLink
+from .validator import Validator
+from .virtual import Dealer, VirtualBoard, provision_flash
+
+
+class Session:
+    """Board + dealer + validator over a real pyserial link (socket://)."""
+
+    def __init__(self, tokens, key, db, flash_dir, capture=None, progress=None):
+        self.tokens = tokens
+        self.key = key
+        self.flash_dir = flash_dir
+        self.records = []
+        self.validator = Validator(key, db, on_record=self._record)
+        self.capture = open(capture, "ab") if capture else None
+        self.progress = progress
+        self.board = None
+        self.link = None
+        self.error = None
+        self.shoe_no = None
+
+    def _record(self, kind, rec):
+        self.records.append((kind, rec))
+        if kind == "shoe_start":
+            self.shoe_no = rec["shoe"]
+
+    def start_board(self):
+        provision_flash(self.flash_dir, self.key)
+        self.board = VirtualBoard(self.flash_dir).start()
+        if self.link is None:
+            self.link = HostLink(self.board.url, self.validator, self.capture)
+        else:
+            self.link.reconnect()
+
+    def ensure_new_shoe(self):
+        """A board whose last shoe has ended needs a new-shoe command from the host before dealing."""
+        self.board.wait(lambda s: True, 5)
+        if self.board.indicator and self.board.indicator[0] == 4:
+            self.pump_until(lambda: self.validator.status is not None, 5)
+            self.link.new_shoe()
+            self.board.wait(lambda s: s[0] != 4, 5)
+
+    def pump_until(self, done, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.link.pump()
+            if done():
+                return True
+        return False
+
+    def run(self):
+        self.start_board()
+        self.ensure_new_shoe()
+        dealer = Dealer(self.board, self.tokens)
+        finished = threading.Event()
+
+        def deal():
+            try:
+                dealer.deal()
+            except Exception as e:  # noqa: BLE001 - reported by the main thread
+                self.error = e
+            finished.set()
+
+        threading.Thread(target=deal, daemon=True).start()
+        last_report = 0
+        while not finished.is_set():
+            self.link.pump()
+            if self.progress and time.monotonic() - last_report > 0.2:
+                last_report = time.monotonic()
+                self.progress(self)
+        if self.error:
+            raise self.error
+        # Drain: everything the shoe holds must be acknowledged.
+        self.link.hello()
+        self.pump_until(self._all_delivered, 10)
+        if self.progress:
+            self.progress(self, final=True)
+
+    def _all_delivered(self):
+        st = self.validator.status
+        ended = any(k == "shoe_end" for k, _ in self.records)
+        return ended and st is not None and st["unacked_to"] == 0 and st["phase"] == "ended"
+
+    def close(self):
+        if self.link:
+            self.link.close()
+        if self.board:
+            self.board.stop()
+        if self.capture:
+            self.capture.close()
+
+    def rounds(self):
+        return [r for k, r in self.records if k == "result"]
+
+    def summary(self):
+        v = self.validator.summary()
+        expected = rules.deal_shoe(self.tokens, shoe=self.shoe_no or 1)
+        stored = self.rounds()
+        lost = sum(1 for r in expected if r not in stored)
+        return {"shoe": self.shoe_no, "rounds": len(stored), "expected_rounds": len(expected),
+                "verified": v["verified"], "rejected": v["rejected"], "irregularities": v["irregularities"],
+                "lost": lost, "resent": v["resent"], "rejections": v["rejections"], "alarms": v["alarms"]}
+
+
+def load_tokens(shoe, seed):
+    if shoe:
+        return read_shoe_file(shoe)
+    return shuffled_shoe(8, seed)
+
+
+def progress_line(session, final=False):
+    ind = session.board.indicator if session.board else None
+    pos = ind[2] if ind else 0
+    v = session.validator.counts
+    sys.stderr.write(f"\rdealing: card {pos}/{len(session.tokens)}  rounds {len(session.rounds())}  "
+                     f"verified frames {v['verified']}  rejected {v['rejected']}   ")
+    if final:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def run_demo(shoe=None, seed=None, db="sabot.db", key_file="sabot.key", capture=None, quiet=False):
+    tokens = load_tokens(shoe, seed)
+    key = keys.load_or_create(key_file)
+    flash_dir = db + ".flash"
+    t0 = time.monotonic()
+    session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line)
+    try:
+        session.run()
+    finally:
+        session.close()
+    s = session.summary()
+    s["seconds"] = round(time.monotonic() - t0, 2)
+    return s, session
+
+
+def run_deal(shoe_file):
+    """Deal a shoe file through the firmware on the virtual board; the round records it produced."""
+    tokens = read_shoe_file(shoe_file)
+    with tempfile.TemporaryDirectory(prefix="sabot-deal-") as tmp:
+        key = keys.create(os.path.join(tmp, "key"))
+        session = Session(tokens, key, os.path.join(tmp, "audit.db"), os.path.join(tmp, "flash"))
+        try:
+            session.run()
+        finally:
+            session.close()
+        if session.validator.counts["rejected"]:
+            reasons = sorted({r["reason"] for r in session.validator.rejections})
+            raise SabotError(f"the validator rejected frames from the shoe: {', '.join(reasons)}")
+        return session.records
+
+
+def run_board(listen, flash_dir, shoe=None, key_file=None):
+    """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws that shoe."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit():
+        raise SabotError(f"--listen wants HOST:PORT, got {listen!r}")
+    if key_file:
+        provision_flash(flash_dir, keys.load(key_file))
+    elif not os.path.exists(os.path.join(flash_dir, "key")):
+        raise SabotError(f"no key in {flash_dir}: pass --key FILE to provision the virtual shoe")
+    board = VirtualBoard(flash_dir, host or "127.0.0.1", int(port)).start()
+    print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it", file=sys.stderr)
+    try:
+        if shoe:
+            Dealer(board, read_shoe_file(shoe)).deal()
+            print("the shoe has ended; the board stays up until Ctrl-C", file=sys.stderr)
+        while board.alive():
+            time.sleep(0.2)
+    finally:
+        board.stop()

@@ -1,0 +1,90 @@
+"""The host end of the shoe link: a pyserial port (any URL: /dev/ttyACM0, socket://127.0.0.1:7000),
+the validator behind it, and the acknowledgements and hellos that make delivery exactly-once."""
+
+import time
+
+import serial
+
+from . import frames as fr
+from .errors import SabotError
+
+
+class HostLink:
+    HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
+
+    def __init__(self, url, validator, capture=None, connect_timeout=10):
+        self.validator = validator
+        self.capture = capture
+        self.url = url
+        self.ser = None
+        self.counter = 0
+        self.last_rx = 0.0
+        self.acked = 0
+        self._open(connect_timeout)
+
+    def _open(self, timeout):
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                self.ser = serial.serial_for_url(self.url, timeout=0.05)
+                break
+            except (serial.SerialException, OSError, ValueError) as e:
+                if time.monotonic() > end:
+                    raise SabotError(f"cannot open {self.url}: {e}") from None
+                time.sleep(0.1)
+        self.hello()
+
+    def reconnect(self, timeout=10):
+        self.close()
+        self._open(timeout)
+
+    def _command(self, ftype, payload=b"", counted=True):
+        k = self.validator.key
+        if counted:
+            self.counter = max(self.counter, self.validator.state["host_counter"]) + 1
+            self.validator.state["host_counter"] = self.counter
+        self.ser.write(fr.command(k.key, k.key_id, k.shoe_id, self.counter if counted else 0, ftype, payload))
+
+    def hello(self):
+        """Pyserial drops what arrived before the port opened: ask the shoe where it stands and to resend."""
+        self._command(fr.C_HELLO, counted=False)
+        self.last_rx = time.monotonic()
+
+    def resolve(self, code):
+        self._command(fr.C_RESOLVE, bytes([code]))
+
+    def new_shoe(self):
+        self._command(fr.C_NEW_SHOE)
+
+    def pump(self, wait=0.05):
+        """Read what has arrived, validate it, acknowledge it. Returns the per-frame verdicts."""
+        try:
+            data = self.ser.read(max(1, self.ser.in_waiting))
+        except (serial.SerialException, OSError) as e:
+            raise ConnectionError(str(e)) from None
+        now = time.monotonic()
+        if not data:
+            if now - self.last_rx > self.HELLO_EVERY:
+                self.hello()
+            return []
+        self.last_rx = now
+        if self.capture:
+            self.capture.write(data)
+            self.capture.flush()
+        results = self.validator.receive(data)
+        if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
+            self.hello()  # something was lost on the line: the shoe resends from the oldest unacked
+        last = self.validator.state["last_seq"]
+        resent = any(v == "resent" for _, v, _ in results)
+        if self.validator.status is not None and (last > self.acked or resent):
+            self._command(fr.C_ACK, last.to_bytes(4, "big"))
+            self.acked = last
+        return results
+
+    def close(self):
+        if self.ser is not None:
+            try:
+                self.ser.close()
+            except Exception:  # noqa: BLE001 - closing a dead socket must not mask the real error
+                pass
+            self.ser = None

@@ -1,0 +1,187 @@
+"""The virtual board (the firmware on the unix-port MicroPython) and a simulated dealer feeding it.
+
+The dealer talks to the board's recognition-module UART, exit sensor and buttons over the process's
+stdin, and watches its indicators on stdout (boards/virtual/board.py); the host link is a TCP socket."""
+
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+from . import keys
+from .cards import CUT, RANKS, SUITS
+from .errors import SabotError
+from .paths import BOARDS, FIRMWARE, micropython
+
+EXIT_EDGE, CONFIRM, EMPTY, SUPERVISOR = 0x80, 0x81, 0x82, 0x90
+PH_HELD, PH_ENDED = 3, 4
+HEX = "0123456789ABCDEF"
+
+
+def sensor_frame(kind, rank_suit="--", confidence=0xF0):
+    """The recognition module's frame for a card read (see firmware/shoe/sensor.py)."""
+    body = (kind + rank_suit).encode() + f"{confidence:02X}".encode()
+    x = 0
+    for b in body:
+        x ^= b
+    return b"$" + body + b"*" + f"{x:02X}".encode() + b"\n"
+
+
+def card_bytes(token, confidence=0xF0):
+    """What the dealer's draw of one shoe-file token puts on the dealer channel."""
+    if token == CUT:
+        return sensor_frame("C", "--", confidence) + bytes([EXIT_EDGE])
+    return sensor_frame("R", token, confidence) + bytes([EXIT_EDGE])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def provision_flash(flash_dir, key):
+    """Put the shoe's key into the virtual board's flash (a new identity starts a new flash)."""
+    os.makedirs(flash_dir, exist_ok=True)
+    path = os.path.join(flash_dir, "key")
+    raw = keys.raw_bytes(key)
+    try:
+        with open(path, "rb") as f:
+            if f.read() == raw:
+                return
+    except OSError:
+        pass
+    for name in os.listdir(flash_dir):
+        p = os.path.join(flash_dir, name)
+        shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(raw)
+
+
+class VirtualBoard:
+    def __init__(self, flash_dir, host="127.0.0.1", port=0):
+        self.flash_dir = str(flash_dir)
+        self.host = host
+        self.port = port or free_port()
+        self.proc = None
+        self.indicator = None  # (phase, due, position, shoe, round)
+        self.changed = threading.Condition()
+        self.boots = 0
+
+    @property
+    def url(self):
+        return f"socket://{self.host}:{self.port}"
+
+    def start(self, timeout=10):
+        env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")]))
+        cmd = [micropython(), str(BOARDS / "virtual" / "main.py"), "--flash", self.flash_dir,
+               "--listen", f"{self.host}:{self.port}"]
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, bufsize=0)
+        self.boots += 1
+        self.listening = queue.Queue()
+        threading.Thread(target=self._read_indicators, args=(self.proc,), daemon=True).start()
+        try:
+            self.listening.get(timeout=timeout)
+        except queue.Empty:
+            self.kill()
+            raise SabotError("the virtual board did not start listening") from None
+        if self.proc.poll() is not None:
+            err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+            raise SabotError(f"the virtual board stopped: {err[-1] if err else 'no message'}")
+        return self
+
+    def _read_indicators(self, proc):
+        for line in proc.stdout:
+            parts = line.split()
+            if parts[:1] == [b"I"] and len(parts) == 6:
+                with self.changed:
+                    self.indicator = tuple(int(x) for x in parts[1:])
+                    self.changed.notify_all()
+            elif parts[:1] == [b"L"]:
+                self.listening.put(True)
+        self.listening.put(False)
+        with self.changed:
+            self.changed.notify_all()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def send(self, data):
+        try:
+            self.proc.stdin.write(data)
+        except (BrokenPipeError, OSError):
+            pass  # the board is off (a power cut): the dealer will wait for it
+
+    def wait(self, predicate, timeout=10):
+        """Wait until predicate(indicator) holds; False on timeout or if the board died."""
+        end = time.monotonic() + timeout
+        with self.changed:
+            while not (self.indicator and predicate(self.indicator)):
+                left = end - time.monotonic()
+                if left <= 0 or not self.alive():
+                    return False
+                self.changed.wait(min(left, 0.2))
+        return True
+
+    def kill(self):
+        """A power cut: the process dies at whatever instruction it was executing."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        for s in (self.proc.stdout, self.proc.stderr):
+            s.close()
+
+
+class Dealer:
+    """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators allow.
+
+    After a power cut it resumes at the shoe's own position, so no card is dealt twice or skipped."""
+
+    def __init__(self, board, tokens, on_held=None):
+        self.board = board
+        self.tokens = tokens
+        self.on_held = on_held or (lambda board, state: board.send(bytes([SUPERVISOR + 1])))
+        self.held_seen = 0
+
+    def step(self, timeout=10):
+        """Deal the next card; returns False when the shoe has ended."""
+        b = self.board
+        if not b.wait(lambda s: True, timeout):
+            return True  # board off: nothing to do now
+        phase, _, position, _, _ = b.indicator
+        if phase == PH_ENDED:
+            return False
+        if phase == PH_HELD:
+            self.held_seen += 1
+            self.on_held(b, b.indicator)
+            b.wait(lambda s: s[0] != PH_HELD, timeout)
+            return True
+        if position >= len(self.tokens):
+            b.send(bytes([EMPTY]))
+            b.wait(lambda s: s[0] in (PH_ENDED, PH_HELD), timeout)
+            return True
+        b.send(card_bytes(self.tokens[position]))
+        b.wait(lambda s: s[2] > position or s[0] in (PH_HELD, PH_ENDED), timeout)
+        return True
+
+    def deal(self, progress=None):
+        while self.step():
+            if progress:
+                progress(self.board.indicator)
