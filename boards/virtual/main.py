@@ -15,11 +15,11 @@ class StdoutIndicators:
     def __init__(self):
         self.last = None
 
-    def show(self, phase, due, position, shoe_no, round_no):
-        state = (phase, due, position, shoe_no, round_no)
+    def show(self, phase, due, position, shoe_no, round_no, alarm):
+        state = (phase, due, position, shoe_no, round_no, alarm)
         if state != self.last:
             self.last = state
-            sys.stdout.write("I %d %d %d %d %d\n" % state)
+            sys.stdout.write("I %d %d %d %d %d %d\n" % state)
 
 
 class SocketLink:

@@ -1,6 +1,7 @@
 """The shoe application: sensor -> card -> dealing state -> table decision, then (outside the card path)
 events -> signed frames -> flash log -> host link. Hardware comes in as plain calls and two injected
-objects: `link` (write(bytes)) and `indicators` (show(phase, due, position, shoe_no, round_no))."""
+objects: `link` (write(bytes)) and `indicators` (show(phase, due, position, shoe_no, round_no, alarm),
+alarm being the held irregularity kind, 0 for none)."""
 
 import struct
 
@@ -8,7 +9,7 @@ from shoe import cobs, frames
 from shoe.cards import CUT, NO_CARD
 from shoe.dealing import (
     EV_BURN, EV_INITIAL, EV_IRREGULARITY, EV_RESOLUTION, EV_RESULT, EV_SHOE_END, EV_SHOE_START,
-    PH_BURN_FIRST, PH_ENDED, Shoe,
+    PH_BURN_FIRST, PH_ENDED, PH_HELD, Shoe,
 )
 from shoe.decision import outcome
 from shoe.hmac256 import HmacKey, equal
@@ -35,6 +36,10 @@ KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
 MAX_RX = 256
 
 
+def _seq(frame):
+    return struct.unpack_from(">I", frame, 10)[0]
+
+
 def load_identity(flash):
     raw = flash.read(KEY_FILE)
     if raw is None or len(raw) != 38:
@@ -57,7 +62,7 @@ class ShoeApp:
         self.log = RecordLog(flash)
         self.seq = 0
         self.chain = bytes(8)
-        self.outbox = []  # [(seq, frame)] not yet acknowledged
+        self.outbox = []  # frames not yet acknowledged, oldest first (each carries its seq)
         self.acked = 0
         self.host_counter = 0
         self.boot = 0
@@ -99,15 +104,14 @@ class ShoeApp:
             self.shoe.shoe_no = shoe_no
 
     def _remember(self, frame):
-        seq = struct.unpack(">I", frame[10:14])[0]
-        self.outbox.append((seq, frame))
-        self.seq = seq
+        self.outbox.append(frame)
+        self.seq = _seq(frame)
         self.chain = frame[-32:-24]
 
     def _acked(self, seq, counter):
         self.acked = max(self.acked, seq)
         self.host_counter = max(self.host_counter, counter)
-        self.outbox = [(s, f) for s, f in self.outbox if s > self.acked]
+        self.outbox = [f for f in self.outbox if _seq(f) > self.acked]
 
     # ---- hardware inputs -----------------------------------------------------------------------
     def sensor_byte(self, b):
@@ -123,12 +127,13 @@ class ShoeApp:
         self.latch_conf = self.decoder.confidence
 
     def card_path(self):
-        """The exit sensor fired: decide what left the shoe. Allocation-free; returns the input to log."""
+        """The exit sensor fired: decide what left the shoe. Allocation-free; returns the input to log
+        as one small int, kind << 8 | card (a tuple would allocate)."""
         r = self.latch
         self.latch = READ_NONE
         if r == READ_FOREIGN:
             self.shoe.foreign()
-            return IN_FOREIGN, NO_CARD
+            return IN_FOREIGN << 8 | NO_CARD
         if r == READ_CUT:
             card = CUT
         elif r == READ_CARD and self.latch_conf >= self.min_confidence:
@@ -136,11 +141,11 @@ class ShoeApp:
         else:  # exit without a read, an unreadable card, or too little confidence
             card = NO_CARD
         self.shoe.card_out(card)
-        return IN_CARD, card
+        return IN_CARD << 8 | card
 
     def exit_edge(self):
-        kind, card = self.card_path()
-        self._commit(kind, card, 0)
+        done = self.card_path()
+        self._commit(done >> 8, done & 0xFF, 0)
 
     def confirm_button(self):
         self._input(IN_CONFIRM)
@@ -217,13 +222,13 @@ class ShoeApp:
         self.seq += 1
         f = frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain, ftype, payload)
         self.chain = f[-32:-24]
-        self.outbox.append((self.seq, f))
+        self.outbox.append(f)
         return f
 
     def _compact(self):
         keep = [(R_CHECKPOINT, struct.pack(">HI8sII", self.shoe.shoe_no, self.seq, self.chain, self.acked,
                                            self.host_counter))]
-        keep += [(R_FRAME, f) for _, f in self.outbox]
+        keep += [(R_FRAME, f) for f in self.outbox]
         self.log.replace(keep)
 
     def _send(self, frame):
@@ -234,7 +239,8 @@ class ShoeApp:
 
     def show(self):
         s = self.shoe
-        self.indicators.show(s.phase, s.due(), s.position, s.shoe_no, s.round_no)
+        alarm = s.ir_kind if s.phase == PH_HELD else 0
+        self.indicators.show(s.phase, s.due(), s.position, s.shoe_no, s.round_no, alarm)
 
     # ---- host commands -------------------------------------------------------------------------
     def host_bytes(self, data):
@@ -270,7 +276,7 @@ class ShoeApp:
         if ftype == frames.C_HELLO:
             # Any authentic hello (even a replayed one) only makes the shoe say where it stands and resend.
             self.send_status()
-            for _, f in self.outbox:
+            for f in self.outbox:
                 self._send(f)
             return
         if counter <= self.host_counter:
@@ -295,7 +301,7 @@ class ShoeApp:
 
     def send_status(self):
         s = self.shoe
-        first = self.outbox[0][0] if self.outbox else 0
+        first = _seq(self.outbox[0]) if self.outbox else 0
         payload = struct.pack(">BHHHBIIII", s.phase, s.shoe_no, s.round_no, s.position, s.due(),
                               self.host_counter, self.acked, first, self.seq if self.outbox else 0)
         f = frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain,

@@ -58,7 +58,10 @@ class SensorDecoder:
         self.n = -1
         # buf: TYPE RANK SUIT C1 C2 '*' X1 X2 '\n'
         x = buf[0] ^ buf[1] ^ buf[2] ^ buf[3] ^ buf[4]
-        c1, c2, x1, x2 = _hexval(buf[3]), _hexval(buf[4]), _hexval(buf[6]), _hexval(buf[7])
+        c1 = _hexval(buf[3])  # one name at a time: a 4-tuple unpack would allocate
+        c2 = _hexval(buf[4])
+        x1 = _hexval(buf[6])
+        x2 = _hexval(buf[7])
         if buf[5] != 42 or buf[8] != 10 or c1 < 0 or c2 < 0 or x1 < 0 or x2 < 0 or x1 * 16 + x2 != x:
             self.errors += 1
             return READ_NONE

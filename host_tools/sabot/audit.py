@@ -7,6 +7,7 @@ import sqlite3
 import time
 
 from .errors import SabotError
+from .frames import TYPES
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS frames (
@@ -16,7 +17,7 @@ CREATE TABLE IF NOT EXISTS frames (
 CREATE TABLE IF NOT EXISTS records (
     key_id INTEGER NOT NULL, shoe_id INTEGER NOT NULL, seq INTEGER NOT NULL, frame_id INTEGER NOT NULL,
     kind TEXT NOT NULL, shoe INTEGER, round INTEGER, record TEXT NOT NULL,
-    PRIMARY KEY (key_id, shoe_id, seq));
+    PRIMARY KEY (key_id, shoe_id, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS link (
     key_id INTEGER NOT NULL, shoe_id INTEGER NOT NULL, last_seq INTEGER NOT NULL, last_mac BLOB NOT NULL,
     last_boot INTEGER NOT NULL, host_counter INTEGER NOT NULL, inventory TEXT NOT NULL,
@@ -35,37 +36,58 @@ CREATE TRIGGER IF NOT EXISTS records_append_only_d BEFORE DELETE ON records
 class AuditStore:
     def __init__(self, path, durable=True):
         try:
-            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=10)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self.db.executescript(SCHEMA)
         except sqlite3.Error as e:
             raise SabotError(f"cannot open audit database {path}: {e}") from None
         self.path = path
+        self._next_id = None
+        self._frames, self._records = [], []
 
     def begin(self):
-        self.db.execute("BEGIN IMMEDIATE")
+        self._frames, self._records = [], []
+        self._now = time.time()  # one receive time per batch: the frames of one read
+        if self._next_id is None:
+            self._next_id = (self.db.execute("SELECT MAX(id) FROM frames").fetchone()[0] or 0) + 1
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            raise SabotError(f"audit database {self.path}: {e} (is another validator using it?)") from None
 
     def commit(self):
+        """Write the batch's frames and records, then make them durable."""
+        self.db.executemany(
+            "INSERT INTO frames (id, received_at, raw, key_id, shoe_id, boot, seq, type, verdict, reason)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)", self._frames)
+        self.db.executemany(
+            "INSERT INTO records (key_id, shoe_id, seq, frame_id, kind, shoe, round, record)"
+            " VALUES (?,?,?,?,?,?,?,?)", self._records)
         self.db.execute("COMMIT")
+        self._frames, self._records = [], []
+
+    def rollback(self):
+        self.db.execute("ROLLBACK")
+        self._next_id = None
+        self._frames, self._records = [], []
 
     def add_frame(self, raw, frame, verdict, reason=None):
         f = frame if frame is not None and not isinstance(frame, str) else None
-        cur = self.db.execute(
-            "INSERT INTO frames (received_at, raw, key_id, shoe_id, boot, seq, type, verdict, reason)"
-            " VALUES (?,?,?,?,?,?,?,?,?)",
-            (time.time(), raw, f and f.key_id, f and f.shoe_id, f and f.boot, f and f.seq,
-             f and _type_name(f.type), verdict, reason))
-        return cur.lastrowid
+        fid = self._next_id
+        self._next_id += 1
+        self._frames.append((fid, self._now, raw, f and f.key_id, f and f.shoe_id, f and f.boot, f and f.seq,
+                             f and _type_name(f.type), verdict, reason))
+        return fid
 
     def add_record(self, frame, frame_id, kind, record):
-        self.db.execute(
-            "INSERT INTO records (key_id, shoe_id, seq, frame_id, kind, shoe, round, record)"
-            " VALUES (?,?,?,?,?,?,?,?)",
-            (frame.key_id, frame.shoe_id, frame.seq, frame_id, kind, record.get("shoe"), record.get("round"),
-             json.dumps(record)))
+        self._records.append((frame.key_id, frame.shoe_id, frame.seq, frame_id, kind, record.get("shoe"),
+                              record.get("round"), json.dumps(record)))
 
     def stored_raw(self, key_id, shoe_id, seq):
+        for r in self._records:  # stored earlier in this same batch
+            if r[:3] == (key_id, shoe_id, seq):
+                return next(f[2] for f in self._frames if f[0] == r[3])
         row = self.db.execute(
             "SELECT f.raw FROM records r JOIN frames f ON f.id = r.frame_id"
             " WHERE r.key_id=? AND r.shoe_id=? AND r.seq=?", (key_id, shoe_id, seq)).fetchone()
@@ -86,24 +108,23 @@ class AuditStore:
             (key_id, shoe_id, st["last_seq"], st["last_mac"], st["last_boot"], st["host_counter"],
              json.dumps(st["inventory"])))
 
-    def records(self, kind=None, shoe=None, round_no=None):
-        q, args = "SELECT record FROM records WHERE 1=1", []
-        if kind:
-            q += " AND kind=?"
-            args.append(kind)
+    def records(self, kinds=None, shoe=None, round_no=None):
+        """Decoded records in the order the shoe sent them."""
+        q, args = "SELECT kind, record FROM records WHERE 1=1", []
+        if kinds:
+            q += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
         if shoe is not None:
             q += " AND shoe=?"
             args.append(shoe)
         if round_no is not None:
             q += " AND round=?"
             args.append(round_no)
-        return [json.loads(r[0]) for r in self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args)]
+        return [(r[0], json.loads(r[1])) for r in self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args)]
 
     def close(self):
         self.db.close()
 
 
 def _type_name(t):
-    from .frames import TYPES
-
     return TYPES.get(t, f"0x{t:02x}")

@@ -61,7 +61,7 @@ def print_records(records, as_json):
             print(json.dumps(rec))
         elif kind == "result":
             print(format_round(rec))
-        elif kind in ("irregularity", "resolution", "shoe_end", "command_rejected"):
+        else:
             print(format_event(rec))
 
 
@@ -190,13 +190,33 @@ def cmd_history(args):
     if not os.path.exists(args.db):
         raise SabotError(f"no audit database at {args.db}")
     store = AuditStore(args.db)
-    kinds = ("result",) if args.round is not None else None
-    recs = [(k, r) for k in (kinds or ("result", "irregularity", "resolution", "shoe_end"))
-            for r in store.records(k, args.shoe, args.round)]
-    recs.sort(key=lambda kr: (kr[1].get("shoe") or 0, kr[1].get("round") or 0))
+    kinds = ("result", "initial_cards", "irregularity", "resolution")
+    if args.round is None:
+        kinds += ("shoe_start", "burn", "shoe_end")
+    recs = store.records(kinds, args.shoe, args.round)
+    if not args.json and args.round is None:
+        recs = [(k, r) for k, r in recs if k != "initial_cards"]
     if not recs:
         raise SabotError("no such hand in the audit log")
     print_records(recs, args.json)
+    return 0
+
+
+def cmd_soak(args):
+    import json
+
+    from .soak import progress_line, run_soak
+
+    s = run_soak(args.shoes, args.seed, args.fault_rate, progress=None if args.json else progress_line)
+    if args.json:
+        print(json.dumps(s))
+    else:
+        print(f"\n{s['shoes']} shoes, {s['rounds']} rounds: {s['stored']} stored, {s['lost']} lost, "
+              f"{s['duplicated']} duplicated, {s['mismatched']} differing from the host's recomputation")
+        print("faults injected: " + ", ".join(f"{k} {v}" for k, v in s["faults"].items()))
+        print("frames rejected: " + (", ".join(f"{k} {v}" for k, v in s["rejected"].items()) or "none"))
+    if s["lost"] or s["duplicated"] or s["mismatched"]:
+        raise SabotError("results were lost, duplicated or wrong under faults")
     return 0
 
 
@@ -267,6 +287,16 @@ def build_parser():
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_replay)
 
+    k = sub.add_parser("soak", help="deal whole shoes while injecting faults; nothing may be lost",
+                       description="Deals shuffled 8-deck shoes through the virtual board and the validator "
+                       "while cutting power, restarting the validator, dropping the link, adding line noise "
+                       "and fragmenting reads at random instants.")
+    k.add_argument("--shoes", type=int, default=1, help="shoes to deal (default 1)")
+    k.add_argument("--seed", type=int, default=0, help="seed for shoes and faults (default 0)")
+    k.add_argument("--fault-rate", type=float, default=0.1, help="chance of a fault before each card (0.1)")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_soak)
+
     h = sub.add_parser("history", help="reconstruct hands from the audit store")
     h.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
     h.add_argument("--shoe", type=int, help="only this shoe")
@@ -287,6 +317,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"sabot {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `sabot history | head`: the reader has all it wanted
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -83,9 +83,11 @@ class Session:
                 self.progress(self)
         if self.error:
             raise self.error
-        # Drain: everything the shoe holds must be acknowledged.
-        self.link.hello()
-        self.pump_until(self._all_delivered, 10)
+        # Drain: ask where the shoe stands until everything it holds is acknowledged.
+        end = time.monotonic() + 10
+        while not self._all_delivered() and time.monotonic() < end:
+            self.link.hello()
+            self.pump_until(self._all_delivered, 0.1)
         if self.progress:
             self.progress(self, final=True)
 

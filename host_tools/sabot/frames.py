@@ -41,17 +41,19 @@ def cobs_encode(data):
 
 
 def cobs_decode(data):
-    out = bytearray()
-    i = 0
-    while i < len(data):
+    """One frame's bytes (without its trailing zero), or None if malformed. Works block by block."""
+    parts = []
+    i, n = 0, len(data)
+    while i < n:
         code = data[i]
-        if code == 0 or i + code > len(data):
+        end = i + code
+        if code == 0 or end > n:
             return None
-        out += data[i + 1 : i + code]
-        i += code
-        if code < 255 and i < len(data):
-            out.append(0)
-    return bytes(out)
+        parts.append(data[i + 1 : end])
+        i = end
+        if code < 255 and i < n:
+            parts.append(b"\x00")
+    return b"".join(parts)
 
 
 class Deframer:
@@ -96,7 +98,7 @@ def parse(raw):
 
 
 def mac(key, body):
-    return hmac.new(key, body, sha256).digest()
+    return hmac.digest(key, body, sha256)
 
 
 def verify(key, frame):

@@ -12,7 +12,10 @@ from .errors import SabotError
 class HostLink:
     HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
 
-    def __init__(self, url, validator, capture=None, connect_timeout=10):
+    def __init__(self, url, validator, capture=None, connect_timeout=10, tap=None, hello_every=None):
+        self.tap = tap  # fault injection (sabot soak): bytes in -> list of byte chunks out
+        if hello_every:
+            self.HELLO_EVERY = hello_every
         self.validator = validator
         self.capture = capture
         self.url = url
@@ -38,12 +41,18 @@ class HostLink:
         self.close()
         self._open(timeout)
 
+    def write(self, data):
+        try:
+            self.ser.write(data)
+        except (serial.SerialException, OSError) as e:
+            raise ConnectionError(str(e)) from None
+
     def _command(self, ftype, payload=b"", counted=True):
         k = self.validator.key
         if counted:
             self.counter = max(self.counter, self.validator.state["host_counter"]) + 1
             self.validator.state["host_counter"] = self.counter
-        self.ser.write(fr.command(k.key, k.key_id, k.shoe_id, self.counter if counted else 0, ftype, payload))
+        self.write(fr.command(k.key, k.key_id, k.shoe_id, self.counter if counted else 0, ftype, payload))
 
     def hello(self):
         """Pyserial drops what arrived before the port opened: ask the shoe where it stands and to resend."""
@@ -58,6 +67,8 @@ class HostLink:
 
     def pump(self, wait=0.05):
         """Read what has arrived, validate it, acknowledge it. Returns the per-frame verdicts."""
+        if self.ser is None:
+            raise ConnectionError("link closed")
         try:
             data = self.ser.read(max(1, self.ser.in_waiting))
         except (serial.SerialException, OSError) as e:
@@ -71,7 +82,10 @@ class HostLink:
         if self.capture:
             self.capture.write(data)
             self.capture.flush()
-        results = self.validator.receive(data)
+        if self.tap:
+            results = [x for chunk in self.tap(data) for x in self.validator.receive(chunk)]
+        else:
+            results = self.validator.receive(data)
         if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
             self.hello()  # something was lost on the line: the shoe resends from the oldest unacked
         last = self.validator.state["last_seq"]

@@ -18,9 +18,15 @@ def point_value(card):
     return int(rank)
 
 
+_VALUE_OF_RANK = {r: point_value(r + "S") for r in "A23456789TJQK"}
+
+
 def point_count(cards):
     """A hand's Point Count: the sum of its cards' values, modulo 10."""
-    return sum(point_value(c) for c in cards) % 10
+    t = 0
+    for c in cards:
+        t += _VALUE_OF_RANK[c[0]]
+    return t % 10
 
 
 def is_natural(total_of_first_two):

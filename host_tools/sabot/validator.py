@@ -24,10 +24,11 @@ class Reject(Exception):
         self.reason = reason
 
 
+CARD_NAMES = [card_code(b) for b in range(52)] + ["CUT"] + [None] * 203  # by card byte
+
+
 def card_name(b):
-    if b < 52:
-        return card_code(b)
-    return "CUT" if b == 52 else None
+    return CARD_NAMES[b]
 
 
 def decode_status(payload):
@@ -56,33 +57,40 @@ class Validator:
 
     # ---- intake --------------------------------------------------------------------------------
     def receive(self, data):
-        """Bytes from the link; [(frame or None, verdict, reason)] for each frame completed."""
-        out = []
-        for encoded in self.deframer.feed(data):
-            out.append(self._one(encoded))
+        """Bytes from the link; [(frame or None, verdict, reason)] for each frame completed.
+
+        The frames of one read are stored in one durable transaction (a group commit); the link
+        acknowledges them only after this returns, so an acknowledged frame is always on disk."""
+        encoded = self.deframer.feed(data)
+        if not encoded:
+            return []
+        self.store.begin()
+        try:
+            out = [self._one(e) for e in encoded]
+            self.store.save_link(self.key.key_id, self.key.shoe_id, self.state)
+        except BaseException:
+            self.store.rollback()
+            raise
+        self.store.commit()
         return out
 
     def _one(self, encoded):
         self.counts["frames"] += 1
         raw = fr.cobs_decode(encoded)
         frame = fr.parse(raw) if raw is not None else "bad_framing"
-        self.store.begin()
         try:
             if isinstance(frame, str):
                 raise Reject(frame)
-            verdict, reason = self._verify(frame)
+            verdict, reason, decoded = self._verify(frame)
             fid = self.store.add_frame(raw, frame, verdict, reason)
-            if verdict == "accepted" and frame.type in fr.CHAINED:
-                self._store_record(frame, fid)
-                self.store.save_link(self.key.key_id, self.key.shoe_id, self.state)
+            if decoded is not None:
+                self._store_record(frame, fid, decoded)
         except Reject as r:
             verdict, reason = "rejected", r.reason
             self.store.add_frame(raw if raw is not None else encoded, frame, verdict, reason)
             self.counts["rejected"] += 1
             seq = frame.seq if not isinstance(frame, str) else None
             self.rejections.append({"seq": seq, "reason": reason})
-        finally:
-            self.store.commit()
         if verdict == "accepted":
             self.counts["verified"] += 1
         elif verdict == "resent":
@@ -96,30 +104,33 @@ class Validator:
         if not fr.verify(k.key, f):
             raise Reject("bad_mac")
         st = self.state
-        if f.boot < st["last_boot"]:
-            raise Reject("boot_backwards")
         if f.type == fr.T_STATUS:
+            if f.boot < st["last_boot"]:
+                raise Reject("boot_backwards")
             self.status = decode_status(f.payload)
             self.resend_until = max(self.resend_until, self.status["unacked_to"])
             st["host_counter"] = max(st["host_counter"], self.status["host_counter"])
-            return "accepted", None
+            return "accepted", None, None
         if f.type not in fr.CHAINED:
             raise Reject("unknown_type")
         if self.anchored and f.seq <= st["last_seq"]:
+            # Already stored: a resend we asked for (after our hello) is expected, anything else is a replay.
             same = self.store.stored_raw(f.key_id, f.shoe_id, f.seq) == f.raw
             if same and f.seq <= self.resend_until:
-                return "resent", None  # asked for by our hello: already stored, ignored
+                return "resent", None, None
             raise Reject("replayed")
+        if f.boot < st["last_boot"]:
+            raise Reject("boot_backwards")
         if self.anchored and f.seq != st["last_seq"] + 1:
             raise Reject("sequence_gap")
         if self.anchored and st["last_mac"] and f.chain != st["last_mac"][:8]:
             raise Reject("chain_broken")
         if not self.anchored and f.seq != 1:
             self.alarms.append(f"chain anchored at seq {f.seq}: earlier frames were not seen here")
-        self._check_content(f)  # raises Reject; nothing of the frame is applied before it passes
+        decoded = self._check_content(f)  # raises Reject; nothing of the frame is applied before it passes
         self.anchored = True
         st["last_seq"], st["last_mac"], st["last_boot"] = f.seq, f.mac, f.boot
-        return "accepted", None
+        return "accepted", None, decoded
 
     # ---- content: recompute with the host's own rules -----------------------------------------
     def _check_content(self, f):
@@ -131,7 +142,7 @@ class Validator:
         if kind == "shoe_start":
             self.state["inventory"] = {"decks": rec["decks"], "shoe": rec["shoe"], "round": 0, "counts": {},
                                        "initial": None}
-            return
+            return decoded
         if not inv:
             inv.update({"decks": 8, "shoe": rec.get("shoe"), "round": 0, "counts": {}, "initial": None})
         if kind == "burn":
@@ -148,6 +159,7 @@ class Validator:
         elif kind == "shoe_end":
             if rec["inventory"] != {c: n for c, n in inv["counts"].items() if n}:
                 raise Reject("inventory_mismatch")
+        return decoded
 
     def _check_round(self, rec, inv):
         player, banker = rec["player"], rec["banker"]
@@ -175,15 +187,16 @@ class Validator:
 
     def _count(self, cards):
         inv = self.state["inventory"]
+        counts, decks = inv["counts"], inv["decks"]
         for c in cards:
-            n = inv["counts"].get(c, 0) + 1
-            if n > inv["decks"]:
-                self.alarms.append(f"inventory: a copy of {c} beyond {inv['decks']} decks")
+            if counts.get(c, 0) >= decks:
+                self.alarms.append(f"inventory: a copy of {c} beyond {decks} decks")
                 raise Reject("inventory_exceeded")
-            inv["counts"][c] = n
+        for c in cards:
+            counts[c] = counts.get(c, 0) + 1
 
-    def _store_record(self, f, fid):
-        kind, rec = decode_payload(f)
+    def _store_record(self, f, fid, decoded):
+        kind, rec = decoded
         self.store.add_record(f, fid, kind, rec)
         if kind == "result":
             self.counts["rounds"] += 1
@@ -225,11 +238,12 @@ def decode_payload(f):
             np, nb, dummy = body[0] >> 4, body[0] & 15, body[1]
             if not (2 <= np <= 3 and 2 <= nb <= 3) or len(body) != 4 + np + nb:
                 return None
-            cards = [card_name(b) for b in body[2 : 2 + np + nb]]
+            cards = [CARD_NAMES[b] for b in body[2 : 2 + np + nb]]
             (o,) = struct.unpack(">H", body[2 + np + nb :])
+            known = None not in cards
             rec = {"shoe": shoe, "round": rnd, "player": cards[:np], "banker": cards[np:],
-                   "player_total": rules.point_count(cards[:np]) if None not in cards else None,
-                   "banker_total": rules.point_count(cards[np:]) if None not in cards else None,
+                   "player_total": rules.point_count(cards[:np]) if known else None,
+                   "banker_total": rules.point_count(cards[np:]) if known else None,
                    "winner": WINNERS.get(o & 3), "flags": [n for n, bit in FLAG_BITS if o & bit]}
             if dummy:
                 rec["dummy"] = True

@@ -18,6 +18,8 @@ from .errors import SabotError
 from .paths import BOARDS, FIRMWARE, micropython
 
 EXIT_EDGE, CONFIRM, EMPTY, SUPERVISOR = 0x80, 0x81, 0x82, 0x90
+VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
+CARD_MISSING, CARDS_EXHAUSTED = 6, 7  # irregularity kinds that only voiding the round resolves
 PH_HELD, PH_ENDED = 3, 4
 HEX = "0123456789ABCDEF"
 
@@ -69,7 +71,7 @@ class VirtualBoard:
         self.host = host
         self.port = port or free_port()
         self.proc = None
-        self.indicator = None  # (phase, due, position, shoe, round)
+        self.indicator = None  # (phase, due, position, shoe, round, alarm)
         self.changed = threading.Condition()
         self.boots = 0
 
@@ -99,7 +101,7 @@ class VirtualBoard:
     def _read_indicators(self, proc):
         for line in proc.stdout:
             parts = line.split()
-            if parts[:1] == [b"I"] and len(parts) == 6:
+            if parts[:1] == [b"I"] and len(parts) == 7:
                 with self.changed:
                     self.indicator = tuple(int(x) for x in parts[1:])
                     self.changed.notify_all()
@@ -149,6 +151,12 @@ class VirtualBoard:
             s.close()
 
 
+def supervisor_default(board, state):
+    """The supervisor's usual call: discard the offending card; void the round when a card is missing."""
+    code = VOID_ROUND if state[5] in (CARD_MISSING, CARDS_EXHAUSTED) else VOID_CARD
+    board.send(bytes([SUPERVISOR + code]))
+
+
 class Dealer:
     """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators allow.
 
@@ -157,7 +165,7 @@ class Dealer:
     def __init__(self, board, tokens, on_held=None):
         self.board = board
         self.tokens = tokens
-        self.on_held = on_held or (lambda board, state: board.send(bytes([SUPERVISOR + 1])))
+        self.on_held = on_held or supervisor_default
         self.held_seen = 0
 
     def step(self, timeout=10):
@@ -165,7 +173,7 @@ class Dealer:
         b = self.board
         if not b.wait(lambda s: True, timeout):
             return True  # board off: nothing to do now
-        phase, _, position, _, _ = b.indicator
+        phase, _, position, _, _, _ = b.indicator
         if phase == PH_ENDED:
             return False
         if phase == PH_HELD:

@@ -1,0 +1,158 @@
+"""Dealing irregularities on the real firmware: each is reported with the card's identity and position,
+holds the round until a supervisor or the host resolves it, and the resolution is logged."""
+
+import time
+
+import pytest
+
+from sabot import frames as fr
+from sabot import keys
+from sabot.link import HostLink
+from sabot.validator import Validator
+from sabot.virtual import (CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, VirtualBoard, card_bytes,
+                           provision_flash, sensor_frame)
+
+HELD = 3
+VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
+
+
+class Rig:
+    def __init__(self, tmp):
+        self.key = keys.create(str(tmp / "shoe.key"))
+        provision_flash(str(tmp / "flash"), self.key)
+        self.board = VirtualBoard(str(tmp / "flash")).start()
+        self.records = []
+        self.validator = Validator(self.key, str(tmp / "audit.db"),
+                                   on_record=lambda k, r: self.records.append((k, r)))
+        self.link = HostLink(self.board.url, self.validator)
+        self.settle()
+
+    def settle(self, seconds=0.25):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.link.pump()
+
+    def send(self, data):
+        self.board.send(data)
+        self.settle()
+
+    def deal(self, *tokens):
+        for t in tokens:
+            self.send(card_bytes(t))
+
+    def burn(self):
+        self.deal("AS", "2H")  # exposed ace: one more card burned
+
+    def of(self, kind):
+        return [r for k, r in self.records if k == kind]
+
+    @property
+    def phase(self):
+        return self.board.indicator[0]
+
+    def close(self):
+        self.link.close()
+        self.board.stop()
+        assert self.validator.counts["rejected"] == 0, self.validator.rejections
+
+
+@pytest.fixture
+def rig(tmp_path):
+    r = Rig(tmp_path)
+    r.burn()
+    yield r
+    r.close()
+
+
+def test_exit_without_a_read_is_an_unreadable_card_until_voided(rig):
+    rig.deal("9S")
+    rig.send(bytes([EXIT_EDGE]))
+    ir = rig.of("irregularity")[-1]
+    assert (ir["kind"], ir["card"], ir["position"], ir["round"]) == ("unreadable_card", None, 4, 1)
+    assert rig.phase == HELD
+    rig.send(bytes([SUPERVISOR + VOID_CARD]))
+    res = rig.of("resolution")[-1]
+    assert res["resolution"] == "void_card" and res["source"] == "supervisor"
+    rig.deal("8D", "KD", "9C")  # the round goes on: P 9S KD, B 8D 9C -> naturals
+    result = rig.of("result")[-1]
+    assert result["player"] == ["9S", "KD"] and result["banker"] == ["8D", "9C"]
+
+
+def test_low_confidence_read_is_unreadable(rig):
+    rig.send(sensor_frame("R", "QH", confidence=0x20) + bytes([EXIT_EDGE]))
+    assert rig.of("irregularity")[-1]["kind"] == "unreadable_card"
+
+
+def test_two_reads_before_one_exit_is_two_cards_out_with_the_first_card_kept(rig):
+    rig.send(sensor_frame("R", "7C") + sensor_frame("R", "4D") + bytes([EXIT_EDGE]))
+    kinds = [(r["kind"], r["card"]) for r in rig.of("irregularity")]
+    assert ("two_cards", "7C") in kinds
+
+
+def test_foreign_card_is_reported(rig):
+    rig.send(sensor_frame("R", "XZ") + bytes([EXIT_EDGE]))
+    assert rig.of("irregularity")[-1]["kind"] == "foreign_card"
+
+
+def test_a_ninth_copy_in_an_eight_deck_shoe_is_held_not_dealt(tmp_path):
+    rig = Rig(tmp_path)
+    rig.deal(*["KS"] * 9)  # exposed king: ten burned; the ninth king of spades cannot exist
+    ir = rig.of("irregularity")[-1]
+    assert (ir["kind"], ir["card"], ir["position"]) == ("inventory_exceeded", "KS", 9)
+    rig.close()
+
+
+def test_confirm_while_a_card_is_due_then_void_round_keeps_the_voided_cards(rig):
+    rig.deal("2C", "3C", "4C")
+    rig.send(bytes([CONFIRM]))
+    assert rig.of("irregularity")[-1]["kind"] == "card_missing"
+    rig.send(bytes([SUPERVISOR + VOID_CARD]))  # nothing to void: still held
+    assert rig.phase == HELD
+    rig.send(bytes([SUPERVISOR + VOID_ROUND]))
+    res = rig.of("resolution")[-1]
+    assert res["resolution"] == "void_round" and res["voided_cards"] == ["2C", "4C", "3C"]
+    rig.deal("9S", "8D", "KD", "9C")
+    assert rig.of("result")[-1]["round"] == 1  # the voided round did not count
+
+
+def test_cards_exhausted_mid_round(rig):
+    rig.deal("2C", "3C")
+    rig.send(bytes([EMPTY]))
+    assert rig.of("irregularity")[-1]["kind"] == "cards_exhausted"
+
+
+def test_card_between_rounds_kept_as_a_dummy_hand_by_host_command(rig):
+    rig.deal("9S", "8D", "KD", "9C")  # round 1 complete
+    rig.send(bytes([EXIT_EDGE]))  # an unreadable card between rounds
+    rig.deal("5H")  # then a card while held: not due
+    assert rig.of("irregularity")[-1]["kind"] == "card_not_due"
+    rig.link.resolve(KEEP_DUMMY)
+    rig.settle()
+    assert rig.of("resolution")[-1]["source"] == "host"
+    rig.deal("9D", "8S", "KH")
+    dummy = rig.of("result")[-1]
+    assert dummy["player"][0] == "5H" and dummy.get("dummy") is True
+
+
+def test_resolution_for_an_irregularity_never_raised_is_refused(rig):
+    rig.link.resolve(VOID_CARD)
+    rig.settle()
+    rej = rig.of("command_rejected")[-1]
+    assert rej["reason"] == "not_now" and not rig.of("resolution")
+
+
+def test_replayed_host_command_is_refused_and_logged(rig):
+    k = rig.key
+    stale = fr.command(k.key, k.key_id, k.shoe_id, 1, fr.C_RESOLVE, bytes([VOID_CARD]))
+    rig.link.write(stale)  # counter 1 was used by the first acknowledgement
+    rig.settle()
+    assert rig.of("command_rejected")[-1]["reason"] == "replayed"
+
+
+def test_command_under_the_wrong_key_is_refused_and_logged(rig):
+    import os
+
+    k = rig.key
+    rig.link.write(fr.command(os.urandom(32), k.key_id, k.shoe_id, 10**6, fr.C_NEW_SHOE))
+    rig.settle()
+    assert rig.of("command_rejected")[-1]["reason"] == "bad_mac"
