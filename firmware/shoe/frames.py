@@ -30,6 +30,7 @@ C_HELLO = 0x80
 C_ACK = 0x81
 C_RESOLVE = 0x82
 C_NEW_SHOE = 0x83
+C_MAINTENANCE = 0x86
 
 
 def build(key, key_id, shoe_id, boot, seq, chain, ftype, payload):

@@ -24,12 +24,11 @@ _HEX = b"0123456789ABCDEF"
 
 
 def _hexval(c):
+    """Upper-case hex only, as the module sends it: so no single flipped bit passes as the same digit."""
     if 48 <= c <= 57:
         return c - 48
     if 65 <= c <= 70:
         return c - 55
-    if 97 <= c <= 102:
-        return c - 87
     return -1
 
 

@@ -16,7 +16,7 @@ TYPES = {0x01: "shoe_start", 0x02: "burn", 0x03: "initial_cards", 0x04: "result"
          0x06: "resolution", 0x07: "shoe_end", 0x08: "command_rejected", 0x40: "status"}
 CHAINED = {t for t in TYPES if t < 0x40}
 T_STATUS = 0x40
-C_HELLO, C_ACK, C_RESOLVE, C_NEW_SHOE = 0x80, 0x81, 0x82, 0x83
+C_HELLO, C_ACK, C_RESOLVE, C_NEW_SHOE, C_MAINTENANCE = 0x80, 0x81, 0x82, 0x83, 0x86
 
 Frame = namedtuple("Frame", "raw type key_id shoe_id boot seq chain payload mac")
 

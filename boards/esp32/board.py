@@ -1,0 +1,22 @@
+"""Generic ESP32 (ESP32-WROOM-32): the alternative shoe controller. Pins and peripherals as data."""
+
+NAME = "esp32"
+ARCH = "xtensawin"  # mpy-cross -march
+FLASH_BYTES = 4 * 1024 * 1024
+RAM_BYTES = 320 * 1024
+FLASH_DIR = "/data"
+
+DECKS = 8
+MIN_CONFIDENCE = 0x80
+
+# Card recognition module on UART2, 115200 8N1
+SENSOR_UART = 2
+SENSOR_BAUD = 115200
+SENSOR_TX = 17
+SENSOR_RX = 16
+
+EXIT_SENSOR = 34  # input-only pin with an external pull-up on the photo-interrupter
+BUTTONS = {"confirm": 25, "empty": 26, "void_card": 27, "keep_dummy": 32, "void_round": 33}
+LAMPS = {"player": 18, "banker": 19, "result": 21, "alarm": 22}
+BUZZER = 23
+# Host link: UART0 through the board's USB-serial bridge (the REPL port), via sys.stdin/stdout.

@@ -1,0 +1,22 @@
+"""Raspberry Pi Pico (RP2040): the reference shoe controller. Pins and peripherals as data."""
+
+NAME = "rpi_pico"
+ARCH = "armv6m"  # mpy-cross -march
+FLASH_BYTES = 2 * 1024 * 1024
+RAM_BYTES = 264 * 1024
+FLASH_DIR = "/data"  # littlefs partition for the shoe's log, key and boot counter
+
+DECKS = 8
+MIN_CONFIDENCE = 0x80
+
+# Card recognition module on UART0, 115200 8N1
+SENSOR_UART = 0
+SENSOR_BAUD = 115200
+SENSOR_TX = 0  # GP0
+SENSOR_RX = 1  # GP1
+
+EXIT_SENSOR = 2  # GP2, photo-interrupter, open collector, falling edge per card
+BUTTONS = {"confirm": 3, "empty": 4, "void_card": 5, "keep_dummy": 6, "void_round": 7}
+LAMPS = {"player": 10, "banker": 11, "result": 12, "alarm": 13}
+BUZZER = 14  # PWM
+# Host link: native USB CDC (the REPL port), driven through sys.stdin/stdout.

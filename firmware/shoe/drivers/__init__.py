@@ -1,0 +1,1 @@
+"""Hardware drivers: the only firmware modules that touch `machine`. Each takes its bus and pins."""
