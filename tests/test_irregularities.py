@@ -78,6 +78,12 @@ def test_exit_without_a_read_is_an_unreadable_card_until_voided(rig):
     assert result["player"] == ["9S", "KD"] and result["banker"] == ["8D", "9C"]
 
 
+def test_ctrl_c_and_noise_on_the_link_do_not_interrupt_dealing(rig):
+    rig.link.write(b"\x03\x03\x04\x02" * 8 + b"\x00")  # Ctrl-C, Ctrl-D, raw-REPL: just noise here
+    rig.deal("9S", "8D", "KD", "9C")
+    assert rig.board.alive() and rig.of("result")[-1]["round"] == 1
+
+
 def test_low_confidence_read_is_unreadable(rig):
     rig.send(sensor_frame("R", "QH", confidence=0x20) + bytes([EXIT_EDGE]))
     assert rig.of("irregularity")[-1]["kind"] == "unreadable_card"

@@ -220,6 +220,22 @@ def cmd_soak(args):
     return 0
 
 
+def cmd_provision(args):
+    import os
+
+    from . import keys
+    from .virtual import provision_flash
+
+    if os.path.exists(args.key):
+        key = keys.load(args.key)
+    else:
+        key = keys.create(args.key, key_id=args.key_id, shoe_id=args.shoe_id)
+        print(f"created key file {args.key} (mode 600)", file=sys.stderr)
+    provision_flash(args.flash, key)
+    print(f"provisioned shoe {key.shoe_id:#010x} key {key.key_id} into {args.flash}")
+    return 0
+
+
 def decks_arg(text):
     try:
         return int(text)
@@ -286,6 +302,15 @@ def build_parser():
     r.add_argument("--key", required=True, help="the shoe's key file")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_replay)
+
+    pv = sub.add_parser("provision", help="give a shoe its key (created if the key file is missing)",
+                        description="Writes the shoe's key, id and key id into the virtual board's flash "
+                        "directory. The key never travels over the shoe link.")
+    pv.add_argument("--key", required=True, help="the shoe's key file (created with mode 0600 if missing)")
+    pv.add_argument("--flash", required=True, help="the virtual board's flash directory")
+    pv.add_argument("--key-id", type=int, default=1, help="key id for a new key (default 1)")
+    pv.add_argument("--shoe-id", type=lambda t: int(t, 0), help="shoe id for a new key (default random)")
+    pv.set_defaults(func=cmd_provision)
 
     k = sub.add_parser("soak", help="deal whole shoes while injecting faults; nothing may be lost",
                        description="Deals shuffled 8-deck shoes through the virtual board and the validator "
