@@ -32,6 +32,8 @@ def run():
                 app.confirm_button()
             if buttons["empty"].pressed(now):
                 app.empty_sensor()
+            if "reveal" in buttons and buttons["reveal"].pressed(now):
+                app.reveal_button()
             for name, code in supervisor.items():
                 if buttons[name].pressed(now):
                     app.supervisor(code)

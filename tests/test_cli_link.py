@@ -50,7 +50,7 @@ def test_boot_counter_going_backwards_is_rejected(tmp_path):
     k = keys.create(str(tmp_path / "k"))
     v = Validator(k, str(tmp_path / "a.db"))
 
-    def frame(seq, boot, chain, payload=b"\x00\x01\x08"):
+    def frame(seq, boot, chain, payload=b"\x00\x01\x08\x02"):  # shoe 1, 8 decks, baccarat
         raw = fr.build(k.key, k.key_id, k.shoe_id, boot, seq, chain, 0x01, payload)
         return raw, fr.cobs_encode(raw)
 

@@ -10,16 +10,18 @@ from sabot import keys
 from sabot.link import HostLink
 from sabot.validator import Validator
 from sabot.virtual import (CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, VirtualBoard, card_bytes,
-                           provision_flash, sensor_frame)
+                           provision_flash, sensor_frame, set_variant)
 
 HELD = 3
 VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
 
 
 class Rig:
-    def __init__(self, tmp):
+    def __init__(self, tmp, variant=None):
         self.key = keys.create(str(tmp / "shoe.key"))
         provision_flash(str(tmp / "flash"), self.key)
+        if variant is not None:
+            set_variant(str(tmp / "flash"), variant)
         self.board = VirtualBoard(str(tmp / "flash")).start()
         self.records = []
         self.validator = Validator(self.key, str(tmp / "audit.db"),

@@ -16,7 +16,7 @@ SENSOR_TX = 0  # GP0
 SENSOR_RX = 1  # GP1
 
 EXIT_SENSOR = 2  # GP2, photo-interrupter, open collector, falling edge per card
-BUTTONS = {"confirm": 3, "empty": 4, "void_card": 5, "keep_dummy": 6, "void_round": 7}
+BUTTONS = {"confirm": 3, "empty": 4, "void_card": 5, "keep_dummy": 6, "reveal": 8, "void_round": 7}
 LAMPS = {"player": 10, "banker": 11, "result": 12, "alarm": 13}
 BUZZER = 14  # PWM
 # Host link: native USB CDC (the REPL port), driven through sys.stdin/stdout.

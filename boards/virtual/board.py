@@ -2,9 +2,10 @@
 
 Dealer channel (the simulated recognition module, exit sensor and buttons): the process's stdin, one
 byte at a time: 0x00-0x7F are recognition-module UART bytes, 0x80 the exit sensor's edge, 0x81 the
-dealer's confirm button, 0x82 the shoe-empty sensor, 0x91-0x93 the supervisor's resolution key
+dealer's confirm button, 0x82 the shoe-empty sensor, 0x83 the squeeze reveal button, 0x91-0x93 the supervisor's resolution key
 (void card / keep as dummy hand / void round). Indicators: a line on stdout per change:
-`I <phase> <due> <position> <shoe> <round> <alarm>`. Host link: a TCP socket (pyserial `socket://HOST:PORT`)."""
+`I <phase> <due> <position> <shoe> <round> <alarm> <reveal>`, and at each result the display's
+`A <player total> <banker total> <winner> <announcements>`. Host link: a TCP socket (pyserial `socket://HOST:PORT`)."""
 
 NAME = "virtual"
 DECKS = 8
@@ -13,4 +14,5 @@ MIN_CONFIDENCE = 0x80  # recognition confidence below this is an unreadable card
 EXIT_EDGE = 0x80
 CONFIRM = 0x81
 EMPTY = 0x82
+REVEAL = 0x83  # squeeze: the dealer releases the hands
 SUPERVISOR = 0x90  # + resolution code 1..3

@@ -15,11 +15,14 @@ class StdoutIndicators:
     def __init__(self):
         self.last = None
 
-    def show(self, phase, due, position, shoe_no, round_no, alarm):
-        state = (phase, due, position, shoe_no, round_no, alarm)
+    def show(self, phase, due, position, shoe_no, round_no, alarm, reveal):
+        state = (phase, due, position, shoe_no, round_no, alarm, reveal)
         if state != self.last:
             self.last = state
-            sys.stdout.write("I %d %d %d %d %d %d\n" % state)
+            sys.stdout.write("I %d %d %d %d %d %d %d\n" % state)
+
+    def announce(self, player_total, banker_total, winner, announcements):
+        sys.stdout.write("A %d %d %d %d\n" % (player_total, banker_total, winner, announcements))
 
 
 class SocketLink:
@@ -50,6 +53,8 @@ def dealer_byte(app, b):
         app.confirm_button()
     elif b == board.EMPTY:
         app.empty_sensor()
+    elif b == board.REVEAL:
+        app.reveal_button()
     elif board.SUPERVISOR < b <= board.SUPERVISOR + 3:
         app.supervisor(b - board.SUPERVISOR)
 

@@ -1,7 +1,8 @@
 """The shoe application: sensor -> card -> dealing state -> table decision, then (outside the card path)
 events -> signed frames -> flash log -> host link. Hardware comes in as plain calls and two injected
-objects: `link` (write(bytes)) and `indicators` (show(phase, due, position, shoe_no, round_no, alarm),
-alarm being the held irregularity kind, 0 for none)."""
+objects: `link` (write(bytes)) and `indicators`: show(phase, due, position, shoe_no, round_no, alarm,
+reveal) — alarm the held irregularity's kind (0: none), reveal 1 while squeezed hands await the dealer's
+reveal — and announce(player_total, banker_total, winner, announcements) when a round is complete."""
 
 import struct
 
@@ -11,7 +12,7 @@ from shoe.dealing import (
     EV_BURN, EV_INITIAL, EV_IRREGULARITY, EV_RESOLUTION, EV_RESULT, EV_SHOE_END, EV_SHOE_START,
     PH_BURN_FIRST, PH_ENDED, PH_HELD, Shoe,
 )
-from shoe.decision import outcome
+from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.hmac256 import HmacKey, equal
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, READ_UNREADABLE, SensorDecoder
 from shoe.store import R_ACK, R_CHECKPOINT, R_FRAME, R_INPUT, RecordLog
@@ -24,6 +25,20 @@ IN_CONFIRM = 4
 IN_EMPTY = 5
 IN_RESOLVE = 6  # arg: resolution code, arg2: 0 supervisor button, 1 host command
 IN_NEW_SHOE = 7
+IN_REVEAL = 8  # squeeze: the dealer releases the hands' identities to the link
+
+# Variant id (flash file "variant", one byte, signed in every shoe_start frame)
+V_GAME_MASK = 3  # 0 minibaccarat, 1 midibaccarat, 2 baccarat
+V_EZ = 4
+V_COMMISSION_FREE = 8
+V_SQUEEZE = 16
+V_DEFAULT = 2
+
+# Announcement bits in a result frame (627a.11(a), 631a.12(a), 631c.5(e))
+A_TIE_HAND = 1
+A_DRAGON7 = 2
+A_PANDA8 = 4
+A_LUCKY_SIX = 8
 
 # Why a host command was refused (T_COMMAND_REJECTED payload)
 REJ_BAD_MAC = 1
@@ -68,6 +83,10 @@ class ShoeApp:
         self.boot = 0
         self.rx = bytearray()
         self.maintenance = False  # set by an authenticated maintenance command: hand the port to the REPL
+        raw = flash.read("variant")
+        self.variant = raw[0] if raw else V_DEFAULT
+        self.hold_from = 0  # squeeze: frames from this seq on wait for the dealer's reveal (0: none)
+        self.released_from = 0
         self.identity = load_identity(flash)
         if self.identity:
             self.key_id, self.shoe_id, key = self.identity
@@ -108,6 +127,12 @@ class ShoeApp:
         self.outbox.append(frame)
         self.seq = _seq(frame)
         self.chain = frame[-32:-24]
+        self._hold_if_secret(frame)
+
+    def _hold_if_secret(self, frame):
+        """Squeeze (631a.9(d)): a frame naming a hand's cards waits for the reveal, and so does all after it."""
+        if self.variant & V_SQUEEZE and not self.hold_from and frame[1] in (frames.T_INITIAL, frames.T_RESULT):
+            self.hold_from = _seq(frame)
 
     def _acked(self, seq, counter):
         self.acked = max(self.acked, seq)
@@ -157,6 +182,11 @@ class ShoeApp:
     def supervisor(self, code):
         self._input(IN_RESOLVE, code, 0)
 
+    def reveal_button(self):
+        """Squeeze: the players have seen their cards; the withheld frames may go to the host."""
+        if self.hold_from:
+            self._input(IN_REVEAL)
+
     # ---- inputs -> frames -> flash -> link ---------------------------------------------------
     def _apply(self, kind, arg=0, arg2=0):
         s = self.shoe
@@ -174,6 +204,9 @@ class ShoeApp:
             return s.resolve(arg)
         elif kind == IN_NEW_SHOE:
             s.new_shoe()
+        elif kind == IN_REVEAL:
+            self.released_from = self.hold_from
+            self.hold_from = 0
         return True
 
     def _input(self, kind, arg=0, arg2=0):
@@ -187,6 +220,8 @@ class ShoeApp:
         out = self._frames_for_events(arg2)
         payload = bytes((kind, arg, arg2)) + b"".join(bytes((len(f),)) + f for f in out)
         self.log.append(R_INPUT, payload)
+        if kind == IN_REVEAL:  # everything withheld goes now, in order
+            out = [f for f in self.outbox if _seq(f) >= self.released_from]
         for f in out:
             self._send(f)
         self.show()
@@ -198,7 +233,7 @@ class ShoeApp:
         out = []
         sr = struct.pack(">HH", s.shoe_no, s.round_no)
         if ev & EV_SHOE_START:
-            out.append(self._chained(frames.T_SHOE_START, struct.pack(">HB", s.shoe_no, s.decks)))
+            out.append(self._chained(frames.T_SHOE_START, struct.pack(">HBB", s.shoe_no, s.decks, self.variant)))
         if ev & EV_BURN:
             out.append(self._chained(frames.T_BURN, sr + bytes(s.burned[: s.n_burned])))
         if ev & EV_RESOLUTION:
@@ -213,17 +248,30 @@ class ShoeApp:
             out.append(self._chained(frames.T_INITIAL, sr + bytes((p[0], b[0], p[1], b[1]))))
         if ev & EV_RESULT:
             o = outcome(s.player, s.np, s.banker, s.nb)
+            ann = self._announcement(o)
             body = sr + bytes((s.np << 4 | s.nb, s.dummy_done)) + bytes(s.player[: s.np])
-            out.append(self._chained(frames.T_RESULT, body + bytes(s.banker[: s.nb]) + struct.pack(">H", o)))
+            body += bytes(s.banker[: s.nb]) + struct.pack(">HB", o, ann)
+            out.append(self._chained(frames.T_RESULT, body))
+            self.indicators.announce(total(s.player, s.np), total(s.banker, s.nb), o & WINNER_MASK, ann)
         if ev & EV_SHOE_END:
             out.append(self._chained(frames.T_SHOE_END, sr + struct.pack(">H", s.position) + s.inventory))
         return out
+
+    def _announcement(self, o):
+        """What the dealer must announce besides the final counts, for this game variant."""
+        a = A_TIE_HAND if o & WINNER_MASK == WINNER_TIE else 0
+        if self.variant & V_EZ:
+            a |= (A_DRAGON7 if o & DRAGON7 else 0) | (A_PANDA8 if o & PANDA8 else 0)
+        if self.variant & V_COMMISSION_FREE and o & LUCKY_SIX:
+            a |= A_LUCKY_SIX
+        return a
 
     def _chained(self, ftype, payload):
         self.seq += 1
         f = frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain, ftype, payload)
         self.chain = f[-32:-24]
         self.outbox.append(f)
+        self._hold_if_secret(f)
         return f
 
     def _compact(self):
@@ -233,6 +281,8 @@ class ShoeApp:
         self.log.replace(keep)
 
     def _send(self, frame):
+        if self.hold_from and _seq(frame) >= self.hold_from:
+            return  # squeeze: not before the reveal
         try:
             self.link.write(cobs.encode(frame))
         except OSError:
@@ -241,7 +291,7 @@ class ShoeApp:
     def show(self):
         s = self.shoe
         alarm = s.ir_kind if s.phase == PH_HELD else 0
-        self.indicators.show(s.phase, s.due(), s.position, s.shoe_no, s.round_no, alarm)
+        self.indicators.show(s.phase, s.due(), s.position, s.shoe_no, s.round_no, alarm, 1 if self.hold_from else 0)
 
     # ---- host commands -------------------------------------------------------------------------
     def host_bytes(self, data):

@@ -128,7 +128,7 @@ def shoe_counts(decks, seen=()):
     return counts
 
 
-def analyze(decks=8, seen=()):
+def analyze(decks=8, seen=(), tie_odds=8):
     rank_counts = shoe_counts(decks, seen)
     value_counts = [0] * 10
     for r, cnt in enumerate(rank_counts):
@@ -142,12 +142,15 @@ def analyze(decks=8, seen=()):
     for (p, b, _, _), cnt in main.items():
         tally["player" if p > b else "banker" if b > p else "tie"] += cnt
     pairs = pair_counts(rank_counts)
-    result = {"decks": decks, "cards": n, "sequences": sequences, "outcomes": tally, "wagers": {}}
+    if not isinstance(tie_odds, int) or tie_odds < 8:
+        raise SabotError("--tie-odds must be a whole number of at least 8 (627a.12(b))")
+    result = {"decks": decks, "cards": n, "sequences": sequences, "outcomes": tally, "tie_odds": tie_odds,
+              "wagers": {}}
     for name in wagers.ANALYZED_WAGERS:
         if name in wagers.PAIR_WAGERS:
             dist = ((wagers.Summary(0, 0, 2, 2, pp, bp), cnt) for (pp, bp), cnt in pairs.items())
         else:
             dist = ((wagers.Summary(p, b, pc, bc, False, False), cnt) for (p, b, pc, bc), cnt in main.items())
-        expected = sum(wagers.net_return(name, s) * cnt for s, cnt in dist)
+        expected = sum(wagers.net_return(name, s, tie_odds) * cnt for s, cnt in dist)
         result["wagers"][name] = {"house_edge": float(-expected / sequences)}
     return result

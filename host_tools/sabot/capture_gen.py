@@ -20,6 +20,9 @@ class _Collect:
     def show(self, *state):
         pass
 
+    def announce(self, *result):
+        pass
+
 
 def generate(workdir, shoes, seed=0):
     """(key, capture bytes, rounds) for `shoes` shoes dealt by the firmware code with a host acking."""

@@ -27,7 +27,7 @@ def cmd_analyze(args):
     from .cards import read_shoe_file
 
     seen = [t for t in read_shoe_file(args.seen) if t != "CUT"] if args.seen else []
-    result = analyze(args.decks, seen)
+    result = analyze(args.decks, seen, args.tie_odds)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -43,9 +43,18 @@ def cmd_analyze(args):
 def format_round(rec):
     flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
     dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
+    said = "".join(f'  "{a}"' for a in rec.get("announcements", []))
     return (f"shoe {rec['shoe']} round {rec['round']:>3}: player {' '.join(rec['player']):<9} "
             f"{rec['player_total']}  banker {' '.join(rec['banker']):<9} {rec['banker_total']}  "
-            f"-> {rec['winner']}{flags}{dummy}")
+            f"-> {rec['winner']}{flags}{dummy}{said}")
+
+
+def record_json(kind, rec):
+    import json
+
+    from .validator import contract_round
+
+    return json.dumps(contract_round(rec) if kind == "result" else rec)
 
 
 def format_event(rec):
@@ -54,11 +63,9 @@ def format_event(rec):
 
 
 def print_records(records, as_json):
-    import json
-
     for kind, rec in records:
         if as_json:
-            print(json.dumps(rec))
+            print(record_json(kind, rec))
         elif kind == "result":
             print(format_round(rec))
         else:
@@ -117,7 +124,7 @@ def cmd_validate(args):
 
     def show(kind, rec):
         if args.json:
-            print(json.dumps(rec), flush=True)
+            print(record_json(kind, rec), flush=True)
         elif kind == "result":
             print(format_round(rec), flush=True)
         elif kind != "initial_cards":
@@ -224,15 +231,36 @@ def cmd_provision(args):
     import os
 
     from . import keys
-    from .virtual import provision_flash
+    from .virtual import provision_flash, set_variant, variant_byte
 
+    variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
     if os.path.exists(args.key):
         key = keys.load(args.key)
     else:
         key = keys.create(args.key, key_id=args.key_id, shoe_id=args.shoe_id)
         print(f"created key file {args.key} (mode 600)", file=sys.stderr)
     provision_flash(args.flash, key)
-    print(f"provisioned shoe {key.shoe_id:#010x} key {key.key_id} into {args.flash}")
+    set_variant(args.flash, variant)
+    print(f"provisioned shoe {key.shoe_id:#010x} key {key.key_id} ({args.game}"
+          f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
+          f"{', squeeze' if args.squeeze else ''}) into {args.flash}")
+    return 0
+
+
+def cmd_settle(args):
+    import json
+
+    from .settle import settle
+
+    try:
+        text = open(args.file, encoding="utf-8").read() if args.file and args.file != "-" else sys.stdin.read()
+    except OSError as e:
+        raise SabotError(f"cannot read {args.file}: {e.strerror}") from None
+    try:
+        request = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    print(json.dumps(settle(request)))
     return 0
 
 
@@ -260,6 +288,7 @@ def build_parser():
                        "P1 B1 P2 B2 P3 B3 of the shoe is counted once.")
     a.add_argument("--decks", type=decks_arg, default=8, help="decks in the shoe, 1-8 (default 8)")
     a.add_argument("--seen", metavar="FILE", help="shoe file of cards already dealt, removed from the shoe")
+    a.add_argument("--tie-odds", type=decks_arg, default=8, help="the table's Tie odds, to 1 (default 8)")
     a.add_argument("--json", action="store_true", help="one JSON object, as CONTRACTS.md describes")
     a.set_defaults(func=cmd_analyze)
 
@@ -303,6 +332,13 @@ def build_parser():
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_replay)
 
+    st = sub.add_parser("settle", help="settle a round's wagers (JSON in, JSON out)",
+                        description="Reads {table, round, wagers} as JSON from FILE or stdin and prints the "
+                        "settlements in the order the dealer makes them: losing wagers first, then seats "
+                        "from the highest number down. Money is integer cents. See CONTRACTS.md.")
+    st.add_argument("file", nargs="?", help="request file (default: stdin)")
+    st.set_defaults(func=cmd_settle)
+
     pv = sub.add_parser("provision", help="give a shoe its key (created if the key file is missing)",
                         description="Writes the shoe's key, id and key id into the virtual board's flash "
                         "directory. The key never travels over the shoe link.")
@@ -310,6 +346,11 @@ def build_parser():
     pv.add_argument("--flash", required=True, help="the virtual board's flash directory")
     pv.add_argument("--key-id", type=int, default=1, help="key id for a new key (default 1)")
     pv.add_argument("--shoe-id", type=lambda t: int(t, 0), help="shoe id for a new key (default random)")
+    pv.add_argument("--game", default="baccarat", choices=["minibaccarat", "midibaccarat", "baccarat"])
+    pv.add_argument("--ez", action="store_true", help="EZ Baccarat: announces Dragon 7 / Panda 8")
+    pv.add_argument("--commission-free", action="store_true", help="631c.5: announces Lucky Six")
+    pv.add_argument("--squeeze", action="store_true",
+                    help="631a.9(d): card identities stay off the link until the dealer's reveal")
     pv.set_defaults(func=cmd_provision)
 
     k = sub.add_parser("soak", help="deal whole shoes while injecting faults; nothing may be lost",

@@ -12,7 +12,7 @@ from . import keys, rules
 from .cards import read_shoe_file, shuffled_shoe
 from .errors import SabotError
 from .link import HostLink
-from .validator import Validator
+from .validator import Validator, contract_round
 from .virtual import Dealer, VirtualBoard, provision_flash
 
 
@@ -105,7 +105,7 @@ class Session:
             self.capture.close()
 
     def rounds(self):
-        return [r for k, r in self.records if k == "result"]
+        return [contract_round(r) for k, r in self.records if k == "result"]
 
     def summary(self):
         v = self.validator.summary()
@@ -162,7 +162,7 @@ def run_deal(shoe_file):
         if session.validator.counts["rejected"]:
             reasons = sorted({r["reason"] for r in session.validator.rejections})
             raise SabotError(f"the validator rejected frames from the shoe: {', '.join(reasons)}")
-        return session.records
+        return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
 def run_board(listen, flash_dir, shoe=None, key_file=None):

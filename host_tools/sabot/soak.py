@@ -14,7 +14,7 @@ from . import keys, rules
 from .audit import AuditStore
 from .cards import shuffled_shoe
 from .link import HostLink
-from .validator import Validator
+from .validator import Validator, contract_round
 from .virtual import Dealer, VirtualBoard, provision_flash
 
 FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented")
@@ -174,7 +174,7 @@ def run_soak(shoes=1, seed=0, fault_rate=0.04, workdir=None, progress=None):
         finally:
             s.close()
         store = AuditStore(s.db)
-        stored = [r for k, r in store.records(("result",))]
+        stored = [contract_round(r) for k, r in store.records(("result",))]
         shoe_nos = sorted({r["shoe"] for k, r in store.records(("shoe_start",))})
         store.close()
     expected = [r for no, tokens in zip(shoe_nos, plans) for r in rules.deal_shoe(tokens, shoe=no)]

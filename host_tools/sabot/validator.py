@@ -15,6 +15,29 @@ RESOLUTIONS = ("", "void_card", "keep_dummy", "void_round")
 COMMAND_REJECTIONS = ("", "bad_mac", "replayed", "not_for_this_shoe", "not_now", "unknown_command")
 PHASES = ("burn_first", "burn", "dealing", "held", "ended")
 WINNERS = {1: "player", 2: "banker", 3: "tie"}
+ANNOUNCEMENTS = ((1, "tie hand"), (2, "Dragon 7"), (4, "Panda 8"), (8, "Lucky Six"))
+GAMES = ("minibaccarat", "midibaccarat", "baccarat", "baccarat")
+CONTRACT_ROUND_KEYS = ("shoe", "round", "player", "banker", "player_total", "banker_total", "winner", "flags",
+                       "dummy")
+
+
+def decode_variant(v):
+    return {"game": GAMES[v & 3], "ez": bool(v & 4), "commission_free": bool(v & 8), "squeeze": bool(v & 16)}
+
+
+def contract_round(rec):
+    """A round record with exactly the keys CONTRACTS.md promises (the audit log keeps more)."""
+    return {k: rec[k] for k in CONTRACT_ROUND_KEYS if k in rec}
+
+
+def expected_announcements(rec, variant):
+    """627a.11(a) / 631a.12(a): "tie hand"; "Dragon 7" / "Panda 8" on EZ tables; 631c.5(e): "Lucky Six"."""
+    out = ["tie hand"] if rec["winner"] == "tie" else []
+    if variant.get("ez"):
+        out += [n for f, n in (("dragon7", "Dragon 7"), ("panda8", "Panda 8")) if f in rec["flags"]]
+    if variant.get("commission_free") and "lucky_six" in rec["flags"]:
+        out.append("Lucky Six")
+    return out
 FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),
              ("panda8", 32), ("player_natural", 4), ("player_pair", 128))
 
@@ -141,7 +164,7 @@ class Validator:
         inv = self.state["inventory"]
         if kind == "shoe_start":
             self.state["inventory"] = {"decks": rec["decks"], "shoe": rec["shoe"], "round": 0, "counts": {},
-                                       "initial": None}
+                                       "initial": None, "variant": rec["variant"]}
             return decoded
         if not inv:
             inv.update({"decks": 8, "shoe": rec.get("shoe"), "round": 0, "counts": {}, "initial": None})
@@ -177,6 +200,8 @@ class Validator:
         for k in ("player_total", "banker_total", "winner", "flags"):
             if rec[k] != want[k]:
                 raise Reject("recompute_mismatch")
+        if rec["announcements"] != expected_announcements(want, inv.get("variant", {})):
+            raise Reject("announcement_mismatch")
         if rec["shoe"] == inv.get("shoe") and rec["round"] != inv["round"] + 1:
             raise Reject("round_out_of_order")
         if inv.get("initial") and inv["initial"] != order[:4]:
@@ -218,8 +243,8 @@ def decode_payload(f):
     try:
         kind = fr.TYPES[f.type]
         if kind == "shoe_start":
-            shoe, decks = struct.unpack(">HB", p)
-            return kind, {"event": kind, "shoe": shoe, "decks": decks}
+            shoe, decks, variant = struct.unpack(">HBB", p)
+            return kind, {"event": kind, "shoe": shoe, "decks": decks, "variant": decode_variant(variant)}
         if kind == "command_rejected":
             reason, ftype, counter = struct.unpack(">BBI", p)
             return kind, {"event": kind, "reason": COMMAND_REJECTIONS[reason], "command": ftype,
@@ -236,10 +261,10 @@ def decode_payload(f):
                           "banker": [c[1], c[3]]}
         if kind == "result":
             np, nb, dummy = body[0] >> 4, body[0] & 15, body[1]
-            if not (2 <= np <= 3 and 2 <= nb <= 3) or len(body) != 4 + np + nb:
+            if not (2 <= np <= 3 and 2 <= nb <= 3) or len(body) != 5 + np + nb:
                 return None
             cards = [CARD_NAMES[b] for b in body[2 : 2 + np + nb]]
-            (o,) = struct.unpack(">H", body[2 + np + nb :])
+            o, ann = struct.unpack(">HB", body[2 + np + nb :])
             known = None not in cards
             rec = {"shoe": shoe, "round": rnd, "player": cards[:np], "banker": cards[np:],
                    "player_total": rules.point_count(cards[:np]) if known else None,
@@ -247,6 +272,7 @@ def decode_payload(f):
                    "winner": WINNERS.get(o & 3), "flags": [n for n, bit in FLAG_BITS if o & bit]}
             if dummy:
                 rec["dummy"] = True
+            rec["announcements"] = [name for bit, name in ANNOUNCEMENTS if ann & bit]
             return kind, rec
         if kind == "irregularity":
             k, card, position = struct.unpack(">BBH", body)

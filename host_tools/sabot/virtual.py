@@ -17,7 +17,7 @@ from .cards import CUT, RANKS, SUITS
 from .errors import SabotError
 from .paths import BOARDS, FIRMWARE, micropython
 
-EXIT_EDGE, CONFIRM, EMPTY, SUPERVISOR = 0x80, 0x81, 0x82, 0x90
+EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
 VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
 CARD_MISSING, CARDS_EXHAUSTED = 6, 7  # irregularity kinds that only voiding the round resolves
 PH_HELD, PH_ENDED = 3, 4
@@ -46,6 +46,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def variant_byte(game="baccarat", ez=False, commission_free=False, squeeze=False):
+    """The shoe's variant id (firmware/shoe/app.py V_*), signed in every shoe_start frame."""
+    from .settle import GAMES
+
+    if game not in GAMES:
+        raise SabotError(f"unknown game {game!r}: one of {', '.join(GAMES)}")
+    if ez and commission_free:
+        raise SabotError("EZ and commission-free are different games; pick one")
+    return list(GAMES).index(game) | ez << 2 | commission_free << 3 | squeeze << 4
+
+
+def set_variant(flash_dir, variant):
+    with open(os.path.join(flash_dir, "variant"), "wb") as f:
+        f.write(bytes([variant]))
+
+
 def provision_flash(flash_dir, key):
     """Put the shoe's key into the virtual board's flash (a new identity starts a new flash)."""
     os.makedirs(flash_dir, exist_ok=True)
@@ -71,7 +87,8 @@ class VirtualBoard:
         self.host = host
         self.port = port or free_port()
         self.proc = None
-        self.indicator = None  # (phase, due, position, shoe, round, alarm)
+        self.indicator = None  # (phase, due, position, shoe, round, alarm, reveal)
+        self.announcements = []  # (player total, banker total, winner, announcement bits) per result
         self.changed = threading.Condition()
         self.boots = 0
 
@@ -101,7 +118,9 @@ class VirtualBoard:
     def _read_indicators(self, proc):
         for line in proc.stdout:
             parts = line.split()
-            if parts[:1] == [b"I"] and len(parts) == 7:
+            if parts[:1] == [b"A"] and len(parts) == 5:
+                self.announcements.append(tuple(int(x) for x in parts[1:]))
+            if parts[:1] == [b"I"] and len(parts) == 8:
                 with self.changed:
                     self.indicator = tuple(int(x) for x in parts[1:])
                     self.changed.notify_all()
@@ -173,9 +192,14 @@ class Dealer:
         b = self.board
         if not b.wait(lambda s: True, timeout):
             return True  # board off: nothing to do now
-        phase, _, position, _, _, _ = b.indicator
+        phase, _, position, _, _, _, reveal = b.indicator
         if phase == PH_ENDED:
             return False
+        if reveal:
+            # Squeeze: the players have looked at their cards; the dealer releases them.
+            b.send(bytes([REVEAL]))
+            b.wait(lambda s: not s[6], timeout)
+            return True
         if phase == PH_HELD:
             self.held_seen += 1
             self.on_held(b, b.indicator)

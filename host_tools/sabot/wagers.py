@@ -118,9 +118,11 @@ ANALYZED_WAGERS = (
 )
 
 
-def net_return(wager, s):
-    """The player's net result per unit wagered, exactly."""
+def net_return(wager, s, tie_odds=8):
+    """The player's net result per unit wagered, exactly (tie paying `tie_odds` to 1)."""
     result, odds, vig = resolve(wager, s)
+    if wager == "tie" and result == WIN:
+        odds = tie_odds
     if result == WIN:
         return Fraction(odds) * (1 - vig)
     return Fraction(-1) if result == LOSE else Fraction(0)

@@ -13,6 +13,9 @@ class Null:
     def show(self, *state):
         pass
 
+    def announce(self, *result):
+        pass
+
 
 app = ShoeApp(Flash(sys.argv[1]), Null(), Null())
 app.start()

@@ -27,6 +27,9 @@ class NullIndicators:
     def show(self, *state):
         pass
 
+    def announce(self, *result):
+        pass
+
 
 def read_shoe(path):
     """Card numbers (52 = cut card) in a bytearray: small enough for a 64K heap."""

@@ -58,13 +58,17 @@ class LampIndicators:
     def __init__(self, player, banker, result, alarm, buzzer=None):
         self.player, self.banker, self.result, self.alarm, self.buzzer = player, banker, result, alarm, buzzer
 
-    def show(self, phase, due, position, shoe_no, round_no, alarm):
+    def show(self, phase, due, position, shoe_no, round_no, alarm, reveal):
         self.player.value(1 if due == 1 else 0)
         self.banker.value(1 if due == 2 else 0)
-        self.result.value(1 if phase == 2 and due == 1 and round_no else 0)
         self.alarm.value(1 if alarm else 0)
         if self.buzzer is not None:
             self.buzzer.duty_u16(32768 if alarm else 0)
+
+    def announce(self, player_total, banker_total, winner, announcements):
+        # The result lamp lights for the round's result; announcements (tie hand, Dragon 7, Panda 8,
+        # Lucky Six) blink it once each so the dealer calls them.
+        self.result.value(1)
 
 
 class StdioLink:
