@@ -16,8 +16,10 @@ $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip install -q -e host_tools
-	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/rp2 micropython-rp2-stubs==1.29.0.post1
-	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/esp32 micropython-esp32-stubs==1.29.0.post1
+	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/rp2 \
+		micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
+	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/esp32 \
+		micropython-esp32-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 	@touch $@
 
 venv: $(STAMP)

@@ -7,9 +7,9 @@ dealer's confirm and shoe-empty signals) and supervisor resolutions. Outputs are
 
 try:
     from micropython import const
-except ImportError:
+except ImportError:  # CPython (host tools run the same modules)
 
-    def const(x):
+    def const(x):  # type: ignore[misc]
         return x
 
 

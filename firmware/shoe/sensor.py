@@ -6,9 +6,9 @@ frame is counted and the decoder resynchronises at the next `$`. No allocation p
 
 try:
     from micropython import const
-except ImportError:
+except ImportError:  # CPython (host tools run the same modules)
 
-    def const(x):
+    def const(x):  # type: ignore[misc]
         return x
 
 

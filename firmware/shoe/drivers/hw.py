@@ -97,9 +97,10 @@ def build(board):
                         rx=Pin(board.SENSOR_RX))
     exit_sensor = ExitSensor(Pin(board.EXIT_SENSOR, Pin.IN, Pin.PULL_UP))
     buttons = {name: Button(Pin(p, Pin.IN, Pin.PULL_UP)) for name, p in board.BUTTONS.items()}
-    lamps = [Pin(board.LAMPS[n], Pin.OUT) for n in ("player", "banker", "result", "alarm")]
+    lamp = {n: Pin(p, Pin.OUT) for n, p in board.LAMPS.items()}
     buzzer = machine.PWM(Pin(board.BUZZER), freq=2000, duty_u16=0) if board.BUZZER is not None else None
-    return uart, exit_sensor, buttons, LampIndicators(*lamps, buzzer=buzzer), StdioLink()
+    lamps = LampIndicators(lamp["player"], lamp["banker"], lamp["result"], lamp["alarm"], buzzer)
+    return uart, exit_sensor, buttons, lamps, StdioLink()
 
 
 def keyboard_interrupt(enabled):
