@@ -5,9 +5,19 @@ Hold the confirm button at power-on to stay in the MicroPython REPL (maintenance
 import time
 
 import board
-from shoe.app import ShoeApp
+from shoe import tilt
 from shoe.drivers import hw
 from shoe.store import Flash
+
+
+def make_app(link, lamps):
+    skip = (board.FLASH_DIR.strip("/"),)
+    if tilt.boot("/", skip):  # the code is not the certified build: run nothing of it but the tilt
+        return tilt.TiltShoe(Flash(board.FLASH_DIR), link, lamps, "/", skip)
+    from shoe.app import ShoeApp
+
+    return ShoeApp(Flash(board.FLASH_DIR), link, lamps, board.DECKS, board.MIN_CONFIDENCE, code_root="/",
+                   code_skip=skip)
 
 
 def run():
@@ -15,7 +25,7 @@ def run():
     if buttons["confirm"].pin.value() == 0:
         print("sabot: confirm held at power-on: maintenance mode, REPL left open")
         return
-    app = ShoeApp(Flash(board.FLASH_DIR), link, lamps, board.DECKS, board.MIN_CONFIDENCE)
+    app = make_app(link, lamps)
     app.start()
     hw.keyboard_interrupt(False)
     sensor_buf = bytearray(32)

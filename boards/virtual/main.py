@@ -1,11 +1,11 @@
-"""Virtual board entry: micropython boards/virtual/main.py --flash DIR --listen HOST:PORT"""
+"""Virtual board entry: micropython main.py --flash DIR --listen HOST:PORT [--code DIR]"""
 
 import select
 import socket
 import sys
 
 import board
-from shoe.app import ShoeApp
+from shoe import tilt
 from shoe.store import Flash
 
 
@@ -59,6 +59,14 @@ def dealer_byte(app, b):
         app.supervisor(b - board.SUPERVISOR)
 
 
+def make_app(flash, link, code):
+    if tilt.boot(code):  # checked before any dealing code is imported
+        return tilt.TiltShoe(flash, link, StdoutIndicators(), code)
+    from shoe.app import ShoeApp
+
+    return ShoeApp(flash, link, StdoutIndicators(), board.DECKS, board.MIN_CONFIDENCE, code_root=code)
+
+
 def arg(name, default=None):
     if name in sys.argv:
         return sys.argv[sys.argv.index(name) + 1]
@@ -69,7 +77,8 @@ def main():
     flash_dir = arg("--flash", "flash")
     host, port = arg("--listen", "127.0.0.1:7000").rsplit(":", 1)
     link = SocketLink()
-    app = ShoeApp(Flash(flash_dir), link, StdoutIndicators(), board.DECKS, board.MIN_CONFIDENCE)
+    code = arg("--code")  # a built code tree (with MANIFEST), as deployed; absent: development run
+    app = make_app(Flash(flash_dir), link, code)
     try:
         app.start()
     except ValueError as e:

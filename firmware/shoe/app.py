@@ -15,7 +15,7 @@ from shoe.dealing import (
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.hmac256 import HmacKey, equal
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, READ_UNREADABLE, SensorDecoder
-from shoe.store import R_ACK, R_CHECKPOINT, R_FRAME, R_INPUT, RecordLog
+from shoe.store import R_ACK, R_CHECKPOINT, R_FRAME, R_INPUT, RecordLog, load_identity
 
 # Inputs, as logged: kind, arg, arg2
 IN_CARD = 1
@@ -47,7 +47,6 @@ REJ_NOT_FOR_THIS_SHOE = 3
 REJ_NOT_NOW = 4
 REJ_UNKNOWN = 5
 
-KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
 MAX_RX = 256
 
 
@@ -55,16 +54,12 @@ def _seq(frame):
     return struct.unpack_from(">I", frame, 10)[0]
 
 
-def load_identity(flash):
-    raw = flash.read(KEY_FILE)
-    if raw is None or len(raw) != 38:
-        return None
-    key_id, shoe_id = struct.unpack(">HI", raw[:6])
-    return key_id, shoe_id, raw[6:]
+INTEGRITY_UNCHECKED = 0  # a development run from source: no MANIFEST to check against
+INTEGRITY_OK = 1  # (a failed check never reaches this module: see shoe/tilt.py)
 
 
 class ShoeApp:
-    def __init__(self, flash, link, indicators, decks=8, min_confidence=0x80):
+    def __init__(self, flash, link, indicators, decks=8, min_confidence=0x80, code_root=None, code_skip=()):
         self.flash = flash
         self.link = link
         self.indicators = indicators
@@ -85,6 +80,9 @@ class ShoeApp:
         self.maintenance = False  # set by an authenticated maintenance command: hand the port to the REPL
         raw = flash.read("variant")
         self.variant = raw[0] if raw else V_DEFAULT
+        self.code_root = code_root
+        self.code_skip = code_skip
+        self.integrity = INTEGRITY_UNCHECKED
         self.hold_from = 0  # squeeze: frames from this seq on wait for the dealer's reveal (0: none)
         self.released_from = 0
         self.identity = load_identity(flash)
@@ -96,6 +94,9 @@ class ShoeApp:
     def start(self):
         if not self.identity:
             raise ValueError("shoe not provisioned: no key in flash (run `sabot provision`)")
+        if self.code_root is not None:
+            # The board's main checked the code before importing this module (see shoe/tilt.py).
+            self.integrity = INTEGRITY_OK
         raw = self.flash.read("boot")
         self.boot = (int(raw) if raw else 0) + 1
         self.flash.write_atomic("boot", str(self.boot).encode())
@@ -324,6 +325,10 @@ class ShoeApp:
             return self._reject(REJ_NOT_FOR_THIS_SHOE, ftype, counter)
         if not equal(self.key.mac(frame[:-32]), mac):
             return self._reject(REJ_BAD_MAC, ftype, counter)
+        if ftype == frames.C_INTEGRITY and 1 <= len(payload) <= 64:
+            # A regulator's challenge: HMAC(seed, code). Fresh seeds make recorded answers useless.
+            self._send(self._unchained(frames.T_INTEGRITY, bytes((self.integrity,)) + self._seeded(payload)))
+            return
         if ftype == frames.C_HELLO:
             # Any authentic hello (even a replayed one) only makes the shoe say where it stands and resend.
             self.send_status()
@@ -356,11 +361,19 @@ class ShoeApp:
             self.log.append(R_ACK, struct.pack(">II", self.acked, counter))
             self._reject(REJ_UNKNOWN, ftype, counter)
 
+    def _seeded(self, seed):
+        if self.code_root is None:
+            return bytes(32)  # a development run has no certified code tree to vouch for
+        from shoe import integrity
+
+        return integrity.seeded(bytes(seed), self.code_root, self.code_skip)
+
+    def _unchained(self, ftype, payload):
+        return frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain, ftype, payload)
+
     def send_status(self):
         s = self.shoe
         first = _seq(self.outbox[0]) if self.outbox else 0
-        payload = struct.pack(">BHHHBIIII", s.phase, s.shoe_no, s.round_no, s.position, s.due(),
-                              self.host_counter, self.acked, first, self.seq if self.outbox else 0)
-        f = frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain,
-                         frames.T_STATUS, payload)
-        self._send(f)
+        payload = struct.pack(">BHHHBIIIIB", s.phase, s.shoe_no, s.round_no, s.position, s.due(),
+                              self.host_counter, self.acked, first, self.seq if self.outbox else 0, self.integrity)
+        self._send(self._unchained(frames.T_STATUS, payload))

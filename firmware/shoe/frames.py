@@ -25,11 +25,13 @@ T_SHOE_END = 0x07
 T_COMMAND_REJECTED = 0x08
 # shoe -> host, not chained
 T_STATUS = 0x40
+T_INTEGRITY = 0x41
 # host -> shoe
 C_HELLO = 0x80
 C_ACK = 0x81
 C_RESOLVE = 0x82
 C_NEW_SHOE = 0x83
+C_INTEGRITY = 0x85
 C_MAINTENANCE = 0x86
 
 

@@ -11,11 +11,29 @@ class HmacKey:
         self._ipad = bytes(b ^ 0x36 for b in key)
         self._opad = bytes(b ^ 0x5C for b in key)
 
+    def stream(self):
+        """An object with update(data) and digest(), for messages too long to hold at once."""
+        return _Stream(self)
+
     def mac(self, msg):
         inner = hashlib.sha256(self._ipad)
         inner.update(msg)
         outer = hashlib.sha256(self._opad)
         outer.update(inner.digest())
+        return outer.digest()
+
+
+class _Stream:
+    def __init__(self, key):
+        self._opad = key._opad
+        self._inner = hashlib.sha256(key._ipad)
+
+    def update(self, data):
+        self._inner.update(data)
+
+    def digest(self):
+        outer = hashlib.sha256(self._opad)
+        outer.update(self._inner.digest())
         return outer.digest()
 
 

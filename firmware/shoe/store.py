@@ -9,6 +9,8 @@ import os
 import struct
 from binascii import crc32
 
+KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
+
 R_INPUT = 0x49  # 'I': one hardware/supervisor input and the frames it produced, all or nothing
 R_ACK = 0x41  # 'A': host acknowledged up to seq; the host command counter
 R_CHECKPOINT = 0x50  # 'P': state carried over a compaction
@@ -98,3 +100,12 @@ class RecordLog:
         data = b"".join(record(t, p) for t, p in records)
         self.flash.write_atomic(self.name, data)
         self.size = len(data)
+
+
+def load_identity(flash):
+    """(key_id, shoe_id, key) from flash, or None when the shoe has not been provisioned."""
+    raw = flash.read(KEY_FILE)
+    if raw is None or len(raw) != 38:
+        return None
+    key_id, shoe_id = struct.unpack(">HI", raw[:6])
+    return key_id, shoe_id, raw[6:]

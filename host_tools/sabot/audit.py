@@ -22,6 +22,9 @@ CREATE TABLE IF NOT EXISTS link (
     key_id INTEGER NOT NULL, shoe_id INTEGER NOT NULL, last_seq INTEGER NOT NULL, last_mac BLOB NOT NULL,
     last_boot INTEGER NOT NULL, host_counter INTEGER NOT NULL, inventory TEXT NOT NULL,
     PRIMARY KEY (key_id, shoe_id));
+CREATE TABLE IF NOT EXISTS integrity_checks (
+    id INTEGER PRIMARY KEY, checked_at REAL NOT NULL, shoe_id INTEGER, seed TEXT, expected TEXT,
+    answer TEXT, integrity TEXT, result TEXT NOT NULL);
 CREATE TRIGGER IF NOT EXISTS frames_append_only_u BEFORE UPDATE ON frames
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS frames_append_only_d BEFORE DELETE ON frames
@@ -121,6 +124,11 @@ class AuditStore:
             q += " AND round=?"
             args.append(round_no)
         return [(r[0], json.loads(r[1])) for r in self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args)]
+
+    def log_integrity(self, r):
+        self.db.execute("INSERT INTO integrity_checks (checked_at, shoe_id, seed, expected, answer, integrity,"
+                        " result) VALUES (?,?,?,?,?,?,?)", (time.time(), r["shoe_id"], r["seed"], r["expected"],
+                                                            r["answer"], r["integrity"], r["result"]))
 
     def close(self):
         self.db.close()

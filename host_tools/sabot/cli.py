@@ -107,7 +107,7 @@ def cmd_demo(args):
 def cmd_board(args):
     from .demo import run_board
 
-    run_board(args.listen, args.flash, args.shoe, args.key)
+    run_board(args.listen, args.flash, args.shoe, args.key, args.code)
     return 0
 
 
@@ -264,6 +264,55 @@ def cmd_settle(args):
     return 0
 
 
+def cmd_firmware(args):
+    import json
+
+    from .build import build
+
+    r = build(args.board, args.out)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(f"{r['board']} ({r['arch']}): {len(r['files'])} files in {r['dir']}")
+    for name, size in r["files"].items():
+        print(f"  {name:<28} {size:>7,} B")
+    if r["flash_bytes"]:
+        print(f"code {r['code_bytes']:,} B of {r['flash_bytes']:,} B flash ({r['flash_used']:.1%}); "
+              f"decision table {r['table_bytes']:,} B")
+        print(f"heap needed {r['heap_needed_bytes']:,} B of {r['ram_bytes']:,} B RAM ({r['ram_used']:.1%})")
+    print(f"MANIFEST sha256 {r['manifest']}")
+    return 0
+
+
+def cmd_verify_firmware(args):
+    import json
+
+    from . import keys
+    from .build import BUILD
+    from .verify import verify_firmware
+
+    build_dir = args.build or str(BUILD / args.board)
+    import os
+
+    if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
+        raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
+    r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir)
+    if args.db:
+        from .audit import AuditStore
+
+        store = AuditStore(args.db)
+        store.log_integrity(r)
+        store.close()
+    if args.json:
+        print(json.dumps(r))
+    else:
+        print(f"{r['result'].upper()}: shoe {r['shoe_id']:#010x} integrity {r['integrity']}; "
+              f"seeded HMAC {'matches' if r['result'] == 'pass' else 'does not match'} the build in {build_dir}")
+    if r["result"] != "pass":
+        raise SabotError("firmware verification failed")
+    return 0
+
+
 def decks_arg(text):
     try:
         return int(text)
@@ -315,6 +364,8 @@ def build_parser():
     b.add_argument("--flash", default="sabot-flash", help="directory that is its persistent flash")
     b.add_argument("--shoe", metavar="FILE", help="let a simulated dealer draw this shoe file")
     b.add_argument("--key", metavar="FILE", help="provision the virtual shoe with this key file")
+    b.add_argument("--code", metavar="DIR", help="run this built code tree (sabot firmware --board virtual) "
+                   "with its integrity check, instead of the repository's source")
     b.set_defaults(func=cmd_board)
 
     v = sub.add_parser("validate", help="validate a shoe's link: verify, recompute, store, acknowledge")
@@ -338,6 +389,22 @@ def build_parser():
                         "from the highest number down. Money is integer cents. See CONTRACTS.md.")
     st.add_argument("file", nargs="?", help="request file (default: stdin)")
     st.set_defaults(func=cmd_settle)
+
+    fw = sub.add_parser("firmware", help="build a board's .mpy set, sizes and MANIFEST (make firmware)")
+    fw.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual (default virtual)")
+    fw.add_argument("--out", help="output directory (default build/BOARD)")
+    fw.add_argument("--json", action="store_true")
+    fw.set_defaults(func=cmd_firmware)
+
+    vf = sub.add_parser("verify-firmware", help="challenge a shoe: seeded HMAC of its code against the build")
+    vf.add_argument("--port", required=True, help="pyserial URL of the shoe")
+    vf.add_argument("--seed", required=True, help="a fresh random seed, hex (e.g. from `openssl rand -hex 16`)")
+    vf.add_argument("--key", required=True, help="the shoe's key file (its answer is signed)")
+    vf.add_argument("--board", default="virtual", help="board whose build/BOARD to compare with")
+    vf.add_argument("--build", help="build directory to compare with (default build/BOARD)")
+    vf.add_argument("--db", help="log the check in this audit database")
+    vf.add_argument("--json", action="store_true")
+    vf.set_defaults(func=cmd_verify_firmware)
 
     pv = sub.add_parser("provision", help="give a shoe its key (created if the key file is missing)",
                         description="Writes the shoe's key, id and key id into the virtual board's flash "

@@ -165,7 +165,7 @@ def run_deal(shoe_file):
         return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
-def run_board(listen, flash_dir, shoe=None, key_file=None):
+def run_board(listen, flash_dir, shoe=None, key_file=None, code=None):
     """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws that shoe."""
     host, _, port = listen.rpartition(":")
     if not port.isdigit():
@@ -174,7 +174,7 @@ def run_board(listen, flash_dir, shoe=None, key_file=None):
         provision_flash(flash_dir, keys.load(key_file))
     elif not os.path.exists(os.path.join(flash_dir, "key")):
         raise SabotError(f"no key in {flash_dir}: pass --key FILE to provision the virtual shoe")
-    board = VirtualBoard(flash_dir, host or "127.0.0.1", int(port)).start()
+    board = VirtualBoard(flash_dir, host or "127.0.0.1", int(port), code=code).start()
     print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it", file=sys.stderr)
     try:
         if shoe:

@@ -13,9 +13,11 @@ MAX_FRAME = 200
 MAX_ENCODED = MAX_FRAME + 3
 
 TYPES = {0x01: "shoe_start", 0x02: "burn", 0x03: "initial_cards", 0x04: "result", 0x05: "irregularity",
-         0x06: "resolution", 0x07: "shoe_end", 0x08: "command_rejected", 0x40: "status"}
+         0x06: "resolution", 0x07: "shoe_end", 0x08: "command_rejected", 0x40: "status", 0x41: "integrity"}
 CHAINED = {t for t in TYPES if t < 0x40}
 T_STATUS = 0x40
+T_INTEGRITY = 0x41
+C_INTEGRITY = 0x85
 C_HELLO, C_ACK, C_RESOLVE, C_NEW_SHOE, C_MAINTENANCE = 0x80, 0x81, 0x82, 0x83, 0x86
 
 Frame = namedtuple("Frame", "raw type key_id shoe_id boot seq chain payload mac")

@@ -9,8 +9,12 @@ from . import frames as fr
 from .errors import SabotError
 
 
+TIMEOUT = 0.05
+
+
 class HostLink:
     HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
+    TIMEOUT = TIMEOUT
 
     def __init__(self, url, validator, capture=None, connect_timeout=10, tap=None, hello_every=None):
         self.tap = tap  # fault injection (sabot soak): bytes in -> list of byte chunks out
@@ -29,7 +33,7 @@ class HostLink:
         end = time.monotonic() + timeout
         while True:
             try:
-                self.ser = serial.serial_for_url(self.url, timeout=0.05)
+                self.ser = serial.serial_for_url(self.url, timeout=self.TIMEOUT)
                 break
             except (serial.SerialException, OSError, ValueError) as e:
                 if time.monotonic() > end:
@@ -65,12 +69,18 @@ class HostLink:
     def new_shoe(self):
         self._command(fr.C_NEW_SHOE)
 
-    def pump(self, wait=0.05):
-        """Read what has arrived, validate it, acknowledge it. Returns the per-frame verdicts."""
+    def pump(self, wait=TIMEOUT):
+        """Read what has arrived (waiting up to `wait` seconds for a first byte), validate it, acknowledge
+        it. Returns the per-frame verdicts."""
         if self.ser is None:
             raise ConnectionError("link closed")
         try:
-            data = self.ser.read(max(1, self.ser.in_waiting))
+            self.ser.timeout = wait
+            data = self.ser.read(1)
+            if data:
+                # then take all that is there at once (socket:// reports in_waiting only as 0 or 1)
+                self.ser.timeout = 0
+                data += self.ser.read(65536)
         except (serial.SerialException, OSError) as e:
             raise ConnectionError(str(e)) from None
         now = time.monotonic()

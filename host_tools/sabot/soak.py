@@ -88,7 +88,7 @@ class Soak:
             self.link.close()
             self.ensure_up()
         try:
-            self._count_rejections(self.link.pump())
+            self._count_rejections(self.link.pump(wait=0.002))
         except ConnectionError:
             self.link.close()
             self.ensure_up()

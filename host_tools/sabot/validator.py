@@ -54,9 +54,14 @@ def card_name(b):
     return CARD_NAMES[b]
 
 
+INTEGRITY = ("unchecked", "ok", "tilt")
+
+
 def decode_status(payload):
-    phase, shoe, rnd, position, due, host_counter, acked, first, last = struct.unpack(">BHHHBIIII", payload)
+    phase, shoe, rnd, position, due, host_counter, acked, first, last, integ = struct.unpack(">BHHHBIIIIB",
+                                                                                             payload)
     return {"phase": PHASES[phase] if phase < len(PHASES) else phase, "shoe": shoe, "round": rnd,
+            "integrity": INTEGRITY[integ] if integ < 3 else integ,
             "position": position, "due": ("none", "player", "banker")[due] if due < 3 else due,
             "host_counter": host_counter, "acked": acked, "unacked_from": first, "unacked_to": last}
 
@@ -134,6 +139,8 @@ class Validator:
             self.resend_until = max(self.resend_until, self.status["unacked_to"])
             st["host_counter"] = max(st["host_counter"], self.status["host_counter"])
             return "accepted", None, None
+        if f.type == fr.T_INTEGRITY:
+            return "accepted", None, None  # an answer to a verify-firmware challenge; checked there
         if f.type not in fr.CHAINED:
             raise Reject("unknown_type")
         if self.anchored and f.seq <= st["last_seq"]:

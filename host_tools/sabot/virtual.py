@@ -82,7 +82,8 @@ def provision_flash(flash_dir, key):
 
 
 class VirtualBoard:
-    def __init__(self, flash_dir, host="127.0.0.1", port=0):
+    def __init__(self, flash_dir, host="127.0.0.1", port=0, code=None):
+        self.code = str(code) if code else None  # a built code tree; None: the repository's source
         self.flash_dir = str(flash_dir)
         self.host = host
         self.port = port or free_port()
@@ -97,9 +98,13 @@ class VirtualBoard:
         return f"socket://{self.host}:{self.port}"
 
     def start(self, timeout=10):
-        env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")]))
-        cmd = [micropython(), str(BOARDS / "virtual" / "main.py"), "--flash", self.flash_dir,
-               "--listen", f"{self.host}:{self.port}"]
+        if self.code:
+            env = dict(os.environ, MICROPYPATH=self.code)
+            cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
+        else:
+            env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")]))
+            cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
+        cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}"]
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, bufsize=0)
         self.boots += 1

@@ -1,0 +1,93 @@
+"""Firmware integrity on the virtual board running a built code tree: the seeded HMAC answer matches the
+certified build; one byte altered puts the shoe in tilt (no results, alarm) and verification fails."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sabot import keys
+from sabot.build import build, code_digest
+from sabot.link import HostLink
+from sabot.validator import Validator
+from sabot.virtual import VirtualBoard, card_bytes, provision_flash
+
+SABOT = [sys.executable, "-m", "sabot.cli"]
+
+
+@pytest.fixture
+def built(tmp_path):
+    certified = tmp_path / "certified"
+    info = build("virtual", certified)
+    deployed = tmp_path / "deployed"
+    shutil.copytree(certified, deployed)
+    key = keys.create(str(tmp_path / "shoe.key"))
+    provision_flash(str(tmp_path / "flash"), key)
+    return certified, deployed, tmp_path, info
+
+
+def verify(port_url, tmp, build_dir, seed):
+    return subprocess.run([*SABOT, "verify-firmware", "--port", port_url, "--seed", seed, "--key",
+                           tmp / "shoe.key", "--build", build_dir, "--db", tmp / "audit.db", "--json"],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_build_manifest_is_the_digest_of_the_code_tree(built):
+    certified, _, _, info = built
+    assert (certified / "MANIFEST").read_text().strip() == code_digest(certified) == info["manifest"]
+    assert info["files"]["shoe/table.mpy"] > 1000
+
+
+def test_unaltered_shoe_passes_and_deals(built):
+    certified, deployed, tmp, _ = built
+    board = VirtualBoard(tmp / "flash", code=deployed).start()
+    try:
+        r = verify(board.url, tmp, certified, os.urandom(16).hex())
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["result"] == "pass" and out["integrity"] == "ok"
+        board.send(card_bytes("AS"))
+        assert board.wait(lambda s: s[2] == 1, 5)  # it deals
+    finally:
+        board.stop()
+
+
+def test_one_altered_byte_means_tilt_and_failed_verification(built):
+    certified, deployed, tmp, _ = built
+    target = deployed / "shoe" / "dealing.mpy"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    target.write_bytes(bytes(data))
+    board = VirtualBoard(tmp / "flash", code=deployed).start()
+    try:
+        assert board.wait(lambda s: s[5] == 15, 5)  # the alarm shows the tilt
+        r = verify(board.url, tmp, certified, os.urandom(16).hex())
+        assert r.returncode != 0 and json.loads(r.stdout)["result"] == "fail"
+        v = Validator(keys.load(str(tmp / "shoe.key")), str(tmp / "v.db"))
+        link = HostLink(board.url, v)
+        board.send(card_bytes("AS"))
+        time.sleep(0.5)
+        link.pump()
+        assert board.indicator[2] == 0  # no card was dealt
+        assert v.status["integrity"] == "tilt"
+        link.close()
+    finally:
+        board.stop()
+    import sqlite3
+
+    rows = sqlite3.connect(tmp / "audit.db").execute("SELECT result FROM integrity_checks").fetchall()
+    assert rows == [("fail",)]
+
+
+def test_a_planted_source_file_is_caught_too(built):
+    certified, deployed, tmp, _ = built
+    (deployed / "shoe" / "dealing.py").write_text("# would shadow dealing.mpy\n")
+    board = VirtualBoard(tmp / "flash", code=deployed).start()
+    try:
+        assert board.wait(lambda s: s[5] == 15, 5)
+    finally:
+        board.stop()
