@@ -40,5 +40,10 @@ table: $(STAMP)
 firmware: $(STAMP)
 	$(BIN)/sabot firmware --board $(BOARD)
 
+KEY ?= sabot.key
+deploy: $(STAMP)
+	@test -n "$(PORT)" || { echo "make deploy needs PORT=URL (e.g. PORT=/dev/ttyACM0)"; exit 2; }
+	$(BIN)/sabot deploy --board $(BOARD) --port $(PORT) --key $(KEY)
+
 clean:
 	rm -rf build .pytest_cache

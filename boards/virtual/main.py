@@ -59,12 +59,17 @@ def dealer_byte(app, b):
         app.supervisor(b - board.SUPERVISOR)
 
 
-def make_app(flash, link, code):
-    if tilt.boot(code):  # checked before any dealing code is imported
-        return tilt.TiltShoe(flash, link, StdoutIndicators(), code)
+def make_app(flash_dir, link, code):
+    flash = Flash(flash_dir)
+    skip = ()
+    if code and flash_dir.startswith(code.rstrip("/") + "/"):
+        skip = (flash_dir[len(code.rstrip("/")) + 1 :].strip("/"),)  # data inside the code tree, as /data
+    if tilt.boot(code, skip):  # checked before any dealing code is imported
+        return tilt.TiltShoe(flash, link, StdoutIndicators(), code, skip)
     from shoe.app import ShoeApp
 
-    return ShoeApp(flash, link, StdoutIndicators(), board.DECKS, board.MIN_CONFIDENCE, code_root=code)
+    return ShoeApp(flash, link, StdoutIndicators(), board.DECKS, board.MIN_CONFIDENCE, code_root=code,
+                   code_skip=skip)
 
 
 def arg(name, default=None):
@@ -78,7 +83,7 @@ def main():
     host, port = arg("--listen", "127.0.0.1:7000").rsplit(":", 1)
     link = SocketLink()
     code = arg("--code")  # a built code tree (with MANIFEST), as deployed; absent: development run
-    app = make_app(Flash(flash_dir), link, code)
+    app = make_app(flash_dir, link, code)
     try:
         app.start()
     except ValueError as e:
@@ -97,7 +102,7 @@ def main():
     poller.register(server, select.POLLIN)
     poller_stdin = select.poll()
     poller_stdin.register(stdin, select.POLLIN)
-    while True:
+    while not app.maintenance:
         for obj, ev, *_ in poller.poll(1000):
             if obj is server:
                 conn, _ = server.accept()
@@ -113,7 +118,7 @@ def main():
                 while True:
                     c = stdin.read(1)
                     if not c:
-                        return  # the dealer went away: power off
+                        sys.exit(0)  # the dealer went away: power off
                     dealer_byte(app, c[0])
                     if not poller_stdin.poll(0):
                         break
@@ -131,3 +136,4 @@ def main():
 
 
 main()
+sys.exit(3)  # maintenance: the board's USB port goes to the REPL (the harness serves it on the same socket)

@@ -107,7 +107,7 @@ def cmd_demo(args):
 def cmd_board(args):
     from .demo import run_board
 
-    run_board(args.listen, args.flash, args.shoe, args.key, args.code)
+    run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance)
     return 0
 
 
@@ -313,6 +313,15 @@ def cmd_verify_firmware(args):
     return 0
 
 
+def cmd_deploy(args):
+    from .deploy import deploy
+
+    info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr))
+    print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, MANIFEST {info['manifest']}) "
+          f"to {args.port}")
+    return 0
+
+
 def decks_arg(text):
     try:
         return int(text)
@@ -366,6 +375,10 @@ def build_parser():
     b.add_argument("--key", metavar="FILE", help="provision the virtual shoe with this key file")
     b.add_argument("--code", metavar="DIR", help="run this built code tree (sabot firmware --board virtual) "
                    "with its integrity check, instead of the repository's source")
+    b.add_argument("--root", metavar="DIR", help="the board's whole filesystem, as on a Pico: it runs the "
+                   "firmware deployed there (sabot deploy), or serves the REPL when there is none")
+    b.add_argument("--maintenance", action="store_true",
+                   help="with --root: start in the REPL, as with the confirm button held at power-on")
     b.set_defaults(func=cmd_board)
 
     v = sub.add_parser("validate", help="validate a shoe's link: verify, recompute, store, acknowledge")
@@ -395,6 +408,15 @@ def build_parser():
     fw.add_argument("--out", help="output directory (default build/BOARD)")
     fw.add_argument("--json", action="store_true")
     fw.set_defaults(func=cmd_firmware)
+
+    dp = sub.add_parser("deploy", help="build, copy to the shoe with mpremote, provision its key, check",
+                        description="Builds BOARD's firmware, sends a dealing shoe to maintenance (an "
+                        "authenticated command), copies the build with mpremote, provisions the key if the "
+                        "shoe has none, and checks on the shoe that its code tree matches the MANIFEST.")
+    dp.add_argument("--port", required=True, help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000")
+    dp.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual")
+    dp.add_argument("--key", required=True, help="the shoe's key file (created mode 0600 if missing)")
+    dp.set_defaults(func=cmd_deploy)
 
     vf = sub.add_parser("verify-firmware", help="challenge a shoe: seeded HMAC of its code against the build")
     vf.add_argument("--port", required=True, help="pyserial URL of the shoe")

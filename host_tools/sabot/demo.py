@@ -165,11 +165,50 @@ def run_deal(shoe_file):
         return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
-def run_board(listen, flash_dir, shoe=None, key_file=None, code=None):
+def run_board_root(host, port, root, shoe=None, maintenance=False):
+    """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's is:
+    it runs root/main.py when there is one; when there is none, or after an authenticated maintenance
+    command, its port serves the MicroPython REPL (mpremote deploys through it), and when that session
+    ends it boots again, running whatever was deployed."""
+    from .virtual import MAINTENANCE_EXIT, serve_repl
+
+    os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    while True:
+        if maintenance or not os.path.exists(os.path.join(root, "main.py")):
+            print(f"virtual board: REPL on socket://{host}:{port} (maintenance)", file=sys.stderr)
+            serve_repl(host, port, root)
+            maintenance = False
+            continue
+        board = VirtualBoard(os.path.join(root, "data"), host, port, code=root)
+        try:
+            board.start()
+        except SabotError as e:
+            print(f"virtual board: {e}; REPL open for maintenance", file=sys.stderr)
+            maintenance = True
+            continue
+        print(f"virtual board: firmware running on socket://{host}:{port}", file=sys.stderr)
+        try:
+            if shoe:
+                Dealer(board, read_shoe_file(shoe)).deal()
+                shoe = None
+            board.proc.wait()
+        finally:
+            board.stop()
+        if board.proc.returncode != MAINTENANCE_EXIT:
+            return
+        maintenance = True
+
+
+def run_board(listen, flash_dir, shoe=None, key_file=None, code=None, root=None, maintenance=False):
     """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws that shoe."""
     host, _, port = listen.rpartition(":")
     if not port.isdigit():
         raise SabotError(f"--listen wants HOST:PORT, got {listen!r}")
+    if root:
+        if key_file:
+            os.makedirs(os.path.join(root, "data"), exist_ok=True)
+            provision_flash(os.path.join(root, "data"), keys.load(key_file))
+        return run_board_root(host or "127.0.0.1", int(port), root, shoe, maintenance)
     if key_file:
         provision_flash(flash_dir, keys.load(key_file))
     elif not os.path.exists(os.path.join(flash_dir, "key")):

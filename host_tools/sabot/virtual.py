@@ -222,3 +222,56 @@ class Dealer:
         while self.step():
             if progress:
                 progress(self.board.indicator)
+
+
+MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated maintenance command
+
+
+def serve_repl(host, port, root):
+    """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a pseudo-terminal,
+    running in the board's filesystem `root` (what mpremote sees as `:`). Like a board's REPL it outlives
+    USB reconnections; it ends with a soft reset (which ends the unix process), and the board reboots."""
+    import pty
+    import select
+    import tty
+
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    repl = subprocess.Popen([micropython()], stdin=slave, stdout=slave, stderr=slave, cwd=root,
+                            env=dict(os.environ, MICROPYPATH=":" + str(root)))
+    os.close(slave)
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, port))
+    srv.listen(1)
+    try:
+        while repl.poll() is None:
+            ready, _, _ = select.select([srv, master], [], [], 0.5)
+            if master in ready:  # nobody connected: what the REPL says is lost, as on an unplugged port
+                try:
+                    os.read(master, 4096)
+                except OSError:
+                    break
+            if srv not in ready:
+                continue
+            conn, _ = srv.accept()
+            with conn:
+                while repl.poll() is None:
+                    ready, _, _ = select.select([conn, master], [], [], 0.5)
+                    if conn in ready:
+                        data = conn.recv(4096)
+                        if not data:
+                            break  # unplugged; the REPL stays
+                        os.write(master, data)
+                    if master in ready:
+                        try:
+                            data = os.read(master, 4096)
+                        except OSError:
+                            break
+                        conn.sendall(data)
+    finally:
+        srv.close()
+        if repl.poll() is None:
+            repl.kill()
+        repl.wait()
+        os.close(master)

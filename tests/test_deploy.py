@@ -1,0 +1,53 @@
+"""Deployment for real: an empty virtual board (the unix-port MicroPython with a REPL on its port, as a
+fresh Pico has on USB) gets the firmware through genuine mpremote sessions (`sabot deploy`), is
+provisioned with its key, boots, and passes a seeded integrity challenge. A second deploy onto the
+now-dealing shoe goes through the authenticated maintenance command."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from sabot.virtual import free_port
+
+SABOT = [sys.executable, "-m", "sabot.cli"]
+
+
+def run(*args, timeout=180):
+    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
+    root, key = tmp_path / "board", tmp_path / "shoe.key"
+    root.mkdir()
+    port = free_port()
+    url = f"socket://127.0.0.1:{port}"
+    board = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--root", root],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        r = run("deploy", "--port", url, "--board", "virtual", "--key", key)
+        assert r.returncode == 0, r.stderr
+        assert "provisioning shoe" in r.stderr and "matches MANIFEST" in r.stderr
+        assert (root / "shoe" / "app.mpy").exists() and (root / "data" / "key").read_bytes() == key.read_bytes()
+        assert oct(os.stat(key).st_mode & 0o777) == "0o600"
+        time.sleep(1.0)
+        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--key", key)
+        assert v.returncode == 0 and v.stdout.startswith("PASS"), v.stdout + v.stderr
+
+        # A stale module from an older build must not survive a deploy.
+        (root / "shoe" / "stale.mpy").write_bytes(b"M\x06")
+        r = run("deploy", "--port", url, "--board", "virtual", "--key", key)
+        assert r.returncode == 0, r.stderr
+        assert not (root / "shoe" / "stale.mpy").exists()
+        assert "sent it to maintenance" in r.stderr and "provisioning" not in r.stderr
+        time.sleep(1.0)
+        v = run("verify-firmware", "--port", url, "--seed", os.urandom(8).hex(), "--key", key)
+        assert v.returncode == 0, v.stdout + v.stderr
+    finally:
+        board.send_signal(signal.SIGINT)
+        try:
+            board.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            board.kill()
