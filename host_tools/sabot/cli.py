@@ -322,6 +322,25 @@ def cmd_deploy(args):
     return 0
 
 
+def cmd_bench(args):
+    import json
+
+    from .bench import run_bench
+
+    passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json)
+    if args.json:
+        print(json.dumps({"verdict": "PASS" if passed else "FAIL",
+                          "rounds": [{"round": r, "verdict": v, "detail": d} for r, v, d in verdicts]}))
+    else:
+        for rnd, verdict, detail in verdicts:
+            print(f"{'round ' + str(rnd) if rnd else 'link':>9}: {verdict:<7} {detail}")
+        n_pass = sum(1 for _, v, _ in verdicts if v == "PASS")
+        print(f"verdict: {'PASS' if passed else 'FAIL'} ({n_pass} of {len(verdicts)} rounds as the rules deal)")
+    if not passed:
+        raise SabotError("the shoe did not deal the scripted shoe as the rules do")
+    return 0
+
+
 def decks_arg(text):
     try:
         return int(text)
@@ -408,6 +427,17 @@ def build_parser():
     fw.add_argument("--out", help="output directory (default build/BOARD)")
     fw.add_argument("--json", action="store_true")
     fw.set_defaults(func=cmd_firmware)
+
+    bn = sub.add_parser("bench", help="push a scripted shoe through a shoe; per-round pass/fail",
+                        description="Deals SHOEFILE through a shoe and judges every round against the host's "
+                        "rules. With --port a technician draws each card by hand when prompted; without it a "
+                        "virtual board and a simulated dealer are used.")
+    bn.add_argument("shoefile", help="the scripted shoe (shoe file format)")
+    bn.add_argument("--port", help="the shoe's port (/dev/ttyACM0, socket://HOST:PORT); default: a virtual board")
+    bn.add_argument("--key", help="the shoe's key file (needed with --port)")
+    bn.add_argument("--db", help="audit database for the bench run (default ./bench.db with --port)")
+    bn.add_argument("--json", action="store_true")
+    bn.set_defaults(func=cmd_bench)
 
     dp = sub.add_parser("deploy", help="build, copy to the shoe with mpremote, provision its key, check",
                         description="Builds BOARD's firmware, sends a dealing shoe to maintenance (an "
