@@ -129,11 +129,11 @@ def bench_firmware():
     with tempfile.TemporaryDirectory() as tmp:
         build = _mpy_build(tmp)
         h64 = _micropython(["-X", "heapsize=64K", ""], build)
-        h48 = _micropython(["-X", "heapsize=48K", "ack"], build)
+        h56 = _micropython(["-X", "heapsize=56K", "ack"], build)
     return {"card_path_us_per_card": src["us_per_card"], "card_path_heap_allocations": src["alloc_failures"],
             "cards": src["cards"], "rounds": src["results"],
             "heap_64k_no_host_min_free_bytes": h64["heap_min_free"],
-            "heap_48k_host_acking_min_free_bytes": h48["heap_min_free"]}
+            "heap_56k_host_acking_min_free_bytes": h56["heap_min_free"]}
 
 
 def bench_link():

@@ -54,3 +54,35 @@ def test_soak_with_faults_loses_and_duplicates_nothing():
 def test_every_power_cut_instant_of_a_short_shoe():
     s = run_soak(1, seed=8, fault_rate=0.3)
     assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
+
+
+def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
+    """With no host for 40 cards the shoe holds far more unacknowledged frames than it keeps in RAM (16);
+    when the validator connects, every one arrives, in order, read back from the flash log."""
+    import time
+
+    from sabot import cards, keys
+    from sabot.link import HostLink
+    from sabot.validator import Validator
+    from sabot.virtual import Dealer, VirtualBoard, provision_flash
+
+    key = keys.create(str(tmp_path / "shoe.key"))
+    provision_flash(str(tmp_path / "flash"), key)
+    board = VirtualBoard(str(tmp_path / "flash")).start()
+    try:
+        tokens = cards.shuffled_shoe(8, seed=2)
+        dealer = Dealer(board, tokens)
+        while board.indicator[2] < 120:
+            dealer.step()
+        v = Validator(key, str(tmp_path / "audit.db"))
+        link = HostLink(board.url, v)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and (v.status is None or v.status["unacked_to"]):
+            link.pump()
+            if v.status and v.status["unacked_to"]:
+                link.hello()
+        assert v.state["last_seq"] > 2 * 16 and v.counts["rejected"] == 0
+        assert v.status["unacked_to"] == 0
+        link.close()
+    finally:
+        board.stop()

@@ -15,7 +15,7 @@ from shoe.dealing import (
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.hmac256 import HmacKey, equal
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, READ_UNREADABLE, SensorDecoder
-from shoe.store import R_ACK, R_CHECKPOINT, R_FRAME, R_INPUT, RecordLog, load_identity
+from shoe.store import R_ACK, R_CHECKPOINT, R_FRAME, R_INPUT, RecordLog, frames_in, load_identity
 
 # Inputs, as logged: kind, arg, arg2
 IN_CARD = 1
@@ -48,6 +48,7 @@ REJ_NOT_NOW = 4
 REJ_UNKNOWN = 5
 
 MAX_RX = 256
+OUTBOX_RAM = 16  # newest unacknowledged frames kept in RAM; older ones are read back from the flash log
 
 
 def _seq(frame):
@@ -72,7 +73,7 @@ class ShoeApp:
         self.log = RecordLog(flash)
         self.seq = 0
         self.chain = bytes(8)
-        self.outbox = []  # frames not yet acknowledged, oldest first (each carries its seq)
+        self.outbox = []  # the newest frames not yet acknowledged, oldest first (each carries its seq)
         self.acked = 0
         self.host_counter = 0
         self.boot = 0
@@ -100,10 +101,11 @@ class ShoeApp:
         raw = self.flash.read("boot")
         self.boot = (int(raw) if raw else 0) + 1
         self.flash.write_atomic("boot", str(self.boot).encode())
-        records = self.log.load()
-        for rtype, payload in records:
+        empty = True
+        for rtype, payload in self.log.records():
             self._replay(rtype, payload)
-        if not records:
+            empty = False
+        if empty:
             self._input(IN_NEW_SHOE)
         self.show()
 
@@ -111,13 +113,9 @@ class ShoeApp:
         if rtype == R_INPUT:
             self._apply(payload[0], payload[1], payload[2])
             self.shoe.events = 0
-            i = 3
-            while i < len(payload):
-                n = payload[i]
-                self._remember(payload[i + 1 : i + 1 + n])
-                i += 1 + n
-        elif rtype == R_FRAME:
-            self._remember(payload)
+        if rtype == R_INPUT or rtype == R_FRAME:
+            for f in frames_in(rtype, payload):
+                self._remember(f)
         elif rtype == R_ACK:
             self._acked(*struct.unpack(">II", payload))
         elif rtype == R_CHECKPOINT:
@@ -125,7 +123,7 @@ class ShoeApp:
             self.shoe.shoe_no = shoe_no
 
     def _remember(self, frame):
-        self.outbox.append(frame)
+        self._hold_in_ram(frame)
         self.seq = _seq(frame)
         self.chain = frame[-32:-24]
         self._hold_if_secret(frame)
@@ -134,6 +132,25 @@ class ShoeApp:
         """Squeeze (631a.9(d)): a frame naming a hand's cards waits for the reveal, and so does all after it."""
         if self.variant & V_SQUEEZE and not self.hold_from and frame[1] in (frames.T_INITIAL, frames.T_RESULT):
             self.hold_from = _seq(frame)
+
+    def _hold_in_ram(self, frame):
+        self.outbox.append(frame)
+        if len(self.outbox) > OUTBOX_RAM:
+            self.outbox.pop(0)  # still in the flash log until acknowledged
+
+    def unacked(self, from_seq=0):
+        """Every unacknowledged frame from `from_seq` on, oldest first: from the log, then from RAM."""
+        start = max(self.acked + 1, from_seq)
+        in_ram = _seq(self.outbox[0]) if self.outbox else self.seq + 1
+        if start < in_ram:
+            for rtype, payload in self.log.records():
+                for f in frames_in(rtype, payload):
+                    if start <= _seq(f) < in_ram and f[1] < 0x40:
+                        start = _seq(f) + 1
+                        yield f
+        for f in self.outbox:
+            if _seq(f) >= start:
+                yield f
 
     def _acked(self, seq, counter):
         self.acked = max(self.acked, seq)
@@ -222,7 +239,7 @@ class ShoeApp:
         payload = bytes((kind, arg, arg2)) + b"".join(bytes((len(f),)) + f for f in out)
         self.log.append(R_INPUT, payload)
         if kind == IN_REVEAL:  # everything withheld goes now, in order
-            out = [f for f in self.outbox if _seq(f) >= self.released_from]
+            out = self.unacked(self.released_from)
         for f in out:
             self._send(f)
         self.show()
@@ -271,15 +288,19 @@ class ShoeApp:
         self.seq += 1
         f = frames.build(self.key, self.key_id, self.shoe_id, self.boot, self.seq, self.chain, ftype, payload)
         self.chain = f[-32:-24]
-        self.outbox.append(f)
+        self._hold_in_ram(f)
         self._hold_if_secret(f)
         return f
 
     def _compact(self):
-        keep = [(R_CHECKPOINT, struct.pack(">HI8sII", self.shoe.shoe_no, self.seq, self.chain, self.acked,
-                                           self.host_counter))]
-        keep += [(R_FRAME, f) for f in self.outbox]
-        self.log.replace(keep)
+        checkpoint = struct.pack(">HI8sII", self.shoe.shoe_no, self.seq, self.chain, self.acked, self.host_counter)
+
+        def keep():
+            yield R_CHECKPOINT, checkpoint
+            for f in self.unacked():
+                yield R_FRAME, f
+
+        self.log.replace(keep())
 
     def _send(self, frame):
         if self.hold_from and _seq(frame) >= self.hold_from:
@@ -332,7 +353,7 @@ class ShoeApp:
         if ftype == frames.C_HELLO:
             # Any authentic hello (even a replayed one) only makes the shoe say where it stands and resend.
             self.send_status()
-            for f in self.outbox:
+            for f in self.unacked():
                 self._send(f)
             return
         if counter <= self.host_counter:
@@ -373,7 +394,7 @@ class ShoeApp:
 
     def send_status(self):
         s = self.shoe
-        first = _seq(self.outbox[0]) if self.outbox else 0
-        payload = struct.pack(">BHHHBIIIIB", s.phase, s.shoe_no, s.round_no, s.position, s.due(),
-                              self.host_counter, self.acked, first, self.seq if self.outbox else 0, self.integrity)
+        pending = self.seq > self.acked
+        payload = struct.pack(">BHHHBIIIIB", s.phase, s.shoe_no, s.round_no, s.position, s.due(), self.host_counter,
+                              self.acked, self.acked + 1 if pending else 0, self.seq if pending else 0, self.integrity)
         self._send(self._unchained(frames.T_STATUS, payload))

@@ -2,12 +2,7 @@
 
 CUT and NO_CARD are numbers outside 0..51 so a card always fits one byte."""
 
-try:
-    from micropython import const
-except ImportError:  # CPython (host tools run the same modules)
-
-    def const(x):  # type: ignore[misc]
-        return x
+from micropython import const
 
 
 CUT = const(52)

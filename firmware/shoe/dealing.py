@@ -5,12 +5,7 @@ dealer's confirm and shoe-empty signals) and supervisor resolutions. Outputs are
 `self.events`, drained by the app after each input so that frames are built outside the card path.
 `card_out` and the decision it makes allocate nothing."""
 
-try:
-    from micropython import const
-except ImportError:  # CPython (host tools run the same modules)
-
-    def const(x):  # type: ignore[misc]
-        return x
+from micropython import const
 
 
 from shoe.cards import CUT, NO_CARD, burn_value

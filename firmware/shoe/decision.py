@@ -3,12 +3,7 @@
 A round is held as two 3-byte hands of card numbers plus their lengths; nothing here allocates, so the
 card path can run with the heap locked."""
 
-try:
-    from micropython import const
-except ImportError:  # CPython (host tools run the same modules)
-
-    def const(x):  # type: ignore[misc]
-        return x
+from micropython import const
 
 
 from shoe.table import DRAW, OUTCOME, POINT

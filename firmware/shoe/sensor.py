@@ -4,12 +4,7 @@ A frame is 10 ASCII bytes: `$` TYPE RANK SUIT CONF(2 hex) `*` XOR(2 hex) `\\n`, 
 TYPE `R` a card read, `C` the cut card, `U` a card seen but not read. Bytes go in one at a time; a bad
 frame is counted and the decoder resynchronises at the next `$`. No allocation per byte."""
 
-try:
-    from micropython import const
-except ImportError:  # CPython (host tools run the same modules)
-
-    def const(x):  # type: ignore[misc]
-        return x
+from micropython import const
 
 
 from shoe.cards import CUT, NO_CARD, decode

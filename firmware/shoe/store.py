@@ -64,25 +64,50 @@ class RecordLog:
         self._f = None
         self.size = 0
 
+    def records(self):
+        """Yield the intact records (type, payload) one at a time, so a long log never sits in RAM;
+        a torn tail found on the way is cut off the file when the iteration ends."""
+        try:
+            f = open(self.flash.path(self.name), "rb")
+        except OSError:
+            self.size = 0
+            return
+        good = 0
+        torn = False
+        with f:
+            while True:
+                head = f.read(3)
+                if not head:
+                    break
+                if len(head) < 3:
+                    torn = True
+                    break
+                rtype, n = struct.unpack(">BH", head)
+                body = f.read(n + 4)
+                if len(body) < n + 4 or crc32(body[:n], crc32(head)) & 0xFFFFFFFF != struct.unpack(
+                        ">I", body[n:])[0]:
+                    torn = True
+                    break
+                good += 7 + n
+                yield rtype, body[:n]
+        self.size = good
+        if torn:
+            self._cut(good)
+
+    def _cut(self, keep):
+        tmp = self.flash.path(self.name + ".tmp")
+        with open(self.flash.path(self.name), "rb") as src, open(tmp, "wb") as dst:
+            left = keep
+            while left:
+                chunk = src.read(min(512, left))
+                if not chunk:
+                    break
+                dst.write(chunk)
+                left -= len(chunk)
+        os.rename(tmp, self.flash.path(self.name))
+
     def load(self):
-        """All intact records [(type, payload)]; a torn tail is cut off the file."""
-        data = self.flash.read(self.name) or b""
-        records = []
-        i = 0
-        while i + 7 <= len(data):
-            rtype, n = struct.unpack(">BH", data[i : i + 3])
-            end = i + 3 + n
-            if end + 4 > len(data):
-                break
-            (crc,) = struct.unpack(">I", data[end : end + 4])
-            if crc32(data[i + 3 : end], crc32(data[i : i + 3])) & 0xFFFFFFFF != crc:
-                break
-            records.append((rtype, data[i + 3 : end]))
-            i = end + 4
-        if i != len(data):
-            self.flash.write_atomic(self.name, data[:i])
-        self.size = i
-        return records
+        return list(self.records())
 
     def append(self, rtype, payload):
         if self._f is None:
@@ -93,13 +118,31 @@ class RecordLog:
         self.size += len(rec)
 
     def replace(self, records):
-        """Atomically replace the whole log (compaction)."""
+        """Atomically replace the whole log (compaction); `records` may be a generator reading the old log."""
         if self._f is not None:
             self._f.close()
             self._f = None
-        data = b"".join(record(t, p) for t, p in records)
-        self.flash.write_atomic(self.name, data)
-        self.size = len(data)
+        tmp = self.flash.path(self.name + ".new")
+        size = 0
+        with open(tmp, "wb") as f:
+            for t, p in records:
+                rec = record(t, p)
+                f.write(rec)
+                size += len(rec)
+        os.rename(tmp, self.flash.path(self.name))
+        self.size = size
+
+
+def frames_in(rtype, payload):
+    """The frames a log record holds: an input's (length-prefixed after 3 input bytes), or one carried over."""
+    if rtype == R_FRAME:
+        yield payload
+    elif rtype == R_INPUT:
+        i = 3
+        while i < len(payload):
+            n = payload[i]
+            yield payload[i + 1 : i + 1 + n]
+            i += 1 + n
 
 
 def load_identity(flash):

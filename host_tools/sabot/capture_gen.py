@@ -26,6 +26,10 @@ class _Collect:
 
 def generate(workdir, shoes, seed=0):
     """(key, capture bytes, rounds) for `shoes` shoes dealt by the firmware code with a host acking."""
+    if "micropython" not in sys.modules:  # the firmware's one MicroPython-only import, for CPython
+        import types
+
+        sys.modules["micropython"] = types.SimpleNamespace(const=lambda x: x)
     sys.path.insert(0, str(FIRMWARE))
     from shoe.app import IN_NEW_SHOE, ShoeApp
     from shoe.dealing import PH_ENDED

@@ -14,21 +14,7 @@ from shoe.dealing import PH_ENDED
 from shoe.sensor import encode
 from shoe.store import Flash
 
-
-class NullLink:
-    def __init__(self):
-        self.frames = 0
-
-    def write(self, data):
-        self.frames += 1
-
-
-class NullIndicators:
-    def show(self, *state):
-        pass
-
-    def announce(self, *result):
-        pass
+from nulls import Null
 
 
 def read_shoe(path):
@@ -49,8 +35,7 @@ def sensor_bytes(card):
 def main():
     shoe = read_shoe(sys.argv[1])
     flash = Flash(sys.argv[2])
-    link = NullLink()
-    app = ShoeApp(flash, link, NullIndicators())
+    app = ShoeApp(flash, Null(), Null())
     app.start()
     acking = len(sys.argv) > 3 and sys.argv[3] == "ack"
     results = 0

@@ -7,16 +7,7 @@ import sys
 from shoe.app import ShoeApp
 from shoe.store import Flash
 
-
-class Null:
-    def write(self, data):
-        pass
-
-    def show(self, *state):
-        pass
-
-    def announce(self, *result):
-        pass
+from nulls import Null
 
 
 app = ShoeApp(Flash(sys.argv[1]), Null(), Null())
