@@ -155,3 +155,46 @@ def test_second_demo_continues_the_chain_with_a_new_shoe(demo):
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["shoe"] == 2 and s["rejected"] == 0 and s["lost"] == 0
+
+
+def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
+    """A capture across a power cut (two boots); a genuine boot-1 frame re-inserted among boot-2 frames."""
+    import time
+
+    from sabot import cards
+    from sabot.link import HostLink
+    from sabot.validator import Validator
+    from sabot.virtual import Dealer, VirtualBoard, provision_flash
+
+    key = keys.create(str(tmp_path / "shoe.key"))
+    provision_flash(str(tmp_path / "flash"), key)
+    cap = open(tmp_path / "cap.bin", "wb")
+    board = VirtualBoard(str(tmp_path / "flash")).start()
+    v = Validator(key, str(tmp_path / "live.db"))
+    link = HostLink(board.url, v, cap)
+    dealer = Dealer(board, cards.shuffled_shoe(8, seed=4))
+    try:
+        for boot in (1, 2):
+            while board.indicator[2] < 30 * boot:
+                dealer.step()
+                link.pump(wait=0.01)
+            end = time.monotonic() + 1
+            while time.monotonic() < end:
+                link.pump(wait=0.01)
+            if boot == 1:
+                board.kill()  # power cut
+                board.start()
+                link.reconnect()
+    finally:
+        link.close()
+        board.stop()
+        cap.close()
+    parts = [p for p in (tmp_path / "cap.bin").read_bytes().split(b"\x00")[:-1]]
+    frames = [fr.parse(fr.cobs_decode(p)) for p in parts]
+    boots = {f.boot for f in frames if f.type in fr.CHAINED}
+    assert boots == {1, 2}
+    old = next(p for p, f in zip(parts, frames) if f.type in fr.CHAINED and f.boot == 1)
+    (tmp_path / "tampered.bin").write_bytes(b"".join(p + b"\x00" for p in parts + [old]))
+    r = sabot("replay", tmp_path / "tampered.bin", "--key", tmp_path / "shoe.key", "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode != 0 and [x["reason"] for x in out["rejections"]] == ["replayed"]

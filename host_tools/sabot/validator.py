@@ -159,6 +159,7 @@ class Validator:
             self.alarms.append(f"chain anchored at seq {f.seq}: earlier frames were not seen here")
         decoded = self._check_content(f)  # raises Reject; nothing of the frame is applied before it passes
         self.anchored = True
+        self.resend_until = 0  # resends come oldest first, before anything new: the window is closed
         st["last_seq"], st["last_mac"], st["last_boot"] = f.seq, f.mac, f.boot
         return "accepted", None, decoded
 
