@@ -21,6 +21,7 @@ class HostLink:
         if hello_every:
             self.HELLO_EVERY = hello_every
         self.validator = validator
+        self.slow_writes = 0  # fault injection (sabot soak): the next N commands trickle out
         self.capture = capture
         self.url = url
         self.ser = None
@@ -47,7 +48,14 @@ class HostLink:
 
     def write(self, data):
         try:
-            self.ser.write(data)
+            if self.slow_writes > 0:
+                self.slow_writes -= 1
+                for i in range(0, len(data), 2):  # two bytes at a time, a millisecond apart
+                    self.ser.write(data[i : i + 2])
+                    self.ser.flush()
+                    time.sleep(0.001)
+            else:
+                self.ser.write(data)
         except (serial.SerialException, OSError) as e:
             raise ConnectionError(str(e)) from None
 

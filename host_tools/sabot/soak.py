@@ -1,6 +1,7 @@
 """`sabot soak`: whole shoes through the virtual board and the validator while faults are injected at
 random instants: power cuts (the MicroPython process killed, restarted on the same flash), validator
-restarts, link disconnects, line noise (bytes flipped or inserted, both directions) and fragmented reads.
+restarts, link disconnects, line noise (bytes flipped or inserted, both directions), fragmented reads and
+slow writes (host commands trickled out two bytes at a time).
 Nothing may be lost or stored twice, and every stored round must equal the host's recomputation."""
 
 import os
@@ -17,7 +18,7 @@ from .link import HostLink
 from .validator import Validator, contract_round
 from .virtual import Dealer, VirtualBoard, provision_flash
 
-FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented")
+FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented", "slow_writes")
 
 
 class Soak:
@@ -114,8 +115,10 @@ class Soak:
                     self.link.write(os.urandom(self.rng.randint(1, 12)))
                 except (ConnectionError, AttributeError):
                     pass
-        else:
+        elif fault == "fragmented":
             self.fragment_pending += 3
+        else:
+            self.link.slow_writes += 3
 
     def ensure_new_shoe(self):
         for _ in range(100):
