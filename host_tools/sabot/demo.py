@@ -13,7 +13,7 @@ from .cards import read_shoe_file, shuffled_shoe
 from .errors import SabotError
 from .link import HostLink
 from .validator import Validator, contract_round
-from .virtual import Dealer, VirtualBoard, provision_flash
+from .virtual import PH_ENDED, Dealer, VirtualBoard, provision_flash
 
 
 class Session:
@@ -48,10 +48,10 @@ class Session:
     def ensure_new_shoe(self):
         """A board whose last shoe has ended needs a new-shoe command from the host before dealing."""
         self.board.wait(lambda s: True, 5)
-        if self.board.indicator and self.board.indicator[0] == 4:
+        if self.board.indicator and self.board.indicator[0] == PH_ENDED:
             self.pump_until(lambda: self.validator.status is not None, 5)
             self.link.new_shoe()
-            self.board.wait(lambda s: s[0] != 4, 5)
+            self.board.wait(lambda s: s[0] != PH_ENDED, 5)
 
     def pump_until(self, done, timeout):
         end = time.monotonic() + timeout

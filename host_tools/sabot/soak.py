@@ -16,7 +16,7 @@ from .audit import AuditStore
 from .cards import shuffled_shoe
 from .link import HostLink
 from .validator import Validator, contract_round
-from .virtual import Dealer, VirtualBoard, provision_flash
+from .virtual import PH_ENDED, Dealer, VirtualBoard, provision_flash
 
 FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented", "slow_writes")
 
@@ -124,9 +124,9 @@ class Soak:
         for _ in range(100):
             self.pump()
             st = self.board.indicator
-            if st and st[0] != 4:
+            if st and st[0] != PH_ENDED:
                 return
-            if st and st[0] == 4 and self.validator.status is not None:
+            if st and self.validator.status is not None:
                 try:
                     self.link.new_shoe()
                 except ConnectionError:
@@ -150,13 +150,8 @@ class Soak:
         while time.monotonic() < end:
             self.pump()
             st = self.validator.status
-            if st and st["phase"] == "ended" and st["unacked_to"] == 0 and \
-                    self.validator.state["last_seq"] >= self._shoe_seq():
-                break
-
-    def _shoe_seq(self):
-        st = self.validator.status
-        return st["acked"] if st else 0
+            if st and st["phase"] == "ended" and st["unacked_to"] == 0:
+                break  # everything the shoe made is acknowledged, so stored
 
     def close(self):
         self.link.close()
