@@ -51,3 +51,30 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
             board.wait(timeout=10)
         except subprocess.TimeoutExpired:
             board.kill()
+
+
+def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
+    """`--maintenance` is the confirm button held at power-on: the deployed firmware does not start and
+    mpremote reaches the REPL, which sees the board's filesystem."""
+    from sabot.build import build
+
+    root = tmp_path / "board"
+    info = build("virtual", root)
+    assert (root / "main.py").exists() and info["manifest"]
+    port = free_port()
+    url = f"socket://127.0.0.1:{port}"
+    board = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--root", root, "--maintenance"],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        mpremote = [os.path.join(os.path.dirname(sys.executable), "mpremote"), "connect", url, "resume"]
+        r = subprocess.run([*mpremote, "exec", "import os; print(sorted(os.listdir()))"], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "'main.py'" in r.stdout and "'shoe'" in r.stdout
+    finally:
+        board.send_signal(signal.SIGINT)
+        try:
+            board.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            board.kill()

@@ -21,10 +21,15 @@ def verify_firmware(url, seed_hex, key, build_dir, timeout=10):
     if not 1 <= len(seed) <= 64:
         raise SabotError("--seed must be 1 to 64 bytes (2 to 128 hex digits)")
     expected = seeded_digest(seed, build_dir)
-    try:
-        ser = serial.serial_for_url(url, timeout=0.1)
-    except (serial.SerialException, ValueError) as e:
-        raise SabotError(f"cannot open {url}: {e}") from None
+    opened_by = time.monotonic() + 5  # a shoe that has just rebooted may not be listening yet
+    while True:
+        try:
+            ser = serial.serial_for_url(url, timeout=0.1)
+            break
+        except (serial.SerialException, ValueError) as e:
+            if time.monotonic() > opened_by:
+                raise SabotError(f"cannot open {url}: {e}") from None
+            time.sleep(0.2)
     try:
         ser.write(fr.command(key.key, key.key_id, key.shoe_id, 0, fr.C_INTEGRITY, seed))
         deframer = fr.Deframer()
