@@ -30,9 +30,7 @@ BOTH_PAIRS = {"player": ["5S", "5H", "KC"], "banker": ["2D", "2C"]}             
 
 def rnd(r):
     player, banker = r["player"], r["banker"]
-    order = player[:1] + banker[:1] + player[1:2] + banker[1:2] + player[2:] + banker[2:]
-    it = iter(order)
-    assert rules.deal_round(lambda: next(it)) == (player, banker), "test round must be legal"
+    assert rules.redeal(player, banker) == (player, banker), "test round must be legal"
     return rules.round_record(1, 1, player, banker)
 
 
@@ -167,6 +165,12 @@ def test_refusals_settle_nothing(table, wager, needle):
     ok = {"seat": 2, "wager": "player", "amount_cents": 500}
     with pytest.raises(SabotError, match=needle):
         settle({"table": table, "round": rnd(BANKER_7_OVER_5), "wagers": [ok, wager]})
+
+
+def test_a_round_missing_a_third_card_is_refused_in_one_line():
+    # P 2S 3H (5) must draw; the record stops at four cards
+    with pytest.raises(SabotError, match="wants a card these hands do not have"):
+        settle({"table": {}, "round": {"player": ["2S", "3H"], "banker": ["KD", "7C"]}, "wagers": []})
 
 
 def test_cli_json_in_and_out_and_one_line_errors(tmp_path):

@@ -74,6 +74,21 @@ def deal_round(draw):
     return player, banker
 
 
+def dealing_order(player, banker):
+    """A round's cards in the order they left the shoe: P1 B1 P2 B2, then P3, then B3."""
+    return player[:1] + banker[:1] + player[1:2] + banker[1:2] + player[2:] + banker[2:]
+
+
+def redeal(player, banker):
+    """The hands the third-card rule deals from these cards in dealing order, or None when it wants a
+    card they do not include. Equal to (player, banker) exactly when theirs is a legal round."""
+    it = iter(dealing_order(player, banker))
+    try:
+        return deal_round(lambda: next(it))
+    except StopIteration:
+        return None
+
+
 def round_outcome(player, banker):
     """Winner, totals and flags of a finished round, as CONTRACTS.md names them."""
     p, b = point_count(player), point_count(banker)

@@ -84,12 +84,11 @@ def _summary(round_rec):
     else:
         if not (2 <= len(player) <= 3 and 2 <= len(banker) <= 3):
             raise SabotError("round: each hand has two or three cards")
-        order = player[:1] + banker[:1] + player[1:2] + banker[1:2] + player[2:] + banker[2:]
-        it = iter(order + [None, None])
-        dealt = rules.deal_round(lambda: next(it))
+        dealt = rules.redeal(player, banker)
+        if dealt is None:
+            raise SabotError("round: the third-card rule wants a card these hands do not have")
         if dealt != (player, banker):
-            p, b = dealt
-            wanted = f"player {' '.join(c or '?' for c in p)}, banker {' '.join(c or '?' for c in b)}"
+            wanted = f"player {' '.join(dealt[0])}, banker {' '.join(dealt[1])}"
             raise SabotError(f"round: not a round the third-card rule deals; from these cards it deals {wanted}")
         want = rules.round_outcome(player, banker)
         for k in ("player_total", "banker_total", "winner"):

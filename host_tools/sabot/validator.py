@@ -50,10 +50,6 @@ class Reject(Exception):
 CARD_NAMES = [card_code(b) for b in range(52)] + ["CUT"] + [None] * 203  # by card byte
 
 
-def card_name(b):
-    return CARD_NAMES[b]
-
-
 INTEGRITY = ("unchecked", "ok", "tilt")
 
 
@@ -196,14 +192,8 @@ class Validator:
         player, banker = rec["player"], rec["banker"]
         if None in player or None in banker or "CUT" in player + banker:
             raise Reject("recompute_mismatch")
-        order = player[:1] + banker[:1] + player[1:2] + banker[1:2] + player[2:] + banker[2:]
-        it = iter(order)
-        try:
-            hp, hb = rules.deal_round(lambda: next(it))
-        except StopIteration:
-            raise Reject("recompute_mismatch") from None  # the rules wanted a card the shoe did not draw
-        if (hp, hb) != (player, banker):
-            raise Reject("recompute_mismatch")
+        if rules.redeal(player, banker) != (player, banker):
+            raise Reject("recompute_mismatch")  # the rules draw differently from what the shoe did
         want = rules.round_outcome(player, banker)
         for k in ("player_total", "banker_total", "winner", "flags"):
             if rec[k] != want[k]:
@@ -212,6 +202,7 @@ class Validator:
             raise Reject("announcement_mismatch")
         if rec["shoe"] == inv.get("shoe") and rec["round"] != inv["round"] + 1:
             raise Reject("round_out_of_order")
+        order = rules.dealing_order(player, banker)
         if inv.get("initial") and inv["initial"] != order[:4]:
             raise Reject("initial_cards_mismatch")
         self._count(order)
@@ -260,11 +251,11 @@ def decode_payload(f):
         shoe, rnd = struct.unpack(">HH", p[:4])
         body = p[4:]
         if kind == "burn":
-            return kind, {"event": kind, "shoe": shoe, "cards": [card_name(b) for b in body]}
+            return kind, {"event": kind, "shoe": shoe, "cards": [CARD_NAMES[b] for b in body]}
         if kind == "initial_cards":
             if len(body) != 4:
                 return None
-            c = [card_name(b) for b in body]
+            c = [CARD_NAMES[b] for b in body]
             return kind, {"event": kind, "shoe": shoe, "round": rnd, "player": [c[0], c[2]],
                           "banker": [c[1], c[3]]}
         if kind == "result":
@@ -285,12 +276,12 @@ def decode_payload(f):
         if kind == "irregularity":
             k, card, position = struct.unpack(">BBH", body)
             return kind, {"event": kind, "shoe": shoe, "round": rnd, "kind": IRREGULARITIES[k],
-                          "card": card_name(card), "position": position}
+                          "card": CARD_NAMES[card], "position": position}
         if kind == "resolution":
             code, k, card, source, counts = body[:5]
-            voided = [card_name(b) for b in body[5 : 5 + (counts >> 4) + (counts & 15)]]
+            voided = [CARD_NAMES[b] for b in body[5 : 5 + (counts >> 4) + (counts & 15)]]
             return kind, {"event": kind, "shoe": shoe, "round": rnd, "resolution": RESOLUTIONS[code],
-                          "kind": IRREGULARITIES[k], "card": card_name(card),
+                          "kind": IRREGULARITIES[k], "card": CARD_NAMES[card],
                           "source": ("supervisor", "host")[source], "voided_cards": voided}
         if kind == "shoe_end":
             (position,) = struct.unpack(">H", body[:2])
