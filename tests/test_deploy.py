@@ -18,6 +18,14 @@ def run(*args, timeout=180):
     return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
+def power_off(board):
+    board.send_signal(signal.SIGINT)
+    try:
+        board.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        board.kill()
+
+
 def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
     root, key = tmp_path / "board", tmp_path / "shoe.key"
     root.mkdir()
@@ -46,11 +54,7 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
         v = run("verify-firmware", "--port", url, "--seed", os.urandom(8).hex(), "--key", key)
         assert v.returncode == 0, v.stdout + v.stderr
     finally:
-        board.send_signal(signal.SIGINT)
-        try:
-            board.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            board.kill()
+        power_off(board)
 
 
 def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
@@ -73,8 +77,4 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
         assert r.returncode == 0, r.stderr
         assert "'main.py'" in r.stdout and "'shoe'" in r.stdout
     finally:
-        board.send_signal(signal.SIGINT)
-        try:
-            board.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            board.kill()
+        power_off(board)

@@ -28,7 +28,7 @@ IN_NEW_SHOE = 7
 IN_REVEAL = 8  # squeeze: the dealer releases the hands' identities to the link
 
 # Variant id (flash file "variant", one byte, signed in every shoe_start frame)
-V_GAME_MASK = 3  # 0 minibaccarat, 1 midibaccarat, 2 baccarat
+# bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat
 V_EZ = 4
 V_COMMISSION_FREE = 8
 V_SQUEEZE = 16

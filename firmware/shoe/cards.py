@@ -32,17 +32,6 @@ def decode(rank_ch, suit_ch):
     return (r - 1) * 4 + s - 1
 
 
-def code(card):
-    """Two-character canonical code of a card number ("TS"), "CUT" for the cut card."""
-    if card == CUT:
-        return "CUT"
-    return chr(RANKS[card >> 2]) + chr(SUITS[card & 3])
-
-
-def rank(card):
-    return card >> 2
-
-
 def burn_value(card):
     """Burn procedure count for the exposed first card: A = 1, 2-9 face value, T/J/Q/K = 10."""
     r = card >> 2

@@ -25,7 +25,7 @@ EV_IRREGULARITY = const(16)
 EV_RESOLUTION = const(32)
 EV_SHOE_END = const(64)
 
-# Irregularity kinds (names in IRREGULARITY_NAMES)
+# Irregularity kinds and resolutions: their names are in docs/PROTOCOL.md (the host decodes them)
 IR_CARD_NOT_DUE = const(1)
 IR_UNREADABLE = const(2)
 IR_TWO_CARDS = const(3)
@@ -33,13 +33,10 @@ IR_INVENTORY = const(4)
 IR_FOREIGN = const(5)
 IR_CARD_MISSING = const(6)
 IR_EXHAUSTED = const(7)
-IRREGULARITY_NAMES = ("", "card_not_due", "unreadable_card", "two_cards", "inventory_exceeded",
-                      "foreign_card", "card_missing", "cards_exhausted")
 
 RES_VOID_CARD = const(1)
 RES_KEEP_DUMMY = const(2)
 RES_VOID_ROUND = const(3)
-RESOLUTION_NAMES = ("", "void_card", "keep_dummy", "void_round")
 
 CUT_NONE = const(0)
 CUT_FINISH_THEN_ONE = const(1)  # out during a round: finish it, then one more

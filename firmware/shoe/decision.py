@@ -61,15 +61,3 @@ def outcome(player, np, banker, nb):
     if banker[0] >> 2 == banker[1] >> 2:
         v |= BANKER_PAIR
     return v
-
-
-FLAG_NAMES = (
-    (BANKER_NATURAL, "banker_natural"),
-    (BANKER_PAIR, "banker_pair"),
-    (DRAGON7, "dragon7"),
-    (LUCKY_SIX, "lucky_six"),
-    (PANDA8, "panda8"),
-    (PLAYER_NATURAL, "player_natural"),
-    (PLAYER_PAIR, "player_pair"),
-)  # sorted by name, as round records list them
-WINNER_NAMES = ("", "player", "banker", "tie")

@@ -23,14 +23,6 @@ def record(rtype, payload):
     return head + payload + struct.pack(">I", crc)
 
 
-def _exists(path):
-    try:
-        os.stat(path)
-        return True
-    except OSError:
-        return False
-
-
 class Flash:
     """A directory of the shoe's flash: the board's littlefs, or a real directory on the virtual board."""
 
@@ -52,9 +44,6 @@ class Flash:
         with open(tmp, "wb") as f:
             f.write(data)
         os.rename(tmp, self.path(name))
-
-    def exists(self, name):
-        return _exists(self.path(name))
 
 
 class RecordLog:
@@ -105,9 +94,6 @@ class RecordLog:
                 dst.write(chunk)
                 left -= len(chunk)
         os.rename(tmp, self.flash.path(self.name))
-
-    def load(self):
-        return list(self.records())
 
     def append(self, rtype, payload):
         if self._f is None:

@@ -286,14 +286,13 @@ def cmd_firmware(args):
 
 def cmd_verify_firmware(args):
     import json
+    import os
 
     from . import keys
     from .build import BUILD
     from .verify import verify_firmware
 
     build_dir = args.build or str(BUILD / args.board)
-    import os
-
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
     r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir)
