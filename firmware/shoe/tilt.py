@@ -1,17 +1,23 @@
 """Tilt: the boot-time integrity check failed, so the shoe must not run its dealing code (which may be
 what was altered). This minimal shoe, built only from the modules the check itself needs, deals nothing,
-keeps the alarm on, and still answers the host: status (integrity: tilt) and the seeded HMAC challenge,
-so a regulator sees exactly what is on the board. Boards call `boot()` before importing shoe.app."""
-
-import struct
+keeps the alarm on, and still answers the host through the same command port: status (integrity: tilt)
+and the seeded HMAC challenge, so a regulator sees exactly what is on the board. Boards call `boot()`
+before importing shoe.app."""
 
 from shoe import cobs, frames, integrity
-from shoe.hmac256 import HmacKey, equal
-from shoe.store import load_identity
+from shoe.hmac256 import HmacKey
+from shoe.port import CommandPort
+from shoe.store import load_identity, next_boot
 
-INTEGRITY_TILT = 2
-ALARM_TILT = 15
-PH_TILT = 5
+try:
+    from micropython import const
+except ImportError:  # CPython (tests): const is only a compiler hint
+    def const(x):  # type: ignore[misc]
+        return x
+
+ALARM_TILT = const(15)
+PH_TILT = const(5)
+_MAX_SEED = const(64)
 
 
 def boot(code_root, code_skip=()):
@@ -28,14 +34,16 @@ class TiltShoe:
         self.indicators = indicators
         self.code_root = code_root
         self.code_skip = code_skip
-        self.identity = load_identity(flash)
-        self.rx = bytearray()
+        identity = load_identity(flash)
+        self.identity = identity
+        self.port = CommandPort((identity[0], identity[1], HmacKey(identity[2])) if identity else None)
+        self.signer = None
         self.maintenance = False
 
     def start(self):
-        raw = self.flash.read("boot")
-        self.boot = (int(raw) if raw else 0) + 1
-        self.flash.write_atomic("boot", str(self.boot).encode())
+        boot = next_boot(self.flash)
+        if self.identity:
+            self.signer = frames.Signer(self.port.identity[2], self.identity[0], self.identity[1], boot)
         self.show()
 
     def show(self):
@@ -45,6 +53,12 @@ class TiltShoe:
     def sensor_byte(self, b):
         pass
 
+    def card_path(self):
+        return 0
+
+    def commit_card(self, done):
+        self.show()
+
     def exit_edge(self):
         self.show()
 
@@ -53,35 +67,24 @@ class TiltShoe:
     def supervisor(self, code):
         self.show()
 
-    def host_bytes(self, data):
-        for b in data:
-            if b == 0:
-                f = cobs.decode(bytes(self.rx)) if self.rx else None
-                self.rx = bytearray()
-                if f is not None:
-                    self._command(f)
-            elif len(self.rx) < 256:
-                self.rx.append(b)
-            else:
-                self.rx = bytearray()
+    def host_bytes(self, data, n=-1):
+        self.port.feed(data, len(data) if n < 0 else n, self)
 
-    def _command(self, frame):
-        p = frames.parse(frame)
-        if p is None or self.identity is None:
-            return
-        key_id, shoe_id, key = self.identity
-        k = HmacKey(key)
-        if p[1] != key_id or p[2] != shoe_id or not equal(k.mac(frame[:-32]), p[7]):
-            return
-        if p[0] == frames.C_INTEGRITY and 1 <= len(p[6]) <= 64:
-            answer = bytes((INTEGRITY_TILT,)) + integrity.seeded(bytes(p[6]), self.code_root, self.code_skip)
-            self._send(k, key_id, shoe_id, frames.T_INTEGRITY, answer)
-        elif p[0] == frames.C_HELLO:
-            status = struct.pack(">BHHHBIIIIB", PH_TILT, 0, 0, 0, 0, 0, 0, 0, 0, INTEGRITY_TILT)
-            self._send(k, key_id, shoe_id, frames.T_STATUS, status)
+    def refuse(self, reason, ftype, counter):
+        pass  # a tilted shoe logs nothing: its flash must not change
 
-    def _send(self, k, key_id, shoe_id, ftype, payload):
+    def command(self, ftype, counter, payload):
+        if ftype == frames.C_INTEGRITY and 1 <= len(payload) <= _MAX_SEED:
+            digest = integrity.seeded(bytes(payload), self.code_root, self.code_skip)
+            self._send(frames.T_INTEGRITY, frames.integrity_answer(frames.INTEGRITY_TILT, digest))
+        elif ftype == frames.C_HELLO:
+            status = frames.status(PH_TILT, 0, 0, 0, 0, 0, 0, 0, 0, frames.INTEGRITY_TILT)
+            self._send(frames.T_STATUS, status)
+
+    def _send(self, ftype, payload):
+        if self.signer is None:
+            return  # unprovisioned: nothing to sign with (the port obeys nothing then anyway)
         try:
-            self.link.write(cobs.encode(frames.build(k, key_id, shoe_id, self.boot, 0, bytes(8), ftype, payload)))
+            self.link.write(cobs.encode(self.signer.frame(0, bytes(frames.CHAIN_LEN), ftype, payload)))
         except OSError:
             pass

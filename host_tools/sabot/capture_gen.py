@@ -1,38 +1,45 @@
-"""Genuine shoe traffic at host speed: the shoe firmware's own modules (pure Python, so they run on
-CPython too) dealing shuffled shoes, for benchmarks of the validator. Tests use the real MicroPython."""
+"""Genuine shoe traffic at host speed: the shoe firmware's own modules (pure Python: they import under
+CPython too) dealing shuffled shoes through their public seams — sensor bytes, exit edges, and a host's
+authentic commands — for benchmarks of the validator. Tests use the real MicroPython."""
+
+from __future__ import annotations
 
 import os
+import struct
 import sys
 
 from . import keys
-from .cards import CUT, RANKS, SUITS, shuffled_shoe
+from .cards import CUT, shuffled_shoe
 from .paths import FIRMWARE
 from .virtual import provision_flash
 
 
 class _Collect:
-    def __init__(self):
-        self.data = bytearray()
+    """The shoe's host link and lamps: keeps what it sends, counts the results it announces."""
 
-    def write(self, b):
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.results = 0
+
+    def write(self, b: bytes) -> None:
         self.data += b
 
-    def show(self, *state):
+    def show(self, *state: int) -> None:
         pass
 
-    def announce(self, *result):
-        pass
+    def announce(self, *result: int) -> None:
+        self.results += 1
 
 
-def generate(workdir, shoes, seed=0):
+def generate(workdir: str, shoes: int, seed: int = 0) -> tuple[keys.ShoeKey, bytes, int]:
     """(key, capture bytes, rounds) for `shoes` shoes dealt by the firmware code with a host acking."""
-    if "micropython" not in sys.modules:  # the firmware's one MicroPython-only import, for CPython
-        import types
-
-        sys.modules["micropython"] = types.SimpleNamespace(const=lambda x: x)
-    sys.path.insert(0, str(FIRMWARE))
-    from shoe.app import IN_NEW_SHOE, ShoeApp
+    if str(FIRMWARE) not in sys.path:
+        sys.path.insert(0, str(FIRMWARE))
+    from shoe import cobs, frames
+    from shoe.app import ShoeApp
     from shoe.dealing import PH_ENDED
+    from shoe.hmac256 import HmacKey
+    from shoe.sensor import encode
     from shoe.store import Flash
 
     key = keys.create(os.path.join(workdir, "shoe.key"))
@@ -40,16 +47,23 @@ def generate(workdir, shoes, seed=0):
     out = _Collect()
     app = ShoeApp(Flash(os.path.join(workdir, "flash")), out, out)
     app.start()
-    rounds = 0
+    host = frames.Signer(HmacKey(key.key), key.key_id, key.shoe_id, 0)
+    counter = 0
+
+    def command(ftype: int, payload: bytes = b"") -> None:
+        nonlocal counter
+        counter += 1
+        app.host_bytes(cobs.encode(host.frame(counter, bytes(8), ftype, payload)))
+
     for n in range(shoes):
         if n:
-            app._input(IN_NEW_SHOE)
+            command(frames.C_NEW_SHOE)
         for t in shuffled_shoe(8, seed + n):
             if app.shoe.phase == PH_ENDED:
                 break
-            card = 52 if t == CUT else RANKS.index(t[0]) * 4 + SUITS.index(t[1])
-            app.shoe.card_out(card)
-            rounds += app.shoe.events >> 3 & 1
-            app._commit(1, card, 0)
-            app._acked(app.seq, 0)
-    return key, bytes(out.data), rounds
+            read = encode(ord("C")) if t == CUT else encode(ord("R"), t.encode())
+            for b in read:
+                app.sensor_byte(b)
+            app.exit_edge()
+            command(frames.C_ACK, struct.pack(">I", app.outbox.seq))
+    return key, bytes(out.data), out.results

@@ -7,9 +7,9 @@ from shoe.store import Flash
 
 from nulls import Null
 
-
 app = ShoeApp(Flash(sys.argv[1]), Null(), Null())
 app.start()
 s = app.shoe
-print("position %d seq %d unacked %d shoe %d round %d" % (s.position, app.seq, sum(1 for _ in app.unacked()), s.shoe_no,
-                                                          s.round_no))
+unacked = sum(1 for _ in app.unacked())
+print("position %d seq %d unacked %d shoe %d round %d" % (s.position, app.outbox.seq, unacked,
+                                                          s.shoe_no, s.round_no))

@@ -14,7 +14,7 @@ from shoe.dealing import PH_ENDED
 from shoe.sensor import encode
 from shoe.store import Flash
 
-from nulls import Null
+from nulls import Host, Null
 
 
 def read_shoe(path):
@@ -35,10 +35,10 @@ def sensor_bytes(card):
 def main():
     shoe = read_shoe(sys.argv[1])
     flash = Flash(sys.argv[2])
-    app = ShoeApp(flash, Null(), Null())
+    lamps = Null()
+    app = ShoeApp(flash, Null(), lamps)
     app.start()
-    acking = len(sys.argv) > 3 and sys.argv[3] == "ack"
-    results = 0
+    host = Host(app) if len(sys.argv) > 3 and sys.argv[3] == "ack" else None
     failures = 0
     spent = 0
     cards = 0
@@ -64,13 +64,12 @@ def main():
             failures += 1
             continue
         cards += 1
-        results += app.shoe.events >> 3 & 1  # EV_RESULT, before _commit drains it
-        app._commit(done >> 8, done & 0xFF, 0)
-        if acking:
-            app._acked(app.seq, 0)
+        app.commit_card(done)
+        if host:
+            host.ack_all()
     gc.collect()
     print("cards %d results %d alloc_failures %d us_per_card %d heap_min_free %d" % (
-        cards, results, failures, spent // max(cards, 1), heap_min))
+        cards, lamps.results, failures, spent // max(cards, 1), heap_min))
 
 
 main()

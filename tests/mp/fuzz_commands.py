@@ -14,11 +14,11 @@ app = ShoeApp(Flash(sys.argv[1]), Null(), Null())
 app.start()
 cases = int(sys.argv[2])
 random.seed(int(sys.argv[3]))
-before = (app.host_counter, app.acked, app.shoe.phase)
+before = (app.port.counter, app.outbox.acked, app.shoe.phase)
 for n in range(cases):
     data = bytes(random.getrandbits(8) for _ in range(random.getrandbits(7)))
     if n % 3 == 0:
         data += b"\x00"
     app.host_bytes(data)
-after = (app.host_counter, app.acked, app.shoe.phase)
+after = (app.port.counter, app.outbox.acked, app.shoe.phase)
 print("cases %d accepted %d" % (cases, 0 if after == before else 1))

@@ -1,0 +1,71 @@
+"""The command port: host commands in. Bytes from the host link collect in a preallocated buffer up to
+each 0x00 delimiter; each frame is COBS-decoded and checked — this shoe's key id and shoe id, its MAC,
+and for every command that changes anything a counter above the last one accepted (so a recorded
+command cannot be played again). Used by the dealing shoe and the tilted shoe alike."""
+
+from shoe import cobs, frames
+from shoe.hmac256 import equal
+
+try:
+    from micropython import const
+except ImportError:  # CPython (tests): const is only a compiler hint
+    def const(x):  # type: ignore[misc]
+        return x
+
+# Why a host command was refused (the command_rejected frame's reason)
+REJ_BAD_MAC = const(1)
+REJ_REPLAYED = const(2)
+REJ_NOT_FOR_THIS_SHOE = const(3)
+REJ_NOT_NOW = const(4)
+REJ_UNKNOWN = const(5)
+
+
+def uncounted(ftype):
+    """Commands that change nothing: any authentic copy, even a replayed one, may be answered."""
+    return ftype == frames.C_HELLO or ftype == frames.C_INTEGRITY
+
+
+class CommandPort:
+    def __init__(self, identity):
+        """identity: (key_id, shoe_id, HmacKey), or None for an unprovisioned shoe (it obeys nothing)."""
+        self.identity = identity
+        self.counter = 0  # the last counted command accepted
+        self._rx = bytearray(frames.MAX_ENCODED)
+        self._n = 0
+        self._frame = bytearray(frames.MAX_FRAME)
+
+    def feed(self, data, n, shoe):
+        """n bytes of `data` from the host link. For each complete frame: shoe.command(type, counter,
+        payload) when it is authentic and fresh, shoe.refuse(reason, type, counter) when not."""
+        rx = self._rx
+        for i in range(n):
+            b = data[i]
+            if b == 0:
+                if self._n:
+                    self._check(shoe)
+                self._n = 0
+            elif self._n < frames.MAX_ENCODED:
+                rx[self._n] = b
+                self._n += 1
+            else:
+                self._n = 0  # longer than any frame: line noise; resynchronise at the next zero
+
+    def _check(self, shoe):
+        n = cobs.decode_into(self._rx, self._n, self._frame)
+        if n < 0 or self.identity is None:
+            return
+        frame = bytes(self._frame[:n])
+        p = frames.parse(frame)
+        if p is None:
+            return
+        ftype, key_id, shoe_id, _, counter, _, payload, mac = p
+        my_key_id, my_shoe_id, key = self.identity
+        if key_id != my_key_id or shoe_id != my_shoe_id:
+            return shoe.refuse(REJ_NOT_FOR_THIS_SHOE, ftype, counter)
+        if not equal(key.mac(frames.signed_part(frame)), mac):
+            return shoe.refuse(REJ_BAD_MAC, ftype, counter)
+        if not uncounted(ftype):
+            if counter <= self.counter:
+                return shoe.refuse(REJ_REPLAYED, ftype, counter)
+            self.counter = counter
+        shoe.command(ftype, counter, payload)
