@@ -1,7 +1,8 @@
 """Boot entry on a shoe (RP2040 / ESP32): reads the board's data, builds its drivers, runs the shoe
 through the board loop (shoe/loop.py).
 
-Hold the confirm button at power-on to stay in the MicroPython REPL (maintenance: mpremote deploy)."""
+Hold the confirm button at power-on to stay in the MicroPython REPL (maintenance: mpremote
+deploy)."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""Generic ESP32 (ESP32-WROOM-32): the alternative shoe controller. Pins and peripherals as data."""
+"""Generic ESP32 (ESP32-WROOM-32): the alternative shoe controller. Pins, peripherals as data."""
 
 NAME = "esp32"
 ARCH = "xtensawin"  # mpy-cross -march
@@ -16,7 +16,8 @@ SENSOR_TX = 17
 SENSOR_RX = 16
 
 EXIT_SENSOR = 34  # input-only pin with an external pull-up on the photo-interrupter
-BUTTONS = {"confirm": 25, "empty": 26, "void_card": 27, "keep_dummy": 32, "reveal": 13, "void_round": 33}
+BUTTONS = {"confirm": 25, "empty": 26, "void_card": 27, "keep_dummy": 32, "reveal": 13,
+           "void_round": 33}
 LAMPS = {"player": 18, "banker": 19, "result": 21, "alarm": 22}
 BUZZER = 23
 # Host link: UART0 through the board's USB-serial bridge (the REPL port), via sys.stdin/stdout.

@@ -202,4 +202,5 @@ def main():
 
 
 main()
-sys.exit(3)  # maintenance: the board's USB port goes to the REPL (the harness serves it on the same socket)
+# maintenance: the board's USB port goes to the REPL (the harness serves it on the same socket)
+sys.exit(3)

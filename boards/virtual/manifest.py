@@ -1,5 +1,5 @@
-# Freeze the shoe firmware and this board's data into a MicroPython build, so the code and the decision
-# table stay in flash:  make BOARD=<port board> FROZEN_MANIFEST=<this file>  in micropython/ports/<port>.
-package("shoe", base_path="$(MPY_DIR)/../sabot/firmware")
+# The virtual board's frozen firmware (a unix-port build): the shared shoe package, the board's
+# data and its own entry point (its dealer channel and socket link).
+include("../../firmware/manifest.py")
 module("board.py")
-
+module("main.py")

@@ -1,1 +1,2 @@
-"""sabot shoe firmware: the card path from sensor to signed result. Logic modules import no `machine`."""
+"""sabot shoe firmware: the card path from sensor to signed result. Logic modules import no
+`machine`."""

@@ -1,9 +1,10 @@
-"""The dealing shoe: sensor -> card -> dealing state -> table decision, then (outside the card path)
-events -> signed frames (frames.py) -> outbox and flash log -> host link; host commands come in through
-the command port. Hardware comes in as plain calls and two injected objects: `link` (write(bytes)) and
-`indicators`: show(phase, due, position, shoe_no, round_no, alarm, reveal) — alarm the held
-irregularity's kind (0: none), reveal 1 while squeezed hands await the dealer's reveal — and
-announce(player_total, banker_total, winner, announcements) when a round is complete."""
+"""The dealing shoe: sensor -> card -> dealing state -> table decision, then (outside the card
+path) events -> signed frames (frames.py) -> outbox and flash log -> host link; host commands come
+in through the command port. Hardware comes in as plain calls and two injected objects: `link`
+(write(bytes)) and `indicators`: show(phase, due, position, shoe_no, round_no, alarm, reveal) —
+alarm the held irregularity's kind (0: none), reveal 1 while squeezed hands await the dealer's
+reveal — and announce(player_total, banker_total, winner, announcements) when a round is
+complete."""
 
 import struct
 
@@ -23,7 +24,6 @@ from shoe.dealing import (
     Shoe,
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
-from shoe.hmac256 import HmacKey
 from shoe.outbox import Outbox
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN, CommandPort
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
@@ -73,17 +73,17 @@ class ShoeApp:
         self.log = RecordLog(flash)
         self.outbox = Outbox(self.log)
         self.boot = 0
-        self.maintenance = False  # set by an authenticated maintenance command: hand the port to the REPL
+        self.maintenance = False  # an authenticated maintenance command: hand the port to the REPL
         raw = flash.read("variant")
         self.variant = raw[0] if raw else frames.V_DEFAULT
         self.code_root = code_root
         self.code_skip = code_skip
         self.integrity = frames.INTEGRITY_UNCHECKED
-        self.hold_from = 0  # squeeze: frames from this seq on wait for the dealer's reveal (0: none)
+        self.hold_from = 0  # squeeze: frames from this seq wait for the dealer's reveal (0: none)
         self.released_from = 0
         identity = load_identity(flash)
         self.identity = identity
-        self.port = CommandPort((identity[0], identity[1], HmacKey(identity[2])) if identity else None)
+        self.port = CommandPort(identity)
 
     # ---- start-up ----------------------------------------------------------------------------
     def start(self):
@@ -94,7 +94,7 @@ class ShoeApp:
             self.integrity = frames.INTEGRITY_OK
         self.boot = next_boot(self.flash)
         key_id, shoe_id, _ = self.identity
-        self.outbox.signer = frames.Signer(self.port.identity[2], key_id, shoe_id, self.boot)
+        self.outbox.signer = frames.Signer(self.port.key, key_id, shoe_id, self.boot)
         empty = True
         for rtype, payload in self.log.records():
             self._replay(rtype, payload)
@@ -235,7 +235,8 @@ class ShoeApp:
         out = []
         no, rnd = s.shoe_no, s.round_no
         if ev & EV_SHOE_START:
-            out.append(self._chained(frames.T_SHOE_START, frames.shoe_start(no, s.decks, self.variant)))
+            body = frames.shoe_start(no, s.decks, self.variant)
+            out.append(self._chained(frames.T_SHOE_START, body))
         if ev & EV_BURN:
             out.append(self._chained(frames.T_BURN, frames.burn(no, rnd, s.burned, s.n_burned)))
         if ev & EV_RESOLUTION:
@@ -246,7 +247,8 @@ class ShoeApp:
             body = frames.irregularity(no, rnd, s.ir_kind, s.ir_card, s.ir_position)
             out.append(self._chained(frames.T_IRREGULARITY, body))
         if ev & EV_INITIAL:
-            out.append(self._chained(frames.T_INITIAL, frames.initial(no, rnd, s.player, s.banker)))
+            body = frames.initial(no, rnd, s.player, s.banker)
+            out.append(self._chained(frames.T_INITIAL, body))
         if ev & EV_RESULT:
             o = outcome(s.player, s.np, s.banker, s.nb)
             ann = self._announcement(o)
@@ -269,7 +271,8 @@ class ShoeApp:
         return a
 
     def _compact(self):
-        """At a new shoe the log restarts: the state it carries, then every unacknowledged frame."""
+        """At a new shoe the log restarts: the state it carries over, then every unacknowledged
+        frame."""
         o = self.outbox
         checkpoint = struct.pack(_CHECKPOINT, self.shoe.shoe_no, o.seq, o.chain, o.acked,
                                  self.port.counter)
@@ -301,15 +304,18 @@ class ShoeApp:
 
     def refuse(self, reason, ftype, counter):
         """A refused command is itself a chained frame, so the refusal reaches the audit log."""
-        f = self._chained(frames.T_COMMAND_REJECTED, frames.command_rejected(reason, ftype, counter))
+        payload = frames.command_rejected(reason, ftype, counter)
+        f = self._chained(frames.T_COMMAND_REJECTED, payload)
         self.log.append(R_FRAME, f)
         self._send(f)
 
     def command(self, ftype, counter, payload):
-        """An authentic host command (the port checked key, MAC and, where it counts, the counter)."""
+        """An authentic host command (the port checked key, MAC and, where it counts, the
+        counter)."""
         if ftype == frames.C_INTEGRITY:
             if 1 <= len(payload) <= _MAX_SEED:
-                # A regulator's challenge: HMAC(seed, code). Fresh seeds make recorded answers useless.
+                # A regulator's challenge: HMAC(seed, code). Fresh seeds make recorded answers
+                # useless.
                 answer = frames.integrity_answer(self.integrity, self._seeded(payload))
                 self._send(self._unchained(frames.T_INTEGRITY, answer))
             return

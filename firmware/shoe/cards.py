@@ -25,7 +25,7 @@ for _i in range(4):
 
 
 def decode(rank_ch, suit_ch):
-    """Card number from a rank and a suit character code (ints), or NO_CARD if either is unknown."""
+    """Card number from a rank and a suit character code (ints); NO_CARD if either is unknown."""
     if rank_ch > 127 or suit_ch > 127:
         return NO_CARD
     r = _RANK_OF[rank_ch]

@@ -5,7 +5,8 @@ The `_into` forms work in caller-owned buffers and allocate nothing."""
 
 
 def encode_into(src, n, dst):
-    """Encode src[:n] into dst, delimiter included; the encoded length. dst holds n + n // 254 + 2."""
+    """Encode src[:n] into dst, delimiter included; the encoded length. dst must hold
+    n + n // 254 + 2 bytes."""
     code_at = 0
     o = 1
     code = 1
@@ -20,7 +21,7 @@ def encode_into(src, n, dst):
             dst[o] = b
             o += 1
             code += 1
-            if code == 255:
+            if code == 255 and i + 1 < n:  # a full block; a new one only if data follows
                 dst[code_at] = code
                 code_at = o
                 o += 1

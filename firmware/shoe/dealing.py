@@ -1,4 +1,4 @@
-"""The shoe's dealing state machine: new shoe -> burn -> rounds -> cut card -> last round -> shoe end.
+"""The shoe's dealing state machine: new shoe -> burn -> rounds -> cut card -> last round -> end.
 
 Inputs are what the hardware reports (a card out of the shoe, the cut card, an unreadable card, the
 dealer's confirm and shoe-empty signals) and supervisor resolutions. Outputs are event bits in
@@ -12,7 +12,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 from shoe.cards import CUT, NO_CARD, burn_value
-from shoe.decision import DUE_BANKER, DUE_NONE, DUE_PLAYER, due
+from shoe.decision import DUE_NONE, DUE_PLAYER, due
 
 PH_BURN_FIRST = const(0)  # waiting for the exposed first card
 PH_BURN = const(1)
@@ -194,14 +194,15 @@ class Shoe:
             self.events |= EV_SHOE_END
 
     def resolve(self, code):
-        """A supervisor's resolution of the held irregularity; False when none is held or it does not fit."""
+        """A supervisor's resolution of the held irregularity; False when none is held or it does
+        not fit."""
         if self.phase != PH_HELD or code < RES_VOID_CARD or code > RES_VOID_ROUND:
             return False
         card = self.ir_card
         self.voided = 0
         if code == RES_KEEP_DUMMY:
-            # The card opens the next round, a no-bet dummy hand; only for a readable, countable card
-            # drawn between rounds.
+            # The card opens the next round, a no-bet dummy hand; only for a readable, countable
+            # card drawn between rounds.
             if (card >= 52 or self.ir_kind not in (IR_CARD_NOT_DUE, IR_TWO_CARDS)
                     or self.held_phase != PH_ROUND or not self.complete
                     or self.inventory[card] >= self.decks):

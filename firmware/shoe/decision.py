@@ -1,7 +1,7 @@
 """Table decision: which hand is due next and the round's outcome, read from the generated table.
 
-A round is held as two 3-byte hands of card numbers plus their lengths; nothing here allocates, so the
-card path can run with the heap locked."""
+A round is held as two 3-byte hands of card numbers plus their lengths; nothing here allocates, so
+the card path can run with the heap locked."""
 
 try:
     from micropython import const
@@ -37,7 +37,7 @@ def total(hand, n):
 
 
 def due(player, np, banker, nb):
-    """DUE_PLAYER / DUE_BANKER for the hand that must receive the next card, DUE_NONE when complete."""
+    """DUE_PLAYER / DUE_BANKER: the hand that must receive the next card; DUE_NONE: complete."""
     n = np + nb
     if n < 4:
         return DUE_PLAYER if n & 1 == 0 else DUE_BANKER

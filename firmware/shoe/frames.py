@@ -3,8 +3,9 @@ Layout (big-endian), before COBS:
 
   version(1) type(1) key_id(2) shoe_id(4) boot(2) seq(4) chain(8) payload(...) mac(32)
 
-mac = HMAC-SHA256(key, everything before it). For the shoe's chained frames `seq` counts up by one and
-`chain` is the first 8 bytes of the previous chained frame's MAC, so each MAC covers its predecessor's.
+mac = HMAC-SHA256(key, everything before it). For the shoe's chained frames `seq` counts up by one
+and `chain` is the first 8 bytes of the previous chained frame's MAC, so each MAC covers its
+predecessor's.
 Host commands carry the host's command counter in `seq` and zero `chain`. See docs/PROTOCOL.md.
 Nothing outside this module reads a frame's bytes by offset."""
 
@@ -103,7 +104,7 @@ def names_cards(frame):
 
 
 def link_of(frame):
-    """What the next chained frame carries in its chain field: the first 8 bytes of this frame's MAC."""
+    """What the next chained frame carries in its chain field: the first 8 bytes of this MAC."""
     return frame[-MAC_LEN : -MAC_LEN + CHAIN_LEN]
 
 

@@ -1,9 +1,10 @@
-"""Firmware integrity: a digest of the shoe's code tree, checked at boot against the MANIFEST written at
-build time, and a seeded HMAC of the same tree for a regulator's challenge (`sabot verify-firmware`).
+"""Firmware integrity: a digest of the shoe's code tree, checked at boot against the MANIFEST
+written at build time, and a seeded HMAC of the same tree for a regulator's challenge (`sabot
+verify-firmware`).
 
 The tree is every file under the code root except the data directory and MANIFEST itself (a planted
-.py beside a .mpy would shadow it, so nothing is left out). Canonical form, in byte order of the paths:
-path, a zero byte, the length (4 bytes, big-endian), the content."""
+.py beside a .mpy would shadow it, so nothing is left out). Canonical form, in byte order of the
+paths: path, a zero byte, the length (4 bytes, big-endian), the content."""
 
 import hashlib
 import os

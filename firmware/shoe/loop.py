@@ -1,11 +1,11 @@
-"""The board's main loop, one pass at a time: `step(app, io, now)`. The same loop runs the shoe on a
+"""The board's main loop, one pass at a time: `step(app, io, now)`. The same loop runs the shoe on
 Pico, an ESP32 (firmware/main.py, `io` built from pins by shoe/drivers/hw.py) and the virtual board
 (boards/virtual/main.py, `io` fed by the simulated dealer).
 
-`io` offers: sensor_buf and sensor_read() (recognition-module bytes waiting, copied into sensor_buf),
-exit_edges() (cards that left the shoe since the last call), pressed(now) (a bit per button pressed,
-below), link_buf and link_read() (host bytes waiting, copied into link_buf), tick(now) (lamps that
-blink). An idle pass allocates nothing."""
+`io` offers: sensor_buf and sensor_read() (recognition-module bytes waiting, copied into
+sensor_buf), exit_edges() (cards that left the shoe since the last call), pressed(now) (a bit per
+button pressed, below), link_buf and link_read() (host bytes waiting, copied into link_buf),
+tick(now) (lamps that blink). An idle pass allocates nothing."""
 
 try:
     from micropython import const
@@ -22,8 +22,8 @@ KEEP_DUMMY = const(16)
 VOID_ROUND = const(32)
 
 # boards name their buttons (board.BUTTONS); these are the bits the names stand for
-BUTTON_BITS = (("confirm", CONFIRM), ("empty", EMPTY), ("reveal", REVEAL), ("void_card", VOID_CARD),
-               ("keep_dummy", KEEP_DUMMY), ("void_round", VOID_ROUND))
+BUTTON_BITS = (("confirm", CONFIRM), ("empty", EMPTY), ("reveal", REVEAL),
+               ("void_card", VOID_CARD), ("keep_dummy", KEEP_DUMMY), ("void_round", VOID_ROUND))
 
 
 def step(app, io, now):

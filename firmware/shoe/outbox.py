@@ -1,8 +1,9 @@
 """The shoe's outbox: the chained frames it has sent and the host has not yet acknowledged.
 
-It numbers and chains each new frame (seq, chain), keeps the newest in a fixed RAM ring and reads older
-ones back from the flash log, so a host away for a whole shoe costs no memory. The flash log, not RAM,
-is what makes a frame survive a power cut: at boot the app replays the log into `remember`."""
+It numbers and chains each new frame (seq, chain), keeps the newest in a fixed RAM ring and reads
+older ones back from the flash log, so a host away for a whole shoe costs no memory. The flash log,
+not RAM, is what makes a frame survive a power cut: at boot the app replays the log into
+`remember`."""
 
 from shoe import frames
 from shoe.store import frames_in
@@ -66,7 +67,7 @@ class Outbox:
         return bytes(self._ring[at : at + self._len[i]])
 
     def unacknowledged(self, from_seq=0):
-        """Every unacknowledged frame from `from_seq` on, oldest first: from the log, then from RAM."""
+        """Every unacknowledged frame from `from_seq` on, oldest first: from the log, then RAM."""
         start = max(self.acked + 1, from_seq)
         in_ram = self._first_in_ram()
         if start < in_ram:

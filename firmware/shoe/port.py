@@ -1,10 +1,10 @@
-"""The command port: host commands in. Bytes from the host link collect in a preallocated buffer up to
-each 0x00 delimiter; each frame is COBS-decoded and checked — this shoe's key id and shoe id, its MAC,
-and for every command that changes anything a counter above the last one accepted (so a recorded
-command cannot be played again). Used by the dealing shoe and the tilted shoe alike."""
+"""The command port: host commands in. Bytes from the host link collect in a preallocated buffer up
+to each 0x00 delimiter; each frame is COBS-decoded and checked — this shoe's key id and shoe id,
+its MAC, and for every command that changes anything a counter above the last one accepted (so a
+recorded command cannot be played again). Used by the dealing shoe and the tilted shoe alike."""
 
 from shoe import cobs, frames
-from shoe.hmac256 import equal
+from shoe.hmac256 import HmacKey, equal
 
 try:
     from micropython import const
@@ -27,16 +27,19 @@ def uncounted(ftype):
 
 class CommandPort:
     def __init__(self, identity):
-        """identity: (key_id, shoe_id, HmacKey), or None for an unprovisioned shoe (it obeys nothing)."""
+        """identity: (key_id, shoe_id, key) from flash, or None when the shoe is not provisioned
+        (then it obeys nothing)."""
         self.identity = identity
+        self.key = HmacKey(identity[2]) if identity else None
         self.counter = 0  # the last counted command accepted
         self._rx = bytearray(frames.MAX_ENCODED)
         self._n = 0
         self._frame = bytearray(frames.MAX_FRAME)
 
     def feed(self, data, n, shoe):
-        """n bytes of `data` from the host link. For each complete frame: shoe.command(type, counter,
-        payload) when it is authentic and fresh, shoe.refuse(reason, type, counter) when not."""
+        """n bytes of `data` from the host link. For each complete frame: shoe.command(type,
+        counter, payload) when it is authentic and fresh, shoe.refuse(reason, type, counter) when
+        not."""
         rx = self._rx
         for i in range(n):
             b = data[i]
@@ -52,17 +55,17 @@ class CommandPort:
 
     def _check(self, shoe):
         n = cobs.decode_into(self._rx, self._n, self._frame)
-        if n < 0 or self.identity is None:
+        if n < 0 or self.key is None or self.identity is None:
             return
         frame = bytes(self._frame[:n])
         p = frames.parse(frame)
         if p is None:
             return
         ftype, key_id, shoe_id, _, counter, _, payload, mac = p
-        my_key_id, my_shoe_id, key = self.identity
+        my_key_id, my_shoe_id, _ = self.identity
         if key_id != my_key_id or shoe_id != my_shoe_id:
             return shoe.refuse(REJ_NOT_FOR_THIS_SHOE, ftype, counter)
-        if not equal(key.mac(frames.signed_part(frame)), mac):
+        if not equal(self.key.mac(frames.signed_part(frame)), mac):
             return shoe.refuse(REJ_BAD_MAC, ftype, counter)
         if not uncounted(ftype):
             if counter <= self.counter:

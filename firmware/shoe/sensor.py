@@ -1,8 +1,10 @@
-"""Recognition-module frame decoder (the reference module's UART protocol, see boards/README.md).
+"""Recognition-module frame decoder (the reference module's UART protocol, README "Reference
+hardware").
 
-A frame is 10 ASCII bytes: `$` TYPE RANK SUIT CONF(2 hex) `*` XOR(2 hex) `\\n`, XOR over TYPE..CONF.
-TYPE `R` a card read, `C` the cut card, `U` a card seen but not read. Bytes go in one at a time; a bad
-frame is counted and the decoder resynchronises at the next `$`. No allocation per byte."""
+A frame is 10 ASCII bytes: `$` TYPE RANK SUIT CONF(2 hex) `*` XOR(2 hex) `\\n`, XOR over
+TYPE..CONF. TYPE `R` a card read, `C` the cut card, `U` a card seen but not read. Bytes go in one
+at a time; a bad frame is counted and the decoder resynchronises at the next `$`. No allocation per
+byte."""
 
 try:
     from micropython import const
@@ -22,7 +24,8 @@ _HEX = b"0123456789ABCDEF"
 
 
 def _hexval(c):
-    """Upper-case hex only, as the module sends it: so no single flipped bit passes as the same digit."""
+    """Upper-case hex only, as the module sends it: no single flipped bit passes as the same
+    digit."""
     if 48 <= c <= 57:
         return c - 48
     if 65 <= c <= 70:
@@ -59,7 +62,8 @@ class SensorDecoder:
         c2 = _hexval(buf[4])
         x1 = _hexval(buf[6])
         x2 = _hexval(buf[7])
-        if buf[5] != 42 or buf[8] != 10 or c1 < 0 or c2 < 0 or x1 < 0 or x2 < 0 or x1 * 16 + x2 != x:
+        bad_hex = c1 < 0 or c2 < 0 or x1 < 0 or x2 < 0
+        if buf[5] != 42 or buf[8] != 10 or bad_hex or x1 * 16 + x2 != x:
             self.errors += 1
             return READ_NONE
         self.confidence = c1 * 16 + c2

@@ -1,9 +1,9 @@
 """Power-loss-safe storage in flash: an append-only record log with a CRC on every record.
 
-Record: type(1) length(2, big-endian) payload CRC32(4) over type, length and payload. A power cut can
-only tear the last record; at boot the log is read up to the first bad record and cut there. Small
-values that change rarely (the boot counter, the key) are whole files replaced by write-then-rename,
-which littlefs and POSIX both make atomic."""
+Record: type(1) length(2, big-endian) payload CRC32(4) over type, length and payload. A power cut
+can only tear the last record; at boot the log is read up to the first bad record and cut there.
+Small values that change rarely (the boot counter, the key) are whole files replaced by write-then-
+rename, which littlefs and POSIX both make atomic."""
 
 import os
 import struct
@@ -19,7 +19,7 @@ KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
 _BOOT_FILE = "boot"
 _KEY_LEN = const(38)
 
-R_INPUT = const(0x49)  # 'I': one hardware/supervisor input and the frames it produced, all or nothing
+R_INPUT = const(0x49)  # 'I': one input and the frames it produced, all or nothing
 R_ACK = const(0x41)  # 'A': host acknowledged up to seq; the host command counter
 R_CHECKPOINT = const(0x50)  # 'P': state carried over a compaction
 R_FRAME = const(0x4D)  # 'M': an unacknowledged frame carried over a compaction
@@ -32,7 +32,8 @@ def record(rtype, payload):
 
 
 class Flash:
-    """A directory of the shoe's flash: the board's littlefs, or a real directory on the virtual board."""
+    """A directory of the shoe's flash: the board's littlefs, a real directory on the virtual
+    board."""
 
     def __init__(self, root):
         self.root = root.rstrip("/")

@@ -1,11 +1,10 @@
-"""Tilt: the boot-time integrity check failed, so the shoe must not run its dealing code (which may be
-what was altered). This minimal shoe, built only from the modules the check itself needs, deals nothing,
-keeps the alarm on, and still answers the host through the same command port: status (integrity: tilt)
-and the seeded HMAC challenge, so a regulator sees exactly what is on the board. Boards call `boot()`
-before importing shoe.app."""
+"""Tilt: the boot-time integrity check failed, so the shoe must not run its dealing code (which may
+be what was altered). This minimal shoe, built only from the modules the check itself needs, deals
+nothing, keeps the alarm on, and still answers the host through the same command port: status
+(integrity: tilt) and the seeded HMAC challenge, so a regulator sees exactly what is on the board.
+Boards call `boot()` before importing shoe.app."""
 
 from shoe import cobs, frames, integrity
-from shoe.hmac256 import HmacKey
 from shoe.port import CommandPort
 from shoe.store import load_identity, next_boot
 
@@ -36,14 +35,14 @@ class TiltShoe:
         self.code_skip = code_skip
         identity = load_identity(flash)
         self.identity = identity
-        self.port = CommandPort((identity[0], identity[1], HmacKey(identity[2])) if identity else None)
+        self.port = CommandPort(identity)
         self.signer = None
         self.maintenance = False
 
     def start(self):
         boot = next_boot(self.flash)
         if self.identity:
-            self.signer = frames.Signer(self.port.identity[2], self.identity[0], self.identity[1], boot)
+            self.signer = frames.Signer(self.port.key, self.identity[0], self.identity[1], boot)
         self.show()
 
     def show(self):
@@ -85,6 +84,7 @@ class TiltShoe:
         if self.signer is None:
             return  # unprovisioned: nothing to sign with (the port obeys nothing then anyway)
         try:
-            self.link.write(cobs.encode(self.signer.frame(0, bytes(frames.CHAIN_LEN), ftype, payload)))
+            frame = self.signer.frame(0, bytes(frames.CHAIN_LEN), ftype, payload)
+            self.link.write(cobs.encode(frame))
         except OSError:
             pass

@@ -1,7 +1,7 @@
 # Runs on the unix-port MicroPython: a whole shoe through the shoe app's real card path.
 # usage: micropython card_path.py SHOEFILE FLASHDIR [ack]   (ack: a host acknowledges every frame)
-# For every card: the sensor bytes and the exit edge's decision run with the heap locked (any allocation
-# raises MemoryError); the frames, HMAC and flash log then run unlocked, as on the board.
+# For every card: the sensor bytes and the exit edge's decision run with the heap locked (any
+# allocation raises MemoryError); frames, HMAC and flash log then run unlocked, as on the board.
 # Prints: "cards N results R alloc_failures F us_per_card U heap_min_free M".
 import gc
 import sys

@@ -1,5 +1,5 @@
-# Runs on the unix-port MicroPython: plays every six-card sequence through the firmware's decision code
-# and writes two bytes per sequence (cards per hand, outcome bits) for the host to compare.
+# Runs on the unix-port MicroPython: plays every six-card sequence through the firmware's decision
+# code and writes two bytes per sequence (cards per hand, outcome bits) for the host to compare.
 # usage: micropython exhaustive_decisions.py OUT values|ranks
 import sys
 

@@ -1,5 +1,5 @@
-# Runs on the unix-port MicroPython: seeded random bytes (and mutated genuine commands) into the shoe's
-# host-command intake. No crash, and no command takes effect without the key.
+# Runs on the unix-port MicroPython: seeded random bytes into the shoe's host-command intake (its
+# command port). No crash, and no command takes effect without the key.
 # usage: micropython fuzz_commands.py FLASHDIR CASES SEED  ->  "cases N accepted A"
 import random
 import sys

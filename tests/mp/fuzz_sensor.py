@@ -1,7 +1,7 @@
 # Runs on the unix-port MicroPython: seeded random bytes into the recognition-module decoder.
-# Each case: random garbage, then one genuine frame; the decoder must not crash, must resynchronise
-# (the genuine card comes out) and must never produce a card that was not sent. Also every single-bit
-# flip of a genuine frame must be refused.
+# Each case: random garbage, then one genuine frame; the decoder must not crash, must
+# resynchronise (the genuine card comes out) and must never produce a card that was not sent. Also
+# every single-bit flip of a genuine frame must be refused.
 # usage: micropython fuzz_sensor.py CASES SEED  ->  "cases N resynced R phantom P flips_accepted F"
 import random
 import sys
@@ -14,7 +14,7 @@ ranks = b"A23456789TJQK"
 suits = b"SHDC"
 resynced = phantom = flips_accepted = 0
 d = SensorDecoder()
-for n in range(cases):
+for _case in range(cases):
     for _ in range(random.getrandbits(6)):
         r = d.feed(random.getrandbits(8))
         if r != READ_NONE:
@@ -33,4 +33,5 @@ for n in range(cases):
     for b in frame:
         if d2.feed(b) != READ_NONE:
             flips_accepted += 1
-print("cases %d resynced %d phantom %d flips_accepted %d" % (cases, resynced, phantom, flips_accepted))
+print("cases %d resynced %d phantom %d flips_accepted %d"
+      % (cases, resynced, phantom, flips_accepted))

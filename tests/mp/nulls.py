@@ -1,5 +1,5 @@
-# Stand-ins for the host link and the lamps in MicroPython test scripts (they take what the shoe sends),
-# and a host's authentic commands, sent in through the shoe's command port as a host would.
+# Stand-ins for the host link and the lamps in MicroPython test scripts (they take what the shoe
+# sends), and a host's authentic commands, sent in through the shoe's command port as a host would.
 import struct
 
 from shoe import cobs, frames

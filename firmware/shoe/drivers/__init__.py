@@ -1,1 +1,1 @@
-"""Hardware drivers: the only firmware modules that touch `machine`. Each takes its bus and pins."""
+"""Hardware drivers: each takes its bus and pins; hw.py alone imports `machine`."""

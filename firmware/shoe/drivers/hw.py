@@ -1,5 +1,5 @@
-"""The reference hardware's pins, UARTs and host link, built from a board's data (boards/<name>/board.py)
-by `build(board)`: the only firmware module that imports `machine`."""
+"""The reference hardware's pins, UARTs and host link, built from a board's data
+(boards/<name>/board.py) by `build(board)`: the only firmware module that imports `machine`."""
 
 import select
 import sys

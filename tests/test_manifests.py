@@ -1,0 +1,49 @@
+"""Every board's MicroPython manifest include()s the one firmware/manifest.py and freezes exactly the
+files the build ships: the shoe package, the board's data and its entry point."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+BOARDS = ("rpi_pico", "esp32", "virtual")
+
+
+def frozen(manifest):
+    """The files a manifest freezes, evaluated with MicroPython's manifest functions' semantics."""
+    files, meta = set(), {}
+
+    def run(path):
+        here = path.parent
+
+        def include(p):
+            run((here / p).resolve())
+
+        def metadata(**kw):
+            meta.update(kw)
+
+        def package(name, base_path="."):
+            base = (here / base_path).resolve()
+            files.update(p.relative_to(base).as_posix() for p in (base / name).rglob("*.py"))
+
+        def module(name, base_path="."):
+            p = (here / base_path / name).resolve()
+            assert p.exists(), p
+            files.add(name)
+
+        exec(path.read_text(), {"include": include, "metadata": metadata, "package": package,
+                                "module": module})
+
+    run(Path(manifest).resolve())
+    return files, meta
+
+
+@pytest.mark.parametrize("board", BOARDS)
+def test_board_manifest_includes_the_shared_firmware_manifest(board):
+    text = (ROOT / "boards" / board / "manifest.py").read_text()
+    assert 'include("../../firmware/manifest.py")' in text
+    files, meta = frozen(ROOT / "boards" / board / "manifest.py")
+    shoe = {p.relative_to(ROOT / "firmware").as_posix() for p in (ROOT / "firmware" / "shoe").rglob("*.py")}
+    assert files == shoe | {"board.py", "main.py"}
+    assert meta["version"] and "sabot" in meta["description"]
