@@ -47,9 +47,7 @@ def load(path: StrPath) -> ShoeKey:
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) != KEY_LEN:
-        raise SabotError(
-            f"{path} is not a sabot key file ({len(raw)} bytes, expected {KEY_LEN})"
-        )
+        raise SabotError(f"{path} is not a sabot key file ({len(raw)} bytes, expected {KEY_LEN})")
     key_id, shoe_id = struct.unpack(">HI", raw[:6])
     return ShoeKey(key_id, shoe_id, raw[6:])
 
