@@ -32,7 +32,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests/*.py
 	$(BIN)/mypy --config-file host_tools/pyproject.toml host_tools/sabot
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/sabot table check
 	$(BIN)/python -m pytest -q tests
 
