@@ -7,7 +7,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test bench firmware deploy table clean venv
+.PHONY: all demo test lint bench firmware deploy table clean venv
 
 all: test
 
@@ -27,7 +27,12 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/sabot demo
 
-test: $(STAMP)
+# ruff and mypy read host_tools/pyproject.toml; named explicitly since tests/ lies outside host_tools.
+lint: $(STAMP)
+	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests/*.py
+	$(BIN)/mypy --config-file host_tools/pyproject.toml host_tools/sabot
+
+test: $(STAMP) lint
 	$(BIN)/sabot table check
 	$(BIN)/python -m pytest -q tests
 
@@ -46,4 +51,4 @@ deploy: $(STAMP)
 	$(BIN)/sabot deploy --board $(BOARD) --port $(PORT) --key $(KEY)
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache

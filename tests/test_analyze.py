@@ -36,8 +36,7 @@ def brute_force(deck):
     """Every ordered six-card sequence of a small deck, dealt by the host rules."""
     main, pairs = {}, {}
     for seq in permutations(deck, 6):
-        it = iter(seq)
-        player, banker = rules.deal_round(lambda: next(it))
+        player, banker = rules.deal_round(iter(seq).__next__)
         key = (rules.point_count(player), rules.point_count(banker), len(player), len(banker))
         main[key] = main.get(key, 0) + 1
         pk = (seq[0][0] == seq[2][0], seq[1][0] == seq[3][0])
@@ -70,12 +69,13 @@ def test_seen_cards_are_removed_and_edges_are_exact_fractions_of_counts():
 
 def test_dragon_bonus_resolution_follows_627a7():
     S = wagers.Summary
-    assert wagers.resolve("dragon_bonus_a_player", S(9, 8, 2, 2, 0, 0)) == ("win", 1, 0)  # natural 9 v 8
-    assert wagers.resolve("dragon_bonus_a_player", S(8, 8, 2, 2, 0, 0))[0] == "push"  # natural tie
-    assert wagers.resolve("dragon_bonus_a_player", S(7, 7, 3, 3, 0, 0))[0] == "lose"  # non-natural tie
-    assert wagers.resolve("dragon_bonus_a_player", S(7, 4, 3, 3, 0, 0))[0] == "lose"  # by 3
-    assert wagers.resolve("dragon_bonus_c_banker", S(1, 5, 3, 3, 0, 0)) == ("win", 2, 0)  # by 4, table C
-    assert wagers.resolve("dragon_bonus_a_banker", S(0, 9, 3, 3, 0, 0)) == ("win", 30, 0)
+    resolve = wagers.resolve
+    assert resolve("dragon_bonus_a_player", S(9, 8, 2, 2, 0, 0)) == ("win", 1, 0)  # natural 9 v 8
+    assert resolve("dragon_bonus_a_player", S(8, 8, 2, 2, 0, 0))[0] == "push"  # natural tie
+    assert resolve("dragon_bonus_a_player", S(7, 7, 3, 3, 0, 0))[0] == "lose"  # non-natural tie
+    assert resolve("dragon_bonus_a_player", S(7, 4, 3, 3, 0, 0))[0] == "lose"  # by 3
+    assert resolve("dragon_bonus_c_banker", S(1, 5, 3, 3, 0, 0)) == ("win", 2, 0)  # by 4, table C
+    assert resolve("dragon_bonus_a_banker", S(0, 9, 3, 3, 0, 0)) == ("win", 30, 0)
 
 
 def run_cli(*args):

@@ -1,6 +1,6 @@
 """The firmware type-checks against each board's MicroPython stubs (mypy), so an API a board lacks
-fails here rather than on the casino floor. Diagnostics inside the stub packages themselves are theirs,
-not ours, and are left out."""
+fails here rather than on the casino floor. Diagnostics inside the stub packages themselves are
+theirs, not ours, and are left out."""
 
 import os
 import shutil
@@ -19,14 +19,17 @@ def mypy(board, firmware):
     stubs = ROOT / ".venv" / "stubs" / BOARDS[board]
     if not (stubs / "machine.pyi").exists():
         pytest.fail(f"{stubs} is missing: run `make test` (it installs the board stubs)")
-    env = dict(os.environ, MYPYPATH=os.pathsep.join([str(stubs), str(firmware), str(ROOT / "boards" / board)]))
+    mypy_path = [str(stubs), str(firmware), str(ROOT / "boards" / board)]
+    env = dict(os.environ, MYPYPATH=os.pathsep.join(mypy_path))
     r = subprocess.run(
-        [str(Path(sys.executable).with_name("mypy")), "--custom-typeshed-dir", str(stubs), "--no-site-packages",
-         "--python-version", "3.11", "--explicit-package-bases", "--check-untyped-defs", "--no-incremental",
+        [str(Path(sys.executable).with_name("mypy")), "--custom-typeshed-dir", str(stubs),
+         "--no-site-packages", "--python-version", "3.11", "--explicit-package-bases",
+         "--check-untyped-defs", "--no-incremental",
          str(firmware / "shoe"), str(firmware / "main.py")],
         cwd=firmware.parent, env=env, capture_output=True, text=True, timeout=300)
     summary = r.stdout.strip().splitlines()[-1:] or [r.stderr]
-    assert summary[0].startswith(("Success", "Found")), f"mypy did not run: {r.stdout[-500:]} {r.stderr[-500:]}"
+    assert summary[0].startswith(("Success", "Found")), (
+        f"mypy did not run: {r.stdout[-500:]} {r.stderr[-500:]}")
     return [ln for ln in r.stdout.splitlines() if ": error:" in ln and "/stubs/" not in ln]
 
 

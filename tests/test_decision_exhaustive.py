@@ -1,5 +1,6 @@
-"""The firmware's table-driven decisions, run on real MicroPython, against the host's independent rules
-over every point-value sequence of a round (10^6) and every rank sequence of the first four cards."""
+"""The firmware's table-driven decisions, run on real MicroPython, against the host's independent
+rules over every point-value sequence of a round (10^6) and every rank sequence of the first four
+cards."""
 
 from sabot import rules
 from sabot.cards import RANKS, SUITS
@@ -55,7 +56,7 @@ def test_every_rank_sequence_of_the_first_four_cards(mpy, tmp_path):
     def seqs():
         for head in range(13**4):
             h, first = head, []
-            for k in range(4):
+            for _ in range(4):
                 first.insert(0, h % 13)
                 h //= 13
             cards = [RANKS[r] + SUITS[(head + k) % 4] for k, r in enumerate(first)]

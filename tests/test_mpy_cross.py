@@ -1,5 +1,5 @@
-"""Every firmware and board module compiles with mpy-cross for the RP2040 (armv6m) and ESP32 (xtensawin),
-so code only MicroPython would reject fails here."""
+"""Every firmware and board module compiles with mpy-cross for the RP2040 (armv6m) and ESP32
+(xtensawin), so code only MicroPython would reject fails here."""
 
 import subprocess
 import sys

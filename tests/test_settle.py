@@ -1,5 +1,5 @@
-"""`sabot settle`: every expected value below is read from the regulation text; each test names its
-subsection. Money is integer cents."""
+"""`sabot settle`: every expected value below is read from the regulation text; each test names
+its subsection. Money is integer cents."""
 
 import json
 import subprocess
@@ -17,15 +17,24 @@ from sabot.settle import settle, vigorish
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
 # Legal rounds (third-card rule), named by what they show.
-BANKER_7_OVER_5 = {"player": ["AS", "4H", "KC"], "banker": ["KD", "7C"]}       # 3-card P5, B7
-PLAYER_NAT_9_V_8 = {"player": ["9S", "KH"], "banker": ["8D", "QC"]}             # natural 9 beats natural 8
-NATURAL_TIE = {"player": ["8S", "KH"], "banker": ["8D", "QC"]}                  # natural 8 tie
-TIE_7 = {"player": ["7S", "KH"], "banker": ["7D", "QC"]}                        # two-card 7 tie (stand)
-DRAGON_7 = {"player": ["AS", "3H", "2H"], "banker": ["2D", "2C", "3S"]}         # P 6 (3 cards), B 7 (3 cards)
-PANDA_8 = {"player": ["2S", "3H", "3C"], "banker": ["KD", "5C"]}                # P 8 (3 cards) v B 5
-BANKER_6_TWO = {"player": ["2S", "3H", "KC"], "banker": ["3D", "3C"]}           # B 6 with two cards v P 5
-BANKER_6_THREE = {"player": ["2S", "KH", "2C"], "banker": ["AD", "AC", "4S"]}   # B 6 with three v P 4
-BOTH_PAIRS = {"player": ["5S", "5H", "KC"], "banker": ["2D", "2C"]}             # both pairs
+# 3-card P5, B7
+BANKER_7_OVER_5 = {"player": ["AS", "4H", "KC"], "banker": ["KD", "7C"]}
+# natural 9 beats natural 8
+PLAYER_NAT_9_V_8 = {"player": ["9S", "KH"], "banker": ["8D", "QC"]}
+# natural 8 tie
+NATURAL_TIE = {"player": ["8S", "KH"], "banker": ["8D", "QC"]}
+# two-card 7 tie (stand)
+TIE_7 = {"player": ["7S", "KH"], "banker": ["7D", "QC"]}
+# P 6 (3 cards), B 7 (3 cards)
+DRAGON_7 = {"player": ["AS", "3H", "2H"], "banker": ["2D", "2C", "3S"]}
+# P 8 (3 cards) v B 5
+PANDA_8 = {"player": ["2S", "3H", "3C"], "banker": ["KD", "5C"]}
+# B 6 with two cards v P 5
+BANKER_6_TWO = {"player": ["2S", "3H", "KC"], "banker": ["3D", "3C"]}
+# B 6 with three v P 4
+BANKER_6_THREE = {"player": ["2S", "KH", "2C"], "banker": ["AD", "AC", "4S"]}
+# both pairs
+BOTH_PAIRS = {"player": ["5S", "5H", "KC"], "banker": ["2D", "2C"]}
 
 
 def rnd(r):
@@ -71,7 +80,8 @@ def test_dragon_7_pays_40_to_1_627a12f_and_panda_8_pays_25_to_1_627a12g():
     ez = {"ez": True, "side_wagers": ["dragon7", "panda8"]}
     assert one(ez, DRAGON_7, "dragon7", 100)["win_cents"] == 4000
     assert one(ez, PANDA_8, "panda8", 100)["win_cents"] == 2500
-    assert one(ez, BANKER_7_OVER_5, "dragon7")["result"] == "lose"  # a two-card banker 7 is no Dragon 7
+    # a two-card banker 7 is no Dragon 7
+    assert one(ez, BANKER_7_OVER_5, "dragon7")["result"] == "lose"
 
 
 def test_commission_free_banker_6_pays_1_to_2_631c5i_and_lucky_six_12_or_20_to_1_631c5k():
@@ -91,16 +101,18 @@ def test_commission_free_banker_6_pays_1_to_2_631c5i_and_lucky_six_12_or_20_to_1
     ("C", {9: 30, 8: 10, 7: 4, 6: 4, 5: 2, 4: 2}),
 ])
 def test_every_dragon_bonus_paytable_line_627a12e(paytable, margin_odds):
-    table = {"side_wagers": ["dragon_bonus_player", "dragon_bonus_banker"], "dragon_bonus_paytable": paytable}
+    table = {"side_wagers": ["dragon_bonus_player", "dragon_bonus_banker"],
+             "dragon_bonus_paytable": paytable}
     s = wagers.Summary
     for margin, odds in margin_odds.items():
         # banker 3-card total `margin` over player 3-card 0: a non-natural win by `margin`
-        assert wagers.resolve(f"dragon_bonus_{paytable.lower()}_banker", s(0, margin, 3, 3, 0, 0)) == \
-            ("win", odds, 0)
-    assert one(table, PLAYER_NAT_9_V_8, "dragon_bonus_player", 100)["win_cents"] == 100  # natural winner 1:1
-    assert one(table, NATURAL_TIE, "dragon_bonus_player")["result"] == "push"           # natural tie push
-    assert one(table, BANKER_7_OVER_5, "dragon_bonus_banker")["result"] == "lose"       # by 2: loses
-    assert one(table, TIE_7, "dragon_bonus_banker")["result"] == "lose"                 # non-natural tie
+        wager = f"dragon_bonus_{paytable.lower()}_banker"
+        assert wagers.resolve(wager, s(0, margin, 3, 3, 0, 0)) == ("win", odds, 0)
+    # natural winner 1:1
+    assert one(table, PLAYER_NAT_9_V_8, "dragon_bonus_player", 100)["win_cents"] == 100
+    assert one(table, NATURAL_TIE, "dragon_bonus_player")["result"] == "push"  # natural tie push
+    assert one(table, BANKER_7_OVER_5, "dragon_bonus_banker")["result"] == "lose"  # by 2: loses
+    assert one(table, TIE_7, "dragon_bonus_banker")["result"] == "lose"  # non-natural tie
 
 
 def test_house_money_15_to_1_both_pairs_3_to_1_either_627a12h_and_let_it_ride_631a9e():
@@ -118,7 +130,8 @@ def test_house_money_15_to_1_both_pairs_3_to_1_either_627a12h_and_let_it_ride_63
 
 
 def test_pair_and_house_money_settle_at_the_initial_cards_631a9e_631c5d():
-    initial = {"event": "initial_cards", "shoe": 1, "round": 1, "player": ["5S", "5H"], "banker": ["2D", "3C"]}
+    initial = {"event": "initial_cards", "shoe": 1, "round": 1,
+               "player": ["5S", "5H"], "banker": ["2D", "3C"]}
     t = {"side_wagers": ["house_money", "player_pair"]}
     out = settle({"table": t, "round": initial, "wagers": [
         {"seat": 1, "wager": "player_pair", "amount_cents": 100},
@@ -126,7 +139,8 @@ def test_pair_and_house_money_settle_at_the_initial_cards_631a9e_631c5d():
     assert [(e["wager"], e["win_cents"]) for e in out["settlements"]] == [("house_money", 300),
                                                                           ("player_pair", 1100)]
     with pytest.raises(SabotError, match="when the round is complete"):
-        settle({"table": t, "round": initial, "wagers": [{"seat": 1, "wager": "banker", "amount_cents": 100}]})
+        settle({"table": t, "round": initial,
+                "wagers": [{"seat": 1, "wager": "banker", "amount_cents": 100}]})
 
 
 def test_losing_wagers_first_then_seats_from_the_highest_down_627a11b_631a12b():
@@ -147,7 +161,8 @@ def test_deferred_vigorish_markers_and_forced_collection_627a12d():
     out = settle(req)
     assert out["markers"] == {"3": 100} and out["markers_total_cents"] == 100
     out = settle({**req, "collect_markers": "all"})  # before a new shoe
-    assert out["collected"] == {"3": 100} and out["markers"] == {} and out["markers_total_cents"] == 0
+    assert out["collected"] == {"3": 100} and out["markers"] == {}
+    assert out["markers_total_cents"] == 0
     out = settle({**req, "markers": {"3": 50, "6": 25}, "collect_markers": [6]})  # seat 6 leaves
     assert out["collected"] == {"6": 25} and out["markers"] == {"3": 100}
 
@@ -157,9 +172,12 @@ def test_deferred_vigorish_markers_and_forced_collection_627a12d():
     ({}, {"seat": 1, "wager": "banker", "amount_cents": -500}, "positive whole number"),
     ({}, {"seat": 1, "wager": "banker", "amount_cents": 5.5}, "positive whole number"),
     ({}, {"seat": 15, "wager": "banker", "amount_cents": 500}, "seat 15 does not exist"),
-    ({"game": "minibaccarat"}, {"seat": 10, "wager": "banker", "amount_cents": 500}, "seat 10 does not exist"),
-    ({}, {"seat": 1, "wager": "banker", "amount_cents": 500, "placed_after_cards": 1}, "no more bets"),
-    ({"side_wagers": ["lucky_six"]}, {"seat": 1, "wager": "banker", "amount_cents": 5}, "commission-free"),
+    ({"game": "minibaccarat"}, {"seat": 10, "wager": "banker", "amount_cents": 500},
+     "seat 10 does not exist"),
+    ({}, {"seat": 1, "wager": "banker", "amount_cents": 500, "placed_after_cards": 1},
+     "no more bets"),
+    ({"side_wagers": ["lucky_six"]}, {"seat": 1, "wager": "banker", "amount_cents": 5},
+     "commission-free"),
 ])
 def test_refusals_settle_nothing(table, wager, needle):
     ok = {"seat": 2, "wager": "player", "amount_cents": 500}
@@ -170,7 +188,8 @@ def test_refusals_settle_nothing(table, wager, needle):
 def test_a_round_missing_a_third_card_is_refused_in_one_line():
     # P 2S 3H (5) must draw; the record stops at four cards
     with pytest.raises(SabotError, match="wants a card these hands do not have"):
-        settle({"table": {}, "round": {"player": ["2S", "3H"], "banker": ["KD", "7C"]}, "wagers": []})
+        settle({"table": {}, "round": {"player": ["2S", "3H"], "banker": ["KD", "7C"]},
+                "wagers": []})
 
 
 def test_cli_json_in_and_out_and_one_line_errors(tmp_path):
@@ -183,7 +202,7 @@ def test_cli_json_in_and_out_and_one_line_errors(tmp_path):
     assert bad.returncode != 0 and "not JSON" in bad.stderr and "Traceback" not in bad.stderr
 
 
-# ---- the analyzer's house edge is the average of settlement over the exact distribution -------------
+# ---- the analyzer's house edge is the average of settlement over the exact distribution -----
 
 CONFIGS = {  # analyzer wager -> (table, settle wager)
     "banker": ({}, "banker"), "player": ({}, "player"), "tie": ({}, "tie"),
@@ -195,8 +214,13 @@ CONFIGS = {  # analyzer wager -> (table, settle wager)
     "player_pair": ({"side_wagers": ["player_pair"]}, "player_pair"),
     "banker_pair": ({"side_wagers": ["banker_pair"]}, "banker_pair"),
     "house_money": ({"side_wagers": ["house_money"]}, "house_money"),
-    **{f"dragon_bonus_{t}_{h}": ({"side_wagers": [f"dragon_bonus_{h}"], "dragon_bonus_paytable": t.upper()},
-                                 f"dragon_bonus_{h}") for t in "abc" for h in ("player", "banker")},
+    **{
+        f"dragon_bonus_{t}_{h}": (
+            {"side_wagers": [f"dragon_bonus_{h}"], "dragon_bonus_paytable": t.upper()},
+            f"dragon_bonus_{h}",
+        )
+        for t in "abc" for h in ("player", "banker")
+    },
 }
 
 
@@ -206,8 +230,7 @@ def representatives():
     ranks = "TA23456789"
     for seq in product(range(10), repeat=6):
         cards = [ranks[v] + "SHDCSH"[i] for i, v in enumerate(seq)]
-        it = iter(cards)
-        p, b = rules.deal_round(lambda: next(it))
+        p, b = rules.deal_round(iter(cards).__next__)
         key = (rules.point_count(p), rules.point_count(b), len(p), len(b))
         main.setdefault(key, rules.round_record(1, 1, p, b))
         if len(main) == 300:
@@ -216,7 +239,7 @@ def representatives():
         p = ["5S", "5H" if pp else "6H"]
         b = ["2D", "2C" if bp else "3C"]
         it = iter([p[0], b[0], p[1], b[1], "KS", "KH"])
-        p, b = rules.deal_round(lambda: next(it))
+        p, b = rules.deal_round(it.__next__)
         pairs[(pp, bp)] = rules.round_record(1, 1, p, b)
     return main, pairs
 
@@ -234,9 +257,13 @@ def test_analyzer_house_edges_equal_the_average_of_settle_over_the_exact_distrib
         net = Fraction(0)
         for key, count in dist.items():
             rec = reps.get(key)
-            if rec is None:  # a key found in the first hits of `representatives` covers every outcome
+            # a key found in the first hits of `representatives` covers every outcome
+            if rec is None:
                 pytest.fail(f"no representative round for {key}")
-            e = settle({"table": table, "round": rec,
-                        "wagers": [{"seat": 1, "wager": wager, "amount_cents": amount}]})["settlements"][0]
-            net += count * ({"win": e["win_cents"] - e["vigorish_cents"], "push": 0, "lose": -amount}[e["result"]])
-        assert float(-net / (amount * total)) == pytest.approx(edges[name]["house_edge"], rel=1e-12), name
+            out = settle({"table": table, "round": rec,
+                          "wagers": [{"seat": 1, "wager": wager, "amount_cents": amount}]})
+            e = out["settlements"][0]
+            paid = {"win": e["win_cents"] - e["vigorish_cents"], "push": 0, "lose": -amount}
+            net += count * paid[e["result"]]
+        edge = float(-net / (amount * total))
+        assert edge == pytest.approx(edges[name]["house_edge"], rel=1e-12), name

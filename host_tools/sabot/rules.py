@@ -4,11 +4,16 @@
 This is the validator's second opinion on every round. It deliberately does not use the generated
 lookup table or any firmware code: if the two ever disagree, the validator rejects the round."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
 from .cards import BURN_VALUES, CUT
 from .errors import SabotError
 
 
-def point_value(card):
+def point_value(card: str) -> int:
     """Point value of a card (A = 1, 2-9 face value, 10/J/Q/K = 0)."""
     rank = card[0]
     if rank == "A":
@@ -21,7 +26,7 @@ def point_value(card):
 _VALUE_OF_RANK = {r: point_value(r + "S") for r in "A23456789TJQK"}
 
 
-def point_count(cards):
+def point_count(cards: Iterable[str]) -> int:
     """A hand's Point Count: the sum of its cards' values, modulo 10."""
     t = 0
     for c in cards:
@@ -29,16 +34,16 @@ def point_count(cards):
     return t % 10
 
 
-def is_natural(total_of_first_two):
+def is_natural(total_of_first_two: int) -> bool:
     return total_of_first_two in (8, 9)
 
 
-def player_draws(player_total):
+def player_draws(player_total: int) -> bool:
     """Player: two-card total 0-5 draws, 6-7 stands (naturals are handled before this is asked)."""
     return player_total <= 5
 
 
-def banker_draws(banker_total, player_third_value):
+def banker_draws(banker_total: int, player_third_value: int | None) -> bool:
     """Banker's decision; player_third_value is None when the Player stood."""
     if player_third_value is None:
         return banker_total <= 5
@@ -56,8 +61,9 @@ def banker_draws(banker_total, player_third_value):
     return False  # 7 stands
 
 
-def deal_round(draw):
-    """Deal one round from `draw()` (returns the next card code). Returns (player, banker) card lists."""
+def deal_round(draw: Callable[[], str]) -> tuple[list[str], list[str]]:
+    """Deal one round from `draw()` (returns the next card code). Returns (player, banker) card
+    lists."""
     player = [draw()]
     banker = [draw()]
     player.append(draw())
@@ -74,14 +80,14 @@ def deal_round(draw):
     return player, banker
 
 
-def dealing_order(player, banker):
+def dealing_order(player: list[str], banker: list[str]) -> list[str]:
     """A round's cards in the order they left the shoe: P1 B1 P2 B2, then P3, then B3."""
     return player[:1] + banker[:1] + player[1:2] + banker[1:2] + player[2:] + banker[2:]
 
 
-def redeal(player, banker):
-    """The hands the third-card rule deals from these cards in dealing order, or None when it wants a
-    card they do not include. Equal to (player, banker) exactly when theirs is a legal round."""
+def redeal(player: list[str], banker: list[str]) -> tuple[list[str], list[str]] | None:
+    """The hands the third-card rule deals from these cards in dealing order, or None when it wants
+    a card they do not include. Equal to (player, banker) exactly when theirs is a legal round."""
     it = iter(dealing_order(player, banker))
     try:
         return deal_round(lambda: next(it))
@@ -89,7 +95,7 @@ def redeal(player, banker):
         return None
 
 
-def round_outcome(player, banker):
+def round_outcome(player: Sequence[str], banker: Sequence[str]) -> dict[str, Any]:
     """Winner, totals and flags of a finished round, as CONTRACTS.md names them."""
     p, b = point_count(player), point_count(banker)
     winner = "player" if p > b else "banker" if b > p else "tie"
@@ -114,7 +120,9 @@ def round_outcome(player, banker):
     return {"player_total": p, "banker_total": b, "winner": winner, "flags": sorted(flags)}
 
 
-def round_record(shoe, number, player, banker):
+def round_record(
+    shoe: int, number: int, player: Sequence[str], banker: Sequence[str]
+) -> dict[str, Any]:
     rec = {"shoe": shoe, "round": number, "player": list(player), "banker": list(banker)}
     rec.update(round_outcome(player, banker))
     return rec
@@ -124,19 +132,19 @@ class ShoeExhausted(Exception):
     pass
 
 
-def deal_shoe(tokens, shoe=1):
-    """Round records for a whole shoe file under the default shoe procedure (CONTRACTS.md): the first card
-    is burned with as many more as its burn value; rounds follow; when CUT comes out during a round that
-    round is finished and one more is dealt, when it comes out between rounds exactly one more is dealt.
-    A round cut short by the end of the cards is not reported."""
+def deal_shoe(tokens: Sequence[str], shoe: int = 1) -> list[dict[str, Any]]:
+    """Round records for a whole shoe file under the default shoe procedure (CONTRACTS.md): the
+    first card is burned with as many more as its burn value; rounds follow; when CUT comes out
+    during a round that round is finished and one more is dealt, when it comes out between rounds
+    exactly one more is dealt. A round cut short by the end of the cards is not reported."""
     state = {"pos": 0, "cut": False}
 
-    def take_cut():
+    def take_cut() -> None:
         while state["pos"] < len(tokens) and tokens[state["pos"]] == CUT:
             state["cut"] = True
             state["pos"] += 1
 
-    def draw():
+    def draw() -> str:
         take_cut()
         if state["pos"] >= len(tokens):
             raise ShoeExhausted
@@ -144,7 +152,7 @@ def deal_shoe(tokens, shoe=1):
         state["pos"] += 1
         return card
 
-    rounds = []
+    rounds: list[dict[str, Any]] = []
     try:
         first = draw()
         for _ in range(BURN_VALUES[first[0]]):
@@ -152,7 +160,7 @@ def deal_shoe(tokens, shoe=1):
         last_round = False
         while not last_round:
             take_cut()  # a cut card between rounds: the round about to start is the last
-            last_round = state["cut"]
+            last_round = bool(state["cut"])
             cut_before = state["cut"]
             player, banker = deal_round(draw)
             rounds.append(round_record(shoe, len(rounds) + 1, player, banker))
@@ -166,12 +174,14 @@ def deal_shoe(tokens, shoe=1):
     return rounds
 
 
-def check_inventory(cards, decks):
+def check_inventory(cards: Iterable[str], decks: int) -> dict[str, int]:
     """SabotError naming the first card that N decks cannot hold."""
-    counts = {}
+    counts: dict[str, int] = {}
     for c in cards:
         counts[c] = counts.get(c, 0) + 1
         if counts[c] > decks:
             copies = "copy" if decks == 1 else "copies"
-            raise SabotError(f"impossible shoe: more than {decks} {copies} of {c} in a {decks}-deck shoe")
+            raise SabotError(
+                f"impossible shoe: more than {decks} {copies} of {c} in a {decks}-deck shoe"
+            )
     return counts

@@ -1,15 +1,20 @@
-"""Generates firmware/shoe/table.py, the shoe's precomputed decision table, from the third-card rule
-as written in the regulation (58 Pa. Code 631a.11 / 627a.10; shared/regs/README.md "The third-card rule").
+"""Generates firmware/shoe/table.py, the shoe's precomputed decision table, from the third-card
+rule as written in the regulation (58 Pa. Code 631a.11 / 627a.10; shared/regs/README.md "The
+third-card rule").
 
-The rule is kept here as the regulation's own words and table, and parsed, so that the table the shoe
-decides with is traceable line by line to the text. `sabot table check` regenerates and compares."""
+The rule is kept here as the regulation's own words and table, and parsed, so that the table the
+shoe decides with is traceable line by line to the text. `sabot table check` regenerates and
+compares."""
+
+from __future__ import annotations
 
 import re
 from pathlib import Path
 
 from .errors import SabotError
 
-# Quoted from the regulation summary (shared/regs/README.md); tests check it still stands there verbatim.
+# Quoted from the regulation summary (shared/regs/README.md); tests check it still stands there
+# verbatim.
 THIRD_CARD_RULE = """\
 - If either hand's first two cards total 8 or 9 (a Natural), both hands stand.
 - Player: two-card total 0–5 draws, 6–7 stands.
@@ -31,11 +36,14 @@ DIGITS = set(range(10))
 
 # Outcome byte layout shared with firmware/shoe/decision.py (documented in the generated file).
 WINNER_PLAYER, WINNER_BANKER, WINNER_TIE = 1, 2, 3
-FLAG_BITS = {"player_natural": 4, "banker_natural": 8, "dragon7": 16, "panda8": 32, "lucky_six": 64}
+FLAG_BITS = {
+    "player_natural": 4, "banker_natural": 8, "dragon7": 16, "panda8": 32, "lucky_six": 64,
+}
 
 
-def _value_set(phrase):
-    """The set of point values a table cell names: 'any', 'any except 8', '2–7', '0, 1, 8, 9', 'never'."""
+def _value_set(phrase: str) -> set[int]:
+    """The set of point values a table cell names: 'any', 'any except 8', '2–7', '0, 1, 8, 9',
+    'never'."""
     phrase = phrase.strip().replace("\u2013", "-")
     if phrase in ("any", "all"):
         return set(DIGITS)
@@ -44,22 +52,25 @@ def _value_set(phrase):
     m = re.fullmatch(r"any except (.+)", phrase)
     if m:
         return DIGITS - _value_set(m.group(1))
-    values = set()
+    values: set[int] = set()
     for part in phrase.split(","):
         lo, _, hi = part.strip().partition("-")
         values |= set(range(int(lo), int(hi or lo) + 1))
     return values
 
 
-def _range_in(sentence, word):
+def _range_in(sentence: str, word: str) -> set[int]:
     m = re.search(word + r" (?:on )?(\d)\u2013(\d)", sentence)
     if not m:
         raise SabotError(f"cannot read the rule sentence: {sentence!r}")
     return set(range(int(m.group(1)), int(m.group(2)) + 1))
 
 
-def parse_rule(text=THIRD_CARD_RULE):
-    """(player_draw_totals, banker_draw_totals_if_player_stood, {banker_total: set of v that draw})."""
+def parse_rule(
+    text: str = THIRD_CARD_RULE,
+) -> tuple[set[int], set[int], dict[int, set[int]]]:
+    """(player_draw_totals, banker_draw_totals_if_player_stood,
+    {banker_total: set of v that draw})."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     natural = next(ln for ln in lines if "Natural" in ln)
     if "8 or 9" not in natural or "both hands stand" not in natural:
@@ -72,7 +83,7 @@ def parse_rule(text=THIRD_CARD_RULE):
     banker_stood_stand = _range_in(stood_line, "stands")
     if player_draw & player_stand or banker_stood_draw & banker_stood_stand:
         raise SabotError("the rule text draws and stands on the same total")
-    banker = {}
+    banker: dict[int, set[int]] = {}
     for ln in lines:
         cells = [c.strip() for c in ln.strip("|").split("|")]
         if not ln.startswith("|") or len(cells) != 3 or not cells[0][:1].isdigit():
@@ -87,12 +98,12 @@ def parse_rule(text=THIRD_CARD_RULE):
     return player_draw, banker_stood_draw, banker
 
 
-def build_tables(text=THIRD_CARD_RULE):
+def build_tables(text: str = THIRD_CARD_RULE) -> dict[str, bytes]:
     """The table constants, as bytes, keyed by their names in the firmware module."""
     player_draw, banker_stood_draw, banker_rows = parse_rule(text)
     point = bytes([1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0])  # A..K: A = 1, 2-9 face, 10/J/Q/K = 0
-    # DRAW[(p2 * 10 + b2) * 11 + k]: k = the Player's third-card value, or 10 when the Player stood.
-    # Bit 0: the Player draws (same for every k); bit 1: the Banker draws given k.
+    # DRAW[(p2 * 10 + b2) * 11 + k]: k = the Player's third-card value, or 10 when the Player
+    # stood. Bit 0: the Player draws (same for every k); bit 1: the Banker draws given k.
     draw = bytearray(1100)
     for p2 in range(10):
         for b2 in range(10):
@@ -107,7 +118,8 @@ def build_tables(text=THIRD_CARD_RULE):
                     else:
                         bits |= 2 if k in banker_rows[b2] else 0
                 draw[(p2 * 10 + b2) * 11 + k] = bits
-    # OUTCOME[((p * 10 + b) * 2 + p3) * 2 + b3]: p, b final totals; p3/b3 = 1 for a three-card hand.
+    # OUTCOME[((p * 10 + b) * 2 + p3) * 2 + b3]: p, b final totals; p3/b3 = 1 for a three-card
+    # hand.
     outcome = bytearray(400)
     for p in range(10):
         for b in range(10):
@@ -128,41 +140,62 @@ def build_tables(text=THIRD_CARD_RULE):
     return {"POINT": point, "DRAW": bytes(draw), "OUTCOME": bytes(outcome)}
 
 
-def render_module(tables=None):
+def render_module(tables: dict[str, bytes] | None = None) -> str:
     tables = tables or build_tables()
+    # One string per line of the generated file; the long ones are split only here.
     out = [
-        "# GENERATED by `sabot table generate` from the third-card rule (58 Pa. Code 631a.11 / 627a.10)"
-        " -- do not edit.",
-        '"""The shoe\'s decision table: bytes constants, so compiled or frozen they stay in flash.',
+        (
+            "# GENERATED by `sabot table generate` from the third-card rule"
+            " (58 Pa. Code 631a.11 / 627a.10) -- do not edit."
+        ),
+        (
+            '"""The shoe\'s decision table: bytes constants, so compiled or frozen they stay in'
+            " flash."
+        ),
         "",
         "POINT[rank]: point value of rank A..K (index 0..12).",
-        "DRAW[(p2 * 10 + b2) * 11 + k]: two-card totals p2, b2; k = Player's third-card value, 10 if the",
-        "  Player stood. Bit 0: the Player draws. Bit 1: the Banker draws. Naturals: 0 (both stand).",
-        "OUTCOME[((p * 10 + b) * 2 + p3) * 2 + b3]: final totals, p3/b3 = 1 for a three-card hand.",
-        "  Bits 0-1: winner (1 player, 2 banker, 3 tie); 4 player_natural; 8 banker_natural; 16 dragon7;",
+        (
+            "DRAW[(p2 * 10 + b2) * 11 + k]: two-card totals p2, b2; k = Player's third-card value,"
+            " 10 if the"
+        ),
+        (
+            "  Player stood. Bit 0: the Player draws. Bit 1: the Banker draws. Naturals: 0 (both"
+            " stand)."
+        ),
+        (
+            "OUTCOME[((p * 10 + b) * 2 + p3) * 2 + b3]: final totals, p3/b3 = 1 for a three-card"
+            " hand."
+        ),
+        (
+            "  Bits 0-1: winner (1 player, 2 banker, 3 tie); 4 player_natural; 8 banker_natural;"
+            " 16 dragon7;"
+        ),
         '  32 panda8; 64 lucky_six."""',
         "",
     ]
     for name, data in tables.items():
         out.append(f"{name} = (")
         for i in range(0, len(data), 20):
-            chunk = "".join("\\x%02x" % c for c in data[i : i + 20])
+            chunk = "".join(f"\\x{c:02x}" for c in data[i : i + 20])
             out.append(f"    b'{chunk}'")
         out.append(")")
     return "\n".join(out) + "\n"
 
 
-def generate(path=TABLE_PATH):
+def generate(path: Path = TABLE_PATH) -> Path:
     path.write_text(render_module())
     return path
 
 
-def check(path=TABLE_PATH):
+def check(path: Path = TABLE_PATH) -> str | None:
     """None when the committed table equals a fresh generation; otherwise a one-line reason."""
     try:
         committed = path.read_text()
     except OSError:
         return f"{path} is missing: run `sabot table generate`"
     if committed != render_module():
-        return f"{path} differs from a fresh generation: run `sabot table generate` (never edit it by hand)"
+        return (
+            f"{path} differs from a fresh generation: run `sabot table generate`"
+            " (never edit it by hand)"
+        )
     return None

@@ -1,18 +1,33 @@
-"""Every wager's resolution, from the regulation text: 627a.7 / 631a.8 (wagers), 627a.12 / 631a.13 (odds,
-vigorish), 631c.5 (commission-free). One definition serves the analyzer and settlement.
+"""Every wager's resolution, from the regulation text: 627a.7 / 631a.8 (wagers), 627a.12 / 631a.13
+(odds, vigorish), 631c.5 (commission-free). One definition serves the analyzer and settlement.
 
-A round is described by a Summary; `resolve(wager, s)` answers (result, odds, vigorish_rate): result is
-"win", "lose" or "push"; a win pays `odds` to 1, less `vigorish_rate` of the amount won."""
+A round is described by a Summary; `resolve(wager, s)` answers (result, odds, vigorish_rate):
+result is "win", "lose" or "push"; a win pays `odds` to 1, less `vigorish_rate` of the amount
+won."""
 
-from collections import namedtuple
+from __future__ import annotations
+
 from fractions import Fraction
+from typing import NamedTuple, TypeAlias
 
-Summary = namedtuple("Summary", "player_total banker_total player_cards banker_cards player_pair banker_pair")
+
+class Summary(NamedTuple):
+    player_total: int
+    banker_total: int
+    player_cards: int
+    banker_cards: int
+    player_pair: bool
+    banker_pair: bool
+
+
+# (result, odds to 1, vigorish rate): what `resolve` answers.
+Resolution: TypeAlias = tuple[str, int | Fraction, int | Fraction]
 
 WIN, LOSE, PUSH = "win", "lose", "push"
 FIVE_PERCENT = Fraction(5, 100)
 
-# 627a.12(e): Dragon Bonus paytables, odds to 1 by winning margin (a non-natural win by 4-9 points).
+# 627a.12(e): Dragon Bonus paytables, odds to 1 by winning margin
+# (a non-natural win by 4-9 points).
 DRAGON_BONUS_PAYTABLES = {
     "a": {9: 30, 8: 10, 7: 6, 6: 4, 5: 2, 4: 1},
     "b": {9: 20, 8: 8, 7: 7, 6: 4, 5: 3, 4: 1},
@@ -23,11 +38,11 @@ DRAGON_BONUS_PAYTABLES = {
 PAIR_WAGERS = ("player_pair", "banker_pair", "house_money")
 
 
-def natural(total, cards):
+def natural(total: int, cards: int) -> bool:
     return cards == 2 and total >= 8
 
 
-def winner(s):
+def winner(s: Summary) -> str:
     if s.player_total > s.banker_total:
         return "player"
     if s.banker_total > s.player_total:
@@ -35,16 +50,19 @@ def winner(s):
     return "tie"
 
 
-def is_dragon7(s):
+def is_dragon7(s: Summary) -> bool:
     return s.banker_cards == 3 and s.banker_total == 7 and s.player_total < 7
 
 
-def is_panda8(s):
+def is_panda8(s: Summary) -> bool:
     return s.player_cards == 3 and s.player_total == 8 and s.banker_total < 8
 
 
-def _dragon_bonus(paytable, own_total, own_cards, other_total, other_cards):
-    """627a.7(a)(4): natural win 1:1, natural tie push; a non-natural win by 4+ pays the paytable."""
+def _dragon_bonus(
+    paytable: str, own_total: int, own_cards: int, other_total: int, other_cards: int
+) -> Resolution:
+    """627a.7(a)(4): natural win 1:1, natural tie push; a non-natural win by 4+ pays the
+    paytable."""
     own_nat, other_nat = natural(own_total, own_cards), natural(other_total, other_cards)
     if own_nat:
         if other_nat and own_total == other_total:
@@ -58,7 +76,9 @@ def _dragon_bonus(paytable, own_total, own_cards, other_total, other_cards):
     return LOSE, 0, 0
 
 
-def _even_money(s, side, ez=False, commission_free=False):
+def _even_money(
+    s: Summary, side: str, ez: bool = False, commission_free: bool = False
+) -> Resolution:
     w = winner(s)
     if w == "tie":
         return PUSH, 0, 0
@@ -73,11 +93,11 @@ def _even_money(s, side, ez=False, commission_free=False):
     return WIN, 1, FIVE_PERCENT  # 627a.12(c): 5% vigorish on a winning Banker wager
 
 
-def _yes(flag, odds):
+def _yes(flag: bool, odds: int) -> Resolution:
     return (WIN, odds, 0) if flag else (LOSE, 0, 0)
 
 
-def resolve(wager, s):
+def resolve(wager: str, s: Summary) -> Resolution:
     if wager == "banker":
         return _even_money(s, "banker")
     if wager == "player":
@@ -106,8 +126,12 @@ def resolve(wager, s):
     if wager.startswith("dragon_bonus_"):
         _, _, paytable, hand = wager.split("_")
         if hand == "player":
-            return _dragon_bonus(paytable, s.player_total, s.player_cards, s.banker_total, s.banker_cards)
-        return _dragon_bonus(paytable, s.banker_total, s.banker_cards, s.player_total, s.player_cards)
+            return _dragon_bonus(
+                paytable, s.player_total, s.player_cards, s.banker_total, s.banker_cards
+            )
+        return _dragon_bonus(
+            paytable, s.banker_total, s.banker_cards, s.player_total, s.player_cards
+        )
     raise KeyError(wager)
 
 
@@ -118,7 +142,7 @@ ANALYZED_WAGERS = (
 )
 
 
-def net_return(wager, s, tie_odds=8):
+def net_return(wager: str, s: Summary, tie_odds: int = 8) -> Fraction:
     """The player's net result per unit wagered, exactly (tie paying `tie_odds` to 1)."""
     result, odds, vig = resolve(wager, s)
     if wager == "tie" and result == WIN:
