@@ -29,7 +29,7 @@ demo: $(STAMP)
 
 # ruff and mypy read host_tools/pyproject.toml; named explicitly since tests/ lies outside host_tools.
 lint: $(STAMP)
-	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests/*.py
+	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests firmware boards
 	$(BIN)/mypy --config-file host_tools/pyproject.toml host_tools/sabot
 
 test: $(STAMP) lint

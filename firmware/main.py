@@ -7,6 +7,7 @@ deploy)."""
 import time
 
 import board
+
 from shoe import loop, tilt
 from shoe.drivers import hw
 from shoe.store import Flash

@@ -1,7 +1,8 @@
-"""The board loop and its drivers with dummy pins: Button debounce, ExitSensor counting, the lamps (an
-announcement really blinks the result lamp, which goes out at the next card), one step() for every
-board, and on real MicroPython an idle loop that allocates nothing."""
+"""The board loop and its drivers with dummy pins: Button debounce, ExitSensor counting, the lamps
+(an announcement really blinks the result lamp, which goes out at the next card), one step() for
+every board, and on real MicroPython an idle loop that allocates nothing."""
 
+import itertools
 import re
 import sys
 
@@ -10,9 +11,10 @@ from conftest import FIRMWARE, ROOT
 sys.path.insert(0, str(FIRMWARE))
 sys.path.insert(0, str(ROOT / "tests" / "mp"))
 
-from panel import UART, Link, Pin  # noqa: E402
-from shoe import loop  # noqa: E402
-from shoe.drivers.controls import Button, ExitSensor, LampIndicators, PanelIO  # noqa: E402
+from panel import UART, Link, Pin
+
+from shoe import loop
+from shoe.drivers.controls import Button, ExitSensor, LampIndicators, PanelIO
 
 
 def test_button_reports_one_press_per_press_held_for_the_debounce_time():
@@ -58,7 +60,7 @@ def test_an_announcement_blinks_the_result_lamp_then_the_next_card_puts_it_out()
     for t in range(0, 3000, 50):
         lamp.tick(t)
         seen.append(result.level)
-    changes = sum(1 for a, b in zip(seen, seen[1:]) if a != b)
+    changes = sum(1 for a, b in itertools.pairwise(seen) if a != b)
     assert seen[0] == 1 and changes == 4 and seen[-1] == 1  # off-on twice, then steady on
     lamp.show(2, 2, 20, 1, 5, 0, 0)  # same position: still lit
     assert result.level == 1
@@ -102,8 +104,8 @@ def test_step_feeds_sensor_bytes_before_edges_then_buttons_then_host_bytes():
     exit_pin.fall()
     link.waiting += b"\x01\x02"
     loop.step(app, io, 0)
-    assert [c[0] for c in app.calls] == ["sensor_byte", "sensor_byte", "exit_edge", "confirm_button",
-                                         "host_bytes"]
+    assert [c[0] for c in app.calls] == ["sensor_byte", "sensor_byte", "exit_edge",
+                                         "confirm_button", "host_bytes"]
     assert app.calls[-1][2] == 2
 
 

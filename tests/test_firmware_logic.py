@@ -1,7 +1,7 @@
-"""The firmware's pure logic in-process under CPython (it imports there: `const` is shimmed): the round
-state machine, the sensor decoder, COBS both ways, the record log, the outbox, the command port and
-golden frame bytes. Fast and exact; what only real MicroPython proves (allocation, heap size, the
-board process) is tested on the unix port elsewhere."""
+"""The firmware's pure logic in-process under CPython (it imports there: `const` is shimmed):
+the round state machine, the sensor decoder, COBS both ways, the record log, the outbox, the
+command port and golden frame bytes. Fast and exact; what only real MicroPython proves
+(allocation, heap size, the board process) is tested on the unix port elsewhere."""
 
 import hashlib
 import hmac
@@ -18,15 +18,15 @@ from conftest import FIRMWARE
 
 sys.path.insert(0, str(FIRMWARE))
 
-from shoe import cobs, frames  # noqa: E402
-from shoe.app import ShoeApp  # noqa: E402
-from shoe.cards import CUT, NO_CARD  # noqa: E402
-from shoe.dealing import PH_ENDED, PH_HELD, PH_ROUND, Shoe  # noqa: E402
-from shoe.hmac256 import HmacKey  # noqa: E402
-from shoe.outbox import Outbox  # noqa: E402
-from shoe.port import REJ_BAD_MAC, REJ_NOT_FOR_THIS_SHOE, REJ_REPLAYED, CommandPort  # noqa: E402
-from shoe.sensor import READ_CARD, READ_CUT, READ_NONE, SensorDecoder, encode  # noqa: E402
-from shoe.store import R_FRAME, R_INPUT, Flash, RecordLog, frames_in, next_boot  # noqa: E402
+from shoe import cobs, frames
+from shoe.app import ShoeApp
+from shoe.cards import CUT, NO_CARD
+from shoe.dealing import PH_ENDED, PH_HELD, PH_ROUND, Shoe
+from shoe.hmac256 import HmacKey
+from shoe.outbox import Outbox
+from shoe.port import REJ_BAD_MAC, REJ_NOT_FOR_THIS_SHOE, REJ_REPLAYED, CommandPort
+from shoe.sensor import READ_CARD, READ_CUT, READ_NONE, SensorDecoder, encode
+from shoe.store import R_FRAME, R_INPUT, Flash, RecordLog, frames_in, next_boot
 
 KEY = bytes(range(32))
 
@@ -95,7 +95,7 @@ def test_sensor_decoder_reads_every_card_and_refuses_every_single_bit_flip():
                 bad = bytearray(frame)
                 bad[i] ^= 1 << bit
                 d2 = SensorDecoder()
-                assert all(d2.feed(b) == READ_NONE for b in bad) or bad[0] != 36 and i == 0
+                assert all(d2.feed(b) == READ_NONE for b in bad) or (bad[0] != 36 and i == 0)
     assert [d.feed(b) for b in encode(ord("C"))][-1] == READ_CUT
 
 
@@ -110,8 +110,9 @@ def test_sensor_decoder_resynchronises_after_garbage():
 
 
 # ---- COBS, both ways, against an independent codec ------------------------------------------
-@pytest.mark.parametrize("data", [b"", b"\x00", b"\x00\x00", b"abc", bytes(range(256)), b"\x01" * 254,
-                                  b"\x01" * 255, bytes(300), bytes(range(1, 256)) * 2])
+@pytest.mark.parametrize("data", [b"", b"\x00", b"\x00\x00", b"abc", bytes(range(256)),
+                                  b"\x01" * 254, b"\x01" * 255, bytes(300),
+                                  bytes(range(1, 256)) * 2])
 def test_cobs_agrees_with_the_reference_codec_both_ways(data):
     enc = cobs.encode(data)
     assert enc == cobs_ref.encode(data) + b"\x00"
@@ -159,7 +160,7 @@ def test_golden_result_frame():
     player, banker = bytearray((36, 0, 48)), bytearray((33, 8, 0))  # 10S AS KS / 9H 3S -
     payload = frames.result(1, 7, player, 3, banker, 2, 0, 0x0001, 0)
     f = frames.build(HmacKey(KEY), 1, 0x01020304, 5, 42, b"chain!!!", frames.T_RESULT, payload)
-    body = bytes.fromhex("01040001010203040005" "0000002a" "636861696e212121" "0001" "0007" "3200" "240030" "2108"
+    body = bytes.fromhex("010400010102030400050000002a636861696e2121210001000732002400302108"
                          "000100")
     assert f[:-32] == body
     assert f[-32:] == hmac.new(KEY, body, hashlib.sha256).digest()
@@ -169,7 +170,7 @@ def test_golden_result_frame():
 
 def test_golden_status_payload():
     p = frames.status(2, 3, 4, 5, 1, 6, 7, 8, 9, 1)
-    assert p == bytes.fromhex("02" "0003" "0004" "0005" "01" "00000006" "00000007" "00000008" "00000009"
+    assert p == bytes.fromhex("020003000400050100000006000000070000000800000009"
                               "01")
 
 
@@ -183,7 +184,8 @@ def test_outbox_keeps_the_newest_in_ram_and_reads_older_back_from_the_log(tmp_pa
         log.append(R_FRAME, f)
         made.append(f)
     assert [frames.seq_of(f) for f in made] == list(range(1, 11))
-    assert all(frames.parse(made[i + 1])[5] == frames.link_of(made[i]) for i in range(9))  # chained
+    chain = [frames.parse(f)[5] for f in made]
+    assert all(chain[i + 1] == frames.link_of(made[i]) for i in range(9))
     assert list(box.unacknowledged()) == made
     box.ack(6)
     assert list(box.unacknowledged()) == made[6:]
@@ -205,7 +207,8 @@ class Recorder:
 
 
 def command(key, counter, ftype, payload=b"", key_id=1, shoe_id=9):
-    return cobs.encode(frames.build(HmacKey(key), key_id, shoe_id, 0, counter, bytes(8), ftype, payload))
+    f = frames.build(HmacKey(key), key_id, shoe_id, 0, counter, bytes(8), ftype, payload)
+    return cobs.encode(f)
 
 
 def test_command_port_checks_key_mac_and_counter():

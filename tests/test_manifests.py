@@ -1,5 +1,5 @@
-"""Every board's MicroPython manifest include()s the one firmware/manifest.py and freezes exactly the
-files the build ships: the shoe package, the board's data and its entry point."""
+"""Every board's MicroPython manifest include()s the one firmware/manifest.py and freezes exactly
+the files the build ships: the shoe package, the board's data and its entry point."""
 
 from pathlib import Path
 
@@ -44,6 +44,7 @@ def test_board_manifest_includes_the_shared_firmware_manifest(board):
     text = (ROOT / "boards" / board / "manifest.py").read_text()
     assert 'include("../../firmware/manifest.py")' in text
     files, meta = frozen(ROOT / "boards" / board / "manifest.py")
-    shoe = {p.relative_to(ROOT / "firmware").as_posix() for p in (ROOT / "firmware" / "shoe").rglob("*.py")}
+    fw = ROOT / "firmware"
+    shoe = {p.relative_to(fw).as_posix() for p in (fw / "shoe").rglob("*.py")}
     assert files == shoe | {"board.py", "main.py"}
     assert meta["version"] and "sabot" in meta["description"]

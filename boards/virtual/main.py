@@ -9,6 +9,7 @@ import sys
 import time
 
 import board
+
 from shoe import loop, tilt
 from shoe.store import Flash
 

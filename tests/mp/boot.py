@@ -2,10 +2,10 @@
 # usage: micropython boot.py FLASHDIR  ->  "position P seq S unacked N shoe H round R"
 import sys
 
+from nulls import Null
+
 from shoe.app import ShoeApp
 from shoe.store import Flash
-
-from nulls import Null
 
 app = ShoeApp(Flash(sys.argv[1]), Null(), Null())
 app.start()

@@ -8,13 +8,13 @@ import sys
 import time
 
 import micropython
+from nulls import Host, Null
+
 from shoe.app import ShoeApp
 from shoe.cards import RANKS, SUITS
 from shoe.dealing import PH_ENDED
 from shoe.sensor import encode
 from shoe.store import Flash
-
-from nulls import Host, Null
 
 
 def read_shoe(path):

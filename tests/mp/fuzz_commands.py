@@ -4,11 +4,10 @@
 import random
 import sys
 
-from shoe.app import ShoeApp
-from shoe.store import Flash
-
 from nulls import Null
 
+from shoe.app import ShoeApp
+from shoe.store import Flash
 
 app = ShoeApp(Flash(sys.argv[1]), Null(), Null())
 app.start()

@@ -6,13 +6,13 @@
 import sys
 
 import micropython
+from panel import UART, Link, Pin
+
 from shoe import loop
 from shoe.app import ShoeApp
 from shoe.drivers.controls import Button, ExitSensor, LampIndicators, PanelIO
 from shoe.sensor import encode
 from shoe.store import Flash
-
-from panel import UART, Link, Pin
 
 uart, link, exit_pin = UART(), Link(), Pin()
 buttons = tuple((Button(Pin()), bit) for _, bit in loop.BUTTON_BITS)

@@ -6,6 +6,7 @@ import sys
 
 import machine
 import micropython
+
 from shoe.drivers.controls import Button, ExitSensor, LampIndicators, PanelIO
 from shoe.loop import BUTTON_BITS
 
