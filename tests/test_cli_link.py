@@ -9,7 +9,7 @@ import sys
 import time
 
 from sabot import cards, keys, rules
-from sabot import frames as fr
+from sabot import protocol as pr
 from sabot.validator import Validator
 from sabot.virtual import free_port
 
@@ -51,8 +51,8 @@ def test_boot_counter_going_backwards_is_rejected(tmp_path):
     v = Validator(k, str(tmp_path / "a.db"))
 
     def frame(seq, boot, chain, payload=b"\x00\x01\x08\x02"):  # shoe 1, 8 decks, baccarat
-        raw = fr.build(k.key, k.key_id, k.shoe_id, boot, seq, chain, 0x01, payload)
-        return raw, fr.cobs_encode(raw)
+        raw = pr.build(k.key, k.key_id, k.shoe_id, boot, seq, chain, 0x01, payload)
+        return raw, pr.encode_frame(raw)
 
     raw1, enc1 = frame(1, 5, bytes(8))
     raw2, enc2 = frame(2, 4, raw1[-32:-24])

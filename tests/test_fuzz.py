@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sabot import capture_gen
-from sabot import frames as fr
+from sabot import protocol as pr
 from sabot.validator import Validator
 
 from conftest import ROOT
@@ -40,7 +40,7 @@ def genuine(tmp_path_factory=None):
         tmp = tempfile.mkdtemp()
         key, cap, _ = capture_gen.generate(tmp, 1, seed=3)
         parts = [p + b"\x00" for p in cap.split(b"\x00")[:-1]]
-        _GENUINE.update(key=key, parts=parts, raws={fr.cobs_decode(p[:-1]) for p in parts}, tmp=tmp)
+        _GENUINE.update(key=key, parts=parts, raws={pr.decode_frame(p[:-1]) for p in parts}, tmp=tmp)
     return _GENUINE
 
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from sabot import frames as fr
+from sabot import protocol as pr
 from sabot import keys
 from sabot.link import HostLink
 from sabot.validator import Validator
@@ -151,7 +151,7 @@ def test_resolution_for_an_irregularity_never_raised_is_refused(rig):
 
 def test_replayed_host_command_is_refused_and_logged(rig):
     k = rig.key
-    stale = fr.command(k.key, k.key_id, k.shoe_id, 1, fr.C_RESOLVE, bytes([VOID_CARD]))
+    stale = pr.command(k.key, k.key_id, k.shoe_id, 1, pr.C_RESOLVE, bytes([VOID_CARD]))
     rig.link.write(stale)  # counter 1 was used by the first acknowledgement
     rig.settle()
     assert rig.of("command_rejected")[-1]["reason"] == "replayed"
@@ -161,6 +161,6 @@ def test_command_under_the_wrong_key_is_refused_and_logged(rig):
     import os
 
     k = rig.key
-    rig.link.write(fr.command(os.urandom(32), k.key_id, k.shoe_id, 10**6, fr.C_NEW_SHOE))
+    rig.link.write(pr.command(os.urandom(32), k.key_id, k.shoe_id, 10**6, pr.C_NEW_SHOE))
     rig.settle()
     assert rig.of("command_rejected")[-1]["reason"] == "bad_mac"

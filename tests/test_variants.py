@@ -2,10 +2,11 @@
 on the shoe's display and in the signed result, and the squeeze procedure (631a.9(d)): no card identity
 reaches the link before the dealer's reveal, not even across a power cut."""
 
-from sabot import frames as fr
+from sabot import protocol as pr
 from sabot import keys
 from sabot.validator import Validator
-from sabot.virtual import REVEAL, variant_byte
+from sabot.protocol import variant_byte
+from sabot.virtual import REVEAL
 
 from test_irregularities import Rig
 
@@ -63,8 +64,8 @@ def test_validator_refuses_a_wrong_announcement(tmp_path):
     v = Validator(k, str(tmp_path / "a.db"))
 
     def frame(seq, chain, ftype, payload):
-        raw = fr.build(k.key, k.key_id, k.shoe_id, 1, seq, chain, ftype, payload)
-        return raw, fr.cobs_encode(raw)
+        raw = pr.build(k.key, k.key_id, k.shoe_id, 1, seq, chain, ftype, payload)
+        return raw, pr.encode_frame(raw)
 
     start, e1 = frame(1, bytes(8), 0x01, b"\x00\x01\x08\x02")  # plain baccarat
     # round 1: P 7S KH (7) v B 7D QC (7): a tie, announced as "Dragon 7" instead of "tie hand"

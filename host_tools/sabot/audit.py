@@ -7,7 +7,7 @@ import sqlite3
 import time
 
 from .errors import SabotError
-from .frames import TYPES
+from .protocol import TYPES
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS frames (

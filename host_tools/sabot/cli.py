@@ -231,7 +231,8 @@ def cmd_provision(args):
     import os
 
     from . import keys
-    from .virtual import provision_flash, set_variant, variant_byte
+    from .protocol import variant_byte
+    from .virtual import provision_flash, set_variant
 
     variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
     if os.path.exists(args.key):
@@ -497,6 +498,9 @@ def main(argv=None):
         return args.func(args) or 0
     except SabotError as e:
         print(f"sabot {args.command}: {e}", file=sys.stderr)
+        return 2
+    except ConnectionError as e:  # the shoe's port went away mid-conversation
+        print(f"sabot {args.command}: link lost: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"sabot {args.command}: interrupted", file=sys.stderr)

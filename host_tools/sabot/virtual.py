@@ -1,27 +1,30 @@
 """The virtual board (the firmware on the unix-port MicroPython) and a simulated dealer feeding it.
 
 The dealer talks to the board's recognition-module UART, exit sensor and buttons over the process's
-stdin, and watches its indicators on stdout (boards/virtual/board.py); the host link is a TCP socket."""
+stdin, and watches its indicators on stdout (boards/virtual/board.py); the host link is a TCP
+socket."""
 
+from __future__ import annotations
+
+import fcntl
 import os
 import queue
 import shutil
 import signal
 import socket
 import subprocess
+import termios
 import threading
 import time
 
 from . import keys
-from .cards import CUT, RANKS, SUITS
+from .cards import CUT
 from .errors import SabotError
 from .paths import BOARDS, FIRMWARE, micropython
+from .protocol import (CARD_MISSING, CARDS_EXHAUSTED, PH_ENDED, PH_HELD, VOID_CARD,
+                       VOID_ROUND)
 
 EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
-VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
-CARD_MISSING, CARDS_EXHAUSTED = 6, 7  # irregularity kinds that only voiding the round resolves
-PH_HELD, PH_ENDED = 3, 4
-HEX = "0123456789ABCDEF"
 
 
 def sensor_frame(kind, rank_suit="--", confidence=0xF0):
@@ -44,17 +47,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def variant_byte(game="baccarat", ez=False, commission_free=False, squeeze=False):
-    """The shoe's variant id (firmware/shoe/app.py V_*), signed in every shoe_start frame."""
-    from .settle import GAMES
-
-    if game not in GAMES:
-        raise SabotError(f"unknown game {game!r}: one of {', '.join(GAMES)}")
-    if ez and commission_free:
-        raise SabotError("EZ and commission-free are different games; pick one")
-    return list(GAMES).index(game) | ez << 2 | commission_free << 3 | squeeze << 4
 
 
 def set_variant(flash_dir, variant):
@@ -89,7 +81,8 @@ class VirtualBoard:
         self.port = port or free_port()
         self.proc = None
         self.indicator = None  # (phase, due, position, shoe, round, alarm, reveal)
-        self.announcements = []  # (player total, banker total, winner, announcement bits) per result
+        # (player total, banker total, winner, announcement bits) per result
+        self.announcements = []
         self.changed = threading.Condition()
         self.boots = 0
 
@@ -102,7 +95,8 @@ class VirtualBoard:
             env = dict(os.environ, MICROPYPATH=self.code)
             cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
         else:
-            env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")]))
+            path = os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")])
+            env = dict(os.environ, MICROPYPATH=path)
             cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
         cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}"]
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -144,6 +138,21 @@ class VirtualBoard:
         except (BrokenPipeError, OSError):
             pass  # the board is off (a power cut): the dealer will wait for it
 
+    def wait_read(self, timeout: float = 10) -> bool:
+        """Wait until the board has read every byte sent to it; False on timeout or if it died."""
+        end = time.monotonic() + timeout
+        while self.alive():
+            try:
+                unread = fcntl.ioctl(self.proc.stdin, termios.FIONREAD, bytes(4))
+            except (OSError, ValueError):
+                return False  # its input is closed: powered off
+            if unread == bytes(4):
+                return True
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.001)
+        return False
+
     def wait(self, predicate, timeout=10):
         """Wait until predicate(indicator) holds; False on timeout or if the board died."""
         end = time.monotonic() + timeout
@@ -176,15 +185,17 @@ class VirtualBoard:
 
 
 def supervisor_default(board, state):
-    """The supervisor's usual call: discard the offending card; void the round when a card is missing."""
+    """The supervisor's usual call: discard the offending card; void the round when a card is
+    missing."""
     code = VOID_ROUND if state[5] in (CARD_MISSING, CARDS_EXHAUSTED) else VOID_CARD
     board.send(bytes([SUPERVISOR + code]))
 
 
 class Dealer:
-    """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators allow.
+    """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators
+    allow.
 
-    After a power cut it resumes at the shoe's own position, so no card is dealt twice or skipped."""
+    After a power cut it resumes at the shoe's own position: no card is dealt twice or skipped."""
 
     def __init__(self, board, tokens, on_held=None):
         self.board = board
@@ -228,9 +239,10 @@ MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated m
 
 
 def serve_repl(host, port, root):
-    """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a pseudo-terminal,
-    running in the board's filesystem `root` (what mpremote sees as `:`). Like a board's REPL it outlives
-    USB reconnections; it ends with a soft reset (which ends the unix process), and the board reboots."""
+    """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a
+    pseudo-terminal, running in the board's filesystem `root` (what mpremote sees as `:`). Like a
+    board's REPL it outlives USB reconnections; it ends with a soft reset (which ends the unix
+    process), and the board reboots."""
     import pty
     import select
     import tty
@@ -247,7 +259,8 @@ def serve_repl(host, port, root):
     try:
         while repl.poll() is None:
             ready, _, _ = select.select([srv, master], [], [], 0.5)
-            if master in ready:  # nobody connected: what the REPL says is lost, as on an unplugged port
+            # nobody connected: what the REPL says is lost, as on an unplugged port
+            if master in ready:
                 try:
                     os.read(master, 4096)
                 except OSError:
