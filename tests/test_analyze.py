@@ -70,11 +70,14 @@ def test_seen_cards_are_removed_and_edges_are_exact_fractions_of_counts():
 
 def test_dragon_bonus_resolution_follows_627a7():
     S = wagers.Summary
-    assert wagers.resolve("dragon_bonus_a_player", S(9, 8, 2, 2, 0, 0)) == ("win", 1, 0)  # natural 9 v 8
+    # natural 9 v 8
+    assert wagers.resolve("dragon_bonus_a_player", S(9, 8, 2, 2, 0, 0)) == ("win", 1, 0)
     assert wagers.resolve("dragon_bonus_a_player", S(8, 8, 2, 2, 0, 0))[0] == "push"  # natural tie
-    assert wagers.resolve("dragon_bonus_a_player", S(7, 7, 3, 3, 0, 0))[0] == "lose"  # non-natural tie
+    # non-natural tie
+    assert wagers.resolve("dragon_bonus_a_player", S(7, 7, 3, 3, 0, 0))[0] == "lose"
     assert wagers.resolve("dragon_bonus_a_player", S(7, 4, 3, 3, 0, 0))[0] == "lose"  # by 3
-    assert wagers.resolve("dragon_bonus_c_banker", S(1, 5, 3, 3, 0, 0)) == ("win", 2, 0)  # by 4, table C
+    # by 4, table C
+    assert wagers.resolve("dragon_bonus_c_banker", S(1, 5, 3, 3, 0, 0)) == ("win", 2, 0)
     assert wagers.resolve("dragon_bonus_a_banker", S(0, 9, 3, 3, 0, 0)) == ("win", 30, 0)
 
 
@@ -82,7 +85,7 @@ def run_cli(*args):
     return subprocess.run([*SABOT, *args], capture_output=True, text=True)
 
 
-def test_cli_json_contract(tmp_path):
+def test_analyze_json_with_seen_cards_keeps_the_contract_keys(tmp_path):
     seen = tmp_path / "seen.txt"
     seen.write_text("# first round\nAS 9H KD 7C 2S\n")
     r = run_cli("analyze", "--decks", "8", "--seen", str(seen), "--json")
