@@ -12,6 +12,7 @@ from .validator import Validator, Verdict
 
 HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
 ANSWER_WAIT = 0.5  # seconds to wait for the status answering a hello before asking again
+ASK_EVERY = 0.1  # seconds between hellos while waiting for the shoe to get somewhere
 
 
 class HostLink:
@@ -118,16 +119,19 @@ class HostLink:
 
     def ask_until(self, done: Callable[[dict[str, Any]], bool],
                   timeout: float) -> dict[str, Any] | None:
-        """Ask the shoe where it stands until its answer satisfies done(status); between answers
-        take what it resends, so acknowledgements catch up."""
+        """Ask the shoe where it stands, every ASK_EVERY seconds, until its answer satisfies
+        done(status); in between take what it sends, resends included, so acknowledgements catch
+        up. None if no answer did within `timeout` seconds."""
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            status = self.ask(min(ANSWER_WAIT, max(end - time.monotonic(), 0.0)))
+        while True:
+            asked = time.monotonic()
+            status = self.ask(min(ANSWER_WAIT, max(end - asked, 0.0)))
             if status is not None and done(status):
                 return status
-            while self.pump() and time.monotonic() < end:
-                pass
-        return None
+            next_ask = min(asked + ASK_EVERY, end)
+            if time.monotonic() >= end:
+                return None
+            self.pump_until(lambda: time.monotonic() >= next_ask, ASK_EVERY)
 
     def drain(self, timeout: float) -> bool:
         """Until the shoe reports its shoe ended and nothing unacknowledged (so everything it made
