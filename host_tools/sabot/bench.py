@@ -27,13 +27,14 @@ ANSWER_WAIT = 5.0  # seconds for a shoe on the port to answer the first hello
 DRAIN_WAIT = 5.0  # seconds for the shoe to deliver what it still holds after the last card
 
 
-def progress_bar(done, total, label, width=30):
+def progress_bar(done: int, total: int, label: str, width: int = 30) -> None:
     filled = int(width * done / max(total, 1))
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}   ")
     sys.stderr.flush()
 
 
-def judge(expected, records, rejections):
+def judge(expected: list[dict[str, Any]], records: list[tuple[str, dict[str, Any]]],
+          rejections: list[dict[str, Any]]) -> list[tuple[int | None, str, str]]:
     """Per-round verdicts: (round, verdict, detail)."""
     signed = {}
     for kind, rec in records:
@@ -58,15 +59,16 @@ def judge(expected, records, rejections):
     return out
 
 
-def _hand(r):
+def _hand(r: dict[str, Any]) -> str:
     return f"P {' '.join(r['player'])} B {' '.join(r['banker'])} -> {r['winner']}"
 
 
-def bench_virtual(tokens, progress=True):
+def bench_virtual(tokens: list[str], progress: bool = True
+                  ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     with tempfile.TemporaryDirectory(prefix="sabot-bench-") as tmp:
         key = keys.create(os.path.join(tmp, "shoe.key"))
 
-        def show(session, final=False):
+        def show(session: Session, final: bool = False) -> None:
             if progress:
                 ind = session.board.indicator if session.board else None
                 pos = ind[2] if ind else 0
@@ -84,7 +86,8 @@ def bench_virtual(tokens, progress=True):
 def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
                ask: Callable[[str], Any] = input, progress: bool = True,
                card_timeout: float | None = None,
-               baud: int = DEFAULT_BAUD) -> tuple[list[tuple[str, dict[str, Any]]], list[dict]]:
+               baud: int = DEFAULT_BAUD
+               ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     """A shoe on a port; the technician draws each card when prompted."""
     v = Validator(key, db)
     link = HostLink(url, v, hello_every=0.3, baud=baud)

@@ -1,12 +1,16 @@
 """The `sabot` command line."""
 
+from __future__ import annotations
+
 import argparse
 import sys
+
+from typing import Any
 
 from .errors import SabotError
 
 
-def cmd_table(args):
+def cmd_table(args: argparse.Namespace) -> int:
     from . import table_gen
 
     if args.action == "generate":
@@ -20,7 +24,7 @@ def cmd_table(args):
     return 0
 
 
-def cmd_analyze(args):
+def cmd_analyze(args: argparse.Namespace) -> int:
     import json
 
     from .analyze import analyze
@@ -41,7 +45,7 @@ def cmd_analyze(args):
     return 0
 
 
-def format_round(rec):
+def format_round(rec: dict[str, Any]) -> str:
     flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
     dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
     said = "".join(f'  "{a}"' for a in rec.get("announcements", []))
@@ -50,7 +54,7 @@ def format_round(rec):
             f"-> {rec['winner']}{flags}{dummy}{said}")
 
 
-def record_json(kind, rec):
+def record_json(kind: str, rec: dict[str, Any]) -> str:
     import json
 
     from .validator import contract_round
@@ -58,12 +62,12 @@ def record_json(kind, rec):
     return json.dumps(contract_round(rec) if kind == "result" else rec)
 
 
-def format_event(rec):
+def format_event(rec: dict[str, Any]) -> str:
     rest = {k: v for k, v in rec.items() if k not in ("event", "inventory")}
     return f"{rec['event']}: " + " ".join(f"{k}={v}" for k, v in rest.items())
 
 
-def print_records(records, as_json):
+def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool) -> None:
     for kind, rec in records:
         if as_json:
             print(record_json(kind, rec))
@@ -73,7 +77,7 @@ def print_records(records, as_json):
             print(format_event(rec))
 
 
-def cmd_deal(args):
+def cmd_deal(args: argparse.Namespace) -> int:
     from .demo import run_deal
 
     records = run_deal(args.shoefile)
@@ -82,7 +86,7 @@ def cmd_deal(args):
     return 0
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     import json
 
     from .demo import run_demo
@@ -105,14 +109,14 @@ def cmd_demo(args):
     return 0
 
 
-def cmd_board(args):
+def cmd_board(args: argparse.Namespace) -> int:
     from .demo import run_board
 
     run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance)
     return 0
 
 
-def cmd_validate(args):
+def cmd_validate(args: argparse.Namespace) -> int:
     import json
     import time
 
@@ -123,7 +127,7 @@ def cmd_validate(args):
     key = keys.load(args.key)
     capture = open(args.capture, "ab") if args.capture else None
 
-    def show(kind, rec):
+    def show(kind: str, rec: dict[str, Any]) -> None:
         if args.json:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
@@ -157,7 +161,7 @@ def cmd_validate(args):
     return 0
 
 
-def cmd_replay(args):
+def cmd_replay(args: argparse.Namespace) -> int:
     import json
     import os
     import tempfile
@@ -189,7 +193,7 @@ def cmd_replay(args):
     return 0
 
 
-def cmd_history(args):
+def cmd_history(args: argparse.Namespace) -> int:
     import os
 
     from .audit import AuditStore
@@ -197,7 +201,7 @@ def cmd_history(args):
     if not os.path.exists(args.db):
         raise SabotError(f"no audit database at {args.db}")
     store = AuditStore(args.db)
-    kinds = ("result", "initial_cards", "irregularity", "resolution")
+    kinds: tuple[str, ...] = ("result", "initial_cards", "irregularity", "resolution")
     if args.round is None:
         kinds += ("shoe_start", "burn", "shoe_end")
     recs = store.records(kinds, args.shoe, args.round)
@@ -209,7 +213,7 @@ def cmd_history(args):
     return 0
 
 
-def cmd_soak(args):
+def cmd_soak(args: argparse.Namespace) -> int:
     import json
 
     from .soak import progress_line, run_soak
@@ -230,7 +234,7 @@ def cmd_soak(args):
     return 0
 
 
-def cmd_provision(args):
+def cmd_provision(args: argparse.Namespace) -> int:
     import os
 
     from . import keys
@@ -251,7 +255,7 @@ def cmd_provision(args):
     return 0
 
 
-def cmd_settle(args):
+def cmd_settle(args: argparse.Namespace) -> int:
     import json
 
     from .settle import settle
@@ -272,7 +276,7 @@ def cmd_settle(args):
     return 0
 
 
-def cmd_firmware(args):
+def cmd_firmware(args: argparse.Namespace) -> int:
     import json
 
     from .build import build
@@ -294,7 +298,7 @@ def cmd_firmware(args):
     return 0
 
 
-def cmd_verify_firmware(args):
+def cmd_verify_firmware(args: argparse.Namespace) -> int:
     import json
     import os
 
@@ -323,7 +327,7 @@ def cmd_verify_firmware(args):
     return 0
 
 
-def cmd_deploy(args):
+def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy import deploy
 
     info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr))
@@ -332,7 +336,7 @@ def cmd_deploy(args):
     return 0
 
 
-def cmd_bench(args):
+def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
     from .bench import run_bench
@@ -352,14 +356,14 @@ def cmd_bench(args):
     return 0
 
 
-def decks_arg(text):
+def decks_arg(text: str) -> int:
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sabot",
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
@@ -536,7 +540,7 @@ def build_parser():
     return p
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -113,13 +113,13 @@ class Session:
                 "rejections": v["rejections"], "alarms": v["alarms"]}
 
 
-def load_tokens(shoe, seed):
+def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
     if shoe:
         return read_shoe_file(shoe)
     return shuffled_shoe(8, seed)
 
 
-def progress_line(session, final=False):
+def progress_line(session: Session, final: bool = False) -> None:
     ind = session.board.indicator if session.board else None
     pos = ind[2] if ind else 0
     v = session.validator.counts
@@ -131,7 +131,9 @@ def progress_line(session, final=False):
     sys.stderr.flush()
 
 
-def run_demo(shoe=None, seed=None, db="sabot.db", key_file="sabot.key", capture=None, quiet=False):
+def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.db",
+             key_file: str = "sabot.key", capture: str | None = None,
+             quiet: bool = False) -> tuple[dict[str, Any], Session]:
     tokens = load_tokens(shoe, seed)
     key = keys.load_or_create(key_file)
     flash_dir = db + ".flash"
@@ -146,7 +148,7 @@ def run_demo(shoe=None, seed=None, db="sabot.db", key_file="sabot.key", capture=
     return s, session
 
 
-def run_deal(shoe_file):
+def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
     """Deal a shoe file through the firmware on the virtual board; the round records it made."""
     tokens = read_shoe_file(shoe_file)
     with tempfile.TemporaryDirectory(prefix="sabot-deal-") as tmp:
@@ -162,7 +164,8 @@ def run_deal(shoe_file):
         return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
-def run_board_root(host, port, root, shoe=None, maintenance=False):
+def run_board_root(host: str, port: int, root: str, shoe: str | None = None,
+                   maintenance: bool = False) -> None:
     """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's
     is: it runs root/main.py when there is one; when there is none, or after an authenticated
     maintenance command, its port serves the MicroPython REPL (mpremote deploys through it), and
@@ -188,16 +191,17 @@ def run_board_root(host, port, root, shoe=None, maintenance=False):
             if shoe:
                 Dealer(board, read_shoe_file(shoe)).deal()
                 shoe = None
-            board.proc.wait()
+            status = board.wait_off()
         finally:
             board.stop()
-        if board.proc.returncode != MAINTENANCE_EXIT:
+        if status != MAINTENANCE_EXIT:
             return
         maintenance = True
 
 
-def run_board(listen, flash_dir, shoe=None, key_file=None, code=None, root=None,
-              maintenance=False):
+def run_board(listen: str, flash_dir: str, shoe: str | None = None, key_file: str | None = None,
+              code: str | None = None, root: str | None = None,
+              maintenance: bool = False) -> None:
     """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws that
     shoe."""
     host, _, port = listen.rpartition(":")

@@ -10,7 +10,6 @@ import os
 import random
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from typing import Any, Callable
@@ -140,9 +139,7 @@ class Soak:
         self.faults[fault] += 1
         if fault == "power_cut":
             # Cut the power a random instant into the next card's handling (mid-write included).
-            proc = self.board.proc  # only this power-on: a late timer must not cut the next one
-            threading.Timer(self.rng.random() * 0.004,
-                            lambda: proc.poll() is None and proc.kill()).start()
+            self.board.cut_power_in(self.rng.random() * 0.004)
         elif fault == "validator_restart":
             self.link.close()
             self._tally()
