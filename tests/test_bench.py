@@ -1,26 +1,25 @@
-"""`sabot bench`: a scripted shoe through a shoe, judged round by round against the host's rules."""
+"""`sabot bench`: a scripted shoe through a shoe, each round judged against the host's rules."""
 
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 from sabot import cards, keys, table_gen
 from sabot.virtual import free_port, provision_flash
 
-from conftest import ROOT
+from conftest import ROOT, BoardProcess
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 # burn AS + 9S; round 1: P 2S 3H (5) draws 8D -> 3; B KD 3C (3) must stand on a Player's 8
-SCRIPT = "AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D 7S 9H 2D TC JH QS 4H 5C 6H 7D 8S 9C QD 2H 3S CUT 4S 5S 6S 7C 8C"
+SCRIPT = ("AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D 7S 9H 2D TC JH QS 4H 5C 6H 7D 8S 9C QD 2H 3S CUT "
+          "4S 5S 6S 7C 8C")
 
 
 def bench(shoe, *extra, env=None, **kw):
-    return subprocess.run([*SABOT, "bench", shoe, "--json", *map(str, extra)], capture_output=True, text=True,
-                          timeout=180, env=env, **kw)
+    return subprocess.run([*SABOT, "bench", shoe, "--json", *map(str, extra)], capture_output=True,
+                          text=True, timeout=180, env=env, **kw)
 
 
 def test_a_good_shoe_passes_every_round(tmp_path):
@@ -38,7 +37,8 @@ def test_firmware_with_a_wrong_table_fails_the_bench(tmp_path):
     shutil.copytree(ROOT / "firmware", fake / "firmware")
     shutil.copytree(ROOT / "boards", fake / "boards")
     wrong = table_gen.THIRD_CARD_RULE.replace("| 3 | any except 8 | 8 |", "| 3 | any | — |")
-    (fake / "firmware" / "shoe" / "table.py").write_text(table_gen.render_module(table_gen.build_tables(wrong)))
+    table = table_gen.render_module(table_gen.build_tables(wrong))
+    (fake / "firmware" / "shoe" / "table.py").write_text(table)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(SCRIPT)
     r = bench(shoe, env=dict(os.environ, SABOT_ROOT=str(fake)))
@@ -47,23 +47,23 @@ def test_firmware_with_a_wrong_table_fails_the_bench(tmp_path):
     assert out["verdict"] == "FAIL"
     first = out["rounds"][0]
     assert first["round"] == 1 and first["verdict"] in ("FAIL", "MISSING")
-    assert any(x["verdict"] == "FAIL" and "recompute_mismatch" in x["detail"] for x in out["rounds"])
+    assert any(x["verdict"] == "FAIL" and "recompute_mismatch" in x["detail"]
+               for x in out["rounds"])
 
 
-def test_bench_over_a_port_with_prompts(tmp_path):
+def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
     key = keys.create(str(tmp_path / "shoe.key"))
     provision_flash(str(tmp_path / "flash"), key)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(cards.shuffled_shoe(1, seed=12)))
     port = free_port()
-    board = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "flash",
-                              "--shoe", shoe], stderr=subprocess.PIPE, text=True)
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "flash",
+                         "--shoe", shoe)
     try:
-        time.sleep(1.0)
-        r = bench(shoe, "--port", f"socket://127.0.0.1:{port}", "--key", tmp_path / "shoe.key", "--db",
-                  tmp_path / "bench.db", input="\n" * 80)
+        board.wait_line("listening on")
+        r = bench(shoe, "--port", f"socket://127.0.0.1:{port}", "--key", tmp_path / "shoe.key",
+                  "--db", tmp_path / "bench.db", input="\n" * 80)
     finally:
-        board.send_signal(signal.SIGINT)
-        board.wait(timeout=10)
+        board.stop()
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"] == "PASS"

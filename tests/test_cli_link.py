@@ -1,40 +1,40 @@
-"""The bench path from the README: provision a virtual shoe, run it with `sabot board`, validate its
-link with `sabot validate` from another process, then read the audit log back."""
+"""The bench path from the README: provision a virtual shoe, run it with `sabot board`, validate
+its link with `sabot validate` from another process, then read the audit log back."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 from sabot import cards, keys, rules
-from sabot import frames as fr
+from sabot import protocol as pr
 from sabot.validator import Validator
 from sabot.virtual import free_port
+
+from conftest import BoardProcess
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
 
-def test_board_and_validate_from_the_command_line(tmp_path):
-    key, flash, db, cap = tmp_path / "shoe.key", tmp_path / "flash", tmp_path / "audit.db", tmp_path / "cap.bin"
-    r = subprocess.run([*SABOT, "provision", "--key", key, "--flash", flash], capture_output=True, text=True)
+def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_path):
+    key, flash = tmp_path / "shoe.key", tmp_path / "flash"
+    db, cap = tmp_path / "audit.db", tmp_path / "cap.bin"
+    r = subprocess.run([*SABOT, "provision", "--key", key, "--flash", flash], capture_output=True,
+                       text=True)
     assert r.returncode == 0, r.stderr
     assert oct(os.stat(key).st_mode & 0o777) == "0o600"
     tokens = cards.shuffled_shoe(1, seed=6)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(tokens))
     port = free_port()
-    board = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--flash", flash, "--shoe", shoe],
-                             stderr=subprocess.PIPE, text=True)
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", flash, "--shoe", shoe)
     try:
-        time.sleep(1.0)
-        v = subprocess.run([*SABOT, "validate", "--port", f"socket://127.0.0.1:{port}", "--key", key, "--db", db,
-                            "--capture", cap, "--seconds", "4", "--json"], capture_output=True, text=True,
-                           timeout=60)
+        board.wait_line("listening on")
+        v = subprocess.run([*SABOT, "validate", "--port", f"socket://127.0.0.1:{port}", "--key",
+                            key, "--db", db, "--capture", cap, "--seconds", "4", "--json"],
+                           capture_output=True, text=True, timeout=60)
     finally:
-        board.send_signal(signal.SIGINT)
-        board.wait(timeout=10)
+        board.stop()
     assert v.returncode == 0, v.stderr
     printed = [json.loads(line) for line in v.stdout.splitlines()]
     rounds = [x for x in printed if "winner" in x]
@@ -51,8 +51,8 @@ def test_boot_counter_going_backwards_is_rejected(tmp_path):
     v = Validator(k, str(tmp_path / "a.db"))
 
     def frame(seq, boot, chain, payload=b"\x00\x01\x08\x02"):  # shoe 1, 8 decks, baccarat
-        raw = fr.build(k.key, k.key_id, k.shoe_id, boot, seq, chain, 0x01, payload)
-        return raw, fr.cobs_encode(raw)
+        raw = pr.build(k.key, k.key_id, k.shoe_id, boot, seq, chain, pr.T_SHOE_START, payload)
+        return raw, pr.encode_frame(raw)
 
     raw1, enc1 = frame(1, 5, bytes(8))
     raw2, enc2 = frame(2, 4, raw1[-32:-24])
@@ -61,7 +61,7 @@ def test_boot_counter_going_backwards_is_rejected(tmp_path):
     assert verdicts[1][2] == "boot_backwards"
 
 
-def test_host_frame_parser_10000_seeded_random_cases(tmp_path):
+def test_10000_seeded_random_chunks_into_the_validator_accept_nothing(tmp_path):
     import random
 
     rng = random.Random(7)

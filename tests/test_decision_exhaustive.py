@@ -31,7 +31,7 @@ def compare(device, expected_iter, describe):
     return mismatches
 
 
-def test_every_value_sequence(mpy, tmp_path):
+def test_firmware_decides_every_point_value_sequence_as_the_host_rules_do(mpy, tmp_path):
     out = tmp_path / "values.bin"
     r = mpy(SCRIPT, out, "values", timeout=600)
     assert r.returncode == 0, r.stderr.decode()
@@ -46,7 +46,7 @@ def test_every_value_sequence(mpy, tmp_path):
     assert mismatches == []
 
 
-def test_every_rank_sequence_of_the_first_four_cards(mpy, tmp_path):
+def test_firmware_flags_every_rank_sequence_of_the_first_four_cards_as_the_host(mpy, tmp_path):
     out = tmp_path / "ranks.bin"
     r = mpy(SCRIPT, out, "ranks")
     assert r.returncode == 0, r.stderr.decode()

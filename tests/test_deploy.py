@@ -1,29 +1,22 @@
-"""Deployment for real: an empty virtual board (the unix-port MicroPython with a REPL on its port, as a
-fresh Pico has on USB) gets the firmware through genuine mpremote sessions (`sabot deploy`), is
-provisioned with its key, boots, and passes a seeded integrity challenge. A second deploy onto the
-now-dealing shoe goes through the authenticated maintenance command."""
+"""Deployment for real: an empty virtual board (the unix-port MicroPython with a REPL on its port,
+as a fresh Pico has on USB) gets the firmware through genuine mpremote sessions (`sabot deploy`),
+is provisioned with its key, boots, and passes a seeded integrity challenge. A second deploy onto
+the now-dealing shoe goes through the authenticated maintenance command."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
 
 from sabot.virtual import free_port
+
+from conftest import BoardProcess, port_accepts, wait_for
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
 
 def run(*args, timeout=180):
-    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-
-
-def power_off(board):
-    board.send_signal(signal.SIGINT)
-    try:
-        board.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        board.kill()
+    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
@@ -31,16 +24,17 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
     root.mkdir()
     port = free_port()
     url = f"socket://127.0.0.1:{port}"
-    board = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--root", root],
-                             stderr=subprocess.PIPE, text=True)
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root)
     try:
-        time.sleep(1.0)
+        board.wait_line("REPL on")
+        assert wait_for(lambda: port_accepts(port))
         r = run("deploy", "--port", url, "--board", "virtual", "--key", key)
         assert r.returncode == 0, r.stderr
         assert "provisioning shoe" in r.stderr and "matches MANIFEST" in r.stderr
-        assert (root / "shoe" / "app.mpy").exists() and (root / "data" / "key").read_bytes() == key.read_bytes()
+        assert (root / "shoe" / "app.mpy").exists()
+        assert (root / "data" / "key").read_bytes() == key.read_bytes()
         assert oct(os.stat(key).st_mode & 0o777) == "0o600"
-        time.sleep(1.0)
+        board.wait_line("firmware running")
         v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--key", key)
         assert v.returncode == 0 and v.stdout.startswith("PASS"), v.stdout + v.stderr
 
@@ -50,16 +44,16 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
         assert r.returncode == 0, r.stderr
         assert not (root / "shoe" / "stale.mpy").exists()
         assert "sent it to maintenance" in r.stderr and "provisioning" not in r.stderr
-        time.sleep(1.0)
+        board.wait_line("firmware running")
         v = run("verify-firmware", "--port", url, "--seed", os.urandom(8).hex(), "--key", key)
         assert v.returncode == 0, v.stdout + v.stderr
     finally:
-        power_off(board)
+        board.stop()
 
 
 def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
-    """`--maintenance` is the confirm button held at power-on: the deployed firmware does not start and
-    mpremote reaches the REPL, which sees the board's filesystem."""
+    """`--maintenance` is the confirm button held at power-on: the deployed firmware does not start
+    and mpremote reaches the REPL, which sees the board's filesystem."""
     from sabot.build import build
 
     root = tmp_path / "board"
@@ -67,14 +61,15 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
     assert (root / "main.py").exists() and info["manifest"]
     port = free_port()
     url = f"socket://127.0.0.1:{port}"
-    board = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--root", root, "--maintenance"],
-                             stderr=subprocess.PIPE, text=True)
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--maintenance")
     try:
-        time.sleep(1.0)
-        mpremote = [os.path.join(os.path.dirname(sys.executable), "mpremote"), "connect", url, "resume"]
-        r = subprocess.run([*mpremote, "exec", "import os; print(sorted(os.listdir()))"], capture_output=True,
-                           text=True, timeout=60)
+        board.wait_line("REPL on")
+        assert wait_for(lambda: port_accepts(port))
+        mpremote = [os.path.join(os.path.dirname(sys.executable), "mpremote"), "connect", url,
+                    "resume"]
+        r = subprocess.run([*mpremote, "exec", "import os; print(sorted(os.listdir()))"],
+                           capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert "'main.py'" in r.stdout and "'shoe'" in r.stdout
     finally:
-        power_off(board)
+        board.stop()

@@ -1,5 +1,5 @@
-"""Fuzzing the parsers that face the outside: the firmware's sensor decoder and command intake (on real
-MicroPython, seeded random bytes) and the host's frame intake (hypothesis)."""
+"""Fuzzing the parsers that face the outside: the firmware's sensor decoder and command intake (on
+real MicroPython, seeded random bytes) and the host's frame intake (hypothesis)."""
 
 import re
 
@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sabot import capture_gen
-from sabot import frames as fr
+from sabot import protocol as pr
 from sabot.validator import Validator
 
 from conftest import ROOT
@@ -40,17 +40,20 @@ def genuine(tmp_path_factory=None):
         tmp = tempfile.mkdtemp()
         key, cap, _ = capture_gen.generate(tmp, 1, seed=3)
         parts = [p + b"\x00" for p in cap.split(b"\x00")[:-1]]
-        _GENUINE.update(key=key, parts=parts, raws={fr.cobs_decode(p[:-1]) for p in parts}, tmp=tmp)
+        raws = {pr.decode_frame(p[:-1]) for p in parts}
+        _GENUINE.update(key=key, parts=parts, raws=raws, tmp=tmp)
     return _GENUINE
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(noise=st.lists(st.binary(max_size=60), min_size=1, max_size=8), where=st.integers(0, 30),
        flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 7)), max_size=4))
 def test_validator_never_accepts_what_was_not_sent_and_resyncs(noise, where, flips):
     g = genuine()
     parts = list(g["parts"][:40])
-    stream = bytearray(b"".join(parts[:where]) + b"".join(noise) + b"\x00" + b"".join(parts[where:]))
+    stream = bytearray(b"".join(parts[:where]) + b"".join(noise) + b"\x00"
+                       + b"".join(parts[where:]))
     for pos, bit in flips:
         stream[pos % len(stream)] ^= 1 << bit
     import os

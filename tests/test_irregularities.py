@@ -1,69 +1,12 @@
-"""Dealing irregularities on the real firmware: each is reported with the card's identity and position,
-holds the round until a supervisor or the host resolves it, and the resolution is logged."""
+"""Dealing irregularities on the real firmware: each is reported with the card's identity and
+position, holds the round until a supervisor or the host resolves it, and the resolution is
+logged."""
 
-import time
+import os
 
-import pytest
-
-from sabot import frames as fr
-from sabot import keys
-from sabot.link import HostLink
-from sabot.validator import Validator
-from sabot.virtual import (CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, VirtualBoard, card_bytes,
-                           provision_flash, sensor_frame, set_variant)
-
-HELD = 3
-VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
-
-
-class Rig:
-    def __init__(self, tmp, variant=None):
-        self.key = keys.create(str(tmp / "shoe.key"))
-        provision_flash(str(tmp / "flash"), self.key)
-        if variant is not None:
-            set_variant(str(tmp / "flash"), variant)
-        self.board = VirtualBoard(str(tmp / "flash")).start()
-        self.records = []
-        self.validator = Validator(self.key, str(tmp / "audit.db"),
-                                   on_record=lambda k, r: self.records.append((k, r)))
-        self.link = HostLink(self.board.url, self.validator)
-        self.settle()
-
-    def settle(self, seconds=0.25):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.link.pump()
-
-    def send(self, data):
-        self.board.send(data)
-        self.settle()
-
-    def deal(self, *tokens):
-        for t in tokens:
-            self.send(card_bytes(t))
-
-    def burn(self):
-        self.deal("AS", "2H")  # exposed ace: one more card burned
-
-    def of(self, kind):
-        return [r for k, r in self.records if k == kind]
-
-    @property
-    def phase(self):
-        return self.board.indicator[0]
-
-    def close(self):
-        self.link.close()
-        self.board.stop()
-        assert self.validator.counts["rejected"] == 0, self.validator.rejections
-
-
-@pytest.fixture
-def rig(tmp_path):
-    r = Rig(tmp_path)
-    r.burn()
-    yield r
-    r.close()
+from sabot import protocol as pr
+from sabot.protocol import KEEP_DUMMY, VOID_CARD, VOID_ROUND
+from sabot.virtual import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, sensor_frame
 
 
 def test_exit_without_a_read_is_an_unreadable_card_until_voided(rig):
@@ -71,7 +14,7 @@ def test_exit_without_a_read_is_an_unreadable_card_until_voided(rig):
     rig.send(bytes([EXIT_EDGE]))
     ir = rig.of("irregularity")[-1]
     assert (ir["kind"], ir["card"], ir["position"], ir["round"]) == ("unreadable_card", None, 4, 1)
-    assert rig.phase == HELD
+    assert rig.phase == "held"
     rig.send(bytes([SUPERVISOR + VOID_CARD]))
     res = rig.of("resolution")[-1]
     assert res["resolution"] == "void_card" and res["source"] == "supervisor"
@@ -102,12 +45,11 @@ def test_foreign_card_is_reported(rig):
     assert rig.of("irregularity")[-1]["kind"] == "foreign_card"
 
 
-def test_a_ninth_copy_in_an_eight_deck_shoe_is_held_not_dealt(tmp_path):
-    rig = Rig(tmp_path)
+def test_a_ninth_copy_in_an_eight_deck_shoe_is_held_not_dealt(rigs):
+    rig = rigs()
     rig.deal(*["KS"] * 9)  # exposed king: ten burned; the ninth king of spades cannot exist
     ir = rig.of("irregularity")[-1]
     assert (ir["kind"], ir["card"], ir["position"]) == ("inventory_exceeded", "KS", 9)
-    rig.close()
 
 
 def test_confirm_while_a_card_is_due_then_void_round_keeps_the_voided_cards(rig):
@@ -115,7 +57,7 @@ def test_confirm_while_a_card_is_due_then_void_round_keeps_the_voided_cards(rig)
     rig.send(bytes([CONFIRM]))
     assert rig.of("irregularity")[-1]["kind"] == "card_missing"
     rig.send(bytes([SUPERVISOR + VOID_CARD]))  # nothing to void: still held
-    assert rig.phase == HELD
+    assert rig.phase == "held"
     rig.send(bytes([SUPERVISOR + VOID_ROUND]))
     res = rig.of("resolution")[-1]
     assert res["resolution"] == "void_round" and res["voided_cards"] == ["2C", "4C", "3C"]
@@ -151,16 +93,14 @@ def test_resolution_for_an_irregularity_never_raised_is_refused(rig):
 
 def test_replayed_host_command_is_refused_and_logged(rig):
     k = rig.key
-    stale = fr.command(k.key, k.key_id, k.shoe_id, 1, fr.C_RESOLVE, bytes([VOID_CARD]))
+    stale = pr.command(k.key, k.key_id, k.shoe_id, 1, pr.C_RESOLVE, bytes([VOID_CARD]))
     rig.link.write(stale)  # counter 1 was used by the first acknowledgement
     rig.settle()
     assert rig.of("command_rejected")[-1]["reason"] == "replayed"
 
 
 def test_command_under_the_wrong_key_is_refused_and_logged(rig):
-    import os
-
     k = rig.key
-    rig.link.write(fr.command(os.urandom(32), k.key_id, k.shoe_id, 10**6, fr.C_NEW_SHOE))
+    rig.link.write(pr.command(os.urandom(32), k.key_id, k.shoe_id, 10**6, pr.C_NEW_SHOE))
     rig.settle()
     assert rig.of("command_rejected")[-1]["reason"] == "bad_mac"

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import SabotError
-from .frames import TYPES
+from .protocol import TYPES
 
 if TYPE_CHECKING:
     from _typeshed import StrPath

@@ -1,31 +1,40 @@
-"""`sabot bench`: push a scripted shoe through a shoe and judge every round against the host's rules.
+"""`sabot bench`: push a scripted shoe through a shoe and judge every round against the host's
+rules.
 
-With --port, a technician draws the cards by hand into a real shoe (or any shoe on that port): the tool
-prompts for each card and waits until the shoe has taken it. Without --port, a virtual board is started
-and a simulated dealer draws them. Either way the validator verifies every frame, and each round the
-rules expect is reported PASS (the shoe signed exactly that round), FAIL (it signed something else, or
-the validator rejected it) or MISSING."""
+With --port, a technician draws the cards by hand into a real shoe (or any shoe on that port): the
+tool prompts for each card and waits until the shoe has taken it. Without --port, a virtual board
+is started and a simulated dealer draws them. Either way the validator verifies every frame, and
+each round the rules expect is reported PASS (the shoe signed exactly that round), FAIL (it signed
+something else, or the validator rejected it) or MISSING."""
+
+from __future__ import annotations
 
 import os
 import sys
 import tempfile
-import time
+from typing import Any, Callable
 
 from . import keys, rules
 from .cards import CUT, read_shoe_file
 from .demo import Session
 from .errors import SabotError
+from .keys import ShoeKey
 from .link import HostLink
+from .transport import DEFAULT_BAUD
 from .validator import Validator, contract_round
 
+ANSWER_WAIT = 5.0  # seconds for a shoe on the port to answer the first hello
+DRAIN_WAIT = 5.0  # seconds for the shoe to deliver what it still holds after the last card
 
-def progress_bar(done, total, label, width=30):
+
+def progress_bar(done: int, total: int, label: str, width: int = 30) -> None:
     filled = int(width * done / max(total, 1))
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}   ")
     sys.stderr.flush()
 
 
-def judge(expected, records, rejections):
+def judge(expected: list[dict[str, Any]], records: list[tuple[str, dict[str, Any]]],
+          rejections: list[dict[str, Any]]) -> list[tuple[int | None, str, str]]:
     """Per-round verdicts: (round, verdict, detail)."""
     signed = {}
     for kind, rec in records:
@@ -42,26 +51,31 @@ def judge(expected, records, rejections):
         elif got is None:
             out.append((want["round"], "MISSING", f"rules deal {_hand(want)}"))
         else:
-            out.append((want["round"], "FAIL", f"shoe signed {_hand(got)}; rules deal {_hand(want)}"))
+            out.append((want["round"], "FAIL",
+                        f"shoe signed {_hand(got)}; rules deal {_hand(want)}"))
     if rejections:
-        out.append((None, "FAIL", "frames rejected: " + ", ".join(sorted({r["reason"] for r in rejections}))))
+        reasons = ", ".join(sorted({r["reason"] for r in rejections}))
+        out.append((None, "FAIL", "frames rejected: " + reasons))
     return out
 
 
-def _hand(r):
+def _hand(r: dict[str, Any]) -> str:
     return f"P {' '.join(r['player'])} B {' '.join(r['banker'])} -> {r['winner']}"
 
 
-def bench_virtual(tokens, progress=True):
+def bench_virtual(tokens: list[str], progress: bool = True
+                  ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     with tempfile.TemporaryDirectory(prefix="sabot-bench-") as tmp:
         key = keys.create(os.path.join(tmp, "shoe.key"))
 
-        def show(session, final=False):
+        def show(session: Session, final: bool = False) -> None:
             if progress:
-                pos = session.board.indicator[2] if session.board and session.board.indicator else 0
+                ind = session.board.indicator if session.board else None
+                pos = ind[2] if ind else 0
                 progress_bar(pos, len(tokens), f"cards, {len(session.rounds())} rounds")
 
-        s = Session(tokens, key, os.path.join(tmp, "audit.db"), os.path.join(tmp, "flash"), progress=show)
+        s = Session(tokens, key, os.path.join(tmp, "audit.db"), os.path.join(tmp, "flash"),
+                    progress=show)
         try:
             s.run()
         finally:
@@ -69,50 +83,51 @@ def bench_virtual(tokens, progress=True):
         return s.records, s.validator.rejections
 
 
-def bench_port(tokens, url, key, db, ask=input, progress=True, card_timeout=None):
+def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
+               ask: Callable[[str], Any] = input, progress: bool = True,
+               card_timeout: float | None = None,
+               baud: int = DEFAULT_BAUD
+               ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     """A shoe on a port; the technician draws each card when prompted."""
     v = Validator(key, db)
-    link = HostLink(url, v, hello_every=0.3)
-    records = []
+    link = HostLink(url, v, hello_every=0.3, baud=baud)
+    records: list[tuple[str, dict[str, Any]]] = []
     v.on_record = lambda k, r: records.append((k, r))
     try:
-        deadline = time.monotonic() + 5
-        while v.status is None and time.monotonic() < deadline:
-            link.pump()
-        if v.status is None:
+        status = link.ask(ANSWER_WAIT)
+        if status is None:
             raise SabotError(f"no shoe answered on {url} with this key")
         for i, token in enumerate(tokens):
-            if v.status["phase"] == "ended":
+            if status["phase"] == "ended":
                 break
-            if v.status["position"] > i:
+            if status["position"] > i:
                 continue  # already out of the shoe
             name = "the cut card" if token == CUT else token
             if progress:
                 progress_bar(i, len(tokens), f"cards: draw {name}")
             ask(f"\ndraw card {i + 1}: {name} — press Enter when it is out ")
-            end = time.monotonic() + (card_timeout or 1e9)
-            while v.status["position"] <= i and v.status["phase"] != "ended":
-                link.hello()
-                link.pump(wait=0.2)
-                if time.monotonic() > end:
-                    raise SabotError(f"the shoe did not take card {i + 1} ({name})")
-        end = time.monotonic() + 5
-        while time.monotonic() < end and not (v.status["phase"] == "ended" and v.status["unacked_to"] == 0):
-            link.hello()
-            link.pump(wait=0.2)
+            taken = link.ask_until(lambda st: st["position"] > i or st["phase"] == "ended",
+                                   card_timeout or 1e9)
+            if taken is None:
+                raise SabotError(f"the shoe did not take card {i + 1} ({name})")
+            status = taken
+        link.drain(DRAIN_WAIT)
     finally:
         link.close()
     return records, v.rejections
 
 
-def run_bench(shoe_file, port=None, key_file=None, db=None, as_json=False, ask=input):
+def run_bench(shoe_file: str, port: str | None = None, key_file: str | None = None,
+              db: str | None = None, as_json: bool = False, ask: Callable[[str], Any] = input,
+              baud: int = DEFAULT_BAUD) -> tuple[bool, list[tuple[int | None, str, str]]]:
     tokens = read_shoe_file(shoe_file)
     expected = rules.deal_shoe(tokens)
     if port:
         if not key_file:
-            raise SabotError("--key is needed with --port: the shoe's results are verified with it")
+            raise SabotError("--key is needed with --port: the shoe's results are verified "
+                             "with it")
         records, rejections = bench_port(tokens, port, keys.load(key_file), db or "bench.db", ask,
-                                         progress=not as_json)
+                                         progress=not as_json, baud=baud)
     else:
         records, rejections = bench_virtual(tokens, progress=not as_json)
     if not as_json:

@@ -1,12 +1,16 @@
 """The `sabot` command line."""
 
+from __future__ import annotations
+
 import argparse
 import sys
+
+from typing import Any
 
 from .errors import SabotError
 
 
-def cmd_table(args):
+def cmd_table(args: argparse.Namespace) -> int:
     from . import table_gen
 
     if args.action == "generate":
@@ -20,7 +24,7 @@ def cmd_table(args):
     return 0
 
 
-def cmd_analyze(args):
+def cmd_analyze(args: argparse.Namespace) -> int:
     import json
 
     from .analyze import analyze
@@ -31,7 +35,8 @@ def cmd_analyze(args):
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"{result['decks']} decks, {result['cards']} cards left, {result['sequences']:,} sequences")
+    print(f"{result['decks']} decks, {result['cards']} cards left, "
+          f"{result['sequences']:,} sequences")
     for name, count in result["outcomes"].items():
         print(f"  {name:<7} {count:>26,}  {count / result['sequences']:.6%}")
     print("house edge by wager:")
@@ -40,7 +45,7 @@ def cmd_analyze(args):
     return 0
 
 
-def format_round(rec):
+def format_round(rec: dict[str, Any]) -> str:
     flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
     dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
     said = "".join(f'  "{a}"' for a in rec.get("announcements", []))
@@ -49,7 +54,7 @@ def format_round(rec):
             f"-> {rec['winner']}{flags}{dummy}{said}")
 
 
-def record_json(kind, rec):
+def record_json(kind: str, rec: dict[str, Any]) -> str:
     import json
 
     from .validator import contract_round
@@ -57,12 +62,12 @@ def record_json(kind, rec):
     return json.dumps(contract_round(rec) if kind == "result" else rec)
 
 
-def format_event(rec):
+def format_event(rec: dict[str, Any]) -> str:
     rest = {k: v for k, v in rec.items() if k not in ("event", "inventory")}
     return f"{rec['event']}: " + " ".join(f"{k}={v}" for k, v in rest.items())
 
 
-def print_records(records, as_json):
+def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool) -> None:
     for kind, rec in records:
         if as_json:
             print(record_json(kind, rec))
@@ -72,7 +77,7 @@ def print_records(records, as_json):
             print(format_event(rec))
 
 
-def cmd_deal(args):
+def cmd_deal(args: argparse.Namespace) -> int:
     from .demo import run_deal
 
     records = run_deal(args.shoefile)
@@ -81,7 +86,7 @@ def cmd_deal(args):
     return 0
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     import json
 
     from .demo import run_demo
@@ -104,14 +109,14 @@ def cmd_demo(args):
     return 0
 
 
-def cmd_board(args):
+def cmd_board(args: argparse.Namespace) -> int:
     from .demo import run_board
 
     run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance)
     return 0
 
 
-def cmd_validate(args):
+def cmd_validate(args: argparse.Namespace) -> int:
     import json
     import time
 
@@ -122,7 +127,7 @@ def cmd_validate(args):
     key = keys.load(args.key)
     capture = open(args.capture, "ab") if args.capture else None
 
-    def show(kind, rec):
+    def show(kind: str, rec: dict[str, Any]) -> None:
         if args.json:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
@@ -149,14 +154,14 @@ def cmd_validate(args):
         if capture:
             capture.close()
     s = validator.summary()
-    print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, {s['rejected']} rejected",
-          file=sys.stderr)
+    print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
+          f"{s['rejected']} rejected", file=sys.stderr)
     if s["rejected"]:
         raise SabotError(f"{s['rejected']} frames rejected")
     return 0
 
 
-def cmd_replay(args):
+def cmd_replay(args: argparse.Namespace) -> int:
     import json
     import os
     import tempfile
@@ -175,8 +180,7 @@ def cmd_replay(args):
         v.receive(data)
         s = v.summary()
         v.store.close()
-    out = {"frames": s["frames"], "verified": s["verified"], "rejected": s["rejected"], "rounds": s["rounds"],
-           "rejections": s["rejections"]}
+    out = {k: s[k] for k in ("frames", "verified", "rejected", "rounds", "rejections")}
     if args.json:
         print(json.dumps(out))
     else:
@@ -189,7 +193,7 @@ def cmd_replay(args):
     return 0
 
 
-def cmd_history(args):
+def cmd_history(args: argparse.Namespace) -> int:
     import os
 
     from .audit import AuditStore
@@ -197,7 +201,7 @@ def cmd_history(args):
     if not os.path.exists(args.db):
         raise SabotError(f"no audit database at {args.db}")
     store = AuditStore(args.db)
-    kinds = ("result", "initial_cards", "irregularity", "resolution")
+    kinds: tuple[str, ...] = ("result", "initial_cards", "irregularity", "resolution")
     if args.round is None:
         kinds += ("shoe_start", "burn", "shoe_end")
     recs = store.records(kinds, args.shoe, args.round)
@@ -209,29 +213,33 @@ def cmd_history(args):
     return 0
 
 
-def cmd_soak(args):
+def cmd_soak(args: argparse.Namespace) -> int:
     import json
 
     from .soak import progress_line, run_soak
 
-    s = run_soak(args.shoes, args.seed, args.fault_rate, progress=None if args.json else progress_line)
+    s = run_soak(args.shoes, args.seed, args.fault_rate,
+                 progress=None if args.json else progress_line)
     if args.json:
         print(json.dumps(s))
     else:
-        print(f"\n{s['shoes']} shoes, {s['rounds']} rounds: {s['stored']} stored, {s['lost']} lost, "
-              f"{s['duplicated']} duplicated, {s['mismatched']} differing from the host's recomputation")
+        print(f"\n{s['shoes']} shoes, {s['rounds']} rounds: {s['stored']} stored, "
+              f"{s['lost']} lost, {s['duplicated']} duplicated, {s['mismatched']} differing from "
+              "the host's recomputation")
         print("faults injected: " + ", ".join(f"{k} {v}" for k, v in s["faults"].items()))
-        print("frames rejected: " + (", ".join(f"{k} {v}" for k, v in s["rejected"].items()) or "none"))
+        rejected = ", ".join(f"{k} {v}" for k, v in s["rejected"].items())
+        print("frames rejected: " + (rejected or "none"))
     if s["lost"] or s["duplicated"] or s["mismatched"]:
         raise SabotError("results were lost, duplicated or wrong under faults")
     return 0
 
 
-def cmd_provision(args):
+def cmd_provision(args: argparse.Namespace) -> int:
     import os
 
     from . import keys
-    from .virtual import provision_flash, set_variant, variant_byte
+    from .protocol import variant_byte
+    from .virtual import provision_flash, set_variant
 
     variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
     if os.path.exists(args.key):
@@ -247,24 +255,28 @@ def cmd_provision(args):
     return 0
 
 
-def cmd_settle(args):
+def cmd_settle(args: argparse.Namespace) -> int:
     import json
 
     from .settle import settle
 
     try:
-        text = open(args.file, encoding="utf-8").read() if args.file and args.file != "-" else sys.stdin.read()
+        if args.file and args.file != "-":
+            text = open(args.file, encoding="utf-8").read()
+        else:
+            text = sys.stdin.read()
     except OSError as e:
         raise SabotError(f"cannot read {args.file}: {e.strerror}") from None
     try:
         request = json.loads(text)
     except json.JSONDecodeError as e:
-        raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
+                         ) from None
     print(json.dumps(settle(request)))
     return 0
 
 
-def cmd_firmware(args):
+def cmd_firmware(args: argparse.Namespace) -> int:
     import json
 
     from .build import build
@@ -277,14 +289,16 @@ def cmd_firmware(args):
     for name, size in r["files"].items():
         print(f"  {name:<28} {size:>7,} B")
     if r["flash_bytes"]:
-        print(f"code {r['code_bytes']:,} B of {r['flash_bytes']:,} B flash ({r['flash_used']:.1%}); "
+        print(f"code {r['code_bytes']:,} B of {r['flash_bytes']:,} B flash "
+              f"({r['flash_used']:.1%}); "
               f"decision table {r['table_bytes']:,} B")
-        print(f"heap needed {r['heap_needed_bytes']:,} B of {r['ram_bytes']:,} B RAM ({r['ram_used']:.1%})")
+        print(f"heap needed {r['heap_needed_bytes']:,} B of {r['ram_bytes']:,} B RAM "
+              f"({r['ram_used']:.1%})")
     print(f"MANIFEST sha256 {r['manifest']}")
     return 0
 
 
-def cmd_verify_firmware(args):
+def cmd_verify_firmware(args: argparse.Namespace) -> int:
     import json
     import os
 
@@ -305,49 +319,51 @@ def cmd_verify_firmware(args):
     if args.json:
         print(json.dumps(r))
     else:
+        matches = "matches" if r["result"] == "pass" else "does not match"
         print(f"{r['result'].upper()}: shoe {r['shoe_id']:#010x} integrity {r['integrity']}; "
-              f"seeded HMAC {'matches' if r['result'] == 'pass' else 'does not match'} the build in {build_dir}")
+              f"seeded HMAC {matches} the build in {build_dir}")
     if r["result"] != "pass":
         raise SabotError("firmware verification failed")
     return 0
 
 
-def cmd_deploy(args):
+def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy import deploy
 
     info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr))
-    print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, MANIFEST {info['manifest']}) "
-          f"to {args.port}")
+    print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
+          f"MANIFEST {info['manifest']}) to {args.port}")
     return 0
 
 
-def cmd_bench(args):
+def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
     from .bench import run_bench
 
     passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json)
     if args.json:
-        print(json.dumps({"verdict": "PASS" if passed else "FAIL",
-                          "rounds": [{"round": r, "verdict": v, "detail": d} for r, v, d in verdicts]}))
+        rounds = [{"round": r, "verdict": v, "detail": d} for r, v, d in verdicts]
+        print(json.dumps({"verdict": "PASS" if passed else "FAIL", "rounds": rounds}))
     else:
         for rnd, verdict, detail in verdicts:
             print(f"{'round ' + str(rnd) if rnd else 'link':>9}: {verdict:<7} {detail}")
         n_pass = sum(1 for _, v, _ in verdicts if v == "PASS")
-        print(f"verdict: {'PASS' if passed else 'FAIL'} ({n_pass} of {len(verdicts)} rounds as the rules deal)")
+        print(f"verdict: {'PASS' if passed else 'FAIL'} ({n_pass} of {len(verdicts)} rounds "
+              "as the rules deal)")
     if not passed:
         raise SabotError("the shoe did not deal the scripted shoe as the rules do")
     return 0
 
 
-def decks_arg(text):
+def decks_arg(text: str) -> int:
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sabot",
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
@@ -363,48 +379,65 @@ def build_parser():
                        description="Exact combinatorial analysis: every ordered six-card sequence "
                        "P1 B1 P2 B2 P3 B3 of the shoe is counted once.")
     a.add_argument("--decks", type=decks_arg, default=8, help="decks in the shoe, 1-8 (default 8)")
-    a.add_argument("--seen", metavar="FILE", help="shoe file of cards already dealt, removed from the shoe")
-    a.add_argument("--tie-odds", type=decks_arg, default=8, help="the table's Tie odds, to 1 (default 8)")
-    a.add_argument("--json", action="store_true", help="one JSON object, as CONTRACTS.md describes")
+    a.add_argument("--seen", metavar="FILE",
+                   help="shoe file of cards already dealt, removed from the shoe")
+    a.add_argument("--tie-odds", type=decks_arg, default=8,
+                   help="the table's Tie odds, to 1 (default 8)")
+    a.add_argument("--json", action="store_true",
+                   help="one JSON object, as CONTRACTS.md describes")
     a.set_defaults(func=cmd_analyze)
 
     d = sub.add_parser("deal", help="deal a shoe file through the firmware on the virtual board",
-                       description="Runs SHOEFILE through the shoe firmware on real MicroPython and prints "
-                       "the round records the firmware produced (signed, verified by the validator).")
-    d.add_argument("shoefile", help="shoe file: cards in dealing order, CUT for the cut card, # comments")
+                       description="Runs SHOEFILE through the shoe firmware on real MicroPython "
+                       "and prints the round records the firmware produced (signed, verified by "
+                       "the validator).")
+    d.add_argument("shoefile",
+                   help="shoe file: cards in dealing order, CUT for the cut card, # comments")
     d.add_argument("--json", action="store_true", help="one JSON round record per line")
-    d.add_argument("--events", action="store_true", help="also print shoe events (burn, initial cards, end)")
+    d.add_argument("--events", action="store_true",
+                   help="also print shoe events (burn, initial cards, end)")
     d.set_defaults(func=cmd_deal)
 
-    m = sub.add_parser("demo", help="the main job: a virtual shoe streams signed results to the validator")
-    m.add_argument("--shoe", metavar="FILE", help="shoe file to deal (default: a freshly shuffled 8-deck shoe)")
+    m = sub.add_parser("demo",
+                       help="the main job: a virtual shoe streams signed results to the validator")
+    m.add_argument("--shoe", metavar="FILE",
+                   help="shoe file to deal (default: a freshly shuffled 8-deck shoe)")
     m.add_argument("--seed", type=int, help="seed for the shuffle (repeatable demos)")
     m.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
-    m.add_argument("--key", default="sabot.key", help="the shoe's key file, created mode 0600 if missing "
+    m.add_argument("--key", default="sabot.key",
+                   help="the shoe's key file, created mode 0600 if missing "
                    "(default ./sabot.key)")
     m.add_argument("--capture", metavar="FILE", help="keep the raw bytes received from the shoe")
     m.add_argument("--json", action="store_true", help="print a JSON summary instead of progress")
     m.set_defaults(func=cmd_demo)
 
-    b = sub.add_parser("board", help="run the virtual board (firmware on MicroPython) until stopped")
-    b.add_argument("--listen", default="127.0.0.1:7000", help="HOST:PORT of its host link (socket://)")
+    b = sub.add_parser("board",
+                       help="run the virtual board (firmware on MicroPython) until stopped")
+    b.add_argument("--listen", default="127.0.0.1:7000",
+                   help="HOST:PORT of its host link (socket://)")
     b.add_argument("--flash", default="sabot-flash", help="directory that is its persistent flash")
     b.add_argument("--shoe", metavar="FILE", help="let a simulated dealer draw this shoe file")
     b.add_argument("--key", metavar="FILE", help="provision the virtual shoe with this key file")
-    b.add_argument("--code", metavar="DIR", help="run this built code tree (sabot firmware --board virtual) "
+    b.add_argument("--code", metavar="DIR",
+                   help="run this built code tree (sabot firmware --board virtual) "
                    "with its integrity check, instead of the repository's source")
-    b.add_argument("--root", metavar="DIR", help="the board's whole filesystem, as on a Pico: it runs the "
+    b.add_argument("--root", metavar="DIR",
+                   help="the board's whole filesystem, as on a Pico: it runs the "
                    "firmware deployed there (sabot deploy), or serves the REPL when there is none")
     b.add_argument("--maintenance", action="store_true",
-                   help="with --root: start in the REPL, as with the confirm button held at power-on")
+                   help="with --root: start in the REPL, as with the confirm button held at "
+                   "power-on")
     b.set_defaults(func=cmd_board)
 
-    v = sub.add_parser("validate", help="validate a shoe's link: verify, recompute, store, acknowledge")
-    v.add_argument("--port", required=True, help="pyserial URL: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
+    v = sub.add_parser("validate",
+                       help="validate a shoe's link: verify, recompute, store, acknowledge")
+    v.add_argument("--port", required=True,
+                   help="pyserial URL: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
     v.add_argument("--key", required=True, help="the shoe's key file")
     v.add_argument("--db", required=True, help="audit database (created if missing)")
     v.add_argument("--capture", metavar="FILE", help="keep the raw bytes received")
-    v.add_argument("--seconds", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    v.add_argument("--seconds", type=float,
+                   help="stop after this many seconds (default: until Ctrl-C)")
     v.add_argument("--json", action="store_true", help="print records as JSON lines")
     v.set_defaults(func=cmd_validate)
 
@@ -415,41 +448,53 @@ def build_parser():
     r.set_defaults(func=cmd_replay)
 
     st = sub.add_parser("settle", help="settle a round's wagers (JSON in, JSON out)",
-                        description="Reads {table, round, wagers} as JSON from FILE or stdin and prints the "
-                        "settlements in the order the dealer makes them: losing wagers first, then seats "
-                        "from the highest number down. Money is integer cents. See CONTRACTS.md.")
+                        description="Reads {table, round, wagers} as JSON from FILE or stdin and "
+                        "prints the settlements in the order the dealer makes them: losing wagers "
+                        "first, then seats from the highest number down. Money is integer cents. "
+                        "See CONTRACTS.md.")
     st.add_argument("file", nargs="?", help="request file (default: stdin)")
     st.set_defaults(func=cmd_settle)
 
-    fw = sub.add_parser("firmware", help="build a board's .mpy set, sizes and MANIFEST (make firmware)")
-    fw.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual (default virtual)")
+    fw = sub.add_parser("firmware",
+                        help="build a board's .mpy set, sizes and MANIFEST (make firmware)")
+    fw.add_argument("--board", default="virtual",
+                    help="rpi_pico, esp32 or virtual (default virtual)")
     fw.add_argument("--out", help="output directory (default build/BOARD)")
     fw.add_argument("--json", action="store_true")
     fw.set_defaults(func=cmd_firmware)
 
     bn = sub.add_parser("bench", help="push a scripted shoe through a shoe; per-round pass/fail",
-                        description="Deals SHOEFILE through a shoe and judges every round against the host's "
-                        "rules. With --port a technician draws each card by hand when prompted; without it a "
-                        "virtual board and a simulated dealer are used.")
+                        description="Deals SHOEFILE through a shoe and judges every round against "
+                        "the host's rules. With --port a technician draws each card by hand when "
+                        "prompted; without it a virtual board and a simulated dealer are used.")
     bn.add_argument("shoefile", help="the scripted shoe (shoe file format)")
-    bn.add_argument("--port", help="the shoe's port (/dev/ttyACM0, socket://HOST:PORT); default: a virtual board")
+    bn.add_argument("--port",
+                    help="the shoe's port (/dev/ttyACM0, socket://HOST:PORT); default: a virtual "
+                    "board")
     bn.add_argument("--key", help="the shoe's key file (needed with --port)")
-    bn.add_argument("--db", help="audit database for the bench run (default ./bench.db with --port)")
+    bn.add_argument("--db",
+                    help="audit database for the bench run (default ./bench.db with --port)")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)
 
-    dp = sub.add_parser("deploy", help="build, copy to the shoe with mpremote, provision its key, check",
-                        description="Builds BOARD's firmware, sends a dealing shoe to maintenance (an "
-                        "authenticated command), copies the build with mpremote, provisions the key if the "
-                        "shoe has none, and checks on the shoe that its code tree matches the MANIFEST.")
-    dp.add_argument("--port", required=True, help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000")
+    dp = sub.add_parser("deploy",
+                        help="build, copy to the shoe with mpremote, provision its key, check",
+                        description="Builds BOARD's firmware, sends a dealing shoe to maintenance "
+                        "(an authenticated command), copies the build with mpremote, provisions "
+                        "the key if the shoe has none, and checks on the shoe that its code tree "
+                        "matches the MANIFEST.")
+    dp.add_argument("--port", required=True,
+                    help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000")
     dp.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual")
-    dp.add_argument("--key", required=True, help="the shoe's key file (created mode 0600 if missing)")
+    dp.add_argument("--key", required=True,
+                    help="the shoe's key file (created mode 0600 if missing)")
     dp.set_defaults(func=cmd_deploy)
 
-    vf = sub.add_parser("verify-firmware", help="challenge a shoe: seeded HMAC of its code against the build")
+    vf = sub.add_parser("verify-firmware",
+                        help="challenge a shoe: seeded HMAC of its code against the build")
     vf.add_argument("--port", required=True, help="pyserial URL of the shoe")
-    vf.add_argument("--seed", required=True, help="a fresh random seed, hex (e.g. from `openssl rand -hex 16`)")
+    vf.add_argument("--seed", required=True,
+                    help="a fresh random seed, hex (e.g. from `openssl rand -hex 16`)")
     vf.add_argument("--key", required=True, help="the shoe's key file (its answer is signed)")
     vf.add_argument("--board", default="virtual", help="board whose build/BOARD to compare with")
     vf.add_argument("--build", help="build directory to compare with (default build/BOARD)")
@@ -457,14 +502,18 @@ def build_parser():
     vf.add_argument("--json", action="store_true")
     vf.set_defaults(func=cmd_verify_firmware)
 
-    pv = sub.add_parser("provision", help="give a shoe its key (created if the key file is missing)",
-                        description="Writes the shoe's key, id and key id into the virtual board's flash "
-                        "directory. The key never travels over the shoe link.")
-    pv.add_argument("--key", required=True, help="the shoe's key file (created with mode 0600 if missing)")
+    pv = sub.add_parser("provision",
+                        help="give a shoe its key (created if the key file is missing)",
+                        description="Writes the shoe's key, id and key id into the virtual "
+                        "board's flash directory. The key never travels over the shoe link.")
+    pv.add_argument("--key", required=True,
+                    help="the shoe's key file (created with mode 0600 if missing)")
     pv.add_argument("--flash", required=True, help="the virtual board's flash directory")
     pv.add_argument("--key-id", type=int, default=1, help="key id for a new key (default 1)")
-    pv.add_argument("--shoe-id", type=lambda t: int(t, 0), help="shoe id for a new key (default random)")
-    pv.add_argument("--game", default="baccarat", choices=["minibaccarat", "midibaccarat", "baccarat"])
+    pv.add_argument("--shoe-id", type=lambda t: int(t, 0),
+                    help="shoe id for a new key (default random)")
+    pv.add_argument("--game", default="baccarat",
+                    choices=["minibaccarat", "midibaccarat", "baccarat"])
     pv.add_argument("--ez", action="store_true", help="EZ Baccarat: announces Dragon 7 / Panda 8")
     pv.add_argument("--commission-free", action="store_true", help="631c.5: announces Lucky Six")
     pv.add_argument("--squeeze", action="store_true",
@@ -472,12 +521,13 @@ def build_parser():
     pv.set_defaults(func=cmd_provision)
 
     k = sub.add_parser("soak", help="deal whole shoes while injecting faults; nothing may be lost",
-                       description="Deals shuffled 8-deck shoes through the virtual board and the validator "
-                       "while cutting power, restarting the validator, dropping the link, adding line noise "
-                       "and fragmenting reads at random instants.")
+                       description="Deals shuffled 8-deck shoes through the virtual board and the "
+                       "validator while cutting power, restarting the validator, dropping the "
+                       "link, adding line noise and fragmenting reads at random instants.")
     k.add_argument("--shoes", type=int, default=1, help="shoes to deal (default 1)")
     k.add_argument("--seed", type=int, default=0, help="seed for shoes and faults (default 0)")
-    k.add_argument("--fault-rate", type=float, default=0.1, help="chance of a fault before each card (0.1)")
+    k.add_argument("--fault-rate", type=float, default=0.1,
+                   help="chance of a fault before each card (0.1)")
     k.add_argument("--json", action="store_true")
     k.set_defaults(func=cmd_soak)
 
@@ -490,13 +540,16 @@ def build_parser():
     return p
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
     except SabotError as e:
         print(f"sabot {args.command}: {e}", file=sys.stderr)
+        return 2
+    except ConnectionError as e:  # the shoe's port went away mid-conversation
+        print(f"sabot {args.command}: link lost: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"sabot {args.command}: interrupted", file=sys.stderr)

@@ -2,69 +2,73 @@
 
 Also `sabot deal` (the same path, printing the rounds the firmware produced) and `sabot board`."""
 
+from __future__ import annotations
+
 import os
 import sys
 import tempfile
 import threading
 import time
+from typing import Any, Callable
 
 from . import keys, rules
 from .cards import read_shoe_file, shuffled_shoe
 from .errors import SabotError
+from .keys import ShoeKey
 from .link import HostLink
+from .protocol import PH_ENDED
+from .transport import DEFAULT_BAUD
 from .validator import Validator, contract_round
-from .virtual import PH_ENDED, Dealer, VirtualBoard, provision_flash
+from .virtual import Dealer, VirtualBoard, provision_flash
+
+DRAIN_WAIT = 10.0  # seconds for the shoe to deliver what it still holds once the dealing is over
 
 
 class Session:
     """Board + dealer + validator over a real pyserial link (socket://)."""
 
-    def __init__(self, tokens, key, db, flash_dir, capture=None, progress=None):
+    def __init__(self, tokens: list[str], key: ShoeKey, db: str, flash_dir: str,
+                 capture: str | None = None, progress: Callable[..., None] | None = None,
+                 baud: int = DEFAULT_BAUD) -> None:
         self.tokens = tokens
         self.key = key
         self.flash_dir = flash_dir
-        self.records = []
+        self.records: list[tuple[str, dict[str, Any]]] = []
         self.validator = Validator(key, db, on_record=self._record)
         self.capture = open(capture, "ab") if capture else None
         self.progress = progress
-        self.board = None
-        self.link = None
-        self.error = None
-        self.shoe_no = None
+        self.baud = baud
+        self.board: VirtualBoard | None = None
+        self.link: HostLink | None = None
+        self.error: BaseException | None = None
+        self.shoe_no: int | None = None
 
-    def _record(self, kind, rec):
+    def _record(self, kind: str, rec: dict[str, Any]) -> None:
         self.records.append((kind, rec))
         if kind == "shoe_start":
             self.shoe_no = rec["shoe"]
 
-    def start_board(self):
+    def start_board(self) -> tuple[VirtualBoard, HostLink]:
         provision_flash(self.flash_dir, self.key)
         self.board = VirtualBoard(self.flash_dir).start()
         if self.link is None:
-            self.link = HostLink(self.board.url, self.validator, self.capture)
+            self.link = HostLink(self.board.url, self.validator, self.capture, baud=self.baud)
         else:
             self.link.reconnect()
+        return self.board, self.link
 
-    def ensure_new_shoe(self):
-        """A board whose last shoe has ended needs a new-shoe command from the host before dealing."""
-        self.board.wait(lambda s: True, 5)
-        if self.board.indicator and self.board.indicator[0] == PH_ENDED:
-            self.pump_until(lambda: self.validator.status is not None, 5)
-            self.link.new_shoe()
-            self.board.wait(lambda s: s[0] != PH_ENDED, 5)
+    def ensure_new_shoe(self, board: VirtualBoard, link: HostLink) -> None:
+        """A board whose last shoe has ended needs the host's new-shoe command before dealing."""
+        board.wait(lambda s: True, 5)
+        if board.indicator and board.indicator[0] == PH_ENDED:
+            link.pump_until(lambda: self.validator.status is not None, 5)
+            link.new_shoe()
+            board.wait(lambda s: s[0] != PH_ENDED, 5)
 
-    def pump_until(self, done, timeout):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            self.link.pump()
-            if done():
-                return True
-        return False
-
-    def run(self):
-        self.start_board()
-        self.ensure_new_shoe()
-        dealer = Dealer(self.board, self.tokens)
+    def run(self) -> None:
+        board, link = self.start_board()
+        self.ensure_new_shoe(board, link)
+        dealer = Dealer(board, self.tokens)
         finished = threading.Event()
 
         def deal():
@@ -75,28 +79,19 @@ class Session:
             finished.set()
 
         threading.Thread(target=deal, daemon=True).start()
-        last_report = 0
+        last_report = 0.0
         while not finished.is_set():
-            self.link.pump()
+            link.pump()
             if self.progress and time.monotonic() - last_report > 0.2:
                 last_report = time.monotonic()
                 self.progress(self)
         if self.error:
             raise self.error
-        # Drain: ask where the shoe stands until everything it holds is acknowledged.
-        end = time.monotonic() + 10
-        while not self._all_delivered() and time.monotonic() < end:
-            self.link.hello()
-            self.pump_until(self._all_delivered, 0.1)
+        link.drain(DRAIN_WAIT)
         if self.progress:
             self.progress(self, final=True)
 
-    def _all_delivered(self):
-        st = self.validator.status
-        ended = any(k == "shoe_end" for k, _ in self.records)
-        return ended and st is not None and st["unacked_to"] == 0 and st["phase"] == "ended"
-
-    def close(self):
+    def close(self) -> None:
         if self.link:
             self.link.close()
         if self.board:
@@ -104,37 +99,41 @@ class Session:
         if self.capture:
             self.capture.close()
 
-    def rounds(self):
+    def rounds(self) -> list[dict[str, Any]]:
         return [contract_round(r) for k, r in self.records if k == "result"]
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         v = self.validator.summary()
         expected = rules.deal_shoe(self.tokens, shoe=self.shoe_no or 1)
         stored = self.rounds()
         lost = sum(1 for r in expected if r not in stored)
         return {"shoe": self.shoe_no, "rounds": len(stored), "expected_rounds": len(expected),
-                "verified": v["verified"], "rejected": v["rejected"], "irregularities": v["irregularities"],
-                "lost": lost, "resent": v["resent"], "rejections": v["rejections"], "alarms": v["alarms"]}
+                "verified": v["verified"], "rejected": v["rejected"],
+                "irregularities": v["irregularities"], "lost": lost, "resent": v["resent"],
+                "rejections": v["rejections"], "alarms": v["alarms"]}
 
 
-def load_tokens(shoe, seed):
+def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
     if shoe:
         return read_shoe_file(shoe)
     return shuffled_shoe(8, seed)
 
 
-def progress_line(session, final=False):
+def progress_line(session: Session, final: bool = False) -> None:
     ind = session.board.indicator if session.board else None
     pos = ind[2] if ind else 0
     v = session.validator.counts
-    sys.stderr.write(f"\rdealing: card {pos}/{len(session.tokens)}  rounds {len(session.rounds())}  "
+    sys.stderr.write(f"\rdealing: card {pos}/{len(session.tokens)}  "
+                     f"rounds {len(session.rounds())}  "
                      f"verified frames {v['verified']}  rejected {v['rejected']}   ")
     if final:
         sys.stderr.write("\n")
     sys.stderr.flush()
 
 
-def run_demo(shoe=None, seed=None, db="sabot.db", key_file="sabot.key", capture=None, quiet=False):
+def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.db",
+             key_file: str = "sabot.key", capture: str | None = None,
+             quiet: bool = False) -> tuple[dict[str, Any], Session]:
     tokens = load_tokens(shoe, seed)
     key = keys.load_or_create(key_file)
     flash_dir = db + ".flash"
@@ -149,8 +148,8 @@ def run_demo(shoe=None, seed=None, db="sabot.db", key_file="sabot.key", capture=
     return s, session
 
 
-def run_deal(shoe_file):
-    """Deal a shoe file through the firmware on the virtual board; the round records it produced."""
+def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
+    """Deal a shoe file through the firmware on the virtual board; the round records it made."""
     tokens = read_shoe_file(shoe_file)
     with tempfile.TemporaryDirectory(prefix="sabot-deal-") as tmp:
         key = keys.create(os.path.join(tmp, "key"))
@@ -165,11 +164,12 @@ def run_deal(shoe_file):
         return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
-def run_board_root(host, port, root, shoe=None, maintenance=False):
-    """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's is:
-    it runs root/main.py when there is one; when there is none, or after an authenticated maintenance
-    command, its port serves the MicroPython REPL (mpremote deploys through it), and when that session
-    ends it boots again, running whatever was deployed."""
+def run_board_root(host: str, port: int, root: str, shoe: str | None = None,
+                   maintenance: bool = False) -> None:
+    """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's
+    is: it runs root/main.py when there is one; when there is none, or after an authenticated
+    maintenance command, its port serves the MicroPython REPL (mpremote deploys through it), and
+    when that session ends it boots again, running whatever was deployed."""
     from .virtual import MAINTENANCE_EXIT, serve_repl
 
     os.makedirs(os.path.join(root, "data"), exist_ok=True)
@@ -191,16 +191,19 @@ def run_board_root(host, port, root, shoe=None, maintenance=False):
             if shoe:
                 Dealer(board, read_shoe_file(shoe)).deal()
                 shoe = None
-            board.proc.wait()
+            status = board.wait_off()
         finally:
             board.stop()
-        if board.proc.returncode != MAINTENANCE_EXIT:
+        if status != MAINTENANCE_EXIT:
             return
         maintenance = True
 
 
-def run_board(listen, flash_dir, shoe=None, key_file=None, code=None, root=None, maintenance=False):
-    """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws that shoe."""
+def run_board(listen: str, flash_dir: str, shoe: str | None = None, key_file: str | None = None,
+              code: str | None = None, root: str | None = None,
+              maintenance: bool = False) -> None:
+    """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws that
+    shoe."""
     host, _, port = listen.rpartition(":")
     if not port.isdigit():
         raise SabotError(f"--listen wants HOST:PORT, got {listen!r}")
@@ -214,7 +217,8 @@ def run_board(listen, flash_dir, shoe=None, key_file=None, code=None, root=None,
     elif not os.path.exists(os.path.join(flash_dir, "key")):
         raise SabotError(f"no key in {flash_dir}: pass --key FILE to provision the virtual shoe")
     board = VirtualBoard(flash_dir, host or "127.0.0.1", int(port), code=code).start()
-    print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it", file=sys.stderr)
+    print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it",
+          file=sys.stderr)
     try:
         if shoe:
             Dealer(board, read_shoe_file(shoe)).deal()

@@ -1,53 +1,49 @@
-"""`sabot deploy` / `make deploy BOARD=B PORT=URL`: build the board's firmware, put it on the shoe with
-mpremote, provision the shoe's key if it has none, and check on the shoe that what landed is the build.
+"""`sabot deploy` / `make deploy BOARD=B PORT=URL`: build the board's firmware, put it on the shoe
+with mpremote, provision the shoe's key if it has none, and check on the shoe that what landed is
+the build.
 
-A shoe that is dealing is first asked, with an authenticated maintenance command, to hand its port to the
-MicroPython REPL; an empty board is already there. The virtual board's port is a socket, so mpremote is
-told `resume` (its soft reset would end the unix process)."""
+A shoe that is dealing is first asked, with an authenticated maintenance command, to hand its port
+to the MicroPython REPL; an empty board is already there. The virtual board's port is a socket, so
+mpremote is told `resume` (its soft reset would end the unix process)."""
 
-import os
+from __future__ import annotations
+
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
-import serial
-
-from . import frames as fr
 from . import keys as keyfiles
+from . import protocol as pr
 from .build import build
 from .errors import SabotError
+from .keys import ShoeKey
+from .transport import DEFAULT_BAUD, ShoePort
 
 
-def _ask_for_maintenance(url, key, timeout=5.0):
+def _ask_for_maintenance(url: str, key: ShoeKey, timeout: float = 5.0,
+                         baud: int = DEFAULT_BAUD) -> bool:
     """True if a running shoe answered and was sent to maintenance; False if nothing answered."""
-    from .validator import decode_status
-
+    port = ShoePort(url, baud, open_timeout=0)
     try:
-        ser = serial.serial_for_url(url, timeout=0.1)
-    except (serial.SerialException, ValueError) as e:
-        raise SabotError(f"cannot open {url}: {e}") from None
-    try:
-        deframer, end, asked = fr.Deframer(), time.monotonic() + timeout, 0.0
+        end, asked = time.monotonic() + timeout, 0.0
         while time.monotonic() < end:
             if time.monotonic() - asked > 0.5:
-                ser.write(fr.command(key.key, key.key_id, key.shoe_id, 0, fr.C_HELLO))
+                port.send_command(key, pr.C_HELLO)
                 asked = time.monotonic()
-            for enc in deframer.feed(ser.read(4096)):
-                raw = fr.cobs_decode(enc)
-                f = fr.parse(raw) if raw else None
-                if isinstance(f, fr.Frame) and f.type == fr.T_STATUS and fr.verify(key.key, f):
-                    counter = decode_status(f.payload)["host_counter"] + 1
-                    ser.write(fr.command(key.key, key.key_id, key.shoe_id, counter, fr.C_MAINTENANCE))
-                    ser.flush()
+            for _, f in port.frames(0.1):
+                if isinstance(f, pr.Frame) and f.type == pr.T_STATUS and pr.verify(key.key, f):
+                    counter = pr.decode_status(f.payload)["host_counter"] + 1
+                    port.send_command(key, pr.C_MAINTENANCE, counter=counter)
                     time.sleep(0.3)
                     return True
         return False
     finally:
-        ser.close()
+        port.close()
 
 
-def mpremote(url, *commands, timeout=120):
+def mpremote(url: str, *commands: list[str], timeout: float = 120) -> str:
     exe = Path(sys.executable).with_name("mpremote")
     args = [str(exe), "connect", url, "resume"]
     for i, c in enumerate(commands):
@@ -63,15 +59,17 @@ LISTING = ("import os\nprint('ROOT', os.listdir())\ntry:\n print('DATA', os.list
            "except OSError:\n print('DATA', None)")
 
 
-def deploy(url, board, key_file, log=print):
+def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = print,
+           baud: int = DEFAULT_BAUD) -> dict[str, Any]:
     info = build(board)
     key = keyfiles.load_or_create(key_file)
     try:
         listing = mpremote(url, ["exec", LISTING], timeout=30)
     except SabotError:
         # Not at the REPL: the shoe is dealing. An authenticated command hands its port over.
-        if not _ask_for_maintenance(url, key):
-            raise SabotError(f"{url}: neither a REPL nor a shoe that answers with this key") from None
+        if not _ask_for_maintenance(url, key, baud=baud):
+            raise SabotError(f"{url}: neither a REPL nor a shoe that answers with this key"
+                             ) from None
         log("the shoe was dealing: sent it to maintenance")
         time.sleep(1.0)
         listing = mpremote(url, ["exec", LISTING], timeout=30)
@@ -80,9 +78,11 @@ def deploy(url, board, key_file, log=print):
     files = sorted(info["files"]) + ["MANIFEST"]
     dirs = sorted({str(Path(f).parent) for f in files if "/" in f}, key=len)
     cmds = []
-    if "'shoe'" in root:  # remove the old code first: a stale module must not survive next to the new
-        cmds.append(["exec", "import os\ndef rm(d):\n for e in os.ilistdir(d):\n  p = d + '/' + e[0]\n"
-                             "  rm(p) if e[1] == 0x4000 else os.remove(p)\n os.rmdir(d)\nrm('shoe')"])
+    if "'shoe'" in root:  # remove the old code first: no stale module may survive next to the new
+        cmds.append(["exec", "import os\ndef rm(d):\n for e in os.ilistdir(d):\n"
+                             "  p = d + '/' + e[0]\n"
+                             "  rm(p) if e[1] == 0x4000 else os.remove(p)\n"
+                             " os.rmdir(d)\nrm('shoe')"])
     cmds += [["fs", "mkdir", f":{d}"] for d in dirs]
     cmds += [["fs", "cp", str(Path(info["dir"]) / f), f":{f}"] for f in files]
     if "'key'" not in data:
@@ -100,6 +100,6 @@ def deploy(url, board, key_file, log=print):
     try:
         mpremote(url, ["soft-reset"])  # boot the new firmware
     except SabotError as e:
-        if "disconnected" not in str(e):  # the unix port's soft reset ends the REPL process: expected
+        if "disconnected" not in str(e):  # the unix port's soft reset ends the REPL: expected
             raise
     return info

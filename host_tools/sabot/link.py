@@ -1,122 +1,143 @@
-"""The host end of the shoe link: a pyserial port (any URL: /dev/ttyACM0, socket://127.0.0.1:7000),
-the validator behind it, and the acknowledgements and hellos that make delivery exactly-once."""
+"""The host end of the shoe link: the validator behind a shoe's port (sabot.transport), and the
+acknowledgements and hellos that make delivery exactly-once."""
+
+from __future__ import annotations
 
 import time
+from typing import Any, BinaryIO, Callable
 
-import serial
+from . import protocol as pr
+from .transport import DEFAULT_BAUD, TIMEOUT, Port, ShoePort
+from .validator import Validator, Verdict
 
-from . import frames as fr
-from .errors import SabotError
-
-
-TIMEOUT = 0.05
+HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
+ANSWER_WAIT = 0.5  # seconds to wait for the status answering a hello before asking again
+ASK_EVERY = 0.1  # seconds between hellos while waiting for the shoe to get somewhere
 
 
 class HostLink:
-    HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
-    TIMEOUT = TIMEOUT
+    """A validator session on a shoe's port: `port` is a Port, or a URL to open as a ShoePort."""
 
-    def __init__(self, url, validator, capture=None, connect_timeout=10, tap=None, hello_every=None):
-        self.tap = tap  # fault injection (sabot soak): bytes in -> list of byte chunks out
-        if hello_every:
-            self.HELLO_EVERY = hello_every
+    def __init__(self, port: Port | str, validator: Validator, capture: BinaryIO | None = None,
+                 connect_timeout: float = 10.0, hello_every: float = HELLO_EVERY,
+                 baud: int = DEFAULT_BAUD) -> None:
+        if isinstance(port, str):
+            self.port: Port = ShoePort(port, baud, connect_timeout, capture)
+        else:
+            self.port = port
+            if port.closed:
+                port.reopen(connect_timeout)
         self.validator = validator
-        self.slow_writes = 0  # fault injection (sabot soak): the next N commands trickle out
-        self.capture = capture
-        self.url = url
-        self.ser = None
+        self.hello_every = hello_every
         self.counter = 0
         self.last_rx = 0.0
         self.acked = 0
-        self._open(connect_timeout)
-
-    def _open(self, timeout):
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                self.ser = serial.serial_for_url(self.url, timeout=self.TIMEOUT)
-                break
-            except (serial.SerialException, OSError, ValueError) as e:
-                if time.monotonic() > end:
-                    raise SabotError(f"cannot open {self.url}: {e}") from None
-                time.sleep(0.1)
+        self.hellos = 0
+        self.statuses_before = validator.statuses  # statuses that answered no hello of this link
         self.hello()
 
-    def reconnect(self, timeout=10):
-        self.close()
-        self._open(timeout)
+    def reconnect(self, timeout: float = 10.0) -> None:
+        self.port.reopen(timeout)
+        self._forget_hellos()  # their answers went with the old connection
+        self.hello()
 
-    def write(self, data):
-        try:
-            if self.slow_writes > 0:
-                self.slow_writes -= 1
-                for i in range(0, len(data), 2):  # two bytes at a time, a millisecond apart
-                    self.ser.write(data[i : i + 2])
-                    self.ser.flush()
-                    time.sleep(0.001)
-            else:
-                self.ser.write(data)
-        except (serial.SerialException, OSError) as e:
-            raise ConnectionError(str(e)) from None
+    def _forget_hellos(self) -> None:
+        self.statuses_before = self.validator.statuses - self.hellos
 
-    def _command(self, ftype, payload=b"", counted=True):
+    def _answered(self) -> bool:
+        """Every hello sent has had its status (one each, in order)."""
+        return self.validator.statuses - self.statuses_before >= self.hellos
+
+    def write(self, data: bytes) -> None:
+        self.port.write(data)
+
+    def _command(self, ftype: int, payload: bytes = b"", counted: bool = True) -> None:
         k = self.validator.key
         if counted:
             self.counter = max(self.counter, self.validator.state["host_counter"]) + 1
             self.validator.state["host_counter"] = self.counter
-        self.write(fr.command(k.key, k.key_id, k.shoe_id, self.counter if counted else 0, ftype, payload))
+        counter = self.counter if counted else 0
+        self.write(pr.command(k.key, k.key_id, k.shoe_id, counter, ftype, payload))
 
-    def hello(self):
-        """Pyserial drops what arrived before the port opened: ask the shoe where it stands and to resend."""
-        self._command(fr.C_HELLO, counted=False)
+    def hello(self) -> None:
+        """Pyserial drops what arrived before the port opened: ask the shoe where it stands and to
+        resend what it holds."""
+        self._command(pr.C_HELLO, counted=False)
+        self.hellos += 1
         self.last_rx = time.monotonic()
 
-    def resolve(self, code):
-        self._command(fr.C_RESOLVE, bytes([code]))
+    def resolve(self, code: int) -> None:
+        self._command(pr.C_RESOLVE, bytes([code]))
 
-    def new_shoe(self):
-        self._command(fr.C_NEW_SHOE)
+    def new_shoe(self) -> None:
+        self._command(pr.C_NEW_SHOE)
 
-    def pump(self, wait=TIMEOUT):
-        """Read what has arrived (waiting up to `wait` seconds for a first byte), validate it, acknowledge
-        it. Returns the per-frame verdicts."""
-        if self.ser is None:
-            raise ConnectionError("link closed")
-        try:
-            self.ser.timeout = wait
-            data = self.ser.read(1)
-            if data:
-                # then take all that is there at once (socket:// reports in_waiting only as 0 or 1)
-                self.ser.timeout = 0
-                data += self.ser.read(65536)
-        except (serial.SerialException, OSError) as e:
-            raise ConnectionError(str(e)) from None
+    def pump(self, wait: float = TIMEOUT) -> list[Verdict]:
+        """Read what has arrived (waiting up to `wait` seconds for a first byte), validate it,
+        acknowledge it. Returns the per-frame verdicts."""
+        chunks = self.port.read_chunks(wait)
         now = time.monotonic()
-        if not data:
-            if now - self.last_rx > self.HELLO_EVERY:
+        if not chunks:
+            if now - self.last_rx > self.hello_every:
                 self.hello()
             return []
         self.last_rx = now
-        if self.capture:
-            self.capture.write(data)
-            self.capture.flush()
-        if self.tap:
-            results = [x for chunk in self.tap(data) for x in self.validator.receive(chunk)]
-        else:
-            results = self.validator.receive(data)
+        # One receive per read: the validator commits each read's frames as one group.
+        results = [v for chunk in chunks for v in self.validator.receive(chunk)]
         if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
-            self.hello()  # something was lost on the line: the shoe resends from the oldest unacked
+            self.hello()  # something was lost on the line: the shoe resends the oldest unacked on
         last = self.validator.state["last_seq"]
         resent = any(v == "resent" for _, v, _ in results)
         if self.validator.status is not None and (last > self.acked or resent):
-            self._command(fr.C_ACK, last.to_bytes(4, "big"))
+            self._command(pr.C_ACK, last.to_bytes(4, "big"))
             self.acked = last
         return results
 
-    def close(self):
-        if self.ser is not None:
-            try:
-                self.ser.close()
-            except Exception:  # noqa: BLE001 - closing a dead socket must not mask the real error
-                pass
-            self.ser = None
+    def pump_until(self, done: Callable[[], bool], timeout: float, wait: float = TIMEOUT) -> bool:
+        """Pump until done() holds; False if it still does not after `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while True:
+            self.pump(wait)
+            if done():
+                return True
+            if time.monotonic() >= end:
+                return False
+
+    def ask(self, timeout: float = ANSWER_WAIT) -> dict[str, Any] | None:
+        """Hello, then pump until the status answering it has arrived, and with it every frame the
+        shoe sent before it; that status, or None if none came in time."""
+        end = time.monotonic() + timeout
+        # Answers to earlier hellos may still be on their way: take them first, so none of them is
+        # mistaken for this one's. A squeezing shoe sends no status at all: give up on those.
+        if not self.pump_until(self._answered, min(ANSWER_WAIT, timeout)):
+            self._forget_hellos()
+        self.hello()
+        if self.pump_until(self._answered, max(end - time.monotonic(), 0.0)):
+            return self.validator.status
+        self._forget_hellos()  # a hello or its answer was lost on the line: stop waiting for it
+        return None
+
+    def ask_until(self, done: Callable[[dict[str, Any]], bool],
+                  timeout: float) -> dict[str, Any] | None:
+        """Ask the shoe where it stands, every ASK_EVERY seconds, until its answer satisfies
+        done(status); in between take what it sends, resends included, so acknowledgements catch
+        up. None if no answer did within `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while True:
+            asked = time.monotonic()
+            status = self.ask(min(ANSWER_WAIT, max(end - asked, 0.0)))
+            if status is not None and done(status):
+                return status
+            next_ask = min(asked + ASK_EVERY, end)
+            if time.monotonic() >= end:
+                return None
+            self.pump_until(lambda: time.monotonic() >= next_ask, ASK_EVERY)
+
+    def drain(self, timeout: float) -> bool:
+        """Until the shoe reports its shoe ended and nothing unacknowledged (so everything it made
+        is stored); False if that takes longer than `timeout` seconds."""
+        done = self.ask_until(lambda st: st["phase"] == "ended" and st["unacked_to"] == 0, timeout)
+        return done is not None
+
+    def close(self) -> None:
+        self.port.close()

@@ -1,71 +1,69 @@
-"""`sabot soak`: whole shoes through the virtual board and the validator while faults are injected at
-random instants: power cuts (the MicroPython process killed, restarted on the same flash), validator
-restarts, link disconnects, line noise (bytes flipped or inserted, both directions), fragmented reads and
-slow writes (host commands trickled out two bytes at a time).
-Nothing may be lost or stored twice, and every stored round must equal the host's recomputation."""
+"""`sabot soak`: whole shoes through the virtual board and the validator while faults are injected
+at random instants: power cuts (the MicroPython process killed, restarted on the same flash),
+validator restarts, link disconnects, line noise (bytes flipped or inserted, both directions),
+fragmented reads and slow writes (host commands trickled out two bytes at a time). Nothing may be
+lost or stored twice, and every stored round must equal the host's recomputation."""
+
+from __future__ import annotations
 
 import os
 import random
 import sys
 import tempfile
-import threading
 import time
+from collections import Counter
+from typing import Any, Callable
 
 from . import keys, rules
 from .audit import AuditStore
 from .cards import shuffled_shoe
+from .errors import SabotError
 from .link import HostLink
+from .protocol import PH_ENDED
+from .transport import DEFAULT_BAUD, TIMEOUT, ShoePort
 from .validator import Validator, contract_round
-from .virtual import PH_ENDED, Dealer, VirtualBoard, provision_flash
+from .virtual import Dealer, VirtualBoard, provision_flash
 
 FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented", "slow_writes")
+DRAIN_WAIT = 30.0  # seconds for everything a shoe made to be stored, faults and all
 
 
-class Soak:
-    def __init__(self, workdir, seed=0, fault_rate=0.04, progress=None):
-        self.rng = random.Random(seed)
-        self.workdir = workdir
-        self.fault_rate = fault_rate
-        self.progress = progress
-        self.key = keys.create(os.path.join(workdir, "shoe.key"))
-        self.flash = os.path.join(workdir, "flash")
-        self.db = os.path.join(workdir, "audit.db")
-        provision_flash(self.flash, self.key)
-        self.faults = dict.fromkeys(FAULTS, 0)
-        self.rejected = {}
+class FaultyPort:
+    """A shoe's port with line faults injected from outside the host link: noise and fragmented
+    reads on the shoe -> host direction, host commands trickled out (slow writes)."""
+
+    def __init__(self, port: ShoePort, rng: random.Random) -> None:
+        self.port = port
+        self.rng = rng
         self.noise_pending = 0
         self.fragment_pending = 0
-        self.board = VirtualBoard(self.flash).start()
-        self._new_validator()
+        self.slow_writes = 0  # the next N writes trickle out
 
-    def _new_validator(self):
-        self.validator = Validator(self.key, self.db)
-        self.link = None
-        self.ensure_up()
+    @property
+    def closed(self) -> bool:
+        return self.port.closed
 
-    def ensure_up(self):
-        """Power the board back on and reconnect the validator, however many tries it takes."""
-        from .errors import SabotError
+    def reopen(self, timeout: float) -> None:
+        self.port.reopen(timeout)
 
-        for _ in range(100):
-            try:
-                if not self.board.alive():
-                    self.board.start()
-                if self.link is None:
-                    self.link = HostLink(self.board.url, self.validator, tap=self._tap, hello_every=0.3)
-                elif self.link.ser is None:
-                    self.link.reconnect(timeout=2)
-                return
-            except (SabotError, ConnectionError, OSError):
-                if self.link is not None:
-                    self.link.close()
-                time.sleep(0.05)
-        raise SabotError("the virtual board did not come back up after a fault")
+    def close(self) -> None:
+        self.port.close()
 
-    def _tap(self, data):
-        """Line faults on the shoe -> host direction, as the bytes arrive."""
-        data = bytearray(data)
-        if self.noise_pending and data:
+    def write(self, data: bytes) -> None:
+        if self.slow_writes <= 0:
+            self.port.write(data)
+            return
+        self.slow_writes -= 1
+        for i in range(0, len(data), 2):  # two bytes at a time, a millisecond apart
+            self.port.write(data[i : i + 2])
+            time.sleep(0.001)
+
+    def read_chunks(self, wait: float = TIMEOUT) -> list[bytes]:
+        """What arrived, with line faults; each chunk reaches the validator as its own read."""
+        data = bytearray(self.port.read(wait))
+        if not data:
+            return []
+        if self.noise_pending:
             self.noise_pending -= 1
             for _ in range(self.rng.randint(1, 3)):
                 i = self.rng.randrange(len(data))
@@ -75,52 +73,94 @@ class Soak:
                     data[i:i] = os.urandom(self.rng.randint(1, 8))
         if self.fragment_pending:
             self.fragment_pending -= 1
-            cuts = sorted(self.rng.sample(range(1, len(data)), min(len(data) - 1, 6))) if len(data) > 1 else []
-            return [bytes(data[a:b]) for a, b in zip([0] + cuts, cuts + [len(data)])]
+            n = len(data)
+            cuts = sorted(self.rng.sample(range(1, n), min(n - 1, 6))) if n > 1 else []
+            return [bytes(data[a:b]) for a, b in zip([0] + cuts, cuts + [n])]
         return [bytes(data)]
 
-    def _count_rejections(self, results):
-        for _, verdict, reason in results:
-            if verdict == "rejected":
-                self.rejected[reason] = self.rejected.get(reason, 0) + 1
 
-    def pump(self):
-        if not self.board.alive() or self.link.ser is None:
-            self.link.close()
-            self.ensure_up()
+class Soak:
+    def __init__(self, workdir: str, seed: int = 0, fault_rate: float = 0.04,
+                 progress: Callable[[Soak], None] | None = None, baud: int = DEFAULT_BAUD) -> None:
+        self.rng = random.Random(seed)
+        self.workdir = workdir
+        self.fault_rate = fault_rate
+        self.progress = progress
+        self.key = keys.create(os.path.join(workdir, "shoe.key"))
+        self.flash = os.path.join(workdir, "flash")
+        self.db = os.path.join(workdir, "audit.db")
+        provision_flash(self.flash, self.key)
+        self.faults = dict.fromkeys(FAULTS, 0)
+        self.rejected: Counter[str] = Counter()
+        self.board = VirtualBoard(self.flash).start()
+        self.port = FaultyPort(ShoePort(self.board.url, baud), self.rng)
+        self.link: HostLink
+        self._new_validator()
+
+    def _new_validator(self) -> None:
+        self.validator = Validator(self.key, self.db)
+        self.ensure_up(new_link=True)
+
+    def _tally(self) -> None:
+        """Count the rejections of the validator about to be replaced."""
+        self.rejected.update(r["reason"] for r in self.validator.rejections)
+        self.validator.rejections.clear()
+
+    def ensure_up(self, new_link: bool = False) -> None:
+        """Power the board back on and reconnect the validator, however many tries it takes."""
+        for _ in range(100):
+            try:
+                if not self.board.alive():
+                    self.board.start()
+                if new_link:  # a new validator: a new session on the port
+                    self.link = HostLink(self.port, self.validator, hello_every=0.3)
+                elif self.port.closed:
+                    self.link.reconnect(timeout=2)
+                return
+            except (SabotError, ConnectionError, OSError):
+                self.port.close()
+                time.sleep(0.05)
+        raise SabotError("the virtual board did not come back up after a fault")
+
+    def recover(self) -> None:
+        self.port.close()
+        self.ensure_up()
+
+    def pump(self) -> None:
+        if not self.board.alive() or self.port.closed:
+            self.recover()
         try:
-            self._count_rejections(self.link.pump(wait=0.002))
+            self.link.pump(wait=0.002)
         except ConnectionError:
-            self.link.close()
-            self.ensure_up()
+            self.recover()
 
-    def inject(self):
+    def inject(self) -> None:
         fault = self.rng.choice(FAULTS)
         self.faults[fault] += 1
         if fault == "power_cut":
             # Cut the power a random instant into the next card's handling (mid-write included).
-            proc = self.board.proc  # only this power-on: a late timer must not cut the next one
-            threading.Timer(self.rng.random() * 0.004, lambda: proc.poll() is None and proc.kill()).start()
+            self.board.cut_power_in(self.rng.random() * 0.004)
         elif fault == "validator_restart":
             self.link.close()
+            self._tally()
             self.validator.store.close()
             self._new_validator()
         elif fault == "disconnect":
             self.link.close()
             self.ensure_up()
         elif fault == "noise":
-            self.noise_pending += 1
+            self.port.noise_pending += 1
             if self.rng.random() < 0.5:  # and noise towards the shoe
                 try:
-                    self.link.write(os.urandom(self.rng.randint(1, 12)))
-                except (ConnectionError, AttributeError):
+                    self.port.write(os.urandom(self.rng.randint(1, 12)))
+                except ConnectionError:
                     pass
         elif fault == "fragmented":
-            self.fragment_pending += 3
+            self.port.fragment_pending += 3
         else:
-            self.link.slow_writes += 3
+            self.port.slow_writes += 3
 
-    def ensure_new_shoe(self):
+    def ensure_new_shoe(self) -> None:
         for _ in range(100):
             self.pump()
             st = self.board.indicator
@@ -133,7 +173,7 @@ class Soak:
                     pass
             time.sleep(0.02)
 
-    def run_shoe(self, tokens):
+    def run_shoe(self, tokens: list[str]) -> None:
         self.ensure_new_shoe()
         dealer = Dealer(self.board, tokens)
         while True:
@@ -146,19 +186,22 @@ class Soak:
                 break
             if self.progress:
                 self.progress(self)
-        end = time.monotonic() + 30
+        end = time.monotonic() + DRAIN_WAIT
         while time.monotonic() < end:
-            self.pump()
-            st = self.validator.status
-            if st and st["phase"] == "ended" and st["unacked_to"] == 0:
-                break  # everything the shoe made is acknowledged, so stored
+            try:
+                if self.link.drain(end - time.monotonic()):
+                    break  # everything the shoe made is acknowledged, so stored
+            except ConnectionError:
+                self.recover()
 
-    def close(self):
+    def close(self) -> None:
         self.link.close()
+        self._tally()
         self.board.stop()
 
 
-def run_soak(shoes=1, seed=0, fault_rate=0.04, workdir=None, progress=None):
+def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: str | None = None,
+             progress: Callable[[Soak], None] | None = None) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="sabot-soak-") as tmp:
         s = Soak(workdir or tmp, seed, fault_rate, progress)
@@ -181,12 +224,14 @@ def run_soak(shoes=1, seed=0, fault_rate=0.04, workdir=None, progress=None):
     lost = sum(1 for r in expected if r not in stored)
     mismatched = sum(1 for r in stored if r not in expected)
     return {"shoes": shoes, "rounds": len(expected), "stored": len(stored), "lost": lost,
-            "duplicated": duplicated, "mismatched": mismatched, "faults": s.faults, "rejected": s.rejected,
+            "duplicated": duplicated, "mismatched": mismatched, "faults": s.faults,
+            "rejected": dict(s.rejected),
             "board_boots": s.board.boots, "seconds": round(time.monotonic() - t0, 1)}
 
 
-def progress_line(soak):
+def progress_line(soak: Soak) -> None:
     ind = soak.board.indicator or (0, 0, 0, 0, 0, 0)
-    sys.stderr.write(f"\rsoak: shoe {ind[3]} card {ind[2]} round {ind[4]}  faults {sum(soak.faults.values())}"
+    sys.stderr.write(f"\rsoak: shoe {ind[3]} card {ind[2]} round {ind[4]}  "
+                     f"faults {sum(soak.faults.values())}"
                      f"  boots {soak.board.boots}   ")
     sys.stderr.flush()

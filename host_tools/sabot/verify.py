@@ -1,19 +1,23 @@
-"""`sabot verify-firmware`: challenge a shoe with a fresh seed; it answers HMAC-SHA256(seed, its code
-tree), signed with its key; the host compares with the same digest of the certified build."""
+"""`sabot verify-firmware`: challenge a shoe with a fresh seed; it answers HMAC-SHA256(seed, its
+code tree), signed with its key; the host compares with the same digest of the certified build."""
+
+from __future__ import annotations
 
 import hmac
 import time
+from typing import Any
 
-import serial
-
-from . import frames as fr
+from . import protocol as pr
 from .build import seeded_digest
 from .errors import SabotError
+from .keys import ShoeKey
+from .transport import DEFAULT_BAUD, ShoePort
 
-STATES = ("unchecked", "ok", "tilt")
+OPEN_WAIT = 5.0  # a shoe that has just rebooted may not be listening yet
 
 
-def verify_firmware(url, seed_hex, key, build_dir, timeout=10):
+def verify_firmware(url: str, seed_hex: str, key: ShoeKey, build_dir: str, timeout: float = 10,
+                    baud: int = DEFAULT_BAUD) -> dict[str, Any]:
     try:
         seed = bytes.fromhex(seed_hex)
     except ValueError:
@@ -21,31 +25,21 @@ def verify_firmware(url, seed_hex, key, build_dir, timeout=10):
     if not 1 <= len(seed) <= 64:
         raise SabotError("--seed must be 1 to 64 bytes (2 to 128 hex digits)")
     expected = seeded_digest(seed, build_dir)
-    opened_by = time.monotonic() + 5  # a shoe that has just rebooted may not be listening yet
-    while True:
-        try:
-            ser = serial.serial_for_url(url, timeout=0.1)
-            break
-        except (serial.SerialException, ValueError) as e:
-            if time.monotonic() > opened_by:
-                raise SabotError(f"cannot open {url}: {e}") from None
-            time.sleep(0.2)
+    port = ShoePort(url, baud, open_timeout=OPEN_WAIT)
     try:
-        ser.write(fr.command(key.key, key.key_id, key.shoe_id, 0, fr.C_INTEGRITY, seed))
-        deframer = fr.Deframer()
+        port.send_command(key, pr.C_VERIFY, seed)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            for enc in deframer.feed(ser.read(256)):
-                raw = fr.cobs_decode(enc)
-                f = fr.parse(raw) if raw else None
-                if isinstance(f, fr.Frame) and f.type == fr.T_INTEGRITY:
-                    if not fr.verify(key.key, f):
+            for _, f in port.frames(0.1):
+                if isinstance(f, pr.Frame) and f.type == pr.T_INTEGRITY:
+                    if not pr.verify(key.key, f):
                         raise SabotError("the integrity answer is not signed by this shoe's key")
                     state, got = f.payload[0], f.payload[1:]
                     ok = state == 1 and hmac.compare_digest(got, expected)
-                    return {"result": "pass" if ok else "fail", "integrity": STATES[state] if state < 3 else state,
+                    return {"result": "pass" if ok else "fail",
+                            "integrity": pr.INTEGRITY[state] if state < 3 else state,
                             "seed": seed.hex(), "expected": expected.hex(), "answer": got.hex(),
                             "shoe_id": f.shoe_id, "boot": f.boot}
     finally:
-        ser.close()
+        port.close()
     raise SabotError(f"no integrity answer from {url} within {timeout} s")

@@ -1,30 +1,34 @@
 """The virtual board (the firmware on the unix-port MicroPython) and a simulated dealer feeding it.
 
 The dealer talks to the board's recognition-module UART, exit sensor and buttons over the process's
-stdin, and watches its indicators on stdout (boards/virtual/board.py); the host link is a TCP socket."""
+stdin, and watches its indicators on stdout (boards/virtual/board.py); the host link is a TCP
+socket."""
 
+from __future__ import annotations
+
+import fcntl
 import os
 import queue
 import shutil
 import signal
 import socket
 import subprocess
+import termios
 import threading
 import time
+from typing import IO, Any, Callable
 
 from . import keys
-from .cards import CUT, RANKS, SUITS
+from .cards import CUT
 from .errors import SabotError
 from .paths import BOARDS, FIRMWARE, micropython
+from .protocol import (CARD_MISSING, CARDS_EXHAUSTED, PH_ENDED, PH_HELD, VOID_CARD,
+                       VOID_ROUND)
 
 EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
-VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
-CARD_MISSING, CARDS_EXHAUSTED = 6, 7  # irregularity kinds that only voiding the round resolves
-PH_HELD, PH_ENDED = 3, 4
-HEX = "0123456789ABCDEF"
 
 
-def sensor_frame(kind, rank_suit="--", confidence=0xF0):
+def sensor_frame(kind: str, rank_suit: str = "--", confidence: int = 0xF0) -> bytes:
     """The recognition module's frame for a card read (see firmware/shoe/sensor.py)."""
     body = (kind + rank_suit).encode() + f"{confidence:02X}".encode()
     x = 0
@@ -33,36 +37,25 @@ def sensor_frame(kind, rank_suit="--", confidence=0xF0):
     return b"$" + body + b"*" + f"{x:02X}".encode() + b"\n"
 
 
-def card_bytes(token, confidence=0xF0):
+def card_bytes(token: str, confidence: int = 0xF0) -> bytes:
     """What the dealer's draw of one shoe-file token puts on the dealer channel."""
     if token == CUT:
         return sensor_frame("C", "--", confidence) + bytes([EXIT_EDGE])
     return sensor_frame("R", token, confidence) + bytes([EXIT_EDGE])
 
 
-def free_port():
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def variant_byte(game="baccarat", ez=False, commission_free=False, squeeze=False):
-    """The shoe's variant id (firmware/shoe/app.py V_*), signed in every shoe_start frame."""
-    from .settle import GAMES
-
-    if game not in GAMES:
-        raise SabotError(f"unknown game {game!r}: one of {', '.join(GAMES)}")
-    if ez and commission_free:
-        raise SabotError("EZ and commission-free are different games; pick one")
-    return list(GAMES).index(game) | ez << 2 | commission_free << 3 | squeeze << 4
-
-
-def set_variant(flash_dir, variant):
+def set_variant(flash_dir: str, variant: int) -> None:
     with open(os.path.join(flash_dir, "variant"), "wb") as f:
         f.write(bytes([variant]))
 
 
-def provision_flash(flash_dir, key):
+def provision_flash(flash_dir: str, key: keys.ShoeKey) -> None:
     """Put the shoe's key into the virtual board's flash (a new identity starts a new flash)."""
     os.makedirs(flash_dir, exist_ok=True)
     path = os.path.join(flash_dir, "key")
@@ -82,46 +75,51 @@ def provision_flash(flash_dir, key):
 
 
 class VirtualBoard:
-    def __init__(self, flash_dir, host="127.0.0.1", port=0, code=None):
+    def __init__(self, flash_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0,
+                 code: str | os.PathLike[str] | None = None) -> None:
         self.code = str(code) if code else None  # a built code tree; None: the repository's source
         self.flash_dir = str(flash_dir)
         self.host = host
         self.port = port or free_port()
-        self.proc = None
-        self.indicator = None  # (phase, due, position, shoe, round, alarm, reveal)
-        self.announcements = []  # (player total, banker total, winner, announcement bits) per result
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.indicator: tuple[int, ...] | None = None  # phase due position shoe round alarm reveal
+        # (player total, banker total, winner, announcement bits) per result
+        self.announcements: list[tuple[int, ...]] = []
         self.changed = threading.Condition()
         self.boots = 0
 
     @property
-    def url(self):
+    def url(self) -> str:
         return f"socket://{self.host}:{self.port}"
 
-    def start(self, timeout=10):
+    def start(self, timeout: float = 10) -> VirtualBoard:
         if self.code:
             env = dict(os.environ, MICROPYPATH=self.code)
             cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
         else:
-            env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")]))
+            path = os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")])
+            env = dict(os.environ, MICROPYPATH=path)
             cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
         cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}"]
-        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
+        proc = self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            bufsize=0)
         self.boots += 1
-        self.listening = queue.Queue()
-        threading.Thread(target=self._read_indicators, args=(self.proc,), daemon=True).start()
+        self.listening: queue.Queue[bool] = queue.Queue()
+        threading.Thread(target=self._read_indicators, args=(proc,), daemon=True).start()
         try:
             self.listening.get(timeout=timeout)
         except queue.Empty:
             self.kill()
             raise SabotError("the virtual board did not start listening") from None
-        if self.proc.poll() is not None:
-            err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+        if proc.poll() is not None:
+            said = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace")
+            err = said.strip().splitlines()
             raise SabotError(f"the virtual board stopped: {err[-1] if err else 'no message'}")
         return self
 
-    def _read_indicators(self, proc):
-        for line in proc.stdout:
+    def _read_indicators(self, proc: subprocess.Popen[bytes]) -> None:
+        for line in proc.stdout or ():
             parts = line.split()
             if parts[:1] == [b"A"] and len(parts) == 5:
                 self.announcements.append(tuple(int(x) for x in parts[1:]))
@@ -135,16 +133,37 @@ class VirtualBoard:
         with self.changed:
             self.changed.notify_all()
 
-    def alive(self):
+    def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def send(self, data):
+    def send(self, data: bytes) -> None:
         try:
-            self.proc.stdin.write(data)
+            self._stdin().write(data)
         except (BrokenPipeError, OSError):
             pass  # the board is off (a power cut): the dealer will wait for it
 
-    def wait(self, predicate, timeout=10):
+    def _stdin(self) -> IO[bytes]:
+        """The board's dealer channel; OSError when it has never been powered on."""
+        if self.proc is None or self.proc.stdin is None:
+            raise OSError("the board is off")
+        return self.proc.stdin
+
+    def wait_read(self, timeout: float = 10) -> bool:
+        """Wait until the board has read every byte sent to it; False on timeout or if it died."""
+        end = time.monotonic() + timeout
+        while self.alive():
+            try:
+                unread = fcntl.ioctl(self._stdin(), termios.FIONREAD, bytes(4))
+            except (OSError, ValueError):
+                return False  # its input is closed: powered off
+            if unread == bytes(4):
+                return True
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.001)
+        return False
+
+    def wait(self, predicate: Callable[[tuple[int, ...]], bool], timeout: float = 10) -> bool:
         """Wait until predicate(indicator) holds; False on timeout or if the board died."""
         end = time.monotonic() + timeout
         with self.changed:
@@ -155,16 +174,33 @@ class VirtualBoard:
                 self.changed.wait(min(left, 0.2))
         return True
 
-    def kill(self):
+    def kill(self) -> None:
         """A power cut: the process dies at whatever instruction it was executing."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
 
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
+    def cut_power_in(self, seconds: float) -> None:
+        """A power cut `seconds` from now, mid-instruction; only this power-on: a late timer must
+        not cut the next one."""
+        proc = self.proc
+
+        def cut() -> None:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+
+        threading.Timer(seconds, cut).start()
+
+    def wait_off(self) -> int:
+        """Wait until the board's process ends (power off or maintenance); its exit status."""
+        return self.proc.wait() if self.proc else 0
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
             try:
-                self.proc.stdin.close()
+                self._stdin().close()
             except OSError:
                 pass
             try:
@@ -172,32 +208,37 @@ class VirtualBoard:
             except subprocess.TimeoutExpired:
                 self.kill()
         for s in (self.proc.stdout, self.proc.stderr):
-            s.close()
+            if s:
+                s.close()
 
 
-def supervisor_default(board, state):
-    """The supervisor's usual call: discard the offending card; void the round when a card is missing."""
+def supervisor_default(board: VirtualBoard, state: tuple[int, ...]) -> None:
+    """The supervisor's usual call: discard the offending card; void the round when a card is
+    missing."""
     code = VOID_ROUND if state[5] in (CARD_MISSING, CARDS_EXHAUSTED) else VOID_CARD
     board.send(bytes([SUPERVISOR + code]))
 
 
 class Dealer:
-    """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators allow.
+    """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators
+    allow.
 
-    After a power cut it resumes at the shoe's own position, so no card is dealt twice or skipped."""
+    After a power cut it resumes at the shoe's own position: no card is dealt twice or skipped."""
 
-    def __init__(self, board, tokens, on_held=None):
+    def __init__(self, board: VirtualBoard, tokens: list[str],
+                 on_held: Callable[[VirtualBoard, tuple[int, ...]], None] | None = None) -> None:
         self.board = board
         self.tokens = tokens
         self.on_held = on_held or supervisor_default
         self.held_seen = 0
 
-    def step(self, timeout=10):
+    def step(self, timeout: float = 10) -> bool:
         """Deal the next card; returns False when the shoe has ended."""
         b = self.board
-        if not b.wait(lambda s: True, timeout):
+        ind = b.indicator if b.wait(lambda s: True, timeout) else None
+        if ind is None:
             return True  # board off: nothing to do now
-        phase, _, position, _, _, _, reveal = b.indicator
+        phase, _, position, _, _, _, reveal = ind
         if phase == PH_ENDED:
             return False
         if reveal:
@@ -207,7 +248,7 @@ class Dealer:
             return True
         if phase == PH_HELD:
             self.held_seen += 1
-            self.on_held(b, b.indicator)
+            self.on_held(b, ind)
             b.wait(lambda s: s[0] != PH_HELD, timeout)
             return True
         if position >= len(self.tokens):
@@ -218,7 +259,7 @@ class Dealer:
         b.wait(lambda s: s[2] > position or s[0] in (PH_HELD, PH_ENDED), timeout)
         return True
 
-    def deal(self, progress=None):
+    def deal(self, progress: Callable[[tuple[int, ...] | None], None] | None = None) -> None:
         while self.step():
             if progress:
                 progress(self.board.indicator)
@@ -227,10 +268,11 @@ class Dealer:
 MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated maintenance command
 
 
-def serve_repl(host, port, root):
-    """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a pseudo-terminal,
-    running in the board's filesystem `root` (what mpremote sees as `:`). Like a board's REPL it outlives
-    USB reconnections; it ends with a soft reset (which ends the unix process), and the board reboots."""
+def serve_repl(host: str, port: int, root: str) -> None:
+    """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a
+    pseudo-terminal, running in the board's filesystem `root` (what mpremote sees as `:`). Like a
+    board's REPL it outlives USB reconnections; it ends with a soft reset (which ends the unix
+    process), and the board reboots."""
     import pty
     import select
     import tty
@@ -246,8 +288,10 @@ def serve_repl(host, port, root):
     srv.listen(1)
     try:
         while repl.poll() is None:
-            ready, _, _ = select.select([srv, master], [], [], 0.5)
-            if master in ready:  # nobody connected: what the REPL says is lost, as on an unplugged port
+            waiting: list[Any] = [srv, master]  # a socket and a file descriptor
+            ready, _, _ = select.select(waiting, [], [], 0.5)
+            # nobody connected: what the REPL says is lost, as on an unplugged port
+            if master in ready:
                 try:
                     os.read(master, 4096)
                 except OSError:
@@ -257,7 +301,8 @@ def serve_repl(host, port, root):
             conn, _ = srv.accept()
             with conn:
                 while repl.poll() is None:
-                    ready, _, _ = select.select([conn, master], [], [], 0.5)
+                    waiting = [conn, master]
+                    ready, _, _ = select.select(waiting, [], [], 0.5)
                     if conn in ready:
                         data = conn.recv(4096)
                         if not data:

@@ -1,0 +1,253 @@
+"""The link's wire vocabulary, host side (docs/PROTOCOL.md): frame layout, type numbers, the names
+of every coded field, parsing, MACs and payload decoding. Parsed with struct and verified with
+Python's own hmac, independently of the firmware's codec. COBS framing (the `cobs` package), 0x00
+delimiter."""
+
+from __future__ import annotations
+
+import hmac
+import struct
+from hashlib import sha256
+from typing import Any, NamedTuple
+
+from cobs import cobs
+
+from . import rules
+from .cards import card_code
+from .errors import SabotError
+
+# ---- frame layout ----------------------------------------------------------------------------
+VERSION = 1
+HEADER = struct.Struct(">BBHIHI8s")  # version type key_id shoe_id boot seq chain
+MAC_LEN = 32
+MAX_FRAME = 200
+MAX_ENCODED = MAX_FRAME + 3
+
+# ---- frame types: shoe -> host, chained ------------------------------------------------------
+T_SHOE_START, T_BURN, T_INITIAL_CARDS, T_RESULT = 0x01, 0x02, 0x03, 0x04
+T_IRREGULARITY, T_RESOLUTION, T_SHOE_END, T_COMMAND_REJECTED = 0x05, 0x06, 0x07, 0x08
+# shoe -> host, not chained
+T_STATUS, T_INTEGRITY = 0x40, 0x41
+TYPES = {T_SHOE_START: "shoe_start", T_BURN: "burn", T_INITIAL_CARDS: "initial_cards",
+         T_RESULT: "result", T_IRREGULARITY: "irregularity", T_RESOLUTION: "resolution",
+         T_SHOE_END: "shoe_end", T_COMMAND_REJECTED: "command_rejected", T_STATUS: "status",
+         T_INTEGRITY: "integrity"}
+CHAINED = frozenset(t for t in TYPES if t < T_STATUS)
+
+# ---- host -> shoe commands -------------------------------------------------------------------
+C_HELLO, C_ACK, C_RESOLVE, C_NEW_SHOE = 0x80, 0x81, 0x82, 0x83
+C_VERIFY, C_MAINTENANCE = 0x85, 0x86
+
+# ---- coded fields, by their wire number --------------------------------------------------------
+PHASES = ("burn_first", "burn", "dealing", "held", "ended")
+PH_HELD, PH_ENDED = PHASES.index("held"), PHASES.index("ended")
+INTEGRITY = ("unchecked", "ok", "tilt")
+DUE = ("none", "player", "banker")
+IRREGULARITIES = ("", "card_not_due", "unreadable_card", "two_cards", "inventory_exceeded",
+                  "foreign_card", "card_missing", "cards_exhausted")
+CARD_MISSING = IRREGULARITIES.index("card_missing")
+CARDS_EXHAUSTED = IRREGULARITIES.index("cards_exhausted")
+RESOLUTIONS = ("", "void_card", "keep_dummy", "void_round")
+VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
+SOURCES = ("supervisor", "host")
+COMMAND_REJECTIONS = ("", "bad_mac", "replayed", "not_for_this_shoe", "not_now", "unknown_command")
+WINNERS = {1: "player", 2: "banker", 3: "tie"}
+FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),
+             ("panda8", 32), ("player_natural", 4), ("player_pair", 128))
+ANNOUNCEMENTS = ((1, "tie hand"), (2, "Dragon 7"), (4, "Panda 8"), (8, "Lucky Six"))
+GAMES = ("minibaccarat", "midibaccarat", "baccarat")
+CARD_NAMES: list[str | None] = [card_code(b) for b in range(52)] + ["CUT"] + [None] * 203
+
+
+class FrameError(Exception):
+    """A frame refused; `reason` is the validator's rejection reason (docs/PROTOCOL.md)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Frame(NamedTuple):
+    raw: bytes
+    type: int
+    key_id: int
+    shoe_id: int
+    boot: int
+    seq: int
+    chain: bytes
+    payload: bytes
+    mac: bytes
+
+
+# ---- variant byte: game 0-2, +4 EZ, +8 commission-free, +16 squeeze ----------------------------
+def decode_variant(v: int) -> dict[str, Any]:
+    return {"game": GAMES[min(v & 3, 2)], "ez": bool(v & 4), "commission_free": bool(v & 8),
+            "squeeze": bool(v & 16)}
+
+
+def variant_byte(game: str = "baccarat", ez: bool = False, commission_free: bool = False,
+                 squeeze: bool = False) -> int:
+    """The shoe's variant id (firmware/shoe/app.py V_*), signed in every shoe_start frame."""
+    if game not in GAMES:
+        raise SabotError(f"unknown game {game!r}: one of {', '.join(GAMES)}")
+    if ez and commission_free:
+        raise SabotError("EZ and commission-free are different games; pick one")
+    return GAMES.index(game) | ez << 2 | commission_free << 3 | squeeze << 4
+
+
+# ---- framing -----------------------------------------------------------------------------------
+def encode_frame(raw: bytes) -> bytes:
+    """A raw frame as it goes on the line: COBS, then the 0x00 delimiter."""
+    return cobs.encode(raw) + b"\x00"
+
+
+def decode_frame(encoded: bytes) -> bytes:
+    """The raw frame inside one encoded frame (its delimiter already taken off by the Deframer)."""
+    try:
+        return cobs.decode(encoded)
+    except cobs.DecodeError:
+        raise FrameError("bad_framing") from None
+
+
+class Deframer:
+    """Splits a byte stream into encoded frames at zero bytes; bounded, resyncs after noise."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        out: list[bytes] = []
+        start = 0
+        while True:
+            z = data.find(b"\x00", start)
+            if z < 0:
+                self.buf += data[start:]
+                if len(self.buf) > MAX_ENCODED:
+                    self.buf.clear()  # longer than any frame: noise
+                return out
+            self.buf += data[start:z]
+            if self.buf:
+                if len(self.buf) <= MAX_ENCODED:
+                    out.append(bytes(self.buf))
+                self.buf.clear()
+            start = z + 1
+
+
+def parse(raw: bytes) -> Frame:
+    """The frame's fields; FrameError when the bytes are not a well-formed frame."""
+    if len(raw) < HEADER.size + MAC_LEN:
+        raise FrameError("too_short")
+    if len(raw) > MAX_FRAME:
+        raise FrameError("too_long")
+    if raw[0] != VERSION:
+        raise FrameError("bad_version")
+    _, ftype, key_id, shoe_id, boot, seq, chain = HEADER.unpack_from(raw)
+    return Frame(raw, ftype, key_id, shoe_id, boot, seq, chain, raw[HEADER.size : -MAC_LEN],
+                 raw[-MAC_LEN:])
+
+
+# ---- MACs and building -------------------------------------------------------------------------
+def mac(key: bytes, body: bytes) -> bytes:
+    return hmac.digest(key, body, sha256)
+
+
+def verify(key: bytes, frame: Frame) -> bool:
+    return hmac.compare_digest(mac(key, frame.raw[:-MAC_LEN]), frame.mac)
+
+
+def build(key: bytes, key_id: int, shoe_id: int, boot: int, seq: int, chain: bytes, ftype: int,
+          payload: bytes) -> bytes:
+    body = HEADER.pack(VERSION, ftype, key_id, shoe_id, boot, seq, chain) + payload
+    return body + mac(key, body)
+
+
+def command(key: bytes, key_id: int, shoe_id: int, counter: int, ftype: int,
+            payload: bytes = b"") -> bytes:
+    """An encoded host -> shoe command, ready to write to the port."""
+    return encode_frame(build(key, key_id, shoe_id, 0, counter, bytes(8), ftype, payload))
+
+
+# ---- payloads ----------------------------------------------------------------------------------
+def _name(names: tuple[str, ...], code: int) -> str | int:
+    return names[code] if code < len(names) else code  # a newer firmware's code stays visible
+
+
+def decode_status(payload: bytes) -> dict[str, Any]:
+    """A status frame's payload: where the shoe stands and what it holds unacknowledged."""
+    try:
+        (phase, shoe, rnd, position, due, host_counter, acked, first, last,
+         integ) = struct.unpack(">BHHHBIIIIB", payload)
+    except struct.error:
+        raise FrameError("malformed_payload") from None
+    return {"phase": _name(PHASES, phase), "shoe": shoe, "round": rnd,
+            "integrity": _name(INTEGRITY, integ), "position": position, "due": _name(DUE, due),
+            "host_counter": host_counter, "acked": acked, "unacked_from": first,
+            "unacked_to": last}
+
+
+def decode_payload(f: Frame) -> tuple[str, dict[str, Any]]:
+    """(kind, record) for a chained frame's payload; FrameError when it does not fit its type."""
+    try:
+        return _decode_payload(f.type, f.payload)
+    except (struct.error, IndexError, ValueError, KeyError, TypeError):
+        raise FrameError("malformed_payload") from None
+
+
+def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
+    kind = TYPES[ftype]
+    if kind == "shoe_start":
+        shoe, decks, variant = struct.unpack(">HBB", p)
+        return kind, {"event": kind, "shoe": shoe, "decks": decks,
+                      "variant": decode_variant(variant)}
+    if kind == "command_rejected":
+        reason, refused, counter = struct.unpack(">BBI", p)
+        return kind, {"event": kind, "reason": COMMAND_REJECTIONS[reason], "command": refused,
+                      "counter": counter}
+    shoe, rnd = struct.unpack(">HH", p[:4])
+    body = p[4:]
+    if kind == "burn":
+        return kind, {"event": kind, "shoe": shoe, "cards": [CARD_NAMES[b] for b in body]}
+    if kind == "initial_cards":
+        if len(body) != 4:
+            raise ValueError(kind)
+        c = [CARD_NAMES[b] for b in body]
+        return kind, {"event": kind, "shoe": shoe, "round": rnd, "player": [c[0], c[2]],
+                      "banker": [c[1], c[3]]}
+    if kind == "result":
+        return kind, _decode_result(shoe, rnd, body)
+    if kind == "irregularity":
+        k, card, position = struct.unpack(">BBH", body)
+        return kind, {"event": kind, "shoe": shoe, "round": rnd, "kind": IRREGULARITIES[k],
+                      "card": CARD_NAMES[card], "position": position}
+    if kind == "resolution":
+        code, k, card, source, counts = body[:5]
+        voided = [CARD_NAMES[b] for b in body[5 : 5 + (counts >> 4) + (counts & 15)]]
+        return kind, {"event": kind, "shoe": shoe, "round": rnd, "resolution": RESOLUTIONS[code],
+                      "kind": IRREGULARITIES[k], "card": CARD_NAMES[card],
+                      "source": SOURCES[source], "voided_cards": voided}
+    if kind == "shoe_end":
+        (position,) = struct.unpack(">H", body[:2])
+        inv = body[2:]
+        if len(inv) != 52:
+            raise ValueError(kind)
+        return kind, {"event": kind, "shoe": shoe, "rounds": rnd, "position": position,
+                      "inventory": {card_code(i): n for i, n in enumerate(inv) if n}}
+    raise KeyError(kind)  # status and integrity carry no record
+
+
+def _decode_result(shoe: int, rnd: int, body: bytes) -> dict[str, Any]:
+    np, nb, dummy = body[0] >> 4, body[0] & 15, body[1]
+    if not (2 <= np <= 3 and 2 <= nb <= 3) or len(body) != 5 + np + nb:
+        raise ValueError("result")
+    cards = [CARD_NAMES[b] for b in body[2 : 2 + np + nb]]
+    o, ann = struct.unpack(">HB", body[2 + np + nb :])
+    known = None not in cards
+    rec: dict[str, Any] = {
+        "shoe": shoe, "round": rnd, "player": cards[:np], "banker": cards[np:],
+        "player_total": rules.point_count(cards[:np]) if known else None,
+        "banker_total": rules.point_count(cards[np:]) if known else None,
+        "winner": WINNERS.get(o & 3), "flags": [n for n, bit in FLAG_BITS if o & bit]}
+    if dummy:
+        rec["dummy"] = True
+    rec["announcements"] = [name for bit, name in ANNOUNCEMENTS if ann & bit]
+    return rec

@@ -1,0 +1,128 @@
+"""One byte stream to a shoe: a pyserial URL (/dev/ttyACM0, socket://127.0.0.1:7000, ...) opened
+with retries, read and written with serial errors turned into ConnectionError, and split into
+frames."""
+
+from __future__ import annotations
+
+import time
+from typing import BinaryIO, Protocol
+
+import serial
+
+from .errors import SabotError
+from .keys import ShoeKey
+from .protocol import Deframer, Frame, FrameError, command, decode_frame, parse
+
+DEFAULT_BAUD = 115200
+TIMEOUT = 0.05  # seconds a read waits for a first byte unless told otherwise
+
+
+class Port(Protocol):
+    """What the host link needs of a port (ShoePort, or a port wrapped with faults by the soak)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def read_chunks(self, wait: float) -> list[bytes]: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    def reopen(self, timeout: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ShoePort:
+    """A shoe's port. Opening retries until `open_timeout` (a rebooting shoe, a board still
+    starting), then fails with one SabotError; afterwards every serial or socket failure is a
+    ConnectionError. With `capture` every byte received is appended to that file as it arrives."""
+
+    def __init__(self, url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
+                 capture: BinaryIO | None = None) -> None:
+        self.url = url
+        self.baud = baud
+        self.capture = capture
+        self.ser: serial.SerialBase | None = None
+        self.deframer = Deframer()
+        self.reopen(open_timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self.ser is None
+
+    def reopen(self, timeout: float) -> None:
+        """(Re)connect, trying until `timeout` seconds have passed."""
+        self.close()
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                self.ser = serial.serial_for_url(self.url, baudrate=self.baud, timeout=TIMEOUT,
+                                                 exclusive=True)
+                break
+            except (serial.SerialException, OSError, ValueError) as e:
+                if time.monotonic() >= end:
+                    reason = " ".join(str(e).split())  # one line, whatever the driver said
+                    raise SabotError(f"cannot open {self.url}: {reason}") from None
+                time.sleep(0.1)
+        self.deframer = Deframer()  # a partial frame from the last connection is gone
+
+    def _open(self) -> serial.SerialBase:
+        if self.ser is None:
+            raise ConnectionError("link closed")
+        return self.ser
+
+    def write(self, data: bytes) -> None:
+        """Put bytes on the line (flushed: a command is out when this returns)."""
+        ser = self._open()
+        try:
+            ser.write(data)
+            ser.flush()
+        except (serial.SerialException, OSError) as e:
+            raise ConnectionError(str(e)) from None
+
+    def read(self, wait: float = TIMEOUT) -> bytes:
+        """Wait up to `wait` seconds for a first byte, then take everything already there."""
+        ser = self._open()
+        try:
+            ser.timeout = wait
+            data = ser.read(1)
+            if data:
+                # all that is there at once: socket:// reports in_waiting only as 0 or 1
+                ser.timeout = 0
+                data += ser.read(65536)
+        except (serial.SerialException, OSError) as e:
+            raise ConnectionError(str(e)) from None
+        if data and self.capture:
+            self.capture.write(data)
+            self.capture.flush()
+        return data
+
+    def read_chunks(self, wait: float = TIMEOUT) -> list[bytes]:
+        """What arrived, as the reads that delivered it (one read here)."""
+        data = self.read(wait)
+        return [data] if data else []
+
+    def frames(self, wait: float = TIMEOUT) -> list[tuple[bytes, Frame | FrameError]]:
+        """The frames completed by what arrived: (raw frame, Frame), or FrameError with the raw
+        frame or, when it is not even COBS, the encoded bytes."""
+        out: list[tuple[bytes, Frame | FrameError]] = []
+        for encoded in self.deframer.feed(self.read(wait)):
+            raw = encoded
+            try:
+                raw = decode_frame(encoded)
+                out.append((raw, parse(raw)))
+            except FrameError as e:
+                out.append((raw, e))
+        return out
+
+    def send_command(self, key: ShoeKey, ftype: int, payload: bytes = b"",
+                     counter: int = 0) -> None:
+        self.write(command(key.key, key.key_id, key.shoe_id, counter, ftype, payload))
+
+    def close(self) -> None:
+        if self.ser is not None:
+            try:
+                self.ser.close()
+            except Exception:  # noqa: BLE001 - closing a dead socket must not mask the real error
+                pass
+            self.ser = None

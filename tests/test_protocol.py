@@ -1,0 +1,160 @@
+"""The host's wire vocabulary (sabot.protocol): COBS framing with the `cobs` package against golden
+bytes, parse() refusing each kind of bad frame with its reason, and every payload type decoded."""
+
+import struct
+
+import pytest
+
+from sabot import protocol as pr
+from sabot.errors import SabotError
+
+KEY = bytes(range(32))
+# shoe_start, key 3, shoe 0x0A0B0C0D, boot 2, seq 7: shoe 1, 8 decks, EZ baccarat
+GOLDEN_RAW = bytes.fromhex(
+    "010100030a0b0c0d00020000000700000000000000000001080292d11e9f276bc10874dd877a031ea5453a48a3"
+    "eaee42ec8e3edc37c1d9f3b6ea")
+# as the hand-written encoder this package replaced put it on the line
+GOLDEN_ENCODED = bytes.fromhex(
+    "03010106030a0b0c0d02020101020701010101010101012401080292d11e9f276bc10874dd877a031ea5453a48a3"
+    "eaee42ec8e3edc37c1d9f3b6ea00")
+
+
+def frame(ftype, payload, seq=7):
+    return pr.parse(pr.build(KEY, 3, 0x0A0B0C0D, 2, seq, bytes(8), ftype, payload))
+
+
+@pytest.mark.parametrize("raw,encoded", [
+    (b"\x00", b"\x01\x01\x00"),
+    (b"\x00\x00", b"\x01\x01\x01\x00"),
+    (b"\x11\x22\x00\x33", b"\x03\x11\x22\x02\x33\x00"),
+    (b"\x11\x22\x33\x44", b"\x05\x11\x22\x33\x44\x00"),
+    (b"\x11\x00\x00\x00", b"\x02\x11\x01\x01\x01\x00"),
+    (bytes(range(1, 255)), b"\xff" + bytes(range(1, 255)) + b"\x00"),
+])
+def test_cobs_framing_matches_the_reference_vectors(raw, encoded):
+    assert pr.encode_frame(raw) == encoded
+    assert pr.decode_frame(encoded[:-1]) == raw
+
+
+def test_a_signed_frame_encodes_to_the_golden_bytes_and_back():
+    raw = pr.build(KEY, 3, 0x0A0B0C0D, 2, 7, bytes(8), pr.T_SHOE_START, b"\x00\x01\x08\x02")
+    assert raw == GOLDEN_RAW
+    assert pr.encode_frame(raw) == GOLDEN_ENCODED
+    (encoded,) = pr.Deframer().feed(b"noise" + b"\x00" + GOLDEN_ENCODED)[1:]
+    f = pr.parse(pr.decode_frame(encoded))
+    assert (f.type, f.key_id, f.shoe_id, f.boot, f.seq) == (pr.T_SHOE_START, 3, 0x0A0B0C0D, 2, 7)
+    assert pr.verify(KEY, f) and not pr.verify(bytes(32), f)
+
+
+def test_every_frame_up_to_the_largest_round_trips():
+    for n in range(pr.MAX_FRAME + 1):
+        raw = bytes((i * 7) % 3 for i in range(n))  # plenty of zeros
+        encoded = pr.encode_frame(raw)
+        assert len(encoded) <= pr.MAX_ENCODED + 1 and encoded.count(0) == 1
+        assert pr.decode_frame(encoded[:-1]) == raw
+
+
+def test_deframer_drops_runs_longer_than_any_frame_and_resynchronises():
+    d = pr.Deframer()
+    assert d.feed(b"\x01" * (pr.MAX_ENCODED + 1)) == []  # dropped: no frame is that long
+    # only the run's last bytes remain, a candidate the parser refuses; the next frame is whole
+    assert d.feed(b"\x01" * 5 + b"\x00" + GOLDEN_ENCODED[:10]) == [b"\x01" * 5]
+    assert d.feed(GOLDEN_ENCODED[10:]) == [GOLDEN_ENCODED[:-1]]
+
+
+@pytest.mark.parametrize("raw,reason", [
+    (GOLDEN_RAW[:-1][: pr.HEADER.size + pr.MAC_LEN - 1], "too_short"),
+    (GOLDEN_RAW + bytes(pr.MAX_FRAME), "too_long"),
+    (b"\x02" + GOLDEN_RAW[1:], "bad_version"),
+])
+def test_parse_refuses_a_malformed_frame_with_its_reason(raw, reason):
+    with pytest.raises(pr.FrameError) as e:
+        pr.parse(raw)
+    assert e.value.reason == reason
+
+
+def test_bytes_that_are_not_cobs_are_bad_framing():
+    with pytest.raises(pr.FrameError) as e:
+        pr.decode_frame(b"\x05\x01")  # the block claims more bytes than there are
+    assert e.value.reason == "bad_framing"
+
+
+def card(code):
+    ranks, suits = "A23456789TJQK", "SHDC"
+    return ranks.index(code[0]) * 4 + suits.index(code[1])
+
+
+@pytest.mark.parametrize("ftype,payload,want", [
+    (pr.T_SHOE_START, b"\x00\x02\x06\x19",
+     {"event": "shoe_start", "shoe": 2, "decks": 6,
+      "variant": {"game": "midibaccarat", "ez": False, "commission_free": True, "squeeze": True}}),
+    (pr.T_BURN, b"\x00\x01\x00\x00" + bytes([card("3H"), card("KS"), card("2D"), card("9C")]),
+     {"event": "burn", "shoe": 1, "cards": ["3H", "KS", "2D", "9C"]}),
+    (pr.T_INITIAL_CARDS, b"\x00\x01\x00\x05" + bytes(map(card, ("9S", "8D", "KD", "9C"))),
+     {"event": "initial_cards", "shoe": 1, "round": 5, "player": ["9S", "KD"],
+      "banker": ["8D", "9C"]}),
+    (pr.T_RESULT, b"\x00\x01\x00\x05\x22\x00" + bytes(map(card, ("9S", "KD", "8D", "9C")))
+     + struct.pack(">HB", 1 | 4 | 8, 0),
+     {"shoe": 1, "round": 5, "player": ["9S", "KD"], "banker": ["8D", "9C"], "player_total": 9,
+      "banker_total": 7, "winner": "player", "flags": ["banker_natural", "player_natural"],
+      "announcements": []}),
+    (pr.T_IRREGULARITY, b"\x00\x01\x00\x02\x03" + bytes([card("7C")]) + b"\x00\x2a",
+     {"event": "irregularity", "shoe": 1, "round": 2, "kind": "two_cards", "card": "7C",
+      "position": 42}),
+    (pr.T_RESOLUTION, b"\x00\x01\x00\x02\x03\x06\xff\x01\x21"
+     + bytes(map(card, ("2C", "4C", "3C"))),
+     {"event": "resolution", "shoe": 1, "round": 2, "resolution": "void_round",
+      "kind": "card_missing", "card": None, "source": "host", "voided_cards": ["2C", "4C", "3C"]}),
+    (pr.T_SHOE_END, b"\x00\x01\x00\x46\x01\x9a" + bytes([1] + [0] * 50 + [2]),
+     {"event": "shoe_end", "shoe": 1, "rounds": 70, "position": 410,
+      "inventory": {"AS": 1, "KC": 2}}),
+    (pr.T_COMMAND_REJECTED, b"\x04\x82\x00\x00\x00\x09",
+     {"event": "command_rejected", "reason": "not_now", "command": pr.C_RESOLVE, "counter": 9}),
+])
+def test_decode_payload_of_each_chained_type(ftype, payload, want):
+    assert pr.decode_payload(frame(ftype, payload)) == (pr.TYPES[ftype], want)
+
+
+@pytest.mark.parametrize("ftype,payload", [
+    (pr.T_SHOE_START, b"\x00\x01\x08"),
+    (pr.T_INITIAL_CARDS, b"\x00\x01\x00\x01\x00\x01\x02"),
+    (pr.T_RESULT, b"\x00\x01\x00\x01\x42\x00" + bytes(6) + b"\x00\x01\x00"),  # four Player cards
+    (pr.T_IRREGULARITY, b"\x00\x01\x00\x01\x09\x00\x00\x01"),  # no such kind
+    (pr.T_RESOLUTION, b"\x00\x01\x00\x01\x01\x01\x00\x05\x00"),  # no such source
+    (pr.T_SHOE_END, b"\x00\x01\x00\x01\x00\x10" + bytes(51)),
+    (pr.T_COMMAND_REJECTED, b"\x01\x82\x00"),
+    (pr.T_STATUS, bytes(29)),  # not a chained record
+    (0x09, b""),
+])
+def test_decode_payload_refuses_a_payload_that_does_not_fit_its_type(ftype, payload):
+    with pytest.raises(pr.FrameError) as e:
+        pr.decode_payload(frame(ftype, payload))
+    assert e.value.reason == "malformed_payload"
+
+
+def test_decode_status_names_its_fields_and_refuses_a_short_payload():
+    payload = struct.pack(">BHHHBIIIIB", 3, 2, 14, 101, 1, 17, 40, 41, 44, 2)
+    assert pr.decode_status(payload) == {
+        "phase": "held", "shoe": 2, "round": 14, "integrity": "tilt", "position": 101,
+        "due": "player", "host_counter": 17, "acked": 40, "unacked_from": 41, "unacked_to": 44}
+    with pytest.raises(pr.FrameError):
+        pr.decode_status(payload[:-1])
+
+
+def test_command_is_a_signed_encoded_frame_with_a_zero_chain():
+    enc = pr.command(KEY, 3, 0x0A0B0C0D, 12, pr.C_RESOLVE, bytes([pr.VOID_CARD]))
+    f = pr.parse(pr.decode_frame(enc[:-1]))
+    assert enc[-1] == 0 and pr.verify(KEY, f)
+    assert (f.type, f.seq, f.boot, f.chain, f.payload) == (pr.C_RESOLVE, 12, 0, bytes(8), b"\x01")
+
+
+def test_variant_byte_round_trips_and_refuses_impossible_tables():
+    for game in pr.GAMES:
+        for ez, cf, sq in ((False, False, False), (True, False, True), (False, True, False)):
+            v = pr.variant_byte(game, ez, cf, sq)
+            assert pr.decode_variant(v) == {"game": game, "ez": ez, "commission_free": cf,
+                                            "squeeze": sq}
+    with pytest.raises(SabotError, match="unknown game 'punto'"):
+        pr.variant_byte("punto")
+    with pytest.raises(SabotError, match="different games"):
+        pr.variant_byte(ez=True, commission_free=True)
