@@ -124,19 +124,34 @@ def _mpy_build(tmp):
 
 
 def bench_firmware():
-    """Card path on the unix-port MicroPython: time per card, and a whole shoe in small heaps."""
+    """Card path on the unix-port MicroPython: time per card, a whole shoe in a small heap, and the
+    board loop's idle pass."""
+    import re
     import tempfile
+
+    from sabot import keys
+    from sabot.paths import micropython
+    from sabot.virtual import provision_flash
 
     src = _micropython(["ack"], str(ROOT / "firmware"))
     with tempfile.TemporaryDirectory() as tmp:
         build = _mpy_build(tmp)
         h64 = _micropython(["-X", "heapsize=64K", ""], build)
-        h56 = _micropython(["-X", "heapsize=56K", "ack"], build)
+        h64_ack = _micropython(["-X", "heapsize=64K", "ack"], build)
+        key = keys.create(tmp + "/idle.key")
+        provision_flash(tmp + "/idle-flash", key)
+        env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(ROOT / "firmware"),
+                                                            str(ROOT / "tests" / "mp")]))
+        script = str(ROOT / "tests/mp/idle_loop.py")
+        idle = subprocess.run([micropython(), script, tmp + "/idle-flash"],
+                              env=env, capture_output=True, text=True, check=True).stdout
+    idle_failures = int(re.search(r"alloc_failures (\d+)", idle).group(1))
     return {"card_path_us_per_card": src["us_per_card"],
             "card_path_heap_allocations": src["alloc_failures"],
             "cards": src["cards"], "rounds": src["results"],
             "heap_64k_no_host_min_free_bytes": h64["heap_min_free"],
-            "heap_56k_host_acking_min_free_bytes": h56["heap_min_free"]}
+            "heap_64k_host_acking_min_free_bytes": h64_ack["heap_min_free"],
+            "idle_loop_passes_allocating": idle_failures}
 
 
 def bench_link():

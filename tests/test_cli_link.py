@@ -55,7 +55,7 @@ def test_boot_counter_going_backwards_is_rejected(tmp_path):
         return raw, pr.encode_frame(raw)
 
     raw1, enc1 = frame(1, 5, bytes(8))
-    raw2, enc2 = frame(2, 4, raw1[-32:-24])
+    _raw2, enc2 = frame(2, 4, raw1[-32:-24])
     verdicts = v.receive(enc1 + enc2)
     assert [x[1] for x in verdicts] == ["accepted", "rejected"]
     assert verdicts[1][2] == "boot_backwards"

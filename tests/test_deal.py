@@ -1,5 +1,5 @@
-"""`sabot deal`: shoe files through the firmware on real MicroPython, round by round against the host's
-independent rules, including the burn and every place the cut card can come out."""
+"""`sabot deal`: shoe files through the firmware on real MicroPython, round by round against the
+host's independent rules, including the burn and every place the cut card can come out."""
 
 import json
 import subprocess
@@ -24,7 +24,8 @@ def test_random_eight_deck_shoes_agree_with_host_rules(tmp_path, seed):
     tokens = cards.shuffled_shoe(8, seed=seed)
     path = tmp_path / "shoe.txt"
     path.write_text(cards.format_shoe(tokens))
-    r = subprocess.run([*SABOT, "deal", str(path), "--json"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([*SABOT, "deal", str(path), "--json"], capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     got = [json.loads(line) for line in r.stdout.splitlines()]
     want = rules.deal_shoe(tokens)

@@ -86,7 +86,7 @@ def test_one_altered_byte_means_tilt_and_failed_verification(built):
 
 
 def test_a_planted_source_file_is_caught_too(built):
-    certified, deployed, tmp, _ = built
+    _certified, deployed, tmp, _ = built
     (deployed / "shoe" / "dealing.py").write_text("# would shadow dealing.mpy\n")
     board = VirtualBoard(tmp / "flash", code=deployed).start()
     try:

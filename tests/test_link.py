@@ -152,7 +152,7 @@ def test_key_file_readable_by_others_is_refused(demo, tmp_path):
 
 
 def test_second_demo_continues_the_chain_with_a_new_shoe(demo):
-    d, first = demo
+    d, _first = demo
     r = sabot("demo", "--seed", 22, "--db", d / "audit.db", "--key", d / "shoe.key", "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
@@ -188,7 +188,7 @@ def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
         link.close()
         board.stop()
         cap.close()
-    parts = [p for p in (tmp_path / "cap.bin").read_bytes().split(b"\x00")[:-1]]
+    parts = list((tmp_path / "cap.bin").read_bytes().split(b"\x00")[:-1])
     frames = [pr.parse(pr.decode_frame(p)) for p in parts]
     boots = {f.boot for f in frames if f.type in pr.CHAINED}
     assert boots == {1, 2}

@@ -70,7 +70,7 @@ def test_validator_refuses_a_wrong_announcement(tmp_path):
     # round 1: P 7S KH (7) v B 7D QC (7): a tie, announced as "Dragon 7" instead of "tie hand"
     cards = bytes([6 * 4 + 0, 12 * 4 + 1, 6 * 4 + 2, 11 * 4 + 3])
     payload = b"\x00\x01\x00\x01" + bytes([0x22, 0]) + cards + b"\x00\x03\x02"
-    bad, e2 = frame(2, start[-32:-24], pr.T_RESULT, payload)
+    _bad, e2 = frame(2, start[-32:-24], pr.T_RESULT, payload)
     verdicts = v.receive(e1 + e2)
     assert [(x[1], x[2]) for x in verdicts] == [("accepted", None),
                                                  ("rejected", "announcement_mismatch")]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import keys, rules
 from .cards import CUT, read_shoe_file

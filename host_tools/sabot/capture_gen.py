@@ -1,6 +1,7 @@
-"""Genuine shoe traffic at host speed: the shoe firmware's own modules (pure Python: they import under
-CPython too) dealing shuffled shoes through their public seams — sensor bytes, exit edges, and a host's
-authentic commands — for benchmarks of the validator. Tests use the real MicroPython."""
+"""Genuine shoe traffic at host speed: the shoe firmware's own modules (pure Python: they import
+under CPython too) dealing shuffled shoes through their public seams — sensor bytes, exit edges,
+and a host's authentic commands — for benchmarks of the validator. Tests use the real
+MicroPython."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class _Collect:
 
 
 def generate(workdir: str, shoes: int, seed: int = 0) -> tuple[keys.ShoeKey, bytes, int]:
-    """(key, capture bytes, rounds) for `shoes` shoes dealt by the firmware code with a host acking."""
+    """(key, capture bytes, rounds): `shoes` shoes dealt by the firmware code, a host acking."""
     if str(FIRMWARE) not in sys.path:
         sys.path.insert(0, str(FIRMWARE))
     from shoe import cobs, frames

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-
 from typing import Any
 
 from .errors import SabotError
@@ -117,7 +116,6 @@ def cmd_board(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    import json
     import time
 
     from . import keys

@@ -9,7 +9,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import keys, rules
 from .cards import read_shoe_file, shuffled_shoe
@@ -74,7 +75,7 @@ class Session:
         def deal():
             try:
                 dealer.deal()
-            except Exception as e:  # noqa: BLE001 - reported by the main thread
+            except Exception as e:
                 self.error = e
             finished.set()
 

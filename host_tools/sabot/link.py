@@ -4,7 +4,8 @@ acknowledgements and hellos that make delivery exactly-once."""
 from __future__ import annotations
 
 import time
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from . import protocol as pr
 from .transport import DEFAULT_BAUD, TIMEOUT, Port, ShoePort

@@ -241,11 +241,12 @@ def _decode_result(shoe: int, rnd: int, body: bytes) -> dict[str, Any]:
         raise ValueError("result")
     cards = [CARD_NAMES[b] for b in body[2 : 2 + np + nb]]
     o, ann = struct.unpack(">HB", body[2 + np + nb :])
-    known = None not in cards
+    known = [c for c in cards if c is not None]
+    complete = len(known) == len(cards)
     rec: dict[str, Any] = {
         "shoe": shoe, "round": rnd, "player": cards[:np], "banker": cards[np:],
-        "player_total": rules.point_count(cards[:np]) if known else None,
-        "banker_total": rules.point_count(cards[np:]) if known else None,
+        "player_total": rules.point_count(known[:np]) if complete else None,
+        "banker_total": rules.point_count(known[np:]) if complete else None,
         "winner": WINNERS.get(o & 3), "flags": [n for n, bit in FLAG_BITS if o & bit]}
     if dummy:
         rec["dummy"] = True

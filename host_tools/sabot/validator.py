@@ -4,7 +4,8 @@ in the audit log. Works the same on a live link and on a capture (`sabot replay`
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import protocol as pr
 from . import rules
@@ -161,7 +162,8 @@ class Validator:
         elif kind == "resolution" and rec["resolution"] == "void_round":
             self._count(rec["voided_cards"])
         elif kind == "shoe_end":
-            if rec["inventory"] != {c: n for c, n in inv["counts"].items() if n}:
+            counted = {c: n for c, n in inv["counts"].items() if n}
+            if rec["inventory"] != counted:
                 raise FrameError("inventory_mismatch")
         return decoded
 
@@ -186,7 +188,7 @@ class Validator:
         inv["round"] = rec["round"]
         inv["initial"] = None
 
-    def _count(self, cards: list[str | None]) -> None:
+    def _count(self, cards: Sequence[str | None]) -> None:
         inv = self.state["inventory"]
         counts, decks = inv["counts"], inv["decks"]
         for c in cards:

@@ -16,14 +16,14 @@ import subprocess
 import termios
 import threading
 import time
-from typing import IO, Any, Callable
+from collections.abc import Callable
+from typing import IO, Any
 
 from . import keys
 from .cards import CUT
 from .errors import SabotError
 from .paths import BOARDS, FIRMWARE, micropython
-from .protocol import (CARD_MISSING, CARDS_EXHAUSTED, PH_ENDED, PH_HELD, VOID_CARD,
-                       VOID_ROUND)
+from .protocol import CARD_MISSING, CARDS_EXHAUSTED, PH_ENDED, PH_HELD, VOID_CARD, VOID_ROUND
 
 EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
 
