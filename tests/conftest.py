@@ -199,3 +199,13 @@ def rig(rigs):
     r = rigs()
     r.burn()
     return r
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _work_in_a_scratch_directory(tmp_path_factory):
+    """Commands write their defaults (./sabot-shoes.json, ./sabot.db) where they run: never into
+    the repository."""
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    yield
+    os.chdir(here)

@@ -47,7 +47,7 @@ def test_firmware_with_a_wrong_table_fails_the_bench(tmp_path):
     assert out["verdict"] == "FAIL"
     first = out["rounds"][0]
     assert first["round"] == 1 and first["verdict"] in ("FAIL", "MISSING")
-    assert any(x["verdict"] == "FAIL" and "recompute_mismatch" in x["detail"]
+    assert any(x["verdict"] == "FAIL" and "rules_mismatch" in x["detail"]
                for x in out["rounds"])
 
 

@@ -105,9 +105,9 @@ def card(code):
      + bytes(map(card, ("2C", "4C", "3C"))),
      {"event": "resolution", "shoe": 1, "round": 2, "resolution": "void_round",
       "kind": "card_missing", "card": None, "source": "host", "voided_cards": ["2C", "4C", "3C"]}),
-    (pr.T_SHOE_END, b"\x00\x01\x00\x46\x01\x9a" + bytes([1] + [0] * 50 + [2]),
+    (pr.T_SHOE_END, b"\x00\x01\x00\x46\x01\x9a" + bytes([1] + [0] * 50 + [2]) + b"\x00\x03",
      {"event": "shoe_end", "shoe": 1, "rounds": 70, "position": 410,
-      "inventory": {"AS": 1, "KC": 2}}),
+      "inventory": {"AS": 1, "KC": 2}, "unknown": 3}),
     (pr.T_COMMAND_REJECTED, b"\x04\x82\x00\x00\x00\x09",
      {"event": "command_rejected", "reason": "not_now", "command": pr.C_RESOLVE, "counter": 9}),
 ])
@@ -119,7 +119,7 @@ def test_decode_payload_of_each_chained_type(ftype, payload, want):
     (pr.T_SHOE_START, b"\x00\x01\x08"),
     (pr.T_INITIAL_CARDS, b"\x00\x01\x00\x01\x00\x01\x02"),
     (pr.T_RESULT, b"\x00\x01\x00\x01\x42\x00" + bytes(6) + b"\x00\x01\x00"),  # four Player cards
-    (pr.T_IRREGULARITY, b"\x00\x01\x00\x01\x09\x00\x00\x01"),  # no such kind
+    (pr.T_IRREGULARITY, b"\x00\x01\x00\x01\x63\x00\x00\x01"),  # no such kind
     (pr.T_RESOLUTION, b"\x00\x01\x00\x01\x01\x01\x00\x05\x00"),  # no such source
     (pr.T_SHOE_END, b"\x00\x01\x00\x01\x00\x10" + bytes(51)),
     (pr.T_COMMAND_REJECTED, b"\x01\x82\x00"),
@@ -133,10 +133,11 @@ def test_decode_payload_refuses_a_payload_that_does_not_fit_its_type(ftype, payl
 
 
 def test_decode_status_names_its_fields_and_refuses_a_short_payload():
-    payload = struct.pack(">BHHHBIIIIB", 3, 2, 14, 101, 1, 17, 40, 41, 44, 2)
+    payload = struct.pack(">BHHHBIIIIBI", 3, 2, 14, 101, 1, 17, 40, 41, 44, 2, 9)
     assert pr.decode_status(payload) == {
         "phase": "held", "shoe": 2, "round": 14, "integrity": "tilt", "position": 101,
-        "due": "player", "host_counter": 17, "acked": 40, "unacked_from": 41, "unacked_to": 44}
+        "due": "player", "host_counter": 17, "acked": 40, "unacked_from": 41, "unacked_to": 44,
+        "refused": 9}
     with pytest.raises(pr.FrameError):
         pr.decode_status(payload[:-1])
 

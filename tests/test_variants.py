@@ -58,7 +58,7 @@ def test_squeeze_withholds_cards_until_the_reveal_even_across_a_power_cut(rigs):
     assert rig.of("result")[-1]["winner"] == "player"
 
 
-def test_validator_refuses_a_wrong_announcement(tmp_path):
+def test_validator_alarms_on_a_wrong_announcement(tmp_path):
     k = keys.create(str(tmp_path / "k"))
     v = Validator(k, str(tmp_path / "a.db"))
 
@@ -72,5 +72,7 @@ def test_validator_refuses_a_wrong_announcement(tmp_path):
     payload = b"\x00\x01\x00\x01" + bytes([0x22, 0]) + cards + b"\x00\x03\x02"
     _bad, e2 = frame(2, start[-32:-24], pr.T_RESULT, payload)
     verdicts = v.receive(e1 + e2)
-    assert [(x[1], x[2]) for x in verdicts] == [("accepted", None),
-                                                 ("rejected", "announcement_mismatch")]
+    # authentic and in sequence: stored, with an alarm the supervisor sees
+    assert [(x[1], x[2]) for x in verdicts] == [("accepted", None), ("accepted", None)]
+    assert [a["kind"] for a in v.alarms] == ["missing_burn", "announcement_mismatch"]
+    assert v.store.alarms()[1]["kind"] == "announcement_mismatch"

@@ -2,7 +2,7 @@
 
 Dealer channel (the simulated recognition module, exit sensor and buttons): the process's stdin,
 one byte at a time: 0x00-0x7F are recognition-module UART bytes, 0x80 the exit sensor's edge, 0x81
-the dealer's confirm button, 0x82 the shoe-empty sensor, 0x83 the squeeze reveal button, 0x91-0x93
+the dealer's confirm button, 0x82 the shoe-empty sensor, 0x83 the squeeze reveal button, 0x91-0x94
 the supervisor's resolution key (void card / keep as dummy hand / void round). Indicators: a line
 on stdout per change: `I <phase> <due> <position> <shoe> <round> <alarm> <reveal>`, and at each
 result the display's `A <player total> <banker total> <winner> <announcements>`. Host link: a TCP
@@ -16,4 +16,4 @@ EXIT_EDGE = 0x80
 CONFIRM = 0x81
 EMPTY = 0x82
 REVEAL = 0x83  # squeeze: the dealer releases the hands
-SUPERVISOR = 0x90  # + resolution code 1..3
+SUPERVISOR = 0x90  # + resolution code 1..4

@@ -56,7 +56,7 @@ class SocketLink:
 
 _BUTTON = {board.CONFIRM: loop.CONFIRM, board.EMPTY: loop.EMPTY, board.REVEAL: loop.REVEAL,
            board.SUPERVISOR + 1: loop.VOID_CARD, board.SUPERVISOR + 2: loop.KEEP_DUMMY,
-           board.SUPERVISOR + 3: loop.VOID_ROUND}
+           board.SUPERVISOR + 3: loop.VOID_ROUND, board.SUPERVISOR + 4: loop.END_SHOE}
 
 
 class DealerIO:

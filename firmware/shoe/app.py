@@ -257,7 +257,7 @@ class ShoeApp:
             self.indicators.announce(total(s.player, s.np), total(s.banker, s.nb), o & WINNER_MASK,
                                      ann)
         if ev & EV_SHOE_END:
-            body = frames.shoe_end(no, rnd, s.position, s.inventory)
+            body = frames.shoe_end(no, rnd, s.position, s.inventory, s.unknown)
             out.append(self._chained(frames.T_SHOE_END, body))
         return out
 
@@ -336,8 +336,8 @@ class ShoeApp:
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self.refuse(REJ_NOT_NOW, ftype, counter)
         elif ftype == frames.C_MAINTENANCE:
-            if s.in_round():
-                self.refuse(REJ_NOT_NOW, ftype, counter)  # never in the middle of a round
+            if s.in_round() or s.phase == PH_HELD:
+                self.refuse(REJ_NOT_NOW, ftype, counter)  # never mid-round or with a round held
             else:
                 self.maintenance = True
         elif ftype == frames.C_NEW_SHOE:
@@ -363,5 +363,5 @@ class ShoeApp:
         pending = o.pending()
         payload = frames.status(s.phase, s.shoe_no, s.round_no, s.position, s.due(),
                                 self.port.counter, o.acked, o.acked + 1 if pending else 0,
-                                o.seq if pending else 0, self.integrity)
+                                o.seq if pending else 0, self.integrity, self.port.refused)
         self._send(self._unchained(frames.T_STATUS, payload))

@@ -36,10 +36,14 @@ IR_INVENTORY = const(4)
 IR_FOREIGN = const(5)
 IR_CARD_MISSING = const(6)
 IR_EXHAUSTED = const(7)
+IR_BURN_UNREADABLE = const(8)  # a burned card not read: it still counts as burned; no hold
+IR_CUT_IN_BURN = const(9)  # the cut card as the first card or during the burn
+IR_SECOND_CUT = const(10)
 
-RES_VOID_CARD = const(1)
+RES_VOID_CARD = const(1)  # in the burn: continue
 RES_KEEP_DUMMY = const(2)
 RES_VOID_ROUND = const(3)
+RES_END_SHOE = const(4)  # the shoe ends here and is reshuffled
 
 CUT_NONE = const(0)
 CUT_FINISH_THEN_ONE = const(1)  # out during a round: finish it, then one more
@@ -49,7 +53,7 @@ CUT_NEXT_IS_LAST = const(2)
 class Shoe:
     def __init__(self, decks=8):
         self.decks = decks
-        self.inventory = bytearray(52)
+        self.inventory = bytearray(52)  # each readable card that left the shoe, whatever it became
         self.player = bytearray(3)
         self.banker = bytearray(3)
         self.burned = bytearray(11)
@@ -67,7 +71,9 @@ class Shoe:
         self.round_no = 0
         self.phase = PH_BURN_FIRST
         self.position = 0  # cards out of the shoe, cut card included
+        self.unknown = 0  # cards out that were not read (unreadable, foreign)
         self.cut = CUT_NONE
+        self.cut_seen = False
         self.last_round = False
         self.dummy = False
         self.dummy_done = 0
@@ -87,6 +93,9 @@ class Shoe:
     def in_round(self):
         return self.phase == PH_ROUND and not self.complete
 
+    def in_burn(self):
+        return self.phase == PH_BURN_FIRST or self.phase == PH_BURN
+
     def due(self):
         """DUE_PLAYER / DUE_BANKER / DUE_NONE, what the indicators show."""
         if self.phase != PH_ROUND:
@@ -95,34 +104,49 @@ class Shoe:
             return DUE_PLAYER
         return due(self.player, self.np, self.banker, self.nb)
 
-    def _irregular(self, kind, card):
+    def _note(self, kind, card):
+        """An irregularity reported with its card and position."""
         self.ir_kind = kind
         self.ir_card = card
         self.ir_position = self.position
+        self.events |= EV_IRREGULARITY
+
+    def _irregular(self, kind, card):
+        """An irregularity that holds the shoe until a supervisor's resolution."""
+        self._note(kind, card)
         if self.phase != PH_HELD:
             self.held_phase = self.phase
         self.phase = PH_HELD
-        self.events |= EV_IRREGULARITY
+
+    def _count(self, card):
+        if card < 52:
+            if self.inventory[card] < 255:
+                self.inventory[card] += 1
+        elif self.unknown < 0xFFFF:
+            self.unknown += 1
 
     def card_out(self, card):
         """A card (0..51), CUT or NO_CARD (unreadable) has left the shoe."""
         self.position += 1
         if card == CUT:
-            if self.in_round():
-                self.cut = CUT_FINISH_THEN_ONE
-            else:
-                self.cut = CUT_NEXT_IS_LAST
+            self._cut_card()
             return
+        self._count(card)  # counted whatever becomes of it: voided cards left the shoe too
         if card == NO_CARD:
-            self._irregular(IR_UNREADABLE, card)
+            if self.phase == PH_BURN:
+                # Burn cards are discarded unseen: it counts as burned, the inventory keeps one
+                # unknown card, and the shoe goes on.
+                self._note(IR_BURN_UNREADABLE, card)
+                self._burn(card)
+            else:
+                self._irregular(IR_UNREADABLE, card)
             return
         if self.phase == PH_HELD or self.phase == PH_ENDED:
             self._irregular(IR_CARD_NOT_DUE, card)
             return
-        if self.inventory[card] >= self.decks:
+        if self.inventory[card] > self.decks:
             self._irregular(IR_INVENTORY, card)
             return
-        self.inventory[card] += 1
         if self.phase == PH_BURN_FIRST:
             self.burned[0] = card
             self.n_burned = 1
@@ -130,14 +154,32 @@ class Shoe:
             self.phase = PH_BURN
             return
         if self.phase == PH_BURN:
-            self.burned[self.n_burned] = card
-            self.n_burned += 1
-            self.burn_left -= 1
-            if self.burn_left == 0:
-                self.phase = PH_ROUND
-                self.events |= EV_BURN
+            self._burn(card)
             return
         self._deal(card)
+
+    def _cut_card(self):
+        if self.phase == PH_ENDED:
+            return
+        if self.cut_seen:
+            self._irregular(IR_SECOND_CUT, CUT)
+            return
+        self.cut_seen = True
+        if self.in_burn():
+            self.cut = CUT_NEXT_IS_LAST  # continuing makes the first round the last
+            self._irregular(IR_CUT_IN_BURN, CUT)
+        elif not self.complete:
+            self.cut = CUT_FINISH_THEN_ONE
+        else:
+            self.cut = CUT_NEXT_IS_LAST
+
+    def _burn(self, card):
+        self.burned[self.n_burned] = card
+        self.n_burned += 1
+        self.burn_left -= 1
+        if self.burn_left == 0:
+            self.phase = PH_ROUND
+            self.events |= EV_BURN
 
     def _deal(self, card):
         if self.complete:
@@ -162,20 +204,25 @@ class Shoe:
         self.complete = True
         self.events |= EV_RESULT
         if self.last_round:
-            self.phase = PH_ENDED
-            self.events |= EV_SHOE_END
+            self._end()
         elif self.cut == CUT_FINISH_THEN_ONE:
             self.cut = CUT_NEXT_IS_LAST
         self.dummy_done = 1 if self.dummy else 0
         self.dummy = False
 
+    def _end(self):
+        self.phase = PH_ENDED
+        self.events |= EV_SHOE_END
+
     # Sensor-level irregularities reported by the app
     def two_cards(self, card):
         self.position += 1
+        self._count(card)
         self._irregular(IR_TWO_CARDS, card)
 
     def foreign(self):
         self.position += 1
+        self._count(NO_CARD)
         self._irregular(IR_FOREIGN, NO_CARD)
 
     def confirm(self):
@@ -184,41 +231,46 @@ class Shoe:
             self._irregular(IR_CARD_MISSING, NO_CARD)
 
     def empty(self):
-        """The shoe has no cards left."""
-        if self.phase == PH_ENDED:
+        """The shoe-empty sensor: the shoe has no cards left."""
+        if self.phase == PH_ENDED or self.phase == PH_HELD:
             return
-        if self.in_round():
-            self._irregular(IR_EXHAUSTED, NO_CARD)
-        elif self.phase != PH_HELD:
-            self.phase = PH_ENDED
-            self.events |= EV_SHOE_END
+        if self.in_round() or self.in_burn():
+            self._irregular(IR_EXHAUSTED, NO_CARD)  # a round, or the burn, cannot be finished
+        else:
+            self._end()
 
     def resolve(self, code):
         """A supervisor's resolution of the held irregularity; False when none is held or it does
         not fit."""
-        if self.phase != PH_HELD or code < RES_VOID_CARD or code > RES_VOID_ROUND:
+        if self.phase != PH_HELD or code < RES_VOID_CARD or code > RES_END_SHOE:
             return False
         card = self.ir_card
+        kind = self.ir_kind
+        in_burn = self.held_phase == PH_BURN_FIRST or self.held_phase == PH_BURN
         self.voided = 0
         if code == RES_KEEP_DUMMY:
             # The card opens the next round, a no-bet dummy hand; only for a readable, countable
             # card drawn between rounds.
-            if (card >= 52 or self.ir_kind not in (IR_CARD_NOT_DUE, IR_TWO_CARDS)
+            if (card >= 52 or (kind != IR_CARD_NOT_DUE and kind != IR_TWO_CARDS)
                     or self.held_phase != PH_ROUND or not self.complete
-                    or self.inventory[card] >= self.decks):
+                    or self.inventory[card] > self.decks):
                 return False
             self.phase = PH_ROUND
-            self.inventory[card] += 1
             self.dummy = True
             self._deal(card)
-        elif code == RES_VOID_ROUND:
+        elif code == RES_VOID_ROUND or code == RES_END_SHOE:
+            if code == RES_VOID_ROUND and in_burn:
+                return False  # no round to void: continue (void card) or end the shoe
             self.phase = PH_ROUND if self.held_phase != PH_ENDED else PH_ENDED
             if not self.complete:
                 self.voided = self.np << 4 | self.nb  # its cards stay counted out of the shoe
                 self.complete = True
                 self.round_no -= 1
+                self.dummy = False
+            if code == RES_END_SHOE and self.phase != PH_ENDED:
+                self._end()
         else:
-            if self.ir_kind in (IR_CARD_MISSING, IR_EXHAUSTED):
+            if not in_burn and (kind == IR_CARD_MISSING or kind == IR_EXHAUSTED):
                 return False  # nothing to void: the round itself must be voided
             self.phase = self.held_phase
         self.resolution = code

@@ -24,7 +24,7 @@ MAC_LEN = const(32)
 CHAIN_LEN = const(8)
 MAX_FRAME = const(200)
 MAX_ENCODED = const(203)  # COBS adds one byte per 254 and the 0x00 delimiter
-MAX_CHAINED = const(112)  # the longest frame the shoe makes: shoe_end, with its 52-byte inventory
+MAX_CHAINED = const(114)  # the longest frame the shoe makes: shoe_end, with its 52-byte inventory
 _SEQ_AT = const(10)
 
 # shoe -> host, chained
@@ -98,6 +98,11 @@ def is_chained(frame):
     return frame[1] < T_STATUS
 
 
+def is_command(frame):
+    """Host -> shoe: the type's top bit is the frame's direction."""
+    return frame[1] >= C_HELLO
+
+
 def names_cards(frame):
     """Frames that name a hand's cards (withheld under the squeeze procedure until the reveal)."""
     return frame[1] == T_INITIAL or frame[1] == T_RESULT
@@ -140,18 +145,20 @@ def resolution(shoe_no, round_no, code, kind, card, source, voided, player, bank
             + bytes(player[: voided >> 4]) + bytes(banker[: voided & 15]))
 
 
-def shoe_end(shoe_no, round_no, position, inventory):
-    return _shoe_round(shoe_no, round_no) + struct.pack(">H", position) + inventory
+def shoe_end(shoe_no, round_no, position, inventory, unknown):
+    """inventory: the count of each card that left the shoe; unknown: cards out not read."""
+    return (_shoe_round(shoe_no, round_no) + struct.pack(">H", position) + inventory
+            + struct.pack(">H", unknown))
 
 
 def command_rejected(reason, ftype, counter):
     return struct.pack(">BBI", reason, ftype, counter)
 
 
-def status(phase, shoe_no, round_no, position, due, host_counter, acked, unacked_from, unacked_to,
-           integrity):
-    return struct.pack(">BHHHBIIIIB", phase, shoe_no, round_no, position, due, host_counter, acked,
-                       unacked_from, unacked_to, integrity)
+def status(phase, shoe_no, round_no, position, due, host_counter, acked, unacked_from,
+           unacked_to, integrity, refused):
+    return struct.pack(">BHHHBIIIIBI", phase, shoe_no, round_no, position, due, host_counter,
+                       acked, unacked_from, unacked_to, integrity, refused)
 
 
 def integrity_answer(state, digest):

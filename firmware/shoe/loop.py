@@ -17,13 +17,15 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 CONFIRM = const(1)
 EMPTY = const(2)
 REVEAL = const(4)
-VOID_CARD = const(8)  # the supervisor's key: resolutions 1..3
+VOID_CARD = const(8)  # the supervisor's key: resolutions 1..4
 KEEP_DUMMY = const(16)
 VOID_ROUND = const(32)
+END_SHOE = const(64)
 
 # boards name their buttons (board.BUTTONS); these are the bits the names stand for
 BUTTON_BITS = (("confirm", CONFIRM), ("empty", EMPTY), ("reveal", REVEAL),
-               ("void_card", VOID_CARD), ("keep_dummy", KEEP_DUMMY), ("void_round", VOID_ROUND))
+               ("void_card", VOID_CARD), ("keep_dummy", KEEP_DUMMY), ("void_round", VOID_ROUND),
+               ("end_shoe", END_SHOE))
 
 
 def step(app, io, now):
@@ -55,3 +57,5 @@ def press(app, pressed):
         app.supervisor(2)
     if pressed & VOID_ROUND:
         app.supervisor(3)
+    if pressed & END_SHOE:
+        app.supervisor(4)

@@ -14,7 +14,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-_SLOT = const(112)  # frames.MAX_CHAINED: one ring slot
+_SLOT = const(114)  # frames.MAX_CHAINED: one ring slot
 
 
 class Outbox:

@@ -12,10 +12,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-# Why a host command was refused (the command_rejected frame's reason)
-REJ_BAD_MAC = const(1)
-REJ_REPLAYED = const(2)
-REJ_NOT_FOR_THIS_SHOE = const(3)
+# Why an authentic command was refused (the command_rejected frame's reason)
 REJ_NOT_NOW = const(4)
 REJ_UNKNOWN = const(5)
 
@@ -32,14 +29,14 @@ class CommandPort:
         self.identity = identity
         self.key = HmacKey(identity[2]) if identity else None
         self.counter = 0  # the last counted command accepted
+        self.refused = 0  # frames refused since boot: not a command, not ours, bad MAC, replayed
         self._rx = bytearray(frames.MAX_ENCODED)
         self._n = 0
         self._frame = bytearray(frames.MAX_FRAME)
 
     def feed(self, data, n, shoe):
-        """n bytes of `data` from the host link. For each complete frame: shoe.command(type,
-        counter, payload) when it is authentic and fresh, shoe.refuse(reason, type, counter) when
-        not."""
+        """n bytes of `data` from the host link: shoe.command(type, counter, payload) for each
+        complete frame that is an authentic, fresh command."""
         rx = self._rx
         for i in range(n):
             b = data[i]
@@ -56,19 +53,20 @@ class CommandPort:
     def _check(self, shoe):
         n = cobs.decode_into(self._rx, self._n, self._frame)
         if n < 0 or self.key is None or self.identity is None:
+            self.refused += 1
             return
         frame = bytes(self._frame[:n])
         p = frames.parse(frame)
         if p is None:
+            self.refused += 1
             return
         ftype, key_id, shoe_id, _, counter, _, payload, mac = p
         my_key_id, my_shoe_id, _ = self.identity
-        if key_id != my_key_id or shoe_id != my_shoe_id:
-            return shoe.refuse(REJ_NOT_FOR_THIS_SHOE, ftype, counter)
-        if not equal(self.key.mac(frames.signed_part(frame)), mac):
-            return shoe.refuse(REJ_BAD_MAC, ftype, counter)
+        if (not frames.is_command(frame) or key_id != my_key_id or shoe_id != my_shoe_id
+                or not equal(self.key.mac(frames.signed_part(frame)), mac)
+                or (not uncounted(ftype) and counter <= self.counter)):
+            self.refused += 1
+            return
         if not uncounted(ftype):
-            if counter <= self.counter:
-                return shoe.refuse(REJ_REPLAYED, ftype, counter)
             self.counter = counter
         shoe.command(ftype, counter, payload)

@@ -69,15 +69,13 @@ class TiltShoe:
     def host_bytes(self, data, n=-1):
         self.port.feed(data, len(data) if n < 0 else n, self)
 
-    def refuse(self, reason, ftype, counter):
-        pass  # a tilted shoe logs nothing: its flash must not change
-
     def command(self, ftype, counter, payload):
         if ftype == frames.C_INTEGRITY and 1 <= len(payload) <= _MAX_SEED:
             digest = integrity.seeded(bytes(payload), self.code_root, self.code_skip)
             self._send(frames.T_INTEGRITY, frames.integrity_answer(frames.INTEGRITY_TILT, digest))
         elif ftype == frames.C_HELLO:
-            status = frames.status(PH_TILT, 0, 0, 0, 0, 0, 0, 0, 0, frames.INTEGRITY_TILT)
+            status = frames.status(PH_TILT, 0, 0, 0, 0, 0, 0, 0, 0, frames.INTEGRITY_TILT,
+                                   self.port.refused)
             self._send(frames.T_STATUS, status)
 
     def _send(self, ftype, payload):

@@ -54,9 +54,18 @@ def judge(expected: list[dict[str, Any]], records: list[tuple[str, dict[str, Any
         else:
             out.append((want["round"], "FAIL",
                         f"shoe signed {_hand(got)}; rules deal {_hand(want)}"))
-    if rejections:
-        reasons = ", ".join(sorted({r["reason"] for r in rejections}))
+    for r in rejections:  # alarms on a round make it FAIL, whatever the shoe signed
+        if r.get("round") is not None and r.get("kind"):
+            i = next((i for i, v in enumerate(out) if v[0] == r["round"]), None)
+            if i is not None:
+                out[i] = (r["round"], "FAIL", f"{r['kind']}: {r['detail']}; {out[i][2]}")
+    rejected = [r for r in rejections if "reason" in r]
+    alarms = [r for r in rejections if "kind" in r and r.get("round") is None]
+    if rejected:
+        reasons = ", ".join(sorted({r["reason"] for r in rejected}))
         out.append((None, "FAIL", "frames rejected: " + reasons))
+    if alarms:
+        out.append((None, "FAIL", "alarms: " + ", ".join(sorted({a["kind"] for a in alarms}))))
     return out
 
 
@@ -81,7 +90,7 @@ def bench_virtual(tokens: list[str], progress: bool = True
             s.run()
         finally:
             s.close()
-        return s.records, s.validator.rejections
+        return s.records, s.validator.rejections + s.validator.alarms
 
 
 def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
@@ -115,7 +124,8 @@ def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
         link.drain(DRAIN_WAIT)
     finally:
         link.close()
-    return records, v.rejections
+    v.store.close()
+    return records, v.rejections + v.alarms
 
 
 def run_bench(shoe_file: str, port: str | None = None, key_file: str | None = None,

@@ -48,7 +48,9 @@ def format_round(rec: dict[str, Any]) -> str:
     flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
     dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
     said = "".join(f'  "{a}"' for a in rec.get("announcements", []))
-    return (f"shoe {rec['shoe']} round {rec['round']:>3}: player {' '.join(rec['player']):<9} "
+    device = f"[shoe id {rec['shoe_id']}] " if "shoe_id" in rec else ""
+    return (f"{device}shoe {rec['shoe']} round {rec['round']:>3}: "
+            f"player {' '.join(rec['player']):<9} "
             f"{rec['player_total']}  banker {' '.join(rec['banker']):<9} {rec['banker_total']}  "
             f"-> {rec['winner']}{flags}{dummy}{said}")
 
@@ -90,22 +92,50 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     from .demo import run_demo
 
-    summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture, quiet=args.json)
+    summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture, quiet=args.json,
+                          registry=args.registry, on_alarm=None if args.json else print_alarm)
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"shoe {summary['shoe']}: {summary['rounds']} rounds dealt and verified "
               f"({summary['expected_rounds']} expected), {summary['verified']} frames verified, "
               f"{summary['rejected']} rejected, {summary['irregularities']} irregularities, "
-              f"{summary['lost']} lost, in {summary['seconds']} s")
+              f"{len(summary['alarms'])} alarms, {summary['lost']} lost, "
+              f"in {summary['seconds']} s")
         print(f"audit log: {args.db}   history: sabot history --db {args.db}")
-        for a in summary["alarms"]:
-            print(f"alarm: {a}")
-    if summary["rejected"] or summary["lost"]:
-        reasons = sorted({r["reason"] for r in summary["rejections"]}) or ["rounds lost"]
-        raise SabotError(f"{summary['rejected']} frames rejected, {summary['lost']} rounds lost: "
-                         + ", ".join(reasons))
+    fail_on(summary["rejections"], summary["alarms"], f"{summary['lost']} rounds lost"
+            if summary["lost"] else "")
     return 0
+
+
+def print_alarm(alarm: dict[str, Any]) -> None:
+    """An alarm, as it happens, for the supervisor watching the terminal."""
+    where = f"shoe {alarm['shoe']}" + (f" round {alarm['round']}" if alarm.get("round") else "")
+    print(f"ALARM {alarm['kind']} ({where}, shoe id {alarm['shoe_id']}): {alarm['detail']}",
+          file=sys.stderr, flush=True)
+
+
+def group_rejections(rejections: list[dict[str, Any]]) -> str:
+    """"193 x unknown_shoe_or_key, 2 x bad_mac": one line however many frames were refused."""
+    from collections import Counter
+
+    counted = Counter(r["reason"] for r in rejections)
+    return ", ".join(f"{n} x {reason}" for reason, n in counted.most_common())
+
+
+def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],
+            more: str = "") -> None:
+    """Exit non-zero, with one line, on any rejected frame or alarm (CONTRACTS)."""
+    parts = []
+    if rejections:
+        parts.append(f"{len(rejections)} frames rejected ({group_rejections(rejections)})")
+    if alarms:
+        kinds = sorted({a["kind"] for a in alarms})
+        parts.append(f"{len(alarms)} alarms ({', '.join(kinds)})")
+    if more:
+        parts.append(more)
+    if parts:
+        raise SabotError("; ".join(parts))
 
 
 def cmd_board(args: argparse.Namespace) -> int:
@@ -113,6 +143,20 @@ def cmd_board(args: argparse.Namespace) -> int:
 
     run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance)
     return 0
+
+
+REGISTRY_HELP = ("the shoe registry: each shoe's table, game, variant and decks (default "
+                 "./sabot-shoes.json)")
+
+
+def registry_entry(path: str | None, shoe_id: int, must: bool = True) -> Any:
+    """The registry's configuration of a shoe: the validator's, never the shoe's own word."""
+    from .registry import Registry, ShoeEntry
+
+    reg = Registry.load(path, must_exist=must)
+    if shoe_id in reg.shoes or must:
+        return reg.get(shoe_id)
+    return ShoeEntry(shoe_id)  # unregistered: the contract's defaults, and alarms if it differs
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -123,7 +167,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .validator import Validator
 
     key = keys.load(args.key)
-    capture = open(args.capture, "ab") if args.capture else None
+    config = registry_entry(args.registry, key.shoe_id)
+    capture = _open_capture(args.capture)
 
     def show(kind: str, rec: dict[str, Any]) -> None:
         if args.json:
@@ -133,30 +178,49 @@ def cmd_validate(args: argparse.Namespace) -> int:
         elif kind != "initial_cards":
             print(format_event(rec), flush=True)
 
-    validator = Validator(key, args.db, on_record=show)
-    link = HostLink(args.port, validator, capture)
+    validator = Validator(key, args.db, config, on_record=show, on_alarm=print_alarm)
+    try:
+        link = HostLink(args.port, validator, capture)
+    except BaseException:
+        validator.store.close()
+        raise
     end = time.monotonic() + args.seconds if args.seconds else None
+    refused: list[dict[str, Any]] = []
     try:
         while end is None or time.monotonic() < end:
+            burst = 0
             try:
                 for _, verdict, reason in link.pump():
                     if verdict == "rejected":
-                        print(f"rejected frame: {reason}", file=sys.stderr, flush=True)
+                        refused.append({"reason": reason})
+                        burst += 1
             except ConnectionError:
                 print("link lost; reconnecting", file=sys.stderr)
                 link.reconnect(timeout=30)
+            if refused and (len(refused) >= 1000 or not burst):  # one line per burst
+                print(f"rejected frames: {group_rejections(refused)}", file=sys.stderr, flush=True)
+                refused = []
     except KeyboardInterrupt:
         pass
     finally:
         link.close()
+        validator.store.close()
         if capture:
             capture.close()
     s = validator.summary()
     print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
-          f"{s['rejected']} rejected", file=sys.stderr)
-    if s["rejected"]:
-        raise SabotError(f"{s['rejected']} frames rejected")
+          f"{s['rejected']} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
+    fail_on(s["rejections"], s["alarms"])
     return 0
+
+
+def _open_capture(path: str | None) -> Any:
+    if not path:
+        return None
+    try:
+        return open(path, "ab")
+    except OSError as e:
+        raise SabotError(f"cannot write capture {path}: {e.strerror}") from None
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -168,46 +232,70 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .validator import Validator
 
     key = keys.load(args.key)
+    config = registry_entry(args.registry, key.shoe_id, must=False)
     try:
         with open(args.capture, "rb") as f:
             data = f.read()
     except OSError as e:
         raise SabotError(f"cannot read capture {args.capture}: {e.strerror}") from None
     with tempfile.TemporaryDirectory() as tmp:
-        v = Validator(key, os.path.join(tmp, "replay.db"))
+        v = Validator(key, os.path.join(tmp, "replay.db"), config)
         v.receive(data)
+        v.finish()
         s = v.summary()
         v.store.close()
-    out = {k: s[k] for k in ("frames", "verified", "rejected", "rounds", "rejections")}
+    out = {k: s[k] for k in ("frames", "verified", "rejected", "rounds", "rejections", "alarms")}
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{out['frames']} frames: {out['verified']} verified, {out['rejected']} rejected, "
-              f"{out['rounds']} rounds")
-        for r in out["rejections"]:
-            print(f"  seq {r['seq']}: {r['reason']}")
-    if out["rejected"]:
-        raise SabotError(f"{out['rejected']} of {out['frames']} frames rejected")
+              f"{out['rounds']} rounds, {len(out['alarms'])} alarms")
+        if out["rejections"]:
+            print(f"  rejected: {group_rejections(out['rejections'])}")
+        for a in out["alarms"]:
+            print(f"  alarm {a['kind']} (shoe {a['shoe']}): {a['detail']}")
+    fail_on(out["rejections"], out["alarms"])
     return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    import os
+    import json
 
     from .audit import AuditStore
 
-    if not os.path.exists(args.db):
-        raise SabotError(f"no audit database at {args.db}")
-    store = AuditStore(args.db)
-    kinds: tuple[str, ...] = ("result", "initial_cards", "irregularity", "resolution")
-    if args.round is None:
-        kinds += ("shoe_start", "burn", "shoe_end")
-    recs = store.records(kinds, args.shoe, args.round)
+    store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
+    try:
+        if args.alarms:
+            for a in store.alarms(args.shoe_id, args.shoe):
+                if args.round is None or a["round"] == args.round:
+                    print(json.dumps({k: v for k, v in a.items() if k != "frame_id"}))
+            return 0
+        kinds: tuple[str, ...] = ("result", "initial_cards", "irregularity", "resolution")
+        if args.round is None:
+            kinds += ("shoe_start", "burn", "shoe_end")
+        recs = store.records(kinds, args.shoe, args.round, args.shoe_id)
+    finally:
+        store.close()
     if not args.json and args.round is None:
         recs = [(k, r) for k, r in recs if k != "initial_cards"]
     if not recs:
         raise SabotError("no such hand in the audit log")
     print_records(recs, args.json)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    import json
+
+    from .audit_verify import keys_for, verify
+
+    r = verify(args.db, keys_for(args.key or []))
+    if args.json:
+        print(json.dumps(r))
+    elif r["ok"]:
+        print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)")
+    if not r["ok"]:
+        raise SabotError(f"the audit store does not hold: {r['problem']}")
     return 0
 
 
@@ -245,11 +333,19 @@ def cmd_provision(args: argparse.Namespace) -> int:
     else:
         key = keys.create(args.key, key_id=args.key_id, shoe_id=args.shoe_id)
         print(f"created key file {args.key} (mode 600)", file=sys.stderr)
+    from .registry import Registry, ShoeEntry
+
+    entry = ShoeEntry(key.shoe_id, table=args.table, game=args.game, ez=args.ez,
+                      commission_free=args.commission_free, squeeze=args.squeeze,
+                      decks=args.decks)
+    reg = Registry.load(args.registry)
     provision_flash(args.flash, key)
     set_variant(args.flash, variant)
+    reg.put(entry)
     print(f"provisioned shoe {key.shoe_id:#010x} key {key.key_id} ({args.game}"
           f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
-          f"{', squeeze' if args.squeeze else ''}) into {args.flash}")
+          f"{', squeeze' if args.squeeze else ''}) into {args.flash}; registered as table "
+          f"{entry.table} in {reg.path}")
     return 0
 
 
@@ -406,6 +502,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the shoe's key file, created mode 0600 if missing "
                    "(default ./sabot.key)")
     m.add_argument("--capture", metavar="FILE", help="keep the raw bytes received from the shoe")
+    m.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the demo shoe is "
+                   "registered there if it is not yet")
     m.add_argument("--json", action="store_true", help="print a JSON summary instead of progress")
     m.set_defaults(func=cmd_demo)
 
@@ -436,14 +534,31 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--capture", metavar="FILE", help="keep the raw bytes received")
     v.add_argument("--seconds", type=float,
                    help="stop after this many seconds (default: until Ctrl-C)")
+    v.add_argument("--registry", default=None, help=REGISTRY_HELP)
     v.add_argument("--json", action="store_true", help="print records as JSON lines")
     v.set_defaults(func=cmd_validate)
 
     r = sub.add_parser("replay", help="verify a capture offline")
     r.add_argument("capture", help="raw bytes kept by --capture")
     r.add_argument("--key", required=True, help="the shoe's key file")
+    r.add_argument("--registry", default=None, help=REGISTRY_HELP + "; a shoe not in it is held "
+                   "to the contract's defaults (8-deck Baccarat)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_replay)
+
+    au = sub.add_parser("audit", help="check an audit store: sabot audit verify",
+                        description="verify: re-verifies every stored frame from its raw bytes "
+                        "(MAC, sequence, chain), recomputes every round with the host's rules and "
+                        "checks the store's own row chain and append-only triggers. Exit 0 and "
+                        "'ok: F frames, R rounds' when all holds; otherwise non-zero and the "
+                        "first broken row. Example: sabot audit verify --db audit.db --key "
+                        "shoe7.key")
+    au.add_argument("action", choices=["verify"])
+    au.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
+    au.add_argument("--key", action="append", metavar="FILE",
+                    help="a shoe's key file, once per shoe in the store")
+    au.add_argument("--json", action="store_true")
+    au.set_defaults(func=cmd_audit)
 
     st = sub.add_parser("settle", help="settle a round's wagers (JSON in, JSON out)",
                         description="Reads {table, round, wagers} as JSON from FILE or stdin and "
@@ -516,6 +631,11 @@ def build_parser() -> argparse.ArgumentParser:
     pv.add_argument("--commission-free", action="store_true", help="631c.5: announces Lucky Six")
     pv.add_argument("--squeeze", action="store_true",
                     help="631a.9(d): card identities stay off the link until the dealer's reveal")
+    pv.add_argument("--decks", type=int, default=8, help="decks the shoe holds (default 8)")
+    pv.add_argument("--table", default="", help="the table's name in the registry "
+                    "(default shoe-<shoe id>)")
+    pv.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
+                    "written there")
     pv.set_defaults(func=cmd_provision)
 
     k = sub.add_parser("soak", help="deal whole shoes while injecting faults; nothing may be lost",
@@ -531,8 +651,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     h = sub.add_parser("history", help="reconstruct hands from the audit store")
     h.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
+    h.add_argument("--shoe-id", type=lambda t: int(t, 0), help="only the shoe with this id")
     h.add_argument("--shoe", type=int, help="only this shoe")
     h.add_argument("--round", type=int, help="only this round")
+    h.add_argument("--alarms", action="store_true",
+                   help="list the stored alarms instead, one JSON object per line")
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=cmd_history)
     return p

@@ -18,9 +18,10 @@ from .errors import SabotError
 from .keys import ShoeKey
 from .link import HostLink
 from .protocol import PH_ENDED
+from .registry import Registry, ShoeEntry
 from .transport import DEFAULT_BAUD
 from .validator import Validator, contract_round
-from .virtual import Dealer, VirtualBoard, provision_flash
+from .virtual import Dealer, VirtualBoard, provision_flash, set_variant
 
 DRAIN_WAIT = 10.0  # seconds for the shoe to deliver what it still holds once the dealing is over
 
@@ -30,12 +31,15 @@ class Session:
 
     def __init__(self, tokens: list[str], key: ShoeKey, db: str, flash_dir: str,
                  capture: str | None = None, progress: Callable[..., None] | None = None,
-                 baud: int = DEFAULT_BAUD) -> None:
+                 baud: int = DEFAULT_BAUD, config: ShoeEntry | None = None,
+                 on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.tokens = tokens
         self.key = key
         self.flash_dir = flash_dir
+        self.config = config or ShoeEntry(key.shoe_id)
         self.records: list[tuple[str, dict[str, Any]]] = []
-        self.validator = Validator(key, db, on_record=self._record)
+        self.validator = Validator(key, db, self.config, on_record=self._record,
+                                   on_alarm=on_alarm)
         self.capture = open(capture, "ab") if capture else None
         self.progress = progress
         self.baud = baud
@@ -51,6 +55,7 @@ class Session:
 
     def start_board(self) -> tuple[VirtualBoard, HostLink]:
         provision_flash(self.flash_dir, self.key)
+        set_variant(self.flash_dir, self.config.variant_byte)
         self.board = VirtualBoard(self.flash_dir).start()
         if self.link is None:
             self.link = HostLink(self.board.url, self.validator, self.capture, baud=self.baud)
@@ -113,6 +118,9 @@ class Session:
                 "irregularities": v["irregularities"], "lost": lost, "resent": v["resent"],
                 "rejections": v["rejections"], "alarms": v["alarms"]}
 
+    def close_store(self) -> None:
+        self.validator.store.close()
+
 
 def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
     if shoe:
@@ -134,12 +142,18 @@ def progress_line(session: Session, final: bool = False) -> None:
 
 def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.db",
              key_file: str = "sabot.key", capture: str | None = None,
-             quiet: bool = False) -> tuple[dict[str, Any], Session]:
+             quiet: bool = False, registry: str | None = None,
+             on_alarm: Callable[[dict[str, Any]], None] | None = None,
+             ) -> tuple[dict[str, Any], Session]:
     tokens = load_tokens(shoe, seed)
     key = keys.load_or_create(key_file)
+    reg = Registry.load(registry)
+    if key.shoe_id not in reg.shoes:  # the demo's shoe is registered like any other
+        reg.put(ShoeEntry(key.shoe_id, table="demo"))
     flash_dir = db + ".flash"
     t0 = time.monotonic()
-    session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line)
+    session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
+                      config=reg.get(key.shoe_id), on_alarm=on_alarm)
     try:
         session.run()
     finally:

@@ -44,12 +44,19 @@ PH_HELD, PH_ENDED = PHASES.index("held"), PHASES.index("ended")
 INTEGRITY = ("unchecked", "ok", "tilt")
 DUE = ("none", "player", "banker")
 IRREGULARITIES = ("", "card_not_due", "unreadable_card", "two_cards", "inventory_exceeded",
-                  "foreign_card", "card_missing", "cards_exhausted")
+                  "foreign_card", "card_missing", "cards_exhausted", "unreadable_burn_card",
+                  "cut_card_in_burn", "second_cut_card")
+# what each irregularity adds to the shoe's accounting of cards out: the card it names, one
+# unknown card, or nothing (a burned card not read is in the burn frame; the cut card is no card)
+COUNTS_ITS_CARD = frozenset(("card_not_due", "two_cards", "inventory_exceeded"))
+COUNTS_UNKNOWN = frozenset(("unreadable_card", "foreign_card"))
+HOLDS = frozenset(IRREGULARITIES[1:]) - {"unreadable_burn_card"}
 CARD_MISSING = IRREGULARITIES.index("card_missing")
 CARDS_EXHAUSTED = IRREGULARITIES.index("cards_exhausted")
-RESOLUTIONS = ("", "void_card", "keep_dummy", "void_round")
-VOID_CARD, KEEP_DUMMY, VOID_ROUND = 1, 2, 3
+RESOLUTIONS = ("", "void_card", "keep_dummy", "void_round", "end_shoe")
+VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 SOURCES = ("supervisor", "host")
+# why the shoe refused an authentic command (frames failing authentication are only counted)
 COMMAND_REJECTIONS = ("", "bad_mac", "replayed", "not_for_this_shoe", "not_now", "unknown_command")
 WINNERS = {1: "player", 2: "banker", 3: "tie"}
 FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),
@@ -175,14 +182,14 @@ def _name(names: tuple[str, ...], code: int) -> str | int:
 def decode_status(payload: bytes) -> dict[str, Any]:
     """A status frame's payload: where the shoe stands and what it holds unacknowledged."""
     try:
-        (phase, shoe, rnd, position, due, host_counter, acked, first, last,
-         integ) = struct.unpack(">BHHHBIIIIB", payload)
+        (phase, shoe, rnd, position, due, host_counter, acked, first, last, integ,
+         refused) = struct.unpack(">BHHHBIIIIBI", payload)
     except struct.error:
         raise FrameError("malformed_payload") from None
-    return {"phase": _name(PHASES, phase), "shoe": shoe, "round": rnd,
+    return {"phase": _name(PHASES + ("tilt",), phase), "shoe": shoe, "round": rnd,
             "integrity": _name(INTEGRITY, integ), "position": position, "due": _name(DUE, due),
             "host_counter": host_counter, "acked": acked, "unacked_from": first,
-            "unacked_to": last}
+            "unacked_to": last, "refused": refused}
 
 
 def decode_payload(f: Frame) -> tuple[str, dict[str, Any]]:
@@ -226,12 +233,10 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
                       "kind": IRREGULARITIES[k], "card": CARD_NAMES[card],
                       "source": SOURCES[source], "voided_cards": voided}
     if kind == "shoe_end":
-        (position,) = struct.unpack(">H", body[:2])
-        inv = body[2:]
-        if len(inv) != 52:
-            raise ValueError(kind)
+        position, inv, unknown = struct.unpack(">H52sH", body)
         return kind, {"event": kind, "shoe": shoe, "rounds": rnd, "position": position,
-                      "inventory": {card_code(i): n for i, n in enumerate(inv) if n}}
+                      "inventory": {card_code(i): n for i, n in enumerate(inv) if n},
+                      "unknown": unknown}
     raise KeyError(kind)  # status and integrity carry no record
 
 

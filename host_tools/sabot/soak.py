@@ -93,6 +93,7 @@ class Soak:
         provision_flash(self.flash, self.key)
         self.faults = dict.fromkeys(FAULTS, 0)
         self.rejected: Counter[str] = Counter()
+        self.alarms: list[dict[str, Any]] = []
         self.board = VirtualBoard(self.flash).start()
         self.port = FaultyPort(ShoePort(self.board.url, baud), self.rng)
         self.link: HostLink
@@ -144,6 +145,7 @@ class Soak:
         elif fault == "validator_restart":
             self.link.close()
             self._tally()
+            self.alarms += self.validator.alarms
             self.validator.store.close()
             self._new_validator()
         elif fault == "disconnect":
@@ -198,6 +200,8 @@ class Soak:
     def close(self) -> None:
         self.link.close()
         self._tally()
+        self.alarms += self.validator.alarms
+        self.validator.store.close()
         self.board.stop()
 
 
@@ -215,8 +219,9 @@ def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: s
                 plans.append(tokens)
         finally:
             s.close()
-        store = AuditStore(s.db)
-        stored = [contract_round(r) for k, r in store.records(("result",))]
+        store = AuditStore(s.db, writer=False)
+        stored = [{k: v for k, v in contract_round(r).items() if k != "shoe_id"}
+                  for _, r in store.records(("result",))]
         shoe_nos = sorted({r["shoe"] for k, r in store.records(("shoe_start",))})
         store.close()
     expected = [r for no, tokens in zip(shoe_nos, plans) for r in rules.deal_shoe(tokens, shoe=no)]
@@ -227,6 +232,7 @@ def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: s
     return {"shoes": shoes, "rounds": len(expected), "stored": len(stored), "lost": lost,
             "duplicated": duplicated, "mismatched": mismatched, "faults": s.faults,
             "rejected": dict(s.rejected),
+            "alarms": dict(Counter(a["kind"] for a in s.alarms)),
             "board_boots": s.board.boots, "seconds": round(time.monotonic() - t0, 1)}
 
 

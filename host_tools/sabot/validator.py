@@ -1,9 +1,16 @@
 """The validator: verifies every frame (MAC, sequence, chain, boot counter), recomputes every round
-from its cards with the host's independent rules, tracks the shoe inventory, and stores everything
-in the audit log. Works the same on a live link and on a capture (`sabot replay`)."""
+from its cards with the host's independent rules, keeps the shoe's accounting of every card out,
+and stores everything in the audit log. Works the same on a live link and on a capture (`sabot
+replay`).
+
+Only a frame that fails authentication or sequence is rejected. An authentic frame in sequence is
+stored (and so acknowledged) whatever it says: where its content disagrees with the host — a round
+the rules deal otherwise, a card beyond the decks, a missing burn, a configuration other than the
+registry's — an alarm is stored with it and the audit goes on."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -13,10 +20,12 @@ from .audit import AuditStore
 from .cards import BURN_VALUES
 from .keys import ShoeKey
 from .protocol import FrameError
+from .registry import ShoeEntry
 
-CONTRACT_ROUND_KEYS = ("shoe", "round", "player", "banker", "player_total", "banker_total",
-                       "winner", "flags", "dummy")
+CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "player", "banker", "player_total",
+                       "banker_total", "winner", "flags", "dummy")
 Verdict = tuple[pr.Frame | None, str, str | None]  # (the frame if it parsed, verdict, reason)
+Alarm = dict[str, Any]
 
 
 def contract_round(rec: dict[str, Any]) -> dict[str, Any]:
@@ -36,13 +45,23 @@ def expected_announcements(rec: dict[str, Any], variant: dict[str, Any]) -> list
     return out
 
 
+def new_shoe_accounts(shoe: int | None, partial: bool = False) -> dict[str, Any]:
+    """The host's accounting of one shoe: every card that left it, as the shoe's frames say."""
+    return {"shoe": shoe, "round": 0, "counts": {}, "unknown": 0, "initial": None, "burned": False,
+            "held": None, "dummy": None, "ended": False,
+            "partial": partial}  # partial: met mid-shoe, its earlier cards were never seen here
+
+
 class Validator:
-    def __init__(self, key: ShoeKey, store: AuditStore | str,
-                 on_record: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+    def __init__(self, key: ShoeKey, store: AuditStore | str, config: ShoeEntry | None = None,
+                 on_record: Callable[[str, dict[str, Any]], None] | None = None,
+                 on_alarm: Callable[[Alarm], None] | None = None) -> None:
         self.key = key
+        self.config = config or ShoeEntry(key.shoe_id)
         self.store = store if isinstance(store, AuditStore) else AuditStore(store)
         self.deframer = pr.Deframer()
         self.on_record = on_record
+        self.on_alarm = on_alarm
         st = self.store.link(key.key_id, key.shoe_id)
         self.state: dict[str, Any] = st or {"last_seq": 0, "last_mac": b"", "last_boot": 0,
                                             "host_counter": 0, "inventory": {}}
@@ -51,9 +70,12 @@ class Validator:
         self.status: dict[str, Any] | None = None  # the latest authentic status
         self.statuses = 0  # how many authentic statuses arrived: answers to the link's hellos
         self.counts = {"frames": 0, "verified": 0, "rejected": 0, "rounds": 0, "irregularities": 0,
-                       "resent": 0}
+                       "resent": 0, "alarms": 0}
         self.rejections: list[dict[str, Any]] = []
-        self.alarms: list[str] = []
+        self.alarms: list[Alarm] = []
+        self._frame_id: int | None = None
+        self._deferred: list[tuple[str, str]] = []  # alarms found before their frame is stored
+        self._tilt_seen = False
 
     # ---- intake --------------------------------------------------------------------------------
     def receive(self, data: bytes) -> list[Verdict]:
@@ -64,15 +86,27 @@ class Validator:
         encoded = self.deframer.feed(data)
         if not encoded:
             return []
+        saved = _copy_state(self.state)
         self.store.begin()
         try:
             out = [self._one(e) for e in encoded]
             self.store.save_link(self.key.key_id, self.key.shoe_id, self.state)
+            self.store.commit()
         except BaseException:
             self.store.rollback()
+            self.state = saved  # nothing of this read was stored: the shoe will send it again
             raise
-        self.store.commit()
         return out
+
+    def finish(self) -> None:
+        """The end of a capture: a shoe that started and never ended is an alarm."""
+        inv = self.state["inventory"]
+        if inv and inv.get("shoe") is not None and not inv.get("ended"):
+            self.store.begin()
+            self._frame_id = None
+            self._alarm("missing_shoe_end", f"shoe {inv['shoe']} has no shoe_end in what was "
+                        "received", shoe=inv["shoe"])
+            self.store.commit()
 
     def _one(self, encoded: bytes) -> Verdict:
         self.counts["frames"] += 1
@@ -80,23 +114,33 @@ class Validator:
         try:
             raw = pr.decode_frame(encoded)
             frame = pr.parse(raw)
-            verdict, reason, decoded = self._verify(frame)
-            fid = self.store.add_frame(raw, frame, verdict, reason)
-            if decoded is not None:
-                self._store_record(frame, fid, decoded)
+            verdict, chained = self._verify(frame)
         except FrameError as e:
-            verdict, reason = "rejected", e.reason
-            self.store.add_frame(raw, frame, verdict, reason)
+            self.store.add_frame(raw, frame, "rejected", e.reason, _type_name(frame))
             self.counts["rejected"] += 1
-            seq = frame.seq if frame is not None else None
-            self.rejections.append({"seq": seq, "reason": reason})
-        if verdict == "accepted":
-            self.counts["verified"] += 1
-        elif verdict == "resent":
+            self.rejections.append({"seq": frame.seq if frame else None, "reason": e.reason})
+            return frame, "rejected", e.reason
+        self._frame_id = self.store.add_frame(raw, frame, verdict, None, _type_name(frame))
+        for kind, detail in self._deferred:
+            self._alarm(kind, detail)
+        self._deferred = []
+        if verdict == "resent":
             self.counts["resent"] += 1
-        return frame, verdict, reason
+            return frame, verdict, None
+        self.counts["verified"] += 1
+        if chained:
+            try:
+                decoded = pr.decode_payload(frame)
+            except FrameError:
+                self._alarm("malformed_payload", "an authentic frame whose payload does not fit "
+                            f"its type {_type_name(frame)}")
+            else:
+                self._account(frame, decoded)
+        return frame, verdict, None
 
-    def _verify(self, f: pr.Frame) -> tuple[str, None, tuple[str, dict[str, Any]] | None]:
+    def _verify(self, f: pr.Frame) -> tuple[str, bool]:
+        """(verdict, whether it is a chained frame) — or a FrameError: a rejection."""
+        """Authentication and sequence: a FrameError here is a rejection."""
         k = self.key
         if f.key_id != k.key_id or f.shoe_id != k.shoe_id:
             raise FrameError("unknown_shoe_or_key")
@@ -110,9 +154,10 @@ class Validator:
             self.statuses += 1
             self.resend_until = max(self.resend_until, self.status["unacked_to"])
             st["host_counter"] = max(st["host_counter"], self.status["host_counter"])
-            return "accepted", None, None
+            self._after_status(self.status)
+            return "accepted", False
         if f.type == pr.T_INTEGRITY:
-            return "accepted", None, None  # answers a verify-firmware challenge; checked there
+            return "accepted", False  # answers a verify-firmware challenge; checked there
         if f.type not in pr.CHAINED:
             raise FrameError("unknown_type")
         if self.anchored and f.seq <= st["last_seq"]:
@@ -120,7 +165,7 @@ class Validator:
             # a replay.
             same = self.store.stored_raw(f.key_id, f.shoe_id, f.seq) == f.raw
             if same and f.seq <= self.resend_until:
-                return "resent", None, None
+                return "resent", False
             raise FrameError("replayed")
         if f.boot < st["last_boot"]:
             raise FrameError("boot_backwards")
@@ -129,78 +174,52 @@ class Validator:
         if self.anchored and st["last_mac"] and f.chain != st["last_mac"][:8]:
             raise FrameError("chain_broken")
         if not self.anchored and f.seq != 1:
-            self.alarms.append(f"chain anchored at seq {f.seq}: earlier frames were not seen here")
-        # raises FrameError; nothing of the frame is applied before it passes
-        decoded = self._check_content(f)
+            self._gap(1, f.seq - 1, "before this validator first met the shoe")
         self.anchored = True
         self.resend_until = 0  # resends come oldest first, before anything new: window closed
         st["last_seq"], st["last_mac"], st["last_boot"] = f.seq, f.mac, f.boot
-        return "accepted", None, decoded
+        return "accepted", True
 
-    # ---- content: recompute with the host's own rules -----------------------------------------
-    def _check_content(self, f: pr.Frame) -> tuple[str, dict[str, Any]]:
-        decoded = pr.decode_payload(f)
+    def _after_status(self, status: dict[str, Any]) -> None:
+        """The shoe says what it still holds. Frames it no longer holds — acknowledged to a host
+        whose state this validator does not have — can never be seen here: re-anchor after them,
+        with an alarm, instead of rejecting every later frame as a gap."""
+        st = self.state
+        if status["integrity"] == "tilt" and not self._tilt_seen:
+            self._tilt_seen = True
+            self._deferred.append(("tilt", "the shoe's code does not match its MANIFEST: it "
+                                   "deals nothing"))
+        if self.anchored and status["acked"] > st["last_seq"]:
+            self._gap(st["last_seq"] + 1, status["acked"], "acknowledged to another host")
+            st["last_seq"], st["last_mac"] = status["acked"], b""
+
+    def _gap(self, first: int, last: int, why: str) -> None:
+        """Frames that can never be seen here: the shoe's accounting stays partial until its next
+        shoe starts, and an alarm (stored with the frame that revealed the gap) says why."""
+        if not self.state["inventory"]:
+            self.state["inventory"] = new_shoe_accounts(None, partial=True)
+        self.state["inventory"]["partial"] = True
+        self._deferred.append(("sequence_gap", f"frames {first}..{last} were never seen here "
+                               f"({why})"))
+
+    # ---- content: the shoe's accounting and the host's own rules -------------------------------
+    def _account(self, f: pr.Frame, decoded: tuple[str, dict[str, Any]]) -> None:
         kind, rec = decoded
+        self.store.add_record(f, self._require_id(), kind, rec)
         inv = self.state["inventory"]
         if kind == "shoe_start":
-            self.state["inventory"] = {"decks": rec["decks"], "shoe": rec["shoe"], "round": 0,
-                                       "counts": {}, "initial": None, "variant": rec["variant"]}
-            return decoded
-        if not inv:
-            inv.update({"decks": 8, "shoe": rec.get("shoe"), "round": 0, "counts": {},
-                        "initial": None})
-        if kind == "burn":
-            cards = rec["cards"]
-            if None in cards or len(cards) != 1 + BURN_VALUES[cards[0][0]]:
-                raise FrameError("burn_mismatch")
-            self._count(cards)
-        elif kind == "initial_cards":
-            p, b = rec["player"], rec["banker"]
-            inv["initial"] = [p[0], b[0], p[1], b[1]]
-        elif kind == "result":
-            self._check_round(rec, inv)
-        elif kind == "resolution" and rec["resolution"] == "void_round":
-            self._count(rec["voided_cards"])
-        elif kind == "shoe_end":
-            counted = {c: n for c, n in inv["counts"].items() if n}
-            if rec["inventory"] != counted:
-                raise FrameError("inventory_mismatch")
-        return decoded
-
-    def _check_round(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
-        player, banker = rec["player"], rec["banker"]
-        if None in player or None in banker or "CUT" in player + banker:
-            raise FrameError("recompute_mismatch")
-        if rules.redeal(player, banker) != (player, banker):
-            raise FrameError("recompute_mismatch")  # the rules draw otherwise than the shoe did
-        want = rules.round_outcome(player, banker)
-        for k in ("player_total", "banker_total", "winner", "flags"):
-            if rec[k] != want[k]:
-                raise FrameError("recompute_mismatch")
-        if rec["announcements"] != expected_announcements(want, inv.get("variant", {})):
-            raise FrameError("announcement_mismatch")
-        if rec["shoe"] == inv.get("shoe") and rec["round"] != inv["round"] + 1:
-            raise FrameError("round_out_of_order")
-        order = rules.dealing_order(player, banker)
-        if inv.get("initial") and inv["initial"] != order[:4]:
-            raise FrameError("initial_cards_mismatch")
-        self._count(order)
-        inv["round"] = rec["round"]
-        inv["initial"] = None
-
-    def _count(self, cards: Sequence[str | None]) -> None:
-        inv = self.state["inventory"]
-        counts, decks = inv["counts"], inv["decks"]
-        for c in cards:
-            if counts.get(c, 0) >= decks:
-                self.alarms.append(f"inventory: a copy of {c} beyond {decks} decks")
-                raise FrameError("inventory_exceeded")
-        for c in cards:
-            counts[c] = counts.get(c, 0) + 1
-
-    def _store_record(self, f: pr.Frame, fid: int, decoded: tuple[str, dict[str, Any]]) -> None:
-        kind, rec = decoded
-        self.store.add_record(f, fid, kind, rec)
+            if inv and inv.get("shoe") is not None and not inv.get("ended"):
+                self._alarm("missing_shoe_end", f"shoe {inv['shoe']} never ended; shoe "
+                            f"{rec['shoe']} starts", shoe=inv["shoe"])
+            self.state["inventory"] = inv = new_shoe_accounts(rec["shoe"])
+            self._check_config(rec)
+        elif not inv:
+            self.state["inventory"] = inv = new_shoe_accounts(rec.get("shoe"), partial=True)
+        elif inv["shoe"] is None:
+            inv["shoe"] = rec.get("shoe")
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(rec, inv)
         if kind == "result":
             self.counts["rounds"] += 1
         elif kind == "irregularity":
@@ -208,9 +227,135 @@ class Validator:
         if self.on_record:
             self.on_record(kind, rec)
 
+    def _check_config(self, rec: dict[str, Any]) -> None:
+        cfg = self.config
+        said = dict(rec["variant"], decks=rec["decks"])
+        want = dict(cfg.variant, decks=cfg.decks)
+        if said != want:
+            diff = ", ".join(f"{k} {said[k]!r} (registry: {want[k]!r})" for k in want
+                             if said[k] != want[k])
+            self._alarm("config_mismatch", f"the shoe announces {diff}", shoe=rec["shoe"])
+
+    def _on_burn(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        cards = rec["cards"]
+        first = cards[0] if cards else None
+        if first is None or first == "CUT" or len(cards) != 1 + BURN_VALUES[first[0]]:
+            self._alarm("burn_mismatch", f"burn {cards} does not follow the burn procedure",
+                        shoe=rec["shoe"])
+        self._count(cards, inv, rec)
+        inv["burned"] = True
+
+    def _on_irregularity(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        kind = rec["kind"]
+        if kind in pr.COUNTS_ITS_CARD:
+            self._count([rec["card"]], inv, rec)
+        elif kind in pr.COUNTS_UNKNOWN:
+            inv["unknown"] += 1
+        if kind in pr.HOLDS:
+            inv["held"] = {"kind": kind, "card": rec["card"]}
+
+    def _on_resolution(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        held = inv.get("held")
+        if held is None or held != {"kind": rec["kind"], "card": rec["card"]}:
+            self._alarm("resolution_mismatch", f"{rec['resolution']} of {rec['kind']} "
+                        f"{rec['card']} resolves no such held irregularity (held: {held})",
+                        shoe=rec["shoe"], round=rec["round"] + 1)
+        inv["held"] = None
+        voided = rec["voided_cards"]
+        if voided:
+            if inv.get("dummy") and voided[0] == inv["dummy"]:
+                voided = voided[1:]  # the kept dummy card was counted when it came out
+            self._count(voided, inv, rec)
+            inv["dummy"] = None
+            inv["initial"] = None
+        if rec["resolution"] == "keep_dummy":
+            inv["dummy"] = rec["card"]
+
+    def _on_initial_cards(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        p, b = rec["player"], rec["banker"]
+        inv["initial"] = [p[0], b[0], p[1], b[1]]
+
+    def _on_result(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        player, banker = rec["player"], rec["banker"]
+        where = {"shoe": rec["shoe"], "round": rec["round"]}
+        if not inv["burned"] and not inv["partial"]:
+            inv["burned"] = True  # one alarm per shoe
+            self._alarm("missing_burn", "a round was dealt before the burn", **where)
+        if None in player or None in banker or "CUT" in player + banker:
+            self._alarm("rules_mismatch", "a round with a card that is no card", **where)
+            return
+        order = rules.dealing_order(player, banker)
+        want = rules.round_outcome(player, banker)
+        if rules.redeal(player, banker) != (player, banker):
+            self._alarm("rules_mismatch", "the third-card rule deals these cards otherwise",
+                        **where)
+        elif any(rec[k] != want[k] for k in ("player_total", "banker_total", "winner", "flags")):
+            self._alarm("rules_mismatch", f"the shoe says {rec['winner']} {rec['flags']}; the "
+                        f"rules say {want['winner']} {want['flags']}", **where)
+        elif rec["announcements"] != expected_announcements(want, self.config.variant):
+            self._alarm("announcement_mismatch", f"announced {rec['announcements']}", **where)
+        if not inv["partial"] and rec["round"] != inv["round"] + 1:
+            self._alarm("round_out_of_order", f"round {rec['round']} after {inv['round']}",
+                        **where)
+        if inv.get("initial") and inv["initial"] != order[:4]:
+            self._alarm("initial_cards_mismatch", "the result's first four cards are not the "
+                        "initial cards signed before", **where)
+        dummy = inv.get("dummy")
+        if bool(rec.get("dummy")) != bool(dummy) or (dummy and order[0] != dummy):
+            self._alarm("dummy_mismatch", "a dummy hand without a keep-dummy resolution, or "
+                        "the other way round", **where)
+        self._count(order[1:] if dummy and order[0] == dummy else order, inv, rec)
+        inv["round"], inv["initial"], inv["dummy"] = rec["round"], None, None
+
+    def _on_shoe_end(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        inv["ended"] = True
+        if inv["partial"]:
+            return  # its earlier cards were never seen here: the sequence_gap alarm says so
+        counted = {c: n for c, n in inv["counts"].items() if n}
+        if rec["inventory"] != counted or rec["unknown"] != inv["unknown"]:
+            diff = sorted(c for c in set(counted) | set(rec["inventory"])
+                          if counted.get(c, 0) != rec["inventory"].get(c, 0))
+            self._alarm("inventory_mismatch", f"the shoe's inventory and the frames differ in "
+                        f"{diff or 'unknown cards'}", shoe=rec["shoe"])
+
+    def _count(self, cards: Sequence[str | None], inv: dict[str, Any],
+               rec: dict[str, Any]) -> None:
+        counts, decks = inv["counts"], self.config.decks
+        for c in cards:
+            if c is None:
+                inv["unknown"] += 1
+                continue
+            counts[c] = counts.get(c, 0) + 1
+            if counts[c] > decks:
+                self._alarm("inventory_exceeded", f"copy {counts[c]} of {c} in a {decks}-deck "
+                            "shoe", shoe=rec.get("shoe"), round=rec.get("round"))
+
+    # ---- alarms --------------------------------------------------------------------------------
+    def _require_id(self) -> int:
+        assert self._frame_id is not None
+        return self._frame_id
+
+    def _alarm(self, kind: str, detail: str, **where: Any) -> None:
+        inv = self.state.get("inventory") or {}
+        alarm = {"kind": kind, "shoe_id": self.key.shoe_id,
+                 "shoe": where.get("shoe", inv.get("shoe")), "round": where.get("round"),
+                 "detail": detail}
+        self.store.add_alarm(self._frame_id, self.key.key_id, self.key.shoe_id, alarm)
+        self.alarms.append(alarm)
+        self.counts["alarms"] += 1
+        if self.on_alarm:
+            self.on_alarm(alarm)
+
     def summary(self) -> dict[str, Any]:
         s: dict[str, Any] = dict(self.counts)
         s["rejections"] = self.rejections
         s["alarms"] = self.alarms
         return s
 
+
+def _type_name(f: pr.Frame | None) -> str | None:
+    return None if f is None else pr.TYPES.get(f.type, f"0x{f.type:02x}")
+
+
+def _copy_state(st: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(st)

@@ -1,0 +1,117 @@
+"""The shoe registry (CONTRACTS "Shoe registry"): the host's own record of its shoes — table, game,
+variant, decks, side wagers and public key material; never a secret. The validator takes a shoe's
+configuration from here, not from what the shoe announces: a shoe that announces anything else
+raises a `config_mismatch` alarm. Written by `sabot provision` / `sabot deploy`."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import SabotError
+from .settle import GAMES, SIDE_WAGERS
+
+DEFAULT = "sabot-shoes.json"
+_GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
+
+
+@dataclass
+class ShoeEntry:
+    shoe_id: int
+    table: str = ""
+    game: str = "baccarat"
+    ez: bool = False
+    commission_free: bool = False
+    squeeze: bool = False
+    decks: int = 8
+    side_wagers: list[str] = field(default_factory=list)
+    public_keys: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.table:
+            self.table = f"shoe-{self.shoe_id}"
+        self.check()
+
+    def check(self) -> None:
+        where = f"registry entry for shoe {self.shoe_id}"
+        if not isinstance(self.shoe_id, int) or not 0 <= self.shoe_id < 1 << 32:
+            raise SabotError(f"{where}: shoe_id must be a whole number 0..4294967295")
+        if self.game not in GAMES:
+            raise SabotError(f"{where}: game must be one of {', '.join(GAMES)}")
+        if self.ez and self.commission_free:
+            raise SabotError(f"{where}: EZ and commission-free are different games; pick one")
+        if not isinstance(self.decks, int) or not 1 <= self.decks <= 8:
+            raise SabotError(f"{where}: decks must be 1 to 8")
+        for w in self.side_wagers:
+            if w not in SIDE_WAGERS:
+                raise SabotError(f"{where}: unknown side wager {w!r}")
+
+    @property
+    def variant(self) -> dict[str, Any]:
+        """The configuration as the shoe's shoe_start frame names it."""
+        return {"game": self.game, "ez": self.ez, "commission_free": self.commission_free,
+                "squeeze": self.squeeze}
+
+    @property
+    def variant_byte(self) -> int:
+        return (_GAME_BITS[self.game] | self.ez << 2 | self.commission_free << 3
+                | self.squeeze << 4)
+
+
+class Registry:
+    def __init__(self, path: str, shoes: dict[int, ShoeEntry] | None = None) -> None:
+        self.path = path
+        self.shoes = shoes or {}
+
+    @classmethod
+    def load(cls, path: str | None = None, must_exist: bool = False) -> Registry:
+        path = path or DEFAULT
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except FileNotFoundError:
+            if must_exist:
+                raise SabotError(f"no shoe registry at {path} (sabot provision writes it)"
+                                 ) from None
+            return cls(path)
+        except OSError as e:
+            raise SabotError(f"cannot read shoe registry {path}: {e.strerror}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise SabotError(f"{path} is not a sabot shoe registry (not JSON)") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("shoes"), list):
+            raise SabotError(f"{path} is not a sabot shoe registry (no \"shoes\" list)")
+        shoes = {}
+        for raw in doc["shoes"]:
+            try:
+                entry = ShoeEntry(**raw)
+            except TypeError as e:
+                raise SabotError(f"{path}: a shoe entry does not fit the registry: {e}") from None
+            shoes[entry.shoe_id] = entry
+        return cls(path, shoes)
+
+    def get(self, shoe_id: int) -> ShoeEntry:
+        try:
+            return self.shoes[shoe_id]
+        except KeyError:
+            raise SabotError(f"shoe {shoe_id} is not in the shoe registry {self.path} "
+                             "(sabot provision registers it)") from None
+
+    def put(self, entry: ShoeEntry) -> None:
+        """Add or replace a shoe's entry and write the file atomically (never half a registry)."""
+        old = self.shoes.get(entry.shoe_id)
+        if old is not None and not entry.public_keys:
+            entry.public_keys = old.public_keys  # rewriting the table keeps the key history
+        self.shoes[entry.shoe_id] = entry
+        doc = {"shoes": [asdict(e) for _, e in sorted(self.shoes.items())]}
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sabot-shoes-")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+                f.write("\n")
+            os.replace(tmp, self.path)
+        except OSError as e:
+            raise SabotError(f"cannot write shoe registry {self.path}: {e.strerror}") from None
