@@ -176,7 +176,39 @@ def bench_link():
             "validator_rounds_per_s": int(best)}
 
 
-SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link}
+def bench_audit():
+    """`sabot audit verify` over a day's database: 40 shoes of one table, validated and stored."""
+    import tempfile
+
+    from sabot import capture_gen
+    from sabot.audit_verify import verify
+    from sabot.validator import Validator
+
+    with tempfile.TemporaryDirectory() as tmp:
+        key, cap, _ = capture_gen.generate(tmp, 40, seed=9)
+        v = Validator(key, f"{tmp}/day.db")
+        v.receive(cap)
+        v.store.close()
+        t = time.perf_counter()
+        r = verify(f"{tmp}/day.db", {(key.key_id, key.shoe_id): key.key})
+        spent = time.perf_counter() - t
+        assert r["ok"], r
+    return {"shoes": 40, "frames": r["frames"], "rounds": r["rounds"], "rows": r["rows"],
+            "audit_verify_s": round(spent, 2), "frames_per_s": int(r["frames"] / spent)}
+
+
+def bench_reliability():
+    """A seeded soak of a few minutes: line faults and power cuts, and dealer and supervisor
+    mistakes, through the virtual board and the validator."""
+    from sabot.soak import run_soak
+
+    s = run_soak(5, seed=1, fault_rate=0.1, mistake_rate=0.04)
+    assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0), s
+    return s
+
+
+SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
+            "audit": bench_audit, "reliability": bench_reliability}
 
 
 def main(names):

@@ -126,16 +126,21 @@ class Rig:
     def __init__(self, tmp, variant=None):
         from sabot import keys
         from sabot.link import HostLink
+        from sabot.protocol import decode_variant
+        from sabot.registry import ShoeEntry
         from sabot.validator import Validator
         from sabot.virtual import VirtualBoard, provision_flash, set_variant
 
+        self.tmp = tmp
         self.key = keys.create(str(tmp / "shoe.key"))
         provision_flash(str(tmp / "flash"), self.key)
         if variant is not None:
             set_variant(str(tmp / "flash"), variant)
+        # the registry's word on this shoe: the configuration it was provisioned with
+        self.config = ShoeEntry(self.key.shoe_id, **decode_variant(variant or 2))
         self.board = VirtualBoard(str(tmp / "flash")).start()
         self.records = []
-        self.validator = Validator(self.key, str(tmp / "audit.db"),
+        self.validator = Validator(self.key, str(tmp / "audit.db"), self.config,
                                    on_record=lambda k, r: self.records.append((k, r)))
         self.link = HostLink(self.board.url, self.validator)
         self.closed = False
@@ -163,6 +168,9 @@ class Rig:
     def of(self, kind):
         return [r for k, r in self.records if k == kind]
 
+    def alarms(self):
+        return [a["kind"] for a in self.validator.alarms]
+
     @property
     def phase(self):
         """The shoe's phase in its latest status (fresh after settle())."""
@@ -174,6 +182,7 @@ class Rig:
         self.closed = True
         self.link.close()
         self.board.stop()
+        self.validator.store.close()
         assert self.validator.counts["rejected"] == 0, self.validator.rejections
 
 

@@ -82,3 +82,30 @@ def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
         link.close()
     finally:
         board.stop()
+
+
+def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_rejecting_nothing():
+    """Unreadable cards, cards not due, missing confirms, extra cut cards, shoe-empty in the burn
+    and mid-round, every resolution at random — and no line faults: an authentic shoe's frames are
+    never rejected, no round is lost or stored twice, and every stored round is what the rules deal
+    or carries an alarm."""
+    r = subprocess.run([sys.executable, "-m", "sabot.cli", "soak", "--shoes", "2", "--seed", "3",
+                        "--fault-rate", "0", "--mistake-rate", "0.08", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["rejected"] == {} and (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
+    assert s["stored"] == s["rounds"] > 5
+    assert sum(s["mistakes"].values()) >= 10
+    assert any(k.startswith("resolution") for k in s["mistakes"])
+
+
+def test_soak_with_mistakes_and_power_cuts_together_loses_nothing():
+    r = subprocess.run([sys.executable, "-m", "sabot.cli", "soak", "--shoes", "2", "--seed", "7",
+                        "--fault-rate", "0.1", "--mistake-rate", "0.05", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
+    assert s["stored"] == s["rounds"]
+    assert s["faults"]["power_cut"] >= 1 and sum(s["mistakes"].values()) >= 3

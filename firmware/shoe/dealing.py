@@ -268,6 +268,8 @@ class Shoe:
                 self.round_no -= 1
                 self.dummy = False
             if code == RES_END_SHOE and self.phase != PH_ENDED:
+                if in_burn and self.n_burned:
+                    self.events |= EV_BURN  # the cards burned so far are in the accounting too
                 self._end()
         else:
             if not in_burn and (kind == IR_CARD_MISSING or kind == IR_EXHAUSTED):

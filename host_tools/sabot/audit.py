@@ -67,10 +67,19 @@ INDEXES = ("CREATE INDEX IF NOT EXISTS records_by_round ON records (shoe_id, sho
 
 
 def row_hash(prev: bytes, table: str, chain_no: int, values: Sequence[Any]) -> bytes:
-    """The hash that chains a row to the one before it: over the table, its place and content."""
-    content = [v.hex() if isinstance(v, bytes | bytearray) else v for v in values]
-    body = json.dumps([table, chain_no, content], separators=(",", ":")).encode()
-    return hashlib.sha256(prev + body).digest()
+    """The hash that chains a row to the one before it: over the table, its place and content,
+    each value length-prefixed and typed so no two rows encode alike."""
+    h = hashlib.sha256(prev)
+    h.update(f"{table}:{chain_no}".encode())
+    for v in values:
+        if v is None:
+            h.update(b"N")
+            continue
+        data = v if isinstance(v, bytes) else repr(v).encode()
+        h.update(b"B" if isinstance(v, bytes) else b"V")
+        h.update(len(data).to_bytes(4, "big"))
+        h.update(data)
+    return h.digest()
 
 
 class FrameHeader(Protocol):
@@ -196,19 +205,21 @@ class AuditStore:
         SabotError with one line: nothing of the batch is then stored (so nothing of it may be
         acknowledged), and the store is left as it was before the batch."""
         no, prev = self.head_no, self.head_hash
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        for table, values in self._pending:
+            no += 1
+            cols = COLUMNS[table]
+            prev = row_hash(prev, table, no, values[: len(cols)])
+            id_val = (values[-1],) if table == "frames" else ()  # frames keep their ids
+            rows.setdefault(table, []).append((*id_val, no, *values[: len(cols)], prev))
         try:
             self.db.execute("BEGIN IMMEDIATE")
-            for table, values in self._pending:
-                no += 1
+            for table, batch in rows.items():
                 cols = COLUMNS[table]
-                h = row_hash(prev, table, no, values[: len(cols)])
                 id_col = "id, " if table == "frames" else ""
-                id_val = (values[-1],) if table == "frames" else ()
-                self.db.execute(
-                    f"INSERT INTO {table} ({id_col}chain_no, {', '.join(cols)}, row_hash)"
-                    f" VALUES ({'?, ' * len(id_val)}?, {', '.join('?' * len(cols))}, ?)",
-                    (*id_val, no, *values[: len(cols)], h))
-                prev = h
+                marks = ", ".join("?" * (len(cols) + 2 + bool(id_col)))
+                self.db.executemany(f"INSERT INTO {table} ({id_col}chain_no, {', '.join(cols)},"
+                                    f" row_hash) VALUES ({marks})", batch)
             self.db.execute("COMMIT")
         except sqlite3.Error as e:
             with contextlib.suppress(sqlite3.Error):

@@ -254,7 +254,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"  rejected: {group_rejections(out['rejections'])}")
         for a in out["alarms"]:
             print(f"  alarm {a['kind']} (shoe {a['shoe']}): {a['detail']}")
-    fail_on(out["rejections"], out["alarms"])
+    fail_on(out["rejections"], out["alarms"],
+            "" if out["verified"] else f"no frame of shoe {key.shoe_id} in {args.capture}")
     return 0
 
 
@@ -305,7 +306,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
     from .soak import progress_line, run_soak
 
     s = run_soak(args.shoes, args.seed, args.fault_rate,
-                 progress=None if args.json else progress_line)
+                 progress=None if args.json else progress_line, mistake_rate=args.mistake_rate)
     if args.json:
         print(json.dumps(s))
     else:
@@ -313,10 +314,16 @@ def cmd_soak(args: argparse.Namespace) -> int:
               f"{s['lost']} lost, {s['duplicated']} duplicated, {s['mismatched']} differing from "
               "the host's recomputation")
         print("faults injected: " + ", ".join(f"{k} {v}" for k, v in s["faults"].items()))
+        if s["mistakes"]:
+            print("dealer and supervisor mistakes: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(s["mistakes"].items())))
+            print("alarms: " + (", ".join(f"{k} {v}" for k, v in s["alarms"].items()) or "none"))
         rejected = ", ".join(f"{k} {v}" for k, v in s["rejected"].items())
         print("frames rejected: " + (rejected or "none"))
     if s["lost"] or s["duplicated"] or s["mismatched"]:
         raise SabotError("results were lost, duplicated or wrong under faults")
+    if not args.fault_rate and s["rejected"]:  # no line faults: an authentic shoe is never refused
+        raise SabotError(f"frames of an authentic shoe were rejected: {s['rejected']}")
     return 0
 
 
@@ -646,6 +653,10 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--seed", type=int, default=0, help="seed for shoes and faults (default 0)")
     k.add_argument("--fault-rate", type=float, default=0.1,
                    help="chance of a fault before each card (0.1)")
+    k.add_argument("--mistake-rate", type=float, default=0.0,
+                   help="chance of a dealer or supervisor mistake before each card: unreadable "
+                   "cards, cards not due, missing confirms, extra cut cards, shoe-empty anywhere "
+                   "including the burn, every resolution (default 0)")
     k.add_argument("--json", action="store_true")
     k.set_defaults(func=cmd_soak)
 

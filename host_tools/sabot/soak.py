@@ -6,6 +6,7 @@ lost or stored twice, and every stored round must equal the host's recomputation
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sys
@@ -20,12 +21,72 @@ from .audit import AuditStore
 from .cards import shuffled_shoe
 from .errors import SabotError
 from .link import HostLink
-from .protocol import PH_ENDED
+from .protocol import PH_ENDED, PH_HELD
 from .transport import DEFAULT_BAUD, TIMEOUT, ShoePort
 from .validator import Validator, contract_round
-from .virtual import Dealer, VirtualBoard, provision_flash
+from .virtual import (
+    CONFIRM,
+    EMPTY,
+    EXIT_EDGE,
+    SUPERVISOR,
+    Dealer,
+    VirtualBoard,
+    card_bytes,
+    provision_flash,
+)
+
+VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 
 FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented", "slow_writes")
+# what a careless dealer or supervisor does, anywhere in a shoe, the burn included
+MISTAKES = ("unreadable_card", "card_not_due", "missing_confirm", "extra_cut_card", "shoe_empty")
+
+
+class MistakenDealer(Dealer):
+    """A dealer who now and then gets it wrong, and a supervisor who resolves each hold with a
+    resolution drawn at random (one the shoe refuses leaves it held, and another is drawn)."""
+
+    def __init__(self, board: VirtualBoard, tokens: list[str], rng: random.Random, rate: float,
+                 made: Counter[str]) -> None:
+        super().__init__(board, tokens, on_held=self._resolve)
+        self.rng = rng
+        self.rate = rate
+        self.made = made
+
+    def _resolve(self, board: VirtualBoard, state: tuple[int, ...]) -> None:
+        if self.rng.random() < self.rate:  # a card drawn while the shoe is held
+            self._card(board, state[2])
+        # ending the shoe is every hold's way out, but a rare one: most shoes should go on
+        code = self.rng.choices((VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE), (8, 3, 6, 1))[0]
+        self.made[f"resolution_{code}"] += 1
+        board.send(bytes([SUPERVISOR + code]))
+
+    def _card(self, board: VirtualBoard, position: int) -> None:
+        self.made["card_not_due"] += 1
+        if position < len(self.tokens):
+            board.send(card_bytes(self.tokens[position]))
+
+    def step(self, timeout: float = 10) -> bool:
+        b = self.board
+        ind = b.indicator
+        if ind is not None and ind[0] not in (PH_ENDED, PH_HELD) and not ind[6] \
+                and self.rng.random() < self.rate:
+            mistake = self.rng.choice(MISTAKES)
+            if mistake == "shoe_empty" and not (ind[0] < 2 or ind[1] == 2):
+                mistake = "missing_confirm"  # between rounds shoe-empty just ends the shoe
+            self.made[mistake] += 1
+            if mistake == "unreadable_card":
+                b.send(bytes([EXIT_EDGE]))  # the card left the shoe unread
+            elif mistake == "missing_confirm":
+                b.send(bytes([CONFIRM]))  # confirmed while a card may still be due
+            elif mistake == "extra_cut_card":
+                b.send(card_bytes("CUT"))
+            elif mistake == "shoe_empty":
+                b.send(bytes([EMPTY]))
+            else:
+                self._card(b, ind[2])
+            b.wait(lambda s: s != ind, timeout)
+        return super().step(timeout)
 DRAIN_WAIT = 30.0  # seconds for everything a shoe made to be stored, faults and all
 
 
@@ -82,10 +143,13 @@ class FaultyPort:
 
 class Soak:
     def __init__(self, workdir: str, seed: int = 0, fault_rate: float = 0.04,
-                 progress: Callable[[Soak], None] | None = None, baud: int = DEFAULT_BAUD) -> None:
+                 progress: Callable[[Soak], None] | None = None, baud: int = DEFAULT_BAUD,
+                 mistake_rate: float = 0.0) -> None:
         self.rng = random.Random(seed)
         self.workdir = workdir
         self.fault_rate = fault_rate
+        self.mistake_rate = mistake_rate
+        self.mistakes: Counter[str] = Counter()
         self.progress = progress
         self.key = keys.create(os.path.join(workdir, "shoe.key"))
         self.flash = os.path.join(workdir, "flash")
@@ -178,7 +242,9 @@ class Soak:
 
     def run_shoe(self, tokens: list[str]) -> None:
         self.ensure_new_shoe()
-        dealer = Dealer(self.board, tokens)
+        dealer: Dealer = Dealer(self.board, tokens)
+        if self.mistake_rate:
+            dealer = MistakenDealer(self.board, tokens, self.rng, self.mistake_rate, self.mistakes)
         while True:
             if self.rng.random() < self.fault_rate:
                 self.inject()
@@ -206,10 +272,11 @@ class Soak:
 
 
 def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: str | None = None,
-             progress: Callable[[Soak], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[Soak], None] | None = None,
+             mistake_rate: float = 0.0) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="sabot-soak-") as tmp:
-        s = Soak(workdir or tmp, seed, fault_rate, progress)
+        s = Soak(workdir or tmp, seed, fault_rate, progress, mistake_rate=mistake_rate)
         plans = []
         t0 = time.monotonic()
         try:
@@ -220,20 +287,45 @@ def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: s
         finally:
             s.close()
         store = AuditStore(s.db, writer=False)
-        stored = [{k: v for k, v in contract_round(r).items() if k != "shoe_id"}
-                  for _, r in store.records(("result",))]
-        shoe_nos = sorted({r["shoe"] for k, r in store.records(("shoe_start",))})
-        store.close()
-    expected = [r for no, tokens in zip(shoe_nos, plans) for r in rules.deal_shoe(tokens, shoe=no)]
-    keys_stored = [(r["shoe"], r["round"]) for r in stored]
-    duplicated = len(keys_stored) - len(set(keys_stored))
-    lost = sum(1 for r in expected if r not in stored)
-    mismatched = sum(1 for r in stored if r not in expected)
-    return {"shoes": shoes, "rounds": len(expected), "stored": len(stored), "lost": lost,
-            "duplicated": duplicated, "mismatched": mismatched, "faults": s.faults,
+        try:
+            outcome = judge_store(store, plans, exact=not mistake_rate)
+        finally:
+            store.close()
+    return {"shoes": shoes, **outcome, "faults": s.faults, "mistakes": dict(s.mistakes),
             "rejected": dict(s.rejected),
             "alarms": dict(Counter(a["kind"] for a in s.alarms)),
             "board_boots": s.board.boots, "seconds": round(time.monotonic() - t0, 1)}
+
+
+def judge_store(store: AuditStore, plans: list[list[str]], exact: bool) -> dict[str, int]:
+    """rounds, stored, lost, duplicated, mismatched. Exact (no dealer mistakes): every round the
+    shoe files deal must be stored as the host's rules deal it. With mistakes the shoe's own count
+    is the measure: each shoe's rounds 1..N (N from its shoe_end) stored once, each either what
+    the rules deal or stored with an alarm."""
+    results = [(json.loads(rec), fid) for rec, fid in store.db.execute(
+        "SELECT record, frame_id FROM records WHERE kind='result' ORDER BY id")]
+    stored = [{k: v for k, v in contract_round(r).items() if k != "shoe_id"} for r, _ in results]
+    keys_stored = [(r["shoe"], r["round"]) for r in stored]
+    duplicated = len(keys_stored) - len(set(keys_stored))
+    if exact:
+        shoe_nos = sorted({r["shoe"] for _, r in store.records(("shoe_start",))})
+        expected = [r for no, tokens in zip(shoe_nos, plans)
+                    for r in rules.deal_shoe(tokens, shoe=no)]
+        return {"rounds": len(expected), "stored": len(stored), "duplicated": duplicated,
+                "lost": sum(1 for r in expected if r not in stored),
+                "mismatched": sum(1 for r in stored if r not in expected)}
+    alarmed = {fid for (fid,) in store.db.execute("SELECT frame_id FROM alarms")}
+    ends = {r["shoe"]: r["rounds"] for _, r in store.records(("shoe_end",))}
+    made = sum(ends.values())
+    lost = sum(1 for shoe, n in ends.items() for rnd in range(1, n + 1)
+               if (shoe, rnd) not in set(keys_stored))
+    mismatched = 0
+    for rec, fid in results:
+        legal = rules.redeal(rec["player"], rec["banker"]) == (rec["player"], rec["banker"])
+        if not legal and fid not in alarmed:
+            mismatched += 1
+    return {"rounds": made, "stored": len(stored), "duplicated": duplicated, "lost": lost,
+            "mismatched": mismatched}
 
 
 def progress_line(soak: Soak) -> None:

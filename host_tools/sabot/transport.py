@@ -61,6 +61,9 @@ class ShoePort:
                 break
             except (serial.SerialException, OSError, ValueError) as e:
                 if time.monotonic() >= end:
+                    if "exclusively lock" in str(e):
+                        raise SabotError(f"{self.url}: port busy (another program, perhaps "
+                                         "another validator, has it open)") from None
                     reason = " ".join(str(e).split())  # one line, whatever the driver said
                     raise SabotError(f"cannot open {self.url}: {reason}") from None
                 time.sleep(0.1)

@@ -239,7 +239,10 @@ class Validator:
     def _on_burn(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
         cards = rec["cards"]
         first = cards[0] if cards else None
-        if first is None or first == "CUT" or len(cards) != 1 + BURN_VALUES[first[0]]:
+        held = inv.get("held") or {}
+        cut_short = held.get("kind") == "cards_exhausted"  # the shoe ran out during the burn
+        if (first is None or first == "CUT" or len(cards) > 1 + BURN_VALUES[first[0]]
+                or (len(cards) < 1 + BURN_VALUES[first[0]] and not cut_short)):
             self._alarm("burn_mismatch", f"burn {cards} does not follow the burn procedure",
                         shoe=rec["shoe"])
         self._count(cards, inv, rec)

@@ -23,7 +23,15 @@ from . import keys
 from .cards import CUT
 from .errors import SabotError
 from .paths import BOARDS, FIRMWARE, micropython
-from .protocol import CARD_MISSING, CARDS_EXHAUSTED, PH_ENDED, PH_HELD, VOID_CARD, VOID_ROUND
+from .protocol import (
+    CARD_MISSING,
+    CARDS_EXHAUSTED,
+    END_SHOE,
+    PH_ENDED,
+    PH_HELD,
+    VOID_CARD,
+    VOID_ROUND,
+)
 
 EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
 
@@ -213,9 +221,9 @@ class VirtualBoard:
 
 
 def supervisor_default(board: VirtualBoard, state: tuple[int, ...]) -> None:
-    """The supervisor's usual call: discard the offending card; void the round when a card is
-    missing."""
-    code = VOID_ROUND if state[5] in (CARD_MISSING, CARDS_EXHAUSTED) else VOID_CARD
+    """The supervisor's usual call: discard the offending card (in the burn: go on); void the
+    round when a card is missing; end the shoe when it has run out of cards."""
+    code = {CARD_MISSING: VOID_ROUND, CARDS_EXHAUSTED: END_SHOE}.get(state[5], VOID_CARD)
     board.send(bytes([SUPERVISOR + code]))
 
 

@@ -1,0 +1,454 @@
+"""The audit never stops and never lies: each scenario an attacker or a careless dealer tried,
+on the virtual board (real MicroPython) with the validator on its link. Authentic frames in
+sequence are stored whatever they say; what the host disagrees with is an alarm stored with
+them."""
+
+import json
+import os
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from sabot import protocol as pr
+from sabot.audit import AuditStore
+from sabot.link import HostLink
+from sabot.registry import ShoeEntry
+from sabot.validator import Validator
+from sabot.virtual import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes, sensor_frame
+
+SABOT = [sys.executable, "-m", "sabot.cli"]
+VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
+NATURALS = ("9S", "8D", "KD", "9C")
+
+
+def sabot(*args, **kw):
+    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True, timeout=120,
+                          **kw)
+
+
+@pytest.fixture
+def rig(rigs):
+    """A new shoe, before its burn (each test deals the burn it needs)."""
+    return rigs()
+
+
+def irregularities(rig):
+    return [r["kind"] for r in rig.of("irregularity")]
+
+
+# ---- the burn is part of the shoe's accounting --------------------------------------------------
+def test_shoe_empty_during_the_burn_holds_then_end_shoe_and_the_next_shoe_is_stored(rig):
+    rig.deal("KS", "2H", "3H")  # an exposed king: ten to burn, two out
+    rig.send(bytes([EMPTY]))
+    assert irregularities(rig) == ["cards_exhausted"] and rig.phase == "held"
+    rig.link.resolve(END_SHOE)
+    rig.settle()
+    assert rig.phase == "ended" and rig.of("shoe_end")[-1]["inventory"] == {"KS": 1, "2H": 1,
+                                                                            "3H": 1}
+    rig.link.new_shoe()
+    rig.settle()
+    rig.burn()
+    rig.deal(*NATURALS)
+    assert rig.of("result")[-1]["shoe"] == 2 and rig.of("result")[-1]["round"] == 1
+    assert rig.alarms() == [] and rig.validator.counts["rejected"] == 0
+
+
+def test_unreadable_card_during_the_burn_counts_as_burned_without_a_hold(rig):
+    rig.deal("3S")
+    rig.send(bytes([EXIT_EDGE]))  # a burned card not read
+    assert irregularities(rig) == ["unreadable_burn_card"] and rig.phase == "burn"
+    rig.deal("4H", "5H")
+    assert rig.of("burn")[-1]["cards"] == ["3S", None, "4H", "5H"]
+    rig.deal(*NATURALS)
+    assert rig.of("result")[-1]["round"] == 1 and rig.alarms() == []
+
+
+def test_unreadable_card_during_the_burn_then_void_round_never_skips_the_burn(rig):
+    rig.deal("3S")
+    rig.send(bytes([EXIT_EDGE]))
+    rig.send(bytes([SUPERVISOR + VOID_ROUND]))  # no hold to resolve: refused, nothing skipped
+    assert rig.phase == "burn"
+    rig.deal("4H", "5H", *NATURALS)
+    assert len(rig.of("burn")) == 1 and rig.alarms() == []
+
+
+def test_unreadable_first_card_holds_until_the_supervisor_lets_the_shoe_go_on(rig):
+    rig.send(bytes([EXIT_EDGE]))
+    assert irregularities(rig) == ["unreadable_card"] and rig.phase == "held"
+    rig.send(bytes([SUPERVISOR + VOID_CARD]))
+    assert rig.phase == "burn_first"
+    rig.burn()
+    rig.deal(*NATURALS)
+    assert rig.of("burn")[-1]["cards"] == ["AS", "2H"] and rig.alarms() == []
+
+
+def test_cut_card_as_the_first_card_holds_and_continuing_makes_one_round_the_last(rig):
+    rig.send(card_bytes("CUT"))
+    assert irregularities(rig) == ["cut_card_in_burn"] and rig.phase == "held"
+    rig.send(bytes([SUPERVISOR + VOID_CARD]))
+    rig.burn()
+    rig.deal(*NATURALS)
+    assert rig.phase == "ended" and len(rig.of("result")) == 1 and rig.alarms() == []
+
+
+def test_a_second_cut_card_holds_and_end_shoe_ends_it(rig):
+    rig.burn()
+    rig.deal("9S", "CUT", "8D", "KD", "9C")  # out during a round: this round and one more
+    rig.deal("CUT")
+    assert irregularities(rig) == ["second_cut_card"]
+    rig.link.resolve(END_SHOE)
+    rig.settle()
+    res = rig.of("resolution")[-1]
+    assert res["resolution"] == "end_shoe" and res["source"] == "host" and rig.phase == "ended"
+    assert rig.alarms() == []
+
+
+# ---- inventory counts every card that left the shoe -----------------------------------------
+def test_a_ninth_ace_out_while_a_round_is_held_then_voided_is_flagged(rig):
+    rig.deal("AS", "AS")  # the exposed ace and the one it burns
+    rig.send(bytes([EXIT_EDGE]))  # an unreadable card: the shoe holds
+    for _ in range(7):
+        rig.deal("AS")  # while held: cards not due, counted out all the same
+    rig.send(bytes([SUPERVISOR + VOID_CARD]))
+    rig.send(bytes([EMPTY]))  # between rounds: the shoe ends
+    end = rig.of("shoe_end")[-1]
+    assert end["inventory"] == {"AS": 9} and end["unknown"] == 1
+    assert "inventory_exceeded" in rig.alarms()
+    assert "inventory_mismatch" not in rig.alarms()  # the host counted exactly what the shoe did
+
+
+def test_a_card_kept_as_a_dummy_hand_is_counted_once(rig):
+    rig.burn()
+    rig.deal("5H")  # nothing is held, so a card between rounds is the next round's first card
+    rig.deal("9S", "8D", "KD")
+    rig.send(bytes([EXIT_EDGE]))  # unreadable between rounds: held
+    rig.deal("7C")  # not due
+    rig.link.resolve(KEEP_DUMMY)
+    rig.settle()
+    rig.deal("9D", "8S", "KH")
+    assert rig.of("result")[-1]["dummy"] is True
+    rig.send(bytes([EMPTY]))
+    assert rig.alarms() == []  # the shoe's inventory and the host's agree
+
+
+# ---- authentic means stored: a validator that meets a shoe mid-shoe ------------------------
+def test_validator_on_a_fresh_database_mid_shoe_reanchors_with_a_gap_alarm(rig, tmp_path):
+    rig.burn()
+    rig.deal(*NATURALS, *NATURALS)
+    rig.link.close()
+    rig.validator.store.close()
+    fresh = Validator(rig.key, str(tmp_path / "fresh.db"), rig.config)
+    link = HostLink(rig.board.url, fresh)
+    try:
+        link.ask_until(lambda st: True, 5)
+        rig.board.send(b"".join(card_bytes(t) for t in NATURALS))
+        assert link.ask_until(lambda st: st["round"] == 3 and st["unacked_to"] == 0, 10)
+    finally:
+        link.close()
+        fresh.store.close()
+    assert fresh.counts["rejected"] == 0 and fresh.counts["rounds"] == 1
+    assert [a["kind"] for a in fresh.alarms] == ["sequence_gap"]
+    rig.closed = True
+    rig.board.stop()
+
+
+def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_acknowledged(
+        rig, tmp_path):
+    rig.burn()
+    rig.deal(*NATURALS)
+    rig.validator.store.close()
+    shutil.copy(rig.tmp / "audit.db", tmp_path / "old.db")  # a backup, taken here
+    rig.validator.store = AuditStore(str(rig.tmp / "audit.db"))
+    rig.deal(*NATURALS, *NATURALS)  # acknowledged by the live validator
+    rig.link.close()
+    rig.validator.store.close()
+    old = Validator(rig.key, str(tmp_path / "old.db"), rig.config)
+    link = HostLink(rig.board.url, old)
+    try:
+        link.ask_until(lambda st: True, 5)
+        rig.board.send(b"".join(card_bytes(t) for t in NATURALS))
+        assert link.ask_until(lambda st: st["round"] == 4 and st["unacked_to"] == 0, 10)
+    finally:
+        link.close()
+        old.store.close()
+    assert old.counts["rejected"] == 0 and old.counts["rounds"] == 1
+    assert "sequence_gap" in [a["kind"] for a in old.alarms]
+    rig.closed = True
+    rig.board.stop()
+
+
+# ---- the registry, not the shoe, says what the table is ----------------------------------------
+def signed(k, seq, chain, ftype, payload):
+    raw = pr.build(k.key, k.key_id, k.shoe_id, 1, seq, chain, ftype, payload)
+    return raw, pr.encode_frame(raw)
+
+
+def test_an_implant_announcing_nine_decks_raises_config_mismatch_and_its_ninth_ace_is_flagged(
+        tmp_path):
+    from sabot import keys
+
+    k = keys.create(str(tmp_path / "k"))
+    v = Validator(k, str(tmp_path / "a.db"), ShoeEntry(k.shoe_id, decks=8))
+    start, e1 = signed(k, 1, bytes(8), pr.T_SHOE_START, b"\x00\x01\x09\x02")  # 9 decks
+    ace = 0
+    burn, e2 = signed(k, 2, start[-32:-24], pr.T_BURN, b"\x00\x01\x00\x00" + bytes([ace] * 2))
+    chain, stream = burn, e1 + e2
+    for i in range(7):  # seven cards not due: aces of spades
+        raw, enc = signed(k, 3 + i, chain[-32:-24], pr.T_IRREGULARITY,
+                          b"\x00\x01\x00\x00" + struct.pack(">BBH", 1, ace, 3 + i))
+        chain, stream = raw, stream + enc
+    v.receive(stream)
+    kinds = [a["kind"] for a in v.alarms]
+    assert kinds[0] == "config_mismatch" and "decks 9" in v.alarms[0]["detail"]
+    assert "inventory_exceeded" in kinds and v.counts["rejected"] == 0
+
+
+def test_a_resolution_naming_another_card_than_the_one_held_is_an_alarm(tmp_path):
+    from sabot import keys
+
+    k = keys.create(str(tmp_path / "k"))
+    v = Validator(k, str(tmp_path / "a.db"))
+    start, e1 = signed(k, 1, bytes(8), pr.T_SHOE_START, b"\x00\x01\x08\x02")
+    held, e2 = signed(k, 2, start[-32:-24], pr.T_IRREGULARITY,
+                      b"\x00\x01\x00\x00" + struct.pack(">BBH", 1, 5, 1))  # 2H not due
+    _, e3 = signed(k, 3, held[-32:-24], pr.T_RESOLUTION,
+                   b"\x00\x01\x00\x00" + bytes((1, 1, 9, 0, 0)))  # voids 3H instead
+    v.receive(e1 + e2 + e3)
+    assert [a["kind"] for a in v.alarms] == ["resolution_mismatch"]
+
+
+# ---- the shoe: refusals cost nothing, echoes change nothing, maintenance waits ------------------
+def test_two_thousand_junk_commands_cost_no_flash_and_are_counted(rig):
+    before = rig.link.ask(2)
+    log = rig.tmp / "flash" / "log"
+    size = log.stat().st_size
+    junk = b"".join(pr.command(os.urandom(32), rig.key.key_id, rig.key.shoe_id, 10**6 + i,
+                               pr.C_NEW_SHOE) for i in range(2000))
+    rig.link.write(junk)
+    rig.settle()
+    after = rig.link.ask(2)
+    assert after["refused"] - before["refused"] == 2000
+    assert log.stat().st_size == size and after["acked"] == before["acked"]
+
+
+def test_a_shoe_frame_echoed_back_to_the_shoe_is_refused_without_side_effects(rig):
+    rig.burn()
+    rig.deal(*NATURALS)
+    before = rig.link.ask(2)
+    result = rig.validator.store.db.execute(
+        "SELECT raw FROM frames WHERE type='result' ORDER BY id DESC LIMIT 1").fetchone()[0]
+    rig.link.write(pr.encode_frame(result))
+    after = rig.link.ask(2)
+    assert after["host_counter"] == before["host_counter"]
+    assert after["refused"] == before["refused"] + 1
+    rig.deal(*NATURALS)  # genuine acknowledgements still work
+    assert rig.link.ask(2)["unacked_to"] == 0
+
+
+def test_maintenance_is_refused_while_a_round_is_held(rig):
+    rig.burn()
+    rig.deal(*NATURALS)
+    rig.send(bytes([EXIT_EDGE]))  # between rounds, unreadable: held
+    rig.link._command(pr.C_MAINTENANCE)
+    rig.settle()
+    assert rig.of("command_rejected")[-1]["reason"] == "not_now"
+    assert rig.board.alive()
+
+
+# ---- the store is tamper-evident ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory):
+    d = tmp_path_factory.mktemp("demo")
+    r = sabot("demo", "--seed", 5, "--db", d / "audit.db", "--key", d / "shoe.key", "--registry",
+              d / "shoes.json", "--capture", d / "cap.bin", "--json")
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def verify(db, d):
+    return sabot("audit", "verify", "--db", db, "--key", d / "shoe.key")
+
+
+def tampered(demo_db, tmp_path, *sql):
+    db = tmp_path / "t.db"
+    shutil.copy(demo_db / "audit.db", db)
+    con = sqlite3.connect(db)
+    for s in sql:
+        con.execute(s)
+    con.commit()
+    con.close()
+    return verify(db, demo_db)
+
+
+def test_audit_verify_passes_an_untouched_store(demo_db):
+    r = verify(demo_db / "audit.db", demo_db)
+    assert r.returncode == 0 and r.stdout.startswith("ok: "), r.stderr
+
+
+@pytest.mark.parametrize("name,sql", [
+    ("inserted_round", ["INSERT INTO records (chain_no, frame_id, key_id, shoe_id, seq, kind,"
+                        " shoe, round, record, row_hash) SELECT chain_no + 100000, frame_id,"
+                        " key_id, shoe_id, seq + 100000, kind, shoe, 99, record, row_hash"
+                        " FROM records"
+                        " WHERE kind='result' LIMIT 1"]),
+    ("winner_rewritten", ["DROP TRIGGER records_append_only_u",
+                          "UPDATE records SET record = replace(record, '\"banker\"', '\"player\"')"
+                          " WHERE kind='result'"]),
+    ("rewritten_with_the_trigger_put_back", [
+        "DROP TRIGGER records_append_only_u",
+        "UPDATE records SET record = replace(record, '\"banker\"', '\"player\"') WHERE "
+        "kind='result'",
+        "CREATE TRIGGER records_append_only_u BEFORE UPDATE ON records BEGIN SELECT "
+        "RAISE(ABORT, 'the audit log is append-only'); END"]),
+    ("link_state_deleted", ["DROP TRIGGER link_state_append_only_d",
+                            "DELETE FROM link_state WHERE id = (SELECT MIN(id) FROM link_state)"]),
+    ("frame_deleted", ["DROP TRIGGER frames_append_only_d",
+                       "DELETE FROM frames WHERE id = 5"]),
+])
+def test_audit_verify_finds_every_edit_of_the_store(demo_db, tmp_path, name, sql):
+    r = tampered(demo_db, tmp_path, *sql)
+    assert r.returncode != 0 and "does not hold" in r.stderr, (name, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+
+
+def test_the_store_refuses_update_and_delete_outright(demo_db, tmp_path):
+    db = tmp_path / "t.db"
+    shutil.copy(demo_db / "audit.db", db)
+    con = sqlite3.connect(db)
+    for table in ("frames", "records", "link_state", "meta"):  # (row triggers need a row)
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            con.execute(f"DELETE FROM {table}")
+    con.close()
+
+
+def test_history_shows_and_filters_by_the_shoes_device_id(demo_db):
+    from sabot import keys
+
+    shoe_id = keys.load(str(demo_db / "shoe.key")).shoe_id
+    r = sabot("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id, "--round", 3,
+              "--json")
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert r.returncode == 0 and recs and {x["shoe_id"] for x in recs} == {shoe_id}
+    r = sabot("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id + 1)
+    assert r.returncode != 0
+
+
+# ---- one validator per database and per port ---------------------------------------------------
+def test_a_second_validator_on_the_same_database_is_refused_in_one_line(tmp_path):
+    first = AuditStore(str(tmp_path / "a.db"))
+    try:
+        from sabot.errors import SabotError
+
+        with pytest.raises(SabotError, match="in use by another validator"):
+            AuditStore(str(tmp_path / "a.db"))
+    finally:
+        first.close()
+    AuditStore(str(tmp_path / "a.db")).close()  # free again once the first has gone
+
+
+def test_a_second_validator_on_the_same_serial_port_is_refused_port_busy(tmp_path):
+    import pty
+
+    from sabot.errors import SabotError
+    from sabot.transport import ShoePort
+
+    master, slave = pty.openpty()
+    name = os.ttyname(slave)
+    first = ShoePort(name, open_timeout=2)
+    try:
+        with pytest.raises(SabotError, match="busy"):
+            ShoePort(name, open_timeout=0.5)
+    finally:
+        first.close()
+        os.close(master)
+        os.close(slave)
+
+
+# ---- exit status: anything rejected or alarmed is a failure -----------------------------------
+def frames_of(capture):
+    return [p + b"\x00" for p in capture.split(b"\x00")[:-1]]
+
+
+@pytest.mark.parametrize("cut", ["shoe_end", "last_20", "whole_shoe"])
+def test_replay_of_a_capture_missing_its_end_exits_non_zero(demo_db, tmp_path, cut):
+    parts = frames_of((demo_db / "cap.bin").read_bytes())
+    types = [pr.parse(pr.decode_frame(p[:-1])).type for p in parts]
+    if cut == "shoe_end":
+        parts = [p for p, t in zip(parts, types) if t != pr.T_SHOE_END]
+    elif cut == "last_20":
+        parts = parts[:-20]
+    else:
+        parts = []
+    (tmp_path / "cap.bin").write_bytes(b"".join(parts))
+    r = sabot("replay", tmp_path / "cap.bin", "--key", demo_db / "shoe.key", "--registry",
+              demo_db / "shoes.json")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+# ---- database faults: a one-line reason, nothing acknowledged that is not durable ---------------
+def test_history_on_a_file_that_is_not_a_sabot_database_refuses_without_writing(tmp_path):
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    r = sabot("history", "--db", other)
+    assert r.returncode != 0 and "not a sabot audit database" in r.stderr
+    assert other.read_bytes() == before and not (tmp_path / "other.db-wal").exists()
+
+
+def test_a_damaged_database_gives_one_line(demo_db, tmp_path):
+    db = tmp_path / "t.db"
+    shutil.copy(demo_db / "audit.db", db)
+    data = bytearray(db.read_bytes())
+    data[100:4000] = os.urandom(3900)
+    db.write_bytes(bytes(data))
+    r = sabot("history", "--db", db)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+
+
+def test_a_full_disk_stores_and_acknowledges_nothing_of_that_read(tmp_path):
+    """The file size limit stands in for a full disk: the batch fails whole, the validator says so
+    in one line, and its state is what it was (so the shoe's resend is accepted later)."""
+    code = f"""
+import resource, signal, sys
+sys.path.insert(0, {str(tmp_path)!r})
+from sabot import capture_gen, keys
+from sabot.validator import Validator
+from sabot.errors import SabotError
+key, cap, rounds = capture_gen.generate({str(tmp_path / 'gen')!r}, 1, seed=2)
+v = Validator(key, {str(tmp_path / 'a.db')!r})
+v.receive(cap[:2000])
+stored = v.state["last_seq"]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+size = __import__("os").path.getsize({str(tmp_path / 'a.db-wal')!r})
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 1000, size + 1000))
+try:
+    v.receive(cap[2000:])
+    print("stored everything")
+except SabotError as e:
+    print("ERROR", e)
+    print("STATE", v.state["last_seq"] == stored)
+"""
+    os.makedirs(tmp_path / "gen")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "ERROR audit database" in r.stdout and "nothing of this read" in r.stdout, r.stderr
+    assert "STATE True" in r.stdout
+
+
+# ---- what the supervisor is told ---------------------------------------------------------------
+def test_low_confidence_and_confirm_mid_round_still_store_every_frame(rig):
+    rig.burn()
+    rig.send(sensor_frame("R", "QH", confidence=0x20) + bytes([EXIT_EDGE]))
+    rig.send(bytes([SUPERVISOR + VOID_CARD]))
+    rig.deal("2C", "3C", "4C")
+    rig.send(bytes([CONFIRM]))
+    rig.send(bytes([SUPERVISOR + VOID_ROUND]))
+    rig.deal(*NATURALS)
+    assert rig.of("result")[-1]["round"] == 1 and rig.alarms() == []
