@@ -1,16 +1,19 @@
-"""Boot entry on a shoe (RP2040 / ESP32): reads the board's data, builds its drivers, runs the shoe
-through the board loop (shoe/loop.py).
+"""Boot entry on a shoe (RP2040 / ESP32)."""
+import micropython
 
-Hold the confirm button at power-on to stay in the MicroPython REPL (maintenance: mpremote
-deploy)."""
+micropython.kbd_intr(-1)  # first line that runs: no byte on the data port interrupts the shoe
 
-import time
+import time  # noqa: E402  (after the line above, on purpose)
 
-import board
+import board  # noqa: E402
 
-from shoe import loop, tilt
-from shoe.drivers import hw
-from shoe.store import Flash
+from shoe import loop, tilt  # noqa: E402
+from shoe.drivers import hw  # noqa: E402
+from shoe.store import Flash  # noqa: E402
+
+# Reads the board's data, builds its drivers and runs the shoe through the board loop
+# (shoe/loop.py). The REPL gets the port only after an authenticated maintenance command; any
+# exception, a full flash or a failed recovery ends in the tilt state or a reset, never the REPL.
 
 
 def make_app(link, lamps):
@@ -24,19 +27,21 @@ def make_app(link, lamps):
 
 
 def run():
-    if hw.confirm_held(board):
-        print("sabot: confirm held at power-on: maintenance mode, REPL left open")
-        return
     io = hw.build(board)
-    app = make_app(io.link, io.lamps)
-    app.start()
-    hw.keyboard_interrupt(False)
     try:
-        while not app.maintenance:
-            loop.step(app, io, time.ticks_ms())
-            time.sleep_ms(1)
-    finally:
-        hw.keyboard_interrupt(True)
+        app = make_app(io.link, io.lamps)
+        app.start()
+    except Exception:
+        app = tilt.TiltShoe(Flash(board.FLASH_DIR), io.link, io.lamps, "/",
+                            (board.FLASH_DIR.strip("/"),))
+        app.start()
+    while not app.maintenance:
+        loop.step(app, io, time.ticks_ms())
+        time.sleep_ms(1)
+    micropython.kbd_intr(3)  # authenticated maintenance: the REPL may have the port now
 
 
-run()
+try:
+    run()
+except Exception:
+    hw.reset()

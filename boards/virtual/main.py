@@ -2,16 +2,21 @@
 
 The shoe runs through the same board loop as on a Pico (shoe/loop.py); its io is the simulated
 dealer's channel on stdin (board.py) and the host link, a TCP socket."""
+import micropython
 
-import select
-import socket
-import sys
-import time
+micropython.kbd_intr(-1)  # first line that runs, as on a board
 
-import board
+import select  # noqa: E402  (after the line above, on purpose)
+import socket  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
 
-from shoe import loop, tilt
-from shoe.store import Flash
+import board  # noqa: E402
+
+from shoe import loop, tilt  # noqa: E402
+from shoe.store import Flash  # noqa: E402
+
+_RESET_EXIT = 4  # a crash: the harness powers the board up again (a board's machine.reset())
 
 _EAGAIN = 11
 
@@ -155,6 +160,10 @@ def main():
     except ValueError as e:
         sys.stderr.write("board: %s\n" % e)
         sys.exit(2)
+    except OSError as e:  # a recovery that failed (flash full, damaged): tilt, never a REPL
+        sys.stderr.write("board: recovery failed (%s): tilt\n" % e)
+        app = tilt.TiltShoe(Flash(flash_dir), link, io.lamps, code, ())
+        app.start()
 
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -202,6 +211,10 @@ def main():
                     poller.unregister(conn)
 
 
-main()
-# maintenance: the board's USB port goes to the REPL (the harness serves it on the same socket)
+try:
+    main()
+except Exception as e:
+    sys.stderr.write("board: crashed (%r): reset\n" % (e,))
+    sys.exit(_RESET_EXIT)
+# authenticated maintenance: the port goes to the REPL (the harness serves it on the same socket)
 sys.exit(3)

@@ -40,7 +40,10 @@ class TiltShoe:
         self.maintenance = False
 
     def start(self):
-        boot = next_boot(self.flash)
+        try:
+            boot = next_boot(self.flash)
+        except OSError:
+            boot = 0  # a full or damaged flash: the tilted shoe still answers, unnumbered
         if self.identity:
             self.signer = frames.Signer(self.port.key, self.identity[0], self.identity[1], boot)
         self.show()

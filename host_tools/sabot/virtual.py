@@ -100,7 +100,8 @@ class VirtualBoard:
     def url(self) -> str:
         return f"socket://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 10) -> VirtualBoard:
+    def start(self, timeout: float = 10, flash_bytes: int | None = None) -> VirtualBoard:
+        """Power on. `flash_bytes` caps every file the board writes (a full flash, for tests)."""
         if self.code:
             env = dict(os.environ, MICROPYPATH=self.code)
             cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
@@ -109,9 +110,17 @@ class VirtualBoard:
             env = dict(os.environ, MICROPYPATH=path)
             cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
         cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}"]
+        def full_flash() -> None:
+            import resource
+            import signal as sig
+
+            sig.signal(sig.SIGXFSZ, sig.SIG_IGN)  # a write past the cap fails instead (EFBIG)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (flash_bytes or 0, flash_bytes or 0))
+
         proc = self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            bufsize=0)
+                                            bufsize=0, preexec_fn=full_flash if flash_bytes
+                                            else None)
         self.boots += 1
         self.listening: queue.Queue[bool] = queue.Queue()
         threading.Thread(target=self._read_indicators, args=(proc,), daemon=True).start()

@@ -5,7 +5,6 @@ import select
 import sys
 
 import machine
-import micropython
 
 from shoe.drivers.controls import Button, ExitSensor, LampIndicators, PanelIO
 from shoe.loop import BUTTON_BITS
@@ -55,11 +54,6 @@ def build(board):
     return PanelIO(uart, exit_sensor, buttons, lamps, StdioLink())
 
 
-def confirm_held(board):
-    """The dealer's confirm button held at power-on (pulled low)."""
-    return machine.Pin(board.BUTTONS["confirm"], machine.Pin.IN, machine.Pin.PULL_UP).value() == 0
-
-
-def keyboard_interrupt(enabled):
-    """While dealing no byte on the link (0x03 included) may interrupt the firmware."""
-    micropython.kbd_intr(3 if enabled else -1)
+def reset():
+    """A hard reset: the shoe boots again into main.py (never a REPL)."""
+    machine.reset()

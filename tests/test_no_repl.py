@@ -1,0 +1,71 @@
+"""No REPL on the data port: Ctrl-C (0x03), raw REPL (0x01), soft reset (0x04) and paste mode (0x05)
+flooded at the shoe during boot, while dealing, after a forced crash and with a full flash never
+bring a REPL banner onto the link; a crash ends in a reset (or the tilt), never a prompt."""
+
+import socket
+import time
+
+import pytest
+
+from sabot import keys
+from sabot.virtual import Dealer, VirtualBoard, card_bytes, provision_flash
+
+FLOOD = b"\x03\x01\x04\x05\r\n" * 50
+BANNERS = (b"MicroPython", b">>>", b"raw REPL", b"paste mode", b"soft reboot", b"Traceback")
+
+
+def flood(port, seconds=1.0):
+    """Flood the shoe's port with REPL control bytes; everything it says back."""
+    got = b""
+    end = time.monotonic() + seconds
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.settimeout(0.05)
+        while time.monotonic() < end:
+            try:
+                s.sendall(FLOOD)
+            except OSError:
+                break
+            try:
+                got += s.recv(65536)
+            except (TimeoutError, OSError):
+                pass
+    return got
+
+
+def assert_no_repl(data):
+    for banner in BANNERS:
+        assert banner not in data, banner
+
+
+@pytest.fixture
+def board(tmp_path):
+    key = keys.create(str(tmp_path / "shoe.key"))
+    provision_flash(str(tmp_path / "flash"), key)
+    b = VirtualBoard(str(tmp_path / "flash"))
+    yield b
+    b.stop()
+
+
+def test_floods_during_boot_and_while_dealing_bring_no_repl(board):
+    board.start()
+    assert_no_repl(flood(board.port, 0.5))  # right at boot
+    dealer = Dealer(board, ["AS", "2H", "9S", "8D", "KD", "9C", "5H"])
+    for _ in range(4):
+        dealer.step()
+        assert_no_repl(flood(board.port, 0.2))
+    assert board.alive() and board.indicator[2] >= 4  # it went on dealing
+
+
+def test_a_full_flash_crash_ends_in_a_reset_and_the_tilt_never_a_repl(board, tmp_path):
+    board.start(flash_bytes=3000)  # the flash log can grow to 3 KB, no further
+    seen = b""
+    for i in range(200):
+        board.send(card_bytes(("AS", "2H", "9S", "8D", "KD", "9C")[i % 6]))
+        if not board.wait_read(5) or not board.alive():
+            break
+    assert board.proc.wait(10) == 4  # the crash: a reset, not a stop at a prompt
+    err = board.proc.stderr.read().decode()
+    assert "reset" in err
+    board.start(flash_bytes=3000)  # powered up again on the same full flash
+    seen += flood(board.port, 1.0)
+    assert_no_repl(seen)
