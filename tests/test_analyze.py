@@ -109,3 +109,26 @@ def test_cli_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
     assert r.returncode != 0
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_fresh_shoe_has_no_player_favorable_wager():
+    assert analyze(8)["player_favorable"] == []
+
+
+def test_cli_lists_the_player_favorable_wagers(tmp_path):
+    # Search, deterministically, for a seen file that turns a wager positive for the player:
+    # remove whole ranks of one deck, low ranks first, until one does.
+    seen = []
+    for rank in "A23456789":
+        seen += [rank + s for s in "SHDC"]
+        if analyze(1, seen)["player_favorable"]:
+            break
+    f = tmp_path / "seen.txt"
+    f.write_text(" ".join(seen) + "\n")
+    r = run_cli("analyze", "--decks", "1", "--seen", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    negative = [w for w in wagers.ANALYZED_WAGERS if out["wagers"][w]["house_edge"] < 0]
+    assert negative and out["player_favorable"] == negative
+    assert all(out["wagers"][w]["house_edge"] >= 0 for w in wagers.ANALYZED_WAGERS
+               if w not in out["player_favorable"])
