@@ -207,8 +207,47 @@ def bench_reliability():
     return s
 
 
+def bench_edges():
+    """Live edges (RemainingShoe) through a whole dealt 8-deck shoe: all 17 exact house edges
+    recomputed after the burn and after every round's cards leave; the yardstick is the 13-rank
+    recursive B/P/T enumeration of a full shoe."""
+    from statistics import median
+
+    from sabot import cards
+    from sabot.edges import RemainingShoe
+
+    tokens = cards.shuffled_shoe(8, seed=14)
+    rounds = rules.deal_shoe(tokens)
+    dealt = [c for c in tokens if c != cards.CUT]
+    burned = dealt[: cards.BURN_VALUES[dealt[0][0]] + 1]
+    shoe = RemainingShoe(8)
+    first = time.perf_counter()
+    shoe.exact_edges()
+    first = time.perf_counter() - first
+    times = []
+    for leaving in [burned] + [r["player"] + r["banker"] for r in rounds]:
+        shoe.remove_all(leaving)
+        t = time.perf_counter()
+        shoe.exact_edges()
+        times.append(time.perf_counter() - t)
+    seen = dealt[: 416 - shoe.cards]
+    reference = analyze(8, seen)["wagers"]
+    assert shoe.house_edges() == {w: e["house_edge"] for w, e in reference.items()}
+    tb = time.perf_counter()
+    baseline_rank_enumeration()
+    baseline = time.perf_counter() - tb
+    return {"rounds": len(rounds), "recomputes": len(times),
+            "recompute_median_ms": round(median(times) * 1000, 2),
+            "recompute_max_ms": round(max(times) * 1000, 2),
+            "first_full_shoe_ms": round(first * 1000, 1),
+            "analyze_warm_ms": round(best_of(lambda: analyze(8, seen), 5) * 1000, 1),
+            "baseline_13_rank_bpt_ms": round(baseline * 1000, 1),
+            "speedup_vs_baseline": round(baseline / median(times), 1)}
+
+
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
             "audit": bench_audit, "reliability": bench_reliability}
+SECTIONS["edges"] = bench_edges
 
 
 def main(names):

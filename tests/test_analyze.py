@@ -1,6 +1,7 @@
 """`sabot analyze`: exact counts and house edges against published figures and brute force."""
 
 import json
+import random
 import subprocess
 import sys
 from fractions import Fraction
@@ -10,6 +11,8 @@ import pytest
 
 from sabot import rules, wagers
 from sabot.analyze import analyze, outcome_counts, pair_counts
+from sabot.edges import RemainingShoe
+from sabot.errors import SabotError
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
@@ -109,3 +112,75 @@ def test_cli_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
     assert r.returncode != 0
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_fresh_shoe_has_no_player_favorable_wager():
+    assert analyze(8)["player_favorable"] == []
+
+
+def test_cli_lists_the_player_favorable_wagers(tmp_path):
+    # Search, deterministically, for a seen file that turns a wager positive for the player:
+    # remove whole ranks of one deck, low ranks first, until one does.
+    seen = []
+    for rank in "A23456789":
+        seen += [rank + s for s in "SHDC"]
+        if analyze(1, seen)["player_favorable"]:
+            break
+    f = tmp_path / "seen.txt"
+    f.write_text(" ".join(seen) + "\n")
+    r = run_cli("analyze", "--decks", "1", "--seen", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    negative = [w for w in wagers.ANALYZED_WAGERS if out["wagers"][w]["house_edge"] < 0]
+    assert negative and out["player_favorable"] == negative
+    assert all(out["wagers"][w]["house_edge"] >= 0 for w in wagers.ANALYZED_WAGERS
+               if w not in out["player_favorable"])
+
+
+def random_partial_shoe(rng, decks):
+    shoe = [r + s for _ in range(decks) for r in "A23456789TJQK" for s in "SHDC"]
+    rng.shuffle(shoe)
+    return shoe[: rng.randint(0, len(shoe) - 6)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_remaining_shoe_edges_equal_analyze_exactly(seed):
+    rng = random.Random(seed)
+    decks = rng.choice([1, 2, 6, 8, 8])
+    tie_odds = rng.choice([8, 8, 9])
+    seen = random_partial_shoe(rng, decks)
+    expected = analyze(decks, seen, tie_odds)
+    shoe = RemainingShoe(decks, seen, tie_odds)
+    assert shoe.cards == expected["cards"]
+    assert shoe.house_edges() == {w: e["house_edge"] for w, e in expected["wagers"].items()}
+    assert shoe.outcomes() == expected["outcomes"]
+    assert shoe.player_favorable() == expected["player_favorable"]
+
+
+def test_remaining_shoe_updates_incrementally_as_cards_leave():
+    rng = random.Random(14)
+    seen = random_partial_shoe(rng, 8)[:60]
+    live = RemainingShoe(8)
+    live.house_edges()
+    for i in range(0, len(seen), 6):  # a round's cards at a time, edges read after each
+        live.remove_all(seen[i : i + 6])
+        assert live.exact_edges() == RemainingShoe(8, seen[: i + 6]).exact_edges()
+    edges = live.exact_edges()
+    assert all(isinstance(e, Fraction) for e in edges.values())
+    assert float(edges["banker"]) == analyze(8, seen)["wagers"]["banker"]["house_edge"]
+
+
+def test_remaining_shoe_refuses_cards_it_does_not_hold():
+    shoe = RemainingShoe(1, [f"A{s}" for s in "SHD"])
+    shoe.remove("ac")
+    with pytest.raises(SabotError, match="no A is left"):
+        shoe.remove("AC")
+    with pytest.raises(SabotError, match="unknown card"):
+        shoe.remove("ZZ")
+    small = RemainingShoe(1, [r + s for r in "A23456789T" for s in "SHDC"] + ["JS"])
+    small.remove_all(["JH", "JD", "JC", "QS", "QH"])
+    assert small.cards == 6 and small.exact_edges()
+    small.remove_all(["QD", "QC", "KS", "KH"])
+    assert small.cards == 2
+    with pytest.raises(SabotError, match="only 2 cards left"):
+        small.exact_edges()

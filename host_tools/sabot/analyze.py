@@ -186,4 +186,6 @@ def analyze(decks: int = 8, seen: Sequence[str] = (), tie_odds: int = 8) -> dict
             )
         expected = sum(wagers.net_return(name, s, tie_odds) * cnt for s, cnt in dist)
         edges[name] = {"house_edge": float(-expected / sequences)}
+    # CONTRACTS: the wagers whose house edge is below 0 (the float keeps the exact sign)
+    result["player_favorable"] = [name for name, e in edges.items() if e["house_edge"] < 0]
     return result

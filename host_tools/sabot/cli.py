@@ -44,6 +44,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_roads(args: argparse.Namespace) -> int:
+    import json
+
+    from .roads import format_roads, roads, winners_from_lines
+
+    try:
+        if args.file and args.file != "-":
+            with open(args.file, encoding="utf-8") as f:
+                winners = winners_from_lines(f, args.file)
+        else:
+            winners = winners_from_lines(sys.stdin, "stdin")
+    except OSError as e:
+        raise SabotError(f"cannot read {args.file}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SabotError(f"{args.file or 'stdin'} is not UTF-8 text") from None
+    result = roads(winners)
+    print(json.dumps(result) if args.json else format_roads(result))
+    return 0
+
+
 def format_round(rec: dict[str, Any]) -> str:
     flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
     dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
@@ -487,6 +507,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true",
                    help="one JSON object, as CONTRACTS.md describes")
     a.set_defaults(func=cmd_analyze)
+
+    rd = sub.add_parser("roads", help="bead plate, big road and derived roads from round records",
+                        description="Reads round records (one JSON object a line, as `sabot deal "
+                        "--json` prints them) from FILE or stdin; events are skipped.")
+    rd.add_argument("file", nargs="?", help="round records (default: stdin)")
+    rd.add_argument("--json", action="store_true",
+                    help="one JSON object, as CONTRACTS.md describes")
+    rd.set_defaults(func=cmd_roads)
 
     d = sub.add_parser("deal", help="deal a shoe file through the firmware on the virtual board",
                        description="Runs SHOEFILE through the shoe firmware on real MicroPython "
