@@ -1,6 +1,6 @@
-"""No REPL on the data port: Ctrl-C (0x03), raw REPL (0x01), soft reset (0x04) and paste mode (0x05)
-flooded at the shoe during boot, while dealing, after a forced crash and with a full flash never
-bring a REPL banner onto the link; a crash ends in a reset (or the tilt), never a prompt."""
+"""No REPL on the data port: Ctrl-C (0x03), raw REPL (0x01), soft reset (0x04) and paste mode
+(0x05) flooded at the shoe during boot, while dealing, after a forced crash and with a full flash
+never bring a REPL banner onto the link; a crash ends in a reset (or the tilt), never a prompt."""
 
 import socket
 import time
