@@ -19,7 +19,9 @@ def mypy(board, firmware):
     stubs = ROOT / ".venv" / "stubs" / BOARDS[board]
     if not (stubs / "machine.pyi").exists():
         pytest.fail(f"{stubs} is missing: run `make test` (it installs the board stubs)")
-    mypy_path = [str(stubs), str(firmware), str(ROOT / "boards" / board)]
+    board_dir = ROOT / "boards" / board
+    # the board stubs, then those of the micropython-lib packages the manifests freeze
+    mypy_path = [str(stubs), str(firmware), str(board_dir), str(ROOT / "boards" / "lib-stubs")]
     env = dict(os.environ, MYPYPATH=os.pathsep.join(mypy_path))
     r = subprocess.run(
         [str(Path(sys.executable).with_name("mypy")), "--custom-typeshed-dir", str(stubs),

@@ -12,7 +12,7 @@ BOARDS = ("rpi_pico", "esp32", "virtual")
 
 def frozen(manifest):
     """The files a manifest freezes, evaluated with MicroPython's manifest functions' semantics."""
-    files, meta = set(), {}
+    files, meta, requires = set(), {}, set()
 
     def run(path):
         here = path.parent
@@ -32,8 +32,11 @@ def frozen(manifest):
             assert p.exists(), p
             files.add(name)
 
+        def require(name):
+            requires.add(name)
+
         exec(path.read_text(), {"include": include, "metadata": metadata, "package": package,
-                                "module": module})
+                                "module": module, "require": require})
 
     run(Path(manifest).resolve())
     return files, meta

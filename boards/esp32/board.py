@@ -20,4 +20,7 @@ BUTTONS = {"confirm": 25, "empty": 26, "void_card": 27, "keep_dummy": 32, "revea
            "void_round": 33}
 LAMPS = {"player": 18, "banker": 19, "result": 21, "alarm": 22}
 BUZZER = 23
-# Host link: UART0 through the board's USB-serial bridge (the REPL port), via sys.stdin/stdout.
+# Host link: UART0 through the board's USB-serial bridge, detached from the REPL (os.dupterm).
+LINK = "uart"
+LINK_UART = 0
+LINK_BAUD = 115200

@@ -19,4 +19,5 @@ EXIT_SENSOR = 2  # GP2, photo-interrupter, open collector, falling edge per card
 BUTTONS = {"confirm": 3, "empty": 4, "void_card": 5, "keep_dummy": 6, "reveal": 8, "void_round": 7}
 LAMPS = {"player": 10, "banker": 11, "result": 12, "alarm": 13}
 BUZZER = 14  # PWM
-# Host link: native USB CDC (the REPL port), driven through sys.stdin/stdout.
+# Host link: a USB CDC interface of the shoe's own (usb-device-cdc); the USB REPL interface is off.
+LINK = "usb_cdc"

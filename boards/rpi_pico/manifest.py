@@ -2,3 +2,4 @@
 include("../../firmware/manifest.py")
 module("board.py")
 module("main.py", base_path="../../firmware")
+require("usb-device-cdc")  # the host link's own USB CDC interface (micropython-lib)

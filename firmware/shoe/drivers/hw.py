@@ -10,8 +10,46 @@ from shoe.drivers.controls import Button, ExitSensor, LampIndicators, PanelIO
 from shoe.loop import BUTTON_BITS
 
 
+class CdcLink:
+    """rp2: the host link is a USB CDC interface of its own (micropython-lib's usb-device-cdc),
+    and the built-in USB REPL interface is switched off: no REPL exists on the USB cable at all."""
+
+    def __init__(self):
+        import usb.device
+        from usb.device.cdc import CDCInterface
+
+        self.cdc = CDCInterface()
+        self.cdc.init(timeout=0)  # never block the board loop
+        usb.device.get().init(self.cdc, builtin_driver=False)
+
+    def write(self, data):
+        self.cdc.write(data)
+
+    def readinto(self, buf):
+        return self.cdc.readinto(buf) or 0
+
+
+class UartLink:
+    """ESP32: the host link is UART0 through the USB bridge, detached from the REPL (os.dupterm),
+    read and written by the shoe alone."""
+
+    def __init__(self, uart):
+        import os
+
+        os.dupterm(None, 0)
+        self.uart = uart
+
+    def write(self, data):
+        self.uart.write(data)
+
+    def readinto(self, buf):
+        if not self.uart.any():
+            return 0
+        return self.uart.readinto(buf) or 0
+
+
 class StdioLink:
-    """The host link on the USB serial port (or UART0 on boards without native USB)."""
+    """A host link on the REPL's own stdin/stdout: development boards only (LINK = "stdio")."""
 
     def __init__(self):
         self.out = sys.stdout.buffer
@@ -51,7 +89,16 @@ def build(board):
     if board.BUZZER is not None:
         buzzer = machine.PWM(Pin(board.BUZZER), freq=2000, duty_u16=0)
     lamps = LampIndicators(lamp["player"], lamp["banker"], lamp["result"], lamp["alarm"], buzzer)
-    return PanelIO(uart, exit_sensor, buttons, lamps, StdioLink())
+    return PanelIO(uart, exit_sensor, buttons, lamps, link(board))
+
+
+def link(board):
+    """The board's host link, as its data names it."""
+    if board.LINK == "usb_cdc":
+        return CdcLink()
+    if board.LINK == "uart":
+        return UartLink(machine.UART(board.LINK_UART, baudrate=board.LINK_BAUD))
+    return StdioLink()
 
 
 def reset():

@@ -1,0 +1,6 @@
+from typing import Any
+
+class _Device:
+    def init(self, *interfaces: Any, builtin_driver: bool = ...) -> None: ...
+
+def get() -> _Device: ...
