@@ -136,24 +136,31 @@ def test_a_card_kept_as_a_dummy_hand_is_counted_once(rig):
 
 
 # ---- authentic means stored: a validator that meets a shoe mid-shoe ------------------------
-def test_validator_on_a_fresh_database_mid_shoe_reanchors_with_a_gap_alarm(rig, tmp_path):
-    rig.burn()
-    rig.deal(*NATURALS, *NATURALS)
+def another_validator_deals_a_round(rig, db, round_no):
+    """The rig's validator goes away; another one on `db` meets the shoe, which deals one more
+    round: what did that validator store, and what did it say?"""
     rig.link.close()
     rig.validator.store.close()
-    fresh = Validator(rig.key, str(tmp_path / "fresh.db"), rig.config)
-    link = HostLink(rig.board.url, fresh)
+    other = Validator(rig.key, str(db), rig.config)
+    link = HostLink(rig.board.url, other)
     try:
         link.ask_until(lambda st: True, 5)
         rig.board.send(b"".join(card_bytes(t) for t in NATURALS))
-        assert link.ask_until(lambda st: st["round"] == 3 and st["unacked_to"] == 0, 10)
+        assert link.ask_until(lambda st: st["round"] == round_no and st["unacked_to"] == 0, 10)
     finally:
         link.close()
-        fresh.store.close()
-    assert fresh.counts["rejected"] == 0 and fresh.counts["rounds"] == 1
-    assert [a["kind"] for a in fresh.alarms] == ["sequence_gap"]
+        other.store.close()
     rig.closed = True
     rig.board.stop()
+    return other
+
+
+def test_validator_on_a_fresh_database_mid_shoe_reanchors_with_a_gap_alarm(rig, tmp_path):
+    rig.burn()
+    rig.deal(*NATURALS, *NATURALS)
+    fresh = another_validator_deals_a_round(rig, tmp_path / "fresh.db", 3)
+    assert fresh.counts["rejected"] == 0 and fresh.counts["rounds"] == 1
+    assert [a["kind"] for a in fresh.alarms] == ["sequence_gap"]
 
 
 def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_acknowledged(
@@ -164,21 +171,9 @@ def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_ac
     shutil.copy(rig.tmp / "audit.db", tmp_path / "old.db")  # a backup, taken here
     rig.validator.store = AuditStore(str(rig.tmp / "audit.db"))
     rig.deal(*NATURALS, *NATURALS)  # acknowledged by the live validator
-    rig.link.close()
-    rig.validator.store.close()
-    old = Validator(rig.key, str(tmp_path / "old.db"), rig.config)
-    link = HostLink(rig.board.url, old)
-    try:
-        link.ask_until(lambda st: True, 5)
-        rig.board.send(b"".join(card_bytes(t) for t in NATURALS))
-        assert link.ask_until(lambda st: st["round"] == 4 and st["unacked_to"] == 0, 10)
-    finally:
-        link.close()
-        old.store.close()
+    old = another_validator_deals_a_round(rig, tmp_path / "old.db", 4)
     assert old.counts["rejected"] == 0 and old.counts["rounds"] == 1
     assert "sequence_gap" in [a["kind"] for a in old.alarms]
-    rig.closed = True
-    rig.board.stop()
 
 
 # ---- the registry, not the shoe, says what the table is ----------------------------------------

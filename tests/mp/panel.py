@@ -24,6 +24,8 @@ class Pin:
 
 
 class UART:
+    """Bytes waiting to be read, as a UART (or a host link) holds them."""
+
     def __init__(self):
         self.waiting = bytearray()
 
@@ -39,18 +41,10 @@ class UART:
         return n
 
 
-class Link:
+class Link(UART):
     def __init__(self):
+        super().__init__()
         self.sent = bytearray()
-        self.waiting = bytearray()
 
     def write(self, data):
         self.sent += data
-
-    def readinto(self, buf):
-        if not self.waiting:
-            return 0  # nothing waiting: allocate nothing, as the real drivers do
-        n = min(len(buf), len(self.waiting))
-        buf[:n] = self.waiting[:n]
-        self.waiting = self.waiting[n:]
-        return n
