@@ -147,6 +147,7 @@ def bench_firmware():
                               env=env, capture_output=True, text=True, check=True).stdout
     idle_failures = int(re.search(r"alloc_failures (\d+)", idle).group(1))
     return {"card_path_us_per_card": src["us_per_card"],
+            "full_path_heap_bytes_per_card": src["full_path_heap_bytes_per_card"],
             "card_path_heap_allocations": src["alloc_failures"],
             "cards": src["cards"], "rounds": src["results"],
             "heap_64k_no_host_min_free_bytes": h64["heap_min_free"],

@@ -60,7 +60,7 @@ def test_one_8_deck_shoe_soaked_at_a_30_percent_fault_rate_loses_nothing():
 
 def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
     """With no host for 40 cards the shoe holds far more unacknowledged frames than it keeps in RAM
-    (16); when the validator connects, every one arrives, in order, read back from the flash log.
+    (8); when the validator connects, every one arrives, in order, read back from the flash log.
     """
     from sabot import cards, keys
     from sabot.link import HostLink

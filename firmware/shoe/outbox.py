@@ -5,6 +5,8 @@ older ones back from the flash log, so a host away for a whole shoe costs no mem
 not RAM, is what makes a frame survive a power cut: at boot the app replays the log into
 `remember`."""
 
+import gc
+
 from shoe import frames
 from shoe.store import frames_in
 
@@ -18,13 +20,14 @@ _SLOT = const(114)  # frames.MAX_CHAINED: one ring slot
 
 
 class Outbox:
-    def __init__(self, log, signer=None, slots=16):
+    def __init__(self, log, signer=None, slots=8):
         self.log = log
         self.signer = signer
         self.seq = 0  # the newest chained frame's
         self.chain = bytes(frames.CHAIN_LEN)  # what the next chained frame carries
         self.acked = 0  # the host holds every frame up to this seq
         self._slots = slots
+        gc.collect()  # the ring is the one large block: find it room before the heap fragments
         self._ring = bytearray(slots * _SLOT)
         self._len = bytearray(slots)
         self._seq_in = [0] * slots  # the seq each slot holds (0: none)

@@ -2,7 +2,8 @@
 # usage: micropython card_path.py SHOEFILE FLASHDIR [ack]   (ack: a host acknowledges every frame)
 # For every card: the sensor bytes and the exit edge's decision run with the heap locked (any
 # allocation raises MemoryError); frames, HMAC and flash log then run unlocked, as on the board.
-# Prints: "cards N results R alloc_failures F us_per_card U heap_min_free M".
+# Prints: "cards N results R alloc_failures F us_per_card U heap_min_free M
+# full_path_heap_bytes_per_card B" (B: what frames, flash log and link still allocate per card).
 import gc
 import sys
 import time
@@ -40,6 +41,7 @@ def main():
     app.start()
     host = Host(app) if len(sys.argv) > 3 and sys.argv[3] == "ack" else None
     failures = 0
+    committed = 0  # heap bytes allocated after the decision: frames, flash log, link
     spent = 0
     cards = 0
     heap_min = gc.mem_free()
@@ -64,12 +66,16 @@ def main():
             failures += 1
             continue
         cards += 1
+        before = micropython.mem_total()  # the rest of the card's path: frames, flash log, link
         app.commit_card(done)
+        committed += micropython.mem_total() - before
         if host:
             host.ack_all()
     gc.collect()
-    print("cards %d results %d alloc_failures %d us_per_card %d heap_min_free %d" % (
-        cards, lamps.results, failures, spent // max(cards, 1), heap_min))
+    print("cards %d results %d alloc_failures %d us_per_card %d heap_min_free %d "
+          "full_path_heap_bytes_per_card %d" % (cards, lamps.results, failures,
+                                                spent // max(cards, 1), heap_min,
+                                                committed // max(cards, 1)))
 
 
 main()
