@@ -447,3 +447,166 @@ def test_low_confidence_and_confirm_mid_round_still_store_every_frame(rig):
     rig.send(bytes([SUPERVISOR + VOID_ROUND]))
     rig.deal(*NATURALS)
     assert rig.of("result")[-1]["round"] == 1 and rig.alarms() == []
+
+
+# ---- found by an insider's review, kept found ---------------------------------------------------
+def crafted_shoe(k, n):
+    """n authentic chained frames of a shoe: shoe_start, burn, then initial cards."""
+    out, chain = [], bytes(8)
+    payloads = [(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
+                (pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4]))]  # AS, 2S
+    while len(payloads) < n:
+        payloads.append((pr.T_INITIAL_CARDS, b"\x00\x01\x00\x01" + bytes([36, 37, 38, 39])))
+    for seq, (ftype, payload) in enumerate(payloads[:n], 1):
+        raw = pr.build(k.key, k.key_id, k.shoe_id, 1, seq, chain, ftype, payload)
+        out.append(raw)
+        chain = raw[-32:-24]
+    return out
+
+
+def status_frame(k, latest, acked, first, last):
+    payload = struct.pack(">BHHHBIIIIBI", 2, 1, 0, 3, 1, 0, acked, first, last, 0, 0)
+    return pr.build(k.key, k.key_id, k.shoe_id, 1, latest, bytes(8), pr.T_STATUS, payload)
+
+
+def test_a_new_frame_before_the_first_status_loses_nothing_of_what_the_shoe_resends(tmp_path):
+    """Live, a validator that has not met the shoe may get a new frame before the status that
+    answers its hello, then the resends of older ones: it anchors at the status, stores all."""
+    from sabot import keys
+
+    k = keys.create(str(tmp_path / "k"))
+    frames = crafted_shoe(k, 6)
+    v = Validator(k, str(tmp_path / "a.db"))
+    v.live = True
+    stream = [frames[5], status_frame(k, 6, 0, 1, 6), *frames]
+    verdicts = v.receive(b"".join(pr.encode_frame(f) for f in stream))
+    assert [x[1] for x in verdicts] == ["deferred", "accepted"] + ["accepted"] * 6
+    assert v.counts["rejected"] == 0 and v.alarms == [] and v.state["last_seq"] == 6
+
+
+def test_a_store_ahead_of_its_shoe_is_refused_in_one_line(tmp_path):
+    from sabot import keys
+    from sabot.errors import SabotError
+
+    k = keys.create(str(tmp_path / "k"))
+    v = Validator(k, str(tmp_path / "a.db"))
+    v.receive(b"".join(pr.encode_frame(f) for f in crafted_shoe(k, 5)))
+    with pytest.raises(SabotError, match="re-provisioned shoe or an altered store"):
+        v.receive(pr.encode_frame(status_frame(k, 2, 0, 1, 2)))  # the shoe is back at seq 2
+
+
+def rechain(db):
+    """What an insider with write access does after an edit: renumber and rehash every row."""
+    from sabot.audit import COLUMNS, GENESIS, row_hash
+
+    con = sqlite3.connect(db)
+    for t in COLUMNS:
+        for op in ("u", "d"):
+            con.execute(f"DROP TRIGGER IF EXISTS {t}_append_only_{op}")
+    store = AuditStore(str(db), writer=False)
+    rows = list(store.rows())
+    store.close()
+    prev = GENESIS
+    for no, (table, rid, _, values, _) in enumerate(rows, 1):
+        prev = row_hash(prev, table, no, rid, values)
+        con.execute(f"UPDATE {table} SET chain_no=?, row_hash=? WHERE id=?", (-no, prev, rid))
+    for t in COLUMNS:
+        con.execute(f"UPDATE {t} SET chain_no = -chain_no")
+    from sabot.audit import TRIGGERS
+
+    for sql in TRIGGERS.values():
+        con.execute(sql)
+    con.commit()
+    con.close()
+
+
+def test_audit_verify_finds_a_deleted_alarm_even_with_the_chain_recomputed(tmp_path, rigs):
+    rig = rigs()
+    rig.deal("AS", "AS")
+    rig.send(bytes([EXIT_EDGE]))
+    for _ in range(7):
+        rig.deal("AS")  # a ninth ace: inventory_exceeded
+    rig.close()
+    db = rig.tmp / "audit.db"
+    assert sabot("audit", "verify", "--db", db, "--key", rig.tmp / "shoe.key").returncode == 0
+    con = sqlite3.connect(db)
+    con.execute("DROP TRIGGER alarms_append_only_d")
+    con.execute("DELETE FROM alarms WHERE kind='inventory_exceeded'")
+    con.commit()
+    con.close()
+    rechain(db)
+    r = sabot("audit", "verify", "--db", db, "--key", rig.tmp / "shoe.key")
+    assert r.returncode != 0 and "inventory_exceeded" in r.stderr
+
+
+def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(demo_db,
+                                                                              tmp_path):
+    r = tampered(demo_db, tmp_path, "CREATE TRIGGER quiet BEFORE INSERT ON alarms BEGIN "
+                 "SELECT RAISE(IGNORE); END")
+    assert r.returncode != 0 and "quiet" in r.stderr
+    db = tmp_path / "t.db"
+    shutil.copy(demo_db / "audit.db", db)
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO records (chain_no, frame_id, key_id, shoe_id, seq, kind, shoe,"
+                " round, record, row_hash) SELECT 1000000, 1000000, key_id, shoe_id, 1000000,"
+                " kind, shoe, 99, record, row_hash FROM records WHERE kind='result' LIMIT 1")
+    con.commit()
+    con.close()
+    rechain(db)
+    r = verify(db, demo_db)
+    assert r.returncode != 0 and "no accepted frame" in r.stderr
+
+
+def test_a_round_after_the_shoe_ended_and_a_result_without_initial_cards_are_alarms(tmp_path):
+    from sabot import keys
+
+    k = keys.create(str(tmp_path / "k"))
+    v = Validator(k, str(tmp_path / "a.db"))
+    frames = crafted_shoe(k, 2)
+    chain = frames[-1][-32:-24]
+    end, e1 = signed(k, 3, chain, pr.T_SHOE_END,
+                     b"\x00\x01\x00\x00\x00\x03" + bytes(52) + b"\x00\x00")
+    cards = bytes([8 * 4, 7 * 4 + 1, 12 * 4, 8 * 4 + 3])  # 9S 8H KS 9C: P 9S KS, B 8H 9C
+    _, e2 = signed(k, 4, end[-32:-24], pr.T_RESULT,
+                   b"\x00\x01\x00\x01" + bytes([0x22, 0]) + bytes([cards[0], cards[2], cards[1],
+                                                                     cards[3]]) + b"\x00\x05\x00")
+    v.receive(b"".join(pr.encode_frame(f) for f in frames) + e1 + e2)
+    kinds = [a["kind"] for a in v.alarms]
+    assert "round_after_shoe_end" in kinds and "missing_initial_cards" in kinds
+
+
+def test_a_burn_with_the_cut_card_in_it_is_a_burn_mismatch(tmp_path):
+    from sabot import keys
+
+    k = keys.create(str(tmp_path / "k"))
+    v = Validator(k, str(tmp_path / "a.db"))
+    start, e1 = signed(k, 1, bytes(8), pr.T_SHOE_START, b"\x00\x01\x08\x02")
+    _, e2 = signed(k, 2, start[-32:-24], pr.T_BURN, b"\x00\x01\x00\x00" + bytes([4, 52, 8]))
+    v.receive(e1 + e2)
+    assert [a["kind"] for a in v.alarms] == ["burn_mismatch"]
+    assert "CUT" not in v.state["inventory"]["counts"]
+
+
+def test_a_registry_naming_a_shoe_twice_or_with_wrong_types_is_refused(tmp_path):
+    from sabot.errors import SabotError
+    from sabot.registry import Registry
+
+    for shoes in ([{"shoe_id": 7, "decks": 6}, {"shoe_id": 7, "decks": 8}],
+                  [{"shoe_id": 7, "ez": "no"}], [{"shoe_id": 7, "decks": True}]):
+        (tmp_path / "r.json").write_text(json.dumps({"shoes": shoes}))
+        with pytest.raises(SabotError):
+            Registry.load(str(tmp_path / "r.json"))
+
+
+def test_history_on_a_store_missing_a_table_is_one_line(demo_db, tmp_path):
+    db = tmp_path / "t.db"
+    shutil.copy(demo_db / "audit.db", db)
+    con = sqlite3.connect(db)
+    con.execute("DROP TABLE integrity_checks")
+    con.commit()
+    con.close()
+    for args in (("history", "--db", db), ("audit", "verify", "--db", db, "--key",
+                                            demo_db / "shoe.key")):
+        r = sabot(*args)
+        assert r.returncode != 0 and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1

@@ -66,11 +66,11 @@ INDEXES = ("CREATE INDEX IF NOT EXISTS records_by_round ON records (shoe_id, sho
            "CREATE INDEX IF NOT EXISTS alarms_by_shoe ON alarms (shoe_id, shoe, round)")
 
 
-def row_hash(prev: bytes, table: str, chain_no: int, values: Sequence[Any]) -> bytes:
-    """The hash that chains a row to the one before it: over the table, its place and content,
-    each value length-prefixed and typed so no two rows encode alike."""
+def row_hash(prev: bytes, table: str, chain_no: int, rid: int, values: Sequence[Any]) -> bytes:
+    """The hash that chains a row to the one before it: over the table, its place, its id and its
+    content, each value length-prefixed and typed so no two rows encode alike."""
     h = hashlib.sha256(prev)
-    h.update(f"{table}:{chain_no}".encode())
+    h.update(f"{table}:{chain_no}:{rid}".encode())
     for v in values:
         if v is None:
             h.update(b"N")
@@ -119,6 +119,7 @@ class AuditStore:
         self._pending: list[tuple[str, tuple[Any, ...]]] = []
         self._next_frame_id: int | None = None
         self._batch_raw: dict[tuple[int, int, int], bytes] = {}
+        self._next_ids: dict[str, int] = {}
         self.head_no, self.head_hash = 0, GENESIS
         self.db: sqlite3.Connection
         if writer:
@@ -145,14 +146,18 @@ class AuditStore:
                 with contextlib.suppress(Exception):
                     self.db.close()
                 raise SabotError(f"{self.path} is not a sabot audit database")
-        head = self.db.execute(
-            " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
-            + " ORDER BY chain_no DESC LIMIT 1").fetchone()
+        try:
+            head = self.db.execute(
+                " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
+                + " ORDER BY chain_no DESC LIMIT 1").fetchone()
+        except sqlite3.Error as e:
+            self.close()
+            raise SabotError(f"audit database {self.path} is damaged: {e}") from None
         self.head_no = head[0] if head else 0
         self.head_hash = head[1] if head else GENESIS
 
     def _take_lock(self) -> None:
-        lock_path = self.path + ".lock"
+        lock_path = os.path.realpath(self.path) + ".lock"  # one lock whatever the path's spelling
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
@@ -206,19 +211,23 @@ class AuditStore:
         acknowledged), and the store is left as it was before the batch."""
         no, prev = self.head_no, self.head_hash
         rows: dict[str, list[tuple[Any, ...]]] = {}
+        next_id = dict(self._next_ids)
         for table, values in self._pending:
             no += 1
             cols = COLUMNS[table]
-            prev = row_hash(prev, table, no, values[: len(cols)])
-            id_val = (values[-1],) if table == "frames" else ()  # frames keep their ids
-            rows.setdefault(table, []).append((*id_val, no, *values[: len(cols)], prev))
+            if table == "frames":
+                rid = values[-1]  # frames keep the ids the validator already handed out
+            else:
+                rid = next_id.get(table) or self._max_id(table) + 1
+            next_id[table] = rid + 1
+            prev = row_hash(prev, table, no, rid, values[: len(cols)])
+            rows.setdefault(table, []).append((rid, no, *values[: len(cols)], prev))
         try:
             self.db.execute("BEGIN IMMEDIATE")
             for table, batch in rows.items():
                 cols = COLUMNS[table]
-                id_col = "id, " if table == "frames" else ""
-                marks = ", ".join("?" * (len(cols) + 2 + bool(id_col)))
-                self.db.executemany(f"INSERT INTO {table} ({id_col}chain_no, {', '.join(cols)},"
+                marks = ", ".join("?" * (len(cols) + 3))
+                self.db.executemany(f"INSERT INTO {table} (id, chain_no, {', '.join(cols)},"
                                     f" row_hash) VALUES ({marks})", batch)
             self.db.execute("COMMIT")
         except sqlite3.Error as e:
@@ -228,10 +237,15 @@ class AuditStore:
             raise SabotError(f"audit database {self.path}: {_sqlite_reason(e)}; "
                              "nothing of this read was stored or acknowledged") from None
         self.head_no, self.head_hash = no, prev
+        self._next_ids = next_id
         self._pending = []
+
+    def _max_id(self, table: str) -> int:
+        return int(self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
 
     def rollback(self) -> None:
         self._next_frame_id = None
+        self._next_ids = {}
         self._pending = []
 
     def add_frame(self, raw: bytes, frame: FrameHeader | None, verdict: str,

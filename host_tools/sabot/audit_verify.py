@@ -13,7 +13,10 @@ to."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import sqlite3
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +24,7 @@ from . import protocol as pr
 from . import rules
 from .audit import COLUMNS, GENESIS, TRIGGERS, AuditStore, row_hash
 from .errors import SabotError
+from .registry import ShoeEntry
 
 
 class Broken(Exception):
@@ -31,15 +35,20 @@ def _norm(sql: str) -> str:
     return re.sub(r"\s+", " ", sql.replace("IF NOT EXISTS ", "")).strip().rstrip(";")
 
 
-def verify(path: str, keys: Mapping[tuple[int, int], bytes]) -> dict[str, Any]:
+def verify(path: str, keys: Mapping[tuple[int, int], bytes],
+           configs: Mapping[int, ShoeEntry] | None = None) -> dict[str, Any]:
     """{"ok", "frames", "rounds", "rows", "problem"} for the store at `path`; `keys` maps
-    (key_id, shoe_id) to the key its frames are verified with."""
+    (key_id, shoe_id) to the key its frames are verified with, `configs` shoe ids to their registry
+    entries (the alarms are derived again with them)."""
     store = AuditStore(path, writer=False)
     counts = {"frames": 0, "rounds": 0, "rows": 0}
     try:
         _check_triggers(store)
         counts["rows"] = _check_chain(store)
         _check_frames(store, keys, counts)
+        _check_alarms(store, keys, configs or {})
+    except sqlite3.Error as e:
+        return {"ok": False, **counts, "problem": f"the store cannot be read ({e})"}
     except Broken as e:
         return {"ok": False, **counts, "problem": str(e)}
     finally:
@@ -55,6 +64,12 @@ def _check_triggers(store: AuditStore) -> None:
             raise Broken(f"trigger {name} is missing: the store was opened to edits")
         if have[name] != _norm(sql):
             raise Broken(f"trigger {name} was altered: {have[name]}")
+    for name in sorted(set(have) - set(TRIGGERS)):  # e.g. one that silently drops new alarms
+        raise Broken(f"trigger {name} is not the store's: {have[name]}")
+    tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    for table in COLUMNS:
+        if table not in tables:
+            raise Broken(f"table {table} is missing")
 
 
 def _check_chain(store: AuditStore) -> int:
@@ -63,7 +78,7 @@ def _check_chain(store: AuditStore) -> int:
         if no != expect:
             raise Broken(f"row {expect} of the chain is missing (deleted); the next is {table} "
                          f"id {rid}")
-        if row_hash(prev, table, no, values) != h:
+        if row_hash(prev, table, no, rid, values) != h:
             raise Broken(f"{table} id {rid} (row {no} of the chain) was altered or inserted")
         prev, expect = h, expect + 1
     for table in COLUMNS:  # a row outside the chain (chain_no reused) cannot hide either
@@ -82,10 +97,12 @@ def _check_frames(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
     records = {fid: (kind, json.loads(rec)) for fid, kind, rec in store.db.execute(
         "SELECT frame_id, kind, record FROM records")}
     last: dict[tuple[int, int], pr.Frame] = {}
+    seen: set[int] = set()
     rows = store.db.execute("SELECT id, raw, type, verdict FROM frames ORDER BY id")
     for fid, raw, type_name, verdict in rows:
         if verdict != "accepted" or type_name in ("status", "integrity", None):
             continue
+        seen.add(fid)
         counts["frames"] += 1
         try:
             f = pr.parse(raw)
@@ -99,11 +116,12 @@ def _check_frames(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
             raise Broken(f"frame id {fid} (shoe {f.shoe_id} seq {f.seq}) does not carry the "
                          "shoe's MAC")
         prev = last.get(shoe)
-        gap = "sequence_gap" in alarms.get(fid, set())
-        if prev is not None and not gap:
-            if f.seq != prev.seq + 1 and not _gap_between(store, prev, f):
-                raise Broken(f"frame id {fid}: seq {f.seq} follows {prev.seq} with no "
-                             "sequence_gap alarm")
+        if prev is not None:
+            # A hole is genuine only where the shoe itself said so: an authentic status, stored
+            # between the two, acknowledging past the hole (frames acknowledged elsewhere).
+            if f.seq != prev.seq + 1 and not _shoe_said_acknowledged(store, keys[shoe], prev, f):
+                raise Broken(f"frame id {fid}: seq {f.seq} follows {prev.seq} and no status of "
+                             "the shoe says the frames between were acknowledged (deleted?)")
             if f.seq == prev.seq + 1 and f.chain != prev.mac[:8]:
                 raise Broken(f"frame id {fid}: its chain does not follow frame seq {prev.seq}")
         last[shoe] = f
@@ -122,16 +140,87 @@ def _check_frames(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
             if not _legal(rec) and "rules_mismatch" not in alarms.get(fid, set()):
                 raise Broken(f"frame id {fid}: round {rec['round']} is not what the rules deal "
                              "and no alarm says so")
+    for fid in sorted(set(records) - seen):
+        raise Broken(f"a record points at frame id {fid}, which is no accepted frame")
 
 
-def _gap_between(store: AuditStore, prev: pr.Frame, f: pr.Frame) -> bool:
-    """A sequence_gap alarm stored between two frames of the same shoe (at a status)."""
-    row = store.db.execute(
-        "SELECT 1 FROM alarms a JOIN frames s ON s.id = a.frame_id WHERE a.kind='sequence_gap'"
-        " AND a.shoe_id=? AND s.id > (SELECT id FROM frames WHERE raw=? LIMIT 1)"
-        " AND s.id <= (SELECT id FROM frames WHERE raw=? LIMIT 1)",
-        (f.shoe_id, prev.raw, f.raw)).fetchone()
-    return row is not None
+# the alarms a frame's content raises: derived again from the frames, they must be those stored
+CONTENT_ALARMS = frozenset((
+    "rules_mismatch", "announcement_mismatch", "burn_mismatch", "missing_burn",
+    "round_out_of_order", "initial_cards_mismatch", "dummy_mismatch", "resolution_mismatch",
+    "inventory_exceeded", "inventory_mismatch", "config_mismatch", "malformed_payload",
+    "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end"))
+
+
+def _check_alarms(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
+                  configs: Mapping[int, ShoeEntry]) -> None:
+    """Run every accepted frame's content through a fresh validator's accounting, in the order
+    they were stored, and compare the alarms it raises with the stored ones, frame by frame."""
+    from .keys import ShoeKey
+    from .validator import Validator, new_shoe_accounts
+
+    stored: dict[tuple[int | None, str], int] = {}
+    gaps: set[int] = set()
+    for fid, kind in store.db.execute("SELECT frame_id, kind FROM alarms"):
+        if kind in CONTENT_ALARMS and fid is not None:
+            stored[(fid, kind)] = stored.get((fid, kind), 0) + 1
+        if kind == "sequence_gap" and fid is not None:
+            gaps.add(fid)
+    derived: dict[tuple[int | None, str], int] = {}
+    with tempfile.TemporaryDirectory(prefix="sabot-verify-") as tmp:
+        validators: dict[tuple[int, int], Validator] = {}
+        for fid, raw, verdict, type_name in store.db.execute(
+                "SELECT id, raw, verdict, type FROM frames ORDER BY id"):
+            if verdict != "accepted":
+                continue
+            f = pr.parse(raw)
+            shoe = (f.key_id, f.shoe_id)
+            v = validators.get(shoe)
+            if v is None:
+                v = validators[shoe] = Validator(
+                    ShoeKey(f.key_id, f.shoe_id, keys.get(shoe, b"")),
+                    os.path.join(tmp, f"{len(validators)}.db"), configs.get(f.shoe_id))
+            if fid in gaps:  # where the live validator could not see all: partial, as it was
+                if not v.state["inventory"]:
+                    v.state["inventory"] = new_shoe_accounts(None, partial=True)
+                v.state["inventory"]["partial"] = True
+            if type_name in ("status", "integrity"):
+                continue
+            v.store.begin()
+            v._frame_id = fid
+            before = len(v.alarms)
+            try:
+                v._account(f, pr.decode_payload(f))
+            except pr.FrameError:
+                v._alarm("malformed_payload", "")
+            for a in v.alarms[before:]:
+                derived[(fid, a["kind"])] = derived.get((fid, a["kind"]), 0) + 1
+            v.store.rollback()
+        for v in validators.values():
+            v.store.close()
+    for key in sorted(set(stored) | set(derived), key=lambda k: (k[0] or 0, k[1])):
+        if stored.get(key, 0) < derived.get(key, 0):
+            raise Broken(f"frame id {key[0]} raises a {key[1]} alarm the store does not hold "
+                         "(deleted?)")
+        if stored.get(key, 0) > derived.get(key, 0):
+            raise Broken(f"the store holds a {key[1]} alarm on frame id {key[0]} that its frames "
+                         "do not raise (inserted?)")
+
+
+def _shoe_said_acknowledged(store: AuditStore, key: bytes, prev: pr.Frame, f: pr.Frame) -> bool:
+    """An authentic status of the same shoe, stored between the two frames, with a
+    sequence_gap alarm on it, whose `acked` covers every frame between them."""
+    rows = store.db.execute(
+        "SELECT s.raw FROM alarms a JOIN frames s ON s.id = a.frame_id WHERE a.kind='sequence_gap'"
+        " AND s.type='status' AND a.shoe_id=? AND s.id > (SELECT id FROM frames WHERE raw=?"
+        " LIMIT 1) AND s.id < (SELECT id FROM frames WHERE raw=? LIMIT 1)",
+        (f.shoe_id, prev.raw, f.raw))
+    for (raw,) in rows:
+        s = pr.parse(raw)
+        if (s.key_id, s.shoe_id) == (f.key_id, f.shoe_id) and pr.verify(key, s) and \
+                pr.decode_status(s.payload)["acked"] >= f.seq - 1:
+            return True
+    return False
 
 
 def _legal(rec: dict[str, Any]) -> bool:

@@ -309,8 +309,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     import json
 
     from .audit_verify import keys_for, verify
+    from .registry import Registry
 
-    r = verify(args.db, keys_for(args.key or []))
+    r = verify(args.db, keys_for(args.key or []), Registry.load(args.registry).shoes)
     if args.json:
         print(json.dumps(r))
     elif r["ok"]:
@@ -592,6 +593,8 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
     au.add_argument("--key", action="append", metavar="FILE",
                     help="a shoe's key file, once per shoe in the store")
+    au.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the alarms are derived "
+                    "again with each shoe's entry")
     au.add_argument("--json", action="store_true")
     au.set_defaults(func=cmd_audit)
 
@@ -708,15 +711,15 @@ def main(argv: list[str] | None = None) -> int:
     except SabotError as e:
         print(f"sabot {args.command}: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `sabot history | head`: the reader has all it wanted (caught
+        sys.stderr.close()  # before ConnectionError, of which it is a kind)
+        return 0
     except ConnectionError as e:  # the shoe's port went away mid-conversation
         print(f"sabot {args.command}: link lost: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"sabot {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `sabot history | head`: the reader has all it wanted
-        sys.stderr.close()
-        return 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ class HostLink:
             if port.closed:
                 port.reopen(connect_timeout)
         self.validator = validator
+        validator.live = True  # its statuses now answer hellos: it anchors at the first one
         self.hello_every = hello_every
         self.counter = 0
         self.last_rx = 0.0

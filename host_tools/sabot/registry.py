@@ -37,13 +37,22 @@ class ShoeEntry:
 
     def check(self) -> None:
         where = f"registry entry for shoe {self.shoe_id}"
-        if not isinstance(self.shoe_id, int) or not 0 <= self.shoe_id < 1 << 32:
+        if (not isinstance(self.shoe_id, int) or isinstance(self.shoe_id, bool)
+                or not 0 <= self.shoe_id < 1 << 32):
             raise SabotError(f"{where}: shoe_id must be a whole number 0..4294967295")
+        for name in ("ez", "commission_free", "squeeze"):
+            if not isinstance(getattr(self, name), bool):
+                raise SabotError(f"{where}: {name} must be true or false")
+        if not isinstance(self.table, str):
+            raise SabotError(f"{where}: table must be a name")
+        if not isinstance(self.side_wagers, list) or not isinstance(self.public_keys, list):
+            raise SabotError(f"{where}: side_wagers and public_keys must be lists")
         if self.game not in GAMES:
             raise SabotError(f"{where}: game must be one of {', '.join(GAMES)}")
         if self.ez and self.commission_free:
             raise SabotError(f"{where}: EZ and commission-free are different games; pick one")
-        if not isinstance(self.decks, int) or not 1 <= self.decks <= 8:
+        if (not isinstance(self.decks, int) or isinstance(self.decks, bool)
+                or not 1 <= self.decks <= 8):
             raise SabotError(f"{where}: decks must be 1 to 8")
         for w in self.side_wagers:
             if w not in SIDE_WAGERS:
@@ -89,6 +98,8 @@ class Registry:
                 entry = ShoeEntry(**raw)
             except TypeError as e:
                 raise SabotError(f"{path}: a shoe entry does not fit the registry: {e}") from None
+            if entry.shoe_id in shoes:
+                raise SabotError(f"{path}: shoe {entry.shoe_id} is registered twice")
             shoes[entry.shoe_id] = entry
         return cls(path, shoes)
 

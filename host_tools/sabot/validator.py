@@ -18,6 +18,7 @@ from . import protocol as pr
 from . import rules
 from .audit import AuditStore
 from .cards import BURN_VALUES
+from .errors import SabotError
 from .keys import ShoeKey
 from .protocol import FrameError
 from .registry import ShoeEntry
@@ -76,6 +77,8 @@ class Validator:
         self._frame_id: int | None = None
         self._deferred: list[tuple[str, str]] = []  # alarms found before their frame is stored
         self._tilt_seen = False
+        self._latest_seq = 0
+        self.live = False  # set by the host link: statuses answer our hellos
 
     # ---- intake --------------------------------------------------------------------------------
     def receive(self, data: bytes) -> list[Verdict]:
@@ -120,6 +123,10 @@ class Validator:
             self.counts["rejected"] += 1
             self.rejections.append({"seq": frame.seq if frame else None, "reason": e.reason})
             return frame, "rejected", e.reason
+        if verdict == "deferred":
+            self.store.add_frame(raw, frame, verdict, None, _type_name(frame))
+            self.counts["deferred"] = self.counts.get("deferred", 0) + 1
+            return frame, verdict, None
         self._frame_id = self.store.add_frame(raw, frame, verdict, None, _type_name(frame))
         for kind, detail in self._deferred:
             self._alarm(kind, detail)
@@ -151,6 +158,7 @@ class Validator:
             if f.boot < st["last_boot"]:
                 raise FrameError("boot_backwards")
             self.status = pr.decode_status(f.payload)
+            self._latest_seq = f.seq  # a status carries the shoe's newest seq in its header
             self.statuses += 1
             self.resend_until = max(self.resend_until, self.status["unacked_to"])
             st["host_counter"] = max(st["host_counter"], self.status["host_counter"])
@@ -160,6 +168,11 @@ class Validator:
             return "accepted", False  # answers a verify-firmware challenge; checked there
         if f.type not in pr.CHAINED:
             raise FrameError("unknown_type")
+        if not self.anchored and self.live and self.status is None:
+            # Met live before the status answering our hello: the shoe may be mid-way through
+            # resending older frames. Anchor at what its status says it holds, not here (this
+            # frame comes again after the status); never store past frames not yet seen.
+            return "deferred", False
         if self.anchored and f.seq <= st["last_seq"]:
             # Already stored: a resend we asked for (after our hello) is expected, anything else is
             # a replay.
@@ -189,7 +202,20 @@ class Validator:
             self._tilt_seen = True
             self._deferred.append(("tilt", "the shoe's code does not match its MANIFEST: it "
                                    "deals nothing"))
-        if self.anchored and status["acked"] > st["last_seq"]:
+        if self.anchored and self._latest_seq > 0 and self._latest_seq < st["last_seq"]:
+            raise SabotError(f"shoe {self.key.shoe_id} says its newest frame is seq "
+                             f"{self._latest_seq} but this store already holds up to seq "
+                             f"{st['last_seq']}: a re-provisioned shoe or an altered store; "
+                             "validate it into a new database")
+        if not self.anchored:
+            # The first status a validator gets: the shoe holds frames from unacked_from on;
+            # everything before was acknowledged elsewhere and can never be seen here.
+            first = status["unacked_from"] or status["acked"] + 1
+            if first > 1:
+                self._gap(1, first - 1, "acknowledged before this validator met the shoe")
+            st["last_seq"], st["last_mac"] = first - 1, b""
+            self.anchored = True
+        elif status["acked"] > st["last_seq"]:
             self._gap(st["last_seq"] + 1, status["acked"], "acknowledged to another host")
             st["last_seq"], st["last_mac"] = status["acked"], b""
 
@@ -217,6 +243,9 @@ class Validator:
             self.state["inventory"] = inv = new_shoe_accounts(rec.get("shoe"), partial=True)
         elif inv["shoe"] is None:
             inv["shoe"] = rec.get("shoe")
+        if inv.get("ended") and kind in ("burn", "initial_cards", "result"):
+            self._alarm("round_after_shoe_end", f"a {kind} after shoe {inv['shoe']} ended, with "
+                        "no new shoe started", shoe=inv["shoe"])
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None:
             handler(rec, inv)
@@ -241,11 +270,11 @@ class Validator:
         first = cards[0] if cards else None
         held = inv.get("held") or {}
         cut_short = held.get("kind") == "cards_exhausted"  # the shoe ran out during the burn
-        if (first is None or first == "CUT" or len(cards) > 1 + BURN_VALUES[first[0]]
+        if (first is None or "CUT" in cards or len(cards) > 1 + BURN_VALUES[first[0]]
                 or (len(cards) < 1 + BURN_VALUES[first[0]] and not cut_short)):
             self._alarm("burn_mismatch", f"burn {cards} does not follow the burn procedure",
                         shoe=rec["shoe"])
-        self._count(cards, inv, rec)
+        self._count([c for c in cards if c != "CUT"], inv, rec)  # the cut card is no card
         inv["burned"] = True
 
     def _on_irregularity(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
@@ -303,6 +332,9 @@ class Validator:
         if inv.get("initial") and inv["initial"] != order[:4]:
             self._alarm("initial_cards_mismatch", "the result's first four cards are not the "
                         "initial cards signed before", **where)
+        elif not inv.get("initial") and not inv["partial"]:
+            self._alarm("missing_initial_cards", "a result with no initial_cards frame before "
+                        "it: pair and House Money wagers had no settle point", **where)
         dummy = inv.get("dummy")
         if bool(rec.get("dummy")) != bool(dummy) or (dummy and order[0] != dummy):
             self._alarm("dummy_mismatch", "a dummy hand without a keep-dummy resolution, or "
