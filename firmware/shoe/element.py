@@ -7,8 +7,8 @@ leaves it, so a copied flash image cannot sign. The wire protocol is Microchip's
            CRC-16(2); count covers itself through the CRC (7 + n)
   response I2C read: count(1) data(count - 3) CRC-16(2); a 4-byte response carries one status byte
   control  word address 0x00 reset the I/O buffer, 0x01 sleep (TempKey lost), 0x02 idle (kept)
-  wake     SDA held low >= 60 us: a write to bus address 0x00 at low speed does it on most ports, or
-           the board passes `wake`; the chip then answers 04 11 33 43
+  wake     SDA held low >= 60 us: a write to bus address 0x00 at 100 kHz does it on most ports,
+           or the board passes `wake`; the chip then answers 04 11 33 43
 
 The CRC is CryptoAuthLib's atCRC: polynomial 0x8005, init 0, each byte fed LSB first into an
 MSB-first register. That is the bit-reversal of CRC-16/ARC, so a reflected 256-entry table (built
