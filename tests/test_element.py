@@ -377,3 +377,30 @@ def test_driver_on_micropython_golden_and_heap_locked_signing(mpy, emulator, tmp
     assert len(sigs) == 100
     for _, digest, sig in sigs:
         pub.verify(em.signature_to_der(bytes.fromhex(sig)), bytes.fromhex(digest), PREHASHED)
+
+
+def test_driver_rewakes_before_the_watchdog_and_recovers_after_it(emulator):
+    chip = Element(SocketI2C(emulator(*FAST).spec))  # the chip's 1.3 s watchdog
+    d = hashlib.sha256(b"w").digest()
+    chip.load_digest(d)
+    time.sleep(0.8)  # past the driver's 700 ms: it idles and wakes again, TempKey kept
+    chip.sign(0, bytearray(64))
+    chip2 = Element(SocketI2C(emulator(*FAST, "--watchdog-ms", 200).spec))
+    chip2.info()
+    time.sleep(0.3)  # the chip fell asleep under the driver
+    with pytest.raises(ElementError) as e:
+        chip2.info()
+    assert e.value.status == element.NO_RESPONSE
+    assert chip2.info() == bytes.fromhex("00006002")  # woken again
+
+
+def test_a_new_driver_finds_the_chip_awake(emulator):
+    e = emulator(*FAST)
+    first = Element(SocketI2C(e.spec))
+    first.load_digest(bytes(32))
+    first.random(bytearray(32))  # its response stays in the chip's buffer
+    second = Element(SocketI2C(e.spec))  # the MCU rebooted; the chip kept power
+    assert second.info() == bytes.fromhex("00006002")
+    with pytest.raises(ElementError) as err:
+        second.sign(0, bytearray(64))  # the resync slept the chip: no stale TempKey is signed
+    assert err.value.status == element.EXECUTION_ERROR

@@ -206,6 +206,17 @@ class Element:
     # -- power states ------------------------------------------------------------------------
 
     def wake(self):
+        """Wake the chip and check its 04 11 33 43. A chip found awake already (the MCU reset,
+        the chip kept power) ignores the pulse and still holds its last response: it is put to
+        sleep, which also clears a TempKey this driver did not load, and woken again."""
+        if not self._wake_once():
+            self._control(_WA_SLEEP)
+            if not self._wake_once():
+                raise ElementError(WAKE_FAILED)
+        self._awake = True
+        self._woke = ticks_ms()
+
+    def _wake_once(self):
         if self._wake_fn is not None:
             self._wake_fn()
         else:
@@ -220,10 +231,7 @@ class Element:
             raise ElementError(NO_RESPONSE) from None
         rx = self._rx
         w = _WAKE_RESPONSE
-        if rx[0] != w[0] or rx[1] != w[1] or rx[2] != w[2] or rx[3] != w[3]:
-            raise ElementError(WAKE_FAILED)
-        self._awake = True
-        self._woke = ticks_ms()
+        return rx[0] == w[0] and rx[1] == w[1] and rx[2] == w[2] and rx[3] == w[3]
 
     def _control(self, word_address):
         self._tx[0] = word_address

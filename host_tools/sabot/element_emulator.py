@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import json
 import os
+import select
 import socket
 import sys
 import time
@@ -458,23 +459,46 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
     return bytes(buf)
 
 
-def serve_connection(chip: Chip, conn: socket.socket) -> None:
-    """Bus requests from one virtual board until it hangs up."""
+def serve_request(chip: Chip, conn: socket.socket) -> bool:
+    """One bus request from a virtual board and its reply; False when the board hung up."""
+    head = _recv_exact(conn, 4)
+    if head is None:
+        return False
+    op, addr, n = head[0], head[1], head[2] << 8 | head[3]
+    if op == ord("W"):
+        data = _recv_exact(conn, n)
+        if data is None:
+            return False
+        conn.sendall(b"K" if chip.write(addr, data) else b"N")
+        return True
+    if op == ord("R"):
+        got = chip.read(addr, n)
+        conn.sendall(b"N" if got is None else b"K" + got)
+        return True
+    return False  # not our framing: drop the connection
+
+
+def serve(chip: Chip, server: socket.socket) -> None:
+    """For ever. A bus has one master: a new connection (the board restarted) replaces the old
+    one; the chip's state carries over, as a real chip keeps power across an MCU reset."""
+    conn: socket.socket | None = None
     while True:
-        head = _recv_exact(conn, 4)
-        if head is None:
-            return
-        op, addr, n = head[0], head[1], head[2] << 8 | head[3]
-        if op == ord("W"):
-            data = _recv_exact(conn, n)
-            if data is None:
-                return
-            conn.sendall(b"K" if chip.write(addr, data) else b"N")
-        elif op == ord("R"):
-            got = chip.read(addr, n)
-            conn.sendall(b"N" if got is None else b"K" + got)
-        else:
-            return  # not our framing: drop the connection
+        ready, _, _ = select.select([server] if conn is None else [server, conn], [], [])
+        if server in ready:
+            if conn is not None:
+                conn.close()
+            conn, _ = server.accept()
+            if conn.family == socket.AF_INET:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            continue
+        assert conn is not None
+        try:
+            alive = serve_request(chip, conn)
+        except OSError:
+            alive = False
+        if not alive:
+            conn.close()
+            conn = None
 
 
 def listen(spec: str) -> tuple[socket.socket, str]:
@@ -496,19 +520,6 @@ def listen(spec: str) -> tuple[socket.socket, str]:
         s.listen(1)
         return s, f"tcp:{host}:{s.getsockname()[1]}"
     raise ValueError(f"--listen takes unix:PATH or tcp:HOST:PORT, not {spec!r}")
-
-
-def serve(chip: Chip, server: socket.socket) -> None:
-    """One board at a time, for ever (a board that reboots connects again)."""
-    while True:
-        conn, _ = server.accept()
-        if conn.family == socket.AF_INET:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with conn:
-            try:
-                serve_connection(chip, conn)
-            except (ConnectionError, OSError):
-                pass
 
 
 def main(argv: list[str] | None = None) -> int:
