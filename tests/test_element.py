@@ -373,6 +373,7 @@ def test_driver_on_micropython_golden_and_heap_locked_signing(mpy, emulator, tmp
     summary = lines[1].split()
     assert summary[:4] == ["signed", "100", "alloc_failures", "0"], lines[1]
     assert int(summary[5]) > 0  # the chip was polled while busy
+    assert summary[8:] == ["probe_caught", "1"], lines[1]  # the lock does catch an allocation
     sigs = [ln.split() for ln in lines[2:]]
     assert len(sigs) == 100
     for _, digest, sig in sigs:

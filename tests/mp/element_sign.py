@@ -1,8 +1,9 @@
 # Runs on the unix-port MicroPython: signs N digests through the secure-element emulator over the
-# virtual board's socket I2C bus, with the heap locked around sign_start and the sign_ready
-# polling (any allocation raises MemoryError and is counted).
-# usage: micropython element_sign.py unix:PATH|tcp:HOST:PORT N  ->  "signed N alloc_failures F
-# busy_polls P ms_per_sign T" then one line per signature: "sig <digest hex> <r||s hex>"
+# virtual board's socket I2C bus, with the heap locked around the whole card path: load_digest,
+# sign_start and the sign_ready polling (any allocation raises MemoryError and is counted).
+# usage: micropython element_sign.py unix:PATH|tcp:HOST:PORT N  ->  "pub <X||Y hex>", "signed N
+# alloc_failures F busy_polls P ms_per_sign T probe_caught C", then "sig <digest hex> <r||s hex>"
+# per signature. probe_caught 1: an allocation under the same lock is caught (the lock is real).
 import sys
 import time
 
@@ -26,9 +27,9 @@ t0 = time.ticks_ms()
 for i in range(n):
     for j in range(32):
         digest[j] = (i * 7 + j * 13) & 0xFF
-    el.load_digest(digest)
     micropython.heap_lock()
     try:
+        el.load_digest(digest)
         el.sign_start(0)
         while not el.sign_ready(sig):
             polls += 1
@@ -38,6 +39,14 @@ for i in range(n):
     lines.append("sig %s %s" % ("".join("%02x" % b for b in digest),
                                 "".join("%02x" % b for b in sig)))
 ms = time.ticks_diff(time.ticks_ms(), t0)
-print("signed %d alloc_failures %d busy_polls %d ms_per_sign %.2f" % (n, failures, polls, ms / n))
+caught = 0
+micropython.heap_lock()
+try:
+    probe = bytearray(8)
+except MemoryError:
+    caught = 1
+micropython.heap_unlock()
+print("signed %d alloc_failures %d busy_polls %d ms_per_sign %.2f probe_caught %d"
+      % (n, failures, polls, ms / n, caught))
 for line in lines:
     print(line)
