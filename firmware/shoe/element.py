@@ -25,19 +25,25 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-try:
-    from time import sleep_ms, ticks_diff, ticks_ms
-except ImportError:  # CPython: the same clock from time.monotonic
-    import time
+import time
 
-    def ticks_ms():
-        return int(time.monotonic() * 1000)
 
-    def ticks_diff(a, b):
-        return a - b
+def _monotonic_ms():  # CPython (tests): MicroPython's ticks_ms on CPython's monotonic clock
+    return int(time.monotonic() * 1000)  # type: ignore[attr-defined]
 
-    def sleep_ms(ms):
-        time.sleep(ms / 1000)
+
+def _diff(a, b):
+    return a - b
+
+
+def _sleep(ms):
+    time.sleep(ms / 1000)
+
+
+# MicroPython's own where it has them (the board stubs type-check this file), else CPython's
+ticks_ms = getattr(time, "ticks_ms", None) or _monotonic_ms
+ticks_diff = getattr(time, "ticks_diff", None) or _diff
+sleep_ms = getattr(time, "sleep_ms", None) or _sleep
 
 
 ADDRESS = const(0x60)  # 7-bit; Microchip's data sheets write it 0xC0
