@@ -141,7 +141,8 @@ def crc16(buf, start, end):
 
 
 def build(buf, opcode, param1, param2, data=None, n=0):
-    """Word address 0x03 and a command packet for `data[:n]` into buf; returns its length."""
+    """Word address 0x03 and a command packet with n data bytes into buf; returns its length.
+    The data is copied from `data`, or, when that is None, already sits at buf[6:6 + n]."""
     count = 7 + n
     buf[0] = _WA_COMMAND
     buf[1] = count
@@ -149,7 +150,7 @@ def build(buf, opcode, param1, param2, data=None, n=0):
     buf[3] = param1
     buf[4] = param2 & 0xFF
     buf[5] = param2 >> 8
-    if n:
+    if data is not None:
         buf[6 : 6 + n] = data
     c = crc16(buf, 1, count - 1)
     buf[count - 1] = c & 0xFF
@@ -400,10 +401,10 @@ class Element:
     def verify_external(self, digest32, sig64, pubkey64):
         """True when sig64 (r||s) signs digest32 under the P-256 public key X||Y pubkey64."""
         self.load_digest(digest32)
-        d = self._tx
+        tx = self._tx
         # data: signature then public key, assembled in place after the header
-        d[6:70] = sig64
-        d[70:134] = pubkey64
+        tx[6:70] = sig64
+        tx[70:134] = pubkey64
         return self._run_in_place(VERIFY, _MODE_VERIFY_EXTERNAL, _KEYTYPE_P256, 128) == OK
 
     def verify_stored(self, slot, digest32, sig64):
@@ -413,26 +414,8 @@ class Element:
         return self._run_in_place(VERIFY, _MODE_VERIFY_STORED, slot, 64) == OK
 
     def _run_in_place(self, opcode, param1, param2, n):
-        # the data already sits at tx[6:6+n]; build() with data=None leaves it there
-        if self._pending:
-            raise ElementError(BUSY)
-        self._ensure_awake()
-        tx = self._tx
-        tx[0] = _WA_COMMAND
-        tx[1] = 7 + n
-        tx[2] = opcode
-        tx[3] = param1
-        tx[4] = param2 & 0xFF
-        tx[5] = param2 >> 8
-        c = crc16(tx, 1, 6 + n)
-        tx[6 + n] = c & 0xFF
-        tx[7 + n] = c >> 8
-        try:
-            self._bus.writeto(self._addr, self._tx_view(8 + n))
-        except OSError:
-            self._awake = False
-            raise ElementError(NO_RESPONSE) from None
-        self._sent = ticks_ms()
+        # the data already sits at tx[6:6 + n], put there by the caller
+        self._send(opcode, param1, param2, None, n)
         return self._check(self._wait(opcode), 1)
 
     def counter(self, which):
