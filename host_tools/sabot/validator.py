@@ -21,6 +21,7 @@ from .cards import BURN_VALUES
 from .keys import ShoeKey
 from .protocol import FrameError
 from .registry import ShoeEntry
+from .watch import Watch
 
 CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "player", "banker", "player_total",
                        "banker_total", "winner", "flags", "dummy")
@@ -55,7 +56,7 @@ def new_shoe_accounts(shoe: int | None, partial: bool = False) -> dict[str, Any]
 class Validator:
     def __init__(self, key: ShoeKey, store: AuditStore | str, config: ShoeEntry | None = None,
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
-                 on_alarm: Callable[[Alarm], None] | None = None) -> None:
+                 on_alarm: Callable[[Alarm], None] | None = None, watch: bool = True) -> None:
         self.key = key
         self.config = config or ShoeEntry(key.shoe_id)
         self.store = store if isinstance(store, AuditStore) else AuditStore(store)
@@ -76,6 +77,9 @@ class Validator:
         self._frame_id: int | None = None
         self._deferred: list[tuple[str, str]] = []  # alarms found before their frame is stored
         self._tilt_seen = False
+        # Issue 14's alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
+        self.watch = (Watch(self.store, key.shoe_id, self.config, self.state, self._alarm)
+                      if watch else None)
 
     # ---- intake --------------------------------------------------------------------------------
     def receive(self, data: bytes) -> list[Verdict]:
@@ -224,6 +228,8 @@ class Validator:
             self.counts["rounds"] += 1
         elif kind == "irregularity":
             self.counts["irregularities"] += 1
+        if self.watch is not None:  # the hook: alarms on the accounted shoe (watch.py)
+            self.watch.after(f.seq, kind, rec, self.state["inventory"])
         if self.on_record:
             self.on_record(kind, rec)
 
