@@ -1,0 +1,138 @@
+"""`sabot serve` (issue 14): shoes dealt through virtual boards into one serve process; the
+players' scoreboard read in a real browser (Debian's headless Chromium through Selenium) and its
+roads compared with `sabot roads` over the same rounds; a live update; a 4-shoe load with no
+round lost."""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from serve_rig import ServeRig, SSEClient
+
+ROOT = Path(__file__).resolve().parents[1]
+SABOT = [sys.executable, "-m", "sabot.cli"]
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.fail("chromium and chromium-driver are missing: run `make test` (it installs them)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run",
+              f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000"):
+        opts.add_argument(a)
+    return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+
+
+def read_roads(driver):
+    """The five roads as drawn on the page, in `sabot roads --json` form."""
+    from selenium.webdriver.common.by import By
+
+    def marks(css):
+        els = driver.find_elements(By.CSS_SELECTOR, css)
+        return [e.get_attribute("data-v")
+                for e in sorted(els, key=lambda e: int(e.get_attribute("data-i")))]
+
+    columns = {}
+    for e in driver.find_elements(By.CSS_SELECTOR, "#big_road span.big"):
+        col, row = int(e.get_attribute("data-col")), int(e.get_attribute("data-row"))
+        columns.setdefault(col, {})[row] = {"winner": e.get_attribute("data-v"),
+                                            "ties": int(e.get_attribute("data-ties"))}
+    big = [[rows[r] for r in sorted(rows)] for _, rows in sorted(columns.items())]
+    return {"bead_plate": marks("#bead_plate .bead"), "big_road": big,
+            "big_eye_boy": marks("#big_eye_boy span"), "small_road": marks("#small_road span"),
+            "cockroach_pig": marks("#cockroach_pig span")}
+
+
+def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_updates_live(tmp_path):
+    rig = ServeRig(tmp_path, shoes=1, seed=42)
+    driver = browser(tmp_path)
+    try:
+        table = rig.tables[0]
+        driver.get(f"{rig.url}/table/{table}")
+        start_version = int(driver.find_element("css selector", "body").get_attribute(
+            "data-version"))
+        rig.deal()
+        rig.wait_dealt()
+        rig.wait_stored()
+        # The open page took the rounds by server-sent events, without a reload.
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            where = driver.find_element("css selector", "#where")
+            if int(where.get_attribute("data-round")) == len(rig.expected(0)):
+                break
+            time.sleep(0.1)
+        assert int(driver.find_element("css selector", "body").get_attribute(
+            "data-version")) > start_version
+        assert rig.stored(0) == rig.expected(0)
+        drawn = read_roads(driver)
+        lines = "".join(json.dumps(r) + "\n" for r in rig.get(f"/api/tables/{table}")["rounds"])
+        r = subprocess.run([*SABOT, "roads", "--json"], input=lines, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        want = json.loads(r.stdout)
+        assert drawn == want
+        assert rig.get(f"/api/tables/{table}")["roads"] == want
+        docs = ROOT / "docs"
+        driver.set_window_size(1400, 1000)
+        driver.save_screenshot(str(docs / "scoreboard.png"))
+        driver.get(rig.url + "/")
+        assert table in driver.find_element("css selector", "table.pit").text
+    finally:
+        driver.quit()
+        rig.stop()
+
+
+def test_a_page_sees_a_round_within_a_second_of_its_frame_being_stored(tmp_path):
+    rig = ServeRig(tmp_path, shoes=1, seed=43)
+    try:
+        sse = SSEClient(f"{rig.url}/table/{rig.tables[0]}/events")
+        sse.start()
+        assert sse.connected.wait(10)
+        rig.deal()
+        rig.wait_dealt()
+        rig.wait_stored()
+        time.sleep(0.5)
+        assert sse.events and sse.events[-1][1]["round"] == len(rig.expected(0))
+        assert max(sse.delays) < 1.0, sse.delays
+    finally:
+        rig.stop()
+
+
+def test_four_shoes_at_full_speed_lose_no_round_and_the_api_answers(tmp_path):
+    rig = ServeRig(tmp_path, shoes=4, seed=7, side_wagers=["player_pair", "banker_pair"])
+    try:
+        rig.deal()
+        rig.wait_dealt()
+        tables = rig.wait_stored()
+        assert [t["table"] for t in tables] == rig.tables
+        for i in range(4):
+            assert rig.stored(i) == rig.expected(i), rig.tables[i]
+            d = rig.get(f"/api/tables/{rig.tables[i]}")
+            assert set(d) >= {"table", "shoe_id", "shoe", "rounds", "roads", "remaining_cards",
+                              "edges", "alarms"}
+            assert set(d["edges"]) == {"banker", "player", "tie", "player_pair", "banker_pair"}
+            assert d["remaining_cards"] < 416
+    finally:
+        code = rig.stop()
+    h = subprocess.run([*SABOT, "history", "--db", rig.db, "--json"], capture_output=True,
+                       text=True, timeout=60)
+    assert sum('"winner"' in x for x in h.stdout.splitlines()) == sum(
+        len(rig.expected(i)) for i in range(4))
+    alarms = subprocess.run([*SABOT, "history", "--db", rig.db, "--alarms"], capture_output=True,
+                            text=True, timeout=60).stdout
+    # Exit status as `validate`: non-zero exactly when an alarm was raised (e.g. an advantage).
+    assert (code != 0) == bool(alarms.strip()), (code, alarms, rig.log_text())
+    a = subprocess.run([*SABOT, "audit", "verify", "--db", rig.db,
+                        *[x for i in range(4) for x in ("--key", tmp_path / f"t{i}.key")]],
+                       capture_output=True, text=True, timeout=120)
+    assert a.returncode == 0, a.stderr
