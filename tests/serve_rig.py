@@ -110,14 +110,15 @@ class ServeRig:
 
 
 class SSEClient(threading.Thread):
-    """Follows /table/NAME/events; for every event, the delay from its round's frame being stored
-    (frames.received_at) to the event's arrival here."""
+    """Follows /table/NAME/events; for every round, the delay from its frame being stored
+    (frames.received_at) to the arrival here of the first event that shows it."""
 
     def __init__(self, url):
         super().__init__(daemon=True)
         self.url = url
         self.events = []  # (arrived, message)
-        self.delays = []
+        self.delays = []  # one per round: from its frame's storage to the page's update
+        self.seen = 0
         self.stop_flag = False
         self.connected = threading.Event()
 
@@ -133,8 +134,9 @@ class SSEClient(threading.Thread):
                 now = time.time()
                 msg = json.loads(line[6:])
                 self.events.append((now, msg))
-                if msg.get("stored_at"):
-                    self.delays.append(now - msg["stored_at"])
+                stored = msg.get("round_stored") or []
+                self.delays += [now - at for at in stored[self.seen:]]  # rounds new on the page
+                self.seen = len(stored)
 
 
 def percentile(values, q):

@@ -42,6 +42,7 @@ class TableView:
     config: ShoeEntry
     shoe: int | None = None
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    round_stored: list[float] = field(default_factory=list)  # each round's frame's storage time
     held: str | None = None
     ended: bool = False
     tilted: bool = False
@@ -98,6 +99,8 @@ class Pit:
             t = self._view(shoe_id)
             self._apply(t, kind, json.loads(text) | {"shoe_id": shoe_id})
             t.stored_at = at
+            if kind == "result":
+                t.round_stored.append(at)
             changed.add(shoe_id)
         for aid, kind, shoe_id, shoe, rnd, detail in db.execute(
                 "SELECT id, kind, shoe_id, shoe, round, detail FROM alarms WHERE id > ?"
@@ -120,6 +123,7 @@ class Pit:
     def _apply(self, t: TableView, kind: str, rec: dict[str, Any]) -> None:
         if kind == "shoe_start" or (rec.get("shoe") is not None and rec["shoe"] != t.shoe):
             t.shoe, t.rounds, t.held, t.ended, t.tilted = rec.get("shoe"), [], None, False, False
+            t.round_stored = []
             t.alarms = [a for a in t.alarms if a["shoe"] == t.shoe]
         if kind == "result":
             t.rounds.append(contract_round(rec))
@@ -408,6 +412,14 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
     async def api_tables(request: Request) -> Response:
         return JSONResponse([pit.summary(t) for t in pit.tables()])
 
+    async def api_stats(request: Request) -> Response:
+        """How long the live edge recomputes take in this process (validators and pages)."""
+        ms = sorted(x * 1000 for x in LiveEdges.timings)
+        pick = (lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 3)) if ms else (
+            lambda q: None)
+        return JSONResponse({"edges_recomputes": len(ms), "edges_median_ms": pick(0.5),
+                             "edges_p99_ms": pick(0.99), "edges_max_ms": pick(1.0)})
+
     async def api_table(request: Request) -> Response:
         t = pit.table(request.path_params["table"])
         if t is None:
@@ -435,7 +447,8 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
         def render() -> dict[str, Any]:
             return {"version": view.version, "html": scoreboard_html(pit, view),
                     "table": view.table, "shoe": view.shoe, "round": len(view.rounds),
-                    "stored_at": view.stored_at, "sent_at": time.time()}
+                    "stored_at": view.stored_at, "round_stored": view.round_stored,
+                    "sent_at": time.time()}
         return sse(hub.stream(request, lambda: view.version, render))
 
     @asynccontextmanager
@@ -448,5 +461,6 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
         Route("/", dashboard), Route("/events", dashboard_events),
         Route("/table/{table}", scoreboard), Route("/table/{table}/events", table_events),
         Route("/api/tables", api_tables), Route("/api/tables/{table}", api_table),
+        Route("/api/stats", api_stats),
     ], lifespan=lifespan)
     return app, hub
