@@ -126,13 +126,16 @@ def record_cards(kind: str, rec: Mapping[str, Any]) -> list[int]:
 
 
 class SequenceIndex:
-    """Every shoe's dealt cards in order, and each 20-card window's hash -> (shoe, position)."""
+    """Every shoe's dealt cards in order, and each 20-card window's hash -> where it was dealt
+    (one int per window: shoe number here << 16 | position; a list only on a hash collision)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.cards: dict[ShoeKey, bytearray] = {}
-        self.hashes: dict[ShoeKey, list[int]] = {}  # rolling state: [hash of the last window]
-        self.windows: dict[int, list[tuple[ShoeKey, int]]] = {}
+        self.cards: list[bytearray] = []  # by shoe number here
+        self.keys: list[ShoeKey] = []
+        self.number: dict[ShoeKey, int] = {}
+        self.hashes: list[int] = []  # rolling state: the hash of each shoe's last window
+        self.windows: dict[int, int | list[int]] = {}
 
     @classmethod
     def from_store(cls, store: AuditStore) -> SequenceIndex:
@@ -147,24 +150,36 @@ class SequenceIndex:
         (its start here, that shoe, its start there)."""
         hits: list[tuple[int, ShoeKey, int]] = []
         with self.lock:
-            seq = self.cards.setdefault(shoe, bytearray())
-            state = self.hashes.setdefault(shoe, [0])
+            me = self.number.get(shoe)
+            if me is None:
+                me = self.number[shoe] = len(self.keys)
+                self.keys.append(shoe)
+                self.cards.append(bytearray())
+                self.hashes.append(0)
+            seq = self.cards[me]
             for code in codes:
-                h = state[0]
+                h = self.hashes[me]
                 if len(seq) >= WINDOW:
                     h = (h - seq[-WINDOW] * TOP) % MOD
                 h = (h * BASE + code) % MOD
-                state[0] = h
+                self.hashes[me] = h
                 seq.append(code)
                 if len(seq) < WINDOW:
                     continue
                 start = len(seq) - WINDOW
                 window = seq[start:]
-                places = self.windows.setdefault(h, [])
-                for other, pos in places:
-                    if other != shoe and self.cards[other][pos:pos + WINDOW] == window:
-                        hits.append((start, other, pos))
-                places.append((shoe, start))
+                here = me << 16 | start
+                places = self.windows.get(h)
+                if places is None:
+                    self.windows[h] = here
+                    continue
+                if isinstance(places, int):
+                    places = self.windows[h] = [places]
+                for place in places:
+                    other, pos = place >> 16, place & 0xFFFF
+                    if other != me and self.cards[other][pos:pos + WINDOW] == window:
+                        hits.append((start, self.keys[other], pos))
+                places.append(here)
         return hits
 
 
