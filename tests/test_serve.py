@@ -92,7 +92,7 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
         rig.stop()
 
 
-def test_a_page_sees_a_round_within_a_second_of_its_frame_being_stored(tmp_path):
+def test_a_page_sees_every_round_within_a_second_of_its_frame_being_stored(tmp_path):
     rig = ServeRig(tmp_path, shoes=1, seed=43)
     try:
         sse = SSEClient(f"{rig.url}/table/{rig.tables[0]}/events")
@@ -104,6 +104,13 @@ def test_a_page_sees_a_round_within_a_second_of_its_frame_being_stored(tmp_path)
         time.sleep(0.5)
         assert sse.events and sse.events[-1][1]["round"] == len(rig.expected(0))
         assert max(sse.delays) < 1.0, sse.delays
+        assert len(sse.delays) == len(rig.expected(0))  # every round reached the page
+        # The shoe's port goes away: the pit sees the table's link lost.
+        rig.boards[0].stop()
+        end = time.monotonic() + 10
+        while rig.get("/api/tables")[0]["state"] != "link lost":
+            assert time.monotonic() < end, rig.get("/api/tables")
+            time.sleep(0.1)
     finally:
         rig.stop()
 

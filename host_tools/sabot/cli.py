@@ -255,7 +255,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"sabot serve: http://{host or '127.0.0.1'}:{port}/ ({len(shoes)} shoes, audit "
           f"{args.db})", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, host=host or "127.0.0.1", port=int(port),
-                                           log_level="warning", lifespan="on"))
+                                           log_level="warning", lifespan="on",
+                                           timeout_graceful_shutdown=1))
     try:
         server.run()
     except KeyboardInterrupt:  # uvicorn has shut the web side down and passes Ctrl-C on
