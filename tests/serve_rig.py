@@ -28,7 +28,7 @@ class ServeRig:
         reg = Registry.load(str(self.registry))
         self.boards, self.tokens, self.tables, self.keys = [], [], [], []
         for i in range(shoes):
-            key = keys.create(str(self.tmp / f"t{i}.key"))
+            key = keys.create(str(self.tmp / f"t{i}.key"), shoe_id=0x5AB0_0001 + i)
             table = f"BAC-{i + 1:02d}"
             reg.put(ShoeEntry(key.shoe_id, table=table, side_wagers=list(side_wagers)))
             provision_flash(str(self.tmp / f"flash{i}"), key)

@@ -33,24 +33,30 @@ def browser(tmp_path):
     return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
 
 
-def read_roads(driver):
-    """The five roads as drawn on the page, in `sabot roads --json` form."""
-    from selenium.webdriver.common.by import By
+READ_PAGE = """
+const q = (css) => [...document.querySelectorAll(css)];
+const marks = (css) => q(css).map(e => [+e.dataset.i, e.dataset.v]);
+const where = document.getElementById("where");
+return {version: +document.body.dataset.version, round: +where.dataset.round,
+        bead_plate: marks("#bead_plate .bead"),
+        big_road: q("#big_road span.big").map(
+            e => [+e.dataset.col, +e.dataset.row, e.dataset.v, +e.dataset.ties]),
+        big_eye_boy: marks("#big_eye_boy span"), small_road: marks("#small_road span"),
+        cockroach_pig: marks("#cockroach_pig span")};
+"""
 
-    def marks(css):
-        els = driver.find_elements(By.CSS_SELECTOR, css)
-        return [e.get_attribute("data-v")
-                for e in sorted(els, key=lambda e: int(e.get_attribute("data-i")))]
 
+def read_page(driver):
+    """The page as drawn, read in one script (an event may replace it at any moment), the roads in
+    `sabot roads --json` form."""
+    page = driver.execute_script(READ_PAGE)
     columns = {}
-    for e in driver.find_elements(By.CSS_SELECTOR, "#big_road span.big"):
-        col, row = int(e.get_attribute("data-col")), int(e.get_attribute("data-row"))
-        columns.setdefault(col, {})[row] = {"winner": e.get_attribute("data-v"),
-                                            "ties": int(e.get_attribute("data-ties"))}
-    big = [[rows[r] for r in sorted(rows)] for _, rows in sorted(columns.items())]
-    return {"bead_plate": marks("#bead_plate .bead"), "big_road": big,
-            "big_eye_boy": marks("#big_eye_boy span"), "small_road": marks("#small_road span"),
-            "cockroach_pig": marks("#cockroach_pig span")}
+    for col, row, v, ties in page["big_road"]:
+        columns.setdefault(col, {})[row] = {"winner": v, "ties": ties}
+    roads = {"big_road": [[rows[r] for r in sorted(rows)] for _, rows in sorted(columns.items())]}
+    for name in ("bead_plate", "big_eye_boy", "small_road", "cockroach_pig"):
+        roads[name] = [v for _, v in sorted(page[name])]
+    return page["version"], page["round"], roads
 
 
 def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_updates_live(tmp_path):
@@ -59,22 +65,19 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
     try:
         table = rig.tables[0]
         driver.get(f"{rig.url}/table/{table}")
-        start_version = int(driver.find_element("css selector", "body").get_attribute(
-            "data-version"))
+        start_version, _, _ = read_page(driver)
         rig.deal()
         rig.wait_dealt()
         rig.wait_stored()
         # The open page took the rounds by server-sent events, without a reload.
         end = time.monotonic() + 10
-        while time.monotonic() < end:
-            where = driver.find_element("css selector", "#where")
-            if int(where.get_attribute("data-round")) == len(rig.expected(0)):
+        while True:
+            version, shown, drawn = read_page(driver)
+            if shown == len(rig.expected(0)) or time.monotonic() > end:
                 break
             time.sleep(0.1)
-        assert int(driver.find_element("css selector", "body").get_attribute(
-            "data-version")) > start_version
+        assert shown == len(rig.expected(0)) and version > start_version
         assert rig.stored(0) == rig.expected(0)
-        drawn = read_roads(driver)
         lines = "".join(json.dumps(r) + "\n" for r in rig.get(f"/api/tables/{table}")["rounds"])
         r = subprocess.run([*SABOT, "roads", "--json"], input=lines, capture_output=True,
                            text=True, timeout=60)
@@ -86,7 +89,10 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
         driver.set_window_size(1400, 1000)
         driver.save_screenshot(str(docs / "scoreboard.png"))
         driver.get(rig.url + "/")
-        assert table in driver.find_element("css selector", "table.pit").text
+        pit = driver.execute_script("return document.querySelector('table.pit').innerText")
+        assert table in pit and "ended" in pit and "banker" in pit
+        driver.set_window_size(1400, 400)
+        driver.save_screenshot(str(docs / "dashboard.png"))
     finally:
         driver.quit()
         rig.stop()
