@@ -205,7 +205,8 @@ class Watch:
         self.alarm = alarm
         self.offered = offered_wagers(config)
         self.edges = LiveEdges(config.decks)
-        self.index = sequence_index(store)
+        self.store = store  # its sequence index is built when the first card arrives: a
+        # validator that only asks the shoe something (status, verify-firmware) never reads it
         self.last_seq = state.get("last_seq", 0)  # records up to here are in the index already
         self.favourable: set[str] = set()
         self.runs: set[tuple[ShoeKey, ShoeKey, int]] = set()  # (this, other, offset) alarmed
@@ -231,7 +232,7 @@ class Watch:
     def _sequence(self, me: ShoeKey, codes: list[int], rec: dict[str, Any]) -> None:
         if not codes:
             return
-        for start, other, pos in self.index.add(me, codes):
+        for start, other, pos in sequence_index(self.store).add(me, codes):
             run = (me, other, pos - start)
             if run in self.runs:
                 continue  # the same repeated run, one card further
