@@ -24,6 +24,12 @@ $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml
 
 venv: $(STAMP)
 
+# The browser tests drive Debian's headless Chromium with its chromedriver (no browser download).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+/usr/bin/chromedriver:
+	$(SUDO) apt-get install -y chromium chromium-driver || { $(SUDO) apt-get update && \
+		$(SUDO) apt-get install -y chromium chromium-driver; }
+
 demo: $(STAMP)
 	$(BIN)/sabot demo
 
@@ -32,7 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests firmware boards
 	$(BIN)/mypy --config-file host_tools/pyproject.toml host_tools/sabot
 
-test: $(STAMP) lint
+test: $(STAMP) /usr/bin/chromedriver lint
 	$(BIN)/sabot table check
 	$(BIN)/python -m pytest -q tests
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host_tools"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from sabot import rules  # noqa: E402
 from sabot.analyze import analyze, first_four_classes  # noqa: E402
@@ -165,16 +166,18 @@ def bench_link():
 
     with tempfile.TemporaryDirectory() as tmp:
         key, cap, rounds = capture_gen.generate(tmp, 20, seed=1)
-        best = 0
-        for i in range(3):
-            v = Validator(key, f"{tmp}/audit{i}.db")
+        best = {True: 0.0, False: 0.0}  # with and without watch.py's alarms (issue 14)
+        for i in range(6):
+            watch = i % 2 == 0
+            v = Validator(key, f"{tmp}/audit{i}.db", watch=watch)
             t = time.perf_counter()
             v.receive(cap)
-            best = max(best, v.counts["rounds"] / (time.perf_counter() - t))
+            best[watch] = max(best[watch], v.counts["rounds"] / (time.perf_counter() - t))
             assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
     return {"shoes": 20, "rounds": rounds, "signed_bytes_per_round": round(len(cap) / rounds, 1),
             "uart_ms_per_round_115200": round(len(cap) / rounds * 10 / 115200 * 1000, 1),
-            "validator_rounds_per_s": int(best)}
+            "validator_rounds_per_s": int(best[True]),
+            "validator_rounds_per_s_without_edge_and_shuffle_alarms": int(best[False])}
 
 
 def bench_audit():
@@ -246,9 +249,49 @@ def bench_edges():
             "speedup_vs_baseline": round(baseline / median(times), 1)}
 
 
+def bench_serve(shoes=16):
+    """`sabot serve` validating 16 virtual shoes dealt at full speed at once (each board a
+    MicroPython process, each dealer a thread here): rounds/s stored, rounds lost, and the delay
+    from a round's frame being stored to its table's page update (an SSE client per table); the
+    live edge recomputes inside serve (/api/stats)."""
+    import json as _json
+    import tempfile
+    import urllib.request
+
+    from serve_rig import ServeRig, SSEClient, percentile
+
+    with tempfile.TemporaryDirectory(prefix="sabot-bench-serve-") as tmp:
+        rig = ServeRig(tmp, shoes=shoes, seed=300)
+        try:
+            clients = [SSEClient(f"{rig.url}/table/{t}/events") for t in rig.tables]
+            for c in clients:
+                c.start()
+                c.connected.wait(10)
+            t0 = time.monotonic()
+            rig.deal()
+            rig.wait_dealt(timeout=600)
+            rig.wait_stored(timeout=120)
+            seconds = time.monotonic() - t0
+            time.sleep(0.5)
+            lost = sum(1 for i in range(shoes) for r in rig.expected(i) if r not in rig.stored(i))
+            total = sum(len(rig.expected(i)) for i in range(shoes))
+            with urllib.request.urlopen(rig.url + "/api/stats", timeout=10) as r:
+                stats = _json.loads(r.read())
+        finally:
+            rig.stop()
+    delays = [d for c in clients for d in c.delays]
+    assert lost == 0, f"{lost} rounds lost"
+    return {"shoes": shoes, "rounds": total, "lost": lost, "seconds": round(seconds, 1),
+            "rounds_per_s": round(total / seconds, 1), "rounds_timed": len(delays),
+            "update_delay_p50_ms": round(percentile(delays, 50) * 1000, 1),
+            "update_delay_p99_ms": round(percentile(delays, 99) * 1000, 1),
+            "update_delay_max_ms": round(max(delays) * 1000, 1), **stats}
+
+
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
             "audit": bench_audit, "reliability": bench_reliability}
 SECTIONS["edges"] = bench_edges
+SECTIONS["serve"] = bench_serve
 
 
 def main(names):

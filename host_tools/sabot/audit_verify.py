@@ -179,7 +179,8 @@ def _check_alarms(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
             if v is None:
                 v = validators[shoe] = Validator(
                     ShoeKey(f.key_id, f.shoe_id, keys.get(shoe, b"")),
-                    os.path.join(tmp, f"{len(validators)}.db"), configs.get(f.shoe_id))
+                    os.path.join(tmp, f"{len(validators)}.db"), configs.get(f.shoe_id),
+                    watch=False)  # player_advantage / repeated_sequence are not derived here
             if fid in gaps:  # where the live validator could not see all: partial, as it was
                 if not v.state["inventory"]:
                     v.state["inventory"] = new_shoe_accounts(None, partial=True)

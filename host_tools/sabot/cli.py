@@ -234,6 +234,42 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Validate every --shoe (as `sabot validate` does, one thread each, one shared writer store)
+    and serve the pit dashboard, the tables' scoreboards and the API from that store."""
+    import uvicorn
+
+    from .serve import Validation, load_shoes
+    from .web import Pit, build_app
+
+    host, _, port = args.listen.rpartition(":")
+    if not port.isdigit():
+        raise SabotError(f"--listen wants HOST:PORT, got {args.listen!r}")
+    shoes = load_shoes(args.shoe or [], args.registry, registry_entry)
+    states = {s.key.shoe_id: s for s in shoes}
+    pit = Pit(args.db, [s.config for s in shoes],
+              lambda sid: states[sid].link_state if sid in states else "up")
+    app, hub = build_app(pit)
+    validation = Validation(args.db, shoes, hub.notify, print_alarm)
+    validation.start()
+    print(f"sabot serve: http://{host or '127.0.0.1'}:{port}/ ({len(shoes)} shoes, audit "
+          f"{args.db})", file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, host=host or "127.0.0.1", port=int(port),
+                                           log_level="warning", lifespan="on",
+                                           timeout_graceful_shutdown=1))
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn has shut the web side down and passes Ctrl-C on
+        pass
+    finally:
+        validation.stop()
+    s = validation.summary()
+    print(f"served: {s['verified']} frames verified, {s['rounds']} rounds, "
+          f"{len(s['rejections'])} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
+    fail_on(s["rejections"], s["alarms"])
+    return 0
+
+
 def _open_capture(path: str | None) -> Any:
     if not path:
         return None
@@ -573,6 +609,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--registry", default=None, help=REGISTRY_HELP)
     v.add_argument("--json", action="store_true", help="print records as JSON lines")
     v.set_defaults(func=cmd_validate)
+
+    sv = sub.add_parser("serve", help="validate several shoes and serve the pit's live pages",
+                        description="Validates every --shoe (each on its own port, as `sabot "
+                        "validate`) into one audit store and serves from it: / (pit dashboard), "
+                        "/table/NAME (the players' scoreboard, live), /api/tables, "
+                        "/api/tables/NAME.")
+    sv.add_argument("--listen", default="127.0.0.1:8000", help="HOST:PORT of the web server")
+    sv.add_argument("--db", required=True, help="audit database (created if missing)")
+    sv.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    sv.add_argument("--shoe", action="append", metavar="URL=KEYFILE",
+                    help="a shoe's port and its key file, e.g. socket://127.0.0.1:7000=t1.key "
+                    "(repeat for every shoe)")
+    sv.set_defaults(func=cmd_serve)
 
     r = sub.add_parser("replay", help="verify a capture offline")
     r.add_argument("capture", help="raw bytes kept by --capture")

@@ -22,6 +22,7 @@ from .errors import SabotError
 from .keys import ShoeKey
 from .protocol import FrameError
 from .registry import ShoeEntry
+from .watch import Watch
 
 CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "player", "banker", "player_total",
                        "banker_total", "winner", "flags", "dummy")
@@ -56,7 +57,7 @@ def new_shoe_accounts(shoe: int | None, partial: bool = False) -> dict[str, Any]
 class Validator:
     def __init__(self, key: ShoeKey, store: AuditStore | str, config: ShoeEntry | None = None,
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
-                 on_alarm: Callable[[Alarm], None] | None = None) -> None:
+                 on_alarm: Callable[[Alarm], None] | None = None, watch: bool = True) -> None:
         self.key = key
         self.config = config or ShoeEntry(key.shoe_id)
         self.store = store if isinstance(store, AuditStore) else AuditStore(store)
@@ -79,6 +80,9 @@ class Validator:
         self._tilt_seen = False
         self._latest_seq = 0
         self.live = False  # set by the host link: statuses answer our hellos
+        # Issue 14's alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
+        self.watch = (Watch(self.store, key.shoe_id, self.config, self.state, self._alarm)
+                      if watch else None)
 
     # ---- intake --------------------------------------------------------------------------------
     def receive(self, data: bytes) -> list[Verdict]:
@@ -253,6 +257,8 @@ class Validator:
             self.counts["rounds"] += 1
         elif kind == "irregularity":
             self.counts["irregularities"] += 1
+        if self.watch is not None:  # the hook: alarms on the accounted shoe (watch.py)
+            self.watch.after(f.seq, kind, rec, self.state["inventory"])
         if self.on_record:
             self.on_record(kind, rec)
 

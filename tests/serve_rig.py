@@ -1,0 +1,146 @@
+"""`sabot serve` over virtual shoes, for the tests and `make bench`: N provisioned virtual boards
+(real MicroPython), `sabot serve` validating all of them in its own process, simulated dealers
+drawing a shuffled 8-deck shoe each, and an SSE client timing the pages' updates."""
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "host_tools"))
+
+from sabot import cards, keys, rules  # noqa: E402
+from sabot.registry import Registry, ShoeEntry  # noqa: E402
+from sabot.virtual import Dealer, VirtualBoard, free_port, provision_flash  # noqa: E402
+
+SABOT = [sys.executable, "-m", "sabot.cli"]
+
+
+class ServeRig:
+    def __init__(self, tmp, shoes=1, seed=100, side_wagers=()):
+        self.tmp = Path(tmp)
+        self.db = self.tmp / "audit.db"
+        self.registry = self.tmp / "shoes.json"
+        reg = Registry.load(str(self.registry))
+        self.boards, self.tokens, self.tables, self.keys = [], [], [], []
+        for i in range(shoes):
+            key = keys.create(str(self.tmp / f"t{i}.key"), shoe_id=0x5AB0_0001 + i)
+            table = f"BAC-{i + 1:02d}"
+            reg.put(ShoeEntry(key.shoe_id, table=table, side_wagers=list(side_wagers)))
+            provision_flash(str(self.tmp / f"flash{i}"), key)
+            self.boards.append(VirtualBoard(str(self.tmp / f"flash{i}")).start())
+            self.tokens.append(cards.shuffled_shoe(8, seed + i))
+            self.tables.append(table)
+            self.keys.append(key)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        shoe_args = [a for i, b in enumerate(self.boards)
+                     for a in ("--shoe", f"{b.url}={self.tmp / f't{i}.key'}")]
+        self.log = open(self.tmp / "serve.log", "w")
+        self.proc = subprocess.Popen(
+            [*SABOT, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
+             "--registry", str(self.registry), *shoe_args], stderr=self.log, cwd=self.tmp)
+        self.wait_up()
+        self.dealers = []
+
+    def wait_up(self, timeout=30):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                self.get("/api/tables")
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"sabot serve did not answer: {self.log_text()}")
+
+    def log_text(self):
+        self.log.flush()
+        return (self.tmp / "serve.log").read_text()
+
+    def get(self, path):
+        with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    def deal(self):
+        """Every dealer draws its shoe at full speed, each in its own thread."""
+        for b, t in zip(self.boards, self.tokens):
+            d = threading.Thread(target=Dealer(b, t).deal, daemon=True)
+            d.start()
+            self.dealers.append(d)
+
+    def wait_dealt(self, timeout=120):
+        for d in self.dealers:
+            d.join(timeout)
+            assert not d.is_alive(), "a dealer did not finish its shoe"
+
+    def wait_stored(self, timeout=60):
+        """Until every table's shoe has ended in the store (as the API says)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            tables = self.get("/api/tables")
+            if all(t["state"] == "ended" for t in tables):
+                return tables
+            time.sleep(0.1)
+        raise AssertionError(f"not every shoe ended: {self.get('/api/tables')}")
+
+    def expected(self, i):
+        return rules.deal_shoe(self.tokens[i])
+
+    def stored(self, i):
+        recs = self.get(f"/api/tables/{self.tables[i]}")["rounds"]
+        return [{k: v for k, v in r.items() if k != "shoe_id"} for r in recs]
+
+    def stop(self):
+        """Ctrl-C to serve; its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(2)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for b in self.boards:
+            b.stop()
+        self.log.close()
+        return self.proc.returncode
+
+
+class SSEClient(threading.Thread):
+    """Follows /table/NAME/events; for every round, the delay from its frame being stored
+    (frames.received_at) to the arrival here of the first event that shows it."""
+
+    def __init__(self, url):
+        super().__init__(daemon=True)
+        self.url = url
+        self.events = []  # (arrived, message)
+        self.delays = []  # one per round: from its frame's storage to the page's update
+        self.seen = 0
+        self.stop_flag = False
+        self.connected = threading.Event()
+
+    def run(self):
+        with urllib.request.urlopen(self.url, timeout=60) as r:
+            self.connected.set()
+            for raw in r:
+                if self.stop_flag:
+                    return
+                line = raw.decode().rstrip("\n")
+                if not line.startswith("data: "):
+                    continue
+                now = time.time()
+                msg = json.loads(line[6:])
+                self.events.append((now, msg))
+                stored = msg.get("round_stored") or []
+                self.delays += [now - at for at in stored[self.seen:]]  # rounds new on the page
+                self.seen = len(stored)
+
+
+def percentile(values, q):
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))]
