@@ -139,7 +139,14 @@ def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],
 
 
 def cmd_board(args: argparse.Namespace) -> int:
+    import signal
+
     from .demo import run_board
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # stopped like Ctrl-C: the board process goes with it
 
     run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance)
     return 0
@@ -160,17 +167,28 @@ def registry_entry(path: str | None, shoe_id: int, must: bool = True) -> Any:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    import signal
     import time
 
     from . import keys
     from .link import HostLink
+    from .ops import first_status, open_port
+    from .protocol import HOLDS
     from .validator import Validator
 
     key = keys.load(args.key)
     config = registry_entry(args.registry, key.shoe_id)
     capture = _open_capture(args.capture)
+    ended: list[int] = []
+    held: list[dict[str, Any]] = []
 
     def show(kind: str, rec: dict[str, Any]) -> None:
+        if kind == "shoe_end":
+            ended.append(rec["shoe"])
+        elif kind == "irregularity" and rec["kind"] in HOLDS:
+            held.append(rec)
+        elif kind == "resolution":
+            held.clear()
         if args.json:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
@@ -178,16 +196,36 @@ def cmd_validate(args: argparse.Namespace) -> int:
         elif kind != "initial_cards":
             print(format_event(rec), flush=True)
 
-    validator = Validator(key, args.db, config, on_record=show, on_alarm=print_alarm)
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # a service manager's stop prints the summary too
     try:
-        link = HostLink(args.port, validator, capture)
+        port = open_port(args.port, args.baud, capture=capture)  # before any database is made
     except BaseException:
-        validator.store.close()
+        if capture:
+            capture.close()
+        raise
+    try:
+        validator = Validator(key, args.db, config, on_record=show, on_alarm=print_alarm)
+    except BaseException:
+        port.close()
         raise
     end = time.monotonic() + args.seconds if args.seconds else None
     refused: list[dict[str, Any]] = []
     try:
+        link = HostLink(port, validator, capture)
+        st = first_status(link, args.port, args.wait, any_frame=True)
+        if args.until and st and st["phase"] == "ended":
+            link.drain(10)  # take what it still holds; its shoe_end may be stored already
+            ended.append(st["shoe"])
         while end is None or time.monotonic() < end:
+            if args.until and ended:
+                break
+            if args.until == "irregularity" and held:
+                print(f"{held[-1]['kind']} holds shoe {held[-1]['shoe']}: resolve it with "
+                      "sabot resolve, then validate again", file=sys.stderr)
+                break
             burst = 0
             try:
                 for _, verdict, reason in link.pump():
@@ -203,15 +241,87 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        link.close()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        port.close()
         validator.store.close()
         if capture:
             capture.close()
     s = validator.summary()
     print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
-          f"{s['rejected']} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
+          f"{s['rejected']} rejected, {len(s['alarms'])} alarms"
+          + (f"; shoe {ended[0]} ended" if ended else ""), file=sys.stderr)
     fail_on(s["rejections"], s["alarms"])
     return 0
+
+
+def _operation(args: argparse.Namespace) -> Any:
+    from . import keys
+    from .ops import Operation
+
+    key = keys.load(args.key)
+    config = registry_entry(args.registry, key.shoe_id, must=False)
+    return Operation(args.port, key, args.db, config, args.baud, on_alarm=print_alarm)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import json
+
+    from .ops import format_status
+
+    op = _operation(args)
+    try:
+        st = op.status(args.wait)
+    finally:
+        op.close()
+    print(json.dumps(st) if args.json else format_status(st))
+    return 0
+
+
+def cmd_new_shoe(args: argparse.Namespace) -> int:
+    import json
+
+    from .ops import format_status
+
+    op = _operation(args)
+    try:
+        st = op.new_shoe(args.by or _whoami())
+    finally:
+        op.close()
+    if args.json:
+        print(json.dumps(st))
+    elif st["started"]:
+        print(f"shoe {st['shoe']} started: {format_status(st)}")
+        print("deal the new shoe's first card (it is exposed and burned)")
+    else:
+        print(f"shoe {st['shoe']} is fresh and waits for its first card: nothing to do")
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    import json
+
+    from .ops import format_status
+
+    op = _operation(args)
+    try:
+        st = op.resolve(args.resolution, args.by)
+    finally:
+        op.close()
+    rec = st["resolution"]
+    if args.json:
+        print(json.dumps(st))
+    else:
+        voided = f", voided {' '.join(rec['voided_cards'])}" if rec["voided_cards"] else ""
+        print(f"resolved {rec['kind']} ({rec['card']}) in shoe {rec['shoe']}: "
+              f"{rec['resolution']}{voided}; logged as given by {args.by}")
+        print(format_status(st))
+    return 0
+
+
+def _whoami() -> str:
+    from .ops import _user
+
+    return _user()
 
 
 def _open_capture(path: str | None) -> Any:
@@ -221,6 +331,32 @@ def _open_capture(path: str | None) -> Any:
         return open(path, "ab")
     except OSError as e:
         raise SabotError(f"cannot write capture {path}: {e.strerror}") from None
+
+
+def cmd_shuffle(args: argparse.Namespace) -> int:
+    from .cards import format_shoe, shuffled_shoe
+
+    n = args.decks * 52
+    if not 1 <= args.decks <= 8:
+        raise SabotError(f"--decks must be a whole number from 1 to 8 (got {args.decks})")
+    if args.cut is not None and not 0 <= args.cut < n:
+        raise SabotError(f"--cut must be between 0 and {n - 1} cards from the end")
+    tokens = shuffled_shoe(args.decks, args.seed, args.cut or None)
+    if args.cut == 0:
+        tokens.remove("CUT")
+    text = format_shoe(tokens)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise SabotError(f"{args.output} exists: a shoe file is never overwritten") from None
+    except OSError as e:
+        raise SabotError(f"cannot write {args.output}: {e.strerror}") from None
+    print(f"wrote a shuffled {args.decks}-deck shoe to {args.output}", file=sys.stderr)
+    return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -264,6 +400,17 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     from .audit import AuditStore
 
+    if args.operations:
+        import os
+
+        from .ops import read_operations
+
+        if not os.path.exists(args.db):
+            raise SabotError(f"no audit database at {args.db}")
+        for op in read_operations(args.db):
+            if args.shoe_id is None or op.get("shoe_id") == args.shoe_id:
+                print(json.dumps(op))
+        return 0
     store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
     try:
         if args.alarms:
@@ -410,7 +557,7 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     build_dir = args.build or str(BUILD / args.board)
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
-    r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir)
+    r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir, baud=args.baud)
     if args.db:
         from .audit import AuditStore
 
@@ -431,7 +578,8 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
 def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy import deploy
 
-    info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr))
+    info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr),
+                  baud=args.baud, rekey=args.rekey)
     print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
           f"MANIFEST {info['manifest']}) to {args.port}")
     return 0
@@ -442,7 +590,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from .bench import run_bench
 
-    passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json)
+    passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json,
+                                 baud=args.baud)
     if args.json:
         rounds = [{"round": r, "verdict": v, "detail": d} for r, v, d in verdicts]
         print(json.dumps({"verdict": "PASS" if passed else "FAIL", "rounds": rounds}))
@@ -464,11 +613,115 @@ def decks_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def seconds_arg(text: str) -> float:
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return x
+
+
+def baud_arg(text: str) -> int:
+    if not text.isdigit() or not 50 <= int(text) <= 4_000_000:
+        raise argparse.ArgumentTypeError(f"not a baud rate: {text!r} (e.g. 115200)")
+    return int(text)
+
+
+def add_baud(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baud", type=baud_arg, default=115200,
+                        help="the port's baud rate (default 115200; a Pico's USB CDC ignores it, "
+                        "an ESP32's USB-UART bridge needs it)")
+
+
+def add_operation_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", required=True,
+                        help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
+    parser.add_argument("--key", required=True, help="the shoe's key file (commands are signed "
+                        "with it)")
+    parser.add_argument("--db", default="sabot.db",
+                        help="audit database: frames arriving meanwhile are verified and stored "
+                        "there, the operation in its operator log (default ./sabot.db)")
+    parser.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    add_baud(parser)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help, unless the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" not in text and action.default not in (None, False, argparse.SUPPRESS)
+                and action.option_strings):
+            text += " (default: %(default)s)"
+        return text
+
+
+EXAMPLES = {
+    "table": "sabot table check",
+    "analyze": "sabot analyze --decks 8 --seen dealt.txt --json",
+    "deal": "sabot deal myshoe.txt --json",
+    "demo": "sabot demo --seed 7 --db audit.db --key shoe7.key",
+    "board": "sabot board --listen 127.0.0.1:7000 --flash shoe-flash --key shoe7.key "
+             "--shoe shoe1.txt --shoe shoe2.txt",
+    "validate": "sabot validate --port /dev/ttyACM0 --key shoe7.key --db audit.db "
+                "--until shoe-end",
+    "status": "sabot status --port /dev/ttyACM0 --key shoe7.key --db audit.db",
+    "new-shoe": "sabot new-shoe --port /dev/ttyACM0 --key shoe7.key --db audit.db --by alice",
+    "resolve": "sabot resolve --port /dev/ttyACM0 --key shoe7.key --db audit.db void-card "
+               "--by alice",
+    "shuffle": "sabot shuffle --decks 8 --seed 42 -o shoe2.txt",
+    "replay": "sabot replay cap.bin --key shoe7.key --json",
+    "audit": "sabot audit verify --db audit.db --key shoe7.key",
+    "settle": "sabot settle request.json",
+    "firmware": "sabot firmware --board rpi_pico",
+    "bench": "sabot bench myshoe.txt --port /dev/ttyACM0 --key shoe7.key",
+    "deploy": "sabot deploy --port /dev/ttyACM0 --board rpi_pico --key shoe7.key",
+    "verify-firmware": "sabot verify-firmware --port /dev/ttyACM0 --seed $(openssl rand -hex 16) "
+                       "--key shoe7.key --board rpi_pico",
+    "provision": "sabot provision --key shoe7.key --flash shoe-flash --table BAC-07",
+    "soak": "sabot soak --shoes 5 --seed 1 --json",
+    "history": "sabot history --db audit.db --shoe 1 --round 12",
+}
+
+
+def version_text() -> str:
+    """The package version and the firmware it carries: the SHA-256 of firmware/ (the code tree
+    `sabot firmware` builds from) and the frame protocol version."""
+    from . import __version__
+    from .build import code_digest
+    from .paths import FIRMWARE
+    from .protocol import VERSION
+
+    try:
+        fw = code_digest(FIRMWARE / "shoe")[:16]
+    except OSError:
+        fw = "missing"
+    return f"sabot {__version__} (firmware source sha256 {fw}..., frame protocol {VERSION})"
+
+
+class VersionAction(argparse.Action):
+    """--version, computed only when asked for (it hashes the firmware)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the package version and the firmware build it carries")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="sabot",
+        prog="sabot", formatter_class=HelpFormatter,
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
+        epilog="example: sabot demo    (sabot COMMAND --help for each command)",
     )
+    p.add_argument("--version", action=VersionAction)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     t = sub.add_parser("table", help="generate or check the shoe's decision table")
@@ -515,11 +768,16 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_demo)
 
     b = sub.add_parser("board",
-                       help="run the virtual board (firmware on MicroPython) until stopped")
+                       help="run the virtual board (firmware on MicroPython) until stopped",
+                       description="Runs the shoe firmware on the MicroPython unix port, its "
+                       "host link on socket://HOST:PORT, until Ctrl-C. Its lamps and display are "
+                       "printed on stdout, one line per change; what the board does, on stderr.")
     b.add_argument("--listen", default="127.0.0.1:7000",
                    help="HOST:PORT of its host link (socket://)")
     b.add_argument("--flash", default="sabot-flash", help="directory that is its persistent flash")
-    b.add_argument("--shoe", metavar="FILE", help="let a simulated dealer draw this shoe file")
+    b.add_argument("--shoe", metavar="FILE", action="append",
+                   help="let a simulated dealer draw this shoe file; repeat it for several "
+                   "shoes, each dealt after the host's new-shoe (sabot new-shoe)")
     b.add_argument("--key", metavar="FILE", help="provision the virtual shoe with this key file")
     b.add_argument("--code", metavar="DIR",
                    help="run this built code tree (sabot firmware --board virtual) "
@@ -539,10 +797,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--key", required=True, help="the shoe's key file")
     v.add_argument("--db", required=True, help="audit database (created if missing)")
     v.add_argument("--capture", metavar="FILE", help="keep the raw bytes received")
-    v.add_argument("--seconds", type=float,
-                   help="stop after this many seconds (default: until Ctrl-C)")
+    v.add_argument("--seconds", type=seconds_arg,
+                   help="stop after this many seconds (default: until Ctrl-C or SIGTERM)")
+    v.add_argument("--until", choices=["shoe-end", "irregularity"],
+                   help="shoe-end: exit once the current shoe's shoe_end is stored (at once if "
+                   "it has ended already); irregularity: also exit when an irregularity holds "
+                   "the shoe, so it can be resolved (sabot resolve)")
+    v.add_argument("--wait", type=seconds_arg, default=5.0,
+                   help="seconds for the shoe to answer at all before giving up (default 5)")
+    add_baud(v)
     v.add_argument("--registry", default=None, help=REGISTRY_HELP)
-    v.add_argument("--json", action="store_true", help="print records as JSON lines")
+    v.add_argument("--json", action="store_true",
+                   help="print each stored record as one JSON object a line (CONTRACTS round "
+                   "records and events) instead of text")
     v.set_defaults(func=cmd_validate)
 
     r = sub.add_parser("replay", help="verify a capture offline")
@@ -594,7 +861,10 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--key", help="the shoe's key file (needed with --port)")
     bn.add_argument("--db",
                     help="audit database for the bench run (default ./bench.db with --port)")
-    bn.add_argument("--json", action="store_true")
+    add_baud(bn)
+    bn.add_argument("--json", action="store_true",
+                    help="print {\"verdict\", \"rounds\": [{round, verdict, detail}]} instead "
+                    "of the report")
     bn.set_defaults(func=cmd_bench)
 
     dp = sub.add_parser("deploy",
@@ -608,6 +878,10 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual")
     dp.add_argument("--key", required=True,
                     help="the shoe's key file (created mode 0600 if missing)")
+    add_baud(dp)
+    dp.add_argument("--rekey", action="store_true",
+                    help="replace a key the shoe already holds with --key's (a new identity: "
+                    "its audit chain starts again)")
     dp.set_defaults(func=cmd_deploy)
 
     vf = sub.add_parser("verify-firmware",
@@ -619,7 +893,10 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--board", default="virtual", help="board whose build/BOARD to compare with")
     vf.add_argument("--build", help="build directory to compare with (default build/BOARD)")
     vf.add_argument("--db", help="log the check in this audit database")
-    vf.add_argument("--json", action="store_true")
+    add_baud(vf)
+    vf.add_argument("--json", action="store_true",
+                    help="print the check as one JSON object (result, integrity, seed, expected, "
+                    "answer, shoe_id, boot)")
     vf.set_defaults(func=cmd_verify_firmware)
 
     pv = sub.add_parser("provision",
@@ -667,8 +944,68 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--round", type=int, help="only this round")
     h.add_argument("--alarms", action="store_true",
                    help="list the stored alarms instead, one JSON object per line")
-    h.add_argument("--json", action="store_true")
+    h.add_argument("--operations", action="store_true",
+                   help="list the operator log instead (who started shoes and gave resolutions, "
+                   "from which host), one JSON object per line")
+    h.add_argument("--json", action="store_true",
+                   help="one JSON round record or event per line (CONTRACTS) instead of text")
     h.set_defaults(func=cmd_history)
+
+    so = sub.add_parser("status", help="the shoe's live state over its port",
+                        description="Asks the shoe where it stands (an authenticated hello) and "
+                        "prints its phase, shoe, round, card position, unacknowledged frames, "
+                        "integrity and boot counter.")
+    add_operation_args(so)
+    so.add_argument("--wait", type=seconds_arg, default=5.0,
+                    help="seconds to wait for the answer (default 5)")
+    so.add_argument("--json", action="store_true",
+                    help="one JSON object: phase, shoe, round, position, due, unacknowledged, "
+                    "integrity, boot, shoe_id, acked, host_counter, refused (and pending when "
+                    "an irregularity holds the shoe)")
+    so.set_defaults(func=cmd_status)
+
+    ns = sub.add_parser("new-shoe", help="start the next shoe after the current one ended",
+                        description="Sends the authenticated new-shoe command once the shoe "
+                        "reports its shoe ended (refused mid-shoe), waits until the shoe has "
+                        "started the next one and logs who did it in the operator log.")
+    add_operation_args(ns)
+    ns.add_argument("--by", help="who starts it, for the operator log (default: your login)")
+    ns.add_argument("--json", action="store_true",
+                    help="print the shoe's status afterwards as one JSON object")
+    ns.set_defaults(func=cmd_new_shoe)
+
+    rs = sub.add_parser("resolve", help="a supervisor's resolution of the pending irregularity",
+                        description="Resolves the irregularity holding the shoe: void-card "
+                        "(discard the offending card), keep-dummy (keep it as a no-bet dummy "
+                        "hand), void-round, or end-shoe (the shoe ends here and is reshuffled). "
+                        "The shoe signs the resolution (source host); who gave it, and from "
+                        "which host, goes to the operator log (sabot history --operations).")
+    rs.add_argument("resolution", choices=["void-card", "keep-dummy", "void-round", "end-shoe"])
+    add_operation_args(rs)
+    rs.add_argument("--by", required=True, help="the supervisor giving the resolution")
+    rs.add_argument("--json", action="store_true",
+                    help="print the shoe's status afterwards and the signed resolution record "
+                    "as one JSON object")
+    rs.set_defaults(func=cmd_resolve)
+
+    sh = sub.add_parser("shuffle", help="write a freshly shuffled shoe file",
+                        description="Shuffles N decks, places the cut card and writes the shoe "
+                        "file (cards in dealing order, CUT for the cut card).")
+    sh.add_argument("--decks", type=decks_arg, default=8, help="decks, 1-8 (default 8)")
+    sh.add_argument("--seed", type=int, help="seed for a repeatable shuffle (default: random)")
+    sh.add_argument("--cut", type=decks_arg, metavar="POS",
+                    help="the cut card's position, in cards from the end of the shoe (default: "
+                    "about a sixth of the cards); 0: no cut card, the shoe is dealt until it runs "
+                    "out and the supervisor ends it (sabot resolve end-shoe)")
+    sh.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    sh.set_defaults(func=cmd_shuffle)
+
+    for name, parser in sub.choices.items():
+        parser.formatter_class = HelpFormatter
+        parser.epilog = f"example: {EXAMPLES[name]}"
+        if parser.description is None:
+            helps = {a.dest: a.help for a in sub._choices_actions}
+            parser.description = (helps.get(name) or name)[0].upper() + (helps.get(name) or "")[1:]
     return p
 
 

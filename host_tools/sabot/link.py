@@ -34,6 +34,8 @@ class HostLink:
         self.last_rx = 0.0
         self.acked = 0
         self.hellos = 0
+        self.rx_bytes = 0  # everything read from the port, frames or not
+        self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
         self.hello()
 
@@ -83,8 +85,12 @@ class HostLink:
                 self.hello()
             return []
         self.last_rx = now
+        self.rx_bytes += sum(len(c) for c in chunks)
         # One receive per read: the validator commits each read's frames as one group.
         results = [v for chunk in chunks for v in self.validator.receive(chunk)]
+        for f, v, _ in results:
+            if v == "accepted" and f is not None and f.type == pr.T_STATUS:
+                self.status_boot = f.boot
         if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
             self.hello()  # something was lost on the line: the shoe resends the oldest unacked on
         last = self.validator.state["last_seq"]
