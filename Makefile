@@ -1,4 +1,4 @@
-# sabot — `make demo` runs the main job, `make test` runs every test. Both set up .venv on first use.
+# sabot — `make demo` runs the main job, `make test` runs every test, `make figures` measures. All set up .venv on first use.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,7 +7,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test lint bench firmware deploy table clean venv
+.PHONY: all demo test lint figures firmware deploy table clean venv socat
 
 all: test
 
@@ -24,6 +24,14 @@ $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml
 
 venv: $(STAMP)
 
+# socat bridges a pseudo-terminal to the virtual board in the tests (a shoe as a real tty).
+socat:
+	@command -v socat >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get install -y -q socat >/dev/null 2>&1 || \
+		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q socat >/dev/null; }; }
+	@command -v socat >/dev/null 2>&1 || { echo "socat is missing and could not be installed"; exit 2; }
+
 demo: $(STAMP)
 	$(BIN)/sabot demo
 
@@ -32,11 +40,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests firmware boards
 	$(BIN)/mypy --config-file host_tools/pyproject.toml host_tools/sabot
 
-test: $(STAMP) lint
+test: $(STAMP) socat lint
 	$(BIN)/sabot table check
 	$(BIN)/python -m pytest -q tests
 
-bench: $(STAMP)
+# speed and memory figures of the tools and firmware (not `sabot bench`, which benches a shoe)
+figures: $(STAMP)
 	$(BIN)/python tests/bench.py
 
 table: $(STAMP)

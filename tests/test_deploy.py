@@ -45,7 +45,7 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
         assert not (root / "shoe" / "stale.mpy").exists()
         assert "sent it to maintenance" in r.stderr and "provisioning" not in r.stderr
         board.wait_line("firmware running")
-        v = run("verify-firmware", "--port", url, "--seed", os.urandom(8).hex(), "--key", key)
+        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--key", key)
         assert v.returncode == 0, v.stdout + v.stderr
     finally:
         board.stop()

@@ -482,6 +482,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
     from .virtual import provision_flash, set_variant
 
     variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
+    if os.path.exists(args.flash) and not os.path.isdir(args.flash):
+        raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
+                         "flash directory")
     if os.path.exists(args.key):
         key = keys.load(args.key)
     else:
@@ -510,17 +513,28 @@ def cmd_settle(args: argparse.Namespace) -> int:
 
     try:
         if args.file and args.file != "-":
-            text = open(args.file, encoding="utf-8").read()
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
         else:
             text = sys.stdin.read()
     except OSError as e:
-        raise SabotError(f"cannot read {args.file}: {e.strerror}") from None
+        raise SabotError(f"cannot read {args.file or 'stdin'}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SabotError(f"{args.file or 'stdin'} is not UTF-8 text (a binary file?)") from None
     try:
         request = json.loads(text)
     except json.JSONDecodeError as e:
         raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
                          ) from None
-    print(json.dumps(settle(request)))
+    try:
+        out = settle(request)
+    except SabotError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        # a value of the wrong kind somewhere in the request: one line, never a traceback
+        raise SabotError(f"the request does not fit the settle format ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())}); see CONTRACTS.md") from None
+    print(json.dumps(out))
     return 0
 
 
@@ -554,6 +568,11 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     from .build import BUILD
     from .verify import verify_firmware
 
+    seed = args.seed.lower().removeprefix("0x")
+    if len(seed) < 32 or len(seed) > 128 or any(c not in "0123456789abcdef" for c in seed):
+        raise SabotError("--seed must be 16 to 64 random bytes in hex (32 to 128 hex digits), "
+                         "e.g. $(openssl rand -hex 16): a short seed makes recorded answers "
+                         "reusable")
     build_dir = args.build or str(BUILD / args.board)
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
@@ -611,6 +630,33 @@ def decks_arg(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def ranged(low: int, high: int) -> Any:
+    """An argparse type: a whole number from low to high (decimal, or 0x hex)."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {n}")
+        return n
+
+    return parse
+
+
+def probability(text: str) -> float:
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(x) or not 0 <= x <= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability from 0 to 1, got {text!r}")
+    return x
 
 
 def seconds_arg(text: str) -> float:
@@ -906,16 +952,18 @@ def build_parser() -> argparse.ArgumentParser:
     pv.add_argument("--key", required=True,
                     help="the shoe's key file (created with mode 0600 if missing)")
     pv.add_argument("--flash", required=True, help="the virtual board's flash directory")
-    pv.add_argument("--key-id", type=int, default=1, help="key id for a new key (default 1)")
-    pv.add_argument("--shoe-id", type=lambda t: int(t, 0),
-                    help="shoe id for a new key (default random)")
+    pv.add_argument("--key-id", type=ranged(0, 0xFFFF), default=1,
+                    help="key id for a new key, 0-65535 (default 1)")
+    pv.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
+                    help="shoe id for a new key, 0-4294967295, decimal or 0x hex (default random)")
     pv.add_argument("--game", default="baccarat",
                     choices=["minibaccarat", "midibaccarat", "baccarat"])
     pv.add_argument("--ez", action="store_true", help="EZ Baccarat: announces Dragon 7 / Panda 8")
     pv.add_argument("--commission-free", action="store_true", help="631c.5: announces Lucky Six")
     pv.add_argument("--squeeze", action="store_true",
                     help="631a.9(d): card identities stay off the link until the dealer's reveal")
-    pv.add_argument("--decks", type=int, default=8, help="decks the shoe holds (default 8)")
+    pv.add_argument("--decks", type=ranged(1, 8), default=8,
+                    help="decks the shoe holds, 1-8 (default 8)")
     pv.add_argument("--table", default="", help="the table's name in the registry "
                     "(default shoe-<shoe id>)")
     pv.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
@@ -926,11 +974,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Deals shuffled 8-deck shoes through the virtual board and the "
                        "validator while cutting power, restarting the validator, dropping the "
                        "link, adding line noise and fragmenting reads at random instants.")
-    k.add_argument("--shoes", type=int, default=1, help="shoes to deal (default 1)")
+    k.add_argument("--shoes", type=ranged(1, 10_000), default=1, help="shoes to deal (default 1)")
     k.add_argument("--seed", type=int, default=0, help="seed for shoes and faults (default 0)")
-    k.add_argument("--fault-rate", type=float, default=0.1,
+    k.add_argument("--fault-rate", type=probability, default=0.1,
                    help="chance of a fault before each card (0.1)")
-    k.add_argument("--mistake-rate", type=float, default=0.0,
+    k.add_argument("--mistake-rate", type=probability, default=0.0,
                    help="chance of a dealer or supervisor mistake before each card: unreadable "
                    "cards, cards not due, missing confirms, extra cut cards, shoe-empty anywhere "
                    "including the burn, every resolution (default 0)")
@@ -1019,6 +1067,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ConnectionError as e:  # the shoe's port went away mid-conversation
         print(f"sabot {args.command}: link lost: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file or directory named on the command line that will not do
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"sabot {args.command}: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"sabot {args.command}: interrupted", file=sys.stderr)
