@@ -215,16 +215,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     refused: list[dict[str, Any]] = []
     try:
         link = HostLink(port, validator, capture)
-        st = first_status(link, args.port, args.wait, any_frame=True)
-        if args.until and st and st["phase"] == "ended":
-            link.drain(10)  # take what it still holds; its shoe_end may be stored already
-            ended.append(st["shoe"])
+        first_status(link, args.port, args.wait, any_frame=True)
         while end is None or time.monotonic() < end:
+            # the shoe's own word counts too: what happened before this validator came is stored
+            st = validator.status or {}
+            if args.until and st.get("phase") == "ended" and not st.get("unacked_to"):
+                ended.append(st["shoe"])
             if args.until and ended:
                 break
-            if args.until == "irregularity" and held:
-                print(f"{held[-1]['kind']} holds shoe {held[-1]['shoe']}: resolve it with "
-                      "sabot resolve, then validate again", file=sys.stderr)
+            if args.until == "irregularity" and (held or st.get("phase") == "held"):
+                what = f"{held[-1]['kind']} holds" if held else "an irregularity holds"
+                print(f"{what} shoe {st.get('shoe', held[-1]['shoe'] if held else '?')}: "
+                      "resolve it with sabot resolve, then validate again", file=sys.stderr)
                 break
             burst = 0
             try:

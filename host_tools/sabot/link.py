@@ -37,12 +37,23 @@ class HostLink:
         self.rx_bytes = 0  # everything read from the port, frames or not
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
+        self._drop_backlog()
         self.hello()
 
     def reconnect(self, timeout: float = 10.0) -> None:
         self.port.reopen(timeout)
         self._forget_hellos()  # their answers went with the old connection
+        self._drop_backlog()
         self.hello()
+
+    def _drop_backlog(self, longest: float = 1.0) -> None:
+        """What a tty buffered before this link opened it is a torn, stale backlog (pyserial
+        flushes part of it at open): drop it. The shoe resends everything unacknowledged after
+        the hello, oldest first, so a fresh validator anchors on the shoe's own sequence, not on
+        whatever frame of the backlog came first."""
+        end = time.monotonic() + longest
+        while time.monotonic() < end and self.port.read_chunks(TIMEOUT):
+            pass
 
     def _forget_hellos(self) -> None:
         self.statuses_before = self.validator.statuses - self.hellos

@@ -72,7 +72,7 @@ class Operation:
     """A validator session on a shoe's port for one operator command."""
 
     def __init__(self, url: str, key: ShoeKey, db: str, config: ShoeEntry,
-                 baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
+                 baud: int = DEFAULT_BAUD, open_timeout: float = 5.0,
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.url = url

@@ -60,7 +60,7 @@ class ShoePort:
                                                  exclusive=True)
                 break
             except (serial.SerialException, OSError, ValueError) as e:
-                if isinstance(e, ValueError) or "expected a string in the form" in str(e):
+                if isinstance(e, ValueError) or _bad_socket_url(self.url):
                     # a URL no retry can mend: socket://HOST without a port, bogus://x
                     raise SabotError(f"{self.url} is not a port pyserial can open: "
                                      f"{_url_problem(self.url, e)}") from None
@@ -133,6 +133,15 @@ class ShoePort:
             except Exception:
                 pass
             self.ser = None
+
+
+def _bad_socket_url(url: str) -> bool:
+    """socket://HOST:PORT with the port missing or not a number (pyserial's own message for it
+    is a TypeError's)."""
+    if not url.startswith("socket://"):
+        return False
+    _, _, port = url[len("socket://"):].split("?")[0].rpartition(":")
+    return not (port.isdigit() and 0 < int(port) < 65536)
 
 
 def _url_problem(url: str, e: Exception) -> str:
