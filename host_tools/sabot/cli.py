@@ -927,9 +927,10 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--key", required=True,
                     help="the shoe's key file (created mode 0600 if missing)")
     add_baud(dp)
-    dp.add_argument("--rekey", action="store_true",
-                    help="replace a key the shoe already holds with --key's (a new identity: "
-                    "its audit chain starts again)")
+    dp.add_argument("--rekey", metavar="FILE",
+                    help="replace the key the shoe holds with this key file (created mode 0600 "
+                    "if missing); without it a shoe's key is kept. A new identity: its audit "
+                    "chain starts again")
     dp.set_defaults(func=cmd_deploy)
 
     vf = sub.add_parser("verify-firmware",

@@ -122,7 +122,9 @@ def to_remove(files: list[str], dirs: list[str], owned: set[str]) -> tuple[list[
 
 
 def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = print,
-           baud: int = DEFAULT_BAUD, rekey: bool = False) -> dict[str, Any]:
+           baud: int = DEFAULT_BAUD, rekey: str | None = None) -> dict[str, Any]:
+    """`key_file` is the key the shoe has (it signs the maintenance command to a dealing shoe;
+    an empty board is provisioned with it); `rekey`, a key file that replaces the shoe's key."""
     info = build(board)
     key = keyfiles.load_or_create(key_file)
     try:
@@ -150,13 +152,16 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
     cmds += [["fs", "cp", str(Path(info["dir"]) / f), f":{f}"] for f in copy]
     has_key = data is not None and "key" in data
     if not has_key or rekey:
+        new_file = rekey or key_file
+        new = keyfiles.load_or_create(new_file)
         if data is None:
             cmds.append(["fs", "mkdir", f":{DATA}"])
-        cmds.append(["fs", "cp", str(key_file), f":{DATA}/key"])
+        cmds.append(["fs", "cp", str(new_file), f":{DATA}/key"])
         verb = "re-keying" if has_key else "provisioning"
-        log(f"{verb} shoe {key.shoe_id:#010x} with key {key.key_id} from {key_file}")
+        log(f"{verb} shoe {new.shoe_id:#010x} with key {new.key_id} from {new_file}"
+            + (" (a new identity: its audit chain starts again)" if has_key else ""))
     else:
-        log(f"the shoe already has a key: kept (--rekey replaces it with {key_file}'s)")
+        log("the shoe already has a key: kept (--rekey FILE replaces it)")
     log(f"copying {len(copy)} files to {url}")
     sizes = info["files"]
 

@@ -38,8 +38,17 @@ def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
     speaks that does not answer to this key."""
     start = time.monotonic()
     end = start + wait
+    reconnected = False
     while True:
-        status = link.ask(min(1.0, max(end - time.monotonic(), 0.05)))
+        try:
+            status = link.ask(min(1.0, max(end - time.monotonic(), 0.05)))
+        except ConnectionError:
+            if reconnected:
+                raise
+            # a tty that vanished as it was opened: a board rebooting re-enumerates its USB port
+            reconnected = True
+            link.reconnect(timeout=max(end - time.monotonic(), 1.0))
+            continue
         if status is not None:
             return status
         if any_frame and link.validator.counts["verified"]:
