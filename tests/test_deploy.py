@@ -45,6 +45,7 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
         assert r.returncode == 0, r.stderr
         assert not (root / "shoe" / "stale.mpy").exists()
         assert "sent it to maintenance" in r.stderr and "provisioning" not in r.stderr
+        assert "already has a key: kept" in r.stderr and "removing shoe/stale.mpy" in r.stderr
         board.wait_line("firmware running")
         v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--key", key)
         assert v.returncode == 0, v.stdout + v.stderr
@@ -108,16 +109,12 @@ def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tm
         assert st.returncode == 0, st.stderr
         assert json.loads(st.stdout)["integrity"] == "ok"
 
-        # the dealing shoe again: its key is kept unless --rekey names a new one
-        r = run("deploy", "--port", bridge.path, "--board", "virtual", "--key", key)
-        assert r.returncode == 0, r.stderr
-        assert "sent it to maintenance" in r.stderr and "already has a key: kept" in r.stderr
-        board.wait_line("firmware running")
+        # the dealing shoe again, re-keyed on request (kept otherwise: the test above)
         other = tmp_path / "other.key"
         r = run("deploy", "--port", bridge.path, "--board", "virtual", "--key", key,
                 "--rekey", other)
         assert r.returncode == 0, r.stderr
-        assert "re-keying" in r.stderr
+        assert "sent it to maintenance" in r.stderr and "re-keying" in r.stderr
         assert (root / "data" / "key").read_bytes() == other.read_bytes()
         board.wait_line("firmware running")
         st = run("status", "--port", bridge.path, "--key", other, "--db", tmp_path / "b.db")

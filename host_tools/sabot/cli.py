@@ -697,6 +697,13 @@ def add_operation_args(parser: argparse.ArgumentParser) -> None:
     add_baud(parser)
 
 
+class Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other error (the usage is one --help away)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Every option's default in its help, unless the help already says it."""
 
@@ -764,13 +771,14 @@ class VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="sabot", formatter_class=HelpFormatter,
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
         epilog="example: sabot demo    (sabot COMMAND --help for each command)",
     )
     p.add_argument("--version", action=VersionAction)
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=Parser)
 
     t = sub.add_parser("table", help="generate or check the shoe's decision table")
     t.add_argument("action", choices=["generate", "check"],
@@ -795,7 +803,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "the validator).")
     d.add_argument("shoefile",
                    help="shoe file: cards in dealing order, CUT for the cut card, # comments")
-    d.add_argument("--json", action="store_true", help="one JSON round record per line")
+    d.add_argument("--json", action="store_true",
+                   help="one JSON round record per line, as CONTRACTS.md describes")
     d.add_argument("--events", action="store_true",
                    help="also print shoe events (burn, initial cards, end)")
     d.set_defaults(func=cmd_deal)
@@ -812,7 +821,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--capture", metavar="FILE", help="keep the raw bytes received from the shoe")
     m.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the demo shoe is "
                    "registered there if it is not yet")
-    m.add_argument("--json", action="store_true", help="print a JSON summary instead of progress")
+    m.add_argument("--json", action="store_true",
+                   help="print one JSON summary object (rounds, verified, rejected, "
+                   "irregularities, lost, alarms, ...) instead of progress")
     m.set_defaults(func=cmd_demo)
 
     b = sub.add_parser("board",
@@ -865,7 +876,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--key", required=True, help="the shoe's key file")
     r.add_argument("--registry", default=None, help=REGISTRY_HELP + "; a shoe not in it is held "
                    "to the contract's defaults (8-deck Baccarat)")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true",
+                   help="one JSON object: frames, verified, rejected, rounds, rejections (each "
+                   "with its reason), alarms")
     r.set_defaults(func=cmd_replay)
 
     au = sub.add_parser("audit", help="check an audit store: sabot audit verify",
@@ -879,7 +892,8 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
     au.add_argument("--key", action="append", metavar="FILE",
                     help="a shoe's key file, once per shoe in the store")
-    au.add_argument("--json", action="store_true")
+    au.add_argument("--json", action="store_true",
+                    help="one JSON object: ok, frames, rounds, rows and the problem found, if any")
     au.set_defaults(func=cmd_audit)
 
     st = sub.add_parser("settle", help="settle a round's wagers (JSON in, JSON out)",
@@ -895,7 +909,9 @@ def build_parser() -> argparse.ArgumentParser:
     fw.add_argument("--board", default="virtual",
                     help="rpi_pico, esp32 or virtual (default virtual)")
     fw.add_argument("--out", help="output directory (default build/BOARD)")
-    fw.add_argument("--json", action="store_true")
+    fw.add_argument("--json", action="store_true",
+                    help="one JSON object: board, arch, files and sizes, flash and RAM budgets, "
+                    "manifest")
     fw.set_defaults(func=cmd_firmware)
 
     bn = sub.add_parser("bench", help="push a scripted shoe through a shoe; per-round pass/fail",
@@ -985,7 +1001,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chance of a dealer or supervisor mistake before each card: unreadable "
                    "cards, cards not due, missing confirms, extra cut cards, shoe-empty anywhere "
                    "including the burn, every resolution (default 0)")
-    k.add_argument("--json", action="store_true")
+    k.add_argument("--json", action="store_true",
+                   help="one JSON summary: rounds, stored, lost, duplicated, faults (counts by "
+                   "kind), rejected (counts by reason)")
     k.set_defaults(func=cmd_soak)
 
     h = sub.add_parser("history", help="reconstruct hands from the audit store")

@@ -75,6 +75,7 @@ def mpremote(url: str, *commands: list[str], timeout: float = 120,
     return "".join(out)
 
 
+PROBE_WAIT = 6.0  # seconds for a board's REPL to list its files
 DATA = "data"  # the shoe's data directory: key, log, boot counter; never touched by a deploy
 # Every file and directory on the board, the data directory's contents aside, one a line.
 LISTING = ("import os\n"
@@ -128,7 +129,8 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
     info = build(board)
     key = keyfiles.load_or_create(key_file)
     try:
-        listing = mpremote(url, ["exec", LISTING], timeout=30)
+        # a board at its REPL answers at once; a dealing shoe never does (mpremote would wait 10 s)
+        listing = mpremote(url, ["exec", LISTING], timeout=PROBE_WAIT)
     except SabotError:
         # Not at the REPL: the shoe is dealing. An authenticated command hands its port over.
         if not _ask_for_maintenance(url, key, baud=baud):
