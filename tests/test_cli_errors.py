@@ -71,8 +71,10 @@ def test_provision_refuses_bad_ids_and_paths(tmp_path):
 def test_other_bad_arguments_fail_in_one_line(tmp_path):
     key = tmp_path / "k"
     keys.create(str(key))
-    one_line_failure(run("demo", "--capture", tmp_path / "no" / "cap.bin", "--db",
-                         tmp_path / "a.db", "--key", key))
+    r = run("demo", "--capture", tmp_path / "no" / "cap.bin", "--db", tmp_path / "a.db", "--key",
+            key)
+    one_line_failure(r)
+    assert "cannot write capture" in r.stderr and not (tmp_path / "a.db").exists()
     one_line_failure(run("board", "--listen", "127.0.0.1:99999", "--flash", tmp_path / "f",
                          "--key", key))
     one_line_failure(run("board", "--maintenance", "--flash", tmp_path / "f", "--key", key))

@@ -578,7 +578,14 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     build_dir = args.build or str(BUILD / args.board)
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
-    r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir, baud=args.baud)
+    try:
+        r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir,
+                            baud=args.baud)
+    except SabotError as e:
+        if "no integrity answer" in str(e):  # a shoe ignores a challenge under another key
+            raise SabotError(f"{e} (a shoe does not answer a wrong key: is {args.key} its key "
+                             "file? sabot status tells)") from None
+        raise
     if args.db:
         from .audit import AuditStore
 

@@ -38,9 +38,12 @@ class Session:
         self.flash_dir = flash_dir
         self.config = config or ShoeEntry(key.shoe_id)
         self.records: list[tuple[str, dict[str, Any]]] = []
+        try:  # before the database: a capture that cannot be written leaves none behind
+            self.capture = open(capture, "ab") if capture else None
+        except OSError as e:
+            raise SabotError(f"cannot write capture {capture}: {e.strerror}") from None
         self.validator = Validator(key, db, self.config, on_record=self._record,
                                    on_alarm=on_alarm)
-        self.capture = open(capture, "ab") if capture else None
         self.progress = progress
         self.baud = baud
         self.board: VirtualBoard | None = None
