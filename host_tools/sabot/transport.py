@@ -62,7 +62,7 @@ class ShoePort:
             except (serial.SerialException, OSError, ValueError) as e:
                 if isinstance(e, ValueError) or _bad_socket_url(self.url):
                     # a URL no retry can mend: socket://HOST without a port, bogus://x
-                    raise SabotError(f"{self.url} is not a port pyserial can open: "
+                    raise SabotError(f"cannot open {self.url}: "
                                      f"{_url_problem(self.url, e)}") from None
                 if time.monotonic() >= end:
                     if "exclusively lock" in str(e):
