@@ -1,4 +1,4 @@
-# sabot — `make demo` runs the main job, `make test` runs every test. Both set up .venv on first use.
+# sabot — `make demo` runs the main job, `make test` runs every test, `make bench` measures. All set up .venv on first use.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,7 +7,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test lint bench firmware deploy table clean venv
+.PHONY: all demo test lint bench figures firmware deploy table clean venv socat
 
 all: test
 
@@ -29,6 +29,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 /usr/bin/chromedriver:
 	$(SUDO) apt-get install -y chromium chromium-driver || { $(SUDO) apt-get update && \
 		$(SUDO) apt-get install -y chromium chromium-driver; }
+# socat bridges a pseudo-terminal to the virtual board in the tests (a shoe as a real tty).
+socat:
+	@command -v socat >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get install -y -q socat >/dev/null 2>&1 || \
+		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q socat >/dev/null; }; }
+	@command -v socat >/dev/null 2>&1 || { echo "socat is missing and could not be installed"; exit 2; }
 
 demo: $(STAMP)
 	$(BIN)/sabot demo
@@ -38,11 +45,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests firmware boards
 	$(BIN)/mypy --config-file host_tools/pyproject.toml host_tools/sabot
 
-test: $(STAMP) /usr/bin/chromedriver lint
+test: $(STAMP) socat /usr/bin/chromedriver lint
 	$(BIN)/sabot table check
 	$(BIN)/python -m pytest -q tests
 
-bench: $(STAMP)
+# speed and memory figures of the tools and firmware (`make figures` is the same; `sabot bench`
+# is something else: a scripted shoe through a shoe, round by round)
+bench figures: $(STAMP)
 	$(BIN)/python tests/bench.py
 
 table: $(STAMP)

@@ -218,3 +218,38 @@ def _work_in_a_scratch_directory(tmp_path_factory):
     os.chdir(tmp_path_factory.mktemp("cwd"))
     yield
     os.chdir(here)
+
+
+class PtyBridge:
+    """A real pseudo-terminal in front of a board's TCP host link, as a USB CDC shoe appears
+    (socat; `make test` installs it). Like a USB device that re-enumerates when its board
+    reboots, the bridge comes back whenever the board's side drops: the tty path stays."""
+
+    def __init__(self, tmp, port):
+        if not shutil.which("socat"):
+            pytest.fail("socat is missing: run `make test` (it installs it)")
+        self.path = str(tmp / f"ttyshoe{port}")
+        self.port = port
+        self.proc = None
+        self.stopped = threading.Event()
+        self.up = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+        assert self.up.wait(30), "socat did not bring up the pseudo-terminal"
+
+    def _run(self):
+        while not self.stopped.is_set():
+            if not port_accepts(self.port):
+                time.sleep(0.05)
+                continue
+            self.proc = subprocess.Popen(
+                ["socat", f"PTY,link={self.path},raw,echo=0", f"TCP:127.0.0.1:{self.port}"],
+                stderr=subprocess.DEVNULL)
+            if wait_for(lambda: os.path.exists(self.path) or self.proc.poll() is not None, 5):
+                self.up.set()
+            self.proc.wait()
+
+    def stop(self):
+        self.stopped.set()
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait()

@@ -67,3 +67,29 @@ def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
         board.stop()
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"] == "PASS"
+
+
+def test_bench_on_a_shoe_that_has_ended_says_to_start_the_next(tmp_path):
+    """The trial: a shoe verified to its end, then benched: not every round MISSING blaming the
+    rules, but one line saying what to do."""
+    from sabot.registry import Registry, ShoeEntry
+
+    key = keys.create(str(tmp_path / "shoe.key"))
+    provision_flash(str(tmp_path / "flash"), key)
+    Registry.load(str(tmp_path / "shoes.json")).put(ShoeEntry(key.shoe_id))
+    shoe = tmp_path / "shoe.txt"
+    shoe.write_text(cards.format_shoe(cards.shuffled_shoe(1, seed=12)))
+    port = free_port()
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "flash",
+                         "--shoe", shoe)
+    try:
+        board.wait_line("listening on")
+        url = f"socket://127.0.0.1:{port}"
+        v = subprocess.run([*SABOT, "validate", "--port", url, "--key", tmp_path / "shoe.key",
+                            "--db", tmp_path / "a.db", "--until", "shoe-end", "--registry",
+                            tmp_path / "shoes.json"], capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0, v.stderr
+        r = bench(shoe, "--port", url, "--key", tmp_path / "shoe.key", "--db", tmp_path / "b.db")
+    finally:
+        board.stop()
+    assert r.returncode != 0 and "sabot new-shoe" in r.stderr, (v.stderr, r.stderr)

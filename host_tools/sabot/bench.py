@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import keys, rules
-from .cards import CUT, read_shoe_file
+from .cards import CUT
 from .demo import Session
 from .errors import SabotError
 from .keys import ShoeKey
@@ -99,14 +99,24 @@ def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
                baud: int = DEFAULT_BAUD
                ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     """A shoe on a port; the technician draws each card when prompted."""
-    v = Validator(key, db)
-    link = HostLink(url, v, hello_every=0.3, baud=baud)
+    from .ops import first_status, open_port
+
+    port = open_port(url, baud)  # before the database: a port that fails leaves none behind
+    try:
+        v = Validator(key, db)
+    except BaseException:
+        port.close()
+        raise
+    link = HostLink(port, v, hello_every=0.3)
     records: list[tuple[str, dict[str, Any]]] = []
     v.on_record = lambda k, r: records.append((k, r))
     try:
-        status = link.ask(ANSWER_WAIT)
-        if status is None:
-            raise SabotError(f"no shoe answered on {url} with this key")
+        status = first_status(link, url, ANSWER_WAIT)
+        assert status is not None
+        if status["phase"] == "ended" and not status["unacked_to"]:
+            # ended and all of it delivered elsewhere: nothing of it can be benched here
+            raise SabotError(f"shoe {status['shoe']} on {url} has ended: start the next one "
+                             "with sabot new-shoe, then bench it")
         for i, token in enumerate(tokens):
             if status["phase"] == "ended":
                 break
@@ -115,7 +125,11 @@ def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
             name = "the cut card" if token == CUT else token
             if progress:
                 progress_bar(i, len(tokens), f"cards: draw {name}")
-            ask(f"\ndraw card {i + 1}: {name} — press Enter when it is out ")
+            try:
+                ask(f"\ndraw card {i + 1}: {name} — press Enter when it is out ")
+            except EOFError:
+                raise SabotError("stdin is closed: sabot bench --port waits for Enter after each "
+                                 "card, so it needs a technician at the terminal") from None
             taken = link.ask_until(lambda st: st["position"] > i or st["phase"] == "ended",
                                    card_timeout or 1e9)
             if taken is None:
@@ -124,14 +138,16 @@ def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
         link.drain(DRAIN_WAIT)
     finally:
         link.close()
-    v.store.close()
+        v.store.close()
     return records, v.rejections + v.alarms
 
 
 def run_bench(shoe_file: str, port: str | None = None, key_file: str | None = None,
               db: str | None = None, as_json: bool = False, ask: Callable[[str], Any] = input,
               baud: int = DEFAULT_BAUD) -> tuple[bool, list[tuple[int | None, str, str]]]:
-    tokens = read_shoe_file(shoe_file)
+    from .demo import load_shoe
+
+    tokens = load_shoe(shoe_file)  # an impossible, empty or too short shoe: refused before a run
     expected = rules.deal_shoe(tokens)
     if port:
         if not key_file:

@@ -159,7 +159,14 @@ def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],
 
 
 def cmd_board(args: argparse.Namespace) -> int:
+    import signal
+
     from .demo import run_board
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # stopped like Ctrl-C: the board process goes with it
 
     run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance)
     return 0
@@ -180,17 +187,28 @@ def registry_entry(path: str | None, shoe_id: int, must: bool = True) -> Any:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    import signal
     import time
 
     from . import keys
     from .link import HostLink
+    from .ops import first_status, open_port
+    from .protocol import HOLDS
     from .validator import Validator
 
     key = keys.load(args.key)
     config = registry_entry(args.registry, key.shoe_id)
     capture = _open_capture(args.capture)
+    ended: list[int] = []
+    held: list[dict[str, Any]] = []
 
     def show(kind: str, rec: dict[str, Any]) -> None:
+        if kind == "shoe_end":
+            ended.append(rec["shoe"])
+        elif kind == "irregularity" and rec["kind"] in HOLDS:
+            held.append(rec)
+        elif kind == "resolution":
+            held.clear()
         if args.json:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
@@ -198,16 +216,38 @@ def cmd_validate(args: argparse.Namespace) -> int:
         elif kind != "initial_cards":
             print(format_event(rec), flush=True)
 
-    validator = Validator(key, args.db, config, on_record=show, on_alarm=print_alarm)
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # a service manager's stop prints the summary too
     try:
-        link = HostLink(args.port, validator, capture)
+        port = open_port(args.port, args.baud, capture=capture)  # before any database is made
     except BaseException:
-        validator.store.close()
+        if capture:
+            capture.close()
+        raise
+    try:
+        validator = Validator(key, args.db, config, on_record=show, on_alarm=print_alarm)
+    except BaseException:
+        port.close()
         raise
     end = time.monotonic() + args.seconds if args.seconds else None
     refused: list[dict[str, Any]] = []
     try:
+        link = HostLink(port, validator, capture)
+        first_status(link, args.port, args.wait, any_frame=True)
         while end is None or time.monotonic() < end:
+            # the shoe's own word counts too: what happened before this validator came is stored
+            st = validator.status or {}
+            if args.until and st.get("phase") == "ended" and not st.get("unacked_to"):
+                ended.append(st["shoe"])
+            if args.until and ended:
+                break
+            if args.until == "irregularity" and (held or st.get("phase") == "held"):
+                what = f"{held[-1]['kind']} holds" if held else "an irregularity holds"
+                print(f"{what} shoe {st.get('shoe', held[-1]['shoe'] if held else '?')}: "
+                      "resolve it with sabot resolve, then validate again", file=sys.stderr)
+                break
             burst = 0
             try:
                 for _, verdict, reason in link.pump():
@@ -223,13 +263,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        link.close()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        port.close()
         validator.store.close()
         if capture:
             capture.close()
     s = validator.summary()
     print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
-          f"{s['rejected']} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
+          f"{s['rejected']} rejected, {len(s['alarms'])} alarms"
+          + (f"; shoe {ended[0]} ended" if ended else ""), file=sys.stderr)
     fail_on(s["rejections"], s["alarms"])
     return 0
 
@@ -270,6 +312,76 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _operation(args: argparse.Namespace) -> Any:
+    from . import keys
+    from .ops import Operation
+
+    key = keys.load(args.key)
+    config = registry_entry(args.registry, key.shoe_id, must=False)
+    return Operation(args.port, key, args.db, config, args.baud, on_alarm=print_alarm)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import json
+
+    from .ops import format_status
+
+    op = _operation(args)
+    try:
+        st = op.status(args.wait)
+    finally:
+        op.close()
+    print(json.dumps(st) if args.json else format_status(st))
+    return 0
+
+
+def cmd_new_shoe(args: argparse.Namespace) -> int:
+    import json
+
+    from .ops import format_status
+
+    op = _operation(args)
+    try:
+        st = op.new_shoe(args.by or _whoami())
+    finally:
+        op.close()
+    if args.json:
+        print(json.dumps(st))
+    elif st["started"]:
+        print(f"shoe {st['shoe']} started: {format_status(st)}")
+        print("deal the new shoe's first card (it is exposed and burned)")
+    else:
+        print(f"shoe {st['shoe']} is fresh and waits for its first card: nothing to do")
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    import json
+
+    from .ops import format_status
+
+    op = _operation(args)
+    try:
+        st = op.resolve(args.resolution, args.by)
+    finally:
+        op.close()
+    rec = st["resolution"]
+    if args.json:
+        print(json.dumps(st))
+    else:
+        voided = f", voided {' '.join(rec['voided_cards'])}" if rec["voided_cards"] else ""
+        print(f"resolved {rec['kind']} ({rec['card']}) in shoe {rec['shoe']}: "
+              f"{rec['resolution']}{voided}; logged as given by {args.by}")
+        print(format_status(st))
+    return 0
+
+
+def _whoami() -> str:
+    from .ops import _user
+
+    return _user()
+
+
 def _open_capture(path: str | None) -> Any:
     if not path:
         return None
@@ -277,6 +389,32 @@ def _open_capture(path: str | None) -> Any:
         return open(path, "ab")
     except OSError as e:
         raise SabotError(f"cannot write capture {path}: {e.strerror}") from None
+
+
+def cmd_shuffle(args: argparse.Namespace) -> int:
+    from .cards import format_shoe, shuffled_shoe
+
+    n = args.decks * 52
+    if not 1 <= args.decks <= 8:
+        raise SabotError(f"--decks must be a whole number from 1 to 8 (got {args.decks})")
+    if args.cut is not None and not 0 <= args.cut < n:
+        raise SabotError(f"--cut must be between 0 and {n - 1} cards from the end")
+    tokens = shuffled_shoe(args.decks, args.seed, args.cut or None)
+    if args.cut == 0:
+        tokens.remove("CUT")
+    text = format_shoe(tokens)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise SabotError(f"{args.output} exists: a shoe file is never overwritten") from None
+    except OSError as e:
+        raise SabotError(f"cannot write {args.output}: {e.strerror}") from None
+    print(f"wrote a shuffled {args.decks}-deck shoe to {args.output}", file=sys.stderr)
+    return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -320,6 +458,17 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     from .audit import AuditStore
 
+    if args.operations:
+        import os
+
+        from .ops import read_operations
+
+        if not os.path.exists(args.db):
+            raise SabotError(f"no audit database at {args.db}")
+        for op in read_operations(args.db):
+            if args.shoe_id is None or op.get("shoe_id") == args.shoe_id:
+                print(json.dumps(op))
+        return 0
     store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
     try:
         if args.alarms:
@@ -392,6 +541,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
     from .virtual import provision_flash, set_variant
 
     variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
+    if os.path.exists(args.flash) and not os.path.isdir(args.flash):
+        raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
+                         "flash directory")
     if os.path.exists(args.key):
         key = keys.load(args.key)
     else:
@@ -420,17 +572,28 @@ def cmd_settle(args: argparse.Namespace) -> int:
 
     try:
         if args.file and args.file != "-":
-            text = open(args.file, encoding="utf-8").read()
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
         else:
             text = sys.stdin.read()
     except OSError as e:
-        raise SabotError(f"cannot read {args.file}: {e.strerror}") from None
+        raise SabotError(f"cannot read {args.file or 'stdin'}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SabotError(f"{args.file or 'stdin'} is not UTF-8 text (a binary file?)") from None
     try:
         request = json.loads(text)
     except json.JSONDecodeError as e:
         raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
                          ) from None
-    print(json.dumps(settle(request)))
+    try:
+        out = settle(request)
+    except SabotError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        # a value of the wrong kind somewhere in the request: one line, never a traceback
+        raise SabotError(f"the request does not fit the settle format ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())}); see CONTRACTS.md") from None
+    print(json.dumps(out))
     return 0
 
 
@@ -464,10 +627,22 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     from .build import BUILD
     from .verify import verify_firmware
 
+    seed = args.seed.lower().removeprefix("0x")
+    if len(seed) < 32 or len(seed) > 128 or any(c not in "0123456789abcdef" for c in seed):
+        raise SabotError("--seed must be 16 to 64 random bytes in hex (32 to 128 hex digits), "
+                         "e.g. $(openssl rand -hex 16): a short seed makes recorded answers "
+                         "reusable")
     build_dir = args.build or str(BUILD / args.board)
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
-    r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir)
+    try:
+        r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir,
+                            baud=args.baud)
+    except SabotError as e:
+        if "no integrity answer" in str(e):  # a shoe ignores a challenge under another key
+            raise SabotError(f"{e} (a shoe does not answer a wrong key: is {args.key} its key "
+                             "file? sabot status tells)") from None
+        raise
     if args.db:
         from .audit import AuditStore
 
@@ -488,7 +663,8 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
 def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy import deploy
 
-    info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr))
+    info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr),
+                  baud=args.baud, rekey=args.rekey)
     print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
           f"MANIFEST {info['manifest']}) to {args.port}")
     return 0
@@ -499,7 +675,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from .bench import run_bench
 
-    passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json)
+    passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json,
+                                 baud=args.baud)
     if args.json:
         rounds = [{"round": r, "verdict": v, "detail": d} for r, v, d in verdicts]
         print(json.dumps({"verdict": "PASS" if passed else "FAIL", "rounds": rounds}))
@@ -521,12 +698,151 @@ def decks_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def ranged(low: int, high: int) -> Any:
+    """An argparse type: a whole number from low to high (decimal, or 0x hex)."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {n}")
+        return n
+
+    return parse
+
+
+def probability(text: str) -> float:
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(x) or not 0 <= x <= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability from 0 to 1, got {text!r}")
+    return x
+
+
+def seconds_arg(text: str) -> float:
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return x
+
+
+def baud_arg(text: str) -> int:
+    if not text.isdigit() or not 50 <= int(text) <= 4_000_000:
+        raise argparse.ArgumentTypeError(f"not a baud rate: {text!r} (e.g. 115200)")
+    return int(text)
+
+
+def add_baud(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baud", type=baud_arg, default=115200,
+                        help="the port's baud rate (default 115200; a Pico's USB CDC ignores it, "
+                        "an ESP32's USB-UART bridge needs it)")
+
+
+def add_operation_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", required=True,
+                        help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
+    parser.add_argument("--key", required=True, help="the shoe's key file (commands are signed "
+                        "with it)")
+    parser.add_argument("--db", default="sabot.db",
+                        help="audit database: frames arriving meanwhile are verified and stored "
+                        "there, the operation in its operator log (default ./sabot.db)")
+    parser.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    add_baud(parser)
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other error (the usage is one --help away)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help, unless the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" not in text and action.default not in (None, False, argparse.SUPPRESS)
+                and action.option_strings):
+            text += " (default: %(default)s)"
+        return text
+
+
+EXAMPLES = {
+    "table": "sabot table check",
+    "analyze": "sabot analyze --decks 8 --seen dealt.txt --json",
+    "deal": "sabot deal myshoe.txt --json",
+    "demo": "sabot demo --seed 7 --db audit.db --key shoe7.key",
+    "board": "sabot board --listen 127.0.0.1:7000 --flash shoe-flash --key shoe7.key "
+             "--shoe shoe1.txt --shoe shoe2.txt",
+    "validate": "sabot validate --port /dev/ttyACM0 --key shoe7.key --db audit.db "
+                "--until shoe-end",
+    "status": "sabot status --port /dev/ttyACM0 --key shoe7.key --db audit.db",
+    "new-shoe": "sabot new-shoe --port /dev/ttyACM0 --key shoe7.key --db audit.db --by alice",
+    "resolve": "sabot resolve --port /dev/ttyACM0 --key shoe7.key --db audit.db void-card "
+               "--by alice",
+    "shuffle": "sabot shuffle --decks 8 --seed 42 -o shoe2.txt",
+    "replay": "sabot replay cap.bin --key shoe7.key --json",
+    "audit": "sabot audit verify --db audit.db --key shoe7.key",
+    "settle": "sabot settle request.json",
+    "firmware": "sabot firmware --board rpi_pico",
+    "bench": "sabot bench myshoe.txt --port /dev/ttyACM0 --key shoe7.key",
+    "deploy": "sabot deploy --port /dev/ttyACM0 --board rpi_pico --key shoe7.key",
+    "verify-firmware": "sabot verify-firmware --port /dev/ttyACM0 --seed $(openssl rand -hex 16) "
+                       "--key shoe7.key --board rpi_pico",
+    "provision": "sabot provision --key shoe7.key --flash shoe-flash --table BAC-07",
+    "soak": "sabot soak --shoes 5 --seed 1 --json",
+    "history": "sabot history --db audit.db --shoe 1 --round 12",
+}
+
+
+def version_text() -> str:
+    """The package version and the firmware it carries: the SHA-256 of firmware/ (the code tree
+    `sabot firmware` builds from) and the frame protocol version."""
+    from . import __version__
+    from .build import code_digest
+    from .paths import FIRMWARE
+    from .protocol import VERSION
+
+    try:
+        fw = code_digest(FIRMWARE / "shoe")[:16]
+    except OSError:
+        fw = "missing"
+    return f"sabot {__version__} (firmware source sha256 {fw}..., frame protocol {VERSION})"
+
+
+class VersionAction(argparse.Action):
+    """--version, computed only when asked for (it hashes the firmware)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the package version and the firmware build it carries")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="sabot",
+    p = Parser(
+        prog="sabot", formatter_class=HelpFormatter,
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
+        epilog="example: sabot demo    (sabot COMMAND --help for each command)",
     )
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p.add_argument("--version", action=VersionAction)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=Parser)
 
     t = sub.add_parser("table", help="generate or check the shoe's decision table")
     t.add_argument("action", choices=["generate", "check"],
@@ -559,7 +875,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "the validator).")
     d.add_argument("shoefile",
                    help="shoe file: cards in dealing order, CUT for the cut card, # comments")
-    d.add_argument("--json", action="store_true", help="one JSON round record per line")
+    d.add_argument("--json", action="store_true",
+                   help="one JSON round record per line, as CONTRACTS.md describes")
     d.add_argument("--events", action="store_true",
                    help="also print shoe events (burn, initial cards, end)")
     d.set_defaults(func=cmd_deal)
@@ -576,15 +893,22 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--capture", metavar="FILE", help="keep the raw bytes received from the shoe")
     m.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the demo shoe is "
                    "registered there if it is not yet")
-    m.add_argument("--json", action="store_true", help="print a JSON summary instead of progress")
+    m.add_argument("--json", action="store_true",
+                   help="print one JSON summary object (rounds, verified, rejected, "
+                   "irregularities, lost, alarms, ...) instead of progress")
     m.set_defaults(func=cmd_demo)
 
     b = sub.add_parser("board",
-                       help="run the virtual board (firmware on MicroPython) until stopped")
+                       help="run the virtual board (firmware on MicroPython) until stopped",
+                       description="Runs the shoe firmware on the MicroPython unix port, its "
+                       "host link on socket://HOST:PORT, until Ctrl-C. Its lamps and display are "
+                       "printed on stdout, one line per change; what the board does, on stderr.")
     b.add_argument("--listen", default="127.0.0.1:7000",
                    help="HOST:PORT of its host link (socket://)")
     b.add_argument("--flash", default="sabot-flash", help="directory that is its persistent flash")
-    b.add_argument("--shoe", metavar="FILE", help="let a simulated dealer draw this shoe file")
+    b.add_argument("--shoe", metavar="FILE", action="append",
+                   help="let a simulated dealer draw this shoe file; repeat it for several "
+                   "shoes, each dealt after the host's new-shoe (sabot new-shoe)")
     b.add_argument("--key", metavar="FILE", help="provision the virtual shoe with this key file")
     b.add_argument("--code", metavar="DIR",
                    help="run this built code tree (sabot firmware --board virtual) "
@@ -604,10 +928,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--key", required=True, help="the shoe's key file")
     v.add_argument("--db", required=True, help="audit database (created if missing)")
     v.add_argument("--capture", metavar="FILE", help="keep the raw bytes received")
-    v.add_argument("--seconds", type=float,
-                   help="stop after this many seconds (default: until Ctrl-C)")
+    v.add_argument("--seconds", type=seconds_arg,
+                   help="stop after this many seconds (default: until Ctrl-C or SIGTERM)")
+    v.add_argument("--until", choices=["shoe-end", "irregularity"],
+                   help="shoe-end: exit once the current shoe's shoe_end is stored (at once if "
+                   "it has ended already); irregularity: also exit when an irregularity holds "
+                   "the shoe, so it can be resolved (sabot resolve)")
+    v.add_argument("--wait", type=seconds_arg, default=5.0,
+                   help="seconds for the shoe to answer at all before giving up (default 5)")
+    add_baud(v)
     v.add_argument("--registry", default=None, help=REGISTRY_HELP)
-    v.add_argument("--json", action="store_true", help="print records as JSON lines")
+    v.add_argument("--json", action="store_true",
+                   help="print each stored record as one JSON object a line (CONTRACTS round "
+                   "records and events) instead of text")
     v.set_defaults(func=cmd_validate)
 
     sv = sub.add_parser("serve", help="validate several shoes and serve the pit's live pages",
@@ -628,7 +961,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--key", required=True, help="the shoe's key file")
     r.add_argument("--registry", default=None, help=REGISTRY_HELP + "; a shoe not in it is held "
                    "to the contract's defaults (8-deck Baccarat)")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true",
+                   help="one JSON object: frames, verified, rejected, rounds, rejections (each "
+                   "with its reason), alarms")
     r.set_defaults(func=cmd_replay)
 
     au = sub.add_parser("audit", help="check an audit store: sabot audit verify",
@@ -644,7 +979,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a shoe's key file, once per shoe in the store")
     au.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the alarms are derived "
                     "again with each shoe's entry")
-    au.add_argument("--json", action="store_true")
+    au.add_argument("--json", action="store_true",
+                    help="one JSON object: ok, frames, rounds, rows and the problem found, if any")
     au.set_defaults(func=cmd_audit)
 
     st = sub.add_parser("settle", help="settle a round's wagers (JSON in, JSON out)",
@@ -660,7 +996,9 @@ def build_parser() -> argparse.ArgumentParser:
     fw.add_argument("--board", default="virtual",
                     help="rpi_pico, esp32 or virtual (default virtual)")
     fw.add_argument("--out", help="output directory (default build/BOARD)")
-    fw.add_argument("--json", action="store_true")
+    fw.add_argument("--json", action="store_true",
+                    help="one JSON object: board, arch, files and sizes, flash and RAM budgets, "
+                    "manifest")
     fw.set_defaults(func=cmd_firmware)
 
     bn = sub.add_parser("bench", help="push a scripted shoe through a shoe; per-round pass/fail",
@@ -674,7 +1012,10 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--key", help="the shoe's key file (needed with --port)")
     bn.add_argument("--db",
                     help="audit database for the bench run (default ./bench.db with --port)")
-    bn.add_argument("--json", action="store_true")
+    add_baud(bn)
+    bn.add_argument("--json", action="store_true",
+                    help="print {\"verdict\", \"rounds\": [{round, verdict, detail}]} instead "
+                    "of the report")
     bn.set_defaults(func=cmd_bench)
 
     dp = sub.add_parser("deploy",
@@ -688,6 +1029,11 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual")
     dp.add_argument("--key", required=True,
                     help="the shoe's key file (created mode 0600 if missing)")
+    add_baud(dp)
+    dp.add_argument("--rekey", metavar="FILE",
+                    help="replace the key the shoe holds with this key file (created mode 0600 "
+                    "if missing); without it a shoe's key is kept. A new identity: its audit "
+                    "chain starts again")
     dp.set_defaults(func=cmd_deploy)
 
     vf = sub.add_parser("verify-firmware",
@@ -699,7 +1045,10 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--board", default="virtual", help="board whose build/BOARD to compare with")
     vf.add_argument("--build", help="build directory to compare with (default build/BOARD)")
     vf.add_argument("--db", help="log the check in this audit database")
-    vf.add_argument("--json", action="store_true")
+    add_baud(vf)
+    vf.add_argument("--json", action="store_true",
+                    help="print the check as one JSON object (result, integrity, seed, expected, "
+                    "answer, shoe_id, boot)")
     vf.set_defaults(func=cmd_verify_firmware)
 
     pv = sub.add_parser("provision",
@@ -709,16 +1058,18 @@ def build_parser() -> argparse.ArgumentParser:
     pv.add_argument("--key", required=True,
                     help="the shoe's key file (created with mode 0600 if missing)")
     pv.add_argument("--flash", required=True, help="the virtual board's flash directory")
-    pv.add_argument("--key-id", type=int, default=1, help="key id for a new key (default 1)")
-    pv.add_argument("--shoe-id", type=lambda t: int(t, 0),
-                    help="shoe id for a new key (default random)")
+    pv.add_argument("--key-id", type=ranged(0, 0xFFFF), default=1,
+                    help="key id for a new key, 0-65535 (default 1)")
+    pv.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
+                    help="shoe id for a new key, 0-4294967295, decimal or 0x hex (default random)")
     pv.add_argument("--game", default="baccarat",
                     choices=["minibaccarat", "midibaccarat", "baccarat"])
     pv.add_argument("--ez", action="store_true", help="EZ Baccarat: announces Dragon 7 / Panda 8")
     pv.add_argument("--commission-free", action="store_true", help="631c.5: announces Lucky Six")
     pv.add_argument("--squeeze", action="store_true",
                     help="631a.9(d): card identities stay off the link until the dealer's reveal")
-    pv.add_argument("--decks", type=int, default=8, help="decks the shoe holds (default 8)")
+    pv.add_argument("--decks", type=ranged(1, 8), default=8,
+                    help="decks the shoe holds, 1-8 (default 8)")
     pv.add_argument("--table", default="", help="the table's name in the registry "
                     "(default shoe-<shoe id>)")
     pv.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
@@ -729,15 +1080,17 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Deals shuffled 8-deck shoes through the virtual board and the "
                        "validator while cutting power, restarting the validator, dropping the "
                        "link, adding line noise and fragmenting reads at random instants.")
-    k.add_argument("--shoes", type=int, default=1, help="shoes to deal (default 1)")
+    k.add_argument("--shoes", type=ranged(1, 10_000), default=1, help="shoes to deal (default 1)")
     k.add_argument("--seed", type=int, default=0, help="seed for shoes and faults (default 0)")
-    k.add_argument("--fault-rate", type=float, default=0.1,
+    k.add_argument("--fault-rate", type=probability, default=0.1,
                    help="chance of a fault before each card (0.1)")
-    k.add_argument("--mistake-rate", type=float, default=0.0,
+    k.add_argument("--mistake-rate", type=probability, default=0.0,
                    help="chance of a dealer or supervisor mistake before each card: unreadable "
                    "cards, cards not due, missing confirms, extra cut cards, shoe-empty anywhere "
                    "including the burn, every resolution (default 0)")
-    k.add_argument("--json", action="store_true")
+    k.add_argument("--json", action="store_true",
+                   help="one JSON summary: rounds, stored, lost, duplicated, faults (counts by "
+                   "kind), rejected (counts by reason)")
     k.set_defaults(func=cmd_soak)
 
     h = sub.add_parser("history", help="reconstruct hands from the audit store")
@@ -747,8 +1100,68 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--round", type=int, help="only this round")
     h.add_argument("--alarms", action="store_true",
                    help="list the stored alarms instead, one JSON object per line")
-    h.add_argument("--json", action="store_true")
+    h.add_argument("--operations", action="store_true",
+                   help="list the operator log instead (who started shoes and gave resolutions, "
+                   "from which host), one JSON object per line")
+    h.add_argument("--json", action="store_true",
+                   help="one JSON round record or event per line (CONTRACTS) instead of text")
     h.set_defaults(func=cmd_history)
+
+    so = sub.add_parser("status", help="the shoe's live state over its port",
+                        description="Asks the shoe where it stands (an authenticated hello) and "
+                        "prints its phase, shoe, round, card position, unacknowledged frames, "
+                        "integrity and boot counter.")
+    add_operation_args(so)
+    so.add_argument("--wait", type=seconds_arg, default=5.0,
+                    help="seconds to wait for the answer (default 5)")
+    so.add_argument("--json", action="store_true",
+                    help="one JSON object: phase, shoe, round, position, due, unacknowledged, "
+                    "integrity, boot, shoe_id, acked, host_counter, refused (and pending when "
+                    "an irregularity holds the shoe)")
+    so.set_defaults(func=cmd_status)
+
+    ns = sub.add_parser("new-shoe", help="start the next shoe after the current one ended",
+                        description="Sends the authenticated new-shoe command once the shoe "
+                        "reports its shoe ended (refused mid-shoe), waits until the shoe has "
+                        "started the next one and logs who did it in the operator log.")
+    add_operation_args(ns)
+    ns.add_argument("--by", help="who starts it, for the operator log (default: your login)")
+    ns.add_argument("--json", action="store_true",
+                    help="print the shoe's status afterwards as one JSON object")
+    ns.set_defaults(func=cmd_new_shoe)
+
+    rs = sub.add_parser("resolve", help="a supervisor's resolution of the pending irregularity",
+                        description="Resolves the irregularity holding the shoe: void-card "
+                        "(discard the offending card), keep-dummy (keep it as a no-bet dummy "
+                        "hand), void-round, or end-shoe (the shoe ends here and is reshuffled). "
+                        "The shoe signs the resolution (source host); who gave it, and from "
+                        "which host, goes to the operator log (sabot history --operations).")
+    rs.add_argument("resolution", choices=["void-card", "keep-dummy", "void-round", "end-shoe"])
+    add_operation_args(rs)
+    rs.add_argument("--by", required=True, help="the supervisor giving the resolution")
+    rs.add_argument("--json", action="store_true",
+                    help="print the shoe's status afterwards and the signed resolution record "
+                    "as one JSON object")
+    rs.set_defaults(func=cmd_resolve)
+
+    sh = sub.add_parser("shuffle", help="write a freshly shuffled shoe file",
+                        description="Shuffles N decks, places the cut card and writes the shoe "
+                        "file (cards in dealing order, CUT for the cut card).")
+    sh.add_argument("--decks", type=decks_arg, default=8, help="decks, 1-8 (default 8)")
+    sh.add_argument("--seed", type=int, help="seed for a repeatable shuffle (default: random)")
+    sh.add_argument("--cut", type=decks_arg, metavar="POS",
+                    help="the cut card's position, in cards from the end of the shoe (default: "
+                    "about a sixth of the cards); 0: no cut card, the shoe is dealt until it runs "
+                    "out and the supervisor ends it (sabot resolve end-shoe)")
+    sh.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    sh.set_defaults(func=cmd_shuffle)
+
+    for name, parser in sub.choices.items():
+        parser.formatter_class = HelpFormatter
+        parser.epilog = f"example: {EXAMPLES[name]}"
+        if parser.description is None:
+            helps = {a.dest: a.help for a in sub._choices_actions}
+            parser.description = (helps.get(name) or name)[0].upper() + (helps.get(name) or "")[1:]
     return p
 
 
@@ -765,6 +1178,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except ConnectionError as e:  # the shoe's port went away mid-conversation
         print(f"sabot {args.command}: link lost: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file or directory named on the command line that will not do
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"sabot {args.command}: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"sabot {args.command}: interrupted", file=sys.stderr)

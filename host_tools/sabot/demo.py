@@ -17,7 +17,7 @@ from .cards import read_shoe_file, shuffled_shoe
 from .errors import SabotError
 from .keys import ShoeKey
 from .link import HostLink
-from .protocol import PH_ENDED
+from .protocol import PH_ENDED, PH_HELD
 from .registry import Registry, ShoeEntry
 from .transport import DEFAULT_BAUD
 from .validator import Validator, contract_round
@@ -38,9 +38,12 @@ class Session:
         self.flash_dir = flash_dir
         self.config = config or ShoeEntry(key.shoe_id)
         self.records: list[tuple[str, dict[str, Any]]] = []
+        try:  # before the database: a capture that cannot be written leaves none behind
+            self.capture = open(capture, "ab") if capture else None
+        except OSError as e:
+            raise SabotError(f"cannot write capture {capture}: {e.strerror}") from None
         self.validator = Validator(key, db, self.config, on_record=self._record,
                                    on_alarm=on_alarm)
-        self.capture = open(capture, "ab") if capture else None
         self.progress = progress
         self.baud = baud
         self.board: VirtualBoard | None = None
@@ -124,8 +127,30 @@ class Session:
 
 def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
     if shoe:
-        return read_shoe_file(shoe)
+        return load_shoe(shoe)
     return shuffled_shoe(8, seed)
+
+
+def load_shoe(path: str, decks: int = 8) -> list[str]:
+    """A shoe file that can be dealt: no more copies of a card than `decks` decks hold, not empty,
+    and long enough for the burn and one round (the checks `analyze --seen` makes)."""
+    from .cards import BURN_VALUES, CUT, RANKS
+
+    tokens = read_shoe_file(path)
+    cards = [t for t in tokens if t != CUT]
+    if not cards:
+        raise SabotError(f"{path}: the shoe file holds no cards")
+    from collections import Counter
+
+    for card, n in sorted(Counter(cards).items()):
+        if n > decks:
+            raise SabotError(f"{path}: {n} copies of {card}, but {decks} decks hold only "
+                             f"{decks}: an impossible shoe")
+    burn = 1 + BURN_VALUES[cards[0][0]] if cards[0][0] in RANKS else 1
+    if len(cards) < burn + 4:
+        raise SabotError(f"{path}: {len(cards)} cards is too short a shoe: the burn takes "
+                         f"{burn} and a round at least 4 more")
+    return tokens
 
 
 def progress_line(session: Session, final: bool = False) -> None:
@@ -165,7 +190,7 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
 
 def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
     """Deal a shoe file through the firmware on the virtual board; the round records it made."""
-    tokens = read_shoe_file(shoe_file)
+    tokens = load_shoe(shoe_file)
     with tempfile.TemporaryDirectory(prefix="sabot-deal-") as tmp:
         key = keys.create(os.path.join(tmp, "key"))
         session = Session(tokens, key, os.path.join(tmp, "audit.db"), os.path.join(tmp, "flash"))
@@ -179,33 +204,82 @@ def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
         return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
-def run_board_root(host: str, port: int, root: str, shoe: str | None = None,
+def show_on_stdout(board: VirtualBoard) -> None:
+    """The board's lamps and display as lines on stdout, as a technician watching the shoe sees
+    them (the README's promise)."""
+    from .virtual import describe_show
+
+    def show(what: str, values: tuple[int, ...]) -> None:
+        try:
+            print(describe_show(what, values), flush=True)
+        except (BrokenPipeError, ValueError):
+            pass  # nobody reads the board's stdout any more
+
+    board.on_show = show
+
+
+def wait_for_resolution(board: VirtualBoard, state: tuple[int, ...]) -> None:
+    """An irregularity holds the shoe: the technician resolves it from the host (sabot resolve);
+    the simulated dealer waits, as a dealer waits for the supervisor."""
+    from .protocol import IRREGULARITIES
+
+    kind = IRREGULARITIES[state[5]] if state[5] < len(IRREGULARITIES) else state[5]
+    print(f"virtual board: {kind} holds the shoe; waiting for a resolution (sabot resolve)",
+          file=sys.stderr, flush=True)
+    while not board.wait(lambda s: s[0] != PH_HELD, 1.0):
+        if not board.alive():
+            return
+
+
+def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
+    """The simulated dealer draws each shoe in turn; between shoes it waits, as a dealer does, for
+    the host's new-shoe (the shoe leaves its ended phase). A board that restarts mid-shoe is
+    resumed at its own position."""
+    for i, tokens in enumerate(shoes):
+        board.wait(lambda s: True, 10)
+        if board.indicator and board.indicator[0] == PH_ENDED:
+            print("virtual board: the shoe has ended; waiting for the host's new-shoe "
+                  "(sabot new-shoe)", file=sys.stderr, flush=True)
+            while not board.wait(lambda s: s[0] != PH_ENDED, 1.0):
+                if not board.alive():
+                    return
+        print(f"virtual board: dealing shoe file {i + 1} of {len(shoes)}", file=sys.stderr,
+              flush=True)
+        Dealer(board, tokens, on_held=wait_for_resolution).deal()
+    print("virtual board: the last shoe file has ended; the board stays up until Ctrl-C",
+          file=sys.stderr, flush=True)
+
+
+def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | None = None,
                    maintenance: bool = False) -> None:
     """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's
     is: it runs root/main.py when there is one; when there is none, or after an authenticated
     maintenance command, its port serves the MicroPython REPL (mpremote deploys through it), and
-    when that session ends it boots again, running whatever was deployed."""
+    when that session ends (a hard reset) it boots again, running whatever was deployed."""
     from .virtual import MAINTENANCE_EXIT, serve_repl
 
     os.makedirs(os.path.join(root, "data"), exist_ok=True)
     while True:
         if maintenance or not os.path.exists(os.path.join(root, "main.py")):
-            print(f"virtual board: REPL on socket://{host}:{port} (maintenance)", file=sys.stderr)
+            print(f"virtual board: REPL on socket://{host}:{port} (maintenance)", file=sys.stderr,
+                  flush=True)
             serve_repl(host, port, root)
             maintenance = False
             continue
         board = VirtualBoard(os.path.join(root, "data"), host, port, code=root)
+        show_on_stdout(board)
         try:
             board.start()
         except SabotError as e:
             print(f"virtual board: {e}; REPL open for maintenance", file=sys.stderr)
             maintenance = True
             continue
-        print(f"virtual board: firmware running on socket://{host}:{port}", file=sys.stderr)
+        print(f"virtual board: firmware running on socket://{host}:{port}", file=sys.stderr,
+              flush=True)
         try:
-            if shoe:
-                Dealer(board, read_shoe_file(shoe)).deal()
-                shoe = None
+            if shoes:
+                deal_shoes(board, shoes)
+                shoes = None
             status = board.wait_off()
         finally:
             board.stop()
@@ -214,31 +288,53 @@ def run_board_root(host: str, port: int, root: str, shoe: str | None = None,
         maintenance = True
 
 
-def run_board(listen: str, flash_dir: str, shoe: str | None = None, key_file: str | None = None,
-              code: str | None = None, root: str | None = None,
+def run_board(listen: str, flash_dir: str, shoe: list[str] | None = None,
+              key_file: str | None = None, code: str | None = None, root: str | None = None,
               maintenance: bool = False) -> None:
-    """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws that
-    shoe."""
+    """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws those
+    shoes, one after another, each after the host's new-shoe."""
     host, _, port = listen.rpartition(":")
-    if not port.isdigit():
-        raise SabotError(f"--listen wants HOST:PORT, got {listen!r}")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise SabotError(f"--listen wants HOST:PORT with a port from 1 to 65535, got {listen!r}")
+    host = host or "127.0.0.1"
+    if maintenance and not root:
+        raise SabotError("--maintenance needs --root DIR: only a board with a filesystem has a "
+                         "REPL to stay in")
+    shoes = [load_shoe(f) for f in shoe or []]  # every file checked before the board starts
+    _check_listen(host, int(port))
     if root:
         if key_file:
             os.makedirs(os.path.join(root, "data"), exist_ok=True)
             provision_flash(os.path.join(root, "data"), keys.load(key_file))
-        return run_board_root(host or "127.0.0.1", int(port), root, shoe, maintenance)
+        return run_board_root(host, int(port), root, shoes, maintenance)
     if key_file:
         provision_flash(flash_dir, keys.load(key_file))
     elif not os.path.exists(os.path.join(flash_dir, "key")):
         raise SabotError(f"no key in {flash_dir}: pass --key FILE to provision the virtual shoe")
-    board = VirtualBoard(flash_dir, host or "127.0.0.1", int(port), code=code).start()
+    board = VirtualBoard(flash_dir, host, int(port), code=code)
+    show_on_stdout(board)
+    board.start()
     print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it",
-          file=sys.stderr)
+          file=sys.stderr, flush=True)
     try:
-        if shoe:
-            Dealer(board, read_shoe_file(shoe)).deal()
-            print("the shoe has ended; the board stays up until Ctrl-C", file=sys.stderr)
+        if shoes:
+            deal_shoes(board, shoes)
         while board.alive():
             time.sleep(0.2)
     finally:
         board.stop()
+
+
+def _check_listen(host: str, port: int) -> None:
+    """A port already in use, or a host that is not this machine's, in one line before any board
+    starts."""
+    import socket
+
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+    except OSError as e:
+        raise SabotError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    finally:
+        s.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,63 +45,159 @@ def _ask_for_maintenance(url: str, key: ShoeKey, timeout: float = 5.0,
         port.close()
 
 
-def mpremote(url: str, *commands: list[str], timeout: float = 120) -> str:
+def mpremote(url: str, *commands: list[str], timeout: float = 120,
+             on_line: Callable[[str], Any] | None = None) -> str:
+    """Run one mpremote session (`resume`: no soft reset on connecting); its output. With
+    `on_line`, each line mpremote prints is passed on as it comes (a line per file copied)."""
     exe = Path(sys.executable).with_name("mpremote")
     args = [str(exe), "connect", url, "resume"]
     for i, c in enumerate(commands):
         args += (["+"] if i else []) + list(c)
-    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    if r.returncode:
-        lines = (r.stderr or r.stdout).strip().splitlines()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    out: list[str] = []
+    try:
+        for line in proc.stdout or ():
+            out.append(line)
+            if on_line:
+                on_line(line.rstrip("\n"))
+        err = proc.stderr.read() if proc.stderr else ""
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        for s in (proc.stdout, proc.stderr):
+            if s:
+                s.close()
+    if code:
+        lines = (err or "".join(out)).strip().splitlines()
         raise SabotError(f"mpremote failed: {lines[-1] if lines else 'no output'}")
-    return r.stdout
+    return "".join(out)
 
 
-LISTING = ("import os\nprint('ROOT', os.listdir())\ntry:\n print('DATA', os.listdir('data'))\n"
-           "except OSError:\n print('DATA', None)")
+PROBE_WAIT = 6.0  # seconds for a board's REPL to list its files
+DATA = "data"  # the shoe's data directory: key, log, boot counter; never touched by a deploy
+# Every file and directory on the board, the data directory's contents aside, one a line.
+LISTING = ("import os\n"
+           "def walk(d):\n"
+           " for e in os.ilistdir(d or '.'):\n"
+           "  p = (d + '/' if d else '') + e[0]\n"
+           "  if p == 'data':\n"
+           "   print('DATA', [x[0] for x in os.ilistdir('data')])\n"
+           "  elif e[1] == 0x4000:\n"
+           "   print('D', p)\n"
+           "   walk(p)\n"
+           "  else:\n"
+           "   print('F', p)\n"
+           "walk('')\n"
+           "print('END')")
+HARD_RESET = "reset"  # mpremote's machine.reset(): boots main.py, on a Pico, an ESP32 and here
+
+
+def board_tree(listing: str) -> tuple[list[str], list[str], list[str] | None]:
+    """(files, directories, data directory entries or None) from LISTING's output."""
+    import ast
+
+    if "END" not in listing.split():
+        raise SabotError(f"could not list the board's files: {listing.strip()[-200:]}")
+    files, dirs, data = [], [], None
+    for line in listing.splitlines():
+        tag, _, rest = line.partition(" ")
+        if tag == "F":
+            files.append(rest)
+        elif tag == "D":
+            dirs.append(rest)
+        elif tag == "DATA":
+            data = ast.literal_eval(rest)
+    return files, dirs, data
+
+
+def to_remove(files: list[str], dirs: list[str], owned: set[str]) -> tuple[list[str], list[str]]:
+    """What the build does not own, the data directory aside: (files, directories deepest
+    first). Files the build owns are overwritten by the copy."""
+    owned_dirs = {str(Path(f).parent) for f in owned if "/" in f}
+    owned_dirs |= {str(p) for d in list(owned_dirs) for p in Path(d).parents if str(p) != "."}
+    gone_files = [f for f in files if f not in owned]
+    gone_dirs = sorted((d for d in dirs if d not in owned_dirs), key=lambda d: -d.count("/"))
+    return gone_files, gone_dirs
 
 
 def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = print,
-           baud: int = DEFAULT_BAUD) -> dict[str, Any]:
+           baud: int = DEFAULT_BAUD, rekey: str | None = None) -> dict[str, Any]:
+    """`key_file` is the key the shoe has (it signs the maintenance command to a dealing shoe;
+    an empty board is provisioned with it); `rekey`, a key file that replaces the shoe's key."""
     info = build(board)
     key = keyfiles.load_or_create(key_file)
     try:
-        listing = mpremote(url, ["exec", LISTING], timeout=30)
+        # a board at its REPL answers at once; a dealing shoe never does (mpremote would wait 10 s)
+        listing = mpremote(url, ["exec", LISTING], timeout=PROBE_WAIT)
     except SabotError:
         # Not at the REPL: the shoe is dealing. An authenticated command hands its port over.
         if not _ask_for_maintenance(url, key, baud=baud):
             raise SabotError(f"{url}: neither a REPL nor a shoe that answers with this key"
                              ) from None
         log("the shoe was dealing: sent it to maintenance")
-        time.sleep(1.0)
-        listing = mpremote(url, ["exec", LISTING], timeout=30)
-    root = next(ln for ln in listing.splitlines() if ln.startswith("ROOT"))
-    data = next(ln for ln in listing.splitlines() if ln.startswith("DATA"))
-    files = sorted(info["files"]) + ["MANIFEST"]
-    dirs = sorted({str(Path(f).parent) for f in files if "/" in f}, key=len)
+        listing = _listing_after_maintenance(url)
+    files, dirs, data = board_tree(listing)
+    owned = set(info["files"]) | {"MANIFEST"}
+    gone_files, gone_dirs = to_remove(files, dirs, owned)
+    copy = sorted(owned)
+    new_dirs = sorted({str(Path(f).parent) for f in copy if "/" in f} - set(dirs), key=len)
     cmds = []
-    if "'shoe'" in root:  # remove the old code first: no stale module may survive next to the new
-        cmds.append(["exec", "import os\ndef rm(d):\n for e in os.ilistdir(d):\n"
-                             "  p = d + '/' + e[0]\n"
-                             "  rm(p) if e[1] == 0x4000 else os.remove(p)\n"
-                             " os.rmdir(d)\nrm('shoe')"])
-    cmds += [["fs", "mkdir", f":{d}"] for d in dirs]
-    cmds += [["fs", "cp", str(Path(info["dir"]) / f), f":{f}"] for f in files]
-    if "'key'" not in data:
-        if "None" in data:
-            cmds.append(["fs", "mkdir", ":data"])
-        cmds.append(["fs", "cp", str(key_file), ":data/key"])
-        log(f"provisioning shoe {key.shoe_id:#010x} with key {key.key_id} from {key_file}")
-    log(f"copying {len(files)} files to {url}")
-    mpremote(url, *cmds)
+    for f in gone_files:
+        log(f"removing {f} (not part of the build)")
+        cmds.append(["fs", "rm", f":{f}"])
+    for d in gone_dirs:
+        log(f"removing directory {d}/ (not part of the build)")
+        cmds.append(["fs", "rmdir", f":{d}"])
+    cmds += [["fs", "mkdir", f":{d}"] for d in new_dirs]
+    cmds += [["fs", "cp", str(Path(info["dir"]) / f), f":{f}"] for f in copy]
+    has_key = data is not None and "key" in data
+    if not has_key or rekey:
+        new_file = rekey or key_file
+        new = keyfiles.load_or_create(new_file)
+        if data is None:
+            cmds.append(["fs", "mkdir", f":{DATA}"])
+        cmds.append(["fs", "cp", str(new_file), f":{DATA}/key"])
+        verb = "re-keying" if has_key else "provisioning"
+        log(f"{verb} shoe {new.shoe_id:#010x} with key {new.key_id} from {new_file}"
+            + (" (a new identity: its audit chain starts again)" if has_key else ""))
+    else:
+        log("the shoe already has a key: kept (--rekey FILE replaces it)")
+    log(f"copying {len(copy)} files to {url}")
+    sizes = info["files"]
+
+    def progress(line: str) -> None:
+        words = line.split()
+        if words[:1] == ["cp"] and len(words) >= 3:
+            name = words[-1].lstrip(":")
+            if name in sizes:
+                log(f"  copied {name} ({sizes[name]:,} B)")
+            elif name == "MANIFEST":
+                log("  copied MANIFEST")
+
+    mpremote(url, *cmds, on_line=progress)
     check = mpremote(url, ["exec", "import os\nfrom shoe import integrity\n"
                                    "print('INTEGRITY', integrity.check(os.getcwd(), ('data',)))"])
     if "INTEGRITY None" not in check:
         raise SabotError(f"what landed on the shoe is not the build: {check.strip()}")
     log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}...")
     try:
-        mpremote(url, ["soft-reset"])  # boot the new firmware
+        mpremote(url, [HARD_RESET], timeout=30)  # machine.reset(): the board boots main.py
     except SabotError as e:
-        if "disconnected" not in str(e):  # the unix port's soft reset ends the REPL: expected
-            raise
+        if "disconnected" not in str(e) and "failed to access" not in str(e):
+            raise  # a board that resets drops its port: expected
+    log("hard reset: the shoe boots the new firmware")
     return info
+
+
+def _listing_after_maintenance(url: str, timeout: float = 10.0) -> str:
+    """The REPL comes up once the shoe has left its firmware: retry until it answers."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            return mpremote(url, ["exec", LISTING], timeout=30)
+        except SabotError:
+            if time.monotonic() >= end:
+                raise
+            time.sleep(0.3)

@@ -35,13 +35,26 @@ class HostLink:
         self.last_rx = 0.0
         self.acked = 0
         self.hellos = 0
+        self.rx_bytes = 0  # everything read from the port, frames or not
+        self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
+        self._drop_backlog()
         self.hello()
 
     def reconnect(self, timeout: float = 10.0) -> None:
         self.port.reopen(timeout)
         self._forget_hellos()  # their answers went with the old connection
+        self._drop_backlog()
         self.hello()
+
+    def _drop_backlog(self, longest: float = 1.0) -> None:
+        """What a tty buffered before this link opened it is a torn, stale backlog (pyserial
+        flushes part of it at open): drop it. The shoe resends everything unacknowledged after
+        the hello, oldest first, so a fresh validator anchors on the shoe's own sequence, not on
+        whatever frame of the backlog came first."""
+        end = time.monotonic() + longest
+        while time.monotonic() < end and self.port.read_chunks(TIMEOUT):
+            pass
 
     def _forget_hellos(self) -> None:
         self.statuses_before = self.validator.statuses - self.hellos
@@ -84,8 +97,12 @@ class HostLink:
                 self.hello()
             return []
         self.last_rx = now
+        self.rx_bytes += sum(len(c) for c in chunks)
         # One receive per read: the validator commits each read's frames as one group.
         results = [v for chunk in chunks for v in self.validator.receive(chunk)]
+        for f, v, _ in results:
+            if v == "accepted" and f is not None and f.type == pr.T_STATUS:
+                self.status_boot = f.boot
         if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
             self.hello()  # something was lost on the line: the shoe resends the oldest unacked on
         last = self.validator.state["last_seq"]

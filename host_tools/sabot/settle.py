@@ -32,8 +32,8 @@ class Table:
         if self.game not in GAMES:
             raise SabotError(f"table.game must be one of {', '.join(GAMES)} (got {self.game!r})")
         self.seats = GAMES[self.game]
-        self.ez = bool(cfg.get("ez", False))
-        self.commission_free = bool(cfg.get("commission_free", False))
+        self.ez = _flag(cfg, "ez")
+        self.commission_free = _flag(cfg, "commission_free")
         if self.ez and self.commission_free:
             raise SabotError(
                 "table: EZ Baccarat and commission-free Baccarat are different games; pick one"
@@ -45,7 +45,11 @@ class Table:
             or self.tie_odds < 8
         ):
             raise SabotError("table.tie_odds must be a whole number of at least 8 (627a.12(b))")
-        self.side_wagers: list[str] = list(cfg.get("side_wagers", []))
+        side = cfg.get("side_wagers", [])
+        if not isinstance(side, list) or not all(isinstance(w, str) for w in side):
+            raise SabotError('table.side_wagers must be a list of wager names, e.g. '
+                             '["house_money"]')
+        self.side_wagers: list[str] = list(side)
         for w in self.side_wagers:
             if w not in SIDE_WAGERS:
                 raise SabotError(f"table.side_wagers: unknown wager {w!r}")
@@ -180,7 +184,12 @@ def settle(request: object) -> dict[str, Any]:
     summary, initial = _summary(request.get("round"))
     items = request.get("wagers", [])
     main_by_seat = _check_wagers(table, items, initial)
-    markers = {int(k): v for k, v in (request.get("markers") or {}).items()}
+    markers = _markers(request.get("markers"), table.seats)
+    collect_markers = request.get("collect_markers", [])
+    if collect_markers != "all" and not (
+            isinstance(collect_markers, list)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in collect_markers)):
+        raise SabotError('collect_markers must be "all" or a list of seat numbers')
 
     amounts = [w["amount_cents"] for w in items]
     # Every slot is filled below: `order` is a permutation of the indices.
@@ -218,7 +227,7 @@ def settle(request: object) -> dict[str, Any]:
         for e in results:
             if e["vigorish_cents"]:
                 markers[e["seat"]] = markers.get(e["seat"], 0) + e["vigorish_cents"]
-        collect = request.get("collect_markers", [])
+        collect = collect_markers
         if collect == "all":  # before a new shoe (627a.12(d)(2)(i))
             collect = list(markers)
         collected = {str(s): markers.pop(s) for s in list(collect) if s in markers}
@@ -226,4 +235,28 @@ def settle(request: object) -> dict[str, Any]:
         out["markers_total_cents"] = sum(markers.values())
         if collected:
             out["collected"] = collected
+    return out
+
+
+def _flag(cfg: dict[str, Any], name: str) -> bool:
+    value = cfg.get(name, False)
+    if not isinstance(value, bool):
+        raise SabotError(f"table.{name} must be true or false (got {value!r})")
+    return value
+
+
+def _markers(raw: object, seats: int) -> dict[int, int]:
+    """Deferred vigorish carried over: {"seat": cents owed}, seats as strings, cents whole and
+    not negative."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SabotError('markers must be an object of seat: cents owed, e.g. {"3": 25}')
+    out = {}
+    for k, v in raw.items():
+        if not (isinstance(k, str) and k.isdigit() and 1 <= int(k) <= seats):
+            raise SabotError(f"markers: {k!r} is not a seat of this game (1 to {seats})")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise SabotError(f"markers: seat {k} owes {v!r}: expected whole cents, not negative")
+        out[int(k)] = v
     return out

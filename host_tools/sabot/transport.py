@@ -60,6 +60,10 @@ class ShoePort:
                                                  exclusive=True)
                 break
             except (serial.SerialException, OSError, ValueError) as e:
+                if isinstance(e, ValueError) or _bad_socket_url(self.url):
+                    # a URL no retry can mend: socket://HOST without a port, bogus://x
+                    raise SabotError(f"cannot open {self.url}: "
+                                     f"{_url_problem(self.url, e)}") from None
                 if time.monotonic() >= end:
                     if "exclusively lock" in str(e):
                         raise SabotError(f"{self.url}: port busy (another program, perhaps "
@@ -129,3 +133,21 @@ class ShoePort:
             except Exception:
                 pass
             self.ser = None
+
+
+def _bad_socket_url(url: str) -> bool:
+    """socket://HOST:PORT with the port missing or not a number (pyserial's own message for it
+    is a TypeError's)."""
+    if not url.startswith("socket://"):
+        return False
+    _, _, port = url[len("socket://"):].split("?")[0].rpartition(":")
+    return not (port.isdigit() and 0 < int(port) < 65536)
+
+
+def _url_problem(url: str, e: Exception) -> str:
+    if url.startswith("socket://"):
+        return "socket:// wants HOST:PORT, e.g. socket://127.0.0.1:7000"
+    if "://" in url:
+        return (f"unknown scheme {url.split('://')[0]!r} (a device such as /dev/ttyACM0, or "
+                "socket://HOST:PORT, rfc2217://HOST:PORT, ...)")
+    return " ".join(str(e).split())

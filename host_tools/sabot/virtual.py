@@ -95,6 +95,9 @@ class VirtualBoard:
         self.announcements: list[tuple[int, ...]] = []
         self.changed = threading.Condition()
         self.boots = 0
+        # called with ("I", indicator) on every change of the lamps and display, ("A", result) on
+        # every result shown (`sabot board` prints them for the technician)
+        self.on_show: Callable[[str, tuple[int, ...]], None] | None = None
 
     @property
     def url(self) -> str:
@@ -140,10 +143,14 @@ class VirtualBoard:
             parts = line.split()
             if parts[:1] == [b"A"] and len(parts) == 5:
                 self.announcements.append(tuple(int(x) for x in parts[1:]))
+                if self.on_show:
+                    self.on_show("A", self.announcements[-1])
             if parts[:1] == [b"I"] and len(parts) == 8:
                 with self.changed:
                     self.indicator = tuple(int(x) for x in parts[1:])
                     self.changed.notify_all()
+                if self.on_show:
+                    self.on_show("I", self.indicator)
             elif parts[:1] == [b"L"]:
                 self.listening.put(True)
         self.listening.put(False)
@@ -229,6 +236,25 @@ class VirtualBoard:
                 s.close()
 
 
+def describe_show(what: str, values: tuple[int, ...]) -> str:
+    """The shoe's lamps and display as a technician reads them, one line."""
+    from .protocol import ANNOUNCEMENTS, DUE, IRREGULARITIES, PHASES, WINNERS
+
+    if what == "A":
+        pt, bt, winner, ann = values
+        said = "".join(f'  "{name}"' for bit, name in ANNOUNCEMENTS if ann & bit)
+        return (f"display: player {pt}  banker {bt}  -> {WINNERS.get(winner, winner)}{said}")
+    phase, due, position, shoe, rnd, alarm, reveal = values
+    name = (PHASES + ("tilt",))[phase] if phase <= len(PHASES) else str(phase)
+    lamps = f"draw for {DUE[due]}" if 0 < due < len(DUE) else "no hand lamp"
+    if alarm:
+        kind = IRREGULARITIES[alarm] if alarm < len(IRREGULARITIES) else alarm
+        lamps += f", ALARM {kind} (supervisor or sabot resolve)"
+    if reveal:
+        lamps += ", reveal lamp"
+    return f"lamps: {lamps} | display: shoe {shoe} round {rnd} card {position} ({name})"
+
+
 def supervisor_default(board: VirtualBoard, state: tuple[int, ...]) -> None:
     """The supervisor's usual call: discard the offending card (in the burn: go on); void the
     round when a card is missing; end the shoe when it has run out of cards."""
@@ -288,8 +314,9 @@ MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated m
 def serve_repl(host: str, port: int, root: str) -> None:
     """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a
     pseudo-terminal, running in the board's filesystem `root` (what mpremote sees as `:`). Like a
-    board's REPL it outlives USB reconnections; it ends with a soft reset (which ends the unix
-    process), and the board reboots."""
+    board's REPL it outlives USB reconnections; it ends with a hard reset (`machine.reset()`, as
+    `mpremote reset` sends it: the unix port has no such function, so the harness plays the board
+    and reboots) or a soft reset (which ends the unix process), and the board boots main.py."""
     import pty
     import select
     import tty
@@ -303,8 +330,9 @@ def serve_repl(host: str, port: int, root: str) -> None:
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind((host, port))
     srv.listen(1)
+    heard, reset_at = b"", 0.0
     try:
-        while repl.poll() is None:
+        while repl.poll() is None and not reset_at:
             waiting: list[Any] = [srv, master]  # a socket and a file descriptor
             ready, _, _ = select.select(waiting, [], [], 0.5)
             # nobody connected: what the REPL says is lost, as on an unplugged port
@@ -318,12 +346,17 @@ def serve_repl(host: str, port: int, root: str) -> None:
             conn, _ = srv.accept()
             with conn:
                 while repl.poll() is None:
+                    if reset_at and time.monotonic() > reset_at:
+                        break  # the hard reset: the port drops and the board boots main.py
                     waiting = [conn, master]
-                    ready, _, _ = select.select(waiting, [], [], 0.5)
+                    ready, _, _ = select.select(waiting, [], [], 0.1)
                     if conn in ready:
                         data = conn.recv(4096)
                         if not data:
                             break  # unplugged; the REPL stays
+                        heard = (heard + data)[-64:]
+                        if b"machine.reset()" in heard and b"\x04" in heard and not reset_at:
+                            reset_at = time.monotonic() + 0.3  # its answer goes out first
                         os.write(master, data)
                     if master in ready:
                         try:

@@ -1,0 +1,155 @@
+"""Bad input found in the bench trial, and its kin: each one line on stderr, a non-zero exit, no
+traceback. Shoe files that cannot be dealt are refused before anything runs. Every command's
+--help has a description, its defaults and an example; --version names the firmware."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sabot import keys
+from sabot.cli import HelpFormatter, build_parser
+
+SABOT = [sys.executable, "-m", "sabot.cli"]
+TABLE = {"game": "baccarat", "vigorish": "at_payout"}
+ROUND = {"player": ["AS", "4H", "KC"], "banker": ["KD", "7C"]}
+WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
+
+
+def run(*args, stdin=None, timeout=60):
+    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, input=stdin)
+
+
+def one_line_failure(r):
+    assert r.returncode != 0, r.stdout
+    assert "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def request(**over):
+    req = {"table": dict(TABLE), "round": dict(ROUND), "wagers": [dict(WAGER)]}
+    for where, value in over.items():
+        part, _, field = where.partition("__")
+        if field:
+            req[part][field] = value
+        else:
+            req[part] = value
+    return json.dumps(req)
+
+
+@pytest.mark.parametrize("text", [
+    request(round__player=[1, 2]),
+    request(table__ez="yes"),
+    request(table__side_wagers="house_money"),
+    request(markers="x"), request(markers=[1, 2]), request(markers={"abc": 5}),
+    request(markers={"3": "abc"}), request(markers={"3": -500}), request(collect_markers=5),
+    request(markers={"3": "abc"}, table__vigorish="deferred"),
+    request(collect_markers=5, table__vigorish="deferred"),
+])
+def test_settle_refuses_values_of_the_wrong_kind_in_one_line(text):
+    one_line_failure(run("settle", stdin=text))
+
+
+def test_settle_refuses_a_binary_file(tmp_path):
+    f = tmp_path / "blob"
+    f.write_bytes(bytes(range(256)) * 4)
+    one_line_failure(run("settle", f))
+
+
+def test_provision_refuses_bad_ids_and_paths(tmp_path):
+    flash = tmp_path / "flash"
+    for extra in (["--key-id", "999999"], ["--key-id", "-1"], ["--shoe-id", "-5"]):
+        one_line_failure(run("provision", "--key", tmp_path / "k", "--flash", flash, *extra))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    one_line_failure(run("provision", "--key", tmp_path / "k2", "--flash", afile))
+    one_line_failure(run("provision", "--key", tmp_path / "no" / "dir" / "k", "--flash", flash))
+
+
+def test_other_bad_arguments_fail_in_one_line(tmp_path):
+    key = tmp_path / "k"
+    keys.create(str(key))
+    r = run("demo", "--capture", tmp_path / "no" / "cap.bin", "--db", tmp_path / "a.db", "--key",
+            key)
+    one_line_failure(r)
+    assert "cannot write capture" in r.stderr and not (tmp_path / "a.db").exists()
+    one_line_failure(run("board", "--listen", "127.0.0.1:99999", "--flash", tmp_path / "f",
+                         "--key", key))
+    one_line_failure(run("board", "--maintenance", "--flash", tmp_path / "f", "--key", key))
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        one_line_failure(run("board", "--listen", f"127.0.0.1:{s.getsockname()[1]}", "--flash",
+                             tmp_path / "f", "--key", key))
+    for extra in (["--shoes", "-1"], ["--fault-rate", "-1"], ["--fault-rate", "nan"],
+                  ["--fault-rate", "2"]):
+        one_line_failure(run("soak", *extra))
+    one_line_failure(run("replay", key, "--key", tmp_path))
+    one_line_failure(run("verify-firmware", "--port", "socket://127.0.0.1:1", "--seed", "00",
+                         "--key", key))
+    one_line_failure(run("validate", "--port", "socket://127.0.0.1:1", "--key", key, "--db",
+                         tmp_path / "v.db", "--baud", "fast"))
+
+
+def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
+    from sabot.virtual import VirtualBoard, provision_flash
+
+    key = keys.create(str(tmp_path / "k"))
+    provision_flash(str(tmp_path / "flash"), key)
+    shoe = tmp_path / "shoe.txt"
+    shoe.write_text("AS 9S 2S KD 3H 3C 8D KS 5H 4C 6D CUT 7S 9H 2D TC JH QS")
+    board = VirtualBoard(str(tmp_path / "flash")).start()
+    try:
+        r = subprocess.run([*SABOT, "bench", shoe, "--port", board.url, "--key", tmp_path / "k",
+                            "--db", tmp_path / "b.db"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=60)
+    finally:
+        board.stop()
+    assert r.returncode != 0 and "stdin is closed" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text,said", [
+    ("AS " * 9 + "2H 3H 4H 5H 6H", "9 copies of AS"),
+    ("# nothing here\n", "holds no cards"),
+    ("9S 2S 3S 4S", "too short"),
+])
+def test_deal_demo_and_bench_refuse_a_shoe_that_cannot_be_dealt(tmp_path, text, said):
+    shoe = tmp_path / "shoe.txt"
+    shoe.write_text(text)
+    for cmd in (["deal", shoe], ["demo", "--shoe", shoe, "--db", tmp_path / "d.db", "--key",
+                                 tmp_path / "k"], ["bench", shoe]):
+        r = run(*cmd)
+        one_line_failure(r)
+        assert said in r.stderr
+    assert not (tmp_path / "d.db").exists()
+
+
+def test_shuffle_writes_a_shoe_that_deals(tmp_path):
+    out = tmp_path / "s.txt"
+    r = run("shuffle", "--decks", "2", "--seed", "9", "--cut", "14", "-o", out)
+    assert r.returncode == 0, r.stderr
+    words = out.read_text().split()
+    assert len(words) == 105 and words.index("CUT") == 104 - 14
+    one_line_failure(run("shuffle", "-o", out))  # never overwrites a shoe file
+    assert run("shuffle", "--seed", "9", "--decks", "2", "--cut", "14").stdout == out.read_text()
+
+
+def test_version_and_every_help_has_a_description_defaults_and_an_example():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("sabot ") and "firmware" in r.stdout
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0]
+    for name, p in sub.choices.items():
+        text = p.format_help()
+        assert p.description, name
+        assert "example: sabot " + name in text, name
+        for action in p._actions:
+            if action.option_strings and action.default not in (None, False, "==SUPPRESS=="):
+                shown = HelpFormatter(name)._get_help_string(action)
+                assert "default" in shown, (name, action.dest)
+            if "--json" in action.option_strings:
+                assert action.help and len(action.help) > 10, name

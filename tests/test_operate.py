@@ -1,0 +1,219 @@
+"""Operating a shoe over its port, as a bench technician does by hand (README, "Bench testing a
+shoe over USB"): the virtual board deals two shoe files, and every host command reaches it through
+a real pseudo-terminal (socat), as a USB CDC shoe appears: validate until the shoe ends, status,
+new-shoe, an irregularity resolved from the host with who gave it logged, and the next shoe."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from sabot import cards, keys, rules
+from sabot.virtual import free_port
+
+from conftest import BoardProcess, PtyBridge
+
+SABOT = [sys.executable, "-m", "sabot.cli"]
+
+
+def run(*args, timeout=120, **kw):
+    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def status(tty, key, db):
+    r = run("status", "--port", tty, "--key", key, "--db", db, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_path):
+    key, flash, db = tmp_path / "shoe.key", tmp_path / "flash", tmp_path / "audit.db"
+    assert run("provision", "--key", key, "--flash", flash).returncode == 0
+    shoe1, shoe2 = tmp_path / "shoe1.txt", tmp_path / "shoe2.txt"
+    r = run("shuffle", "--decks", "8", "--seed", "3", "-o", shoe1)
+    assert r.returncode == 0, r.stderr
+    # shoe 2 has no cut card: it runs out mid-round and the supervisor ends it from the host
+    assert run("shuffle", "--decks", "1", "--seed", "5", "--cut", "0", "-o", shoe2).returncode == 0
+    tokens1 = cards.read_shoe_file(shoe1)
+    port = free_port()
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", flash, "--shoe", shoe1,
+                         "--shoe", shoe2)
+    bridge = None
+    try:
+        board.wait_line("listening on")
+        bridge = PtyBridge(tmp_path, port)
+        tty = bridge.path
+        v = run("validate", "--port", tty, "--key", key, "--db", db, "--until", "shoe-end",
+                "--json")
+        assert v.returncode == 0, v.stderr
+        printed = [json.loads(line) for line in v.stdout.splitlines()]
+        assert [x for x in printed if "winner" in x] == rules.deal_shoe(tokens1)
+        assert printed[-1]["event"] == "shoe_end" and "shoe 1 ended" in v.stderr
+
+        st = status(tty, key, db)
+        assert st["phase"] == "ended" and st["shoe"] == 1 and st["unacknowledged"] == 0
+        assert {"position", "round", "integrity", "boot"} <= set(st)
+        board.wait_line("waiting for the host's new-shoe")
+        r = run("new-shoe", "--port", tty, "--key", key, "--db", db, "--by", "tech")
+        assert r.returncode == 0, r.stderr
+        assert "shoe 2 started" in r.stdout
+        # mid-shoe a second new-shoe is refused, in one line
+        r = run("new-shoe", "--port", tty, "--key", key, "--db", db, "--by", "tech")
+        assert r.returncode != 0 and "has not ended" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+        v = run("validate", "--port", tty, "--key", key, "--db", db, "--until", "irregularity")
+        assert v.returncode == 0, v.stderr
+        assert "holds shoe 2" in v.stderr
+        st = status(tty, key, db)
+        assert st["phase"] == "held" and st["pending"]["kind"] == "cards_exhausted"
+        r = run("resolve", "end-shoe", "--port", tty, "--key", key, "--db", db, "--by", "Sue")
+        assert r.returncode == 0, r.stderr
+        assert "end_shoe" in r.stdout and "Sue" in r.stdout
+        st = status(tty, key, db)
+        assert st["phase"] == "ended" and st["shoe"] == 2
+        r = run("resolve", "void-card", "--port", tty, "--key", key, "--db", db, "--by", "Sue")
+        assert r.returncode != 0 and "no irregularity is pending" in r.stderr
+    finally:
+        if bridge:
+            bridge.stop()
+        board.stop()
+    ops = [json.loads(x) for x in run("history", "--db", db, "--operations").stdout.splitlines()]
+    assert [(o["operation"], o["by"]) for o in ops] == [("new_shoe", "tech"), ("resolve", "Sue")]
+    assert ops[1]["resolution"] == "end_shoe" and ops[1]["source"] == "host"
+    assert {o["host"] for o in ops} == {socket.gethostname()}
+    h = run("history", "--db", db, "--shoe", "2", "--json")
+    assert any(json.loads(x).get("event") == "resolution" for x in h.stdout.splitlines())
+    a = run("audit", "verify", "--db", db, "--key", key)
+    assert a.returncode == 0, a.stdout + a.stderr
+
+
+def test_the_board_shows_its_lamps_and_display_on_stdout(tmp_path):
+    key, flash = tmp_path / "shoe.key", tmp_path / "flash"
+    assert run("provision", "--key", key, "--flash", flash).returncode == 0
+    shoe = tmp_path / "shoe.txt"
+    shoe.write_text("AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D CUT 7S 9H 2D TC JH QS")
+    port = free_port()
+    proc = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--flash", flash,
+                             "--shoe", shoe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("display: player"):
+                break
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert any(x.startswith("lamps: draw for player | display: shoe 1 round 1") for x in lines)
+    assert "display: player 3  banker 3  -> tie" in "".join(lines)
+
+
+def no_shoe(tmp_path, serve):
+    """A TCP port where something else (or nothing) speaks, behind a real pty."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            srv.settimeout(0.2)
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=serve, args=(c, stop), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return srv, stop
+
+
+def registry(tmp_path, key):
+    from sabot.registry import Registry, ShoeEntry
+
+    reg = Registry.load(str(tmp_path / "shoes.json"))
+    reg.put(ShoeEntry(key.shoe_id))
+    return tmp_path / "shoes.json"
+
+
+def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
+    key = keys.create(str(tmp_path / "k"))
+    db = tmp_path / "a.db"
+    reg = registry(tmp_path, key)
+
+    def silent(c, stop):
+        while not stop.is_set():
+            time.sleep(0.1)
+        c.close()
+
+    def garbage(c, stop):
+        while not stop.is_set():
+            try:
+                c.sendall(os.urandom(64) + b"\x00" + os.urandom(16) + b"\x00")
+            except OSError:
+                return
+            time.sleep(0.02)
+
+    for serve, said in ((silent, "no shoe answered on"),
+                        (garbage, "does not speak the sabot protocol")):
+        srv, stop = no_shoe(tmp_path, serve)
+        bridge = PtyBridge(tmp_path, srv.getsockname()[1])
+        try:
+            t0 = time.monotonic()
+            r = run("validate", "--port", bridge.path, "--key", tmp_path / "k", "--db", db,
+                    "--wait", "2", "--registry", reg)
+            assert r.returncode != 0 and said in r.stderr, r.stderr
+            assert len(r.stderr.strip().splitlines()) <= 2  # the reason and the summary
+            r = run("status", "--port", bridge.path, "--key", tmp_path / "k", "--db", db,
+                    "--wait", "2")
+            assert r.returncode != 0 and said in r.stderr, r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1 and time.monotonic() - t0 < 30
+        finally:
+            bridge.stop()
+            stop.set()
+            srv.close()
+
+    # a shoe with another secret under the same ids: its frames fail this key's MAC
+    from sabot.virtual import VirtualBoard, card_bytes, provision_flash
+
+    provision_flash(str(tmp_path / "flash"), key)
+    board = VirtualBoard(str(tmp_path / "flash")).start()
+    os.rename(tmp_path / "k", tmp_path / "k.right")
+    wrong = keys.create(str(tmp_path / "k"), key.key_id, key.shoe_id)
+    assert wrong.key != key.key
+    try:
+        p = subprocess.Popen([*SABOT, "status", "--port", board.url, "--key", tmp_path / "k",
+                              "--db", tmp_path / "w.db", "--wait", "4"], stderr=subprocess.PIPE,
+                             text=True)
+        time.sleep(0.5)
+        for t in ("AS", "2H", "3C"):  # the shoe signs its burn: frames arrive
+            board.send(card_bytes(t))
+        err = p.communicate(timeout=60)[1]
+    finally:
+        board.stop()
+    assert p.returncode != 0 and "does not answer to this key" in err, err
+
+
+def test_a_port_that_cannot_be_opened_fails_at_once_and_leaves_no_database(tmp_path):
+    key = tmp_path / "k"
+    reg = registry(tmp_path, keys.create(str(key)))
+    for url, said in (("socket://127.0.0.1", "socket:// wants HOST:PORT"),
+                      ("bogus://x", "unknown scheme 'bogus'")):
+        for cmd in (["validate", "--registry", reg], ["status"],
+                    ["new-shoe"], ["resolve", "void-card", "--by", "x"]):
+            t0 = time.monotonic()
+            r = run(*cmd, "--port", url, "--key", key, "--db", tmp_path / "a.db")
+            assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+            assert time.monotonic() - t0 < 5
+            assert said in r.stderr, r.stderr
+            assert not (tmp_path / "a.db").exists()
+    r = run("status", "--port", tmp_path / "no-such-tty", "--key", key, "--db", tmp_path / "a.db",
+            "--baud", "9600")
+    assert r.returncode != 0 and "cannot open" in r.stderr
+    assert not (tmp_path / "a.db").exists()
