@@ -255,8 +255,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         refused.append({"reason": reason})
                         burst += 1
             except ConnectionError:
-                print("link lost; reconnecting", file=sys.stderr)
-                link.reconnect(timeout=30)
+                # The audit never stops on its own: a shoe off for a minute (a power cut) is
+                # waited for; it keeps everything it has not delivered.
+                print("link lost; reconnecting (the shoe keeps what it has not delivered)",
+                      file=sys.stderr, flush=True)
+                while not link_back(link, end):
+                    if end is not None and time.monotonic() >= end:
+                        break
+                else:
+                    print("link back", file=sys.stderr, flush=True)
             if refused and (len(refused) >= 1000 or not burst):  # one line per burst
                 print(f"rejected frames: {group_rejections(refused)}", file=sys.stderr, flush=True)
                 refused = []
@@ -380,6 +387,17 @@ def _whoami() -> str:
     from .ops import _user
 
     return _user()
+
+
+def link_back(link: Any, end: float | None) -> bool:
+    """One try (of up to 30 s, or to `end`) to get a lost link back."""
+    import time
+
+    try:
+        link.reconnect(timeout=30 if end is None else max(0.1, min(30, end - time.monotonic())))
+    except SabotError:
+        return False
+    return True
 
 
 def _open_capture(path: str | None) -> Any:
@@ -804,6 +822,9 @@ EXAMPLES = {
     "provision": "sabot provision --key shoe7.key --flash shoe-flash --table BAC-07",
     "soak": "sabot soak --shoes 5 --seed 1 --json",
     "history": "sabot history --db audit.db --shoe 1 --round 12",
+    "roads": "sabot roads rounds.jsonl --json   (rounds from: sabot history --db audit.db --json)",
+    "serve": "sabot serve --listen 127.0.0.1:8000 --db pit.db --shoe "
+             "socket://127.0.0.1:7000=shoe7.key --shoe /dev/ttyACM0=shoe9.key",
 }
 
 
