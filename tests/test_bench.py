@@ -51,7 +51,9 @@ def test_firmware_with_a_wrong_table_fails_the_bench(tmp_path):
                for x in out["rounds"])
 
 
-def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
+def board_with_a_shoe(tmp_path):
+    """A provisioned virtual shoe whose simulated dealer draws a 1-deck shoe file: (board, its
+    URL, the shoe file, the key)."""
     key = keys.create(str(tmp_path / "shoe.key"))
     provision_flash(str(tmp_path / "flash"), key)
     shoe = tmp_path / "shoe.txt"
@@ -59,9 +61,14 @@ def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
     port = free_port()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "flash",
                          "--shoe", shoe)
+    board.wait_line("listening on")
+    return board, f"socket://127.0.0.1:{port}", shoe, key
+
+
+def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
+    board, url, shoe, _ = board_with_a_shoe(tmp_path)
     try:
-        board.wait_line("listening on")
-        r = bench(shoe, "--port", f"socket://127.0.0.1:{port}", "--key", tmp_path / "shoe.key",
+        r = bench(shoe, "--port", url, "--key", tmp_path / "shoe.key",
                   "--db", tmp_path / "bench.db", input="\n" * 80)
     finally:
         board.stop()
@@ -74,17 +81,9 @@ def test_bench_on_a_shoe_that_has_ended_says_to_start_the_next(tmp_path):
     rules, but one line saying what to do."""
     from sabot.registry import Registry, ShoeEntry
 
-    key = keys.create(str(tmp_path / "shoe.key"))
-    provision_flash(str(tmp_path / "flash"), key)
+    board, url, shoe, key = board_with_a_shoe(tmp_path)
     Registry.load(str(tmp_path / "shoes.json")).put(ShoeEntry(key.shoe_id))
-    shoe = tmp_path / "shoe.txt"
-    shoe.write_text(cards.format_shoe(cards.shuffled_shoe(1, seed=12)))
-    port = free_port()
-    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "flash",
-                         "--shoe", shoe)
     try:
-        board.wait_line("listening on")
-        url = f"socket://127.0.0.1:{port}"
         v = subprocess.run([*SABOT, "validate", "--port", url, "--key", tmp_path / "shoe.key",
                             "--db", tmp_path / "a.db", "--until", "shoe-end", "--registry",
                             tmp_path / "shoes.json"], capture_output=True, text=True, timeout=60)

@@ -731,28 +731,25 @@ def ranged(low: int, high: int) -> Any:
     return parse
 
 
-def probability(text: str) -> float:
+def _finite(text: str, what: str, fits: Any, wanted: str) -> float:
+    """A finite number that `fits`, or an argparse error naming what was wanted."""
     import math
 
     try:
         x = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(x) or not 0 <= x <= 1:
-        raise argparse.ArgumentTypeError(f"must be a probability from 0 to 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
+    if not math.isfinite(x) or not fits(x):
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
     return x
+
+
+def probability(text: str) -> float:
+    return _finite(text, "number", lambda x: 0 <= x <= 1, "a probability from 0 to 1")
 
 
 def seconds_arg(text: str) -> float:
-    import math
-
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(x) or x <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return x
+    return _finite(text, "number of seconds", lambda x: x > 0, "a positive number of seconds")
 
 
 def baud_arg(text: str) -> int:
