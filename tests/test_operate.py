@@ -174,6 +174,8 @@ def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
                     "--wait", "2")
             assert r.returncode != 0 and said in r.stderr, r.stderr
             assert len(r.stderr.strip().splitlines()) == 1 and time.monotonic() - t0 < 30
+            if serve is silent:  # nothing was received: no database left behind (garbage is kept
+                assert not db.exists() and not (tmp_path / "a.db.lock").exists()  # as evidence)
         finally:
             bridge.stop()
             stop.set()

@@ -122,6 +122,7 @@ class AuditStore:
         self._next_ids: dict[str, int] = {}
         self.head_no, self.head_hash = 0, GENESIS
         self.db: sqlite3.Connection
+        self.created = writer and not os.path.exists(self.path)
         if writer:
             self._take_lock()
             try:
@@ -348,6 +349,17 @@ class AuditStore:
 
         for no, table, rid, values, h in heapq.merge(*(table_rows(t) for t in COLUMNS)):
             yield table, rid, no, values, h
+
+    def discard_if_unused(self) -> None:
+        """Close, and remove the database if this run created it and stored nothing in it (a
+        port nobody answered on leaves no empty database behind)."""
+        unused = self.created and self.head_no <= 1 and not self._pending
+        lock = os.path.realpath(self.path) + ".lock"
+        self.close()
+        if unused:
+            for p in (self.path, self.path + "-wal", self.path + "-shm", lock):
+                with contextlib.suppress(OSError):
+                    os.remove(p)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -153,7 +153,7 @@ def run_bench(shoe_file: str, port: str | None = None, key_file: str | None = No
         if not key_file:
             raise SabotError("--key is needed with --port: the shoe's results are verified "
                              "with it")
-        records, rejections = bench_port(tokens, port, keys.load(key_file), db or "bench.db", ask,
+        records, rejections = bench_port(tokens, port, keys.load(key_file), db or "sabot.db", ask,
                                          progress=not as_json, baud=baud)
     else:
         records, rejections = bench_virtual(tokens, progress=not as_json)

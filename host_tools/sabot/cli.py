@@ -84,7 +84,7 @@ def record_json(kind: str, rec: dict[str, Any]) -> str:
 
 
 def format_event(rec: dict[str, Any]) -> str:
-    rest = {k: v for k, v in rec.items() if k not in ("event", "inventory")}
+    rest = {k: v for k, v in rec.items() if k not in ("event", "inventory") and v is not None}
     return f"{rec['event']}: " + " ".join(f"{k}={v}" for k, v in rest.items())
 
 
@@ -130,7 +130,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def print_alarm(alarm: dict[str, Any]) -> None:
     """An alarm, as it happens, for the supervisor watching the terminal."""
-    where = f"shoe {alarm['shoe']}" + (f" round {alarm['round']}" if alarm.get("round") else "")
+    where = (f"shoe {alarm['shoe']}" if alarm.get("shoe") is not None else "shoe ?") + (
+        f" round {alarm['round']}" if alarm.get("round") else "")
     print(f"ALARM {alarm['kind']} ({where}, shoe id {alarm['shoe_id']}): {alarm['detail']}",
           file=sys.stderr, flush=True)
 
@@ -294,14 +295,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host, _, port = args.listen.rpartition(":")
     if not port.isdigit():
         raise SabotError(f"--listen wants HOST:PORT, got {args.listen!r}")
+    import socket
+
+    try:  # say "address in use" in one line before any shoe is opened
+        with socket.create_server((host or "127.0.0.1", int(port))):
+            pass
+    except OSError as e:
+        raise SabotError(f"cannot listen on {args.listen}: {e.strerror}") from None
     shoes = load_shoes(args.shoe or [], args.registry, registry_entry)
+    for shoe in shoes:
+        shoe.baud = args.baud
     states = {s.key.shoe_id: s for s in shoes}
     pit = Pit(args.db, [s.config for s in shoes],
               lambda sid: states[sid].link_state if sid in states else "up")
     app, hub = build_app(pit)
     validation = Validation(args.db, shoes, hub.notify, print_alarm)
     validation.start()
-    print(f"sabot serve: http://{host or '127.0.0.1'}:{port}/ ({len(shoes)} shoes, audit "
+    print(f"sabot serve: http://{host or '127.0.0.1'}:{port}/ ({len(shoes)} shoe"
+          f"{'' if len(shoes) == 1 else 's'}, audit "
           f"{args.db})", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, host=host or "127.0.0.1", port=int(port),
                                            log_level="warning", lifespan="on",
@@ -377,7 +388,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         print(json.dumps(st))
     else:
         voided = f", voided {' '.join(rec['voided_cards'])}" if rec["voided_cards"] else ""
-        print(f"resolved {rec['kind']} ({rec['card']}) in shoe {rec['shoe']}: "
+        card = f" ({rec['card']})" if rec["card"] else ""
+        print(f"resolved {rec['kind']}{card} in shoe {rec['shoe']}: "
               f"{rec['resolution']}{voided}; logged as given by {args.by}")
         print(format_status(st))
     return 0
@@ -456,12 +468,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         v.finish()
         s = v.summary()
         v.store.close()
-    out = {k: s[k] for k in ("frames", "verified", "rejected", "rounds", "rejections", "alarms")}
+    out = {k: s[k] for k in ("frames", "verified", "rejected", "resent", "rounds", "rejections",
+                             "alarms")}
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"{out['frames']} frames: {out['verified']} verified, {out['rejected']} rejected, "
-              f"{out['rounds']} rounds, {len(out['alarms'])} alarms")
+        print(f"{out['frames']} frames: {out['verified']} verified, {out['resent']} resent "
+              f"(already verified), {out['rejected']} rejected, {out['rounds']} rounds, "
+              f"{len(out['alarms'])} alarms")
         if out["rejections"]:
             print(f"  rejected: {group_rejections(out['rejections'])}")
         for a in out["alarms"]:
@@ -674,17 +688,31 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
         print(f"{r['result'].upper()}: shoe {r['shoe_id']:#010x} integrity {r['integrity']}; "
               f"seeded HMAC {matches} the build in {build_dir}")
     if r["result"] != "pass":
+        if r["integrity"] == "unchecked":
+            raise SabotError("firmware verification failed: the shoe runs unbuilt source, with "
+                             "no MANIFEST to check (a virtual board started without --code or "
+                             "--root); deploy the build, or start it with --code build/virtual")
         raise SabotError("firmware verification failed")
     return 0
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
+    from . import keys
     from .deploy import deploy
+    from .registry import Registry, ShoeEntry
 
     info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr),
                   baud=args.baud, rekey=args.rekey)
     print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
           f"MANIFEST {info['manifest']}) to {args.port}")
+    key = keys.load(args.rekey or args.key)
+    reg = Registry.load(args.registry)
+    if key.shoe_id not in reg.shoes or args.table:  # the validator takes its table from here
+        entry = reg.shoes.get(key.shoe_id) or ShoeEntry(key.shoe_id)
+        entry.table = args.table or entry.table
+        reg.put(entry)
+        print(f"registered shoe {key.shoe_id:#010x} as table {entry.table} in {reg.path}",
+              file=sys.stderr)
     return 0
 
 
@@ -969,6 +997,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--listen", default="127.0.0.1:8000", help="HOST:PORT of the web server")
     sv.add_argument("--db", required=True, help="audit database (created if missing)")
     sv.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    add_baud(sv)
     sv.add_argument("--shoe", action="append", metavar="URL=KEYFILE",
                     help="a shoe's port and its key file, e.g. socket://127.0.0.1:7000=t1.key "
                     "(repeat for every shoe)")
@@ -1029,7 +1058,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "board")
     bn.add_argument("--key", help="the shoe's key file (needed with --port)")
     bn.add_argument("--db",
-                    help="audit database for the bench run (default ./bench.db with --port)")
+                    help="the shoe's audit database, so its chain goes on (default ./sabot.db, "
+                    "as status, new-shoe and resolve)")
     add_baud(bn)
     bn.add_argument("--json", action="store_true",
                     help="print {\"verdict\", \"rounds\": [{round, verdict, detail}]} instead "
@@ -1052,6 +1082,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replace the key the shoe holds with this key file (created mode 0600 "
                     "if missing); without it a shoe's key is kept. A new identity: its audit "
                     "chain starts again")
+    dp.add_argument("--table", default="", help="the table's name in the shoe registry (default: "
+                    "kept, or shoe-<shoe id> for a shoe not registered yet)")
+    dp.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe is registered "
+                    "there if it is not yet")
     dp.set_defaults(func=cmd_deploy)
 
     vf = sub.add_parser("verify-firmware",

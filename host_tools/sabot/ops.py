@@ -55,19 +55,29 @@ def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
             return link.validator.status  # a shoe that speaks, only not in statuses (squeeze)
         reasons = Counter(r["reason"] for r in link.validator.rejections)
         elapsed = time.monotonic() - start
-        if reasons["bad_mac"] and elapsed >= 1.0:
-            raise SabotError(f"the shoe on {url} does not answer to this key (its frames fail "
-                             "this key's MAC: wrong key file?)")
-        if reasons["unknown_shoe_or_key"] and elapsed >= 1.0:
-            raise SabotError(f"the shoe on {url} is another shoe or key id than this key file's "
-                             f"(shoe {link.validator.key.shoe_id:#010x} key "
-                             f"{link.validator.key.key_id}): wrong key file?")
-        if link.rx_bytes >= 32 and elapsed >= 1.0 and not link.validator.counts["verified"]:
-            raise SabotError(f"{url} does not speak the sabot protocol ({link.rx_bytes} bytes "
-                             "received, no frame of a shoe among them; wrong port or baud rate?)")
-        if time.monotonic() >= end:
-            raise SabotError(f"no shoe answered on {url} within {wait:g} s (is it powered, at "
-                             "this baud rate, and is this its key file?)")
+        problem = _why_silent(link, url, wait, reasons, elapsed, time.monotonic() >= end)
+        if problem:
+            link.validator.store.discard_if_unused()  # nothing was stored: leave no database
+            raise SabotError(problem)
+
+
+def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], elapsed: float,
+                timed_out: bool) -> str | None:
+    """Why no status came, once it is clear; None while it may still come."""
+    if reasons["bad_mac"] and elapsed >= 1.0:
+        return (f"the shoe on {url} does not answer to this key (its frames fail this key's MAC: "
+                "wrong key file?)")
+    if reasons["unknown_shoe_or_key"] and elapsed >= 1.0:
+        key = link.validator.key
+        return (f"the shoe on {url} is another shoe or key id than this key file's (shoe "
+                f"{key.shoe_id:#010x} key {key.key_id}): wrong key file?")
+    if link.rx_bytes >= 32 and elapsed >= 1.0 and not link.validator.counts["verified"]:
+        return (f"{url} does not speak the sabot protocol ({link.rx_bytes} bytes received, no "
+                "frame of a shoe among them; wrong port or baud rate?)")
+    if timed_out:
+        return (f"no shoe answered on {url} within {wait:g} s (is it powered, at this baud rate, "
+                "and is this its key file?)")
+    return None
 
 
 def open_port(url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
@@ -230,7 +240,8 @@ def format_status(st: dict[str, Any]) -> str:
     due = f", {st['due']}'s card due" if st["due"] not in ("none", None) else ""
     pending = ""
     if st.get("pending"):
-        pending = f"; pending {st['pending']['kind']} ({st['pending']['card']})"
+        card = st["pending"]["card"]
+        pending = f"; pending {st['pending']['kind']}" + (f" ({card})" if card else "")
     elif st["phase"] == "held":
         pending = "; an irregularity is pending"
     return (f"shoe id {st['shoe_id']:#010x}: shoe {st['shoe']} round {st['round']}, card "

@@ -74,6 +74,7 @@ class Shoe:
     key: ShoeKey
     config: ShoeEntry
     link_state: str = "connecting"  # connecting, up, lost
+    baud: int = 115200
     validator: Validator | None = None
     refused: list[dict[str, Any]] = field(default_factory=list)
 
@@ -105,7 +106,8 @@ class Validation:
         assert s.validator is not None
         while not self.stop_event.is_set():
             try:
-                link = HostLink(s.url, s.validator, connect_timeout=RECONNECT_WAIT)
+                link = HostLink(s.url, s.validator, connect_timeout=RECONNECT_WAIT,
+                                baud=s.baud)
                 s.link_state = "up"
                 self.notify()
                 return link

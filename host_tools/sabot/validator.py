@@ -295,8 +295,11 @@ class Validator:
     def _on_resolution(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
         held = inv.get("held")
         if held is None or held != {"kind": rec["kind"], "card": rec["card"]}:
-            self._alarm("resolution_mismatch", f"{rec['resolution']} of {rec['kind']} "
-                        f"{rec['card']} resolves no such held irregularity (held: {held})",
+            named = f"{rec['kind']}" + (f" {rec['card']}" if rec["card"] else "")
+            was = f"{held['kind']}" + (f" {held['card']}" if held and held["card"] else "") \
+                if held else "nothing"
+            self._alarm("resolution_mismatch", f"{rec['resolution']} of {named} resolves no "
+                        f"such held irregularity (held: {was})",
                         shoe=rec["shoe"], round=rec["round"] + 1)
         inv["held"] = None
         voided = rec["voided_cards"]

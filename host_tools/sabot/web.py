@@ -346,8 +346,11 @@ class Hub:
     def notify(self) -> None:
         """Thread-safe: called by a validator thread after a stored read."""
         loop, wake = self.loop, self.wake
-        if loop is not None and wake is not None:
-            loop.call_soon_threadsafe(wake.set)
+        if loop is not None and wake is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # the web side shut down between the check and the call
+                pass
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
