@@ -302,7 +302,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             pass
     except OSError as e:
         raise SabotError(f"cannot listen on {args.listen}: {e.strerror}") from None
-    shoes = load_shoes(args.shoe or [], args.registry, registry_entry)
+    shoes = load_shoes(args.shoe or [], args.registry, registry_entry, args.key)
     for shoe in shoes:
         shoe.baud = args.baud
     states = {s.key.shoe_id: s for s in shoes}
@@ -998,6 +998,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--db", required=True, help="audit database (created if missing)")
     sv.add_argument("--registry", default=None, help=REGISTRY_HELP)
     add_baud(sv)
+    sv.add_argument("--key", metavar="FILE", help="the key file of every --shoe given as a plain "
+                    "URL (CONTRACTS' form); URL=KEYFILE names each shoe's own")
     sv.add_argument("--shoe", action="append", metavar="URL=KEYFILE",
                     help="a shoe's port and its key file, e.g. socket://127.0.0.1:7000=t1.key "
                     "(repeat for every shoe)")

@@ -34,12 +34,15 @@ from .validator import Validator, Verdict
 RECONNECT_WAIT = 2.0  # seconds between attempts to reach a shoe whose link is lost
 
 
-def parse_shoe(text: str) -> tuple[str, str]:
-    """`--shoe URL=KEYFILE`: the shoe's port and its key file (as `sabot validate --key`)."""
+def parse_shoe(text: str, default_key: str | None = None) -> tuple[str, str]:
+    """`--shoe URL=KEYFILE`, or `--shoe URL` with `--key KEYFILE`: the shoe's port and its key
+    file (as `sabot validate --key`)."""
     url, sep, key_file = text.rpartition("=")
+    if not sep and default_key:
+        return text, default_key
     if not sep or not url or not key_file:
-        raise SabotError(f"--shoe wants URL=KEYFILE (the shoe's port and its key file), got "
-                         f"{text!r}")
+        raise SabotError(f"--shoe wants URL=KEYFILE (the shoe's port and its key file), or URL "
+                         f"with --key KEYFILE; got {text!r}")
     return url, key_file
 
 
@@ -161,11 +164,12 @@ class Validation:
 
 
 def load_shoes(specs: list[str], registry: str | None,
-               entry: Callable[[str | None, int], ShoeEntry]) -> list[Shoe]:
+               entry: Callable[[str | None, int], ShoeEntry],
+               default_key: str | None = None) -> list[Shoe]:
     """Each `--shoe URL=KEYFILE` with its key and its registry entry (as `sabot validate`)."""
     shoes = []
     for spec in specs:
-        url, key_file = parse_shoe(spec)
+        url, key_file = parse_shoe(spec, default_key)
         key = keys.load(key_file)
         shoes.append(Shoe(url, key, entry(registry, key.shoe_id)))
     tables = [s.config.table for s in shoes]
