@@ -4,6 +4,7 @@ frames."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import BinaryIO, Protocol
 
@@ -68,7 +69,10 @@ class ShoePort:
                     if "exclusively lock" in str(e):
                         raise SabotError(f"{self.url}: port busy (another program, perhaps "
                                          "another validator, has it open)") from None
-                    reason = " ".join(str(e).split())  # one line, whatever the driver said
+                    # the OS's own words when there are some (pyserial repeats the path twice)
+                    code = getattr(e, "errno", None)
+                    reason = (os.strerror(code) if isinstance(code, int)
+                              else " ".join(str(e).split()))
                     raise SabotError(f"cannot open {self.url}: {reason}") from None
                 time.sleep(0.1)
         self.deframer = Deframer()  # a partial frame from the last connection is gone
