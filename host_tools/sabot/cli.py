@@ -113,7 +113,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture, quiet=args.json,
-                          registry=args.registry, on_alarm=None if args.json else print_alarm)
+                          registry=args.registry, on_alarm=None if args.json else alarm_below)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -134,6 +134,12 @@ def print_alarm(alarm: dict[str, Any]) -> None:
         f" round {alarm['round']}" if alarm.get("round") else "")
     print(f"ALARM {alarm['kind']} ({where}, shoe id {alarm['shoe_id']}): {alarm['detail']}",
           file=sys.stderr, flush=True)
+
+
+def alarm_below(alarm: dict[str, Any]) -> None:
+    """An alarm on a line of its own, below the demo's progress line (which ends in \r)."""
+    sys.stderr.write("\n")
+    print_alarm(alarm)
 
 
 def group_rejections(rejections: list[dict[str, Any]]) -> str:
