@@ -93,7 +93,7 @@ class Validator:
         encoded = self.deframer.feed(data)
         if not encoded:
             return []
-        saved = _copy_state(self.state)
+        saved = copy.deepcopy(self.state)  # what to go back to if the batch cannot be stored
         self.store.begin()
         try:
             out = [self._one(e) for e in encoded]
@@ -399,7 +399,3 @@ class Validator:
 
 def _type_name(f: pr.Frame | None) -> str | None:
     return None if f is None else pr.TYPES.get(f.type, f"0x{f.type:02x}")
-
-
-def _copy_state(st: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(st)
