@@ -60,11 +60,14 @@ def shoe():
 
 @pytest.fixture
 def key(tmp_path):
-    return keys.create(str(tmp_path / "shoe.key"))
+    return keys.create(str(tmp_path / "command.pem"))
+
+
+SHOE_ID = 0x5AB0_0007
 
 
 def signed(key, seq, ftype=pr.T_BURN, payload=b"\x00\x01\x00\x00\x04\x05"):
-    return pr.build(key.key, key.key_id, key.shoe_id, 1, seq, bytes(8), ftype, payload)
+    return pr.build(key.private_key, 1, SHOE_ID, 1, seq, bytes(32), ftype, payload)
 
 
 def test_opening_a_port_nobody_listens_on_fails_fast_with_one_line():
@@ -87,7 +90,7 @@ def test_frames_come_out_of_a_noisy_fragmented_stream(shoe, key):
     try:
         first, second = signed(key, 1), signed(key, 2)
         stream = (b"\x03\x13\x37\x00" + pr.encode_frame(first) + b"\x05\x01\x00"
-                  + pr.encode_frame(b"\x02" + first[1:]) + pr.encode_frame(second))
+                  + pr.encode_frame(b"\x01" + first[1:]) + pr.encode_frame(second))
         shoe.send(stream[:20])  # a frame split across reads
         got = []
         deadline = time.monotonic() + 5
@@ -108,13 +111,14 @@ def test_frames_come_out_of_a_noisy_fragmented_stream(shoe, key):
 def test_send_command_puts_a_signed_command_on_the_line(shoe, key):
     port = ShoePort(shoe.url, open_timeout=5)
     try:
-        port.send_command(key, pr.C_RESOLVE, bytes([pr.VOID_ROUND]), counter=5)
+        port.send_command(key, SHOE_ID, pr.C_RESOLVE, bytes([pr.VOID_ROUND]), counter=5)
         assert shoe.accepted.wait(5)
         deadline = time.monotonic() + 5
         while not shoe.received.endswith(b"\x00") and time.monotonic() < deadline:
             time.sleep(0.005)
         f = pr.parse(pr.decode_frame(bytes(shoe.received[:-1])))
-        assert pr.verify(key.key, f) and (f.type, f.seq, f.payload) == (pr.C_RESOLVE, 5, b"\x03")
+        assert pr.verify(key.public_key(), f)
+        assert (f.type, f.shoe_id, f.seq, f.payload) == (pr.C_RESOLVE, SHOE_ID, 5, b"\x03")
     finally:
         port.close()
 
