@@ -133,8 +133,9 @@ def test_a_command_key_is_made_0600_never_over_a_file_and_refused_when_others_re
 
 
 def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
-    from conftest import SIGN_MS, provision_shoe
     from sabot.virtual import VirtualBoard
+
+    from conftest import SIGN_MS, provision_shoe
 
     key, flash, _, registry = provision_shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
