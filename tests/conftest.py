@@ -124,6 +124,21 @@ class BoardProcess:
 SIGN_MS = 2  # the emulated element's Sign time in tests (a real chip takes ~50 ms)
 
 
+def signing_shoe(shoe_id=0x5AB0_0001, **config):
+    """A shoe's frames without a board: (ShoeSigner with a fresh result key standing in for the
+    element, the registry entry holding its public half as version 1)."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+    from sabot.capture_gen import ShoeSigner
+    from sabot.registry import ShoeEntry
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(shoe_id, **config)
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    return ShoeSigner(key, shoe_id), entry
+
+
 def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
     """A virtual shoe provisioned for a new command key, as `sabot provision` does it: (command
     key, flash dir, registry entry with the configuration and result key, registry path)."""
