@@ -138,23 +138,23 @@ def test_a_forged_frame_appended_to_a_real_capture_is_rejected(shoe, tmp_path):
 
 
 def test_audit_verify_checks_every_signature_a_batch_verified_read_took_on_trust(shoe, tmp_path):
-    """Live, one signature covers a run of digest-linked frames: a frame whose own signature was
-    altered in transit is stored (its body is authentic: the next signature covers its digest).
-    audit verify checks every signature and names it."""
+    """With batch_verify one signature covers a run of digest-linked frames: a frame whose own
+    signature was altered in transit is stored (its body is authentic: the next signature covers
+    its digest). audit verify checks every signature and names it."""
     d, entry, cap, _ = shoe
     parts = frames(cap)
     raw = bytearray(pr.decode_frame(parts[1][:-1]))  # the burn: a signed frame mid-run
     raw[-1] ^= 1
     parts[1] = pr.encode_frame(bytes(raw))
-    v = Validator(entry, str(tmp_path / "a.db"))
+    v = Validator(entry, str(tmp_path / "a.db"), batch_verify=True)
     v.receive(b"".join(parts))
     v.finish()
     v.store.close()
     assert v.counts["rejected"] == 0
     r = sabot("audit", "verify", "--db", tmp_path / "a.db", "--registry", d / "shoes.json")
     assert r.returncode != 0 and "does not carry a valid signature" in r.stderr, r.stderr
-    # frame by frame, the validator rejects it outright
-    v = Validator(entry, str(tmp_path / "b.db"), batch_verify=False)
+    # frame by frame (the default), the validator rejects it outright
+    v = Validator(entry, str(tmp_path / "b.db"))
     assert "bad_signature" in {x[2] for x in v.receive(b"".join(parts))}
 
 

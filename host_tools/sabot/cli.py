@@ -479,7 +479,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         shoe_id = _first_shoe_id(data)  # the capture names its shoe in every frame
     config = reg.pick(shoe_id)
     with tempfile.TemporaryDirectory() as tmp:
-        v = Validator(config, os.path.join(tmp, "replay.db"), batch_verify=False)
+        v = Validator(config, os.path.join(tmp, "replay.db"))
         v.receive(data)
         v.finish()
         s = v.summary()
