@@ -80,8 +80,8 @@ def load_private(path: StrPath, what: str = "key file") -> ec.EllipticCurvePriva
         raw = f.read()
     if len(raw) == V1_KEY_LEN and not raw.startswith(b"-----"):
         raise SabotError(f"{path} is a version-1 shared key file; make a command key with "
-                         f"`sabot provision --key NEWFILE` (or any sabot command given a "
-                         "missing --key file creates one) and re-provision the shoe")
+                         "`sabot provision --key NEWFILE` (it creates the file) and provision "
+                         "the shoe for it")
     try:
         key = serialization.load_pem_private_key(raw, password=None)
     except (ValueError, TypeError):
