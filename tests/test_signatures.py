@@ -225,3 +225,16 @@ def test_deploy_reads_key_and_rekey_lines():
                 f"REKEY 2 {'00' * 64}"):
         with pytest.raises(SabotError):
             parse_key_line(bad, "REKEY")
+
+
+def test_a_status_naming_a_newer_frame_leaves_a_pending_frame_to_its_successor(tmp_path):
+    s, entry = signing_shoe()
+    v = Validator(entry, str(tmp_path / "a.db"))
+    v.receive(pr.encode_frame(s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02")))
+    initial = s.chained(pr.T_INITIAL_CARDS, NATURALS)
+    after = s.chained(pr.T_IRREGULARITY, b"\x00\x01\x00\x01" + bytes([8, 255, 0, 9]))
+    status = s.status(capture_gen.status_payload(unacked_from=2, unacked_to=3))  # seq 3
+    verdicts = v.receive(b"".join(pr.encode_frame(f) for f in (initial, status, after)))
+    assert [(f.seq, verdict) for f, verdict, _ in verdicts] == [
+        (3, "accepted"), (2, "accepted"), (3, "accepted")]  # the status, then the sealed pair
+    assert v.counts["rejected"] == 0 and v.state["last_seq"] == 3

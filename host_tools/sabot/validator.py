@@ -211,8 +211,11 @@ class Validator:
         except FrameError as e:
             return [self._reject(raw, f, e.reason)]  # a pending frame waits on: not its seal
         out: list[Verdict] = []
-        if self.pending is not None:
-            p, self.pending = self.pending, None
+        p = self.pending
+        if p is not None and not (f.signed and f.type not in pr.CHAINED and f.seq > p.seq):
+            # (a status or integrity answer naming a newer frame says nothing of this one: its
+            # successor, still on its way, decides)
+            self.pending = None
             if f.signed and f.chain == p.digest and f.seq == p.seq + (f.type in pr.CHAINED):
                 out.append(self._process(p))
             else:
