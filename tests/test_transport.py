@@ -139,3 +139,50 @@ def test_a_dropped_connection_is_a_connection_error_and_reopen_recovers(shoe):
         assert port.read(5) == b"\x00again"
     finally:
         port.close()
+
+
+def test_the_link_acks_what_it_stored_signed_and_counts_commands_from_the_status(shoe, key,
+                                                                               tmp_path):
+    """HostLink over a loopback 'shoe' sending v2 frames: hello goes unsigned, the ack is signed
+    by the command key and uncounted, names the highest stored seq (a pending initial_cards is
+    not acked), and a counted command carries the status's host_counter + 1."""
+    from conftest import signing_shoe
+    from sabot import capture_gen
+    from sabot.link import HostLink
+    from sabot.validator import Validator
+
+    s, entry = signing_shoe(SHOE_ID)
+    v = Validator(entry, str(tmp_path / "a.db"))
+    link = HostLink(ShoePort(shoe.url, open_timeout=5), v, key)
+    try:
+        def sent():
+            deadline = time.monotonic() + 5
+            while not shoe.received.endswith(b"\x00") and time.monotonic() < deadline:
+                time.sleep(0.005)
+            out = [pr.parse(pr.decode_frame(p)) for p in bytes(shoe.received).split(b"\x00")[:-1]]
+            shoe.received.clear()
+            return out
+
+        (hello,) = sent()
+        assert hello.type == pr.C_HELLO and not hello.signed and hello.shoe_id == SHOE_ID
+        frames = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
+                  s.chained(pr.T_INITIAL_CARDS, b"\x00\x01\x00\x01\x20\x1c\x30\x23")]
+        status = s.status(capture_gen.status_payload(host_counter=41, unacked_from=1,
+                                                     unacked_to=2))
+        shoe.send(pr.encode_frame(status))  # the answer to the hello: the link anchors there
+        assert link.pump_until(lambda: v.status is not None, 5) and sent() == []  # nothing new
+        shoe.send(pr.encode_frame(frames[0]) + pr.encode_frame(frames[1]))
+        assert link.pump_until(lambda: v.state["last_seq"] == 1 and v.pending is not None, 5)
+        (ack,) = sent()  # the shoe_start, not the initial cards waiting for their seal
+        assert ack.type == pr.C_ACK and pr.verify(key.public_key(), ack)
+        assert (ack.seq, ack.key_id, ack.boot, ack.payload) == (0, 0, 0, (1).to_bytes(4, "big"))
+        shoe.send(pr.encode_frame(status))  # the next status seals them
+        assert link.pump_until(lambda: v.state["last_seq"] == 2, 5)
+        (ack,) = sent()
+        assert ack.payload == (2).to_bytes(4, "big") and pr.verify(key.public_key(), ack)
+        link.new_shoe()
+        (cmd,) = sent()
+        assert cmd.type == pr.C_NEW_SHOE and cmd.seq == 42 and pr.verify(key.public_key(), cmd)
+    finally:
+        link.close()
+        v.store.close()

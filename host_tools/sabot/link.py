@@ -121,7 +121,7 @@ class HostLink:
         resent = any(v == "resent" for _, v, _ in results)
         if (self.validator.status is not None and self.command_key is not None
                 and (last > self.acked or resent)):
-            self._command(pr.C_ACK, last.to_bytes(4, "big"))
+            self._command(pr.C_ACK, last.to_bytes(4, "big"), counted=False)  # signed, uncounted
             self.acked = last
         return results
 
