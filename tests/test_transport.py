@@ -146,10 +146,11 @@ def test_the_link_acks_what_it_stored_signed_and_counts_commands_from_the_status
     """HostLink over a loopback 'shoe' sending v2 frames: hello goes unsigned, the ack is signed
     by the command key and uncounted, names the highest stored seq (a pending initial_cards is
     not acked), and a counted command carries the status's host_counter + 1."""
-    from conftest import signing_shoe
     from sabot import capture_gen
     from sabot.link import HostLink
     from sabot.validator import Validator
+
+    from conftest import signing_shoe
 
     s, entry = signing_shoe(SHOE_ID)
     v = Validator(entry, str(tmp_path / "a.db"))
