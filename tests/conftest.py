@@ -172,12 +172,16 @@ class Rig:
         self.key, flash, self.config, self.registry = provision_shoe(tmp, variant)
         self.shoe_id = self.config.shoe_id
         self.board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
-        self.records = []
-        self.validator = Validator(self.config, str(tmp / "audit.db"),
-                                   on_record=lambda k, r: self.records.append((k, r)))
-        self.link = HostLink(self.board.url, self.validator, self.key)
-        self.closed = False
-        self.settle()
+        try:
+            self.records = []
+            self.validator = Validator(self.config, str(tmp / "audit.db"),
+                                       on_record=lambda k, r: self.records.append((k, r)))
+            self.link = HostLink(self.board.url, self.validator, self.key)
+            self.closed = False
+            self.settle()
+        except BaseException:
+            self.board.stop()  # and its element process
+            raise
 
     def settle(self):
         """Wait until the shoe has read every input sent to it and every frame those produced is

@@ -6,6 +6,7 @@ socket."""
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import queue
@@ -19,6 +20,7 @@ import tempfile
 import termios
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -130,6 +132,16 @@ def _load_pub(pem: str) -> Any:
     return serialization.load_pem_public_key(pem.encode())
 
 
+_RUNNING: weakref.WeakSet[Element] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_elements() -> None:
+    """No emulator outlives the program that started it, whatever its boards' owners forgot."""
+    for element in list(_RUNNING):
+        element.stop()
+
+
 class Element:
     """The virtual shoe's secure element: the emulator in its own process, listening on a unix
     socket in a private temporary directory. It outlives the board's power cuts (as a chip keeps
@@ -155,6 +167,7 @@ class Element:
             [sys.executable, "-m", "sabot.element_emulator", "--store", self.store, "--listen",
              self.address, "--sign-ms", str(self.sign_ms)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _RUNNING.add(self)
         said: queue.Queue[bytes] = queue.Queue()
 
         def read() -> None:
