@@ -53,11 +53,12 @@ def mpy_build(tmp_path_factory):
 
 @pytest.fixture
 def shoe_flash(tmp_path):
-    """A provisioned virtual-shoe flash directory and a freshly shuffled 8-deck shoe file."""
+    """A provisioned virtual-shoe flash directory (its element beside it, provisioned for the
+    command key returned) and a freshly shuffled 8-deck shoe file."""
     from sabot import cards, keys, virtual
 
-    key = keys.create(str(tmp_path / "shoe.key"))
-    virtual.provision_flash(str(tmp_path / "flash"), key)
+    key = keys.create(str(tmp_path / "command.pem"))
+    virtual.provision(str(tmp_path / "flash"), key)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(cards.shuffled_shoe(8, seed=11)))
     return tmp_path / "flash", shoe, key
@@ -120,31 +121,67 @@ class BoardProcess:
             self.proc.wait()
 
 
+SIGN_MS = 2  # the emulated element's Sign time in tests (a real chip takes ~50 ms)
+
+
+def signing_shoe(shoe_id=0x5AB0_0001, **config):
+    """A shoe's frames without a board: (ShoeSigner with a fresh result key standing in for the
+    element, the registry entry holding its public half as version 1)."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+    from sabot.capture_gen import ShoeSigner
+    from sabot.registry import ShoeEntry
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(shoe_id, **config)
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    return ShoeSigner(key, shoe_id), entry
+
+
+def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
+    """A virtual shoe provisioned for a new command key, as `sabot provision` does it: (command
+    key, flash dir, registry entry with the configuration and result key, registry path)."""
+    from sabot import keys
+    from sabot.protocol import decode_variant
+    from sabot.registry import Registry, ShoeEntry
+    from sabot.virtual import provision, set_variant
+
+    key = keys.load_or_create(str(tmp / key_file))
+    flash = str(tmp / "flash")
+    sid, version, pem = provision(flash, key, shoe_id)
+    if variant is not None:
+        set_variant(flash, variant)
+    # the registry's word on this shoe: the configuration it was provisioned with, its key
+    config = ShoeEntry(sid, **decode_variant(variant or 2))
+    config.add_public_key(version, pem)
+    reg = Registry.load(str(tmp / "sabot-shoes.json"))
+    reg.put(config)
+    return key, flash, config, reg.path
+
+
 class Rig:
     """A virtual shoe with the validator on its link, driven input by input."""
 
     def __init__(self, tmp, variant=None):
-        from sabot import keys
         from sabot.link import HostLink
-        from sabot.protocol import decode_variant
-        from sabot.registry import ShoeEntry
         from sabot.validator import Validator
-        from sabot.virtual import VirtualBoard, provision_flash, set_variant
+        from sabot.virtual import VirtualBoard
 
         self.tmp = tmp
-        self.key = keys.create(str(tmp / "shoe.key"))
-        provision_flash(str(tmp / "flash"), self.key)
-        if variant is not None:
-            set_variant(str(tmp / "flash"), variant)
-        # the registry's word on this shoe: the configuration it was provisioned with
-        self.config = ShoeEntry(self.key.shoe_id, **decode_variant(variant or 2))
-        self.board = VirtualBoard(str(tmp / "flash")).start()
-        self.records = []
-        self.validator = Validator(self.key, str(tmp / "audit.db"), self.config,
-                                   on_record=lambda k, r: self.records.append((k, r)))
-        self.link = HostLink(self.board.url, self.validator)
-        self.closed = False
-        self.settle()
+        self.key, flash, self.config, self.registry = provision_shoe(tmp, variant)
+        self.shoe_id = self.config.shoe_id
+        self.board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
+        try:
+            self.records = []
+            self.validator = Validator(self.config, str(tmp / "audit.db"),
+                                       on_record=lambda k, r: self.records.append((k, r)))
+            self.link = HostLink(self.board.url, self.validator, self.key)
+            self.closed = False
+            self.settle()
+        except BaseException:
+            self.board.stop()  # and its element process
+            raise
 
     def settle(self):
         """Wait until the shoe has read every input sent to it and every frame those produced is

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "host_tools"))
 
 from sabot import cards, keys, rules  # noqa: E402
 from sabot.registry import Registry, ShoeEntry  # noqa: E402
-from sabot.virtual import Dealer, VirtualBoard, free_port, provision_flash  # noqa: E402
+from sabot.virtual import Dealer, VirtualBoard, free_port, provision  # noqa: E402
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
@@ -26,24 +26,28 @@ class ServeRig:
         self.db = self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
         reg = Registry.load(str(self.registry))
-        self.boards, self.tokens, self.tables, self.keys = [], [], [], []
+        self.boards, self.tokens, self.tables, self.shoe_ids = [], [], [], []
+        self.key = keys.create(str(self.tmp / "host.pem"))  # one command key for the pit
         for i in range(shoes):
-            key = keys.create(str(self.tmp / f"t{i}.key"), shoe_id=0x5AB0_0001 + i)
+            shoe_id, version, pem = provision(str(self.tmp / f"flash{i}"), self.key,
+                                              0x5AB0_0001 + i)
             table = f"BAC-{i + 1:02d}"
-            reg.put(ShoeEntry(key.shoe_id, table=table, side_wagers=list(side_wagers)))
-            provision_flash(str(self.tmp / f"flash{i}"), key)
-            self.boards.append(VirtualBoard(str(self.tmp / f"flash{i}")).start())
+            entry = ShoeEntry(shoe_id, table=table, side_wagers=list(side_wagers))
+            entry.add_public_key(version, pem)
+            reg.put(entry)
+            self.boards.append(VirtualBoard(str(self.tmp / f"flash{i}"), sign_ms=5).start())
             self.tokens.append(cards.shuffled_shoe(8, seed + i))
             self.tables.append(table)
-            self.keys.append(key)
+            self.shoe_ids.append(shoe_id)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         shoe_args = [a for i, b in enumerate(self.boards)
-                     for a in ("--shoe", f"{b.url}={self.tmp / f't{i}.key'}")]
+                     for a in ("--shoe", f"{b.url}={self.shoe_ids[i]}")]
         self.log = open(self.tmp / "serve.log", "w")
         self.proc = subprocess.Popen(
             [*SABOT, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
-             "--registry", str(self.registry), *shoe_args], stderr=self.log, cwd=self.tmp)
+             "--registry", str(self.registry), "--key", str(self.key.path), *shoe_args],
+            stderr=self.log, cwd=self.tmp)
         self.wait_up()
         self.dealers = []
 

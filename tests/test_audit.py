@@ -16,9 +16,10 @@ import pytest
 from sabot import protocol as pr
 from sabot.audit import AuditStore
 from sabot.link import HostLink
-from sabot.registry import ShoeEntry
 from sabot.validator import Validator
 from sabot.virtual import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes, sensor_frame
+
+from conftest import signing_shoe
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
@@ -141,8 +142,8 @@ def another_validator_deals_a_round(rig, db, round_no):
     round: what did that validator store, and what did it say?"""
     rig.link.close()
     rig.validator.store.close()
-    other = Validator(rig.key, str(db), rig.config)
-    link = HostLink(rig.board.url, other)
+    other = Validator(rig.config, str(db))
+    link = HostLink(rig.board.url, other, rig.key)
     try:
         link.ask_until(lambda st: True, 5)
         rig.board.send(b"".join(card_bytes(t) for t in NATURALS))
@@ -177,25 +178,20 @@ def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_ac
 
 
 # ---- the registry, not the shoe, says what the table is ----------------------------------------
-def signed(k, seq, chain, ftype, payload):
-    raw = pr.build(k.key, k.key_id, k.shoe_id, 1, seq, chain, ftype, payload)
-    return raw, pr.encode_frame(raw)
+def enc(raw):
+    return pr.encode_frame(raw)
 
 
 def test_an_implant_announcing_nine_decks_raises_config_mismatch_and_its_ninth_ace_is_flagged(
         tmp_path):
-    from sabot import keys
-
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"), ShoeEntry(k.shoe_id, decks=8))
-    start, e1 = signed(k, 1, bytes(8), pr.T_SHOE_START, b"\x00\x01\x09\x02")  # 9 decks
+    s, entry = signing_shoe(decks=8)
+    v = Validator(entry, str(tmp_path / "a.db"))
     ace = 0
-    burn, e2 = signed(k, 2, start[-32:-24], pr.T_BURN, b"\x00\x01\x00\x00" + bytes([ace] * 2))
-    chain, stream = burn, e1 + e2
+    stream = enc(s.chained(pr.T_SHOE_START, b"\x00\x01\x09\x02"))  # 9 decks
+    stream += enc(s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([ace] * 2)))
     for i in range(7):  # seven cards not due: aces of spades
-        raw, enc = signed(k, 3 + i, chain[-32:-24], pr.T_IRREGULARITY,
-                          b"\x00\x01\x00\x00" + struct.pack(">BBH", 1, ace, 3 + i))
-        chain, stream = raw, stream + enc
+        stream += enc(s.chained(pr.T_IRREGULARITY,
+                                b"\x00\x01\x00\x00" + struct.pack(">BBH", 1, ace, 3 + i)))
     v.receive(stream)
     kinds = [a["kind"] for a in v.alarms]
     assert kinds[0] == "config_mismatch" and "decks 9" in v.alarms[0]["detail"]
@@ -203,16 +199,14 @@ def test_an_implant_announcing_nine_decks_raises_config_mismatch_and_its_ninth_a
 
 
 def test_a_resolution_naming_another_card_than_the_one_held_is_an_alarm(tmp_path):
-    from sabot import keys
-
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"))
-    start, e1 = signed(k, 1, bytes(8), pr.T_SHOE_START, b"\x00\x01\x08\x02")
-    held, e2 = signed(k, 2, start[-32:-24], pr.T_IRREGULARITY,
-                      b"\x00\x01\x00\x00" + struct.pack(">BBH", 1, 5, 1))  # 2H not due
-    _, e3 = signed(k, 3, held[-32:-24], pr.T_RESOLUTION,
-                   b"\x00\x01\x00\x00" + bytes((1, 1, 9, 0, 0)))  # voids 3H instead
-    v.receive(e1 + e2 + e3)
+    s, entry = signing_shoe()
+    v = Validator(entry, str(tmp_path / "a.db"))
+    stream = enc(s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"))
+    stream += enc(s.chained(pr.T_IRREGULARITY,
+                            b"\x00\x01\x00\x00" + struct.pack(">BBH", 1, 5, 1)))  # 2H not due
+    stream += enc(s.chained(pr.T_RESOLUTION,
+                            b"\x00\x01\x00\x00" + bytes((1, 1, 9, 0, 0))))  # voids 3H instead
+    v.receive(stream)
     assert [a["kind"] for a in v.alarms] == ["resolution_mismatch"]
 
 
@@ -221,8 +215,10 @@ def test_two_thousand_junk_commands_cost_no_flash_and_are_counted(rig):
     before = rig.link.ask(2)
     log = rig.tmp / "flash" / "log"
     size = log.stat().st_size
-    junk = b"".join(pr.command(os.urandom(32), rig.key.key_id, rig.key.shoe_id, 10**6 + i,
-                               pr.C_NEW_SHOE) for i in range(2000))
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    other = ec.generate_private_key(ec.SECP256R1())  # not the command key the element holds
+    junk = b"".join(pr.command(other, rig.shoe_id, 10**6 + i, pr.C_NEW_SHOE) for i in range(2000))
     rig.link.write(junk)
     rig.settle()
     after = rig.link.ask(2)
@@ -257,15 +253,26 @@ def test_maintenance_is_refused_while_a_round_is_held(rig):
 # ---- the store is tamper-evident ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
+    """An audit store of two whole shoes, validated from a capture (capture_gen: signed as a
+    version-2 shoe signs), and the registry that holds the shoe's public key: no secret."""
+    from sabot import capture_gen
+    from sabot.registry import Registry
+
     d = tmp_path_factory.mktemp("demo")
-    r = sabot("demo", "--seed", 5, "--db", d / "audit.db", "--key", d / "shoe.key", "--registry",
-              d / "shoes.json", "--capture", d / "cap.bin", "--json")
-    assert r.returncode == 0, r.stderr
+    entry, cap, _ = capture_gen.generate(str(d), 2, seed=5)
+    (d / "cap.bin").write_bytes(cap)
+    Registry(str(d / "shoes.json")).put(entry)
+    v = Validator(entry, str(d / "audit.db"))
+    v.receive(cap)
+    v.finish()
+    v.store.close()
+    assert v.counts["rejected"] == 0 and not v.alarms
+    (d / "result.pem").unlink()  # the verifiers below hold public keys only
     return d
 
 
 def verify(db, d):
-    return sabot("audit", "verify", "--db", db, "--key", d / "shoe.key")
+    return sabot("audit", "verify", "--db", db, "--registry", d / "shoes.json")
 
 
 def tampered(demo_db, tmp_path, *sql):
@@ -321,9 +328,9 @@ def test_the_store_refuses_update_and_delete_outright(demo_db, tmp_path):
 
 
 def test_history_shows_and_filters_by_the_shoes_device_id(demo_db):
-    from sabot import keys
+    from sabot.registry import Registry
 
-    shoe_id = keys.load(str(demo_db / "shoe.key")).shoe_id
+    shoe_id = Registry.load(str(demo_db / "shoes.json")).pick(None).shoe_id
     r = sabot("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id, "--round", 3,
               "--json")
     recs = [json.loads(x) for x in r.stdout.splitlines()]
@@ -379,8 +386,7 @@ def test_replay_of_a_capture_missing_its_end_exits_non_zero(demo_db, tmp_path, c
     else:
         parts = []
     (tmp_path / "cap.bin").write_bytes(b"".join(parts))
-    r = sabot("replay", tmp_path / "cap.bin", "--key", demo_db / "shoe.key", "--registry",
-              demo_db / "shoes.json")
+    r = sabot("replay", tmp_path / "cap.bin", "--registry", demo_db / "shoes.json")
     assert r.returncode != 0 and "Traceback" not in r.stderr
 
 
@@ -450,49 +456,43 @@ def test_low_confidence_and_confirm_mid_round_still_store_every_frame(rig):
 
 
 # ---- found by an insider's review, kept found ---------------------------------------------------
-def crafted_shoe(k, n):
-    """n authentic chained frames of a shoe: shoe_start, burn, then initial cards."""
-    out, chain = [], bytes(8)
+def crafted_shoe(n):
+    """n authentic chained frames of a shoe: shoe_start, burn, then unread burn cards (signed
+    irregularities that change no accounting); with the signer and its registry entry."""
+    s, entry = signing_shoe()
     payloads = [(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
                 (pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4]))]  # AS, 2S
     while len(payloads) < n:
-        payloads.append((pr.T_INITIAL_CARDS, b"\x00\x01\x00\x01" + bytes([36, 37, 38, 39])))
-    for seq, (ftype, payload) in enumerate(payloads[:n], 1):
-        raw = pr.build(k.key, k.key_id, k.shoe_id, 1, seq, chain, ftype, payload)
-        out.append(raw)
-        chain = raw[-32:-24]
-    return out
+        payloads.append((pr.T_IRREGULARITY, b"\x00\x01\x00\x00" + bytes([8, 255, 0, 3])))
+    return [s.chained(ftype, payload) for ftype, payload in payloads[:n]], s, entry
 
 
-def status_frame(k, latest, acked, first, last):
+def status_frame(s, frames, latest, acked, first, last):
     payload = struct.pack(">BHHHBIIIIBI", 2, 1, 0, 3, 1, 0, acked, first, last, 0, 0)
-    return pr.build(k.key, k.key_id, k.shoe_id, 1, latest, bytes(8), pr.T_STATUS, payload)
+    chain = pr.parse(frames[latest - 1]).digest if latest else bytes(32)
+    return pr.build(s.private_key, 1, s.shoe_id, 1, latest, chain, pr.T_STATUS, payload)
 
 
 def test_a_new_frame_before_the_first_status_loses_nothing_of_what_the_shoe_resends(tmp_path):
     """Live, a validator that has not met the shoe may get a new frame before the status that
     answers its hello, then the resends of older ones: it anchors at the status, stores all."""
-    from sabot import keys
-
-    k = keys.create(str(tmp_path / "k"))
-    frames = crafted_shoe(k, 6)
-    v = Validator(k, str(tmp_path / "a.db"))
+    frames, s, entry = crafted_shoe(6)
+    v = Validator(entry, str(tmp_path / "a.db"))
     v.live = True
-    stream = [frames[5], status_frame(k, 6, 0, 1, 6), *frames]
+    stream = [frames[5], status_frame(s, frames, 6, 0, 1, 6), *frames]
     verdicts = v.receive(b"".join(pr.encode_frame(f) for f in stream))
     assert [x[1] for x in verdicts] == ["deferred", "accepted"] + ["accepted"] * 6
     assert v.counts["rejected"] == 0 and v.alarms == [] and v.state["last_seq"] == 6
 
 
 def test_a_store_ahead_of_its_shoe_is_refused_in_one_line(tmp_path):
-    from sabot import keys
     from sabot.errors import SabotError
 
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"))
-    v.receive(b"".join(pr.encode_frame(f) for f in crafted_shoe(k, 5)))
+    frames, s, entry = crafted_shoe(5)
+    v = Validator(entry, str(tmp_path / "a.db"))
+    v.receive(b"".join(pr.encode_frame(f) for f in frames))
     with pytest.raises(SabotError, match="re-provisioned shoe or an altered store"):
-        v.receive(pr.encode_frame(status_frame(k, 2, 0, 1, 2)))  # the shoe is back at seq 2
+        v.receive(pr.encode_frame(status_frame(s, frames, 2, 0, 1, 2)))  # the shoe is at seq 2
 
 
 def rechain(db):
@@ -528,14 +528,14 @@ def test_audit_verify_finds_a_deleted_alarm_even_with_the_chain_recomputed(tmp_p
         rig.deal("AS")  # a ninth ace: inventory_exceeded
     rig.close()
     db = rig.tmp / "audit.db"
-    assert sabot("audit", "verify", "--db", db, "--key", rig.tmp / "shoe.key").returncode == 0
+    assert sabot("audit", "verify", "--db", db, "--registry", rig.registry).returncode == 0
     con = sqlite3.connect(db)
     con.execute("DROP TRIGGER alarms_append_only_d")
     con.execute("DELETE FROM alarms WHERE kind='inventory_exceeded'")
     con.commit()
     con.close()
     rechain(db)
-    r = sabot("audit", "verify", "--db", db, "--key", rig.tmp / "shoe.key")
+    r = sabot("audit", "verify", "--db", db, "--registry", rig.registry)
     assert r.returncode != 0 and "inventory_exceeded" in r.stderr
 
 
@@ -558,30 +558,22 @@ def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(de
 
 
 def test_a_round_after_the_shoe_ended_and_a_result_without_initial_cards_are_alarms(tmp_path):
-    from sabot import keys
-
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"))
-    frames = crafted_shoe(k, 2)
-    chain = frames[-1][-32:-24]
-    end, e1 = signed(k, 3, chain, pr.T_SHOE_END,
-                     b"\x00\x01\x00\x00\x00\x03" + bytes(52) + b"\x00\x00")
+    frames, s, entry = crafted_shoe(2)
+    v = Validator(entry, str(tmp_path / "a.db"))
+    end = s.chained(pr.T_SHOE_END, b"\x00\x01\x00\x00\x00\x03" + bytes(52) + b"\x00\x00")
     cards = bytes([8 * 4, 7 * 4 + 1, 12 * 4, 8 * 4 + 3])  # 9S 8H KS 9C: P 9S KS, B 8H 9C
-    _, e2 = signed(k, 4, end[-32:-24], pr.T_RESULT,
-                   b"\x00\x01\x00\x01" + bytes([0x22, 0]) + bytes([cards[0], cards[2], cards[1],
-                                                                     cards[3]]) + b"\x00\x05\x00")
-    v.receive(b"".join(pr.encode_frame(f) for f in frames) + e1 + e2)
+    result = s.chained(pr.T_RESULT, b"\x00\x01\x00\x01" + bytes([0x22, 0])
+                       + bytes([cards[0], cards[2], cards[1], cards[3]]) + b"\x00\x05\x00")
+    v.receive(b"".join(pr.encode_frame(f) for f in [*frames, end, result]))
     kinds = [a["kind"] for a in v.alarms]
     assert "round_after_shoe_end" in kinds and "missing_initial_cards" in kinds
 
 
 def test_a_burn_with_the_cut_card_in_it_is_a_burn_mismatch(tmp_path):
-    from sabot import keys
-
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"))
-    start, e1 = signed(k, 1, bytes(8), pr.T_SHOE_START, b"\x00\x01\x08\x02")
-    _, e2 = signed(k, 2, start[-32:-24], pr.T_BURN, b"\x00\x01\x00\x00" + bytes([4, 52, 8]))
+    s, entry = signing_shoe()
+    v = Validator(entry, str(tmp_path / "a.db"))
+    e1 = enc(s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"))
+    e2 = enc(s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([4, 52, 8])))
     v.receive(e1 + e2)
     assert [a["kind"] for a in v.alarms] == ["burn_mismatch"]
     assert "CUT" not in v.state["inventory"]["counts"]
@@ -605,8 +597,8 @@ def test_history_on_a_store_missing_a_table_is_one_line(demo_db, tmp_path):
     con.execute("DROP TABLE integrity_checks")
     con.commit()
     con.close()
-    for args in (("history", "--db", db), ("audit", "verify", "--db", db, "--key",
-                                            demo_db / "shoe.key")):
+    for args in (("history", "--db", db), ("audit", "verify", "--db", db, "--registry",
+                                            demo_db / "shoes.json")):
         r = sabot(*args)
         assert r.returncode != 0 and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1

@@ -6,10 +6,10 @@ import shutil
 import subprocess
 import sys
 
-from sabot import cards, keys, table_gen
-from sabot.virtual import free_port, provision_flash
+from sabot import cards, table_gen
+from sabot.virtual import free_port
 
-from conftest import ROOT, BoardProcess
+from conftest import ROOT, BoardProcess, provision_shoe
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 # burn AS + 9S; round 1: P 2S 3H (5) draws 8D -> 3; B KD 3C (3) must stand on a Player's 8
@@ -53,9 +53,8 @@ def test_firmware_with_a_wrong_table_fails_the_bench(tmp_path):
 
 def board_with_a_shoe(tmp_path):
     """A provisioned virtual shoe whose simulated dealer draws a 1-deck shoe file: (board, its
-    URL, the shoe file, the key)."""
-    key = keys.create(str(tmp_path / "shoe.key"))
-    provision_flash(str(tmp_path / "flash"), key)
+    URL, the shoe file, the command key); the registry is tmp_path/sabot-shoes.json."""
+    key, _, _, _ = provision_shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(cards.shuffled_shoe(1, seed=12)))
     port = free_port()
@@ -66,10 +65,10 @@ def board_with_a_shoe(tmp_path):
 
 
 def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
-    board, url, shoe, _ = board_with_a_shoe(tmp_path)
+    board, url, shoe, key = board_with_a_shoe(tmp_path)
     try:
-        r = bench(shoe, "--port", url, "--key", tmp_path / "shoe.key",
-                  "--db", tmp_path / "bench.db", input="\n" * 80)
+        r = bench(shoe, "--port", url, "--key", key.path, "--registry",
+                  tmp_path / "sabot-shoes.json", "--db", tmp_path / "bench.db", input="\n" * 80)
     finally:
         board.stop()
     assert r.returncode == 0, r.stderr
@@ -79,16 +78,15 @@ def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
 def test_bench_on_a_shoe_that_has_ended_says_to_start_the_next(tmp_path):
     """The trial: a shoe verified to its end, then benched: not every round MISSING blaming the
     rules, but one line saying what to do."""
-    from sabot.registry import Registry, ShoeEntry
-
     board, url, shoe, key = board_with_a_shoe(tmp_path)
-    Registry.load(str(tmp_path / "shoes.json")).put(ShoeEntry(key.shoe_id))
+    registry = tmp_path / "sabot-shoes.json"
     try:
-        v = subprocess.run([*SABOT, "validate", "--port", url, "--key", tmp_path / "shoe.key",
+        v = subprocess.run([*SABOT, "validate", "--port", url, "--key", key.path,
                             "--db", tmp_path / "a.db", "--until", "shoe-end", "--registry",
-                            tmp_path / "shoes.json"], capture_output=True, text=True, timeout=60)
+                            registry], capture_output=True, text=True, timeout=60)
         assert v.returncode == 0, v.stderr
-        r = bench(shoe, "--port", url, "--key", tmp_path / "shoe.key", "--db", tmp_path / "b.db")
+        r = bench(shoe, "--port", url, "--key", key.path, "--registry", registry, "--db",
+                  tmp_path / "b.db")
     finally:
         board.stop()
     assert r.returncode != 0 and "sabot new-shoe" in r.stderr, (v.stderr, r.stderr)

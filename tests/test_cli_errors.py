@@ -10,6 +10,7 @@ import pytest
 
 from sabot import keys
 from sabot.cli import HelpFormatter, build_parser
+from sabot.errors import SabotError
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 TABLE = {"game": "baccarat", "vigorish": "at_payout"}
@@ -60,7 +61,7 @@ def test_settle_refuses_a_binary_file(tmp_path):
 
 def test_provision_refuses_bad_ids_and_paths(tmp_path):
     flash = tmp_path / "flash"
-    for extra in (["--key-id", "999999"], ["--key-id", "-1"], ["--shoe-id", "-5"]):
+    for extra in (["--shoe-id", "99999999999"], ["--shoe-id", "x"], ["--shoe-id", "-5"]):
         one_line_failure(run("provision", "--key", tmp_path / "k", "--flash", flash, *extra))
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -89,24 +90,61 @@ def test_other_bad_arguments_fail_in_one_line(tmp_path):
                   ["--fault-rate", "2"]):
         one_line_failure(run("soak", *extra))
     one_line_failure(run("replay", key, "--key", tmp_path))
+    one_line_failure(run("replay", key, "--registry", tmp_path / "none.json"))
     one_line_failure(run("verify-firmware", "--port", "socket://127.0.0.1:1", "--seed", "00",
                          "--key", key))
+    one_line_failure(run("audit", "verify", "--db", tmp_path / "none.db"))
     one_line_failure(run("validate", "--port", "socket://127.0.0.1:1", "--key", key, "--db",
                          tmp_path / "v.db", "--baud", "fast"))
 
 
-def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
-    from sabot.virtual import VirtualBoard, provision_flash
+def test_a_version_1_key_file_is_refused_in_one_line(tmp_path):
+    old = tmp_path / "shoe.key"
+    old.write_bytes(bytes(38))
+    old.chmod(0o600)
+    with pytest.raises(SabotError, match="is a version-1 shared key file; make a command key"):
+        keys.load(str(old))
+    for cmd in (["status", "--port", "socket://127.0.0.1:1", "--key", old],
+                ["demo", "--db", tmp_path / "d.db", "--key", old]):
+        r = run(*cmd)
+        one_line_failure(r)
+        assert "version-1 shared key file" in r.stderr
 
-    key = keys.create(str(tmp_path / "k"))
-    provision_flash(str(tmp_path / "flash"), key)
+
+def test_a_command_key_is_made_0600_never_over_a_file_and_refused_when_others_read_it(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "host.pem"
+    k = keys.create(str(path))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert "BEGIN PUBLIC KEY" in k.public_pem() and keys.load(str(path)).public_pem() == \
+        k.public_pem()
+    with pytest.raises(SabotError, match="never overwritten"):
+        keys.create(str(path))
+    path.chmod(0o644)
+    with pytest.raises(SabotError, match="readable by others"):
+        keys.load(str(path))
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a key")
+    junk.chmod(0o600)
+    with pytest.raises(SabotError, match="not a sabot key file"):
+        keys.load(str(junk))
+
+
+def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
+    from sabot.virtual import VirtualBoard
+
+    from conftest import SIGN_MS, provision_shoe
+
+    key, flash, _, registry = provision_shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text("AS 9S 2S KD 3H 3C 8D KS 5H 4C 6D CUT 7S 9H 2D TC JH QS")
-    board = VirtualBoard(str(tmp_path / "flash")).start()
+    board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
     try:
-        r = subprocess.run([*SABOT, "bench", shoe, "--port", board.url, "--key", tmp_path / "k",
-                            "--db", tmp_path / "b.db"], capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL, timeout=60)
+        r = subprocess.run([*SABOT, "bench", shoe, "--port", board.url, "--key", key.path,
+                            "--registry", registry, "--db", tmp_path / "b.db"],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     finally:
         board.stop()
     assert r.returncode != 0 and "stdin is closed" in r.stderr and "Traceback" not in r.stderr

@@ -8,19 +8,20 @@ import sys
 
 from sabot import cards, keys, rules
 from sabot import protocol as pr
+from sabot.registry import Registry
 from sabot.validator import Validator
 from sabot.virtual import free_port
 
-from conftest import BoardProcess
+from conftest import BoardProcess, signing_shoe
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
 
 def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_path):
-    key, flash = tmp_path / "shoe.key", tmp_path / "flash"
+    key, flash = tmp_path / "host.pem", tmp_path / "flash"
     db, cap = tmp_path / "audit.db", tmp_path / "cap.bin"
     r = subprocess.run([*SABOT, "provision", "--key", key, "--flash", flash], capture_output=True,
-                       text=True)
+                       text=True)  # registers the shoe in ./sabot-shoes.json
     assert r.returncode == 0, r.stderr
     assert oct(os.stat(key).st_mode & 0o777) == "0o600"
     tokens = cards.shuffled_shoe(1, seed=6)
@@ -41,24 +42,24 @@ def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_
     assert rounds == rules.deal_shoe(tokens)
     h = subprocess.run([*SABOT, "history", "--db", db, "--json"], capture_output=True, text=True)
     stored = [json.loads(x) for x in h.stdout.splitlines() if '"winner"' in x]
-    shoe_id = keys.load(str(key)).shoe_id
+    shoe_id = Registry.load().pick(None).shoe_id
     assert {r.pop("shoe_id") for r in stored} == {shoe_id}  # two tables' round 7 told apart
     assert stored == rounds
-    raw_key = keys.load(str(key)).key
-    assert raw_key not in db.read_bytes() and raw_key not in cap.read_bytes()
-    assert raw_key.hex().encode() not in db.read_bytes()
+    # no private key anywhere the host keeps: not in the flash, not in the store or capture
+    secret = keys.private_pem(keys.load(str(key)).private_key)
+    element = (tmp_path / "flash.element" / "slot0.pem").read_bytes()
+    for path in (db, cap, *flash.iterdir()):
+        data = path.read_bytes()
+        assert secret not in data and element not in data and b"PRIVATE" not in data
 
 
 def test_boot_counter_going_backwards_is_rejected(tmp_path):
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"))
-
-    def frame(seq, boot, chain, payload=b"\x00\x01\x08\x02"):  # shoe 1, 8 decks, baccarat
-        raw = pr.build(k.key, k.key_id, k.shoe_id, boot, seq, chain, pr.T_SHOE_START, payload)
-        return raw, pr.encode_frame(raw)
-
-    raw1, enc1 = frame(1, 5, bytes(8))
-    _raw2, enc2 = frame(2, 4, raw1[-32:-24])
+    s, entry = signing_shoe()
+    v = Validator(entry, str(tmp_path / "a.db"))
+    s.boot = 5
+    enc1 = pr.encode_frame(s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"))  # 8-deck baccarat
+    s.boot = 4
+    enc2 = pr.encode_frame(s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"))
     verdicts = v.receive(enc1 + enc2)
     assert [x[1] for x in verdicts] == ["accepted", "rejected"]
     assert verdicts[1][2] == "boot_backwards"
@@ -68,8 +69,8 @@ def test_10000_seeded_random_chunks_into_the_validator_accept_nothing(tmp_path):
     import random
 
     rng = random.Random(7)
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"))
+    _, entry = signing_shoe()
+    v = Validator(entry, str(tmp_path / "a.db"))
     data = bytes(rng.getrandbits(8) for _ in range(400_000))
     chunks = [data[i : i + rng.randint(1, 80)] for i in range(0, len(data), 40)][:10_000]
     accepted = 0

@@ -1,7 +1,9 @@
-"""Deployment for real: an empty virtual board (the unix-port MicroPython with a REPL on its port,
-as a fresh Pico has on USB) gets the firmware through genuine mpremote sessions (`sabot deploy`),
-is provisioned with its key, boots, and passes a seeded integrity challenge. A second deploy onto
-the now-dealing shoe goes through the authenticated maintenance command."""
+"""Deployment for real: a provisioned virtual board with no firmware (the unix-port MicroPython
+with a REPL on its port, as a fresh Pico has on USB; its secure element made its result key)
+gets the firmware through genuine mpremote sessions (`sabot deploy`), its result key is read from
+the element and registered, it boots, and passes a seeded integrity challenge checked with the
+registry alone. A second deploy onto the now-dealing shoe goes through the signed maintenance
+command; `--rekey` has the element make result key version 2."""
 
 import json
 import os
@@ -21,33 +23,40 @@ def run(*args, timeout=180):
 
 
 def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
-    root, key = tmp_path / "board", tmp_path / "shoe.key"
+    root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
+    release = ("--release-key", tmp_path / "release.pem")
     root.mkdir()
     port = free_port()
     url = f"socket://127.0.0.1:{port}"
-    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root)
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
+                         "--registry", reg)  # factory provisioning: element, identity, registry
     try:
         board.wait_line("REPL on")
         assert wait_for(lambda: port_accepts(port))
-        r = run("deploy", "--port", url, "--board", "virtual", "--key", key)
+        r = run("deploy", "--port", url, "--board", "virtual", "--key", key, "--registry", reg,
+                *release)
         assert r.returncode == 0, r.stderr
-        assert "provisioning shoe" in r.stderr and "matches MANIFEST" in r.stderr
-        assert (root / "shoe" / "app.mpy").exists()
-        assert (root / "data" / "key").read_bytes() == key.read_bytes()
+        assert "read result key version 1" in r.stderr and "matches MANIFEST" in r.stderr
+        assert (root / "shoe" / "app.mpy").exists() and (root / "shoe" / "release.py").exists()
+        assert (root / "data" / "identity").exists() and not (root / "data" / "key").exists()
         assert oct(os.stat(key).st_mode & 0o777) == "0o600"
+        assert b"PRIVATE" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
         board.wait_line("firmware running")
-        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--key", key)
+        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--registry",
+                reg)  # no key: the registry's public key checks the answer
         assert v.returncode == 0 and v.stdout.startswith("PASS"), v.stdout + v.stderr
 
         # A stale module from an older build must not survive a deploy.
         (root / "shoe" / "stale.mpy").write_bytes(b"M\x06")
-        r = run("deploy", "--port", url, "--board", "virtual", "--key", key)
+        r = run("deploy", "--port", url, "--board", "virtual", "--key", key, "--registry", reg,
+                *release)
         assert r.returncode == 0, r.stderr
         assert not (root / "shoe" / "stale.mpy").exists()
-        assert "sent it to maintenance" in r.stderr and "provisioning" not in r.stderr
-        assert "already has a key: kept" in r.stderr and "removing shoe/stale.mpy" in r.stderr
+        assert "sent it to maintenance" in r.stderr and "as the registry holds it" in r.stderr
+        assert "removing shoe/stale.mpy" in r.stderr
         board.wait_line("firmware running")
-        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--key", key)
+        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--registry",
+                reg)
         assert v.returncode == 0, v.stdout + v.stderr
     finally:
         board.stop()
@@ -59,7 +68,7 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
     from sabot.build import build
 
     root = tmp_path / "board"
-    info = build("virtual", root)
+    info = build("virtual", root, release=tmp_path / "release.pem")
     assert (root / "main.py").exists() and info["manifest"]
     port = free_port()
     url = f"socket://127.0.0.1:{port}"
@@ -80,24 +89,28 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
 def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tmp_path):
     """A Pico as a technician finds it: an old boot.py and lib/ on it, its port a real tty. Deploy
     removes them (saying so), keeps the data directory, copies file by file, and boots main.py with
-    a hard reset; a second deploy keeps the key unless --rekey."""
+    a hard reset; a second deploy with --rekey registers result key version 2 beside version 1."""
+    from sabot.registry import Registry
+
     from conftest import PtyBridge
 
-    root, key = tmp_path / "board", tmp_path / "shoe.key"
+    root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
+    release = ("--release-key", tmp_path / "release.pem")
     (root / "lib" / "old").mkdir(parents=True)
     (root / "boot.py").write_text("print('old boot')\n")
     (root / "lib" / "old" / "thing.py").write_text("x = 1\n")
     (root / "data").mkdir()
     (root / "data" / "notes").write_text("kept\n")
     port = free_port()
-    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root)
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
+                         "--registry", reg)
     bridge = None
     try:
         board.wait_line("REPL on")
         assert wait_for(lambda: port_accepts(port))
         bridge = PtyBridge(tmp_path, port)
         r = run("deploy", "--port", bridge.path, "--board", "virtual", "--key", key,
-                "--baud", "115200")
+                "--baud", "115200", "--registry", reg, *release)
         assert r.returncode == 0, r.stderr
         assert "removing boot.py" in r.stderr and "removing directory lib/" in r.stderr
         assert "copied shoe/app.mpy" in r.stderr and "hard reset" in r.stderr
@@ -105,20 +118,22 @@ def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tm
         assert (root / "data" / "notes").read_text() == "kept\n"
         board.wait_line("firmware running")
         st = run("status", "--port", bridge.path, "--key", key, "--db", tmp_path / "a.db",
-                 "--json")
+                 "--registry", reg, "--json")
         assert st.returncode == 0, st.stderr
         assert json.loads(st.stdout)["integrity"] == "ok"
 
-        # the dealing shoe again, re-keyed on request (kept otherwise: the test above)
-        other = tmp_path / "other.key"
+        # the dealing shoe again, its element making the next result key on request
         r = run("deploy", "--port", bridge.path, "--board", "virtual", "--key", key,
-                "--rekey", other)
+                "--rekey", "--registry", reg, *release)
         assert r.returncode == 0, r.stderr
-        assert "sent it to maintenance" in r.stderr and "re-keying" in r.stderr
-        assert (root / "data" / "key").read_bytes() == other.read_bytes()
+        assert "sent it to maintenance" in r.stderr and "made result key version 2" in r.stderr
+        assert Registry.load(str(reg)).pick(None).key_versions == [1, 2]  # the old one kept
         board.wait_line("firmware running")
-        st = run("status", "--port", bridge.path, "--key", other, "--db", tmp_path / "b.db")
+        st = run("status", "--port", bridge.path, "--key", key, "--db", tmp_path / "a.db",
+                 "--registry", reg)  # the same audit chain goes on under key version 2
         assert st.returncode == 0, st.stderr
+        a = run("audit", "verify", "--db", tmp_path / "a.db", "--registry", reg)
+        assert a.returncode == 0, a.stderr
     finally:
         if bridge:
             bridge.stop()

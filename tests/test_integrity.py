@@ -14,7 +14,9 @@ from sabot import keys
 from sabot.build import build, code_digest
 from sabot.link import HostLink
 from sabot.validator import Validator
-from sabot.virtual import VirtualBoard, card_bytes, provision_flash
+from sabot.virtual import VirtualBoard, card_bytes
+
+from conftest import SIGN_MS, provision_shoe
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
@@ -22,30 +24,48 @@ SABOT = [sys.executable, "-m", "sabot.cli"]
 @pytest.fixture
 def built(tmp_path):
     certified = tmp_path / "certified"
-    info = build("virtual", certified)
+    info = build("virtual", certified, release=tmp_path / "release.pem")
     deployed = tmp_path / "deployed"
     shutil.copytree(certified, deployed)
-    key = keys.create(str(tmp_path / "shoe.key"))
-    provision_flash(str(tmp_path / "flash"), key)
+    provision_shoe(tmp_path)  # flash, element and tmp_path/sabot-shoes.json
     return certified, deployed, tmp_path, info
 
 
 def verify(port_url, tmp, build_dir, seed):
-    return subprocess.run([*SABOT, "verify-firmware", "--port", port_url, "--seed", seed, "--key",
-                           tmp / "shoe.key", "--build", build_dir, "--db", tmp / "audit.db",
-                           "--json"], capture_output=True, text=True, timeout=60)
+    """verify-firmware with the registry alone: no key is needed to check a shoe."""
+    return subprocess.run([*SABOT, "verify-firmware", "--port", port_url, "--seed", seed,
+                           "--registry", tmp / "sabot-shoes.json", "--build", build_dir, "--db",
+                           tmp / "audit.db", "--json"], capture_output=True, text=True,
+                          timeout=60)
 
 
-def test_build_manifest_is_the_digest_of_the_code_tree(built):
-    certified, _, _, info = built
-    manifest = (certified / "MANIFEST").read_text().strip()
-    assert manifest == code_digest(certified) == info["manifest"]
+def test_build_manifest_is_the_digest_of_the_code_tree_signed_by_the_release_key(built):
+    from sabot import protocol as pr
+    from sabot.build import read_manifest
+    from sabot.registry import public_from_xy
+
+    certified, _, tmp, info = built
+    digest, signature = read_manifest(certified)
+    assert digest == code_digest(certified) == info["manifest"]
     assert info["files"]["shoe/table.mpy"] > 1000
+    # the release key's public half is in the tree (so under the digest), as X||Y
+    release = (certified / "shoe" / "release.py").read_text()
+    xy = bytes.fromhex(release.split('bytes.fromhex("')[1].split('")')[0])
+    public = keys.load_private(str(tmp / "release.pem"), "release key").public_key()
+    assert keys.public_pem(public_from_xy(xy)) == keys.public_pem(public)
+    assert "shoe/release.py" in info["files"]
+    assert pr.verify_digest(public, bytes.fromhex(digest), bytes.fromhex(signature))
+    assert len(signature) == 128 and oct(os.stat(tmp / "release.pem").st_mode & 0o777) == "0o600"
+    # a second build with the same key signs the same tree; another key, another release.py
+    again = build("virtual", tmp / "again", release=tmp / "release.pem")
+    assert again["manifest"] == digest
+    other = build("virtual", tmp / "other", release=tmp / "other.pem")
+    assert other["manifest"] != digest
 
 
 def test_unaltered_shoe_passes_and_deals(built):
     certified, deployed, tmp, _ = built
-    board = VirtualBoard(tmp / "flash", code=deployed).start()
+    board = VirtualBoard(tmp / "flash", code=deployed, sign_ms=SIGN_MS).start()
     try:
         r = verify(board.url, tmp, certified, os.urandom(16).hex())
         assert r.returncode == 0, r.stderr
@@ -63,13 +83,15 @@ def test_one_altered_byte_means_tilt_and_failed_verification(built):
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0x01
     target.write_bytes(bytes(data))
-    board = VirtualBoard(tmp / "flash", code=deployed).start()
+    board = VirtualBoard(tmp / "flash", code=deployed, sign_ms=SIGN_MS).start()
     try:
         assert board.wait(lambda s: s[5] == 15, 5)  # the alarm shows the tilt
         r = verify(board.url, tmp, certified, os.urandom(16).hex())
         assert r.returncode != 0 and json.loads(r.stdout)["result"] == "fail"
-        v = Validator(keys.load(str(tmp / "shoe.key")), str(tmp / "v.db"))
-        link = HostLink(board.url, v)
+        from sabot.registry import Registry
+
+        v = Validator(Registry.load(str(tmp / "sabot-shoes.json")).pick(None), str(tmp / "v.db"))
+        link = HostLink(board.url, v, keys.load(str(tmp / "command.pem")))
         board.send(card_bytes("AS"))
         assert board.wait_read(5)
         status = link.ask(5)
@@ -88,7 +110,7 @@ def test_one_altered_byte_means_tilt_and_failed_verification(built):
 def test_a_planted_source_file_is_caught_too(built):
     _certified, deployed, tmp, _ = built
     (deployed / "shoe" / "dealing.py").write_text("# would shadow dealing.mpy\n")
-    board = VirtualBoard(tmp / "flash", code=deployed).start()
+    board = VirtualBoard(tmp / "flash", code=deployed, sign_ms=SIGN_MS).start()
     try:
         assert board.wait(lambda s: s[5] == 15, 5)
     finally:

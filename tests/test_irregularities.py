@@ -2,7 +2,6 @@
 position, holds the round until a supervisor or the host resolves it, and the resolution is
 logged."""
 
-import os
 
 from sabot import protocol as pr
 from sabot.protocol import KEEP_DUMMY, VOID_CARD, VOID_ROUND
@@ -97,17 +96,23 @@ def refused_since(rig, before):
 
 
 def test_replayed_host_command_is_refused_and_only_counted(rig):
-    k = rig.key
     before = rig.link.ask(2)["refused"]
-    seq = rig.link.ask(2)["acked"]
-    stale = pr.command(k.key, k.key_id, k.shoe_id, 1, pr.C_RESOLVE, bytes([VOID_CARD]))
-    rig.link.write(stale)  # counter 1 was used by the first acknowledgement
+    st = rig.link.ask(2)
+    seq = st["acked"]
+    # a counted command must carry exactly the element's counter + 1: the counter it already
+    # holds is a recorded command played again
+    stale = pr.command(rig.key.private_key, rig.shoe_id, st["host_counter"], pr.C_RESOLVE,
+                       bytes([VOID_CARD]))
+    rig.link.write(stale)
     assert refused_since(rig, before) == 1
     assert not rig.of("command_rejected") and rig.link.ask(2)["acked"] == seq  # no frame spent
 
 
 def test_command_under_the_wrong_key_is_refused_and_only_counted(rig):
-    k = rig.key
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     before = rig.link.ask(2)["refused"]
-    rig.link.write(pr.command(os.urandom(32), k.key_id, k.shoe_id, 10**6, pr.C_NEW_SHOE))
+    counter = rig.link.ask(2)["host_counter"] + 1  # fresh: only the signature is wrong
+    other = ec.generate_private_key(ec.SECP256R1())
+    rig.link.write(pr.command(other, rig.shoe_id, counter, pr.C_NEW_SHOE))
     assert refused_since(rig, before) == 1 and not rig.of("command_rejected")

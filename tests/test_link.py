@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from sabot import keys
 from sabot import protocol as pr
@@ -25,7 +26,7 @@ def sabot(*args, **kw):
 def demo(tmp_path_factory):
     d = tmp_path_factory.mktemp("demo")
     r = sabot("demo", "--seed", 21, "--db", d / "audit.db", "--key", d / "shoe.key", "--capture",
-              d / "capture.bin", "--json")
+              d / "capture.bin", "--registry", d / "shoes.json", "--json")
     assert r.returncode == 0, r.stderr
     return d, json.loads(r.stdout)
 
@@ -72,7 +73,7 @@ def split(capture):
 def replay(d, parts, name):
     path = d / name
     path.write_bytes(b"".join(p + b"\x00" for p in parts))
-    r = sabot("replay", path, "--key", d / "shoe.key", "--json")
+    r = sabot("replay", path, "--registry", d / "shoes.json", "--json")
     return r, json.loads(r.stdout)
 
 
@@ -91,7 +92,7 @@ def tampered(parts, chained, how, k, other_key=None):
     i, j = chained[k], chained[k + 1]
     if how == "flip":
         raw = bytearray(pr.decode_frame(parts[i]))
-        raw[25] ^= 0x04  # a payload bit
+        raw[pr.HEADER.size + 1] ^= 0x04  # a payload bit
         parts[i] = reencode(bytes(raw))
     elif how == "delete":
         del parts[i]
@@ -101,23 +102,25 @@ def tampered(parts, chained, how, k, other_key=None):
         parts[i], parts[j] = parts[j], parts[i]
     elif how == "resign":
         f = pr.parse(pr.decode_frame(parts[i]))
-        body = f.raw[: -pr.MAC_LEN]
-        parts[i] = reencode(body + pr.mac(other_key, body))
+        parts[i] = reencode(f.body + pr.sign_digest(other_key, f.digest))
     return parts
 
 
 @pytest.mark.parametrize("how,reason,later_accepted", [
-    ("flip", "bad_mac", False),
+    ("flip", "bad_signature", False),
     ("delete", "sequence_gap", False),
     ("replay", "replayed", True),  # the copy is refused; the genuine frames after it stay in order
     ("swap", "sequence_gap", False),
-    ("resign", "bad_mac", False),
+    ("resign", "bad_signature", False),
 ])
 def test_tampered_capture_is_rejected_with_its_reason(demo, how, reason, later_accepted):
     d, _ = demo
     parts, chained = split((d / "capture.bin").read_bytes())
     k = len(chained) // 2
-    r, out = replay(d, tampered(parts, chained, how, k, os.urandom(32)), f"{how}.bin")
+    while not pr.parse(pr.decode_frame(parts[chained[k]])).signed:
+        k += 1  # a signed frame (an unsigned one is sealed by the next: see test_signatures)
+    other = ec.generate_private_key(ec.SECP256R1())
+    r, out = replay(d, tampered(parts, chained, how, k, other), f"{how}.bin")
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert out["rejections"][0]["reason"] == reason
     if later_accepted:
@@ -128,18 +131,20 @@ def test_tampered_capture_is_rejected_with_its_reason(demo, how, reason, later_a
         assert out["rejected"] >= len(chained) - k - 1
 
 
-def test_wrong_key_rejects_everything(demo, tmp_path):
+def test_a_registry_with_another_public_key_rejects_everything(demo, tmp_path):
     d, _ = demo
-    other = keys.create(str(tmp_path / "other.key"))
-    raw = keys.raw_bytes(other._replace(key_id=keys.load(str(d / "shoe.key")).key_id,
-                                        shoe_id=keys.load(str(d / "shoe.key")).shoe_id))
-    fd = os.open(tmp_path / "forged.key", os.O_WRONLY | os.O_CREAT, 0o600)
-    os.write(fd, raw)
-    os.close(fd)
-    r = sabot("replay", d / "capture.bin", "--key", tmp_path / "forged.key", "--json")
+    from sabot.registry import ALGORITHM, Registry, ShoeEntry
+
+    entry = Registry.load(str(d / "shoes.json")).pick(None)
+    other = keys.public_pem(ec.generate_private_key(ec.SECP256R1()).public_key())
+    forged = ShoeEntry(entry.shoe_id, public_keys=[{"version": v, "algorithm": ALGORITHM,
+                                                    "key": other} for v in entry.key_versions])
+    Registry(str(tmp_path / "forged.json")).put(forged)
+    r = sabot("replay", d / "capture.bin", "--registry", tmp_path / "forged.json", "--json")
     out = json.loads(r.stdout)
     assert r.returncode != 0 and out["verified"] == 0 and out["rejected"] == out["frames"]
-    assert {x["reason"] for x in out["rejections"]} == {"bad_mac"}
+    # signed frames fail their signature; the unsigned ones are sealed by none of them
+    assert {x["reason"] for x in out["rejections"]} == {"bad_signature", "unsealed"}
 
 
 def test_key_file_readable_by_others_is_refused(demo, tmp_path):
@@ -147,13 +152,14 @@ def test_key_file_readable_by_others_is_refused(demo, tmp_path):
     loose = tmp_path / "loose.key"
     loose.write_bytes((d / "shoe.key").read_bytes())
     os.chmod(loose, 0o644)
-    r = sabot("replay", d / "capture.bin", "--key", loose)
+    r = sabot("demo", "--db", tmp_path / "x.db", "--key", loose)
     assert r.returncode != 0 and "readable by others" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_second_demo_continues_the_chain_with_a_new_shoe(demo):
     d, _first = demo
-    r = sabot("demo", "--seed", 22, "--db", d / "audit.db", "--key", d / "shoe.key", "--json")
+    r = sabot("demo", "--seed", 22, "--db", d / "audit.db", "--key", d / "shoe.key", "--registry",
+              d / "shoes.json", "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["shoe"] == 2 and s["rejected"] == 0 and s["lost"] == 0
@@ -165,14 +171,15 @@ def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
     from sabot import cards
     from sabot.link import HostLink
     from sabot.validator import Validator
-    from sabot.virtual import Dealer, VirtualBoard, provision_flash
+    from sabot.virtual import Dealer, VirtualBoard
 
-    key = keys.create(str(tmp_path / "shoe.key"))
-    provision_flash(str(tmp_path / "flash"), key)
+    from conftest import SIGN_MS, provision_shoe
+
+    key, flash, config, registry = provision_shoe(tmp_path)
     cap = open(tmp_path / "cap.bin", "wb")
-    board = VirtualBoard(str(tmp_path / "flash")).start()
-    v = Validator(key, str(tmp_path / "live.db"))
-    link = HostLink(board.url, v, cap)
+    board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
+    v = Validator(config, str(tmp_path / "live.db"))
+    link = HostLink(board.url, v, key, cap)
     dealer = Dealer(board, cards.shuffled_shoe(8, seed=4))
     try:
         for boot in (1, 2):
@@ -194,6 +201,6 @@ def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
     assert boots == {1, 2}
     old = next(p for p, f in zip(parts, frames) if f.type in pr.CHAINED and f.boot == 1)
     (tmp_path / "tampered.bin").write_bytes(b"".join(p + b"\x00" for p in parts + [old]))
-    r = sabot("replay", tmp_path / "tampered.bin", "--key", tmp_path / "shoe.key", "--json")
+    r = sabot("replay", tmp_path / "tampered.bin", "--registry", registry, "--json")
     out = json.loads(r.stdout)
     assert r.returncode != 0 and [x["reason"] for x in out["rejections"]] == ["replayed"]

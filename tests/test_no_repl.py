@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from sabot import keys
-from sabot.virtual import Dealer, VirtualBoard, card_bytes, provision_flash
+from sabot.virtual import Dealer, VirtualBoard, card_bytes
+
+from conftest import SIGN_MS, provision_shoe
 
 FLOOD = b"\x03\x01\x04\x05\r\n" * 50
 BANNERS = (b"MicroPython", b">>>", b"raw REPL", b"paste mode", b"soft reboot", b"Traceback")
@@ -39,9 +40,8 @@ def assert_no_repl(data):
 
 @pytest.fixture
 def board(tmp_path):
-    key = keys.create(str(tmp_path / "shoe.key"))
-    provision_flash(str(tmp_path / "flash"), key)
-    b = VirtualBoard(str(tmp_path / "flash"))
+    _, flash, _, _ = provision_shoe(tmp_path)
+    b = VirtualBoard(flash, sign_ms=SIGN_MS)
     yield b
     b.stop()
 

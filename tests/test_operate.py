@@ -11,12 +11,20 @@ import sys
 import threading
 import time
 
+import pytest
+
 from sabot import cards, keys, rules
 from sabot.virtual import free_port
 
 from conftest import BoardProcess, PtyBridge
 
 SABOT = [sys.executable, "-m", "sabot.cli"]
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """Each test's commands find their own ./sabot-shoes.json (sabot provision writes it)."""
+    monkeypatch.chdir(tmp_path)
 
 
 def run(*args, timeout=120, **kw):
@@ -31,7 +39,7 @@ def status(tty, key, db):
 
 
 def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_path):
-    key, flash, db = tmp_path / "shoe.key", tmp_path / "flash", tmp_path / "audit.db"
+    key, flash, db = tmp_path / "host.pem", tmp_path / "flash", tmp_path / "audit.db"
     assert run("provision", "--key", key, "--flash", flash).returncode == 0
     shoe1, shoe2 = tmp_path / "shoe1.txt", tmp_path / "shoe2.txt"
     r = run("shuffle", "--decks", "8", "--seed", "3", "-o", shoe1)
@@ -88,12 +96,12 @@ def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_
     assert {o["host"] for o in ops} == {socket.gethostname()}
     h = run("history", "--db", db, "--shoe", "2", "--json")
     assert any(json.loads(x).get("event") == "resolution" for x in h.stdout.splitlines())
-    a = run("audit", "verify", "--db", db, "--key", key)
+    a = run("audit", "verify", "--db", db, "--key", key)  # --key: accepted, not needed
     assert a.returncode == 0, a.stdout + a.stderr
 
 
 def test_the_board_shows_its_lamps_and_display_on_stdout(tmp_path):
-    key, flash = tmp_path / "shoe.key", tmp_path / "flash"
+    key, flash = tmp_path / "host.pem", tmp_path / "flash"
     assert run("provision", "--key", key, "--flash", flash).returncode == 0
     shoe = tmp_path / "shoe.txt"
     shoe.write_text("AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D CUT 7S 9H 2D TC JH QS")
@@ -134,18 +142,22 @@ def no_shoe(tmp_path, serve):
     return srv, stop
 
 
-def registry(tmp_path, key):
+def registry(tmp_path, shoe_id=7, name="shoes.json"):
+    """A registry holding one shoe with a public key of no shoe here."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     from sabot.registry import Registry, ShoeEntry
 
-    reg = Registry.load(str(tmp_path / "shoes.json"))
-    reg.put(ShoeEntry(key.shoe_id))
-    return tmp_path / "shoes.json"
+    entry = ShoeEntry(shoe_id)
+    entry.add_public_key(1, keys.public_pem(ec.generate_private_key(ec.SECP256R1()).public_key()))
+    Registry.load(str(tmp_path / name)).put(entry)
+    return tmp_path / name
 
 
 def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
-    key = keys.create(str(tmp_path / "k"))
+    keys.create(str(tmp_path / "k"))
     db = tmp_path / "a.db"
-    reg = registry(tmp_path, key)
+    reg = registry(tmp_path)
 
     def silent(c, stop):
         while not stop.is_set():
@@ -171,7 +183,7 @@ def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
             assert r.returncode != 0 and said in r.stderr, r.stderr
             assert len(r.stderr.strip().splitlines()) <= 2  # the reason and the summary
             r = run("status", "--port", bridge.path, "--key", tmp_path / "k", "--db", db,
-                    "--wait", "2")
+                    "--wait", "2", "--registry", reg)
             assert r.returncode != 0 and said in r.stderr, r.stderr
             assert len(r.stderr.strip().splitlines()) == 1 and time.monotonic() - t0 < 30
             if serve is silent:  # nothing was received: no database left behind (garbage is kept
@@ -181,33 +193,34 @@ def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
             stop.set()
             srv.close()
 
-    # a shoe with another secret under the same ids: its frames fail this key's MAC
-    from sabot.virtual import VirtualBoard, card_bytes, provision_flash
+    # a registry whose public key for this shoe is another's: its frames fail the signature
+    from sabot.virtual import VirtualBoard, card_bytes
 
-    provision_flash(str(tmp_path / "flash"), key)
-    board = VirtualBoard(str(tmp_path / "flash")).start()
-    os.rename(tmp_path / "k", tmp_path / "k.right")
-    wrong = keys.create(str(tmp_path / "k"), key.key_id, key.shoe_id)
-    assert wrong.key != key.key
+    from conftest import SIGN_MS, provision_shoe
+
+    key, flash, config, _ = provision_shoe(tmp_path)
+    forged = registry(tmp_path, config.shoe_id, "forged.json")
+    board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
     try:
-        p = subprocess.Popen([*SABOT, "status", "--port", board.url, "--key", tmp_path / "k",
-                              "--db", tmp_path / "w.db", "--wait", "4"], stderr=subprocess.PIPE,
-                             text=True)
+        p = subprocess.Popen([*SABOT, "status", "--port", board.url, "--key", key.path,
+                              "--db", tmp_path / "w.db", "--wait", "4", "--registry", forged],
+                             stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         for t in ("AS", "2H", "3C"):  # the shoe signs its burn: frames arrive
             board.send(card_bytes(t))
         err = p.communicate(timeout=60)[1]
     finally:
         board.stop()
-    assert p.returncode != 0 and "does not answer to this key" in err, err
+    assert p.returncode != 0 and "does not sign with the public key the registry holds" in err, err
 
 
 def test_a_port_that_cannot_be_opened_fails_at_once_and_leaves_no_database(tmp_path):
     key = tmp_path / "k"
-    reg = registry(tmp_path, keys.create(str(key)))
+    keys.create(str(key))
+    registry(tmp_path, name="sabot-shoes.json")  # the default, in the working directory
     for url, said in (("socket://127.0.0.1", "socket:// wants HOST:PORT"),
                       ("bogus://x", "unknown scheme 'bogus'")):
-        for cmd in (["validate", "--registry", reg], ["status"],
+        for cmd in (["validate"], ["status"],
                     ["new-shoe"], ["resolve", "void-card", "--by", "x"]):
             t0 = time.monotonic()
             r = run(*cmd, "--port", url, "--key", key, "--db", tmp_path / "a.db")

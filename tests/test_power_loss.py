@@ -62,21 +62,22 @@ def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
     """With no host for 40 cards the shoe holds far more unacknowledged frames than it keeps in RAM
     (8); when the validator connects, every one arrives, in order, read back from the flash log.
     """
-    from sabot import cards, keys
+    from sabot import cards
     from sabot.link import HostLink
     from sabot.validator import Validator
-    from sabot.virtual import Dealer, VirtualBoard, provision_flash
+    from sabot.virtual import Dealer, VirtualBoard
 
-    key = keys.create(str(tmp_path / "shoe.key"))
-    provision_flash(str(tmp_path / "flash"), key)
-    board = VirtualBoard(str(tmp_path / "flash")).start()
+    from conftest import SIGN_MS, provision_shoe
+
+    key, flash, config, _ = provision_shoe(tmp_path)
+    board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
     try:
         tokens = cards.shuffled_shoe(8, seed=2)
         dealer = Dealer(board, tokens)
         while board.indicator[2] < 120:
             dealer.step()
-        v = Validator(key, str(tmp_path / "audit.db"))
-        link = HostLink(board.url, v)
+        v = Validator(config, str(tmp_path / "audit.db"))
+        link = HostLink(board.url, v, key)
         assert link.ask_until(lambda st: st["unacked_to"] == 0, 10)
         assert v.state["last_seq"] > 2 * 16 and v.counts["rejected"] == 0
         link.close()

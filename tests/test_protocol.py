@@ -1,26 +1,28 @@
 """The host's wire vocabulary (sabot.protocol): COBS framing with the `cobs` package against golden
 bytes, parse() refusing each kind of bad frame with its reason, and every payload type decoded."""
 
+import hashlib
 import struct
 
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, utils
 
 from sabot import protocol as pr
 from sabot.errors import SabotError
 
-KEY = bytes(range(32))
-# shoe_start, key 3, shoe 0x0A0B0C0D, boot 2, seq 7: shoe 1, 8 decks, EZ baccarat
+KEY = ec.derive_private_key(0x5AB07, ec.SECP256R1())  # a fixed key: repeatable tests
+OTHER = ec.derive_private_key(0x07BA5, ec.SECP256R1())
+CHAIN = bytes(range(32))
+# initial_cards (unsigned), key 3, shoe 0x0A0B0C0D, boot 2, seq 7, chain 00..1f: shoe 1 round 5
 GOLDEN_RAW = bytes.fromhex(
-    "010100030a0b0c0d00020000000700000000000000000001080292d11e9f276bc10874dd877a031ea5453a48a3"
-    "eaee42ec8e3edc37c1d9f3b6ea")
-# as the hand-written encoder this package replaced put it on the line
-GOLDEN_ENCODED = bytes.fromhex(
-    "03010106030a0b0c0d02020101020701010101010101012401080292d11e9f276bc10874dd877a031ea5453a48a3"
-    "eaee42ec8e3edc37c1d9f3b6ea00")
+    "020300030a0b0c0d000200000007" + CHAIN.hex() + "00010005" + "2027331f")
+# the signed frame's body (its signature is ECDSA's: new at every signing)
+GOLDEN_BODY = bytes.fromhex("020100030a0b0c0d000200000007" + CHAIN.hex() + "00010802")
 
 
 def frame(ftype, payload, seq=7):
-    return pr.parse(pr.build(KEY, 3, 0x0A0B0C0D, 2, seq, bytes(8), ftype, payload))
+    return pr.parse(pr.build(KEY, 3, 0x0A0B0C0D, 2, seq, CHAIN, ftype, payload))
 
 
 @pytest.mark.parametrize("raw,encoded", [
@@ -36,14 +38,30 @@ def test_cobs_framing_matches_the_reference_vectors(raw, encoded):
     assert pr.decode_frame(encoded[:-1]) == raw
 
 
-def test_a_signed_frame_encodes_to_the_golden_bytes_and_back():
-    raw = pr.build(KEY, 3, 0x0A0B0C0D, 2, 7, bytes(8), pr.T_SHOE_START, b"\x00\x01\x08\x02")
+def test_an_unsigned_frame_encodes_to_the_golden_bytes_and_back():
+    raw = pr.build(None, 3, 0x0A0B0C0D, 2, 7, CHAIN, pr.T_INITIAL_CARDS, b"\x00\x01\x00\x05"
+                   + bytes.fromhex("2027331f"))
     assert raw == GOLDEN_RAW
-    assert pr.encode_frame(raw) == GOLDEN_ENCODED
-    (encoded,) = pr.Deframer().feed(b"noise" + b"\x00" + GOLDEN_ENCODED)[1:]
+    (encoded,) = pr.Deframer().feed(b"noise" + b"\x00" + pr.encode_frame(raw))[1:]
     f = pr.parse(pr.decode_frame(encoded))
-    assert (f.type, f.key_id, f.shoe_id, f.boot, f.seq) == (pr.T_SHOE_START, 3, 0x0A0B0C0D, 2, 7)
-    assert pr.verify(KEY, f) and not pr.verify(bytes(32), f)
+    assert (f.type, f.key_id, f.shoe_id, f.boot, f.seq, f.chain) == (
+        pr.T_INITIAL_CARDS, 3, 0x0A0B0C0D, 2, 7, CHAIN)
+    assert f.signature == b"" and f.body == raw and f.digest == hashlib.sha256(raw).digest()
+    assert not f.signed and not pr.verify(KEY.public_key(), f)  # sealed, never verified alone
+
+
+def test_a_signed_frame_carries_a_raw_r_s_signature_over_the_digest_of_its_body():
+    raw = pr.build(KEY, 3, 0x0A0B0C0D, 2, 7, CHAIN, pr.T_SHOE_START, b"\x00\x01\x08\x02")
+    assert raw[:-pr.SIG_LEN] == GOLDEN_BODY and len(raw) == len(GOLDEN_BODY) + 64
+    f = pr.parse(raw)
+    assert f.body == GOLDEN_BODY and f.digest == hashlib.sha256(GOLDEN_BODY).digest()
+    assert pr.verify(KEY.public_key(), f) and not pr.verify(OTHER.public_key(), f)
+    # raw r||s is the DER signature's two integers: cryptography verifies it as such
+    r, s = int.from_bytes(f.signature[:32], "big"), int.from_bytes(f.signature[32:], "big")
+    KEY.public_key().verify(utils.encode_dss_signature(r, s), f.digest,
+                            ec.ECDSA(utils.Prehashed(hashes.SHA256())))
+    flipped = pr.parse(raw[:20] + bytes([raw[20] ^ 1]) + raw[21:])
+    assert not pr.verify(KEY.public_key(), flipped)
 
 
 def test_every_frame_up_to_the_largest_round_trips():
@@ -55,6 +73,7 @@ def test_every_frame_up_to_the_largest_round_trips():
 
 
 def test_deframer_drops_runs_longer_than_any_frame_and_resynchronises():
+    GOLDEN_ENCODED = pr.encode_frame(GOLDEN_RAW)
     d = pr.Deframer()
     assert d.feed(b"\x01" * (pr.MAX_ENCODED + 1)) == []  # dropped: no frame is that long
     # only the run's last bytes remain, a candidate the parser refuses; the next frame is whole
@@ -63,9 +82,10 @@ def test_deframer_drops_runs_longer_than_any_frame_and_resynchronises():
 
 
 @pytest.mark.parametrize("raw,reason", [
-    (GOLDEN_RAW[:-1][: pr.HEADER.size + pr.MAC_LEN - 1], "too_short"),
+    (GOLDEN_RAW[: pr.HEADER.size - 1], "too_short"),
+    (GOLDEN_BODY[: pr.HEADER.size] + bytes(pr.SIG_LEN - 1), "too_short"),  # no signature room
     (GOLDEN_RAW + bytes(pr.MAX_FRAME), "too_long"),
-    (b"\x02" + GOLDEN_RAW[1:], "bad_version"),
+    (b"\x01" + GOLDEN_RAW[1:], "bad_version"),  # a version-1 frame
 ])
 def test_parse_refuses_a_malformed_frame_with_its_reason(raw, reason):
     with pytest.raises(pr.FrameError) as e:
@@ -142,11 +162,25 @@ def test_decode_status_names_its_fields_and_refuses_a_short_payload():
         pr.decode_status(payload[:-1])
 
 
-def test_command_is_a_signed_encoded_frame_with_a_zero_chain():
-    enc = pr.command(KEY, 3, 0x0A0B0C0D, 12, pr.C_RESOLVE, bytes([pr.VOID_CARD]))
+def test_command_is_signed_by_the_command_key_with_key_id_boot_and_chain_zero():
+    enc = pr.command(KEY, 0x0A0B0C0D, 12, pr.C_RESOLVE, bytes([pr.VOID_CARD]))
     f = pr.parse(pr.decode_frame(enc[:-1]))
-    assert enc[-1] == 0 and pr.verify(KEY, f)
-    assert (f.type, f.seq, f.boot, f.chain, f.payload) == (pr.C_RESOLVE, 12, 0, bytes(8), b"\x01")
+    assert enc[-1] == 0 and pr.verify(KEY.public_key(), f)
+    assert (f.type, f.key_id, f.seq, f.boot, f.chain, f.payload) == (
+        pr.C_RESOLVE, 0, 12, 0, bytes(32), b"\x01")
+
+
+@pytest.mark.parametrize("ftype,payload", [(pr.C_HELLO, b""), (pr.C_VERIFY, b"\x01" * 16)])
+def test_hello_and_verify_go_unsigned(ftype, payload):
+    enc = pr.command(None, 0x0A0B0C0D, 0, ftype, payload)
+    f = pr.parse(pr.decode_frame(enc[:-1]))
+    assert f.signature == b"" and f.payload == payload and f.raw == f.body
+    assert len(f.raw) == pr.HEADER.size + len(payload)
+
+
+def test_a_signed_command_needs_a_key():
+    with pytest.raises(ValueError):
+        pr.command(None, 1, 1, pr.C_ACK, bytes(4))
 
 
 def test_variant_byte_round_trips_and_refuses_impossible_tables():

@@ -145,7 +145,6 @@ def test_four_shoes_at_full_speed_lose_no_round_and_the_api_answers(tmp_path):
                             text=True, timeout=60).stdout
     # Exit status as `validate`: non-zero exactly when an alarm was raised (e.g. an advantage).
     assert (code != 0) == bool(alarms.strip()), (code, alarms, rig.log_text())
-    a = subprocess.run([*SABOT, "audit", "verify", "--db", rig.db,
-                        *[x for i in range(4) for x in ("--key", tmp_path / f"t{i}.key")]],
+    a = subprocess.run([*SABOT, "audit", "verify", "--db", rig.db, "--registry", rig.registry],
                        capture_output=True, text=True, timeout=120)
     assert a.returncode == 0, a.stderr

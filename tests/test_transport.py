@@ -60,11 +60,14 @@ def shoe():
 
 @pytest.fixture
 def key(tmp_path):
-    return keys.create(str(tmp_path / "shoe.key"))
+    return keys.create(str(tmp_path / "command.pem"))
+
+
+SHOE_ID = 0x5AB0_0007
 
 
 def signed(key, seq, ftype=pr.T_BURN, payload=b"\x00\x01\x00\x00\x04\x05"):
-    return pr.build(key.key, key.key_id, key.shoe_id, 1, seq, bytes(8), ftype, payload)
+    return pr.build(key.private_key, 1, SHOE_ID, 1, seq, bytes(32), ftype, payload)
 
 
 def test_opening_a_port_nobody_listens_on_fails_fast_with_one_line():
@@ -87,7 +90,7 @@ def test_frames_come_out_of_a_noisy_fragmented_stream(shoe, key):
     try:
         first, second = signed(key, 1), signed(key, 2)
         stream = (b"\x03\x13\x37\x00" + pr.encode_frame(first) + b"\x05\x01\x00"
-                  + pr.encode_frame(b"\x02" + first[1:]) + pr.encode_frame(second))
+                  + pr.encode_frame(b"\x01" + first[1:]) + pr.encode_frame(second))
         shoe.send(stream[:20])  # a frame split across reads
         got = []
         deadline = time.monotonic() + 5
@@ -108,13 +111,14 @@ def test_frames_come_out_of_a_noisy_fragmented_stream(shoe, key):
 def test_send_command_puts_a_signed_command_on_the_line(shoe, key):
     port = ShoePort(shoe.url, open_timeout=5)
     try:
-        port.send_command(key, pr.C_RESOLVE, bytes([pr.VOID_ROUND]), counter=5)
+        port.send_command(key, SHOE_ID, pr.C_RESOLVE, bytes([pr.VOID_ROUND]), counter=5)
         assert shoe.accepted.wait(5)
         deadline = time.monotonic() + 5
         while not shoe.received.endswith(b"\x00") and time.monotonic() < deadline:
             time.sleep(0.005)
         f = pr.parse(pr.decode_frame(bytes(shoe.received[:-1])))
-        assert pr.verify(key.key, f) and (f.type, f.seq, f.payload) == (pr.C_RESOLVE, 5, b"\x03")
+        assert pr.verify(key.public_key(), f)
+        assert (f.type, f.shoe_id, f.seq, f.payload) == (pr.C_RESOLVE, SHOE_ID, 5, b"\x03")
     finally:
         port.close()
 
@@ -135,3 +139,51 @@ def test_a_dropped_connection_is_a_connection_error_and_reopen_recovers(shoe):
         assert port.read(5) == b"\x00again"
     finally:
         port.close()
+
+
+def test_the_link_acks_what_it_stored_signed_and_counts_commands_from_the_status(shoe, key,
+                                                                               tmp_path):
+    """HostLink over a loopback 'shoe' sending v2 frames: hello goes unsigned, the ack is signed
+    by the command key and uncounted, names the highest stored seq (a pending initial_cards is
+    not acked), and a counted command carries the status's host_counter + 1."""
+    from sabot import capture_gen
+    from sabot.link import HostLink
+    from sabot.validator import Validator
+
+    from conftest import signing_shoe
+
+    s, entry = signing_shoe(SHOE_ID)
+    v = Validator(entry, str(tmp_path / "a.db"))
+    link = HostLink(ShoePort(shoe.url, open_timeout=5), v, key)
+    try:
+        def sent():
+            deadline = time.monotonic() + 5
+            while not shoe.received.endswith(b"\x00") and time.monotonic() < deadline:
+                time.sleep(0.005)
+            out = [pr.parse(pr.decode_frame(p)) for p in bytes(shoe.received).split(b"\x00")[:-1]]
+            shoe.received.clear()
+            return out
+
+        (hello,) = sent()
+        assert hello.type == pr.C_HELLO and not hello.signed and hello.shoe_id == SHOE_ID
+        frames = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
+                  s.chained(pr.T_INITIAL_CARDS, b"\x00\x01\x00\x01\x20\x1c\x30\x23")]
+        status = s.status(capture_gen.status_payload(host_counter=41, unacked_from=1,
+                                                     unacked_to=2))
+        shoe.send(pr.encode_frame(status))  # the answer to the hello: the link anchors there
+        assert link.pump_until(lambda: v.status is not None, 5) and sent() == []  # nothing new
+        shoe.send(pr.encode_frame(frames[0]) + pr.encode_frame(frames[1]))
+        assert link.pump_until(lambda: v.state["last_seq"] == 1 and v.pending is not None, 5)
+        (ack,) = sent()  # the shoe_start, not the initial cards waiting for their seal
+        assert ack.type == pr.C_ACK and pr.verify(key.public_key(), ack)
+        assert (ack.seq, ack.key_id, ack.boot, ack.payload) == (0, 0, 0, (1).to_bytes(4, "big"))
+        shoe.send(pr.encode_frame(status))  # the next status seals them
+        assert link.pump_until(lambda: v.state["last_seq"] == 2, 5)
+        (ack,) = sent()
+        assert ack.payload == (2).to_bytes(4, "big") and pr.verify(key.public_key(), ack)
+        link.new_shoe()
+        (cmd,) = sent()
+        assert cmd.type == pr.C_NEW_SHOE and cmd.seq == 42 and pr.verify(key.public_key(), cmd)
+    finally:
+        link.close()
+        v.store.close()

@@ -2,13 +2,12 @@
 631c.5(e)) on the shoe's display and in the signed result, and the squeeze procedure (631a.9(d)):
 no card identity reaches the link before the dealer's reveal, not even across a power cut."""
 
-from sabot import keys
 from sabot import protocol as pr
 from sabot.protocol import variant_byte
 from sabot.validator import Validator
 from sabot.virtual import REVEAL, card_bytes
 
-from conftest import wait_for
+from conftest import signing_shoe, wait_for
 
 NATURALS = ("9S", "8D", "KD", "9C")  # a four-card round: P 9 v B 8
 DRAGON_7 = ("AS", "2D", "3H", "2C", "2H", "3S")  # P 6 (3 cards), B 7 (3 cards)
@@ -59,18 +58,18 @@ def test_squeeze_withholds_cards_until_the_reveal_even_across_a_power_cut(rigs):
 
 
 def test_validator_alarms_on_a_wrong_announcement(tmp_path):
-    k = keys.create(str(tmp_path / "k"))
-    v = Validator(k, str(tmp_path / "a.db"))
+    s, entry = signing_shoe()
+    v = Validator(entry, str(tmp_path / "a.db"))
 
-    def frame(seq, chain, ftype, payload):
-        raw = pr.build(k.key, k.key_id, k.shoe_id, 1, seq, chain, ftype, payload)
+    def frame(ftype, payload):
+        raw = s.chained(ftype, payload)
         return raw, pr.encode_frame(raw)
 
-    start, e1 = frame(1, bytes(8), 0x01, b"\x00\x01\x08\x02")  # plain baccarat
+    _start, e1 = frame(0x01, b"\x00\x01\x08\x02")  # plain baccarat
     # round 1: P 7S KH (7) v B 7D QC (7): a tie, announced as "Dragon 7" instead of "tie hand"
     cards = bytes([6 * 4 + 0, 12 * 4 + 1, 6 * 4 + 2, 11 * 4 + 3])
     payload = b"\x00\x01\x00\x01" + bytes([0x22, 0]) + cards + b"\x00\x03\x02"
-    _bad, e2 = frame(2, start[-32:-24], pr.T_RESULT, payload)
+    _bad, e2 = frame(pr.T_RESULT, payload)
     verdicts = v.receive(e1 + e2)
     # authentic and in sequence: stored, with an alarm the supervisor sees
     assert [(x[1], x[2]) for x in verdicts] == [("accepted", None), ("accepted", None)]

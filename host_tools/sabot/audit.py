@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from .errors import SabotError
 
-SCHEMA_VERSION = "sabot-audit/2"
+SCHEMA_VERSION = "sabot-audit/3"  # 3: protocol v2 (signatures, digest chains)
 GENESIS = bytes(32)  # the hash before the first row
 
 # Each table's columns, in the order they are hashed (after chain_no, before row_hash).
@@ -35,14 +35,14 @@ COLUMNS = {
                "reason"),
     "records": ("frame_id", "key_id", "shoe_id", "seq", "kind", "shoe", "round", "record"),
     "alarms": ("frame_id", "raised_at", "key_id", "shoe_id", "shoe", "round", "kind", "detail"),
-    "link_state": ("key_id", "shoe_id", "last_seq", "last_mac", "last_boot", "host_counter",
+    "link_state": ("key_id", "shoe_id", "last_seq", "last_digest", "last_boot", "host_counter",
                    "inventory"),
     "integrity_checks": ("checked_at", "shoe_id", "seed", "expected", "answer", "integrity",
                          "result"),
 }
 _TYPES = {"received_at": "REAL NOT NULL", "raised_at": "REAL NOT NULL",
           "checked_at": "REAL NOT NULL",
-          "raw": "BLOB NOT NULL", "last_mac": "BLOB NOT NULL", "verdict": "TEXT NOT NULL",
+          "raw": "BLOB NOT NULL", "last_digest": "BLOB NOT NULL", "verdict": "TEXT NOT NULL",
           "kind": "TEXT NOT NULL", "record": "TEXT NOT NULL", "name": "TEXT NOT NULL UNIQUE",
           "result": "TEXT NOT NULL", "inventory": "TEXT NOT NULL"}
 
@@ -179,6 +179,12 @@ class AuditStore:
         have = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if have and "meta" not in have:
             raise SabotError(f"{self.path} is not a sabot audit database (or an older one)")
+        if have:
+            row = self.db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+            if row and row[0] != SCHEMA_VERSION:
+                raise SabotError(f"{self.path} is a {row[0]} audit database (an older link "
+                                 f"protocol); this sabot writes {SCHEMA_VERSION}: validate into "
+                                 "a new database")
         self.db.execute("BEGIN IMMEDIATE")
         for t in COLUMNS:
             self.db.execute(_table_sql(t))
@@ -275,7 +281,7 @@ class AuditStore:
 
     def save_link(self, key_id: int, shoe_id: int, st: Mapping[str, Any]) -> None:
         """The validator's state for a shoe after this batch (a new row: the table is a log)."""
-        values = (key_id, shoe_id, st["last_seq"], st["last_mac"], st["last_boot"],
+        values = (key_id, shoe_id, st["last_seq"], st["last_digest"], st["last_boot"],
                   st["host_counter"], json.dumps(st["inventory"], sort_keys=True))
         current = self.link(key_id, shoe_id, raw=True)
         if current != values:
@@ -302,14 +308,14 @@ class AuditStore:
             row = pending[-1][2:]
         else:
             row = self.db.execute(
-                "SELECT last_seq, last_mac, last_boot, host_counter, inventory FROM link_state"
+                "SELECT last_seq, last_digest, last_boot, host_counter, inventory FROM link_state"
                 " WHERE key_id=? AND shoe_id=? ORDER BY id DESC LIMIT 1",
                 (key_id, shoe_id)).fetchone()
         if raw:
             return (key_id, shoe_id, *row) if row else None
         if not row:
             return None
-        return {"last_seq": row[0], "last_mac": row[1], "last_boot": row[2],
+        return {"last_seq": row[0], "last_digest": row[1], "last_boot": row[2],
                 "host_counter": row[3], "inventory": json.loads(row[4])}
 
     def records(self, kinds: Sequence[str] | None = None, shoe: int | None = None,

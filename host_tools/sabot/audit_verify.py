@@ -3,8 +3,10 @@
 What it proves, and what it cannot (docs/SECURITY.md): every stored row still has the hash that
 chains it to the row before (an inserted, altered or deleted row breaks the chain where it
 happened); every trigger that makes the store append-only is still there, word for word; every
-accepted frame still carries the shoe's MAC, follows its predecessor in seq and chain (or a stored
-sequence_gap alarm says why not), and decodes to exactly the record stored for it; every stored
+accepted frame still carries a valid signature of the shoe's result key (from the shoe registry:
+public keys only) or, unsigned (initial_cards), is sealed by the next accepted frame of its shoe,
+follows its predecessor in seq and digest chain (or a stored sequence_gap alarm says why not),
+and decodes to exactly the record stored for it; every stored
 round is the one the host's rules deal, or a stored alarm says it is not. Someone who rewrites
 the whole tail of every table and recomputes the chain is caught only by the shoe itself: the shoe
 holds its frames until they are acknowledged, and its status reports the seq it was acknowledged
@@ -35,18 +37,17 @@ def _norm(sql: str) -> str:
     return re.sub(r"\s+", " ", sql.replace("IF NOT EXISTS ", "")).strip().rstrip(";")
 
 
-def verify(path: str, keys: Mapping[tuple[int, int], bytes],
-           configs: Mapping[int, ShoeEntry] | None = None) -> dict[str, Any]:
-    """{"ok", "frames", "rounds", "rows", "problem"} for the store at `path`; `keys` maps
-    (key_id, shoe_id) to the key its frames are verified with, `configs` shoe ids to their registry
-    entries (the alarms are derived again with them)."""
+def verify(path: str, configs: Mapping[int, ShoeEntry]) -> dict[str, Any]:
+    """{"ok", "frames", "rounds", "rows", "problem"} for the store at `path`; `configs` maps shoe
+    ids to their registry entries: their public keys verify every signature, their configuration
+    derives the alarms again."""
     store = AuditStore(path, writer=False)
     counts = {"frames": 0, "rounds": 0, "rows": 0}
     try:
         _check_triggers(store)
         counts["rows"] = _check_chain(store)
-        _check_frames(store, keys, counts)
-        _check_alarms(store, keys, configs or {})
+        _check_frames(store, configs, counts)
+        _check_alarms(store, configs)
     except sqlite3.Error as e:
         return {"ok": False, **counts, "problem": f"the store cannot be read ({e})"}
     except Broken as e:
@@ -89,41 +90,68 @@ def _check_chain(store: AuditStore) -> int:
     return expect - 1
 
 
-def _check_frames(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
+def _signed_by_shoe(configs: Mapping[int, ShoeEntry], f: pr.Frame, fid: int) -> None:
+    """Broken unless the frame carries a valid signature of its shoe's result key version."""
+    entry = configs.get(f.shoe_id)
+    if entry is None:
+        raise Broken(f"shoe {f.shoe_id} is not in the shoe registry: its frames cannot be "
+                     "verified (pass the registry that holds its public keys: --registry FILE)")
+    try:
+        key = entry.public_key(f.key_id)
+    except SabotError as e:
+        raise Broken(str(e)) from None
+    if key is None:
+        raise Broken(f"the registry holds no public key version {f.key_id} for shoe "
+                     f"{f.shoe_id}: frame id {fid} cannot be verified")
+    if not pr.verify(key, f):
+        raise Broken(f"frame id {fid} (shoe {f.shoe_id} seq {f.seq}) does not carry a valid "
+                     f"signature of the shoe's key version {f.key_id}")
+
+
+def _check_frames(store: AuditStore, configs: Mapping[int, ShoeEntry],
                   counts: dict[str, int]) -> None:
     alarms: dict[int, set[str]] = {}
     for fid, kind in store.db.execute("SELECT frame_id, kind FROM alarms"):
         alarms.setdefault(fid, set()).add(kind)
     records = {fid: (kind, json.loads(rec)) for fid, kind, rec in store.db.execute(
         "SELECT frame_id, kind, record FROM records")}
-    last: dict[tuple[int, int], pr.Frame] = {}
+    last: dict[int, pr.Frame] = {}
+    unsealed: dict[int, tuple[int, pr.Frame]] = {}  # shoe id -> an accepted unsigned frame
     seen: set[int] = set()
     rows = store.db.execute("SELECT id, raw, type, verdict FROM frames ORDER BY id")
     for fid, raw, type_name, verdict in rows:
-        if verdict != "accepted" or type_name in ("status", "integrity", None):
+        if verdict != "accepted" or type_name is None:
             continue
-        seen.add(fid)
-        counts["frames"] += 1
         try:
             f = pr.parse(raw)
         except pr.FrameError as e:
             raise Broken(f"frame id {fid} is not a frame ({e.reason})") from None
-        shoe = (f.key_id, f.shoe_id)
-        if shoe not in keys:
-            raise Broken(f"no key for shoe {f.shoe_id} key {f.key_id}: its frames cannot be "
-                         "verified (pass its key)")
-        if not pr.verify(keys[shoe], f):
-            raise Broken(f"frame id {fid} (shoe {f.shoe_id} seq {f.seq}) does not carry the "
-                         "shoe's MAC")
+        shoe = f.shoe_id
+        waiting = unsealed.pop(shoe, None)
+        if f.signed:
+            _signed_by_shoe(configs, f, fid)
+        if waiting is not None and not (f.signed and f.chain == waiting[1].digest):
+            raise Broken(f"frame id {waiting[0]} (shoe {shoe} seq {waiting[1].seq}, unsigned) is "
+                         "not sealed by the next frame of its shoe: its content is not the "
+                         "shoe's")
+        if not f.signed:
+            if f.type != pr.T_INITIAL_CARDS:
+                raise Broken(f"frame id {fid} is an unsigned {type_name}: no shoe frame")
+            unsealed[shoe] = (fid, f)
+        if type_name in ("status", "integrity"):
+            continue
+        seen.add(fid)
+        counts["frames"] += 1
         prev = last.get(shoe)
         if prev is not None:
             # A hole is genuine only where the shoe itself said so: an authentic status, stored
             # between the two, acknowledging past the hole (frames acknowledged elsewhere).
-            if f.seq != prev.seq + 1 and not _shoe_said_acknowledged(store, keys[shoe], prev, f):
+            if f.seq != prev.seq + 1 and not _shoe_said_acknowledged(store, configs, prev, f):
                 raise Broken(f"frame id {fid}: seq {f.seq} follows {prev.seq} and no status of "
                              "the shoe says the frames between were acknowledged (deleted?)")
-            if f.seq == prev.seq + 1 and f.chain != prev.mac[:8]:
-                raise Broken(f"frame id {fid}: its chain does not follow frame seq {prev.seq}")
+            if f.seq == prev.seq + 1 and f.chain != prev.digest:
+                raise Broken(f"frame id {fid}: its chain is not the digest of frame seq "
+                             f"{prev.seq}")
         last[shoe] = f
         try:
             kind, rec = pr.decode_payload(f)
@@ -140,6 +168,9 @@ def _check_frames(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
             if not _legal(rec) and "rules_mismatch" not in alarms.get(fid, set()):
                 raise Broken(f"frame id {fid}: round {rec['round']} is not what the rules deal "
                              "and no alarm says so")
+    for fid, f in sorted(unsealed.values()):
+        raise Broken(f"frame id {fid} (shoe {f.shoe_id} seq {f.seq}, unsigned) is sealed by no "
+                     "later frame of its shoe")
     for fid in sorted(set(records) - seen):
         raise Broken(f"a record points at frame id {fid}, which is no accepted frame")
 
@@ -152,11 +183,9 @@ CONTENT_ALARMS = frozenset((
     "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end"))
 
 
-def _check_alarms(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
-                  configs: Mapping[int, ShoeEntry]) -> None:
+def _check_alarms(store: AuditStore, configs: Mapping[int, ShoeEntry]) -> None:
     """Run every accepted frame's content through a fresh validator's accounting, in the order
     they were stored, and compare the alarms it raises with the stored ones, frame by frame."""
-    from .keys import ShoeKey
     from .validator import Validator, new_shoe_accounts
 
     stored: dict[tuple[int | None, str], int] = {}
@@ -168,18 +197,17 @@ def _check_alarms(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
             gaps.add(fid)
     derived: dict[tuple[int | None, str], int] = {}
     with tempfile.TemporaryDirectory(prefix="sabot-verify-") as tmp:
-        validators: dict[tuple[int, int], Validator] = {}
+        validators: dict[int, Validator] = {}
         for fid, raw, verdict, type_name in store.db.execute(
                 "SELECT id, raw, verdict, type FROM frames ORDER BY id"):
             if verdict != "accepted":
                 continue
             f = pr.parse(raw)
-            shoe = (f.key_id, f.shoe_id)
-            v = validators.get(shoe)
+            v = validators.get(f.shoe_id)
             if v is None:
-                v = validators[shoe] = Validator(
-                    ShoeKey(f.key_id, f.shoe_id, keys.get(shoe, b"")),
-                    os.path.join(tmp, f"{len(validators)}.db"), configs.get(f.shoe_id),
+                v = validators[f.shoe_id] = Validator(
+                    configs.get(f.shoe_id) or ShoeEntry(f.shoe_id),
+                    os.path.join(tmp, f"{len(validators)}.db"),
                     watch=False)  # player_advantage / repeated_sequence are not derived here
             if fid in gaps:  # where the live validator could not see all: partial, as it was
                 if not v.state["inventory"]:
@@ -208,7 +236,8 @@ def _check_alarms(store: AuditStore, keys: Mapping[tuple[int, int], bytes],
                          "do not raise (inserted?)")
 
 
-def _shoe_said_acknowledged(store: AuditStore, key: bytes, prev: pr.Frame, f: pr.Frame) -> bool:
+def _shoe_said_acknowledged(store: AuditStore, configs: Mapping[int, ShoeEntry], prev: pr.Frame,
+                            f: pr.Frame) -> bool:
     """An authentic status of the same shoe, stored between the two frames, with a
     sequence_gap alarm on it, whose `acked` covers every frame between them."""
     rows = store.db.execute(
@@ -218,7 +247,9 @@ def _shoe_said_acknowledged(store: AuditStore, key: bytes, prev: pr.Frame, f: pr
         (f.shoe_id, prev.raw, f.raw))
     for (raw,) in rows:
         s = pr.parse(raw)
-        if (s.key_id, s.shoe_id) == (f.key_id, f.shoe_id) and pr.verify(key, s) and \
+        entry = configs.get(s.shoe_id)
+        key = entry.public_key(s.key_id) if entry else None
+        if s.shoe_id == f.shoe_id and key is not None and pr.verify(key, s) and \
                 pr.decode_status(s.payload)["acked"] >= f.seq - 1:
             return True
     return False
@@ -232,15 +263,3 @@ def _legal(rec: dict[str, Any]) -> bool:
         return False
     want = rules.round_outcome(player, banker)
     return all(rec[k] == want[k] for k in ("player_total", "banker_total", "winner", "flags"))
-
-
-def keys_for(key_files: list[str]) -> dict[tuple[int, int], bytes]:
-    from . import keys as keyfiles
-
-    if not key_files:
-        raise SabotError("audit verify needs the shoes' keys (--key FILE, once per shoe)")
-    out = {}
-    for path in key_files:
-        k = keyfiles.load(path)
-        out[(k.key_id, k.shoe_id)] = k.key
-    return out

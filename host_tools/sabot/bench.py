@@ -19,8 +19,9 @@ from . import keys, rules
 from .cards import CUT
 from .demo import Session
 from .errors import SabotError
-from .keys import ShoeKey
+from .keys import CommandKey
 from .link import HostLink
+from .registry import ShoeEntry
 from .transport import DEFAULT_BAUD
 from .validator import Validator, contract_round
 
@@ -76,7 +77,7 @@ def _hand(r: dict[str, Any]) -> str:
 def bench_virtual(tokens: list[str], progress: bool = True
                   ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     with tempfile.TemporaryDirectory(prefix="sabot-bench-") as tmp:
-        key = keys.create(os.path.join(tmp, "shoe.key"))
+        key = keys.create(os.path.join(tmp, "command.pem"))
 
         def show(session: Session, final: bool = False) -> None:
             if progress:
@@ -93,7 +94,7 @@ def bench_virtual(tokens: list[str], progress: bool = True
         return s.records, s.validator.rejections + s.validator.alarms
 
 
-def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
+def bench_port(tokens: list[str], url: str, key: CommandKey | None, config: ShoeEntry, db: str,
                ask: Callable[[str], Any] = input, progress: bool = True,
                card_timeout: float | None = None,
                baud: int = DEFAULT_BAUD
@@ -103,11 +104,11 @@ def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
 
     port = open_port(url, baud)  # before the database: a port that fails leaves none behind
     try:
-        v = Validator(key, db)
+        v = Validator(config, db)
     except BaseException:
         port.close()
         raise
-    link = HostLink(port, v, hello_every=0.3)
+    link = HostLink(port, v, key, hello_every=0.3)
     records: list[tuple[str, dict[str, Any]]] = []
     v.on_record = lambda k, r: records.append((k, r))
     try:
@@ -144,16 +145,18 @@ def bench_port(tokens: list[str], url: str, key: ShoeKey, db: str,
 
 def run_bench(shoe_file: str, port: str | None = None, key_file: str | None = None,
               db: str | None = None, as_json: bool = False, ask: Callable[[str], Any] = input,
-              baud: int = DEFAULT_BAUD) -> tuple[bool, list[tuple[int | None, str, str]]]:
+              baud: int = DEFAULT_BAUD, registry: str | None = None,
+              shoe_id: int | None = None) -> tuple[bool, list[tuple[int | None, str, str]]]:
     from .demo import load_shoe
 
     tokens = load_shoe(shoe_file)  # an impossible, empty or too short shoe: refused before a run
     expected = rules.deal_shoe(tokens)
     if port:
-        if not key_file:
-            raise SabotError("--key is needed with --port: the shoe's results are verified "
-                             "with it")
-        records, rejections = bench_port(tokens, port, keys.load(key_file), db or "sabot.db", ask,
+        from .registry import Registry
+
+        config = Registry.load(registry, must_exist=True).pick(shoe_id)
+        key = keys.load(key_file) if key_file else None  # acknowledgements only
+        records, rejections = bench_port(tokens, port, key, config, db or "sabot.db", ask,
                                          progress=not as_json, baud=baud)
     else:
         records, rejections = bench_virtual(tokens, progress=not as_json)

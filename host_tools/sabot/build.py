@@ -1,6 +1,8 @@
 """`sabot firmware --board B` / `make firmware BOARD=B`: the board's .mpy set, its sizes against
-the board's flash and RAM budget, and the MANIFEST (SHA-256 of the code tree) the shoe checks at
-boot.
+the board's flash and RAM budget, and the MANIFEST the shoe checks at boot: the SHA-256 of the
+code tree, then the release key's signature over it (ECDSA P-256, raw r||s, hex). The release
+key's public half is built into the tree as `shoe/release.py` before the digest is taken, so the
+boot check (Verify external, in the element) trusts only trees this key signed.
 
 The code-tree digest here is the host's own implementation of the canonical form in
 firmware/shoe/integrity.py (path, zero byte, 4-byte length, content; paths in byte order)."""
@@ -15,6 +17,7 @@ import shutil
 import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from _typeshed import StrPath
 
 BUILD = ROOT / "build"
+RELEASE_KEY = "sabot-release.pem"  # the firmware publisher's signing key, in the working directory
 HEAP_NEEDED = 64 * 1024  # a whole 8-deck shoe runs in a 64 KB heap (make bench)
 
 
@@ -85,8 +89,54 @@ def seeded_digest(seed: bytes, root: StrPath) -> bytes:
     return h.digest()
 
 
-def build(board: str, out: StrPath | None = None) -> dict[str, Any]:
-    """Build into build/<board>/; a dict of sizes and budgets."""
+def release_key(path: StrPath | None = None,
+                log: Callable[[str], Any] | None = None) -> Any:
+    """The release key (P-256 private key, PEM); created mode 0600, with one line saying so, when
+    the file is missing."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from . import keys
+
+    path = path or RELEASE_KEY
+    if not os.path.exists(path):
+        keys.write_private(path, ec.generate_private_key(ec.SECP256R1()))
+        (log or _stderr)(f"created release key {path} (mode 600): it signs every MANIFEST; "
+                         "keep it safe")
+    return keys.load_private(path, "release key file")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def release_source(public_key: Any) -> str:
+    """`shoe/release.py`: the release key's public half as the element takes it (X||Y)."""
+    n = public_key.public_numbers()
+    xy = n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
+    return ("# The release key's public half (X||Y, P-256): the boot check verifies MANIFEST's\n"
+            "# signature with it. Written by sabot firmware (host_tools/sabot/build.py).\n"
+            f'PUBLIC_KEY = bytes.fromhex("{xy.hex()}")\n')
+
+
+def sign_manifest(private_key: Any, digest_hex: str) -> str:
+    """MANIFEST's text: the tree digest, then the signature (raw r||s hex) over it, the digest
+    used directly as the message digest."""
+    from .protocol import sign_digest
+
+    return f"{digest_hex}\n{sign_digest(private_key, bytes.fromhex(digest_hex)).hex()}\n"
+
+
+def read_manifest(root: StrPath) -> tuple[str, str]:
+    """(tree digest hex, signature hex) from a built tree's MANIFEST."""
+    lines = (Path(root) / "MANIFEST").read_text().split()
+    return lines[0], lines[1] if len(lines) > 1 else ""
+
+
+def build(board: str, out: StrPath | None = None, release: StrPath | None = None,
+          log: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """Build into build/<board>/, signed with the release key file `release` (default
+    ./sabot-release.pem, created when missing); a dict of sizes and budgets."""
+    key = release_key(release, log)
     data = board_data(board)
     out = Path(out or BUILD / board)
     if out.exists():
@@ -108,8 +158,10 @@ def build(board: str, out: StrPath | None = None) -> dict[str, Any]:
     main = board_main if board_main.exists() else FIRMWARE / "main.py"
     shutil.copy(main, out / "main.py")  # boards run main.py from source at boot
     sizes["main.py"] = (out / "main.py").stat().st_size
+    (out / "shoe" / "release.py").write_text(release_source(key.public_key()))
+    sizes["shoe/release.py"] = (out / "shoe" / "release.py").stat().st_size
     digest = code_digest(out)
-    (out / "MANIFEST").write_text(digest + "\n")
+    (out / "MANIFEST").write_text(sign_manifest(key, digest))
     code = sum(sizes.values())
     flash, ram = getattr(data, "FLASH_BYTES", None), getattr(data, "RAM_BYTES", None)
     return {

@@ -143,7 +143,8 @@ def alarm_below(alarm: dict[str, Any]) -> None:
 
 
 def group_rejections(rejections: list[dict[str, Any]]) -> str:
-    """"193 x unknown_shoe_or_key, 2 x bad_mac": one line however many frames were refused."""
+    """"193 x unknown_shoe_or_key, 2 x bad_signature": one line however many frames were
+    refused."""
     from collections import Counter
 
     counted = Counter(r["reason"] for r in rejections)
@@ -175,22 +176,25 @@ def cmd_board(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)  # stopped like Ctrl-C: the board process goes with it
 
-    run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance)
+    run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance,
+              args.registry)
     return 0
 
 
-REGISTRY_HELP = ("the shoe registry: each shoe's table, game, variant and decks (default "
-                 "./sabot-shoes.json)")
+REGISTRY_HELP = ("the shoe registry: each shoe's table, game, variant, decks and public keys "
+                 "(default ./sabot-shoes.json)")
+KEY_HELP = "the host command key file (PEM, mode 0600): it signs the commands and acknowledgements"
+NO_KEY_HELP = ("accepted for compatibility and not needed: frames are verified with the "
+               "registry's public keys (no secret)")
+SHOE_ID_HELP = "which registered shoe (decimal or 0x hex; default: the registry's only shoe)"
 
 
-def registry_entry(path: str | None, shoe_id: int, must: bool = True) -> Any:
-    """The registry's configuration of a shoe: the validator's, never the shoe's own word."""
-    from .registry import Registry, ShoeEntry
+def registry_entry(path: str | None, shoe_id: int | None) -> Any:
+    """The registry's entry of a shoe: its configuration (the validator's, never the shoe's own
+    word) and the public keys its frames are verified with."""
+    from .registry import Registry
 
-    reg = Registry.load(path, must_exist=must)
-    if shoe_id in reg.shoes or must:
-        return reg.get(shoe_id)
-    return ShoeEntry(shoe_id)  # unregistered: the contract's defaults, and alarms if it differs
+    return Registry.load(path, must_exist=True).pick(shoe_id)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -204,7 +208,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .validator import Validator
 
     key = keys.load(args.key)
-    config = registry_entry(args.registry, key.shoe_id)
+    config = registry_entry(args.registry, args.shoe_id)
     capture = _open_capture(args.capture)
     ended: list[int] = []
     held: list[dict[str, Any]] = []
@@ -234,14 +238,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             capture.close()
         raise
     try:
-        validator = Validator(key, args.db, config, on_record=show, on_alarm=print_alarm)
+        validator = Validator(config, args.db, on_record=show, on_alarm=print_alarm)
     except BaseException:
         port.close()
         raise
     end = time.monotonic() + args.seconds if args.seconds else None
     refused: list[dict[str, Any]] = []
     try:
-        link = HostLink(port, validator, capture)
+        link = HostLink(port, validator, key, capture)
         first_status(link, args.port, args.wait, any_frame=True)
         while end is None or time.monotonic() < end:
             # the shoe's own word counts too: what happened before this validator came is stored
@@ -308,10 +312,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             pass
     except OSError as e:
         raise SabotError(f"cannot listen on {args.listen}: {e.strerror}") from None
-    shoes = load_shoes(args.shoe or [], args.registry, registry_entry, args.key)
+    from . import keys
+
+    shoes = load_shoes(args.shoe or [], args.registry, registry_entry,
+                       keys.load(args.key) if args.shoe else None)
     for shoe in shoes:
         shoe.baud = args.baud
-    states = {s.key.shoe_id: s for s in shoes}
+    states = {s.config.shoe_id: s for s in shoes}
     pit = Pit(args.db, [s.config for s in shoes],
               lambda sid: states[sid].link_state if sid in states else "up")
     app, hub = build_app(pit)
@@ -341,7 +348,7 @@ def _operation(args: argparse.Namespace) -> Any:
     from .ops import Operation
 
     key = keys.load(args.key)
-    config = registry_entry(args.registry, key.shoe_id, must=False)
+    config = registry_entry(args.registry, args.shoe_id)
     return Operation(args.port, key, args.db, config, args.baud, on_alarm=print_alarm)
 
 
@@ -458,18 +465,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     import os
     import tempfile
 
-    from . import keys
+    from .registry import Registry
     from .validator import Validator
 
-    key = keys.load(args.key)
-    config = registry_entry(args.registry, key.shoe_id, must=False)
     try:
         with open(args.capture, "rb") as f:
             data = f.read()
     except OSError as e:
         raise SabotError(f"cannot read capture {args.capture}: {e.strerror}") from None
+    reg = Registry.load(args.registry, must_exist=True)
+    shoe_id = args.shoe_id
+    if shoe_id is None and len(reg.shoes) != 1:
+        shoe_id = _first_shoe_id(data)  # the capture names its shoe in every frame
+    config = reg.pick(shoe_id)
     with tempfile.TemporaryDirectory() as tmp:
-        v = Validator(key, os.path.join(tmp, "replay.db"), config)
+        v = Validator(config, os.path.join(tmp, "replay.db"))
         v.receive(data)
         v.finish()
         s = v.summary()
@@ -487,8 +497,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for a in out["alarms"]:
             print(f"  alarm {a['kind']} (shoe {a['shoe']}): {a['detail']}")
     fail_on(out["rejections"], out["alarms"],
-            "" if out["verified"] else f"no frame of shoe {key.shoe_id} in {args.capture}")
+            "" if out["verified"] else f"no frame of shoe {config.shoe_id} in {args.capture}")
     return 0
+
+
+def _first_shoe_id(data: bytes) -> int | None:
+    from . import protocol as pr
+
+    for encoded in pr.Deframer().feed(data):
+        try:
+            return pr.parse(pr.decode_frame(encoded)).shoe_id
+        except pr.FrameError:
+            continue
+    return None
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -531,10 +552,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     import json
 
-    from .audit_verify import keys_for, verify
+    from .audit_verify import verify
     from .registry import Registry
 
-    r = verify(args.db, keys_for(args.key or []), Registry.load(args.registry).shoes)
+    r = verify(args.db, Registry.load(args.registry).shoes)
     if args.json:
         print(json.dumps(r))
     elif r["ok"]:
@@ -576,30 +597,35 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
     from . import keys
     from .protocol import variant_byte
-    from .virtual import provision_flash, set_variant
+    from .registry import ALGORITHM, Registry, ShoeEntry
+    from .virtual import element_store, provision, set_variant
 
     variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
     if os.path.exists(args.flash) and not os.path.isdir(args.flash):
         raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
                          "flash directory")
-    if os.path.exists(args.key):
-        key = keys.load(args.key)
-    else:
-        key = keys.create(args.key, key_id=args.key_id, shoe_id=args.shoe_id)
-        print(f"created key file {args.key} (mode 600)", file=sys.stderr)
-    from .registry import Registry, ShoeEntry
-
-    entry = ShoeEntry(key.shoe_id, table=args.table, game=args.game, ez=args.ez,
-                      commission_free=args.commission_free, squeeze=args.squeeze,
-                      decks=args.decks)
+    existed = os.path.exists(args.key)
+    key = keys.load_or_create(args.key)
+    if not existed:
+        print(f"created command key {args.key} (mode 600)", file=sys.stderr)
     reg = Registry.load(args.registry)
-    provision_flash(args.flash, key)
+    shoe_id, version, pem = provision(args.flash, key, args.shoe_id)
+    old = reg.shoes.get(shoe_id)
+    # a fresh element replaces what the registry held for its version; other versions stay
+    kept = [k for k in (old.public_keys if old else []) if k["version"] != version]
+    entry = ShoeEntry(shoe_id, table=args.table or (old.table if old else ""), game=args.game,
+                      ez=args.ez, commission_free=args.commission_free, squeeze=args.squeeze,
+                      decks=args.decks, side_wagers=old.side_wagers if old else [],
+                      public_keys=kept + [{"version": version, "algorithm": ALGORITHM,
+                                           "key": pem}])
+    entry.public_keys.sort(key=lambda k: k["version"])
     set_variant(args.flash, variant)
     reg.put(entry)
-    print(f"provisioned shoe {key.shoe_id:#010x} key {key.key_id} ({args.game}"
+    print(f"provisioned shoe {shoe_id:#010x} result key {version} ({args.game}"
           f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
-          f"{', squeeze' if args.squeeze else ''}) into {args.flash}; registered as table "
-          f"{entry.table} in {reg.path}")
+          f"{', squeeze' if args.squeeze else ''}) into {args.flash} (element "
+          f"{element_store(args.flash)}); registered as table {entry.table} with its public key "
+          f"in {reg.path}")
     return 0
 
 
@@ -640,7 +666,7 @@ def cmd_firmware(args: argparse.Namespace) -> int:
 
     from .build import build
 
-    r = build(args.board, args.out)
+    r = build(args.board, args.out, release=args.release_key)
     if args.json:
         print(json.dumps(r))
         return 0
@@ -653,7 +679,7 @@ def cmd_firmware(args: argparse.Namespace) -> int:
               f"decision table {r['table_bytes']:,} B")
         print(f"heap needed {r['heap_needed_bytes']:,} B of {r['ram_bytes']:,} B RAM "
               f"({r['ram_used']:.1%})")
-    print(f"MANIFEST sha256 {r['manifest']}")
+    print(f"MANIFEST sha256 {r['manifest']}, signed with the release key")
     return 0
 
 
@@ -661,7 +687,6 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     import json
     import os
 
-    from . import keys
     from .build import BUILD
     from .verify import verify_firmware
 
@@ -674,12 +699,12 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
     try:
-        r = verify_firmware(args.port, args.seed, keys.load(args.key), build_dir,
-                            baud=args.baud)
+        r = verify_firmware(args.port, args.seed, registry_entry(args.registry, args.shoe_id),
+                            build_dir, baud=args.baud)
     except SabotError as e:
-        if "no integrity answer" in str(e):  # a shoe ignores a challenge under another key
-            raise SabotError(f"{e} (a shoe does not answer a wrong key: is {args.key} its key "
-                             "file? sabot status tells)") from None
+        if "no integrity answer" in str(e):  # a shoe ignores a challenge naming another shoe
+            raise SabotError(f"{e} (a shoe ignores a challenge for another shoe id: is it the "
+                             "registered shoe? sabot status tells)") from None
         raise
     if args.db:
         from .audit import AuditStore
@@ -703,21 +728,27 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
-    from . import keys
     from .deploy import deploy
     from .registry import Registry, ShoeEntry
 
+    reg = Registry.load(args.registry)
+    config = None
+    if args.shoe_id is not None or len(reg.shoes) == 1:
+        config = reg.pick(args.shoe_id)  # a dealing shoe is sent to maintenance by its id
     info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr),
-                  baud=args.baud, rekey=args.rekey)
+                  baud=args.baud, rekey=args.rekey, config=config, release=args.release_key)
     print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
           f"MANIFEST {info['manifest']}) to {args.port}")
-    key = keys.load(args.rekey or args.key)
-    reg = Registry.load(args.registry)
-    if key.shoe_id not in reg.shoes or args.table:  # the validator takes its table from here
-        entry = reg.shoes.get(key.shoe_id) or ShoeEntry(key.shoe_id)
+    shoe_id = info["shoe_id"]
+    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id)
+    added = entry.add_public_key(info["key_version"], info["public_key"])  # a clash: SabotError
+    if added or shoe_id not in reg.shoes or args.table:  # the validator takes its table here
         entry.table = args.table or entry.table
         reg.put(entry)
-        print(f"registered shoe {key.shoe_id:#010x} as table {entry.table} in {reg.path}",
+        print(f"registered shoe {shoe_id:#010x} (table {entry.table}, result key versions "
+              f"{entry.key_versions}) in {reg.path}", file=sys.stderr)
+    else:
+        print(f"shoe {shoe_id:#010x} result key {info['key_version']}: as the registry holds it",
               file=sys.stderr)
     return 0
 
@@ -728,7 +759,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_bench
 
     passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json,
-                                 baud=args.baud)
+                                 baud=args.baud, registry=args.registry, shoe_id=args.shoe_id)
     if args.json:
         rounds = [{"round": r, "verdict": v, "detail": d} for r, v, d in verdicts]
         print(json.dumps({"verdict": "PASS" if passed else "FAIL", "rounds": rounds}))
@@ -801,8 +832,8 @@ def add_baud(parser: argparse.ArgumentParser) -> None:
 def add_operation_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", required=True,
                         help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
-    parser.add_argument("--key", required=True, help="the shoe's key file (commands are signed "
-                        "with it)")
+    parser.add_argument("--key", required=True, help=KEY_HELP)
+    parser.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF), help=SHOE_ID_HELP)
     parser.add_argument("--db", default="sabot.db",
                         help="audit database: frames arriving meanwhile are verified and stored "
                         "there, the operation in its operator log (default ./sabot.db)")
@@ -832,30 +863,30 @@ EXAMPLES = {
     "table": "sabot table check",
     "analyze": "sabot analyze --decks 8 --seen dealt.txt --json",
     "deal": "sabot deal myshoe.txt --json",
-    "demo": "sabot demo --seed 7 --db audit.db --key shoe7.key",
-    "board": "sabot board --listen 127.0.0.1:7000 --flash shoe-flash --key shoe7.key "
+    "demo": "sabot demo --seed 7 --db audit.db --key host.pem",
+    "board": "sabot board --listen 127.0.0.1:7000 --flash shoe-flash --key host.pem "
              "--shoe shoe1.txt --shoe shoe2.txt",
-    "validate": "sabot validate --port /dev/ttyACM0 --key shoe7.key --db audit.db "
+    "validate": "sabot validate --port /dev/ttyACM0 --key host.pem --shoe-id 7 --db audit.db "
                 "--until shoe-end",
-    "status": "sabot status --port /dev/ttyACM0 --key shoe7.key --db audit.db",
-    "new-shoe": "sabot new-shoe --port /dev/ttyACM0 --key shoe7.key --db audit.db --by alice",
-    "resolve": "sabot resolve --port /dev/ttyACM0 --key shoe7.key --db audit.db void-card "
+    "status": "sabot status --port /dev/ttyACM0 --key host.pem --db audit.db",
+    "new-shoe": "sabot new-shoe --port /dev/ttyACM0 --key host.pem --db audit.db --by alice",
+    "resolve": "sabot resolve --port /dev/ttyACM0 --key host.pem --db audit.db void-card "
                "--by alice",
     "shuffle": "sabot shuffle --decks 8 --seed 42 -o shoe2.txt",
-    "replay": "sabot replay cap.bin --key shoe7.key --json",
-    "audit": "sabot audit verify --db audit.db --key shoe7.key",
+    "replay": "sabot replay cap.bin --registry sabot-shoes.json --json",
+    "audit": "sabot audit verify --db audit.db --registry sabot-shoes.json",
     "settle": "sabot settle request.json",
     "firmware": "sabot firmware --board rpi_pico",
-    "bench": "sabot bench myshoe.txt --port /dev/ttyACM0 --key shoe7.key",
-    "deploy": "sabot deploy --port /dev/ttyACM0 --board rpi_pico --key shoe7.key",
+    "bench": "sabot bench myshoe.txt --port /dev/ttyACM0 --key host.pem",
+    "deploy": "sabot deploy --port /dev/ttyACM0 --board rpi_pico --key host.pem --rekey",
     "verify-firmware": "sabot verify-firmware --port /dev/ttyACM0 --seed $(openssl rand -hex 16) "
-                       "--key shoe7.key --board rpi_pico",
-    "provision": "sabot provision --key shoe7.key --flash shoe-flash --table BAC-07",
+                       "--registry sabot-shoes.json --board rpi_pico",
+    "provision": "sabot provision --key host.pem --flash shoe-flash --table BAC-07",
     "soak": "sabot soak --shoes 5 --seed 1 --json",
     "history": "sabot history --db audit.db --shoe 1 --round 12",
     "roads": "sabot roads rounds.jsonl --json   (rounds from: sabot history --db audit.db --json)",
     "serve": "sabot serve --listen 127.0.0.1:8000 --db pit.db --shoe "
-             "socket://127.0.0.1:7000=shoe7.key --shoe /dev/ttyACM0=shoe9.key",
+             "socket://127.0.0.1:7000=7 --shoe /dev/ttyACM0=9 --key host.pem",
 }
 
 
@@ -940,8 +971,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, help="seed for the shuffle (repeatable demos)")
     m.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
     m.add_argument("--key", default="sabot.key",
-                   help="the shoe's key file, created mode 0600 if missing "
-                   "(default ./sabot.key)")
+                   help="the host command key file (signs commands; the virtual shoe is "
+                   "provisioned for it), created mode 0600 if missing (default ./sabot.key)")
     m.add_argument("--capture", metavar="FILE", help="keep the raw bytes received from the shoe")
     m.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the demo shoe is "
                    "registered there if it is not yet")
@@ -961,7 +992,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--shoe", metavar="FILE", action="append",
                    help="let a simulated dealer draw this shoe file; repeat it for several "
                    "shoes, each dealt after the host's new-shoe (sabot new-shoe)")
-    b.add_argument("--key", metavar="FILE", help="provision the virtual shoe with this key file")
+    b.add_argument("--key", metavar="FILE", help="provision the virtual shoe for this host "
+                   "command key file (created mode 0600 if missing) and register its result key")
+    b.add_argument("--registry", default=None, help=REGISTRY_HELP + "; with --key the shoe is "
+                   "registered there")
     b.add_argument("--code", metavar="DIR",
                    help="run this built code tree (sabot firmware --board virtual) "
                    "with its integrity check, instead of the repository's source")
@@ -977,7 +1011,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="validate a shoe's link: verify, recompute, store, acknowledge")
     v.add_argument("--port", required=True,
                    help="pyserial URL: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
-    v.add_argument("--key", required=True, help="the shoe's key file")
+    v.add_argument("--key", required=True, help=KEY_HELP + "; verifying needs none of it")
+    v.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF), help=SHOE_ID_HELP)
     v.add_argument("--db", required=True, help="audit database (created if missing)")
     v.add_argument("--capture", metavar="FILE", help="keep the raw bytes received")
     v.add_argument("--seconds", type=seconds_arg,
@@ -1004,18 +1039,21 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--db", required=True, help="audit database (created if missing)")
     sv.add_argument("--registry", default=None, help=REGISTRY_HELP)
     add_baud(sv)
-    sv.add_argument("--key", metavar="FILE", help="the key file of every --shoe given as a plain "
-                    "URL (CONTRACTS' form); URL=KEYFILE names each shoe's own")
-    sv.add_argument("--shoe", action="append", metavar="URL=KEYFILE",
-                    help="a shoe's port and its key file, e.g. socket://127.0.0.1:7000=t1.key "
-                    "(repeat for every shoe)")
+    sv.add_argument("--key", metavar="FILE", default="sabot.key",
+                    help=KEY_HELP + " (default ./sabot.key)")
+    sv.add_argument("--shoe", action="append", metavar="URL[=SHOE_ID]",
+                    help="a shoe's port and its registered id, e.g. socket://127.0.0.1:7000=7 "
+                    "(repeat for every shoe; a plain URL: the registry's only shoe)")
     sv.set_defaults(func=cmd_serve)
 
     r = sub.add_parser("replay", help="verify a capture offline")
     r.add_argument("capture", help="raw bytes kept by --capture")
-    r.add_argument("--key", required=True, help="the shoe's key file")
-    r.add_argument("--registry", default=None, help=REGISTRY_HELP + "; a shoe not in it is held "
-                   "to the contract's defaults (8-deck Baccarat)")
+    r.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
+    r.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
+                   help="which registered shoe (default: the registry's only shoe, or the one "
+                   "the capture's first frame names)")
+    r.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
+                   "the capture")
     r.add_argument("--json", action="store_true",
                    help="one JSON object: frames, verified, rejected, rounds, rejections (each "
                    "with its reason), alarms")
@@ -1023,17 +1061,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     au = sub.add_parser("audit", help="check an audit store: sabot audit verify",
                         description="verify: re-verifies every stored frame from its raw bytes "
-                        "(MAC, sequence, chain), recomputes every round with the host's rules and "
-                        "checks the store's own row chain and append-only triggers. Exit 0 and "
-                        "'ok: F frames, R rounds' when all holds; otherwise non-zero and the "
-                        "first broken row. Example: sabot audit verify --db audit.db --key "
-                        "shoe7.key")
+                        "(signature, sealing, sequence, digest chain), recomputes every round "
+                        "with the host's rules and checks the store's own row chain and "
+                        "append-only triggers. Exit 0 and 'ok: F frames, R rounds' when all "
+                        "holds; otherwise non-zero and the first broken row. It needs the shoe "
+                        "registry's public keys only. Example: sabot audit verify --db audit.db "
+                        "--registry sabot-shoes.json")
     au.add_argument("action", choices=["verify"])
     au.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
-    au.add_argument("--key", action="append", metavar="FILE",
-                    help="a shoe's key file, once per shoe in the store")
-    au.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the alarms are derived "
-                    "again with each shoe's entry")
+    au.add_argument("--key", action="append", metavar="FILE", help=NO_KEY_HELP)
+    au.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
+                    "every signature, and the alarms are derived again with each shoe's entry")
     au.add_argument("--json", action="store_true",
                     help="one JSON object: ok, frames, rounds, rows and the problem found, if any")
     au.set_defaults(func=cmd_audit)
@@ -1051,6 +1089,9 @@ def build_parser() -> argparse.ArgumentParser:
     fw.add_argument("--board", default="virtual",
                     help="rpi_pico, esp32 or virtual (default virtual)")
     fw.add_argument("--out", help="output directory (default build/BOARD)")
+    fw.add_argument("--release-key", metavar="FILE", default="sabot-release.pem",
+                    help="the release key that signs MANIFEST, created mode 0600 if missing "
+                    "(default ./sabot-release.pem)")
     fw.add_argument("--json", action="store_true",
                     help="one JSON object: board, arch, files and sizes, flash and RAM budgets, "
                     "manifest")
@@ -1064,7 +1105,10 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--port",
                     help="the shoe's port (/dev/ttyACM0, socket://HOST:PORT); default: a virtual "
                     "board")
-    bn.add_argument("--key", help="the shoe's key file (needed with --port)")
+    bn.add_argument("--key", help="with --port: the host command key file, to acknowledge "
+                    "what the shoe sends (verifying needs only the registry)")
+    bn.add_argument("--registry", default=None, help=REGISTRY_HELP + " (with --port)")
+    bn.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF), help=SHOE_ID_HELP)
     bn.add_argument("--db",
                     help="the shoe's audit database, so its chain goes on (default ./sabot.db, "
                     "as status, new-shoe and resolve)")
@@ -1075,21 +1119,27 @@ def build_parser() -> argparse.ArgumentParser:
     bn.set_defaults(func=cmd_bench)
 
     dp = sub.add_parser("deploy",
-                        help="build, copy to the shoe with mpremote, provision its key, check",
-                        description="Builds BOARD's firmware, sends a dealing shoe to maintenance "
-                        "(an authenticated command), copies the build with mpremote, provisions "
-                        "the key if the shoe has none, and checks on the shoe that its code tree "
-                        "matches the MANIFEST.")
+                        help="build, copy to the shoe with mpremote, check, register its key",
+                        description="Builds BOARD's firmware (MANIFEST signed with the release "
+                        "key), sends a dealing shoe to maintenance (a command signed with the "
+                        "command key), copies the build with mpremote, checks on the shoe that "
+                        "its code tree matches the MANIFEST, and registers the result key its "
+                        "secure element holds (with --rekey: a new version made there).")
     dp.add_argument("--port", required=True,
                     help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000")
     dp.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual")
     dp.add_argument("--key", required=True,
-                    help="the shoe's key file (created mode 0600 if missing)")
+                    help=KEY_HELP + " (a dealing shoe is sent to maintenance with it)")
+    dp.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF), help=SHOE_ID_HELP + "; needed to "
+                    "send a dealing shoe to maintenance")
     add_baud(dp)
-    dp.add_argument("--rekey", metavar="FILE",
-                    help="replace the key the shoe holds with this key file (created mode 0600 "
-                    "if missing); without it a shoe's key is kept. A new identity: its audit "
-                    "chain starts again")
+    dp.add_argument("--rekey", action="store_true",
+                    help="have the shoe's secure element make its next result key version and "
+                    "register it (the old versions stay registered for old frames; the audit "
+                    "chain goes on)")
+    dp.add_argument("--release-key", metavar="FILE", default="sabot-release.pem",
+                    help="the release key that signs MANIFEST, created mode 0600 if missing "
+                    "(default ./sabot-release.pem)")
     dp.add_argument("--table", default="", help="the table's name in the shoe registry (default: "
                     "kept, or shoe-<shoe id> for a shoe not registered yet)")
     dp.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe is registered "
@@ -1097,11 +1147,17 @@ def build_parser() -> argparse.ArgumentParser:
     dp.set_defaults(func=cmd_deploy)
 
     vf = sub.add_parser("verify-firmware",
-                        help="challenge a shoe: seeded HMAC of its code against the build")
+                        help="challenge a shoe: seeded HMAC of its code against the build",
+                        description="Sends the shoe an unsigned verify challenge with the seed; "
+                        "checks its integrity answer's signature with the shoe's public key "
+                        "from the registry (no secret needed) and its seeded HMAC against the "
+                        "build's.")
     vf.add_argument("--port", required=True, help="pyserial URL of the shoe")
     vf.add_argument("--seed", required=True,
                     help="a fresh random seed, hex (e.g. from `openssl rand -hex 16`)")
-    vf.add_argument("--key", required=True, help="the shoe's key file (its answer is signed)")
+    vf.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
+    vf.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    vf.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF), help=SHOE_ID_HELP)
     vf.add_argument("--board", default="virtual", help="board whose build/BOARD to compare with")
     vf.add_argument("--build", help="build directory to compare with (default build/BOARD)")
     vf.add_argument("--db", help="log the check in this audit database")
@@ -1112,16 +1168,18 @@ def build_parser() -> argparse.ArgumentParser:
     vf.set_defaults(func=cmd_verify_firmware)
 
     pv = sub.add_parser("provision",
-                        help="give a shoe its key (created if the key file is missing)",
-                        description="Writes the shoe's key, id and key id into the virtual "
-                        "board's flash directory. The key never travels over the shoe link.")
+                        help="provision a virtual shoe: its secure element, identity, registry "
+                        "entry",
+                        description="Factory provisioning of a virtual shoe: a fresh secure "
+                        "element (emulator store DIR.element beside the flash) makes result key "
+                        "1 inside and takes the host command key's public half; the flash gets "
+                        "the shoe's identity (no key); the registry gets its entry with the "
+                        "result key's public half. No secret travels over the shoe link.")
     pv.add_argument("--key", required=True,
-                    help="the shoe's key file (created with mode 0600 if missing)")
+                    help="the host command key file (created with mode 0600 if missing)")
     pv.add_argument("--flash", required=True, help="the virtual board's flash directory")
-    pv.add_argument("--key-id", type=ranged(0, 0xFFFF), default=1,
-                    help="key id for a new key, 0-65535 (default 1)")
     pv.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
-                    help="shoe id for a new key, 0-4294967295, decimal or 0x hex (default random)")
+                    help="shoe id, 0-4294967295, decimal or 0x hex (default: kept, or random)")
     pv.add_argument("--game", default="baccarat",
                     choices=["minibaccarat", "midibaccarat", "baccarat"])
     pv.add_argument("--ez", action="store_true", help="EZ Baccarat: announces Dragon 7 / Panda 8")

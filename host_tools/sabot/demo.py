@@ -15,13 +15,13 @@ from typing import Any
 from . import keys, rules
 from .cards import read_shoe_file, shuffled_shoe
 from .errors import SabotError
-from .keys import ShoeKey
+from .keys import CommandKey
 from .link import HostLink
 from .protocol import PH_ENDED, PH_HELD
 from .registry import Registry, ShoeEntry
 from .transport import DEFAULT_BAUD
 from .validator import Validator, contract_round
-from .virtual import Dealer, VirtualBoard, provision_flash, set_variant
+from .virtual import SIGN_MS, Dealer, VirtualBoard, provision, set_variant
 
 DRAIN_WAIT = 10.0  # seconds for the shoe to deliver what it still holds once the dealing is over
 
@@ -29,21 +29,27 @@ DRAIN_WAIT = 10.0  # seconds for the shoe to deliver what it still holds once th
 class Session:
     """Board + dealer + validator over a real pyserial link (socket://)."""
 
-    def __init__(self, tokens: list[str], key: ShoeKey, db: str, flash_dir: str,
+    def __init__(self, tokens: list[str], key: CommandKey, db: str, flash_dir: str,
                  capture: str | None = None, progress: Callable[..., None] | None = None,
                  baud: int = DEFAULT_BAUD, config: ShoeEntry | None = None,
-                 on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_alarm: Callable[[dict[str, Any]], None] | None = None,
+                 sign_ms: int = SIGN_MS) -> None:
+        """`key` is the host command key; the virtual shoe in `flash_dir` is provisioned for it
+        (kept when it already is) and its result key registered in `config` (a fresh entry when
+        None: the caller writes the registry)."""
         self.tokens = tokens
         self.key = key
         self.flash_dir = flash_dir
-        self.config = config or ShoeEntry(key.shoe_id)
+        self.sign_ms = sign_ms
+        shoe_id, version, pem = provision(flash_dir, key, config.shoe_id if config else None)
+        self.config = config or ShoeEntry(shoe_id)
+        self.config.add_public_key(version, pem)
         self.records: list[tuple[str, dict[str, Any]]] = []
         try:  # before the database: a capture that cannot be written leaves none behind
             self.capture = open(capture, "ab") if capture else None
         except OSError as e:
             raise SabotError(f"cannot write capture {capture}: {e.strerror}") from None
-        self.validator = Validator(key, db, self.config, on_record=self._record,
-                                   on_alarm=on_alarm)
+        self.validator = Validator(self.config, db, on_record=self._record, on_alarm=on_alarm)
         self.progress = progress
         self.baud = baud
         self.board: VirtualBoard | None = None
@@ -57,11 +63,11 @@ class Session:
             self.shoe_no = rec["shoe"]
 
     def start_board(self) -> tuple[VirtualBoard, HostLink]:
-        provision_flash(self.flash_dir, self.key)
         set_variant(self.flash_dir, self.config.variant_byte)
-        self.board = VirtualBoard(self.flash_dir).start()
+        self.board = VirtualBoard(self.flash_dir, sign_ms=self.sign_ms).start()
         if self.link is None:
-            self.link = HostLink(self.board.url, self.validator, self.capture, baud=self.baud)
+            self.link = HostLink(self.board.url, self.validator, self.key, self.capture,
+                                 baud=self.baud)
         else:
             self.link.reconnect()
         return self.board, self.link
@@ -171,14 +177,21 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
              on_alarm: Callable[[dict[str, Any]], None] | None = None,
              ) -> tuple[dict[str, Any], Session]:
     tokens = load_tokens(shoe, seed)
+    existed = os.path.exists(key_file)
     key = keys.load_or_create(key_file)
+    if not existed and not quiet:
+        print(f"created command key {key_file} (mode 600)", file=sys.stderr)
     reg = Registry.load(registry)
-    if key.shoe_id not in reg.shoes:  # the demo's shoe is registered like any other
-        reg.put(ShoeEntry(key.shoe_id, table="demo"))
     flash_dir = db + ".flash"
+    # the demo's shoe is provisioned for this command key (kept when it is) and registered like
+    # any other, with its result key
+    shoe_id, version, pem = provision(flash_dir, key)
+    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id, table="demo")
+    if entry.add_public_key(version, pem) or shoe_id not in reg.shoes:
+        reg.put(entry)
     t0 = time.monotonic()
     session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
-                      config=reg.get(key.shoe_id), on_alarm=on_alarm)
+                      config=entry, on_alarm=on_alarm)
     try:
         session.run()
     finally:
@@ -192,7 +205,7 @@ def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
     """Deal a shoe file through the firmware on the virtual board; the round records it made."""
     tokens = load_shoe(shoe_file)
     with tempfile.TemporaryDirectory(prefix="sabot-deal-") as tmp:
-        key = keys.create(os.path.join(tmp, "key"))
+        key = keys.create(os.path.join(tmp, "command.pem"))
         session = Session(tokens, key, os.path.join(tmp, "audit.db"), os.path.join(tmp, "flash"))
         try:
             session.run()
@@ -256,17 +269,23 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
     is: it runs root/main.py when there is one; when there is none, or after an authenticated
     maintenance command, its port serves the MicroPython REPL (mpremote deploys through it), and
     when that session ends (a hard reset) it boots again, running whatever was deployed."""
-    from .virtual import MAINTENANCE_EXIT, serve_repl
+    from .virtual import MAINTENANCE_EXIT, Element, element_store, serve_repl
 
     os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    store = element_store(root)  # outside the board's filesystem
     while True:
         if maintenance or not os.path.exists(os.path.join(root, "main.py")):
             print(f"virtual board: REPL on socket://{host}:{port} (maintenance)", file=sys.stderr,
                   flush=True)
-            serve_repl(host, port, root)
+            element = Element(store)
+            try:
+                address = element.start() if os.path.isdir(store) else None
+                serve_repl(host, port, root, address)
+            finally:
+                element.stop()
             maintenance = False
             continue
-        board = VirtualBoard(os.path.join(root, "data"), host, port, code=root)
+        board = VirtualBoard(os.path.join(root, "data"), host, port, code=root, element=store)
         show_on_stdout(board)
         try:
             board.start()
@@ -288,9 +307,21 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
         maintenance = True
 
 
+def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
+                     store: str | None = None) -> None:
+    """`sabot board --key FILE`: provision the virtual shoe for this command key (kept when it
+    is) and register its result key."""
+    shoe_id, version, pem = provision(flash_dir, key, store=store)
+    reg = Registry.load(registry)
+    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id)
+    if entry.add_public_key(version, pem) or shoe_id not in reg.shoes:
+        reg.put(entry)
+        print(f"virtual shoe {shoe_id:#010x} registered in {reg.path}", file=sys.stderr)
+
+
 def run_board(listen: str, flash_dir: str, shoe: list[str] | None = None,
               key_file: str | None = None, code: str | None = None, root: str | None = None,
-              maintenance: bool = False) -> None:
+              maintenance: bool = False, registry: str | None = None) -> None:
     """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws those
     shoes, one after another, each after the host's new-shoe."""
     host, _, port = listen.rpartition(":")
@@ -304,13 +335,17 @@ def run_board(listen: str, flash_dir: str, shoe: list[str] | None = None,
     _check_listen(host, int(port))
     if root:
         if key_file:
+            from .virtual import element_store
+
             os.makedirs(os.path.join(root, "data"), exist_ok=True)
-            provision_flash(os.path.join(root, "data"), keys.load(key_file))
+            _provision_board(os.path.join(root, "data"), keys.load(key_file), registry,
+                             element_store(root))
         return run_board_root(host, int(port), root, shoes, maintenance)
     if key_file:
-        provision_flash(flash_dir, keys.load(key_file))
-    elif not os.path.exists(os.path.join(flash_dir, "key")):
-        raise SabotError(f"no key in {flash_dir}: pass --key FILE to provision the virtual shoe")
+        _provision_board(flash_dir, keys.load(key_file), registry)
+    elif not os.path.exists(os.path.join(flash_dir, "identity")):
+        raise SabotError(f"no identity in {flash_dir}: provision the virtual shoe (sabot "
+                         "provision --flash DIR, or --key FILE here)")
     board = VirtualBoard(flash_dir, host, int(port), code=code)
     show_on_stdout(board)
     board.start()

@@ -1,6 +1,8 @@
 """`sabot deploy` / `make deploy BOARD=B PORT=URL`: build the board's firmware, put it on the shoe
-with mpremote, provision the shoe's key if it has none, and check on the shoe that what landed is
-the build.
+with mpremote, check on the shoe that what landed is the build, and register the shoe's result key
+(read from its secure element at the REPL: `maint.public()`, or a new version made there with
+`--rekey`: `maint.rekey()`) in the shoe registry. No key travels to the shoe: its result keys are
+made inside its element.
 
 A shoe that is dealing is first asked, with an authenticated maintenance command, to hand its port
 to the MicroPython REPL; an empty board is already there. The virtual board's port is a socket, so
@@ -20,11 +22,12 @@ from . import keys as keyfiles
 from . import protocol as pr
 from .build import build
 from .errors import SabotError
-from .keys import ShoeKey
+from .keys import CommandKey
+from .registry import ShoeEntry, public_from_xy
 from .transport import DEFAULT_BAUD, ShoePort
 
 
-def _ask_for_maintenance(url: str, key: ShoeKey, timeout: float = 5.0,
+def _ask_for_maintenance(url: str, key: CommandKey, config: ShoeEntry, timeout: float = 5.0,
                          baud: int = DEFAULT_BAUD) -> bool:
     """True if a running shoe answered and was sent to maintenance; False if nothing answered."""
     port = ShoePort(url, baud, open_timeout=0)
@@ -32,17 +35,63 @@ def _ask_for_maintenance(url: str, key: ShoeKey, timeout: float = 5.0,
         end, asked = time.monotonic() + timeout, 0.0
         while time.monotonic() < end:
             if time.monotonic() - asked > 0.5:
-                port.send_command(key, pr.C_HELLO)
+                port.send_command(None, config.shoe_id, pr.C_HELLO)
                 asked = time.monotonic()
             for _, f in port.frames(0.1):
-                if isinstance(f, pr.Frame) and f.type == pr.T_STATUS and pr.verify(key.key, f):
-                    counter = pr.decode_status(f.payload)["host_counter"] + 1
-                    port.send_command(key, pr.C_MAINTENANCE, counter=counter)
-                    time.sleep(0.3)
-                    return True
+                if not (isinstance(f, pr.Frame) and f.type == pr.T_STATUS
+                        and f.shoe_id == config.shoe_id):
+                    continue
+                public = config.public_key(f.key_id)
+                if public is not None and not pr.verify(public, f):
+                    continue  # not this shoe's word
+                counter = pr.decode_status(f.payload)["host_counter"] + 1
+                port.send_command(key, config.shoe_id, pr.C_MAINTENANCE, counter=counter)
+                time.sleep(0.3)
+                return True
         return False
     finally:
         port.close()
+
+
+def parse_key_line(output: str, tag: str) -> tuple[int, str]:
+    """(version, public PEM) from the shoe's `KEY <version> <X||Y hex>` (maint.public()) or
+    `REKEY <version> <X||Y hex>` (maint.rekey()) line; SabotError when there is none."""
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == tag:
+            try:
+                version, xy = int(words[1]), bytes.fromhex(words[2])
+            except ValueError:
+                break
+            if len(xy) != 64 or not 1 <= version <= 0xFFFF:
+                break
+            try:
+                return version, keyfiles.public_pem(public_from_xy(xy))
+            except SabotError as e:
+                raise SabotError(f"the shoe's {tag} line holds no P-256 key: {e}") from None
+    said = output.strip().splitlines()
+    raise SabotError(f"the shoe did not print its {tag} line (`{tag} <version> <128 hex>`): "
+                     f"{said[-1] if said else 'no output'}")
+
+
+def parse_identity(output: str) -> int | None:
+    """The shoe id from the `ID <hex>` line (its flash file `identity`: >IH shoe_id, version)."""
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] == "ID" and len(words[1]) == 12:
+            try:
+                return int(words[1][:8], 16)
+            except ValueError:
+                return None
+    return None
+
+
+READ_KEY = ("try:\n"
+            " print('ID', open('data/identity', 'rb').read().hex())\n"
+            "except OSError:\n"
+            " print('ID none')\n"
+            "import maint\n"
+            "maint.{}()")
 
 
 def mpremote(url: str, *commands: list[str], timeout: float = 120,
@@ -76,7 +125,7 @@ def mpremote(url: str, *commands: list[str], timeout: float = 120,
 
 
 PROBE_WAIT = 6.0  # seconds for a board's REPL to list its files
-DATA = "data"  # the shoe's data directory: key, log, boot counter; never touched by a deploy
+DATA = "data"  # the shoe's data directory: identity, log, boot counter; never touched by a deploy
 # Every file and directory on the board, the data directory's contents aside, one a line.
 LISTING = ("import os\n"
            "def walk(d):\n"
@@ -123,18 +172,24 @@ def to_remove(files: list[str], dirs: list[str], owned: set[str]) -> tuple[list[
 
 
 def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = print,
-           baud: int = DEFAULT_BAUD, rekey: str | None = None) -> dict[str, Any]:
-    """`key_file` is the key the shoe has (it signs the maintenance command to a dealing shoe;
-    an empty board is provisioned with it); `rekey`, a key file that replaces the shoe's key."""
-    info = build(board)
-    key = keyfiles.load_or_create(key_file)
+           baud: int = DEFAULT_BAUD, rekey: bool = False, config: ShoeEntry | None = None,
+           release: str | None = None) -> dict[str, Any]:
+    """`key_file` is the host command key (it signs the maintenance command to a dealing shoe,
+    whose registry entry `config` names it); `rekey`: have the shoe's element make its next result
+    key version. The info returned carries the shoe's `shoe_id`, `key_version` and `public_key`
+    (PEM) for the registry."""
+    info = build(board, release=release, log=log)
     try:
         # a board at its REPL answers at once; a dealing shoe never does (mpremote would wait 10 s)
         listing = mpremote(url, ["exec", LISTING], timeout=PROBE_WAIT)
     except SabotError:
         # Not at the REPL: the shoe is dealing. An authenticated command hands its port over.
-        if not _ask_for_maintenance(url, key, baud=baud):
-            raise SabotError(f"{url}: neither a REPL nor a shoe that answers with this key"
+        if config is None:
+            raise SabotError(f"{url}: no REPL answers, and a dealing shoe can only be sent to "
+                             "maintenance by its registered id (--shoe-id, --registry)") from None
+        key = keyfiles.load(key_file)
+        if not _ask_for_maintenance(url, key, config, baud=baud):
+            raise SabotError(f"{url}: neither a REPL nor shoe {config.shoe_id:#010x} answering"
                              ) from None
         log("the shoe was dealing: sent it to maintenance")
         listing = _listing_after_maintenance(url)
@@ -152,18 +207,9 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
         cmds.append(["fs", "rmdir", f":{d}"])
     cmds += [["fs", "mkdir", f":{d}"] for d in new_dirs]
     cmds += [["fs", "cp", str(Path(info["dir"]) / f), f":{f}"] for f in copy]
-    has_key = data is not None and "key" in data
-    if not has_key or rekey:
-        new_file = rekey or key_file
-        new = keyfiles.load_or_create(new_file)
-        if data is None:
-            cmds.append(["fs", "mkdir", f":{DATA}"])
-        cmds.append(["fs", "cp", str(new_file), f":{DATA}/key"])
-        verb = "re-keying" if has_key else "provisioning"
-        log(f"{verb} shoe {new.shoe_id:#010x} with key {new.key_id} from {new_file}"
-            + (" (a new identity: its audit chain starts again)" if has_key else ""))
-    else:
-        log("the shoe already has a key: kept (--rekey FILE replaces it)")
+    if data is None or "identity" not in data:
+        raise SabotError(f"{url}: the shoe has no identity (data/identity): it was never "
+                         "provisioned (sabot provision, or sabot board --key for a virtual one)")
     log(f"copying {len(copy)} files to {url}")
     sizes = info["files"]
 
@@ -182,13 +228,21 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
     if "INTEGRITY None" not in check:
         raise SabotError(f"what landed on the shoe is not the build: {check.strip()}")
     log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}...")
+    tag = "REKEY" if rekey else "KEY"
+    said = mpremote(url, ["exec", READ_KEY.format("rekey" if rekey else "public")])
+    shoe_id = parse_identity(said)
+    if shoe_id is None:
+        raise SabotError(f"{url}: the shoe's identity (data/identity) cannot be read")
+    version, pem = parse_key_line(said, tag)
+    log(f"{'made' if rekey else 'read'} result key version {version} of shoe {shoe_id:#010x}"
+        + (" in its element (the old versions stay registered for old frames)" if rekey else ""))
     try:
         mpremote(url, [HARD_RESET], timeout=30)  # machine.reset(): the board boots main.py
     except SabotError as e:
         if "disconnected" not in str(e) and "failed to access" not in str(e):
             raise  # a board that resets drops its port: expected
     log("hard reset: the shoe boots the new firmware")
-    return info
+    return dict(info, shoe_id=shoe_id, key_version=version, public_key=pem)
 
 
 def _listing_after_maintenance(url: str, timeout: float = 10.0) -> str:

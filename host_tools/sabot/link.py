@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from . import protocol as pr
+from .errors import SabotError
+from .keys import CommandKey
 from .transport import DEFAULT_BAUD, TIMEOUT, Port, ShoePort
 from .validator import Validator, Verdict
 
@@ -19,7 +21,8 @@ ASK_EVERY = 0.1  # seconds between hellos while waiting for the shoe to get some
 class HostLink:
     """A validator session on a shoe's port: `port` is a Port, or a URL to open as a ShoePort."""
 
-    def __init__(self, port: Port | str, validator: Validator, capture: BinaryIO | None = None,
+    def __init__(self, port: Port | str, validator: Validator, command_key: CommandKey | None,
+                 capture: BinaryIO | None = None,
                  connect_timeout: float = 10.0, hello_every: float = HELLO_EVERY,
                  baud: int = DEFAULT_BAUD) -> None:
         if isinstance(port, str):
@@ -29,6 +32,7 @@ class HostLink:
             if port.closed:
                 port.reopen(connect_timeout)
         self.validator = validator
+        self.command_key = command_key  # signs acks and counted commands; None: hello only
         validator.live = True  # its statuses now answer hellos: it anchors at the first one
         self.hello_every = hello_every
         self.counter = 0
@@ -67,12 +71,20 @@ class HostLink:
         self.port.write(data)
 
     def _command(self, ftype: int, payload: bytes = b"", counted: bool = True) -> None:
-        k = self.validator.key
+        """A command to the shoe: signed with the command key unless hello or verify; a counted
+        one carries exactly the element's command counter + 1 (the latest status's
+        host_counter + 1)."""
+        counter = 0
         if counted:
-            self.counter = max(self.counter, self.validator.state["host_counter"]) + 1
-            self.validator.state["host_counter"] = self.counter
-        counter = self.counter if counted else 0
-        self.write(pr.command(k.key, k.key_id, k.shoe_id, counter, ftype, payload))
+            st = self.validator.status
+            counter = (st["host_counter"] if st else self.validator.state["host_counter"]) + 1
+            self.counter = counter
+        key = None
+        if ftype not in pr.UNSIGNED:
+            if self.command_key is None:
+                raise SabotError("a command key is needed to sign commands to the shoe (--key)")
+            key = self.command_key.private_key
+        self.write(pr.command(key, self.validator.shoe_id, counter, ftype, payload))
 
     def hello(self) -> None:
         """Pyserial drops what arrived before the port opened: ask the shoe where it stands and to
@@ -107,8 +119,9 @@ class HostLink:
             self.hello()  # something was lost on the line: the shoe resends the oldest unacked on
         last = self.validator.state["last_seq"]
         resent = any(v == "resent" for _, v, _ in results)
-        if self.validator.status is not None and (last > self.acked or resent):
-            self._command(pr.C_ACK, last.to_bytes(4, "big"))
+        if (self.validator.status is not None and self.command_key is not None
+                and (last > self.acked or resent)):
+            self._command(pr.C_ACK, last.to_bytes(4, "big"), counted=False)  # signed, uncounted
             self.acked = last
         return results
 

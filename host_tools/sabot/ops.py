@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import SabotError
-from .keys import ShoeKey
+from .keys import CommandKey
 from .link import HostLink
 from .registry import ShoeEntry
 from .transport import DEFAULT_BAUD, ShoePort
@@ -64,19 +64,21 @@ def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
 def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], elapsed: float,
                 timed_out: bool) -> str | None:
     """Why no status came, once it is clear; None while it may still come."""
-    if reasons["bad_mac"] and elapsed >= 1.0:
-        return (f"the shoe on {url} does not answer to this key (its frames fail this key's MAC: "
-                "wrong key file?)")
+    if reasons["bad_signature"] and elapsed >= 1.0:
+        return (f"the shoe on {url} does not sign with the public key the registry holds for "
+                f"shoe {link.validator.shoe_id:#010x} (its frames fail the signature check: "
+                "another shoe, or a re-provisioned one?)")
     if reasons["unknown_shoe_or_key"] and elapsed >= 1.0:
-        key = link.validator.key
-        return (f"the shoe on {url} is another shoe or key id than this key file's (shoe "
-                f"{key.shoe_id:#010x} key {key.key_id}): wrong key file?")
+        v = link.validator
+        return (f"the shoe on {url} is another shoe, or signs with a key version the registry "
+                f"does not hold for shoe {v.shoe_id:#010x} (versions "
+                f"{v.config.key_versions or 'none'}): wrong --shoe-id, or run sabot deploy?")
     if link.rx_bytes >= 32 and elapsed >= 1.0 and not link.validator.counts["verified"]:
         return (f"{url} does not speak the sabot protocol ({link.rx_bytes} bytes received, no "
                 "frame of a shoe among them; wrong port or baud rate?)")
     if timed_out:
         return (f"no shoe answered on {url} within {wait:g} s (is it powered, at this baud rate, "
-                "and is this its key file?)")
+                f"and is it shoe {link.validator.shoe_id:#010x}?)")
     return None
 
 
@@ -90,7 +92,7 @@ def open_port(url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
 class Operation:
     """A validator session on a shoe's port for one operator command."""
 
-    def __init__(self, url: str, key: ShoeKey, db: str, config: ShoeEntry,
+    def __init__(self, url: str, key: CommandKey, db: str, config: ShoeEntry,
                  baud: int = DEFAULT_BAUD, open_timeout: float = 5.0,
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
@@ -101,13 +103,12 @@ class Operation:
         self.on_record_user = on_record
         port = open_port(url, baud, open_timeout)
         try:
-            self.validator = Validator(key, db, config, on_record=self._record,
-                                       on_alarm=on_alarm)
+            self.validator = Validator(config, db, on_record=self._record, on_alarm=on_alarm)
         except BaseException:
             port.close()
             raise
         try:
-            self.link = HostLink(port, self.validator)
+            self.link = HostLink(port, self.validator, key)
         except BaseException:
             port.close()
             self.validator.store.close()
@@ -128,7 +129,7 @@ class Operation:
 
     def describe(self, st: dict[str, Any]) -> dict[str, Any]:
         unacked = st["unacked_to"] - st["unacked_from"] + 1 if st["unacked_from"] else 0
-        out = {"shoe_id": self.key.shoe_id, "phase": st["phase"], "shoe": st["shoe"],
+        out = {"shoe_id": self.validator.shoe_id, "phase": st["phase"], "shoe": st["shoe"],
                "round": st["round"], "position": st["position"], "due": st["due"],
                "unacknowledged": unacked, "integrity": st["integrity"],
                "boot": self.link.status_boot, "acked": st["acked"],
@@ -156,7 +157,8 @@ class Operation:
         if after is None or after["phase"] == "ended":
             raise SabotError(f"the shoe did not start a new shoe within {EFFECT_WAIT:g} s")
         out = self.describe(after)
-        log_operation(self.db, {"operation": "new_shoe", "by": by, "shoe_id": self.key.shoe_id,
+        log_operation(self.db, {"operation": "new_shoe", "by": by,
+                                "shoe_id": self.validator.shoe_id,
                                 "ended_shoe": st["shoe"], "shoe": after["shoe"],
                                 "port": self.url})
         return dict(out, started=True)
@@ -187,7 +189,7 @@ class Operation:
             raise SabotError(f"the shoe did not report the resolution within {EFFECT_WAIT:g} s")
         rec = recs[0]
         log_operation(self.db, {"operation": "resolve", "resolution": rec["resolution"],
-                                "by": by, "shoe_id": self.key.shoe_id, "shoe": rec["shoe"],
+                                "by": by, "shoe_id": self.validator.shoe_id, "shoe": rec["shoe"],
                                 "round": rec["round"], "irregularity": rec["kind"],
                                 "card": rec["card"], "source": rec["source"], "port": self.url})
         return dict(self.describe(after), resolution=rec)
@@ -199,7 +201,8 @@ class Operation:
 
 WHY_REFUSED = {"not_now": "this resolution does not apply to the pending irregularity",
                "replayed": "a command counter the shoe has already seen",
-               "bad_mac": "the command's MAC failed"}
+               "bad_signature": "the command's signature failed (is --key the command key "
+               "this shoe was provisioned with?)"}
 
 
 def operations_path(db: str) -> str:

@@ -1,25 +1,29 @@
-"""The link's wire vocabulary, host side (docs/PROTOCOL.md): frame layout, type numbers, the names
-of every coded field, parsing, MACs and payload decoding. Parsed with struct and verified with
-Python's own hmac, independently of the firmware's codec. COBS framing (the `cobs` package), 0x00
-delimiter."""
+"""The link's wire vocabulary, host side (docs/PROTOCOL.md, version 2): frame layout, type numbers,
+the names of every coded field, parsing, signatures and payload decoding. Parsed with struct and
+verified with `cryptography` (ECDSA P-256), independently of the firmware's codec. COBS framing
+(the `cobs` package), 0x00 delimiter."""
 
 from __future__ import annotations
 
-import hmac
 import struct
 from hashlib import sha256
 from typing import Any, NamedTuple
 
 from cobs import cobs
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, utils
 
 from . import rules
 from .cards import card_code
 from .errors import SabotError
 
 # ---- frame layout ----------------------------------------------------------------------------
-VERSION = 1
-HEADER = struct.Struct(">BBHIHI8s")  # version type key_id shoe_id boot seq chain
-MAC_LEN = 32
+VERSION = 2
+HEADER = struct.Struct(">BBHIHI32s")  # version type key_id shoe_id boot seq chain
+SIG_LEN = 64  # ECDSA P-256, raw r||s
+DIGEST_LEN = 32
+ZERO_CHAIN = bytes(DIGEST_LEN)
 MAX_FRAME = 200
 MAX_ENCODED = MAX_FRAME + 3
 
@@ -37,6 +41,8 @@ CHAINED = frozenset(t for t in TYPES if t < T_STATUS)
 # ---- host -> shoe commands -------------------------------------------------------------------
 C_HELLO, C_ACK, C_RESOLVE, C_NEW_SHOE = 0x80, 0x81, 0x82, 0x83
 C_VERIFY, C_MAINTENANCE = 0x85, 0x86
+# frames that carry no signature: initial_cards is sealed by the next signed frame of the shoe
+UNSIGNED = frozenset((T_INITIAL_CARDS, C_HELLO, C_VERIFY))
 
 # ---- coded fields, by their wire number --------------------------------------------------------
 PHASES = ("burn_first", "burn", "dealing", "held", "ended")
@@ -57,7 +63,8 @@ RESOLUTIONS = ("", "void_card", "keep_dummy", "void_round", "end_shoe")
 VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 SOURCES = ("supervisor", "host")
 # why the shoe refused an authentic command (frames failing authentication are only counted)
-COMMAND_REJECTIONS = ("", "bad_mac", "replayed", "not_for_this_shoe", "not_now", "unknown_command")
+COMMAND_REJECTIONS = ("", "bad_signature", "replayed", "not_for_this_shoe", "not_now",
+                      "unknown_command")
 WINNERS = {1: "player", 2: "banker", 3: "tie"}
 FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),
              ("panda8", 32), ("player_natural", 4), ("player_pair", 128))
@@ -83,7 +90,13 @@ class Frame(NamedTuple):
     seq: int
     chain: bytes
     payload: bytes
-    mac: bytes
+    signature: bytes  # raw r||s; b"" for a frame that carries none
+    body: bytes  # every byte before the signature
+    digest: bytes  # SHA-256(body): what the signature signs, what the next frame's chain holds
+
+    @property
+    def signed(self) -> bool:
+        return bool(self.signature)
 
 
 # ---- variant byte: game 0-2, +4 EZ, +8 commission-free, +16 squeeze ----------------------------
@@ -142,36 +155,72 @@ class Deframer:
 
 def parse(raw: bytes) -> Frame:
     """The frame's fields; FrameError when the bytes are not a well-formed frame."""
-    if len(raw) < HEADER.size + MAC_LEN:
-        raise FrameError("too_short")
     if len(raw) > MAX_FRAME:
         raise FrameError("too_long")
+    if len(raw) < HEADER.size:
+        raise FrameError("too_short")
     if raw[0] != VERSION:
         raise FrameError("bad_version")
     _, ftype, key_id, shoe_id, boot, seq, chain = HEADER.unpack_from(raw)
-    return Frame(raw, ftype, key_id, shoe_id, boot, seq, chain, raw[HEADER.size : -MAC_LEN],
-                 raw[-MAC_LEN:])
+    if ftype in UNSIGNED:
+        body, sig = raw, b""
+    else:
+        if len(raw) < HEADER.size + SIG_LEN:
+            raise FrameError("too_short")
+        body, sig = raw[:-SIG_LEN], raw[-SIG_LEN:]
+    return Frame(raw, ftype, key_id, shoe_id, boot, seq, chain, body[HEADER.size :], sig, body,
+                 sha256(body).digest())
 
 
-# ---- MACs and building -------------------------------------------------------------------------
-def mac(key: bytes, body: bytes) -> bytes:
-    return hmac.digest(key, body, sha256)
+# ---- signatures and building -------------------------------------------------------------------
+_PREHASHED = ec.ECDSA(utils.Prehashed(hashes.SHA256()))
 
 
-def verify(key: bytes, frame: Frame) -> bool:
-    return hmac.compare_digest(mac(key, frame.raw[:-MAC_LEN]), frame.mac)
+def sign_digest(private_key: ec.EllipticCurvePrivateKey, digest: bytes) -> bytes:
+    """Raw r||s (32 + 32 bytes, big-endian) over a SHA-256 digest, as the element signs."""
+    r, s = utils.decode_dss_signature(private_key.sign(digest, _PREHASHED))
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
 
-def build(key: bytes, key_id: int, shoe_id: int, boot: int, seq: int, chain: bytes, ftype: int,
-          payload: bytes) -> bytes:
+def verify_digest(public_key: ec.EllipticCurvePublicKey, digest: bytes, signature: bytes) -> bool:
+    """Whether `signature` (raw r||s) signs `digest` under `public_key`."""
+    if len(signature) != SIG_LEN:
+        return False
+    der = utils.encode_dss_signature(int.from_bytes(signature[:32], "big"),
+                                     int.from_bytes(signature[32:], "big"))
+    try:
+        public_key.verify(der, digest, _PREHASHED)
+    except InvalidSignature:
+        return False
+    return True
+
+
+def verify(public_key: ec.EllipticCurvePublicKey, frame: Frame) -> bool:
+    """Whether a signed frame carries a valid signature of `public_key` over its body (an
+    unsigned frame verifies nothing on its own: it is sealed by the next signed frame)."""
+    return frame.signed and verify_digest(public_key, frame.digest, frame.signature)
+
+
+def build(private_key: ec.EllipticCurvePrivateKey | None, key_id: int, shoe_id: int, boot: int,
+          seq: int, chain: bytes, ftype: int, payload: bytes) -> bytes:
+    """A raw frame; signed unless its type carries none (then `private_key` may be None)."""
     body = HEADER.pack(VERSION, ftype, key_id, shoe_id, boot, seq, chain) + payload
-    return body + mac(key, body)
+    if ftype in UNSIGNED:
+        return body
+    if private_key is None:
+        raise ValueError(f"frame type 0x{ftype:02x} must be signed")
+    return body + sign_digest(private_key, sha256(body).digest())
 
 
-def command(key: bytes, key_id: int, shoe_id: int, counter: int, ftype: int,
-            payload: bytes = b"") -> bytes:
-    """An encoded host -> shoe command, ready to write to the port."""
-    return encode_frame(build(key, key_id, shoe_id, 0, counter, bytes(8), ftype, payload))
+def digest(raw_body: bytes) -> bytes:
+    return sha256(raw_body).digest()
+
+
+def command(command_key: ec.EllipticCurvePrivateKey | None, shoe_id: int, counter: int,
+            ftype: int, payload: bytes = b"") -> bytes:
+    """An encoded host -> shoe command, ready to write to the port: key_id 0, boot 0, chain zero,
+    signed with the host command key (hello and verify go unsigned)."""
+    return encode_frame(build(command_key, 0, shoe_id, 0, counter, ZERO_CHAIN, ftype, payload))
 
 
 # ---- payloads ----------------------------------------------------------------------------------

@@ -5,17 +5,46 @@ raises a `config_mismatch` alarm. Written by `sabot provision` / `sabot deploy`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
 from .errors import SabotError
 from .settle import GAMES, SIDE_WAGERS
 
 DEFAULT = "sabot-shoes.json"
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
+ALGORITHM = "ecdsa-p256"
+
+
+@functools.lru_cache(maxsize=256)
+def load_public_pem(pem: str) -> ec.EllipticCurvePublicKey:
+    """A P-256 public key from its PEM (parsed once per process); SabotError if it is none."""
+    try:
+        key = serialization.load_pem_public_key(pem.encode())
+    except (ValueError, TypeError, UnicodeEncodeError):
+        raise SabotError("not a PEM public key") from None
+    if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
+        raise SabotError("not a P-256 (secp256r1) public key")
+    return key
+
+
+def public_from_xy(xy: bytes) -> ec.EllipticCurvePublicKey:
+    """A P-256 public key from the element's raw X||Y (64 bytes)."""
+    if len(xy) != 64:
+        raise SabotError(f"a P-256 public key is 64 bytes X||Y, got {len(xy)}")
+    try:
+        return ec.EllipticCurvePublicNumbers(int.from_bytes(xy[:32], "big"),
+                                             int.from_bytes(xy[32:], "big"),
+                                             ec.SECP256R1()).public_key()
+    except ValueError:
+        raise SabotError("X||Y is not a point on P-256") from None
 
 
 @dataclass
@@ -57,6 +86,49 @@ class ShoeEntry:
         for w in self.side_wagers:
             if w not in SIDE_WAGERS:
                 raise SabotError(f"{where}: unknown side wager {w!r}")
+        versions = set()
+        for k in self.public_keys:
+            if (not isinstance(k, dict) or not isinstance(k.get("version"), int)
+                    or isinstance(k.get("version"), bool) or not 1 <= k["version"] <= 0xFFFF
+                    or not isinstance(k.get("key"), str)):
+                raise SabotError(f"{where}: each public key must be {{\"version\": 1-65535, "
+                                 "\"algorithm\": \"ecdsa-p256\", \"key\": PEM}")
+            if k.get("algorithm") != ALGORITHM:
+                raise SabotError(f"{where}: public key version {k['version']} has algorithm "
+                                 f"{k.get('algorithm')!r}; only {ALGORITHM!r} is known")
+            if k["version"] in versions:
+                raise SabotError(f"{where}: public key version {k['version']} is listed twice")
+            versions.add(k["version"])
+
+    def public_key(self, version: int) -> ec.EllipticCurvePublicKey | None:
+        """The loaded result key of this version (cached); None when the registry has none."""
+        for k in self.public_keys:
+            if k["version"] == version:
+                try:
+                    return load_public_pem(k["key"])
+                except SabotError as e:
+                    raise SabotError(f"registry entry for shoe {self.shoe_id}: public key "
+                                     f"version {version}: {e}") from None
+        return None
+
+    @property
+    def key_versions(self) -> list[int]:
+        return sorted(k["version"] for k in self.public_keys)
+
+    def add_public_key(self, version: int, pem: str) -> bool:
+        """Register a result key version (old versions stay: old frames are signed by them);
+        False when it is there already, SabotError when that version names another key."""
+        new = load_public_pem(pem)
+        old = self.public_key(version)
+        if old is not None:
+            if old.public_numbers() != new.public_numbers():
+                raise SabotError(f"shoe {self.shoe_id} already has a different public key "
+                                 f"version {version} in the registry: a re-provisioned element? "
+                                 "register it as a new shoe")
+            return False
+        self.public_keys.append({"version": version, "algorithm": ALGORITHM, "key": pem})
+        self.public_keys.sort(key=lambda k: k["version"])
+        return True
 
     @property
     def variant(self) -> dict[str, Any]:
@@ -109,6 +181,19 @@ class Registry:
         except KeyError:
             raise SabotError(f"shoe {shoe_id} is not in the shoe registry {self.path} "
                              "(sabot provision registers it)") from None
+
+    def pick(self, shoe_id: int | None) -> ShoeEntry:
+        """The entry of `shoe_id`; with None, the registry's only shoe (SabotError otherwise)."""
+        if shoe_id is not None:
+            return self.get(shoe_id)
+        if len(self.shoes) == 1:
+            return next(iter(self.shoes.values()))
+        if not self.shoes:
+            raise SabotError(f"the shoe registry {self.path} holds no shoe (sabot provision or "
+                             "sabot deploy registers one)")
+        ids = ", ".join(f"{i:#010x}" for i in sorted(self.shoes))
+        raise SabotError(f"the shoe registry {self.path} holds {len(self.shoes)} shoes ({ids}): "
+                         "name one with --shoe-id")
 
     def put(self, entry: ShoeEntry) -> None:
         """Add or replace a shoe's entry and write the file atomically (never half a registry)."""

@@ -23,10 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import keys
 from .audit import AuditStore
 from .errors import SabotError
-from .keys import ShoeKey
+from .keys import CommandKey
 from .link import HostLink
 from .registry import ShoeEntry
 from .validator import Validator, Verdict
@@ -34,16 +33,19 @@ from .validator import Validator, Verdict
 RECONNECT_WAIT = 2.0  # seconds between attempts to reach a shoe whose link is lost
 
 
-def parse_shoe(text: str, default_key: str | None = None) -> tuple[str, str]:
-    """`--shoe URL=KEYFILE`, or `--shoe URL` with `--key KEYFILE`: the shoe's port and its key
-    file (as `sabot validate --key`)."""
-    url, sep, key_file = text.rpartition("=")
-    if not sep and default_key:
-        return text, default_key
-    if not sep or not url or not key_file:
-        raise SabotError(f"--shoe wants URL=KEYFILE (the shoe's port and its key file), or URL "
-                         f"with --key KEYFILE; got {text!r}")
-    return url, key_file
+def parse_shoe(text: str) -> tuple[str, int | None]:
+    """`--shoe URL=SHOE_ID` (decimal or 0x hex), or `--shoe URL` (the registry's only shoe): the
+    shoe's port and which registered shoe it is."""
+    url, sep, ident = text.rpartition("=")
+    if sep and url:
+        try:
+            return url, int(ident, 0)
+        except ValueError:
+            pass
+    if not text or text.endswith("="):
+        raise SabotError(f"--shoe wants URL=SHOE_ID (the shoe's port and its registered id) or "
+                         f"URL; got {text!r}")
+    return text, None
 
 
 def shared_writer(path: str) -> AuditStore:
@@ -74,7 +76,7 @@ class LockedValidator(Validator):
 @dataclass
 class Shoe:
     url: str
-    key: ShoeKey
+    key: CommandKey | None  # the host command key: signs the acknowledgements
     config: ShoeEntry
     link_state: str = "connecting"  # connecting, up, lost
     baud: int = 115200
@@ -95,7 +97,7 @@ class Validation:
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
         for s in shoes:
-            s.validator = LockedValidator(self.lock, s.key, self.store, s.config,
+            s.validator = LockedValidator(self.lock, s.config, self.store,
                                           on_alarm=on_alarm)
 
     def start(self) -> None:
@@ -109,7 +111,7 @@ class Validation:
         assert s.validator is not None
         while not self.stop_event.is_set():
             try:
-                link = HostLink(s.url, s.validator, connect_timeout=RECONNECT_WAIT,
+                link = HostLink(s.url, s.validator, s.key, connect_timeout=RECONNECT_WAIT,
                                 baud=s.baud)
                 s.link_state = "up"
                 self.notify()
@@ -164,14 +166,17 @@ class Validation:
 
 
 def load_shoes(specs: list[str], registry: str | None,
-               entry: Callable[[str | None, int], ShoeEntry],
-               default_key: str | None = None) -> list[Shoe]:
-    """Each `--shoe URL=KEYFILE` with its key and its registry entry (as `sabot validate`)."""
+               entry: Callable[[str | None, int | None], ShoeEntry],
+               key: CommandKey | None) -> list[Shoe]:
+    """Each `--shoe URL[=SHOE_ID]` with its registry entry (as `sabot validate`), all
+    acknowledged with the host command key."""
     shoes = []
     for spec in specs:
-        url, key_file = parse_shoe(spec, default_key)
-        key = keys.load(key_file)
-        shoes.append(Shoe(url, key, entry(registry, key.shoe_id)))
+        url, shoe_id = parse_shoe(spec)
+        shoes.append(Shoe(url, key, entry(registry, shoe_id)))
+    ids = [s.config.shoe_id for s in shoes]
+    if len(set(ids)) != len(ids):
+        raise SabotError("two --shoe name the same shoe: give each its id, --shoe URL=SHOE_ID")
     tables = [s.config.table for s in shoes]
     if len(set(tables)) != len(tables):
         raise SabotError(f"two shoes name the same table: {sorted(tables)}")

@@ -22,6 +22,7 @@ from .cards import shuffled_shoe
 from .errors import SabotError
 from .link import HostLink
 from .protocol import PH_ENDED, PH_HELD
+from .registry import ShoeEntry
 from .transport import DEFAULT_BAUD, TIMEOUT, ShoePort
 from .validator import Validator, contract_round
 from .virtual import (
@@ -32,7 +33,7 @@ from .virtual import (
     Dealer,
     VirtualBoard,
     card_bytes,
-    provision_flash,
+    provision,
 )
 
 VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
@@ -151,10 +152,12 @@ class Soak:
         self.mistake_rate = mistake_rate
         self.mistakes: Counter[str] = Counter()
         self.progress = progress
-        self.key = keys.create(os.path.join(workdir, "shoe.key"))
+        self.key = keys.create(os.path.join(workdir, "command.pem"))
         self.flash = os.path.join(workdir, "flash")
         self.db = os.path.join(workdir, "audit.db")
-        provision_flash(self.flash, self.key)
+        shoe_id, version, pem = provision(self.flash, self.key)
+        self.config = ShoeEntry(shoe_id)
+        self.config.add_public_key(version, pem)
         self.faults = dict.fromkeys(FAULTS, 0)
         self.rejected: Counter[str] = Counter()
         self.alarms: list[dict[str, Any]] = []
@@ -164,7 +167,7 @@ class Soak:
         self._new_validator()
 
     def _new_validator(self) -> None:
-        self.validator = Validator(self.key, self.db)
+        self.validator = Validator(self.config, self.db)
         self.ensure_up(new_link=True)
 
     def _tally(self) -> None:
@@ -179,7 +182,7 @@ class Soak:
                 if not self.board.alive():
                     self.board.start()
                 if new_link:  # a new validator: a new session on the port
-                    self.link = HostLink(self.port, self.validator, hello_every=0.3)
+                    self.link = HostLink(self.port, self.validator, self.key, hello_every=0.3)
                 elif self.port.closed:
                     self.link.reconnect(timeout=2)
                 return

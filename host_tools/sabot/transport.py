@@ -11,7 +11,7 @@ from typing import BinaryIO, Protocol
 import serial
 
 from .errors import SabotError
-from .keys import ShoeKey
+from .keys import CommandKey
 from .protocol import Deframer, Frame, FrameError, command, decode_frame, parse
 
 DEFAULT_BAUD = 115200
@@ -126,9 +126,11 @@ class ShoePort:
                 out.append((raw, e))
         return out
 
-    def send_command(self, key: ShoeKey, ftype: int, payload: bytes = b"",
-                     counter: int = 0) -> None:
-        self.write(command(key.key, key.key_id, key.shoe_id, counter, ftype, payload))
+    def send_command(self, key: CommandKey | None, shoe_id: int, ftype: int,
+                     payload: bytes = b"", counter: int = 0) -> None:
+        """A command to shoe `shoe_id`, signed with the command key (hello and verify: unsigned,
+        `key` may be None)."""
+        self.write(command(key.private_key if key else None, shoe_id, counter, ftype, payload))
 
     def close(self) -> None:
         if self.ser is not None:

@@ -1,5 +1,7 @@
-"""`sabot verify-firmware`: challenge a shoe with a fresh seed; it answers HMAC-SHA256(seed, its
-code tree), signed with its key; the host compares with the same digest of the certified build."""
+"""`sabot verify-firmware`: challenge a shoe with a fresh seed (an unsigned verify command); it
+answers HMAC-SHA256(seed, its code tree) in an integrity frame signed by its secure element; the
+host checks the signature with the shoe's public key from the registry (no secret) and compares
+the HMAC with the same digest of the certified build."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from typing import Any
 from . import protocol as pr
 from .build import seeded_digest
 from .errors import SabotError
-from .keys import ShoeKey
+from .registry import ShoeEntry
 from .transport import DEFAULT_BAUD, ShoePort
 
 OPEN_WAIT = 5.0  # a shoe that has just rebooted may not be listening yet
 
 
-def verify_firmware(url: str, seed_hex: str, key: ShoeKey, build_dir: str, timeout: float = 10,
+def verify_firmware(url: str, seed_hex: str, config: ShoeEntry, build_dir: str,
+                    timeout: float = 10,
                     baud: int = DEFAULT_BAUD) -> dict[str, Any]:
     try:
         seed = bytes.fromhex(seed_hex)
@@ -27,12 +30,19 @@ def verify_firmware(url: str, seed_hex: str, key: ShoeKey, build_dir: str, timeo
     expected = seeded_digest(seed, build_dir)
     port = ShoePort(url, baud, open_timeout=OPEN_WAIT)
     try:
-        port.send_command(key, pr.C_VERIFY, seed)
+        port.send_command(None, config.shoe_id, pr.C_VERIFY, seed)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             for _, f in port.frames(0.1):
-                if isinstance(f, pr.Frame) and f.type == pr.T_INTEGRITY:
-                    if not pr.verify(key.key, f):
+                if (isinstance(f, pr.Frame) and f.type == pr.T_INTEGRITY
+                        and f.shoe_id == config.shoe_id):
+                    key = config.public_key(f.key_id)
+                    if key is None:
+                        raise SabotError(f"the integrity answer is signed with key version "
+                                         f"{f.key_id}, which the registry does not hold for shoe "
+                                         f"{config.shoe_id:#010x} (versions "
+                                         f"{config.key_versions or 'none'})")
+                    if not pr.verify(key, f):
                         raise SabotError("the integrity answer is not signed by this shoe's key")
                     state, got = f.payload[0], f.payload[1:]
                     ok = state == 1 and hmac.compare_digest(got, expected)

@@ -6,20 +6,25 @@ socket."""
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import queue
 import shutil
 import signal
 import socket
+import struct
 import subprocess
+import sys
+import tempfile
 import termios
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import IO, Any
 
-from . import keys
+from . import element_emulator, keys
 from .cards import CUT
 from .errors import SabotError
 from .paths import BOARDS, FIRMWARE, micropython
@@ -63,30 +68,150 @@ def set_variant(flash_dir: str, variant: int) -> None:
         f.write(bytes([variant]))
 
 
-def provision_flash(flash_dir: str, key: keys.ShoeKey) -> None:
-    """Put the shoe's key into the virtual board's flash (a new identity starts a new flash)."""
-    os.makedirs(flash_dir, exist_ok=True)
-    path = os.path.join(flash_dir, "key")
-    raw = keys.raw_bytes(key)
+IDENTITY = struct.Struct(">IH")  # the flash file `identity`: shoe_id, result key version
+SIGN_MS = 50  # a real ATECC608's typical Sign time
+
+
+def element_store(flash_dir: str | os.PathLike[str]) -> str:
+    """The virtual shoe's secure element (its emulator's key store): a sibling of its flash
+    directory, outside the board's filesystem, as a chip is outside the MCU's flash."""
+    return os.path.normpath(os.fspath(flash_dir)) + ".element"
+
+
+def read_identity(flash_dir: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(shoe_id, key version) from the board's flash, or None when it has none."""
     try:
-        with open(path, "rb") as f:
-            if f.read() == raw:
-                return
+        with open(os.path.join(flash_dir, "identity"), "rb") as f:
+            raw = f.read()
     except OSError:
-        pass
+        return None
+    if len(raw) != IDENTITY.size:
+        return None
+    shoe_id, version = IDENTITY.unpack(raw)
+    return shoe_id, version
+
+
+def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
+              shoe_id: int | None = None, store: str | None = None) -> tuple[int, int, str]:
+    """Factory provisioning of a virtual shoe: (shoe_id, result key version, its public PEM).
+
+    A fresh element (emulator store at `<flash_dir>.element`, or `store`) makes result key 1
+    inside and takes the command key's public half in slot 1; the flash gets `identity` (shoe_id,
+    key version; no key: the key never leaves the element). A shoe already provisioned for this
+    command key (and shoe_id, if given) is kept as it is; any other starts anew, flash wiped."""
+    flash_dir = os.fspath(flash_dir)
+    store = store or element_store(flash_dir)
+    have = read_identity(flash_dir)
+    pub = command_key.public_pem()
+    if have is not None and (shoe_id is None or have[0] == shoe_id):
+        try:
+            with open(os.path.join(store, "slot1.pub.pem"), encoding="ascii") as f:
+                same = keys.public_pem(_load_pub(f.read())) == pub
+            slot = element_emulator.result_slot(store)
+            version = element_emulator.RESULT_SLOTS.index(slot) + 1
+            if same and version == have[1]:
+                return have[0], have[1], element_emulator.public_key(store, slot)
+        except (OSError, ValueError):
+            pass
+    if shoe_id is None:
+        shoe_id = struct.unpack(">I", os.urandom(4))[0] & 0x7FFFFFFF
+    os.makedirs(flash_dir, exist_ok=True)
     for name in os.listdir(flash_dir):
         p = os.path.join(flash_dir, name)
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(raw)
+    shutil.rmtree(store, ignore_errors=True)
+    made = element_emulator.provision(store, pub)
+    with open(os.path.join(flash_dir, "identity"), "wb") as f:
+        f.write(IDENTITY.pack(shoe_id, 1))
+    return shoe_id, 1, str(made["public_key"])
+
+
+def _load_pub(pem: str) -> Any:
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_public_key(pem.encode())
+
+
+_RUNNING: weakref.WeakSet[Element] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_elements() -> None:
+    """No emulator outlives the program that started it, whatever its boards' owners forgot."""
+    for element in list(_RUNNING):
+        element.stop()
+
+
+class Element:
+    """The virtual shoe's secure element: the emulator in its own process, listening on a unix
+    socket in a private temporary directory. It outlives the board's power cuts (as a chip keeps
+    its keys and counters, its state is in its store)."""
+
+    def __init__(self, store: str, sign_ms: int = SIGN_MS) -> None:
+        self.store = store
+        self.sign_ms = sign_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.tmp: str | None = None
+        self.address = ""
+
+    def start(self, timeout: float = 10) -> str:
+        """Start it unless it runs; its address (`unix:PATH`)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self.address
+        if not os.path.isdir(self.store):
+            raise SabotError(f"no secure element at {self.store}: provision the virtual shoe "
+                             "(sabot provision --flash DIR)")
+        self.tmp = self.tmp or tempfile.mkdtemp(prefix="sabot-element-")
+        self.address = f"unix:{os.path.join(self.tmp, 'element.sock')}"
+        proc = self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sabot.element_emulator", "--store", self.store, "--listen",
+             self.address, "--sign-ms", str(self.sign_ms)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _RUNNING.add(self)
+        said: queue.Queue[bytes] = queue.Queue()
+
+        def read() -> None:
+            for line in proc.stderr or ():
+                said.put(line)
+            said.put(b"")
+
+        threading.Thread(target=read, daemon=True).start()
+        lines: list[bytes] = []
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                line = said.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line and b"listening" in line:
+                return self.address
+            if line:
+                lines.append(line)
+                continue
+            self.stop()
+            last = lines[-1].decode(errors="replace").strip() if lines else "no message"
+            raise SabotError(f"the virtual shoe's secure element did not start: {last}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
 
 
 class VirtualBoard:
     def __init__(self, flash_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0,
-                 code: str | os.PathLike[str] | None = None) -> None:
+                 code: str | os.PathLike[str] | None = None, sign_ms: int = SIGN_MS,
+                 element: str | None = None) -> None:
         self.code = str(code) if code else None  # a built code tree; None: the repository's source
         self.flash_dir = str(flash_dir)
+        # its secure element: the emulator process, started with the board's first power-on and
+        # kept across power cuts until stop()
+        self.element = Element(element or element_store(self.flash_dir), sign_ms)
         self.host = host
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -105,6 +230,14 @@ class VirtualBoard:
 
     def start(self, timeout: float = 10, flash_bytes: int | None = None) -> VirtualBoard:
         """Power on. `flash_bytes` caps every file the board writes (a full flash, for tests)."""
+        try:
+            return self._start(timeout, flash_bytes)
+        except BaseException:
+            self.element.stop()  # a board that will not come up leaves no element process behind
+            raise
+
+    def _start(self, timeout: float, flash_bytes: int | None) -> VirtualBoard:
+        address = self.element.start(timeout)
         if self.code:
             env = dict(os.environ, MICROPYPATH=self.code)
             cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
@@ -112,7 +245,9 @@ class VirtualBoard:
             path = os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")])
             env = dict(os.environ, MICROPYPATH=path)
             cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
-        cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}"]
+        cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}",
+                "--element", address]
+        env["SABOT_ELEMENT"] = address
         def full_flash() -> None:
             import resource
             import signal as sig
@@ -220,6 +355,12 @@ class VirtualBoard:
         return self.proc.wait() if self.proc else 0
 
     def stop(self) -> None:
+        try:
+            self._stop_board()
+        finally:
+            self.element.stop()
+
+    def _stop_board(self) -> None:
         if self.proc is None:
             return
         if self.proc.poll() is None:
@@ -311,12 +452,14 @@ class Dealer:
 MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated maintenance command
 
 
-def serve_repl(host: str, port: int, root: str) -> None:
+def serve_repl(host: str, port: int, root: str, element: str | None = None) -> None:
     """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a
     pseudo-terminal, running in the board's filesystem `root` (what mpremote sees as `:`). Like a
     board's REPL it outlives USB reconnections; it ends with a hard reset (`machine.reset()`, as
     `mpremote reset` sends it: the unix port has no such function, so the harness plays the board
-    and reboots) or a soft reset (which ends the unix process), and the board boots main.py."""
+    and reboots) or a soft reset (which ends the unix process), and the board boots main.py.
+    `element`: the secure element's address (env SABOT_ELEMENT), so REPL code (maint.rekey())
+    reaches it."""
     import pty
     import select
     import tty
@@ -324,7 +467,8 @@ def serve_repl(host: str, port: int, root: str) -> None:
     master, slave = pty.openpty()
     tty.setraw(slave)
     repl = subprocess.Popen([micropython()], stdin=slave, stdout=slave, stderr=slave, cwd=root,
-                            env=dict(os.environ, MICROPYPATH=":" + str(root)))
+                            env=dict(os.environ, MICROPYPATH=":" + str(root),
+                                     **({"SABOT_ELEMENT": element} if element else {})))
     os.close(slave)
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
