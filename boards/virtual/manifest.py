@@ -3,3 +3,4 @@
 include("../../firmware/manifest.py")
 module("board.py")
 module("main.py")
+module("maint.py", base_path="../../firmware")  # REPL helpers for maintenance

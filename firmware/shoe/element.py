@@ -26,6 +26,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 import time
+from array import array
 
 
 def _monotonic_ms():  # CPython (tests): MicroPython's ticks_ms on CPython's monotonic clock
@@ -118,7 +119,7 @@ def _reverse8(b):
 
 
 def _reflected_table():
-    t = []
+    t = array("H")  # 512 bytes; a list of 256 ints is four times that on a 64-bit port
     for i in range(256):
         r = i
         for _ in range(8):
@@ -158,6 +159,12 @@ def build(buf, opcode, param1, param2, data=None, n=0):
     return count + 1
 
 
+def _copy(dst, d, src, s, n):
+    # a byte loop: a slice of src would be a new object on the heap
+    for i in range(n):
+        dst[d + i] = src[s + i]
+
+
 class ElementError(Exception):
     """A chip status (0x01-0xFF) or one of the driver's own failures (0x100 up)."""
 
@@ -184,8 +191,11 @@ class Element:
         self._rxv = {}
         # The card path's lengths, made now so signing never makes one: Sign and Nonce commands,
         # the count byte, the wake answer, a status, a signature.
-        for n in (8, 40):
-            self._tx_view(n)
+        # The card path's lengths, made now so signing never makes one: idle/sleep, Sign, Nonce,
+        # SHA update and Verify stored; the count byte, the wake answer, a status, a digest, a
+        # signature. `prepare` adds the SHA end lengths of the bodies a caller digests.
+        for n in (1, 8, 40, 72):
+            self._tx_view(n, True)
         for n in (1, 4):
             self._rx_view(0, n)
         for n in (3, 6, 34, 66):
@@ -197,11 +207,19 @@ class Element:
 
     # -- views made once per length ----------------------------------------------------------
 
-    def _tx_view(self, n):
+    def _tx_view(self, n, keep=False):
         v = self._txv.get(n)
         if v is None:
-            v = self._txv[n] = self._txm[:n]
+            v = self._txm[:n]  # a length nobody prepared: made for this command only
+            if keep:
+                self._txv[n] = v
         return v
+
+    def prepare(self, tails):
+        """Make the views for SHA end commands with these tail lengths (0-63) now, so digesting
+        bodies of those lengths (sha_from) allocates nothing later."""
+        for n in tails:
+            self._tx_view(8 + n, True)
 
     def _rx_view(self, at, n):
         key = at << 8 | n
@@ -325,10 +343,10 @@ class Element:
             self._copy_out(out, expect)
         return status
 
-    def _copy_out(self, out, n):
+    def _copy_out(self, out, n, at=0):
         rx = self._rx
         for i in range(n):
-            out[i] = rx[1 + i]
+            out[at + i] = rx[1 + i]
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -371,9 +389,10 @@ class Element:
         self._send(SIGN, _MODE_SIGN_EXTERNAL, slot)
         self._pending = True
 
-    def sign_ready(self, out64):
-        """False while the chip computes; True once r||s is in out64. Raises ElementError on a
-        chip error or when the chip has not answered within Sign's maximum time."""
+    def sign_ready(self, out64, at=0):
+        """False while the chip computes; True once r||s is in out64[at:at + 64]. Raises
+        ElementError on a chip error or when the chip has not answered within Sign's maximum
+        time."""
         if not self._pending:
             raise ElementError(NOT_QUEUED)
         count = self._poll_pending()
@@ -381,7 +400,7 @@ class Element:
             return False
         self._pending = False
         self._check(count, 64)
-        self._copy_out(out64, 64)
+        self._copy_out(out64, 64, at)
         return True
 
     def _poll_pending(self):
@@ -444,6 +463,27 @@ class Element:
         mode = _MODE_SHA_END if tempkey else _MODE_SHA_END | _SHA_TARGET_OUT_ONLY
         self._run(SHA, mode, n, 32, tail, n, out32)
         return out32
+
+    def sha_update_from(self, buf, at):
+        """sha_update of buf[at:at + 64], copied into the command buffer: no slice made."""
+        _copy(self._tx, 6, buf, at, 64)
+        self._run(SHA, _MODE_SHA_UPDATE, 64, 1, None, 64)
+
+    def sha_end_from(self, buf, at, n, out32, tempkey=True):
+        """sha_end of buf[at:at + n] (0-63 bytes), allocation-free."""
+        _copy(self._tx, 6, buf, at, n)
+        mode = _MODE_SHA_END if tempkey else _MODE_SHA_END | _SHA_TARGET_OUT_ONLY
+        self._run(SHA, mode, n, 32, None, n, out32)
+        return out32
+
+    def sha_from(self, buf, at, n, out32, tempkey=True):
+        """SHA-256 of buf[at:at + n] by the chip, into out32 (and TempKey); allocation-free."""
+        self.sha_start()
+        end = at + n - n % 64
+        while at < end:
+            self.sha_update_from(buf, at)
+            at += 64
+        return self.sha_end_from(buf, at, n % 64, out32, tempkey)
 
     def sha256(self, data, out32, tempkey=True):
         """SHA-256 of `data` computed by the chip, 64-byte blocks then the tail."""

@@ -1,14 +1,20 @@
-"""The shoe's outbox: the chained frames it has sent and the host has not yet acknowledged.
+"""The shoe's outbox: its chained frames from the moment the card path builds them until the host
+acknowledges them.
 
-It numbers and chains each new frame (seq, chain), keeps the newest in a fixed RAM ring and reads
-older ones back from the flash log, so a host away for a whole shoe costs no memory. The flash log,
-not RAM, is what makes a frame survive a power cut: at boot the app replays the log into
-`remember`."""
+A frame is made in two steps. At card time its body is built in place in a RAM ring slot (the
+chain field still zero) and logged with its input; nothing waits for the secure element. Later,
+outside the card path, `service()` finishes the frames strictly in seq order, one step per call:
+it fills in the header (chain = the previous frame's digest), has the element digest the body
+(SHA, which also leaves the digest in TempKey), queues a Sign for the signed types and polls for
+it on later calls; a finished frame is logged whole (record 'F': digest, frame) before anyone may
+send it. The ring keeps the newest frames; older finished ones are read back from the log's F
+records, so a host away for a whole shoe costs no memory. At boot the app replays the log into
+`restore_body` / `restore_final`."""
 
 import gc
 
 from shoe import frames
-from shoe.store import frames_in
+from shoe.store import R_FINAL, copy_into
 
 try:
     from micropython import const
@@ -16,69 +22,181 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-_SLOT = const(114)  # frames.MAX_CHAINED: one ring slot
+_DIGEST = const(32)
+_SLOT = const(202)  # one ring slot: digest(32), then the frame (frames.MAX_CHAINED)
 
 
 class Outbox:
-    def __init__(self, log, signer=None, slots=8):
+    def __init__(self, log, element=None, slots=8):
         self.log = log
-        self.signer = signer
-        self.seq = 0  # the newest chained frame's
-        self.chain = bytes(frames.CHAIN_LEN)  # what the next chained frame carries
+        self.element = element
+        self.slot = 0  # the element slot of the result key
+        self.key_id = 0
+        self.shoe_id = 0
+        self.boot = 0
+        self.seq = 0  # the newest chained frame built
+        self.done = 0  # the newest finished: digested, signed where due, logged whole
+        self.digest = bytearray(_DIGEST)  # frame `done`'s digest: the next frame's chain
         self.acked = 0  # the host holds every frame up to this seq
+        self.signing = False  # a Sign of frame done + 1 is queued in the element
+        self._next = bytearray(_DIGEST)  # the digest of the frame being finished
         self._slots = slots
         gc.collect()  # the ring is the one large block: find it room before the heap fragments
-        self._ring = bytearray(slots * _SLOT)
-        self._len = bytearray(slots)
+        self.ring = bytearray(slots * _SLOT)
+        self._len = bytearray(slots)  # the frame's length in its slot (its body's until finished)
         self._seq_in = [0] * slots  # the seq each slot holds (0: none)
-        self._low = 0  # the first seq kept in RAM since boot
 
-    def chained(self, ftype, payload):
-        """A new chained frame: the next seq, chained to the newest; held until acknowledged."""
-        f = self.signer.frame(self.seq + 1, self.chain, ftype, payload)
-        self.remember(f)
-        return f
+    # ---- where a frame lives ------------------------------------------------------------------
+    def at(self, seq):
+        """The frame's offset in `ring` (its digest, once finished, is the 32 bytes before)."""
+        return seq % self._slots * _SLOT + _DIGEST
 
-    def remember(self, frame):
-        """A chained frame made earlier, read back from the flash log at boot (or just made)."""
-        seq = frames.seq_of(frame)
-        self.seq = seq
-        self.chain = frames.link_of(frame)
+    def length(self, seq):
+        return self._len[seq % self._slots]
+
+    def in_ram(self, seq):
+        return self._seq_in[seq % self._slots] == seq
+
+    # ---- card time: bodies ----------------------------------------------------------------------
+    def begin(self, ftype):
+        """A new chained frame's header in the next slot; its payload goes at the offset returned,
+        then `end(payload length)`. Allocation-free."""
+        seq = self.seq + 1
+        old = self._seq_in[seq % self._slots]
+        while old > self.done:
+            # Every slot holds an unfinished frame: the element has fallen far behind (or is
+            # failing). Finish the oldest now rather than lose its body.
+            self.service()
+        at = self.at(seq)
+        frames.head_into(self.ring, at, ftype, self.key_id, self.shoe_id, self.boot, seq)
+        return at + frames.HEADER_LEN
+
+    def end(self, n):
+        seq = self.seq + 1
         i = seq % self._slots
-        at = i * _SLOT
-        n = len(frame)
-        self._ring[at : at + n] = frame
+        self._len[i] = frames.HEADER_LEN + n
+        self._seq_in[i] = seq
+        self.seq = seq
+        return seq
+
+    # ---- outside the card path: finishing -------------------------------------------------------
+    def service(self):
+        """One step of finishing the oldest unfinished frame; never waits for a Sign. Returns
+        the seq finished by this step, or 0."""
+        el = self.element
+        ring = self.ring
+        if self.signing:
+            seq = self.done + 1
+            try:
+                ready = el.sign_ready(ring, self.at(seq) + self.length(seq))
+            except Exception:
+                self.signing = False  # start this frame again on a later pass
+                raise
+            if not ready:
+                return 0
+            self.signing = False
+            return self._final(seq, frames.SIG_LEN)
+        seq = self.done + 1
+        if seq > self.seq:
+            return 0
+        at = self.at(seq)
+        ftype = frames.type_of(ring, at)
+        # The header is filled in now: the chain, and this boot's number and key (a body left
+        # unfinished by a power cut is finished, and first sent, in a later boot).
+        frames.head_into(ring, at, ftype, self.key_id, self.shoe_id, self.boot, seq, self.digest)
+        el.sha_from(ring, at, self.length(seq), self._next)  # the digest, also into TempKey
+        if not frames.signed(ftype):
+            return self._final(seq, 0)
+        el.sign_start(self.slot)
+        self.signing = True
+        return 0
+
+    def _final(self, seq, sig_len):
+        i = seq % self._slots
+        n = self._len[i] + sig_len
+        self._len[i] = n
+        d = i * _SLOT
+        ring = self.ring
+        ring[d : d + _DIGEST] = self._next
+        self.digest[0:_DIGEST] = self._next
+        self.done = seq
+        log = self.log
+        copy_into(log.rec, 3, ring, d, _DIGEST + n)
+        log.commit(R_FINAL, _DIGEST + n)
+        return seq
+
+    def finish_all(self):
+        """Finish every frame built so far, waiting for the element (not for the card path)."""
+        while self.signing or self.done < self.seq:
+            self.service()
+
+    def settle(self):
+        """Wait for a queued Sign, so the element is free for another job."""
+        while self.signing:
+            self.service()
+
+    # ---- boot: the log replayed -----------------------------------------------------------------
+    def restore_body(self, body):
+        """An unfinished body from an input record."""
+        seq = frames.seq_of(body)
+        i = seq % self._slots
+        at = self.at(seq)
+        n = len(body)
+        self.ring[at : at + n] = body
         self._len[i] = n
         self._seq_in[i] = seq
-        if not self._low:
-            self._low = seq
+        self.seq = seq
 
+    def restore_final(self, record):
+        """A finished frame from an F record (digest, frame)."""
+        seq = frames.seq_of(record, _DIGEST)
+        i = seq % self._slots
+        d = i * _SLOT
+        n = len(record)
+        self.ring[d : d + n] = record
+        self._len[i] = n - _DIGEST
+        self._seq_in[i] = seq
+        self.digest[0:_DIGEST] = record[:_DIGEST]
+        self.done = seq
+        if seq > self.seq:
+            self.seq = seq
+
+    def checkpoint(self, seq, digest):
+        self.seq = self.done = seq
+        self.digest[0:_DIGEST] = digest
+
+    # ---- the host -------------------------------------------------------------------------------
     def ack(self, seq):
-        """The host holds every frame up to `seq` durably."""
+        """The host holds every frame up to `seq` durably (it can hold no unfinished one). True
+        when that moves the acknowledgement forward."""
+        seq = min(seq, self.done)
         if seq > self.acked:
             self.acked = seq
+            return True
+        return False
 
     def pending(self):
-        return self.seq > self.acked
+        return self.done > self.acked
 
-    def _first_in_ram(self):
-        return max(self.seq - self._slots + 1, self._low or self.seq + 1)
-
-    def _from_ram(self, seq):
-        i = seq % self._slots
-        at = i * _SLOT
-        return bytes(self._ring[at : at + self._len[i]])
-
-    def unacknowledged(self, from_seq=0):
-        """Every unacknowledged frame from `from_seq` on, oldest first: from the log, then RAM."""
+    def unacknowledged(self, from_seq=0, to_seq=0):
+        """Every finished, unacknowledged frame from `from_seq` (to `to_seq`), oldest first, as
+        (buffer, offset, length): from the log's F records, then from RAM. The digest is the 32
+        bytes before the offset."""
         start = max(self.acked + 1, from_seq)
-        in_ram = self._first_in_ram()
-        if start < in_ram:
+        last = min(to_seq, self.done) if to_seq else self.done
+        low = start
+        while low <= last and not self.in_ram(low):
+            low += 1
+        if start < low:
             for rtype, payload in self.log.records():
-                for f in frames_in(rtype, payload):
-                    seq = frames.seq_of(f)
-                    if frames.is_chained(f) and start <= seq < in_ram:
+                if rtype == R_FINAL:
+                    seq = frames.seq_of(payload, _DIGEST)
+                    if start <= seq < low:
                         start = seq + 1
-                        yield f
-        for seq in range(max(start, in_ram), self.seq + 1):
-            yield self._from_ram(seq)
+                        yield payload, _DIGEST, len(payload) - _DIGEST
+        for seq in range(low, last + 1):
+            yield self.ring, self.at(seq), self.length(seq)
+
+    def frames(self, from_seq=0):
+        """The same as bytes (tests)."""
+        return [bytes(b[at : at + n]) for b, at, n in self.unacknowledged(from_seq)]
