@@ -234,12 +234,12 @@ def test_outbox_finishes_in_order_chains_digests_and_reads_older_back_from_the_l
     types = [frames.T_BURN, frames.T_INITIAL, frames.T_RESULT] * 4
     for i, t in enumerate(types[:3]):
         at = box.begin(t)
-        box.end(frames.burn_into(box.ring, at, 1, 0, bytes([i]), 1))
+        box.end(frames.burn_into(box.building, at, 1, 0, bytes([i]), 1))
     assert (box.seq, box.done) == (3, 0)  # built, nothing finished: the card path never waits
     box.finish_all()
     for i, t in enumerate(types[3:]):
         at = box.begin(t)
-        box.end(frames.burn_into(box.ring, at, 1, 0, bytes([i]), 1))  # the ring wraps
+        box.end(frames.burn_into(box.building, at, 1, 0, bytes([i]), 1))  # the ring wraps
     while box.done < box.seq:
         box.service()
     made = box.frames()

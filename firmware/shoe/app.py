@@ -244,11 +244,10 @@ class ShoeApp:
         rec[4] = arg
         rec[5] = arg2
         p = 6
-        ring = o.ring
         for seq in range(first, o.seq + 1):
             n = o.length(seq)
             rec[p] = n
-            copy_into(rec, p + 1, ring, o.at(seq), n)
+            copy_into(rec, p + 1, o.buf(seq), o.at(seq), n)
             p += 1 + n
         log.commit(R_INPUT, p - 3)
         self.show()
@@ -261,32 +260,37 @@ class ShoeApp:
         ev = s.events
         s.events = 0
         o = self.outbox
-        ring = o.ring
         no, rnd = s.shoe_no, s.round_no
         if ev & EV_SHOE_START:
             at = o.begin(frames.T_SHOE_START)
+            ring = o.building
             self._made(frames.T_SHOE_START, frames.shoe_start_into(ring, at, no, s.decks,
                                                                    self.variant))
         if ev & EV_BURN:
             at = o.begin(frames.T_BURN)
+            ring = o.building
             self._made(frames.T_BURN, frames.burn_into(ring, at, no, rnd, s.burned, s.n_burned))
         if ev & EV_RESOLUTION:
             at = o.begin(frames.T_RESOLUTION)
+            ring = o.building
             n = frames.resolution_into(ring, at, no, rnd, s.resolution, s.ir_kind, s.ir_card,
                                        source, s.voided, s.player, s.banker)
             self._made(frames.T_RESOLUTION, n)
         if ev & EV_IRREGULARITY:
             at = o.begin(frames.T_IRREGULARITY)
+            ring = o.building
             n = frames.irregularity_into(ring, at, no, rnd, s.ir_kind, s.ir_card, s.ir_position)
             self._made(frames.T_IRREGULARITY, n)
         if ev & EV_INITIAL:
             at = o.begin(frames.T_INITIAL)
+            ring = o.building
             self._made(frames.T_INITIAL, frames.initial_into(ring, at, no, rnd, s.player,
                                                              s.banker))
         if ev & EV_RESULT:
             oc = outcome(s.player, s.np, s.banker, s.nb)
             ann = self._announcement(oc)
             at = o.begin(frames.T_RESULT)
+            ring = o.building
             n = frames.result_into(ring, at, no, rnd, s.player, s.np, s.banker, s.nb,
                                    s.dummy_done, oc, ann)
             self._made(frames.T_RESULT, n)
@@ -294,6 +298,7 @@ class ShoeApp:
                                      oc & WINNER_MASK, ann)
         if ev & EV_SHOE_END:
             at = o.begin(frames.T_SHOE_END)
+            ring = o.building
             n = frames.shoe_end_into(ring, at, no, rnd, s.position, s.inventory, s.unknown)
             self._made(frames.T_SHOE_END, n)
 
@@ -355,7 +360,7 @@ class ShoeApp:
             if self.hold_from and seq >= self.hold_from:
                 return  # squeeze: not before the reveal
             if o.in_ram(seq):
-                self._send(o.ring, o.at(seq), o.length(seq))
+                self._send(o.buf(seq), o.at(seq), o.length(seq))
                 self.sent = seq
             else:  # withheld so long it left RAM: from the log (rare; may allocate)
                 for buf, at, n in o.unacknowledged(seq, o.done):
@@ -391,7 +396,7 @@ class ShoeApp:
         o = self.outbox
         first = o.seq + 1
         at = o.begin(frames.T_COMMAND_REJECTED)
-        o.end(frames.command_rejected_into(o.ring, at, reason, ftype, counter))
+        o.end(frames.command_rejected_into(o.building, at, reason, ftype, counter))
         self._commit(IN_NONE, 0, 0, first)
 
     def command(self, ftype, counter, payload):

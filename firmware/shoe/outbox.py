@@ -11,8 +11,6 @@ send it. The ring keeps the newest frames; older finished ones are read back fro
 records, so a host away for a whole shoe costs no memory. At boot the app replays the log into
 `restore_body` / `restore_final`."""
 
-import gc
-
 from shoe import frames
 from shoe.store import R_FINAL, copy_into
 
@@ -41,15 +39,20 @@ class Outbox:
         self.signing = False  # a Sign of frame done + 1 is queued in the element
         self._next = bytearray(_DIGEST)  # the digest of the frame being finished
         self._slots = slots
-        gc.collect()  # the ring is the one large block: find it room before the heap fragments
-        self.ring = bytearray(slots * _SLOT)
+        # one block per slot, not one large block: small holes in a fragmented heap will do
+        self._ring = [bytearray(_SLOT) for _ in range(slots)]
+        self.building = self._ring[1 % slots]  # where begin() put the newest body
         self._len = bytearray(slots)  # the frame's length in its slot (its body's until finished)
         self._seq_in = [0] * slots  # the seq each slot holds (0: none)
 
     # ---- where a frame lives ------------------------------------------------------------------
+    def buf(self, seq):
+        """The ring slot that holds frame `seq` (when in_ram): digest(32), then the frame."""
+        return self._ring[seq % self._slots]
+
     def at(self, seq):
-        """The frame's offset in `ring` (its digest, once finished, is the 32 bytes before)."""
-        return seq % self._slots * _SLOT + _DIGEST
+        """The frame's offset in its slot (its digest, once finished, is the 32 bytes before)."""
+        return _DIGEST
 
     def length(self, seq):
         return self._len[seq % self._slots]
@@ -59,17 +62,17 @@ class Outbox:
 
     # ---- card time: bodies ----------------------------------------------------------------------
     def begin(self, ftype):
-        """A new chained frame's header in the next slot; its payload goes at the offset returned,
-        then `end(payload length)`. Allocation-free."""
+        """A new chained frame's header in the next slot (`building`); its payload goes at the
+        offset returned, then `end(payload length)`. Allocation-free."""
         seq = self.seq + 1
         old = self._seq_in[seq % self._slots]
         while old > self.done:
             # Every slot holds an unfinished frame: the element has fallen far behind (or is
             # failing). Finish the oldest now rather than lose its body.
             self.service()
-        at = self.at(seq)
-        frames.head_into(self.ring, at, ftype, self.key_id, self.shoe_id, self.boot, seq)
-        return at + frames.HEADER_LEN
+        buf = self.building = self._ring[seq % self._slots]
+        frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe_id, self.boot, seq)
+        return _DIGEST + frames.HEADER_LEN
 
     def end(self, n):
         seq = self.seq + 1
@@ -84,11 +87,10 @@ class Outbox:
         """One step of finishing the oldest unfinished frame; never waits for a Sign. Returns
         the seq finished by this step, or 0."""
         el = self.element
-        ring = self.ring
         if self.signing:
             seq = self.done + 1
             try:
-                ready = el.sign_ready(ring, self.at(seq) + self.length(seq))
+                ready = el.sign_ready(self.buf(seq), _DIGEST + self.length(seq))
             except Exception:
                 self.signing = False  # start this frame again on a later pass
                 raise
@@ -99,7 +101,8 @@ class Outbox:
         seq = self.done + 1
         if seq > self.seq:
             return 0
-        at = self.at(seq)
+        ring = self.buf(seq)
+        at = _DIGEST
         ftype = frames.type_of(ring, at)
         # The header is filled in now: the chain, and this boot's number and key (a body left
         # unfinished by a power cut is finished, and first sent, in a later boot).
@@ -115,13 +118,12 @@ class Outbox:
         i = seq % self._slots
         n = self._len[i] + sig_len
         self._len[i] = n
-        d = i * _SLOT
-        ring = self.ring
-        ring[d : d + _DIGEST] = self._next
+        ring = self._ring[i]
+        ring[0:_DIGEST] = self._next
         self.digest[0:_DIGEST] = self._next
         self.done = seq
         log = self.log
-        copy_into(log.rec, 3, ring, d, _DIGEST + n)
+        copy_into(log.rec, 3, ring, 0, _DIGEST + n)
         log.commit(R_FINAL, _DIGEST + n)
         return seq
 
@@ -140,9 +142,8 @@ class Outbox:
         """An unfinished body from an input record."""
         seq = frames.seq_of(body)
         i = seq % self._slots
-        at = self.at(seq)
         n = len(body)
-        self.ring[at : at + n] = body
+        self._ring[i][_DIGEST : _DIGEST + n] = body
         self._len[i] = n
         self._seq_in[i] = seq
         self.seq = seq
@@ -151,9 +152,8 @@ class Outbox:
         """A finished frame from an F record (digest, frame)."""
         seq = frames.seq_of(record, _DIGEST)
         i = seq % self._slots
-        d = i * _SLOT
         n = len(record)
-        self.ring[d : d + n] = record
+        self._ring[i][0:n] = record
         self._len[i] = n - _DIGEST
         self._seq_in[i] = seq
         self.digest[0:_DIGEST] = record[:_DIGEST]
@@ -195,7 +195,7 @@ class Outbox:
                         start = seq + 1
                         yield payload, _DIGEST, len(payload) - _DIGEST
         for seq in range(low, last + 1):
-            yield self.ring, self.at(seq), self.length(seq)
+            yield self.buf(seq), _DIGEST, self.length(seq)
 
     def frames(self, from_seq=0):
         """The same as bytes (tests)."""

@@ -7,8 +7,10 @@
 #                 MemoryError and is counted); gc.collect() only before the shoe
 #   MODE measure: unlocked; gc.mem_alloc() before and after each card's whole path
 #   ACKFILE: a host acknowledges everything sent after each card (tests/mp/nulls.py Host)
-# Prints: "cards N results R alloc_failures F us_per_card U heap_min_free M
-# full_path_heap_bytes_per_card B signed S" (U: sensor bytes + decision only).
+# Prints: "cards N results R alloc_failures F us_per_card U heap_min_free M heap_free_collected C
+# full_path_heap_bytes_per_card B full_path_heap_bytes T signed S element_errors E" (U: sensor
+# bytes + decision only; M: the lowest gc.mem_free() after a card, garbage not collected; C: free
+# after the shoe, collected).
 import gc
 import sys
 import time
@@ -94,9 +96,11 @@ def main():
         heap_min = min(heap_min, gc.mem_free())
         if host:
             host.ack_all()  # a command: may allocate and wait for the element; no card's path
+    gc.collect()
     print("cards %d results %d alloc_failures %d us_per_card %d heap_min_free %d "
-          "full_path_heap_bytes_per_card %d full_path_heap_bytes %d signed %d element_errors %d"
-          % (cards, lamps.results, failures, spent // max(cards, 1), heap_min,
+          "heap_free_collected %d full_path_heap_bytes_per_card %d full_path_heap_bytes %d "
+          "signed %d element_errors %d"
+          % (cards, lamps.results, failures, spent // max(cards, 1), heap_min, gc.mem_free(),
              allocated // max(cards, 1), allocated, app.outbox.done, app.element_errors))
 
 
