@@ -95,6 +95,15 @@ def wait_for(condition, timeout=10.0):
     return True
 
 
+def free_port_for_tests():
+    """A TCP port nobody listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def port_accepts(port):
     """True when something listens on 127.0.0.1:port (the connection is closed straight away)."""
     try:
