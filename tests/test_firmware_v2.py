@@ -315,3 +315,17 @@ def test_virtual_board_deals_and_signs_through_the_element_process(shoe_flash, e
     finally:
         board.kill()
         board.wait()
+
+
+def test_squeezed_frames_withheld_over_a_power_cut_go_out_at_the_reveal(tmp_path):
+    shoe, app, link = started(tmp_path, variant=2 | frames.V_SQUEEZE)
+    for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
+        card(app, t)
+    link.take()
+    again = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
+    again.start()
+    assert again.hold_from == 3 and again.sent == 2
+    again.reveal_button()
+    while again.busy():
+        again.service()
+    assert [frames.seq_of(f) for f in link.take()] == [3, 4]

@@ -117,7 +117,8 @@ class ShoeApp:
             empty = False
         # Finished frames were logged before they were sent: a hello resends any the host lacks.
         # Unfinished ones were never sent; service() finishes them (new signatures) and sends.
-        self.sent = o.done
+        # Frames withheld for a squeeze stay withheld: the reveal sends them.
+        self.sent = min(o.done, self.hold_from - 1) if self.hold_from else o.done
         if empty:
             self._input(IN_NEW_SHOE)
         self.show()

@@ -111,7 +111,11 @@ class CommandPort:
             self.refused += 1
             return
         if counted:
-            self.counter = self.element.counter_increment(_COUNTER)
+            try:
+                self.counter = self.element.counter_increment(_COUNTER)
+            except Exception:  # not counted in the element: not obeyed (the host sends again)
+                self.refused += 1
+                return
         shoe.command(ftype, counter, payload)
 
     def _authentic(self, shoe, frame, sig):
