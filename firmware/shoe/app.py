@@ -26,6 +26,7 @@ from shoe.dealing import (
     Shoe,
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
+from shoe.element import ElementError
 from shoe.outbox import Outbox
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
@@ -336,8 +337,8 @@ class ShoeApp:
         if o.signing or o.done < o.seq:
             try:
                 o.service()
-            except Exception:  # the element failed this step (bus noise): again next pass
-                self.element_errors += 1
+            except ElementError:  # the element failed this step (bus noise): again next pass;
+                self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
 
     def busy(self):
@@ -463,7 +464,7 @@ class ShoeApp:
             n = frames.integrity_into(buf, frames.HEADER_LEN, *payload)
         try:
             n = sign_into(self.element, o.slot, buf, frames.HEADER_LEN + n)
-        except Exception:
+        except ElementError:
             self.element_errors += 1
             return
         self._send(buf, 0, n)

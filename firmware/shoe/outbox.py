@@ -91,8 +91,8 @@ class Outbox:
             seq = self.done + 1
             try:
                 ready = el.sign_ready(self.buf(seq), _DIGEST + self.length(seq))
-            except Exception:
-                self.signing = False  # start this frame again on a later pass
+            except Exception:  # ElementError: start this frame again on a later pass
+                self.signing = False
                 raise
             if not ready:
                 return 0

@@ -11,7 +11,7 @@ Verifying a command needs the element free: a queued Sign of a shoe frame is wai
 (shoe.settle()). That delay is acceptable for a command, never for a card."""
 
 from shoe import cobs, frames
-from shoe.element import ticks_diff, ticks_ms  # MicroPython's clock, or CPython's in tests
+from shoe.element import ElementError, ticks_diff, ticks_ms  # (CPython's clock in tests)
 
 try:
     from micropython import const
@@ -113,7 +113,7 @@ class CommandPort:
         if counted:
             try:
                 self.counter = self.element.counter_increment(_COUNTER)
-            except Exception:  # not counted in the element: not obeyed (the host sends again)
+            except ElementError:  # not counted in the element: not obeyed (the host sends again)
                 self.refused += 1
                 return
         shoe.command(ftype, counter, payload)
@@ -124,7 +124,7 @@ class CommandPort:
         try:
             el.sha_from(frame, 0, len(frame) - frames.SIG_LEN, self._digest, False)
             return el.verify_stored(COMMAND_KEY_SLOT, self._digest, sig)
-        except Exception:  # an element error (noise on the bus): refused, the host sends again
+        except ElementError:  # noise on the bus: refused, the host sends again
             return False
 
 
