@@ -58,6 +58,27 @@ def test_whole_card_path_allocates_zero_bytes_per_card(mpy, shoe_flash, element)
     assert f["us_per_card"] <= 50  # sensor bytes and the decision
 
 
+def test_with_a_chip_that_takes_real_time_a_patient_driver_allocates_nothing(
+        mpy, shoe_flash, tmp_path):
+    """The emulator at the real part's speed (Sign 50 ms, other commands 1 ms): a driver that
+    polled a busy chip would meet NACKs, which machine.I2C raises as OSError (an allocation); the
+    patient driver never addresses the chip before a command's maximum time."""
+    from fwkit import EmulatorProcess
+
+    flash, shoe, provisioned = shoe_flash
+    short = tmp_path / "short.txt"
+    short.write_text(" ".join(shoe.read_text().split()[:30]))  # the burn and a few rounds
+    em = EmulatorProcess(provisioned.store, tmp_path / "real.sock", "--sign-ms", 50)
+    try:
+        r = mpy(SCRIPT, short, flash, em.spec, "measure-patient")
+    finally:
+        em.stop()
+    assert r.returncode == 0, r.stderr.decode()
+    f = figures(r.stdout)
+    assert f["results"] >= 3 and f["element_errors"] == 0
+    assert f["full_path_heap_bytes"] == 0
+
+
 def test_heap_lock_would_catch_an_allocation(mpy, tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("import micropython\nmicropython.heap_lock()\ntry:\n    x = [1, 2]\n"

@@ -25,8 +25,9 @@ SUPERVISOR = 0x90  # + resolution code 1..4
 FLASH_DIR = os.getenv("SABOT_FLASH") or "flash"
 
 
-def element(spec=None):
-    """The secure element behind the emulator's socket: `spec`, else $SABOT_ELEMENT."""
+def element(spec=None, patient=False):
+    """The secure element behind the emulator's socket: `spec`, else $SABOT_ELEMENT. Impatient:
+    the emulator answers as soon as its configured time is up (see shoe/element.py)."""
     from i2c_socket import SocketI2C
 
     from shoe.element import Element
@@ -34,4 +35,4 @@ def element(spec=None):
     spec = spec or os.getenv("SABOT_ELEMENT")
     if not spec:
         raise ValueError("no secure element: --element unix:PATH|tcp:HOST:PORT or SABOT_ELEMENT")
-    return Element(SocketI2C(spec))
+    return Element(SocketI2C(spec), patient=patient)

@@ -334,7 +334,7 @@ class ShoeApp:
         """Called by the board loop on every pass: one step of finishing frames with the element
         (never waiting for a Sign), then send what is finished, in order. Allocation-free."""
         o = self.outbox
-        if o.signing or o.done < o.seq:
+        if o.done < o.seq:
             try:
                 o.service()
             except ElementError:  # the element failed this step (bus noise): again next pass;
@@ -344,10 +344,10 @@ class ShoeApp:
     def busy(self):
         """Frames wait for the element or the link: the board loop should come back soon."""
         o = self.outbox
-        return o.signing or o.done < o.seq or (self.sent < o.done and not self.hold_from)
+        return o.done < o.seq or (self.sent < o.done and not self.hold_from)
 
     def settle(self):
-        """Wait for a queued Sign (the command port needs the element)."""
+        """Wait for the frame the element is working on (the command port needs the element)."""
         self.outbox.settle()
         self._send_finished()
 

@@ -4,12 +4,12 @@ acknowledges them.
 A frame is made in two steps. At card time its body is built in place in a RAM ring slot (the
 chain field still zero) and logged with its input; nothing waits for the secure element. Later,
 outside the card path, `service()` finishes the frames strictly in seq order, one step per call:
-it fills in the header (chain = the previous frame's digest), has the element digest the body
-(SHA, which also leaves the digest in TempKey), queues a Sign for the signed types and polls for
-it on later calls; a finished frame is logged whole (record 'F': digest, frame) before anyone may
-send it. The ring keeps the newest frames; older finished ones are read back from the log's F
-records, so a host away for a whole shoe costs no memory. At boot the app replays the log into
-`restore_body` / `restore_final`."""
+it fills in the header (chain = the previous frame's digest), queues the element's SHA of the
+body (one command a call: start, updates, end, which also leaves the digest in TempKey), then
+for the signed types a Sign, polled on later calls; a finished frame is logged whole (record
+'F': digest, frame) before anyone may send it. The ring keeps the newest frames; older finished
+ones are read back from the log's F records, so a host away for a whole shoe costs no memory. At
+boot the app replays the log into `restore_body` / `restore_final`."""
 
 from shoe import frames
 from shoe.store import R_FINAL, copy_into
@@ -36,6 +36,7 @@ class Outbox:
         self.done = 0  # the newest finished: digested, signed where due, logged whole
         self.digest = bytearray(_DIGEST)  # frame `done`'s digest: the next frame's chain
         self.acked = 0  # the host holds every frame up to this seq
+        self.digesting = False  # the element digests frame done + 1 (a queued SHA)
         self.signing = False  # a Sign of frame done + 1 is queued in the element
         self._next = bytearray(_DIGEST)  # the digest of the frame being finished
         self._slots = slots
@@ -84,34 +85,37 @@ class Outbox:
 
     # ---- outside the card path: finishing -------------------------------------------------------
     def service(self):
-        """One step of finishing the oldest unfinished frame; never waits for a Sign. Returns
-        the seq finished by this step, or 0."""
+        """One step of finishing the oldest unfinished frame: at most one element command sent
+        or answered, never a wait. Returns the seq finished by this step, or 0."""
         el = self.element
-        if self.signing:
-            seq = self.done + 1
-            try:
-                ready = el.sign_ready(self.buf(seq), _DIGEST + self.length(seq))
-            except Exception:  # ElementError: start this frame again on a later pass
-                self.signing = False
-                raise
-            if not ready:
-                return 0
-            self.signing = False
-            return self._final(seq, frames.SIG_LEN)
         seq = self.done + 1
+        try:
+            if self.signing:
+                if not el.sign_ready(self.buf(seq), _DIGEST + self.length(seq)):
+                    return 0
+                self.signing = False
+                return self._final(seq, frames.SIG_LEN)
+            if self.digesting:
+                if not el.sha_ready():
+                    return 0
+                self.digesting = False
+                if not frames.signed(frames.type_of(self.buf(seq), _DIGEST)):
+                    return self._final(seq, 0)  # initial_cards: sealed by the next frame
+                el.sign_start(self.slot)  # signs TempKey, where the SHA end left the digest
+                self.signing = True
+                return 0
+        except Exception:  # ElementError: this frame starts again on a later pass
+            self.signing = self.digesting = False
+            raise
         if seq > self.seq:
             return 0
         ring = self.buf(seq)
-        at = _DIGEST
-        ftype = frames.type_of(ring, at)
         # The header is filled in now: the chain, and this boot's number and key (a body left
         # unfinished by a power cut is finished, and first sent, in a later boot).
-        frames.head_into(ring, at, ftype, self.key_id, self.shoe_id, self.boot, seq, self.digest)
-        el.sha_from(ring, at, self.length(seq), self._next)  # the digest, also into TempKey
-        if not frames.signed(ftype):
-            return self._final(seq, 0)
-        el.sign_start(self.slot)
-        self.signing = True
+        frames.head_into(ring, _DIGEST, frames.type_of(ring, _DIGEST), self.key_id,
+                         self.shoe_id, self.boot, seq, self.digest)
+        el.sha_queue(ring, _DIGEST, self.length(seq), self._next)
+        self.digesting = True
         return 0
 
     def _final(self, seq, sig_len):
@@ -129,12 +133,12 @@ class Outbox:
 
     def finish_all(self):
         """Finish every frame built so far, waiting for the element (not for the card path)."""
-        while self.signing or self.done < self.seq:
+        while self.done < self.seq:
             self.service()
 
     def settle(self):
-        """Wait for a queued Sign, so the element is free for another job."""
-        while self.signing:
+        """Wait for the frame the element is working on, so it is free for another job."""
+        while self.signing or self.digesting:
             self.service()
 
     # ---- boot: the log replayed -----------------------------------------------------------------

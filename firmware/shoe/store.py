@@ -8,7 +8,8 @@ record and cut there. Small values that change rarely (the boot counter, the ide
 files replaced by write-then-rename, which littlefs and POSIX both make atomic.
 
 Records: 'I' input: kind(1) arg(1) arg2(1), then each frame body it produced: length(1) body
-(chain field still zero: the chain is filled in when the frame is finished);
+(chain still zero; chain, boot and key_id are filled in when the frame is finished; kind 0 is no
+input: a command_rejected frame of the shoe's own);
 'F' final: digest(32) and the whole finished frame, as sent;
 'A' ack: acked seq(4);
 'P' checkpoint (a compaction's first record): shoe(2) seq(4) digest(32) acked(4) hold_from(4)."""

@@ -3,6 +3,7 @@
 
 import select
 import sys
+import time
 
 import machine
 
@@ -126,27 +127,25 @@ def link(board):
 
 
 def element(board):
-    """The secure element on the board's I2C bus (board.ELEMENT_I2C, _SDA, _SCL, _FREQ)."""
+    """The secure element on the board's I2C bus (board.ELEMENT_I2C, _SDA, _SCL, _FREQ), driven
+    patiently: the chip is never polled while busy, since machine.I2C raises (and so allocates)
+    on the NACK a busy chip answers."""
     from shoe.element import Element
 
     Pin = machine.Pin
 
-    def bus(freq):
+    def bus():
         return machine.I2C(board.ELEMENT_I2C, sda=Pin(board.ELEMENT_SDA),
-                           scl=Pin(board.ELEMENT_SCL), freq=freq)
-
-    fast = bus(board.ELEMENT_FREQ)
+                           scl=Pin(board.ELEMENT_SCL), freq=board.ELEMENT_FREQ)
 
     def wake():
-        # SDA low >= 60 us: a write to address 0 does it at 100 kHz, not at 400 kHz; the bus is
-        # the same peripheral, set back to its speed after the pulse
-        try:
-            bus(100_000).writeto(0, b"\x00")
-        except OSError:
-            pass  # nobody answers at address 0: the low SDA was the point
-        bus(board.ELEMENT_FREQ)
+        # the datasheet's wake: SDA held low >= 60 us (a write to address 0 does that only at
+        # 100 kHz, and its NACK would raise); then the pins back to the I2C peripheral
+        Pin(board.ELEMENT_SDA, Pin.OUT, value=0)
+        time.sleep_us(80)
+        bus()
 
-    return Element(fast, wake=wake)
+    return Element(bus(), wake=wake, patient=True)
 
 
 def reset():
