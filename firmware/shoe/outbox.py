@@ -124,11 +124,11 @@ class Outbox:
         self._len[i] = n
         ring = self._ring[i]
         ring[0:_DIGEST] = self._next
-        self.digest[0:_DIGEST] = self._next
-        self.done = seq
         log = self.log
         copy_into(log.rec, 3, ring, 0, _DIGEST + n)
-        log.commit(R_FINAL, _DIGEST + n)
+        log.commit(R_FINAL, _DIGEST + n)  # logged whole before it counts as finished (and sent)
+        self.digest[0:_DIGEST] = self._next
+        self.done = seq
         return seq
 
     def finish_all(self):
