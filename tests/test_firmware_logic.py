@@ -1,16 +1,21 @@
 """The firmware's pure logic in-process under CPython (it imports there: `const` is shimmed):
 the round state machine, the sensor decoder, COBS both ways, the record log, the outbox, the
-command port and golden frame bytes. Fast and exact; what only real MicroPython proves
-(allocation, heap size, the board process) is tested on the unix port elsewhere."""
+command port and golden frame bytes. The secure element is the real driver on the emulator's chip
+in this process (tests/fwkit.py); signatures are checked with `cryptography`. Fast and exact; what
+only real MicroPython proves (allocation, heap size, the board process) is tested on the unix port
+elsewhere."""
 
 import hashlib
-import hmac
 import random
 import struct
 import sys
 
 import pytest
 from cobs import cobs as cobs_ref
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric import ec
+from fwkit import Shoe as Provisioned
+from fwkit import payload_of, split, verify
 
 from sabot import cards, rules
 
@@ -22,13 +27,19 @@ from shoe import cobs, frames
 from shoe.app import ShoeApp
 from shoe.cards import CUT, NO_CARD
 from shoe.dealing import PH_ENDED, PH_HELD, PH_ROUND, Shoe
-from shoe.hmac256 import HmacKey
 from shoe.outbox import Outbox
 from shoe.port import CommandPort
 from shoe.sensor import READ_CARD, READ_CUT, READ_NONE, SensorDecoder, encode
-from shoe.store import R_FRAME, R_INPUT, Flash, RecordLog, frames_in, next_boot
-
-KEY = bytes(range(32))
+from shoe.store import (
+    R_FINAL,
+    R_INPUT,
+    Flash,
+    RecordLog,
+    frames_in,
+    load_identity,
+    next_boot,
+    record,
+)
 
 
 def number(token):
@@ -147,8 +158,25 @@ def test_record_log_survives_a_tear_at_every_byte(tmp_path):
         assert len((tmp_path / "log").read_bytes()) <= cut  # the torn tail is cut off
     (tmp_path / "log").write_bytes(whole)
     log2 = RecordLog(flash)
-    log2.replace(iter([(R_FRAME, b"x"), (R_FRAME, b"y")]))
+    log2.replace(iter([(R_FINAL, b"x"), (R_FINAL, b"y")]))
     assert [p for _, p in log2.records()] == [b"x", b"y"]
+
+
+def test_record_golden_bytes_and_the_padded_crc():
+    """type, length, payload, CRC32 over them and zeros up to a multiple of 64 (not stored)."""
+    import binascii
+
+    rec = record(R_INPUT, b"\x01\x02\x03")
+    assert rec[:6] == bytes.fromhex("490003010203")
+    assert rec[6:] == struct.pack(">I", binascii.crc32(rec[:6] + bytes(58)))
+    assert len(rec) == 10
+
+
+def test_identity_file_is_shoe_id_then_key_version(tmp_path):
+    flash = Flash(str(tmp_path))
+    assert load_identity(flash) is None
+    (tmp_path / "identity").write_bytes(bytes.fromhex("000000090002"))
+    assert load_identity(flash) == (2, 9)
 
 
 def test_boot_counter_counts_up_in_flash(tmp_path):
@@ -157,42 +185,84 @@ def test_boot_counter_counts_up_in_flash(tmp_path):
 
 
 # ---- golden frame bytes ----------------------------------------------------------------------
-def test_golden_result_frame():
-    """A result frame, byte for byte: a change of layout must be a deliberate protocol change."""
+def test_golden_result_frame(tmp_path):
+    """A result frame, byte for byte but for its signature, which is checked instead: a change
+    of layout must be a deliberate protocol change."""
     player, banker = bytearray((36, 0, 48)), bytearray((33, 8, 0))  # 10S AS KS / 9H 3S -
-    payload = frames.result(1, 7, player, 3, banker, 2, 0, 0x0001, 0)
-    f = frames.build(HmacKey(KEY), 1, 0x01020304, 5, 42, b"chain!!!", frames.T_RESULT, payload)
-    body = bytes.fromhex("010400010102030400050000002a636861696e2121210001000732002400302108"
-                         "000100")
-    assert f[:-32] == body
-    assert f[-32:] == hmac.new(KEY, body, hashlib.sha256).digest()
+    payload = payload_of(frames.result_into, 1, 7, player, 3, banker, 2, 0, 0x0001, 0)
+    chain = bytes(range(32))
+    body = frames.build(1, 0x01020304, 5, 42, chain, frames.T_RESULT, payload)
+    assert body == bytes.fromhex(
+        "020400010102030400050000002a000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c"
+        "1d1e1f0001000732002400302108000100")
+    shoe = Provisioned(tmp_path)
+    el = shoe.element()
+    buf = bytearray(frames.MAX_FRAME)
+    buf[: len(body)] = body
+    from shoe.port import sign_into
+
+    f = bytes(buf[: sign_into(el, 0, buf, len(body))])
+    assert f[: len(body)] == body and len(f) == len(body) + 64
+    verify(shoe.public_key(), f)
+    assert frames.parse(f)[7] == f[-64:] and frames.parse(f)[6] == payload
     assert frames.seq_of(f) == 42 and frames.type_of(f) == frames.T_RESULT
-    assert frames.link_of(f) == f[-32:-24] and frames.names_cards(f) and frames.is_chained(f)
+    assert frames.names_cards(frames.type_of(f)) and frames.is_chained(f)
+    bad = bytearray(f)
+    bad[20] ^= 1
+    with pytest.raises(InvalidSignature):
+        verify(shoe.public_key(), bytes(bad))
+
+
+def test_unsigned_frames_are_whole_bodies():
+    body = frames.build(1, 9, 1, 3, bytes(32), frames.T_INITIAL, bytes(8))
+    assert frames.parse(body)[7] == b"" and frames.body_len(body) == len(body) == 54
+    assert not frames.signed(frames.T_INITIAL) and not frames.signed(frames.C_HELLO)
+    assert frames.signed(frames.T_STATUS) and frames.signed(frames.C_ACK)
 
 
 def test_golden_status_payload():
-    p = frames.status(2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10)
+    p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10)
     assert p == bytes.fromhex("020003000400050100000006000000070000000800000009010000000a")
 
 
-# ---- outbox --------------------------------------------------------------------------------
-def test_outbox_keeps_the_newest_in_ram_and_reads_older_back_from_the_log(tmp_path):
-    log = RecordLog(Flash(str(tmp_path)))
-    box = Outbox(log, frames.Signer(HmacKey(KEY), 1, 9, 1), slots=4)
-    made = []
-    for i in range(10):
-        f = box.chained(frames.T_BURN, frames.burn(1, 0, bytes([i]), 1))
-        log.append(R_FRAME, f)
-        made.append(f)
-    assert [frames.seq_of(f) for f in made] == list(range(1, 11))
-    chain = [frames.parse(f)[5] for f in made]
-    assert all(chain[i + 1] == frames.link_of(made[i]) for i in range(9))
-    assert list(box.unacknowledged()) == made
+# ---- outbox ----------------------------------------------------------------------------------
+def test_outbox_finishes_in_order_chains_digests_and_reads_older_back_from_the_log(tmp_path):
+    shoe = Provisioned(tmp_path)
+    log = RecordLog(Flash(str(shoe.flash)))
+    box = Outbox(log, shoe.element(), slots=4)
+    box.key_id, box.shoe_id, box.boot = 1, 9, 1
+    types = [frames.T_BURN, frames.T_INITIAL, frames.T_RESULT] * 4
+    for i, t in enumerate(types[:3]):
+        at = box.begin(t)
+        box.end(frames.burn_into(box.building, at, 1, 0, bytes([i]), 1))
+    assert (box.seq, box.done) == (3, 0)  # built, nothing finished: the card path never waits
+    box.finish_all()
+    for i, t in enumerate(types[3:]):
+        at = box.begin(t)
+        box.end(frames.burn_into(box.building, at, 1, 0, bytes([i]), 1))  # the ring wraps
+    while box.done < box.seq:
+        box.service()
+    made = box.frames()
+    assert [frames.seq_of(f) for f in made] == list(range(1, 13))
+    prev = bytes(32)
+    for f in made:
+        p = frames.parse(f)
+        assert p[5] == prev  # chain: the digest of the previous body
+        if frames.signed(p[0]):
+            verify(shoe.public_key(), f)
+        else:
+            assert len(f) == frames.HEADER_LEN + 5
+        prev = hashlib.sha256(f[: frames.body_len(f)]).digest()
+    assert bytes(box.digest) == prev
+    finals = [p for t, p in log.records() if t == R_FINAL]  # each logged whole, digest first
+    assert [p[32:] for p in finals] == made
+    assert [p[:32] for p in finals][-1] == prev
     box.ack(6)
-    assert list(box.unacknowledged()) == made[6:]
-    assert list(box.unacknowledged(from_seq=3)) == made[6:]
+    assert box.frames() == made[6:]
+    assert box.frames(from_seq=3) == made[6:]
     box.ack(3)  # an older ack changes nothing
     assert box.acked == 6 and box.pending()
+    assert box.ack(99) and box.acked == 12  # never beyond what is finished
 
 
 # ---- command port ------------------------------------------------------------------------------
@@ -206,42 +276,76 @@ class Recorder:
     def refuse(self, reason, ftype, counter):
         self.calls.append(("refuse", reason, ftype, counter))
 
-
-def command(key, counter, ftype, payload=b"", key_id=1, shoe_id=9):
-    f = frames.build(HmacKey(key), key_id, shoe_id, 0, counter, bytes(8), ftype, payload)
-    return cobs.encode(f)
+    def settle(self):
+        pass
 
 
-def test_command_port_checks_key_mac_and_counter():
-    port = CommandPort((1, 9, KEY))
-    rec = Recorder()
-    stream = (b"\x13noise\x00" + command(KEY, 1, frames.C_ACK, b"\x00\x00\x00\x05")
-              + command(KEY, 1, frames.C_ACK, b"\x00\x00\x00\x06")  # replayed counter
-              + command(bytes(32), 2, frames.C_NEW_SHOE)  # wrong key
-              + command(KEY, 3, frames.C_NEW_SHOE, shoe_id=8)  # another shoe
-              + command(KEY, 0, frames.C_HELLO) + command(KEY, 0, frames.C_HELLO))  # uncounted
-    for i in range(0, len(stream), 7):  # in fragments, as a UART delivers them
-        chunk = stream[i : i + 7]
+def port_for(tmp_path):
+    shoe = Provisioned(tmp_path)
+    port = CommandPort((1, shoe.shoe_id), shoe.element())
+    port.start()
+    return shoe, port
+
+
+def feed(port, rec, stream, step=7):
+    for i in range(0, len(stream), step):  # in fragments, as a UART delivers them
+        chunk = stream[i : i + step]
         port.feed(chunk, len(chunk), rec)
-    assert rec.calls == [("command", frames.C_ACK, 1, b"\x00\x00\x00\x05"),
-                         ("command", frames.C_HELLO, 0, b""), ("command", frames.C_HELLO, 0, b"")]
-    assert port.counter == 1
-    assert port.refused == 4  # the noise, the replay, the wrong key, the other shoe: counted only
 
 
-def test_a_shoe_frame_echoed_back_is_no_command():
-    """The same key signs both directions: a shoe frame sent back to the shoe changes nothing."""
-    port = CommandPort((1, 9, KEY))
+def test_command_port_checks_shoe_signature_and_the_element_counter(tmp_path):
+    shoe, port = port_for(tmp_path)
     rec = Recorder()
-    echoed = command(KEY, 2011, frames.T_RESULT, bytes(12))
-    port.feed(echoed, len(echoed), rec)
+    other = ec.generate_private_key(ec.SECP256R1())
+    stream = (b"\x13noise\x00" + shoe.ack(5)
+              + shoe.command(frames.C_NEW_SHOE, counter=1)  # counted: element counter + 1
+              + shoe.command(frames.C_NEW_SHOE, counter=1)  # the same again: replayed
+              + shoe.command(frames.C_NEW_SHOE, counter=5)  # from the future
+              + shoe.command(frames.C_NEW_SHOE, counter=2, key=other)  # another key
+              + shoe.command(frames.C_NEW_SHOE, counter=2, shoe_id=8)  # another shoe
+              + shoe.command(frames.C_HELLO) + shoe.command(frames.C_HELLO))  # unsigned
+    feed(port, rec, stream)
+    assert rec.calls == [("command", frames.C_ACK, 0, b"\x00\x00\x00\x05"),
+                         ("command", frames.C_NEW_SHOE, 1, b""),
+                         ("command", frames.C_HELLO, 0, b""), ("command", frames.C_HELLO, 0, b"")]
+    assert port.counter == 1 == shoe.element().counter(0)  # incremented in the element itself
+    assert port.refused == 5  # noise, replay, future, wrong key, other shoe: counted only
+    again = CommandPort((1, shoe.shoe_id), shoe.element())
+    again.start()  # a reboot (or a reflash) reads the counter back out of the element
+    feed(again, rec, shoe.command(frames.C_NEW_SHOE, counter=1))
+    assert again.refused == 1
+
+
+def test_a_tampered_command_fails_in_the_element(tmp_path):
+    shoe, port = port_for(tmp_path)
+    rec = Recorder()
+    raw = bytearray(cobs.decode(shoe.command(frames.C_RESOLVE, b"\x01")[:-1]))
+    raw[frames.HEADER_LEN] = 3  # void_round instead of void_card, the signature unchanged
+    feed(port, rec, cobs.encode(bytes(raw)))
+    assert rec.calls == [] and port.refused == 1 and port.counter == 0
+
+
+def test_hello_and_verify_are_rate_limited(tmp_path):
+    shoe, port = port_for(tmp_path)
+    rec = Recorder()
+    feed(port, rec, shoe.command(frames.C_HELLO) * 8 + shoe.command(frames.C_INTEGRITY, b"s") * 3)
+    assert [c[1] for c in rec.calls] == [frames.C_HELLO] * 5 + [frames.C_INTEGRITY]
+    assert port.refused == 5
+
+
+def test_a_shoe_frame_echoed_back_is_no_command(tmp_path):
+    """The direction bit lies under the signature: a shoe frame sent back changes nothing."""
+    shoe, port = port_for(tmp_path)
+    rec = Recorder()
+    echoed = shoe.command(frames.T_RESULT, bytes(12), counter=1)
+    feed(port, rec, echoed)
     assert rec.calls == [] and port.counter == 0 and port.refused == 1
 
 
-def test_command_port_drops_an_overlong_run_and_resynchronises():
-    port = CommandPort((1, 9, KEY))
+def test_command_port_drops_an_overlong_run_and_resynchronises(tmp_path):
+    shoe, port = port_for(tmp_path)
     rec = Recorder()
-    data = b"\x07" * 1000 + b"\x00" + command(KEY, 5, frames.C_ACK, b"\x00\x00\x00\x01")
+    data = b"\x07" * 1000 + b"\x00" + shoe.ack(1)
     port.feed(data, len(data), rec)
     assert [c[0] for c in rec.calls] == ["command"]
 
@@ -251,8 +355,8 @@ class Link:
     def __init__(self):
         self.data = bytearray()
 
-    def write(self, b):
-        self.data += b
+    def write(self, b, n=-1):
+        self.data += bytes(b[:n] if n >= 0 else b)
 
     def show(self, *state):
         self.state = state
@@ -261,34 +365,64 @@ class Link:
         pass
 
 
-def provisioned(tmp_path):
-    flash = tmp_path / "flash"
-    flash.mkdir(exist_ok=True)
-    (flash / "key").write_bytes(struct.pack(">HI", 1, 9) + KEY)
-    return Flash(str(flash))
-
-
-def test_app_deals_a_shoe_and_resumes_after_a_power_cut_at_every_record(tmp_path):
-    tokens = cards.shuffled_shoe(8, seed=3)[:60]
-    link = Link()
-    app = ShoeApp(provisioned(tmp_path), link, link)
-    app.start()
+def deal(app, tokens):
     for t in tokens:
         for b in (encode(ord("C")) if t == "CUT" else encode(ord("R"), t.encode())):
             app.sensor_byte(b)
         app.exit_edge()
-    sent = [cobs.decode(p) for p in bytes(link.data).split(b"\x00")[:-1]]
+        while app.busy():
+            app.service()
+
+
+def check_stream(shoe, sent):
+    """Every frame signed by the shoe's result key (initial_cards sealed by the next), chained by
+    digests, in seq order."""
+    prev = bytes(32)
+    seq = 0
+    for f in sent:
+        p = frames.parse(f)
+        if frames.signed(p[0]):
+            verify(shoe.public_key(), f)
+        if frames.is_chained(f):
+            assert p[4] == seq + 1 and p[5] == prev
+            seq = p[4]
+            prev = hashlib.sha256(f[: frames.body_len(f)]).digest()
+        else:
+            assert (p[4], p[5]) == (seq, prev)  # status: the newest finished frame's
+    return seq
+
+
+def test_app_deals_a_shoe_signed_and_resumes_after_a_power_cut_at_every_record(tmp_path):
+    shoe = Provisioned(tmp_path)
+    tokens = cards.shuffled_shoe(8, seed=3)[:60]
+    link = Link()
+    app = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
+    app.start()
+    deal(app, tokens)
+    sent = split(link.data)
     results = [f for f in sent if f[1] == frames.T_RESULT]
     assert len(results) == app.shoe.round_no > 5
-    # A power cut after any whole record: the shoe boots to exactly that record's state.
-    log = (tmp_path / "flash" / "log").read_bytes()
-    records = list(RecordLog(Flash(str(tmp_path / "flash"))).records())
+    assert check_stream(shoe, sent) == app.outbox.seq == app.outbox.done
+    # A power cut after any whole record: the shoe boots to exactly that record's state, with
+    # finished frames byte for byte as sent and unfinished ones finished anew.
+    log = (shoe.flash / "log").read_bytes()
+    records = list(RecordLog(Flash(str(shoe.flash))).records())
     cut = 0
     for i, (_, payload) in enumerate(records[:40]):
         cut += 7 + len(payload)
-        (tmp_path / "flash" / "log").write_bytes(log[:cut])
-        again = ShoeApp(Flash(str(tmp_path / "flash")), Link(), Link())
+        (shoe.flash / "log").write_bytes(log[:cut])
+        again = ShoeApp(Flash(str(shoe.flash)), Link(), Link(), shoe.element())
         again.start()
-        held = [f for kind, p in records[: i + 1] for f in frames_in(kind, p)]
-        assert again.outbox.seq == (frames.seq_of(held[-1]) if held else 0)
-        assert list(again.unacked()) == held
+        finals = [p[32:] for k, p in records[: i + 1] if k == R_FINAL]
+        bodies = [f for k, p in records[: i + 1] for f in frames_in(k, p)]
+        assert again.unacked() == finals == sent[: len(finals)]
+        assert again.outbox.seq == (frames.seq_of(bodies[-1]) if bodies else 0)
+        while again.busy():
+            again.service()
+        anew = split(again.link.data)  # the unfinished ones, never sent: finished in this boot
+        assert [frames.parse(f)[4] for f in anew] == list(range(len(finals) + 1,
+                                                                 again.outbox.seq + 1))
+        assert [frames.parse(f)[6] for f in anew] == [
+            frames.parse(f)[6] for f in sent[len(finals) : again.outbox.seq]]
+        assert check_stream(shoe, finals + anew) == again.outbox.seq
+        assert again.unacked()[: len(finals)] == finals

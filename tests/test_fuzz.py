@@ -23,9 +23,9 @@ def test_sensor_decoder_survives_10000_random_cases_and_resyncs(mpy):
     assert phantom == 0 and flips == 0
 
 
-def test_command_intake_survives_random_bytes_and_obeys_none(mpy, shoe_flash):
+def test_command_intake_survives_random_bytes_and_obeys_none(mpy, shoe_flash, element):
     flash, _, _ = shoe_flash
-    r = mpy(MP / "fuzz_commands.py", flash, 3000, 2)
+    r = mpy(MP / "fuzz_commands.py", flash, element, 3000, 2)
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout.split() == [b"cases", b"3000", b"accepted", b"0"]
 

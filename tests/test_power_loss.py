@@ -10,34 +10,65 @@ import sys
 
 from sabot.soak import run_soak
 
-from conftest import ROOT
+from conftest import FIRMWARE, ROOT
+
+sys.path.insert(0, str(FIRMWARE))
+
+from shoe.store import R_FINAL
 
 BOOT = ROOT / "tests" / "mp" / "boot.py"
 CARD_PATH = ROOT / "tests" / "mp" / "card_path.py"
 
 
-def boot(mpy, flash):
-    r = mpy(BOOT, flash)
+def whole_records(data):
+    """The length of the whole records at the start of a log image."""
+    at = 0
+    while at + 3 <= len(data):
+        n = int.from_bytes(data[at + 1 : at + 3], "big")
+        if at + 7 + n > len(data):
+            break
+        at += 7 + n
+    return at
+
+
+def record_types(data):
+    types = []
+    at = 0
+    while at + 3 <= len(data):
+        types.append(data[at])
+        at += 7 + int.from_bytes(data[at + 1 : at + 3], "big")
+    return types
+
+
+def boot(mpy, flash, element):
+    r = mpy(BOOT, flash, element)
     assert r.returncode == 0, r.stderr.decode()
     return [int(x) for x in re.findall(rb"\d+", r.stdout)]
 
 
-def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, tmp_path):
+def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, element,
+                                                             tmp_path):
     flash, shoe, _ = shoe_flash
     short = tmp_path / "short.txt"
     short.write_text(" ".join(shoe.read_text().split()[:40]))  # burn and a few rounds
-    assert mpy(CARD_PATH, short, flash).returncode == 0
+    assert mpy(CARD_PATH, short, flash, element, "measure").returncode == 0
     log = (flash / "log").read_bytes()
     positions = []
-    for cut in [*range(len(log) - 400, len(log), 3), len(log)]:
+    for cut in [*range(max(len(log) - 2400, 0), len(log), 17), len(log)]:
         torn = tmp_path / f"torn{cut}"
         shutil.copytree(flash, torn)
         (torn / "log").write_bytes(log[:cut])
-        position, seq, outbox, _, _ = boot(mpy, torn)
+        position, seq, outbox, _, _ = boot(mpy, torn, element)
         assert outbox == seq  # every frame made so far is still held for the host
         positions.append(position)
-        assert len((torn / "log").read_bytes()) <= cut  # the torn tail was cut off
-    assert positions == sorted(positions) and positions[-1] == boot(mpy, flash)[0]
+        # the torn tail was cut off; what follows the whole records is the frames this boot
+        # finished (F records: digest and frame, made after the power cut)
+        kept = whole_records(log[:cut])
+        after = (torn / "log").read_bytes()
+        assert after[:kept] == log[:kept]
+        assert whole_records(after) == len(after)
+        assert set(record_types(after[kept:])) <= {R_FINAL}
+    assert positions == sorted(positions) and positions[-1] == boot(mpy, flash, element)[0]
     assert len(set(positions)) > 10  # the cuts really landed across many cards
 
 

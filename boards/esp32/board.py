@@ -24,3 +24,9 @@ BUZZER = 23
 LINK = "uart"
 LINK_UART = 0
 LINK_BAUD = 115200
+# Secure element (ATECC608-class, docs/ELEMENT.md) on I2C0, 400 kHz: SDA / SCL = GPIO4 / GPIO5
+# (the usual GPIO21 / GPIO22 drive the result and alarm lamps)
+ELEMENT_I2C = 0
+ELEMENT_SDA = 4
+ELEMENT_SCL = 5
+ELEMENT_FREQ = 400_000

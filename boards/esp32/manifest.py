@@ -2,3 +2,4 @@
 include("../../firmware/manifest.py")
 module("board.py")
 module("main.py", base_path="../../firmware")
+module("maint.py", base_path="../../firmware")  # REPL helpers for maintenance

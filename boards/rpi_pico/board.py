@@ -21,3 +21,9 @@ LAMPS = {"player": 10, "banker": 11, "result": 12, "alarm": 13}
 BUZZER = 14  # PWM
 # Host link: a USB CDC interface of the shoe's own (usb-device-cdc); the USB REPL interface is off.
 LINK = "usb_cdc"
+# Secure element (ATECC608-class, docs/ELEMENT.md) on I2C0, 400 kHz: SDA / SCL = GP16 / GP17
+# (I2C0's GP4 / GP5 carry the empty and void-card buttons)
+ELEMENT_I2C = 0
+ELEMENT_SDA = 16
+ELEMENT_SCL = 17
+ELEMENT_FREQ = 400_000

@@ -2,4 +2,5 @@
 include("../../firmware/manifest.py")
 module("board.py")
 module("main.py", base_path="../../firmware")
+module("maint.py", base_path="../../firmware")  # REPL helpers for maintenance
 require("usb-device-cdc")  # the host link's own USB CDC interface (micropython-lib)

@@ -6,7 +6,10 @@ the dealer's confirm button, 0x82 the shoe-empty sensor, 0x83 the squeeze reveal
 the supervisor's resolution key (void card / keep as dummy hand / void round). Indicators: a line
 on stdout per change: `I <phase> <due> <position> <shoe> <round> <alarm> <reveal>`, and at each
 result the display's `A <player total> <banker total> <winner> <announcements>`. Host link: a TCP
-socket (pyserial `socket://HOST:PORT`)."""
+socket (pyserial `socket://HOST:PORT`). Secure element: the emulator's socket
+(host_tools/sabot/element_emulator.py), `--element unix:PATH|tcp:HOST:PORT` or $SABOT_ELEMENT."""
+
+import os
 
 NAME = "virtual"
 DECKS = 8
@@ -17,3 +20,19 @@ CONFIRM = 0x81
 EMPTY = 0x82
 REVEAL = 0x83  # squeeze: the dealer releases the hands
 SUPERVISOR = 0x90  # + resolution code 1..4
+
+# The maintenance REPL (firmware/maint.py) finds flash and element as the board's main did.
+FLASH_DIR = os.getenv("SABOT_FLASH") or "flash"
+
+
+def element(spec=None, patient=False):
+    """The secure element behind the emulator's socket: `spec`, else $SABOT_ELEMENT. Impatient:
+    the emulator answers as soon as its configured time is up (see shoe/element.py)."""
+    from i2c_socket import SocketI2C
+
+    from shoe.element import Element
+
+    spec = spec or os.getenv("SABOT_ELEMENT")
+    if not spec:
+        raise ValueError("no secure element: --element unix:PATH|tcp:HOST:PORT or SABOT_ELEMENT")
+    return Element(SocketI2C(spec), patient=patient)

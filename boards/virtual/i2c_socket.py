@@ -4,7 +4,8 @@ emulator (the secure element: host_tools/sabot/element_emulator.py).
 Framing, one request and one reply:
   b"W" addr(1) len(2, big-endian) data  ->  b"K" ack | b"N" nack
   b"R" addr(1) len(2, big-endian)       ->  b"K" data(len) | b"N"
-A NACK raises OSError(ENODEV), as machine.I2C does for an address nobody acknowledges.
+A NACK raises OSError(ENODEV), as machine.I2C does for an address nobody acknowledges, but for
+address 0 (the wake pulse), where writeto returns 0 acknowledgements.
 
 Allocation-free for the caller's buffers: one 4-byte header and one 1-byte reply buffer are made
 here once; the data goes straight from and into the caller's buffer. Runs on the unix port and on
@@ -67,6 +68,11 @@ class SocketI2C:
             self._send(buf)
         self._read_exact(self._ack, 1)
         if self._ack[0] != 0x4B:  # "K"
+            if addr == 0:
+                # the general call address: the secure element's wake pulse, which nobody
+                # acknowledges; no exception for it, since making one allocates (the driver
+                # re-wakes the chip every 0.7 s while signing, on the card's path)
+                return 0
             raise OSError(_ENODEV)
         return 1  # machine.I2C: the number of ACKs
 

@@ -1,4 +1,5 @@
 """Virtual board entry: micropython main.py --flash DIR --listen HOST:PORT [--code DIR]
+[--element unix:PATH|tcp:HOST:PORT]  (default $SABOT_ELEMENT: the secure-element emulator)
 
 The shoe runs through the same board loop as on a Pico (shoe/loop.py); its io is the simulated
 dealer's channel on stdin (board.py) and the host link, a TCP socket."""
@@ -44,10 +45,13 @@ class SocketLink:
     def __init__(self):
         self.conn = None
 
-    def write(self, data):
+    def write(self, data, n=-1):
+        """data[:n] (all of it when n < 0)."""
         if self.conn is None:
             raise OSError(107)
         mv = memoryview(data)
+        if n >= 0:
+            mv = mv[:n]
         while mv:
             try:
                 n = self.conn.send(mv)
@@ -129,17 +133,17 @@ class DealerIO:
         pass
 
 
-def make_app(flash_dir, link, lamps, code):
+def make_app(flash_dir, link, lamps, code, element):
     flash = Flash(flash_dir)
     skip = ()
     if code and flash_dir.startswith(code.rstrip("/") + "/"):
         skip = (flash_dir[len(code.rstrip("/")) + 1 :].strip("/"),)  # data inside the code tree
-    if tilt.boot(code, skip):  # checked before any dealing code is imported
-        return tilt.TiltShoe(flash, link, lamps, code, skip)
+    if tilt.boot(code, skip, element):  # checked before any dealing code is imported
+        return tilt.TiltShoe(flash, link, lamps, code, skip, element)
     from shoe.app import ShoeApp
 
-    return ShoeApp(flash, link, lamps, board.DECKS, board.MIN_CONFIDENCE, code_root=code,
-                   code_skip=skip)
+    return ShoeApp(flash, link, lamps, element, board.DECKS, board.MIN_CONFIDENCE,
+                   code_root=code, code_skip=skip)
 
 
 def arg(name, default=None):
@@ -154,7 +158,13 @@ def main():
     link = SocketLink()
     io = DealerIO(link)
     code = arg("--code")  # a built code tree (with MANIFEST), as deployed; absent: development run
-    app = make_app(flash_dir, link, io.lamps, code)
+    element = None
+    try:
+        element = board.element(arg("--element"))
+    except (ValueError, OSError) as e:
+        sys.stderr.write("board: secure element: %s\n" % e)
+        sys.exit(2)
+    app = make_app(flash_dir, link, io.lamps, code, element)
     try:
         app.start()
     except ValueError as e:
@@ -162,7 +172,7 @@ def main():
         sys.exit(2)
     except OSError as e:  # a recovery that failed (flash full, damaged): tilt, never a REPL
         sys.stderr.write("board: recovery failed (%s): tilt\n" % e)
-        app = tilt.TiltShoe(Flash(flash_dir), link, io.lamps, code, ())
+        app = tilt.TiltShoe(Flash(flash_dir), link, io.lamps, code, (), element)
         app.start()
 
     server = socket.socket()
@@ -178,7 +188,11 @@ def main():
     poller_stdin = select.poll()
     poller_stdin.register(stdin, select.POLLIN)
     while not app.maintenance:
-        for obj, ev, *_ in poller.poll(1000):
+        busy = app.busy()  # frames waiting for the element: come back within ~2 ms
+        events = poller.poll(2 if busy else 1000)
+        if busy and not events:
+            loop.step(app, io, time.ticks_ms())
+        for obj, ev, *_ in events:
             if obj is server:
                 conn, _ = server.accept()
                 if link.conn is not None:

@@ -1,14 +1,16 @@
-"""The dealing shoe: sensor -> card -> dealing state -> table decision, then (outside the card
-path) events -> signed frames (frames.py) -> outbox and flash log -> host link; host commands come
-in through the command port. Hardware comes in as plain calls and two injected objects: `link`
-(write(bytes)) and `indicators`: show(phase, due, position, shoe_no, round_no, alarm, reveal) —
+"""The dealing shoe: sensor -> card -> dealing state -> table decision -> frame bodies (frames.py)
+in the outbox's RAM ring -> flash log, all allocation-free; then, outside the card path, the
+outbox finishes each frame with the secure element (digest, signature; see outbox.py) in seq order
+and `service()` sends it on the host link. Host commands come in through the command port.
+Hardware comes in as plain calls and injected objects: `element` (shoe/element.Element), `link`
+(write(buf, n)) and `indicators`: show(phase, due, position, shoe_no, round_no, alarm, reveal) —
 alarm the held irregularity's kind (0: none), reveal 1 while squeezed hands await the dealer's
 reveal — and announce(player_total, banker_total, winner, announcements) when a round is
 complete."""
 
 import struct
 
-from shoe import cobs, frames, integrity
+from shoe import cobs, frames
 from shoe.cards import CUT, NO_CARD
 from shoe.dealing import (
     EV_BURN,
@@ -24,18 +26,22 @@ from shoe.dealing import (
     Shoe,
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
+from shoe.element import ElementError
 from shoe.outbox import Outbox
-from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN, CommandPort
+from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
 from shoe.store import (
+    CHECKPOINT,
     R_ACK,
     R_CHECKPOINT,
-    R_FRAME,
+    R_FINAL,
     R_INPUT,
     RecordLog,
+    copy_into,
     frames_in,
     load_identity,
     next_boot,
+    result_slot,
 )
 
 try:
@@ -45,6 +51,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 # Inputs, as logged: kind, arg, arg2
+IN_NONE = const(0)  # no input: a frame of the shoe's own (command_rejected)
 IN_CARD = const(1)
 IN_TWO_CARDS = const(2)
 IN_FOREIGN = const(3)
@@ -54,16 +61,16 @@ IN_RESOLVE = const(6)  # arg: resolution code, arg2: 0 supervisor button, 1 host
 IN_NEW_SHOE = const(7)
 IN_REVEAL = const(8)  # squeeze: the dealer releases the hands' identities to the link
 
-_CHECKPOINT = ">HI8sII"  # shoe, seq, chain, acked, host counter: what a compaction carries over
 _MAX_SEED = const(64)
 
 
 class ShoeApp:
-    def __init__(self, flash, link, indicators, decks=8, min_confidence=0x80, code_root=None,
-                 code_skip=()):
+    def __init__(self, flash, link, indicators, element, decks=8, min_confidence=0x80,
+                 code_root=None, code_skip=()):
         self.flash = flash
         self.link = link
         self.indicators = indicators
+        self.element = element
         self.min_confidence = min_confidence
         self.shoe = Shoe(decks)
         self.decoder = SensorDecoder()
@@ -71,7 +78,9 @@ class ShoeApp:
         self.latch_card = NO_CARD
         self.latch_conf = 0
         self.log = RecordLog(flash)
-        self.outbox = Outbox(self.log)
+        self.outbox = Outbox(self.log, element)
+        self.sent = 0  # the newest chained frame sent (or withheld: see hold_from)
+        self.element_errors = 0
         self.boot = 0
         self.maintenance = False  # an authenticated maintenance command: hand the port to the REPL
         raw = flash.read("variant")
@@ -80,58 +89,69 @@ class ShoeApp:
         self.code_skip = code_skip
         self.integrity = frames.INTEGRITY_UNCHECKED
         self.hold_from = 0  # squeeze: frames from this seq wait for the dealer's reveal (0: none)
-        self.released_from = 0
-        identity = load_identity(flash)
-        self.identity = identity
-        self.port = CommandPort(identity)
+        self.identity = load_identity(flash)
+        self.port = CommandPort(self.identity, element)
+        self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
+        self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
 
     # ---- start-up ----------------------------------------------------------------------------
     def start(self):
         if not self.identity:
-            raise ValueError("shoe not provisioned: no key in flash (run `sabot provision`)")
+            raise ValueError("shoe not provisioned: no identity in flash (run `sabot provision`)")
+        if self.element is None:
+            raise ValueError("no secure element: nothing can sign the shoe's frames")
         if self.code_root is not None:
             # The board's main checked the code before importing this module (see shoe/tilt.py).
             self.integrity = frames.INTEGRITY_OK
         self.boot = next_boot(self.flash)
-        key_id, shoe_id, _ = self.identity
-        self.outbox.signer = frames.Signer(self.port.key, key_id, shoe_id, self.boot)
+        key_version, shoe_id = self.identity
+        o = self.outbox
+        o.key_id, o.shoe_id, o.boot = key_version, shoe_id, self.boot
+        o.slot = result_slot(key_version)
+        # the SHA end lengths of every body the shoe makes: payloads of 4-15 bytes and shoe_end's
+        self.element.prepare([(frames.HEADER_LEN + n) % 64 for n in range(4, 16)]
+                             + [frames.MAX_BODY % 64])
+        self.port.start()
         empty = True
         for rtype, payload in self.log.records():
             self._replay(rtype, payload)
             empty = False
+        # Finished frames were logged before they were sent: a hello resends any the host lacks.
+        # Unfinished ones were never sent; service() finishes them (new signatures) and sends.
+        # Frames withheld for a squeeze stay withheld: the reveal sends them.
+        self.sent = min(o.done, self.hold_from - 1) if self.hold_from else o.done
         if empty:
             self._input(IN_NEW_SHOE)
         self.show()
 
     def _replay(self, rtype, payload):
+        o = self.outbox
         if rtype == R_INPUT:
             self._apply(payload[0], payload[1], payload[2])
             self.shoe.events = 0
-        if rtype == R_INPUT or rtype == R_FRAME:
-            for f in frames_in(rtype, payload):
-                self.outbox.remember(f)
-                self._hold_if_secret(f)
+            for body in frames_in(rtype, payload):
+                o.restore_body(body)
+                self._hold_if_secret(frames.type_of(body), frames.seq_of(body))
+        elif rtype == R_FINAL:
+            o.restore_final(payload)
         elif rtype == R_ACK:
-            acked, counter = struct.unpack(">II", payload)
-            self._acked(acked, counter)
+            o.ack(struct.unpack(">I", payload)[0])
         elif rtype == R_CHECKPOINT:
-            shoe_no, seq, chain, acked, counter = struct.unpack(_CHECKPOINT, payload)
+            shoe_no, seq, digest, acked, hold_from = struct.unpack(CHECKPOINT, payload)
             self.shoe.shoe_no = shoe_no
-            self.outbox.seq, self.outbox.chain, self.outbox.acked = seq, chain, acked
-            self.port.counter = counter
+            o.checkpoint(seq, digest)
+            o.acked = acked
+            self.hold_from = hold_from
 
-    def _hold_if_secret(self, frame):
+    def _hold_if_secret(self, ftype, seq):
         """Squeeze (631a.9(d)): a frame naming a hand's cards waits for the reveal, and so does all
         after it."""
-        if self.variant & frames.V_SQUEEZE and not self.hold_from and frames.names_cards(frame):
-            self.hold_from = frames.seq_of(frame)
-
-    def _acked(self, seq, counter):
-        self.outbox.ack(seq)
-        self.port.counter = max(self.port.counter, counter)
+        if self.variant & frames.V_SQUEEZE and not self.hold_from and frames.names_cards(ftype):
+            self.hold_from = seq
 
     def unacked(self, from_seq=0):
-        return self.outbox.unacknowledged(from_seq)
+        """The finished, unacknowledged frames as bytes, oldest first."""
+        return self.outbox.frames(from_seq)
 
     # ---- hardware inputs -----------------------------------------------------------------------
     def sensor_byte(self, b):
@@ -164,7 +184,8 @@ class ShoeApp:
         return IN_CARD << 8 | card
 
     def commit_card(self, done):
-        """The card path's decision, made durable and sent: frames, flash log, link."""
+        """The card path's decision made durable: frame bodies and the flash log. Allocation-free;
+        the frames go out from service()."""
         self._commit(done >> 8, done & 0xFF, 0)
 
     def exit_edge(self):
@@ -184,7 +205,7 @@ class ShoeApp:
         if self.hold_from:
             self._input(IN_REVEAL)
 
-    # ---- inputs -> frames -> flash -> link ---------------------------------------------------
+    # ---- inputs -> frame bodies -> flash --------------------------------------------------------
     def _apply(self, kind, arg=0, arg2=0):
         s = self.shoe
         if kind == IN_CARD:
@@ -202,8 +223,7 @@ class ShoeApp:
         elif kind == IN_NEW_SHOE:
             s.new_shoe()
         elif kind == IN_REVEAL:
-            self.released_from = self.hold_from
-            self.hold_from = 0
+            self.hold_from = 0  # service() sends what was withheld, in order
         return True
 
     def _input(self, kind, arg=0, arg2=0):
@@ -213,53 +233,76 @@ class ShoeApp:
         self._commit(kind, arg, arg2)
         return ok
 
-    def _commit(self, kind, arg, arg2):
-        out = self._frames_for_events(arg2)
-        payload = bytes((kind, arg, arg2)) + b"".join(bytes((len(f),)) + f for f in out)
-        self.log.append(R_INPUT, payload)
-        if kind == IN_REVEAL:  # everything withheld goes now, in order
-            out = self.unacked(self.released_from)
-        for f in out:
-            self._send(f)
+    def _commit(self, kind, arg, arg2, first=0):
+        """One log record: the input and the bodies of the frames it produced (from seq `first`
+        when made before). Allocation-free."""
+        o = self.outbox
+        if not first:
+            first = o.seq + 1
+        self._bodies_for_events(arg2)
+        log = self.log
+        rec = log.rec
+        rec[3] = kind
+        rec[4] = arg
+        rec[5] = arg2
+        p = 6
+        for seq in range(first, o.seq + 1):
+            n = o.length(seq)
+            rec[p] = n
+            copy_into(rec, p + 1, o.buf(seq), o.at(seq), n)
+            p += 1 + n
+        log.commit(R_INPUT, p - 3)
         self.show()
 
-    def _chained(self, ftype, payload):
-        f = self.outbox.chained(ftype, payload)
-        self._hold_if_secret(f)
-        return f
+    def _made(self, ftype, n):
+        self._hold_if_secret(ftype, self.outbox.end(n))
 
-    def _frames_for_events(self, source):
+    def _bodies_for_events(self, source):
         s = self.shoe
         ev = s.events
         s.events = 0
-        out = []
+        o = self.outbox
         no, rnd = s.shoe_no, s.round_no
         if ev & EV_SHOE_START:
-            body = frames.shoe_start(no, s.decks, self.variant)
-            out.append(self._chained(frames.T_SHOE_START, body))
+            at = o.begin(frames.T_SHOE_START)
+            ring = o.building
+            self._made(frames.T_SHOE_START, frames.shoe_start_into(ring, at, no, s.decks,
+                                                                   self.variant))
         if ev & EV_BURN:
-            out.append(self._chained(frames.T_BURN, frames.burn(no, rnd, s.burned, s.n_burned)))
+            at = o.begin(frames.T_BURN)
+            ring = o.building
+            self._made(frames.T_BURN, frames.burn_into(ring, at, no, rnd, s.burned, s.n_burned))
         if ev & EV_RESOLUTION:
-            body = frames.resolution(no, rnd, s.resolution, s.ir_kind, s.ir_card, source, s.voided,
-                                     s.player, s.banker)
-            out.append(self._chained(frames.T_RESOLUTION, body))
+            at = o.begin(frames.T_RESOLUTION)
+            ring = o.building
+            n = frames.resolution_into(ring, at, no, rnd, s.resolution, s.ir_kind, s.ir_card,
+                                       source, s.voided, s.player, s.banker)
+            self._made(frames.T_RESOLUTION, n)
         if ev & EV_IRREGULARITY:
-            body = frames.irregularity(no, rnd, s.ir_kind, s.ir_card, s.ir_position)
-            out.append(self._chained(frames.T_IRREGULARITY, body))
+            at = o.begin(frames.T_IRREGULARITY)
+            ring = o.building
+            n = frames.irregularity_into(ring, at, no, rnd, s.ir_kind, s.ir_card, s.ir_position)
+            self._made(frames.T_IRREGULARITY, n)
         if ev & EV_INITIAL:
-            body = frames.initial(no, rnd, s.player, s.banker)
-            out.append(self._chained(frames.T_INITIAL, body))
+            at = o.begin(frames.T_INITIAL)
+            ring = o.building
+            self._made(frames.T_INITIAL, frames.initial_into(ring, at, no, rnd, s.player,
+                                                             s.banker))
         if ev & EV_RESULT:
-            o = outcome(s.player, s.np, s.banker, s.nb)
-            ann = self._announcement(o)
-            body = frames.result(no, rnd, s.player, s.np, s.banker, s.nb, s.dummy_done, o, ann)
-            out.append(self._chained(frames.T_RESULT, body))
-            self.indicators.announce(total(s.player, s.np), total(s.banker, s.nb), o & WINNER_MASK,
-                                     ann)
+            oc = outcome(s.player, s.np, s.banker, s.nb)
+            ann = self._announcement(oc)
+            at = o.begin(frames.T_RESULT)
+            ring = o.building
+            n = frames.result_into(ring, at, no, rnd, s.player, s.np, s.banker, s.nb,
+                                   s.dummy_done, oc, ann)
+            self._made(frames.T_RESULT, n)
+            self.indicators.announce(total(s.player, s.np), total(s.banker, s.nb),
+                                     oc & WINNER_MASK, ann)
         if ev & EV_SHOE_END:
-            body = frames.shoe_end(no, rnd, s.position, s.inventory, s.unknown)
-            out.append(self._chained(frames.T_SHOE_END, body))
-        return out
+            at = o.begin(frames.T_SHOE_END)
+            ring = o.building
+            n = frames.shoe_end_into(ring, at, no, rnd, s.position, s.inventory, s.unknown)
+            self._made(frames.T_SHOE_END, n)
 
     def _announcement(self, o):
         """What the dealer must announce besides the final counts, for this game variant."""
@@ -272,23 +315,68 @@ class ShoeApp:
 
     def _compact(self):
         """At a new shoe the log restarts: the state it carries over, then every unacknowledged
-        frame."""
+        frame. The queue is finished first (waiting for the element is fine here: no card is
+        out between shoes), so every frame carried over is a finished one."""
         o = self.outbox
-        checkpoint = struct.pack(_CHECKPOINT, self.shoe.shoe_no, o.seq, o.chain, o.acked,
-                                 self.port.counter)
+        self._finish_all()
+        checkpoint = struct.pack(CHECKPOINT, self.shoe.shoe_no, o.seq, bytes(o.digest), o.acked,
+                                 self.hold_from)
 
         def keep():
             yield R_CHECKPOINT, checkpoint
-            for f in o.unacknowledged():
-                yield R_FRAME, f
+            for buf, at, n in o.unacknowledged():
+                yield R_FINAL, bytes(buf[at - frames.DIGEST_LEN : at + n])
 
         self.log.replace(keep())
 
-    def _send(self, frame):
-        if self.hold_from and frames.is_chained(frame) and frames.seq_of(frame) >= self.hold_from:
-            return  # squeeze: not before the reveal
+    # ---- outside the card path: finishing and sending ------------------------------------------
+    def service(self, now=0):
+        """Called by the board loop on every pass: one step of finishing frames with the element
+        (never waiting for a Sign), then send what is finished, in order. Allocation-free."""
+        o = self.outbox
+        if o.done < o.seq:
+            try:
+                o.service()
+            except ElementError:  # the element failed this step (bus noise): again next pass;
+                self.element_errors += 1  # a flash error is not caught: it ends in a reset
+        self._send_finished()
+
+    def busy(self):
+        """Frames wait for the element or the link: the board loop should come back soon."""
+        o = self.outbox
+        return o.done < o.seq or (self.sent < o.done and not self.hold_from)
+
+    def settle(self):
+        """Wait for the frame the element is working on (the command port needs the element)."""
+        self.outbox.settle()
+        self._send_finished()
+
+    def _finish_all(self):
+        self.outbox.finish_all()
+        self._send_finished()
+
+    def _send_finished(self):
+        o = self.outbox
+        while self.sent < o.done:
+            seq = self.sent + 1
+            if self.hold_from and seq >= self.hold_from:
+                return  # squeeze: not before the reveal
+            if o.in_ram(seq):
+                self._send(o.buf(seq), o.at(seq), o.length(seq))
+                self.sent = seq
+            else:  # withheld so long it left RAM: from the log (rare; may allocate)
+                for buf, at, n in o.unacknowledged(seq, o.done):
+                    if self.hold_from and frames.seq_of(buf, at) >= self.hold_from:
+                        return
+                    self._send(buf, at, n)
+                    self.sent = frames.seq_of(buf, at)
+                if self.sent < seq:
+                    self.sent = seq  # acknowledged meanwhile: nothing to send
+
+    def _send(self, buf, at, n):
+        m = cobs.encode_into(buf, n, self._tx, at)
         try:
-            self.link.write(cobs.encode(frame))
+            self.link.write(self._tx, m)
         except OSError:
             pass  # no host: the frame stays in the outbox until acknowledged
 
@@ -304,35 +392,42 @@ class ShoeApp:
 
     def refuse(self, reason, ftype, counter):
         """A refused command is itself a chained frame, so the refusal reaches the audit log."""
-        payload = frames.command_rejected(reason, ftype, counter)
-        f = self._chained(frames.T_COMMAND_REJECTED, payload)
-        self.log.append(R_FRAME, f)
-        self._send(f)
+        self._commit_rejected(reason, ftype, counter)
+
+    def _commit_rejected(self, reason, ftype, counter):
+        o = self.outbox
+        first = o.seq + 1
+        at = o.begin(frames.T_COMMAND_REJECTED)
+        o.end(frames.command_rejected_into(o.building, at, reason, ftype, counter))
+        self._commit(IN_NONE, 0, 0, first)
 
     def command(self, ftype, counter, payload):
-        """An authentic host command (the port checked key, MAC and, where it counts, the
+        """An authentic host command (the port checked shoe, signature and, where it counts, the
         counter)."""
         if ftype == frames.C_INTEGRITY:
             if 1 <= len(payload) <= _MAX_SEED:
-                # A regulator's challenge: HMAC(seed, code). Fresh seeds make recorded answers
-                # useless.
-                answer = frames.integrity_answer(self.integrity, self._seeded(payload))
-                self._send(self._unchained(frames.T_INTEGRITY, answer))
+                # A regulator's challenge: HMAC(seed, code), signed by the element. Fresh seeds
+                # make recorded answers useless.
+                self._send_one(frames.T_INTEGRITY, self.integrity, self._seeded(payload))
             return
         if ftype == frames.C_HELLO:
-            # Any authentic hello (even a replayed one) only makes the shoe say where it stands and
-            # resend what the host has not acknowledged.
+            # Any hello only makes the shoe say where it stands and resend what the host has
+            # not acknowledged (finished frames, byte for byte as first sent).
             self.send_status()
-            for f in self.unacked():
-                self._send(f)
+            o = self.outbox
+            for buf, at, n in o.unacknowledged():
+                seq = frames.seq_of(buf, at)
+                if self.hold_from and seq >= self.hold_from:
+                    break
+                self._send(buf, at, n)
+                if seq > self.sent:
+                    self.sent = seq
             return
         s = self.shoe
-        if ftype == frames.C_ACK and len(payload) == 4:
-            self.outbox.ack(struct.unpack(">I", payload)[0])
-        self.log.append(R_ACK, struct.pack(">II", self.outbox.acked, counter))
-        if ftype == frames.C_ACK and len(payload) == 4:
-            return
-        if ftype == frames.C_RESOLVE and len(payload) == 1:
+        if ftype == frames.C_ACK:
+            if len(payload) == 4 and self.outbox.ack(struct.unpack(">I", payload)[0]):
+                self.log.append(R_ACK, struct.pack(">I", self.outbox.acked))
+        elif ftype == frames.C_RESOLVE and len(payload) == 1:
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self.refuse(REJ_NOT_NOW, ftype, counter)
         elif ftype == frames.C_MAINTENANCE:
@@ -351,17 +446,33 @@ class ShoeApp:
     def _seeded(self, seed):
         if self.code_root is None:
             return bytes(32)  # a development run has no certified code tree to vouch for
+        from shoe import integrity  # only for a regulator's challenge: not kept in RAM before
+
         return integrity.seeded(bytes(seed), self.code_root, self.code_skip)
 
-    def _unchained(self, ftype, payload):
+    def _send_one(self, ftype, *payload):
+        """A status or integrity frame: seq and chain are the newest *finished* chained frame's
+        (a frame still waiting for the element is not yet part of what the shoe vouches for),
+        signed by the element right now (blocking: a command's answer, never a card's)."""
         o = self.outbox
-        return o.signer.frame(o.seq, o.chain, ftype, payload)
+        self.settle()
+        buf = self._one
+        frames.head_into(buf, 0, ftype, o.key_id, o.shoe_id, self.boot, o.done, o.digest)
+        if ftype == frames.T_STATUS:
+            n = frames.status_into(buf, frames.HEADER_LEN, *payload)
+        else:
+            n = frames.integrity_into(buf, frames.HEADER_LEN, *payload)
+        try:
+            n = sign_into(self.element, o.slot, buf, frames.HEADER_LEN + n)
+        except ElementError:
+            self.element_errors += 1
+            return
+        self._send(buf, 0, n)
 
     def send_status(self):
         s = self.shoe
         o = self.outbox
         pending = o.pending()
-        payload = frames.status(s.phase, s.shoe_no, s.round_no, s.position, s.due(),
-                                self.port.counter, o.acked, o.acked + 1 if pending else 0,
-                                o.seq if pending else 0, self.integrity, self.port.refused)
-        self._send(self._unchained(frames.T_STATUS, payload))
+        self._send_one(frames.T_STATUS, s.phase, s.shoe_no, s.round_no, s.position, s.due(),
+                       self.port.counter, o.acked, o.acked + 1 if pending else 0,
+                       o.done if pending else 0, self.integrity, self.port.refused)

@@ -4,13 +4,13 @@ receiver resynchronises at the next zero byte after any line noise.
 The `_into` forms work in caller-owned buffers and allocate nothing."""
 
 
-def encode_into(src, n, dst):
-    """Encode src[:n] into dst, delimiter included; the encoded length. dst must hold
+def encode_into(src, n, dst, at=0):
+    """Encode src[at:at + n] into dst, delimiter included; the encoded length. dst must hold
     n + n // 254 + 2 bytes."""
     code_at = 0
     o = 1
     code = 1
-    for i in range(n):
+    for i in range(at, at + n):
         b = src[i]
         if b == 0:
             dst[code_at] = code
@@ -21,7 +21,7 @@ def encode_into(src, n, dst):
             dst[o] = b
             o += 1
             code += 1
-            if code == 255 and i + 1 < n:  # a full block; a new one only if data follows
+            if code == 255 and i + 1 < at + n:  # a full block; a new one only if data follows
                 dst[code_at] = code
                 code_at = o
                 o += 1

@@ -26,6 +26,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 import time
+from array import array
 
 
 def _monotonic_ms():  # CPython (tests): MicroPython's ticks_ms on CPython's monotonic clock
@@ -118,7 +119,7 @@ def _reverse8(b):
 
 
 def _reflected_table():
-    t = []
+    t = array("H")  # 512 bytes; a list of 256 ints is four times that on a 64-bit port
     for i in range(256):
         r = i
         for _ in range(8):
@@ -158,6 +159,12 @@ def build(buf, opcode, param1, param2, data=None, n=0):
     return count + 1
 
 
+def _copy(dst, d, src, s, n):
+    # a byte loop: a slice of src would be a new object on the heap
+    for i in range(n):
+        dst[d + i] = src[s + i]
+
+
 class ElementError(Exception):
     """A chip status (0x01-0xFF) or one of the driver's own failures (0x100 up)."""
 
@@ -169,10 +176,18 @@ class ElementError(Exception):
 class Element:
     """One secure element. `bus`: machine.I2C-like (writeto, readfrom_into; a NACK raises
     OSError). `wake`: a callable holding SDA low for the wake pulse, when the board can; without
-    one the driver writes to bus address 0x00, which does it at 100 kHz and below."""
+    one the driver writes to bus address 0x00, which does it at 100 kHz and below.
 
-    def __init__(self, bus, addr=ADDRESS, wake=None, slack_ms=50):
+    `patient`: never address a busy chip — the first poll for a response waits for the command's
+    maximum execution time. A busy chip NACKs, and machine.I2C reports a NACK by raising OSError,
+    which allocates: a patient driver polls nothing that can fail, so the queued commands
+    (sign_start/sign_ready, sha_queue/sha_ready) allocate nothing on a real chip either, at the
+    cost of latency. Impatient (the default) polls at once: right for an emulator that answers
+    at once."""
+
+    def __init__(self, bus, addr=ADDRESS, wake=None, slack_ms=50, patient=False):
         self._bus = bus
+        self._patient = patient
         self._addr = addr
         self._wake_fn = wake
         self._slack = slack_ms
@@ -182,26 +197,44 @@ class Element:
         self._rxm = memoryview(self._rx)
         self._txv = {}
         self._rxv = {}
-        # The card path's lengths, made now so signing never makes one: Sign and Nonce commands,
-        # the count byte, the wake answer, a status, a signature.
-        for n in (8, 40):
-            self._tx_view(n)
+        # The card path's lengths, made now so signing never makes one: idle/sleep, Sign, Nonce,
+        # SHA update and Verify stored; the count byte, the wake answer, a status, a digest, a
+        # signature. `prepare` adds the SHA end lengths of the bodies a caller digests.
+        for n in (1, 8, 40, 72):
+            self._tx_view(n, True)
         for n in (1, 4):
             self._rx_view(0, n)
         for n in (3, 6, 34, 66):
             self._rx_view(1, n)
         self._awake = False
         self._woke = 0
-        self._pending = False
+        self._pending = 0  # the opcode of a queued command (SIGN, SHA), 0 none
         self._sent = 0
+        self._sent_op = INFO
+        # a queued SHA: the data buf[at:end], the digest's destination, the step (0 start sent,
+        # 1 an update sent, 2 the end sent)
+        self._sha_buf = self._tx
+        self._sha_at = 0
+        self._sha_end = 0
+        self._sha_out = self._rx
+        self._sha_tempkey = True
+        self._sha_step = 0
 
     # -- views made once per length ----------------------------------------------------------
 
-    def _tx_view(self, n):
+    def _tx_view(self, n, keep=False):
         v = self._txv.get(n)
         if v is None:
-            v = self._txv[n] = self._txm[:n]
+            v = self._txm[:n]  # a length nobody prepared: made for this command only
+            if keep:
+                self._txv[n] = v
         return v
+
+    def prepare(self, tails):
+        """Make the views for SHA end commands with these tail lengths (0-63) now, so digesting
+        bodies of those lengths (sha_from) allocates nothing later."""
+        for n in tails:
+            self._tx_view(8 + n, True)
 
     def _rx_view(self, at, n):
         key = at << 8 | n
@@ -276,9 +309,17 @@ class Element:
             self._awake = False  # it did not take the command: asleep (watchdog) or gone
             raise ElementError(NO_RESPONSE) from None
         self._sent = ticks_ms()
+        self._sent_op = opcode
+
+    def _due(self):
+        """Whether a response may be asked for now (a patient driver waits for the maximum
+        execution time of the command in flight)."""
+        return not self._patient or ticks_diff(ticks_ms(), self._sent) >= _EXEC_MS[self._sent_op]
 
     def _poll(self):
         """The response's count once the chip answers, -1 while it NACKs (busy)."""
+        if not self._due():
+            return -1
         try:
             self._bus.readfrom_into(self._addr, self._rx_view(0, 1))
         except OSError:
@@ -314,9 +355,13 @@ class Element:
             count = self._poll()
             if count >= 0:
                 return count
-            if ticks_diff(ticks_ms(), self._sent) > limit:
+            waited = ticks_diff(ticks_ms(), self._sent)
+            if waited > limit:
                 raise ElementError(NO_RESPONSE)
-            sleep_ms(1)
+            if self._patient and waited < _EXEC_MS[opcode]:
+                sleep_ms(_EXEC_MS[opcode] - waited)
+            else:
+                sleep_ms(1)
 
     def _run(self, opcode, param1, param2, expect, data=None, n=0, out=None):
         self._send(opcode, param1, param2, data, n)
@@ -325,10 +370,10 @@ class Element:
             self._copy_out(out, expect)
         return status
 
-    def _copy_out(self, out, n):
+    def _copy_out(self, out, n, at=0):
         rx = self._rx
         for i in range(n):
-            out[i] = rx[1 + i]
+            out[at + i] = rx[1 + i]
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -369,34 +414,78 @@ class Element:
     def sign_start(self, slot):
         """Queue a Sign of TempKey with `slot` and return at once; poll sign_ready."""
         self._send(SIGN, _MODE_SIGN_EXTERNAL, slot)
-        self._pending = True
+        self._pending = SIGN
 
-    def sign_ready(self, out64):
-        """False while the chip computes; True once r||s is in out64. Raises ElementError on a
-        chip error or when the chip has not answered within Sign's maximum time."""
-        if not self._pending:
+    def sign_ready(self, out64, at=0):
+        """False while the chip computes; True once r||s is in out64[at:at + 64]. Raises
+        ElementError on a chip error or when the chip has not answered within Sign's maximum
+        time."""
+        if self._pending != SIGN:
             raise ElementError(NOT_QUEUED)
         count = self._poll_pending()
         if count < 0:
             return False
-        self._pending = False
+        self._pending = 0
         self._check(count, 64)
-        self._copy_out(out64, 64)
+        self._copy_out(out64, 64, at)
         return True
+
+    def sha_queue(self, buf, at, n, out32, tempkey=True):
+        """Queue SHA-256 of buf[at:at + n] by the chip and return at once: sha_ready() then
+        moves it on by at most one command per call (start, each 64-byte update, the end) and
+        is True once the digest is in out32 (and in TempKey unless tempkey is False).
+        Allocation-free; buf must stay unchanged meanwhile."""
+        self._sha_buf = buf
+        self._sha_at = at
+        self._sha_end = at + n
+        self._sha_out = out32
+        self._sha_tempkey = tempkey
+        self._sha_step = 0
+        self._send(SHA, _MODE_SHA_START, 0x0000)
+        self._pending = SHA
+
+    def sha_ready(self):
+        if self._pending != SHA:
+            raise ElementError(NOT_QUEUED)
+        count = self._poll_pending()
+        if count < 0:
+            return False
+        self._pending = 0
+        if self._sha_step == 2:
+            self._check(count, 32)
+            self._copy_out(self._sha_out, 32)
+            return True
+        self._check(count, 1)
+        at = self._sha_at
+        left = self._sha_end - at
+        if left >= 64:
+            _copy(self._tx, 6, self._sha_buf, at, 64)
+            self._send(SHA, _MODE_SHA_UPDATE, 64, None, 64)
+            self._sha_at = at + 64
+            self._sha_step = 1
+        else:
+            _copy(self._tx, 6, self._sha_buf, at, left)
+            mode = _MODE_SHA_END if self._sha_tempkey else _MODE_SHA_END | _SHA_TARGET_OUT_ONLY
+            self._send(SHA, mode, left, None, left)
+            self._sha_step = 2
+        self._pending = SHA
+        return False
 
     def _poll_pending(self):
         try:
             count = self._poll()
         except ElementError:
-            self._pending = False
+            self._pending = 0
             raise
-        if count < 0 and ticks_diff(ticks_ms(), self._sent) > _EXEC_MS[SIGN] + self._slack:
-            self._pending = False
+        limit = _EXEC_MS[self._sent_op] + self._slack
+        if count < 0 and ticks_diff(ticks_ms(), self._sent) > limit:
+            self._pending = 0
             raise ElementError(NO_RESPONSE)
         return count
 
     def pending(self):
-        return self._pending
+        """Whether a queued command (Sign or SHA) is outstanding."""
+        return self._pending != 0
 
     def verify_external(self, digest32, sig64, pubkey64):
         """True when sig64 (r||s) signs digest32 under the P-256 public key X||Y pubkey64."""
@@ -444,6 +533,27 @@ class Element:
         mode = _MODE_SHA_END if tempkey else _MODE_SHA_END | _SHA_TARGET_OUT_ONLY
         self._run(SHA, mode, n, 32, tail, n, out32)
         return out32
+
+    def sha_update_from(self, buf, at):
+        """sha_update of buf[at:at + 64], copied into the command buffer: no slice made."""
+        _copy(self._tx, 6, buf, at, 64)
+        self._run(SHA, _MODE_SHA_UPDATE, 64, 1, None, 64)
+
+    def sha_end_from(self, buf, at, n, out32, tempkey=True):
+        """sha_end of buf[at:at + n] (0-63 bytes), allocation-free."""
+        _copy(self._tx, 6, buf, at, n)
+        mode = _MODE_SHA_END if tempkey else _MODE_SHA_END | _SHA_TARGET_OUT_ONLY
+        self._run(SHA, mode, n, 32, None, n, out32)
+        return out32
+
+    def sha_from(self, buf, at, n, out32, tempkey=True):
+        """SHA-256 of buf[at:at + n] by the chip, into out32 (and TempKey); allocation-free."""
+        self.sha_start()
+        end = at + n - n % 64
+        while at < end:
+            self.sha_update_from(buf, at)
+            at += 64
+        return self.sha_end_from(buf, at, n % 64, out32, tempkey)
 
     def sha256(self, data, out32, tempkey=True):
         """SHA-256 of `data` computed by the chip, 64-byte blocks then the tail."""

@@ -1,13 +1,17 @@
 """Link frames, shoe side: the layout, the payload of every frame type, and the field accessors.
-Layout (big-endian), before COBS:
+Layout (big-endian), before COBS (docs/PROTOCOL.md, version 2):
 
-  version(1) type(1) key_id(2) shoe_id(4) boot(2) seq(4) chain(8) payload(...) mac(32)
+  version(1) type(1) key_id(2) shoe_id(4) boot(2) seq(4) chain(32) payload(...) signature(64)
 
-mac = HMAC-SHA256(key, everything before it). For the shoe's chained frames `seq` counts up by one
-and `chain` is the first 8 bytes of the previous chained frame's MAC, so each MAC covers its
-predecessor's.
-Host commands carry the host's command counter in `seq` and zero `chain`. See docs/PROTOCOL.md.
-Nothing outside this module reads a frame's bytes by offset."""
+The body is every byte before the signature; its digest is SHA-256(body), and the signature (ECDSA
+P-256, raw r||s, made by the secure element) signs that digest. `initial_cards` and the commands
+hello and verify carry no signature. For the shoe's chained frames `seq` counts up by one and
+`chain` is the digest of the previous chained frame's body. Host commands carry the command
+counter in `seq` and zero `chain`.
+
+Frames are built in place, in caller-owned buffers (`head_into` and the `*_into` payloads, which
+return the payload's length), so the card path allocates nothing. Nothing outside this module
+reads a frame's bytes by offset."""
 
 import struct
 
@@ -17,15 +21,20 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-VERSION = const(1)
-_HEADER = ">BBHIHI8s"
-HEADER_LEN = const(22)
-MAC_LEN = const(32)
-CHAIN_LEN = const(8)
+VERSION = const(2)
+_HEADER = ">BBHIHI32s"
+HEADER_LEN = const(46)
+SIG_LEN = const(64)
+DIGEST_LEN = const(32)
+CHAIN_LEN = const(32)
 MAX_FRAME = const(200)
 MAX_ENCODED = const(203)  # COBS adds one byte per 254 and the 0x00 delimiter
-MAX_CHAINED = const(114)  # the longest frame the shoe makes: shoe_end, with its 52-byte inventory
+MAX_BODY = const(106)  # the longest body the shoe makes: shoe_end, with its 52-byte inventory
+MAX_CHAINED = const(170)  # the same, signed
+_SHOE_ID_AT = const(4)
 _SEQ_AT = const(10)
+_CHAIN_AT = const(14)
+ZERO_CHAIN = bytes(CHAIN_LEN)
 
 # shoe -> host, chained
 T_SHOE_START = const(0x01)
@@ -66,113 +75,151 @@ INTEGRITY_OK = const(1)
 INTEGRITY_TILT = const(2)
 
 
-def build(key, key_id, shoe_id, boot, seq, chain, ftype, payload):
-    head = struct.pack(_HEADER, VERSION, ftype, key_id, shoe_id, boot, seq, chain)
-    body = head + payload
-    return body + key.mac(body)
+def signed(ftype):
+    """Every frame is signed but initial_cards (sealed by the next signed frame) and the
+    commands hello and verify."""
+    return ftype != T_INITIAL and ftype != C_HELLO and ftype != C_INTEGRITY
+
+
+def head_into(buf, at, ftype, key_id, shoe_id, boot, seq, chain=ZERO_CHAIN):
+    """The header at buf[at:]; the payload goes at at + HEADER_LEN."""
+    struct.pack_into(_HEADER, buf, at, VERSION, ftype, key_id, shoe_id, boot, seq, chain)
+
+
+def set_chain(buf, at, digest):
+    """The chain field of the frame at buf[at:]: the previous chained frame's digest."""
+    buf[at + _CHAIN_AT : at + _CHAIN_AT + CHAIN_LEN] = digest
+
+
+def build(key_id, shoe_id, boot, seq, chain, ftype, payload):
+    """A frame's body as bytes (tests and the rare paths that may allocate)."""
+    buf = bytearray(HEADER_LEN + len(payload))
+    head_into(buf, 0, ftype, key_id, shoe_id, boot, seq, bytes(chain))
+    buf[HEADER_LEN:] = payload
+    return bytes(buf)
 
 
 def parse(frame):
-    """(type, key_id, shoe_id, boot, seq, chain, payload, mac) or None when malformed."""
-    if len(frame) < HEADER_LEN + MAC_LEN or len(frame) > MAX_FRAME or frame[0] != VERSION:
+    """(type, key_id, shoe_id, boot, seq, chain, payload, signature) or None when malformed;
+    signature is b"" for the unsigned types."""
+    if len(frame) < HEADER_LEN or len(frame) > MAX_FRAME or frame[0] != VERSION:
         return None
     _, ftype, key_id, shoe_id, boot, seq, chain = struct.unpack(_HEADER, frame[:HEADER_LEN])
-    return ftype, key_id, shoe_id, boot, seq, chain, frame[HEADER_LEN:-MAC_LEN], frame[-MAC_LEN:]
+    if not signed(ftype):
+        return ftype, key_id, shoe_id, boot, seq, chain, frame[HEADER_LEN:], b""
+    if len(frame) < HEADER_LEN + SIG_LEN:
+        return None
+    return (ftype, key_id, shoe_id, boot, seq, chain, frame[HEADER_LEN:-SIG_LEN],
+            frame[-SIG_LEN:])
 
 
-def signed_part(frame):
-    """The bytes the MAC covers."""
-    return frame[:-MAC_LEN]
+def body_len(frame):
+    """The length of the part the digest covers: all but a signature."""
+    return len(frame) - SIG_LEN if signed(frame[1]) else len(frame)
 
 
-# ---- field accessors ------------------------------------------------------------------------
-def type_of(frame):
-    return frame[1]
+# ---- field accessors (by byte, so reading one allocates nothing) ----------------------------
+def type_of(frame, at=0):
+    return frame[at + 1]
 
 
-def seq_of(frame):
-    return struct.unpack_from(">I", frame, _SEQ_AT)[0]
+def seq_of(frame, at=0):
+    i = at + _SEQ_AT
+    return frame[i] << 24 | frame[i + 1] << 16 | frame[i + 2] << 8 | frame[i + 3]
 
 
-def is_chained(frame):
-    return frame[1] < T_STATUS
+def shoe_id_of(frame, at=0):
+    i = at + _SHOE_ID_AT
+    return frame[i] << 24 | frame[i + 1] << 16 | frame[i + 2] << 8 | frame[i + 3]
 
 
-def is_command(frame):
+def key_id_of(frame, at=0):
+    return frame[at + 2] << 8 | frame[at + 3]
+
+
+def is_chained(frame, at=0):
+    return frame[at + 1] < T_STATUS
+
+
+def is_command(frame, at=0):
     """Host -> shoe: the type's top bit is the frame's direction."""
-    return frame[1] >= C_HELLO
+    return frame[at + 1] >= C_HELLO
 
 
-def names_cards(frame):
+def names_cards(ftype):
     """Frames that name a hand's cards (withheld under the squeeze procedure until the reveal)."""
-    return frame[1] == T_INITIAL or frame[1] == T_RESULT
+    return ftype == T_INITIAL or ftype == T_RESULT
 
 
-def link_of(frame):
-    """What the next chained frame carries in its chain field: the first 8 bytes of this MAC."""
-    return frame[-MAC_LEN : -MAC_LEN + CHAIN_LEN]
+# ---- payloads, by type (docs/PROTOCOL.md): written at buf[at:], their length returned --------
+def _cards_into(buf, at, cards, n):
+    for i in range(n):
+        buf[at + i] = cards[i]
+    return n
 
 
-# ---- payloads, by type (docs/PROTOCOL.md) -----------------------------------------------------
-def shoe_start(shoe_no, decks, variant):
-    return struct.pack(">HBB", shoe_no, decks, variant)
+def shoe_start_into(buf, at, shoe_no, decks, variant):
+    struct.pack_into(">HBB", buf, at, shoe_no, decks, variant)
+    return 4
 
 
-def _shoe_round(shoe_no, round_no):
-    return struct.pack(">HH", shoe_no, round_no)
+def burn_into(buf, at, shoe_no, round_no, cards, n):
+    struct.pack_into(">HH", buf, at, shoe_no, round_no)
+    return 4 + _cards_into(buf, at + 4, cards, n)
 
 
-def burn(shoe_no, round_no, cards, n):
-    return _shoe_round(shoe_no, round_no) + bytes(cards[:n])
+def initial_into(buf, at, shoe_no, round_no, player, banker):
+    struct.pack_into(">HHBBBB", buf, at, shoe_no, round_no, player[0], banker[0], player[1],
+                     banker[1])
+    return 8
 
 
-def initial(shoe_no, round_no, player, banker):
-    return _shoe_round(shoe_no, round_no) + bytes((player[0], banker[0], player[1], banker[1]))
+def result_into(buf, at, shoe_no, round_no, player, np, banker, nb, dummy, outcome,
+                announcements):
+    struct.pack_into(">HHBB", buf, at, shoe_no, round_no, np << 4 | nb, dummy)
+    i = at + 6
+    i += _cards_into(buf, i, player, np)
+    i += _cards_into(buf, i, banker, nb)
+    struct.pack_into(">HB", buf, i, outcome, announcements)
+    return i + 3 - at
 
 
-def result(shoe_no, round_no, player, np, banker, nb, dummy, outcome, announcements):
-    return (_shoe_round(shoe_no, round_no) + bytes((np << 4 | nb, dummy)) + bytes(player[:np])
-            + bytes(banker[:nb]) + struct.pack(">HB", outcome, announcements))
+def irregularity_into(buf, at, shoe_no, round_no, kind, card, position):
+    struct.pack_into(">HHBBH", buf, at, shoe_no, round_no, kind, card, position)
+    return 8
 
 
-def irregularity(shoe_no, round_no, kind, card, position):
-    return _shoe_round(shoe_no, round_no) + struct.pack(">BBH", kind, card, position)
-
-
-def resolution(shoe_no, round_no, code, kind, card, source, voided, player, banker):
+def resolution_into(buf, at, shoe_no, round_no, code, kind, card, source, voided, player,
+                    banker):
     """voided: the counts of a voided round's cards, player << 4 | banker; the cards follow."""
-    return (_shoe_round(shoe_no, round_no) + bytes((code, kind, card, source, voided))
-            + bytes(player[: voided >> 4]) + bytes(banker[: voided & 15]))
+    struct.pack_into(">HHBBBBB", buf, at, shoe_no, round_no, code, kind, card, source, voided)
+    i = at + 9
+    i += _cards_into(buf, i, player, voided >> 4)
+    i += _cards_into(buf, i, banker, voided & 15)
+    return i - at
 
 
-def shoe_end(shoe_no, round_no, position, inventory, unknown):
+def shoe_end_into(buf, at, shoe_no, round_no, position, inventory, unknown):
     """inventory: the count of each card that left the shoe; unknown: cards out not read."""
-    return (_shoe_round(shoe_no, round_no) + struct.pack(">H", position) + inventory
-            + struct.pack(">H", unknown))
+    struct.pack_into(">HHH", buf, at, shoe_no, round_no, position)
+    _cards_into(buf, at + 6, inventory, 52)
+    struct.pack_into(">H", buf, at + 58, unknown)
+    return 60
 
 
-def command_rejected(reason, ftype, counter):
-    return struct.pack(">BBI", reason, ftype, counter)
+def command_rejected_into(buf, at, reason, ftype, counter):
+    struct.pack_into(">BBI", buf, at, reason, ftype, counter)
+    return 6
 
 
-def status(phase, shoe_no, round_no, position, due, host_counter, acked, unacked_from,
-           unacked_to, integrity, refused):
-    return struct.pack(">BHHHBIIIIBI", phase, shoe_no, round_no, position, due, host_counter,
-                       acked, unacked_from, unacked_to, integrity, refused)
+def status_into(buf, at, phase, shoe_no, round_no, position, due, host_counter, acked,
+                unacked_from, unacked_to, integrity, refused):
+    struct.pack_into(">BHHHBIIIIBI", buf, at, phase, shoe_no, round_no, position, due,
+                     host_counter, acked, unacked_from, unacked_to, integrity, refused)
+    return 29
 
 
-def integrity_answer(state, digest):
-    return bytes((state,)) + digest
-
-
-class Signer:
-    """The shoe's identity on the link: it builds and signs every frame the shoe sends."""
-
-    def __init__(self, key, key_id, shoe_id, boot):
-        self.key = key
-        self.key_id = key_id
-        self.shoe_id = shoe_id
-        self.boot = boot
-
-    def frame(self, seq, chain, ftype, payload):
-        return build(self.key, self.key_id, self.shoe_id, self.boot, seq, chain, ftype, payload)
+def integrity_into(buf, at, state, digest):
+    buf[at] = state
+    buf[at + 1 : at + 33] = digest
+    return 33

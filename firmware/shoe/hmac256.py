@@ -1,4 +1,6 @@
-"""HMAC-SHA256 (RFC 2104) on MicroPython's hashlib, which has no hmac module."""
+"""HMAC-SHA256 (RFC 2104) on MicroPython's hashlib, which has no hmac module. Used for one thing
+only: the seeded code-tree answer to a regulator's challenge (integrity.seeded), keyed by the
+challenge's public seed. No secret key exists in the firmware: the secure element signs."""
 
 import hashlib
 

@@ -1,14 +1,18 @@
-"""The shoe's outbox: the chained frames it has sent and the host has not yet acknowledged.
+"""The shoe's outbox: its chained frames from the moment the card path builds them until the host
+acknowledges them.
 
-It numbers and chains each new frame (seq, chain), keeps the newest in a fixed RAM ring and reads
-older ones back from the flash log, so a host away for a whole shoe costs no memory. The flash log,
-not RAM, is what makes a frame survive a power cut: at boot the app replays the log into
-`remember`."""
-
-import gc
+A frame is made in two steps. At card time its body is built in place in a RAM ring slot (the
+chain field still zero) and logged with its input; nothing waits for the secure element. Later,
+outside the card path, `service()` finishes the frames strictly in seq order, one step per call:
+it fills in the header (chain = the previous frame's digest), queues the element's SHA of the
+body (one command a call: start, updates, end, which also leaves the digest in TempKey), then
+for the signed types a Sign, polled on later calls; a finished frame is logged whole (record
+'F': digest, frame) before anyone may send it. The ring keeps the newest frames; older finished
+ones are read back from the log's F records, so a host away for a whole shoe costs no memory. At
+boot the app replays the log into `restore_body` / `restore_final`."""
 
 from shoe import frames
-from shoe.store import frames_in
+from shoe.store import R_FINAL, copy_into
 
 try:
     from micropython import const
@@ -16,69 +20,187 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-_SLOT = const(114)  # frames.MAX_CHAINED: one ring slot
+_DIGEST = const(32)
+_SLOT = const(202)  # one ring slot: digest(32), then the frame (frames.MAX_CHAINED)
 
 
 class Outbox:
-    def __init__(self, log, signer=None, slots=8):
+    def __init__(self, log, element=None, slots=8):
         self.log = log
-        self.signer = signer
-        self.seq = 0  # the newest chained frame's
-        self.chain = bytes(frames.CHAIN_LEN)  # what the next chained frame carries
+        self.element = element
+        self.slot = 0  # the element slot of the result key
+        self.key_id = 0
+        self.shoe_id = 0
+        self.boot = 0
+        self.seq = 0  # the newest chained frame built
+        self.done = 0  # the newest finished: digested, signed where due, logged whole
+        self.digest = bytearray(_DIGEST)  # frame `done`'s digest: the next frame's chain
         self.acked = 0  # the host holds every frame up to this seq
+        self.digesting = False  # the element digests frame done + 1 (a queued SHA)
+        self.signing = False  # a Sign of frame done + 1 is queued in the element
+        self._next = bytearray(_DIGEST)  # the digest of the frame being finished
         self._slots = slots
-        gc.collect()  # the ring is the one large block: find it room before the heap fragments
-        self._ring = bytearray(slots * _SLOT)
-        self._len = bytearray(slots)
+        # one block per slot, not one large block: small holes in a fragmented heap will do
+        self._ring = [bytearray(_SLOT) for _ in range(slots)]
+        self.building = self._ring[1 % slots]  # where begin() put the newest body
+        self._len = bytearray(slots)  # the frame's length in its slot (its body's until finished)
         self._seq_in = [0] * slots  # the seq each slot holds (0: none)
-        self._low = 0  # the first seq kept in RAM since boot
 
-    def chained(self, ftype, payload):
-        """A new chained frame: the next seq, chained to the newest; held until acknowledged."""
-        f = self.signer.frame(self.seq + 1, self.chain, ftype, payload)
-        self.remember(f)
-        return f
+    # ---- where a frame lives ------------------------------------------------------------------
+    def buf(self, seq):
+        """The ring slot that holds frame `seq` (when in_ram): digest(32), then the frame."""
+        return self._ring[seq % self._slots]
 
-    def remember(self, frame):
-        """A chained frame made earlier, read back from the flash log at boot (or just made)."""
-        seq = frames.seq_of(frame)
-        self.seq = seq
-        self.chain = frames.link_of(frame)
+    def at(self, seq):
+        """The frame's offset in its slot (its digest, once finished, is the 32 bytes before)."""
+        return _DIGEST
+
+    def length(self, seq):
+        return self._len[seq % self._slots]
+
+    def in_ram(self, seq):
+        return self._seq_in[seq % self._slots] == seq
+
+    # ---- card time: bodies ----------------------------------------------------------------------
+    def begin(self, ftype):
+        """A new chained frame's header in the next slot (`building`); its payload goes at the
+        offset returned, then `end(payload length)`. Allocation-free."""
+        seq = self.seq + 1
+        old = self._seq_in[seq % self._slots]
+        while old > self.done:
+            # Every slot holds an unfinished frame: the element has fallen far behind (or is
+            # failing). Finish the oldest now rather than lose its body.
+            self.service()
+        buf = self.building = self._ring[seq % self._slots]
+        frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe_id, self.boot, seq)
+        return _DIGEST + frames.HEADER_LEN
+
+    def end(self, n):
+        seq = self.seq + 1
         i = seq % self._slots
-        at = i * _SLOT
-        n = len(frame)
-        self._ring[at : at + n] = frame
+        self._len[i] = frames.HEADER_LEN + n
+        self._seq_in[i] = seq
+        self.seq = seq
+        return seq
+
+    # ---- outside the card path: finishing -------------------------------------------------------
+    def service(self):
+        """One step of finishing the oldest unfinished frame: at most one element command sent
+        or answered, never a wait. Returns the seq finished by this step, or 0."""
+        el = self.element
+        seq = self.done + 1
+        try:
+            if self.signing:
+                if not el.sign_ready(self.buf(seq), _DIGEST + self.length(seq)):
+                    return 0
+                self.signing = False
+                return self._final(seq, frames.SIG_LEN)
+            if self.digesting:
+                if not el.sha_ready():
+                    return 0
+                self.digesting = False
+                if not frames.signed(frames.type_of(self.buf(seq), _DIGEST)):
+                    return self._final(seq, 0)  # initial_cards: sealed by the next frame
+                el.sign_start(self.slot)  # signs TempKey, where the SHA end left the digest
+                self.signing = True
+                return 0
+        except Exception:  # ElementError: this frame starts again on a later pass
+            self.signing = self.digesting = False
+            raise
+        if seq > self.seq:
+            return 0
+        ring = self.buf(seq)
+        # The header is filled in now: the chain, and this boot's number and key (a body left
+        # unfinished by a power cut is finished, and first sent, in a later boot).
+        frames.head_into(ring, _DIGEST, frames.type_of(ring, _DIGEST), self.key_id,
+                         self.shoe_id, self.boot, seq, self.digest)
+        el.sha_queue(ring, _DIGEST, self.length(seq), self._next)
+        self.digesting = True
+        return 0
+
+    def _final(self, seq, sig_len):
+        i = seq % self._slots
+        n = self._len[i] + sig_len
+        self._len[i] = n
+        ring = self._ring[i]
+        ring[0:_DIGEST] = self._next
+        log = self.log
+        copy_into(log.rec, 3, ring, 0, _DIGEST + n)
+        log.commit(R_FINAL, _DIGEST + n)  # logged whole before it counts as finished (and sent)
+        self.digest[0:_DIGEST] = self._next
+        self.done = seq
+        return seq
+
+    def finish_all(self):
+        """Finish every frame built so far, waiting for the element (not for the card path)."""
+        while self.done < self.seq:
+            self.service()
+
+    def settle(self):
+        """Wait for the frame the element is working on, so it is free for another job."""
+        while self.signing or self.digesting:
+            self.service()
+
+    # ---- boot: the log replayed -----------------------------------------------------------------
+    def restore_body(self, body):
+        """An unfinished body from an input record."""
+        seq = frames.seq_of(body)
+        i = seq % self._slots
+        n = len(body)
+        self._ring[i][_DIGEST : _DIGEST + n] = body
         self._len[i] = n
         self._seq_in[i] = seq
-        if not self._low:
-            self._low = seq
+        self.seq = seq
 
+    def restore_final(self, record):
+        """A finished frame from an F record (digest, frame)."""
+        seq = frames.seq_of(record, _DIGEST)
+        i = seq % self._slots
+        n = len(record)
+        self._ring[i][0:n] = record
+        self._len[i] = n - _DIGEST
+        self._seq_in[i] = seq
+        self.digest[0:_DIGEST] = record[:_DIGEST]
+        self.done = seq
+        if seq > self.seq:
+            self.seq = seq
+
+    def checkpoint(self, seq, digest):
+        self.seq = self.done = seq
+        self.digest[0:_DIGEST] = digest
+
+    # ---- the host -------------------------------------------------------------------------------
     def ack(self, seq):
-        """The host holds every frame up to `seq` durably."""
+        """The host holds every frame up to `seq` durably (it can hold no unfinished one). True
+        when that moves the acknowledgement forward."""
+        seq = min(seq, self.done)
         if seq > self.acked:
             self.acked = seq
+            return True
+        return False
 
     def pending(self):
-        return self.seq > self.acked
+        return self.done > self.acked
 
-    def _first_in_ram(self):
-        return max(self.seq - self._slots + 1, self._low or self.seq + 1)
-
-    def _from_ram(self, seq):
-        i = seq % self._slots
-        at = i * _SLOT
-        return bytes(self._ring[at : at + self._len[i]])
-
-    def unacknowledged(self, from_seq=0):
-        """Every unacknowledged frame from `from_seq` on, oldest first: from the log, then RAM."""
+    def unacknowledged(self, from_seq=0, to_seq=0):
+        """Every finished, unacknowledged frame from `from_seq` (to `to_seq`), oldest first, as
+        (buffer, offset, length): from the log's F records, then from RAM. The digest is the 32
+        bytes before the offset."""
         start = max(self.acked + 1, from_seq)
-        in_ram = self._first_in_ram()
-        if start < in_ram:
+        last = min(to_seq, self.done) if to_seq else self.done
+        low = start
+        while low <= last and not self.in_ram(low):
+            low += 1
+        if start < low:
             for rtype, payload in self.log.records():
-                for f in frames_in(rtype, payload):
-                    seq = frames.seq_of(f)
-                    if frames.is_chained(f) and start <= seq < in_ram:
+                if rtype == R_FINAL:
+                    seq = frames.seq_of(payload, _DIGEST)
+                    if start <= seq < low:
                         start = seq + 1
-                        yield f
-        for seq in range(max(start, in_ram), self.seq + 1):
-            yield self._from_ram(seq)
+                        yield payload, _DIGEST, len(payload) - _DIGEST
+        for seq in range(low, last + 1):
+            yield self.buf(seq), _DIGEST, self.length(seq)
+
+    def frames(self, from_seq=0):
+        """The same as bytes (tests)."""
+        return [bytes(b[at : at + n]) for b, at, n in self.unacknowledged(from_seq)]

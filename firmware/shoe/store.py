@@ -1,12 +1,22 @@
 """Power-loss-safe storage in flash: an append-only record log with a CRC on every record.
 
-Record: type(1) length(2, big-endian) payload CRC32(4) over type, length and payload. A power cut
-can only tear the last record; at boot the log is read up to the first bad record and cut there.
-Small values that change rarely (the boot counter, the key) are whole files replaced by write-then-
-rename, which littlefs and POSIX both make atomic."""
+Record: type(1) length(2, big-endian) payload CRC32(4). The CRC covers type, length and payload
+followed by zero bytes up to a multiple of 64 (the zeros are not stored): the writer then checks
+its preallocated record buffer through one of a few views made once, so appending allocates
+nothing. A power cut can only tear the last record; at boot the log is read up to the first bad
+record and cut there. Small values that change rarely (the boot counter, the identity) are whole
+files replaced by write-then-rename, which littlefs and POSIX both make atomic.
+
+Records: 'I' input: kind(1) arg(1) arg2(1), then each frame body it produced: length(1) body
+(chain still zero; chain, boot and key_id are filled in when the frame is finished; kind 0 is no
+input: a command_rejected frame of the shoe's own);
+'F' final: digest(32) and the whole finished frame, as sent;
+'A' ack: acked seq(4);
+'P' checkpoint (a compaction's first record): shoe(2) seq(4) digest(32) acked(4) hold_from(4)."""
 
 import os
 import struct
+import sys
 from binascii import crc32
 
 try:
@@ -15,20 +25,31 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-KEY_FILE = "key"  # key_id(2) shoe_id(4) key(32), written by `sabot provision`
+IDENTITY_FILE = "identity"  # shoe_id(4) key_version(2), written by host provisioning; not secret
 _BOOT_FILE = "boot"
-_KEY_LEN = const(38)
+_IDENTITY_LEN = const(6)
 
-R_INPUT = const(0x49)  # 'I': one input and the frames it produced, all or nothing
-R_ACK = const(0x41)  # 'A': host acknowledged up to seq; the host command counter
+R_INPUT = const(0x49)  # 'I': one input and the frame bodies it produced, all or nothing
+R_FINAL = const(0x46)  # 'F': a finished frame (digest, frame), logged before it is sent
+R_ACK = const(0x41)  # 'A': the host acknowledged up to seq
 R_CHECKPOINT = const(0x50)  # 'P': state carried over a compaction
-R_FRAME = const(0x4D)  # 'M': an unacknowledged frame carried over a compaction
+CHECKPOINT = ">HI32sII"  # shoe, seq, digest, acked, hold_from (squeeze: 0 none)
+
+MAX_RECORD = const(768)  # an input with every frame it can make: 3 + 3 + 7 * (1 + 106) + 4
+_PAD = const(64)
+_MP = sys.implementation.name == "micropython"
+
+
+def _padded(n):
+    return (n + _PAD - 1) // _PAD * _PAD
 
 
 def record(rtype, payload):
+    """A whole record as bytes (compaction, tests: the paths that may allocate)."""
     head = struct.pack(">BH", rtype, len(payload))
-    crc = crc32(payload, crc32(head)) & 0xFFFFFFFF
-    return head + payload + struct.pack(">I", crc)
+    pad = _padded(3 + len(payload)) - 3 - len(payload)
+    crc = crc32(bytes(pad), crc32(payload, crc32(head))) & 0xFFFFFFFF
+    return head + bytes(payload) + struct.pack(">I", crc)
 
 
 class Flash:
@@ -61,6 +82,10 @@ class RecordLog:
         self.name = name
         self._f = None
         self.size = 0
+        # The record being written: payload at rec[3:]; CRC views at every multiple of _PAD.
+        self.rec = bytearray(MAX_RECORD + _PAD)
+        m = memoryview(self.rec)
+        self._views = [m[:k] for k in range(0, MAX_RECORD + _PAD, _PAD)]
 
     def records(self):
         """Yield the intact records (type, payload) one at a time, so a long log never sits in RAM;
@@ -85,7 +110,9 @@ class RecordLog:
                 if len(body) < n + 4:
                     torn = True
                     break
-                if crc32(body[:n], crc32(head)) & 0xFFFFFFFF != struct.unpack(">I", body[n:])[0]:
+                pad = bytes(_padded(3 + n) - 3 - n)
+                crc = crc32(pad, crc32(body[:n], crc32(head))) & 0xFFFFFFFF
+                if crc != struct.unpack(">I", body[n:])[0]:
                     torn = True
                     break
                 good += 7 + n
@@ -107,12 +134,30 @@ class RecordLog:
         os.rename(tmp, self.flash.path(self.name))
 
     def append(self, rtype, payload):
+        """A record from bytes (the rarer records; the card path fills `rec` and calls commit)."""
+        n = len(payload)
+        self.rec[3 : 3 + n] = payload
+        self.commit(rtype, n)
+
+    def commit(self, rtype, n):
+        """Append the record whose n payload bytes are at rec[3:]: CRC, write, flush. Allocates
+        nothing on MicroPython."""
+        rec = self.rec
+        struct.pack_into(">BH", rec, 0, rtype, n)
+        end = 3 + n
+        padded = _padded(end)
+        for i in range(end, padded):
+            rec[i] = 0
+        crc = crc32(self._views[padded // _PAD]) & 0xFFFFFFFF
+        struct.pack_into(">I", rec, end, crc)
         if self._f is None:
             self._f = open(self.flash.path(self.name), "ab")
-        rec = record(rtype, payload)
-        self._f.write(rec)
+        if _MP:
+            self._f.write(rec, end + 4)  # a stream write takes a length: no slice
+        else:
+            self._f.write(bytes(rec[: end + 4]))
         self._f.flush()
-        self.size += len(rec)
+        self.size += end + 4
 
     def replace(self, records):
         """Atomically replace the whole log (compaction); `records` may be a generator reading the
@@ -132,11 +177,8 @@ class RecordLog:
 
 
 def frames_in(rtype, payload):
-    """The frames a log record holds: an input's (length-prefixed after its 3 input bytes), or one
-    carried over a compaction."""
-    if rtype == R_FRAME:
-        yield payload
-    elif rtype == R_INPUT:
+    """The frame bodies an input record holds (length-prefixed after its 3 input bytes)."""
+    if rtype == R_INPUT:
         i = 3
         while i < len(payload):
             n = payload[i]
@@ -144,13 +186,23 @@ def frames_in(rtype, payload):
             i += 1 + n
 
 
+def result_slot(key_version):
+    """The element slot of a result key version: 1 in slot 0, then version v in slot v (slot 1
+    holds the command key's public half)."""
+    return 0 if key_version == 1 else key_version
+
+
 def load_identity(flash):
-    """(key_id, shoe_id, key) from flash, or None when the shoe has not been provisioned."""
-    raw = flash.read(KEY_FILE)
-    if raw is None or len(raw) != _KEY_LEN:
+    """(key_version, shoe_id) from flash, or None when the shoe has not been provisioned."""
+    raw = flash.read(IDENTITY_FILE)
+    if raw is None or len(raw) != _IDENTITY_LEN:
         return None
-    key_id, shoe_id = struct.unpack(">HI", raw[:6])
-    return key_id, shoe_id, raw[6:]
+    shoe_id, key_version = struct.unpack(">IH", raw)
+    return key_version, shoe_id
+
+
+def write_identity(flash, shoe_id, key_version):
+    flash.write_atomic(IDENTITY_FILE, struct.pack(">IH", shoe_id, key_version))
 
 
 def next_boot(flash):
@@ -159,3 +211,9 @@ def next_boot(flash):
     boot = (int(raw) if raw else 0) + 1
     flash.write_atomic(_BOOT_FILE, str(boot).encode())
     return boot
+
+
+def copy_into(dst, d, src, s, n):
+    """dst[d:d + n] = src[s:s + n] without the slice (a new object on the heap)."""
+    for i in range(n):
+        dst[d + i] = src[s + i]

@@ -1,10 +1,11 @@
 # Runs on the unix-port MicroPython: the board loop (shoe/loop.py) over the real drivers with dummy
 # pins, a whole shoe's worth of idle passes with the heap locked (any allocation raises
 # MemoryError), then a card and a button press through the same loop to show it is really wired.
-# usage: micropython idle_loop.py FLASHDIR  ->  "idle_passes N alloc_failures F position P
-# confirmed C"
+# usage: micropython idle_loop.py FLASHDIR ELEMENT_SPEC  ->  "idle_passes N alloc_failures F
+# position P confirmed C"
 import sys
 
+import board
 import micropython
 from panel import UART, Link, Pin
 
@@ -18,8 +19,10 @@ uart, link, exit_pin = UART(), Link(), Pin()
 buttons = tuple((Button(Pin()), bit) for _, bit in loop.BUTTON_BITS)
 lamps = LampIndicators(Pin(), Pin(), Pin(), Pin())
 io = PanelIO(uart, ExitSensor(exit_pin, Pin.IRQ_FALLING), buttons, lamps, link)
-app = ShoeApp(Flash(sys.argv[1]), link, lamps)
+app = ShoeApp(Flash(sys.argv[1]), link, lamps, board.element(sys.argv[2]))
 app.start()
+while app.busy():  # the new shoe's first frame: finished before the idle passes are counted
+    loop.step(app, io, 0)
 failures = 0
 now = 0
 for _ in range(10000):

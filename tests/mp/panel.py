@@ -46,5 +46,5 @@ class Link(UART):
         super().__init__()
         self.sent = bytearray()
 
-    def write(self, data):
-        self.sent += data
+    def write(self, buf, n=-1):
+        self.sent += buf if n < 0 else buf[:n]

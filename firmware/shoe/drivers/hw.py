@@ -3,11 +3,32 @@
 
 import select
 import sys
+import time
 
 import machine
 
 from shoe.drivers.controls import Button, ExitSensor, LampIndicators, PanelIO
 from shoe.loop import BUTTON_BITS
+
+
+class _Views:
+    """memoryviews of the app's one transmit buffer, made once per length: the drivers' write()
+    takes no length, and a fresh slice per frame would allocate in the card's path."""
+
+    def __init__(self):
+        self.buf = None
+        self.views = {}
+
+    def of(self, buf, n):
+        if n < 0:
+            return buf
+        if buf is not self.buf:
+            self.buf = buf
+            self.views = {}
+        v = self.views.get(n)
+        if v is None:
+            v = self.views[n] = memoryview(buf)[:n]
+        return v
 
 
 class CdcLink:
@@ -21,9 +42,11 @@ class CdcLink:
         self.cdc = CDCInterface()
         self.cdc.init(timeout=0)  # never block the board loop
         usb.device.get().init(self.cdc, builtin_driver=False)
+        self._views = _Views()
 
-    def write(self, data):
-        self.cdc.write(data)
+    def write(self, buf, n=-1):
+        """buf[:n] (all of it when n < 0)."""
+        self.cdc.write(self._views.of(buf, n))
 
     def readinto(self, buf):
         return self.cdc.readinto(buf) or 0
@@ -38,9 +61,11 @@ class UartLink:
 
         os.dupterm(None, 0)
         self.uart = uart
+        self._views = _Views()
 
-    def write(self, data):
-        self.uart.write(data)
+    def write(self, buf, n=-1):
+        """buf[:n] (all of it when n < 0)."""
+        self.uart.write(self._views.of(buf, n))
 
     def readinto(self, buf):
         if not self.uart.any():
@@ -58,8 +83,8 @@ class StdioLink:
         self.poll.register(self.inp, select.POLLIN)
         self.one = bytearray(1)
 
-    def write(self, data):
-        self.out.write(data)
+    def write(self, buf, n=-1):
+        self.out.write(buf if n < 0 else bytes(buf[:n]))  # development boards only
 
     def readinto(self, buf):
         """The host bytes waiting, up to len(buf); allocation-free (ipoll reuses its tuple)."""
@@ -99,6 +124,28 @@ def link(board):
     if board.LINK == "uart":
         return UartLink(machine.UART(board.LINK_UART, baudrate=board.LINK_BAUD))
     return StdioLink()
+
+
+def element(board):
+    """The secure element on the board's I2C bus (board.ELEMENT_I2C, _SDA, _SCL, _FREQ), driven
+    patiently: the chip is never polled while busy, since machine.I2C raises (and so allocates)
+    on the NACK a busy chip answers."""
+    from shoe.element import Element
+
+    Pin = machine.Pin
+
+    def bus():
+        return machine.I2C(board.ELEMENT_I2C, sda=Pin(board.ELEMENT_SDA),
+                           scl=Pin(board.ELEMENT_SCL), freq=board.ELEMENT_FREQ)
+
+    def wake():
+        # the datasheet's wake: SDA held low >= 60 us (a write to address 0 does that only at
+        # 100 kHz, and its NACK would raise); then the pins back to the I2C peripheral
+        Pin(board.ELEMENT_SDA, Pin.OUT, value=0)
+        time.sleep_us(80)
+        bus()
+
+    return Element(bus(), wake=wake, patient=True)
 
 
 def reset():

@@ -1,0 +1,331 @@
+"""Protocol v2 on the shoe side, in-process under CPython with the real element driver on the
+emulated chip (tests/fwkit.py): status and integrity signed with the newest finished digest,
+counted commands through the element's counter, refusals that cost no flash, the squeeze hold,
+compaction, the signed MANIFEST boot check and the tilted shoe; on MicroPython the maintenance
+helpers (maint.py) and the virtual board with the element as its own process."""
+
+import hashlib
+import struct
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
+from fwkit import Shoe as Provisioned
+from fwkit import split, verify
+
+from sabot import cards
+from shoe import frames, integrity, release
+from shoe.app import ShoeApp
+from shoe.dealing import PH_ENDED
+from shoe.sensor import encode
+from shoe.store import R_CHECKPOINT, R_FINAL, Flash, RecordLog
+from shoe.tilt import TiltShoe
+
+
+class Link:
+    def __init__(self):
+        self.data = bytearray()
+
+    def write(self, b, n=-1):
+        self.data += bytes(b[:n] if n >= 0 else b)
+
+    def show(self, *state):
+        self.state = state
+
+    def announce(self, *result):
+        pass
+
+    def take(self):
+        out = split(self.data)
+        self.data = bytearray()
+        return out
+
+
+def card(app, token, serve=True):
+    for b in (encode(ord("C")) if token == "CUT" else encode(ord("R"), token.encode())):
+        app.sensor_byte(b)
+    app.exit_edge()
+    while serve and app.busy():
+        app.service()
+
+
+def started(tmp_path, variant=None):
+    shoe = Provisioned(tmp_path, variant=variant)
+    link = Link()
+    app = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
+    app.start()
+    while app.busy():
+        app.service()
+    return shoe, app, link
+
+
+def status_of(f):
+    p = frames.parse(f)
+    names = ("phase", "shoe", "round", "position", "due", "host_counter", "acked",
+             "unacked_from", "unacked_to", "integrity", "refused")
+    return p, dict(zip(names, struct.unpack(">BHHHBIIIIBI", p[6]), strict=True))
+
+
+def test_the_card_path_never_waits_and_status_carries_the_newest_finished_frame(tmp_path):
+    shoe, app, link = started(tmp_path)
+    for t in ("AS", "2H"):  # the burn
+        card(app, t)
+    link.take()
+    for t in ("9S", "8D", "KD", "9C"):  # a natural round: initial_cards, then result
+        card(app, t, serve=False)
+    o = app.outbox
+    assert o.seq == 4 and o.done == 2 and link.take() == []  # built and logged, nothing sent
+    app.host_bytes(shoe.command(frames.C_HELLO))
+    sent = link.take()
+    p, st = status_of(sent[0])
+    verify(shoe.public_key(), sent[0])
+    assert p[0] == frames.T_STATUS and p[4] == 2  # the newest finished, not the newest built
+    assert p[5] == hashlib.sha256(app.unacked()[-1][:-64]).digest()  # the burn's digest
+    assert (st["unacked_from"], st["unacked_to"], st["host_counter"]) == (1, 2, 0)
+    assert [frames.seq_of(f) for f in sent[1:]] == [1, 2]  # resent byte for byte
+    assert sent[1:] == app.unacked()
+    while app.busy():
+        app.service()
+    later = link.take()
+    assert [frames.type_of(f) for f in later] == [frames.T_INITIAL, frames.T_RESULT]
+    assert frames.body_len(later[0]) == len(later[0])  # initial_cards: unsigned ...
+    assert frames.parse(later[1])[5] == hashlib.sha256(later[0]).digest()  # ... sealed
+    verify(shoe.public_key(), later[1])
+
+
+def test_counted_commands_move_the_element_counter_and_refusals_cost_no_flash(tmp_path):
+    shoe, app, link = started(tmp_path)
+    card(app, "5S")  # exposed 5: five more to burn
+    log = shoe.flash / "log"
+    size = log.stat().st_size
+    app.host_bytes(b"\x01\x02\x00" + shoe.command(frames.C_NEW_SHOE, counter=7)
+                   + shoe.command(frames.C_RESOLVE, b"\x01", counter=1, shoe_id=3))
+    assert app.port.refused == 3 and log.stat().st_size == size  # junk: a count, no write
+    app.host_bytes(shoe.command(frames.C_NEW_SHOE))  # authentic, fresh, but mid-shoe
+    while app.busy():
+        app.service()
+    sent = link.take()
+    rejected = [f for f in sent if frames.type_of(f) == frames.T_COMMAND_REJECTED]
+    assert len(rejected) == 1 and frames.parse(rejected[0])[6] == struct.pack(">BBI", 4, 0x83, 1)
+    verify(shoe.public_key(), rejected[0])
+    assert app.port.counter == 1 == shoe.element().counter(0)
+    app.host_bytes(shoe.command(frames.C_NEW_SHOE, counter=1))  # the same command replayed
+    assert app.port.refused == 4 and app.port.counter == 1
+    app.host_bytes(shoe.command(frames.C_HELLO))
+    _, st = status_of(link.take()[0])
+    assert st["host_counter"] == 1 and st["refused"] == 4
+
+
+def test_ack_is_signed_logged_only_when_it_moves_and_survives_a_reboot(tmp_path):
+    shoe, app, _ = started(tmp_path)
+    for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
+        card(app, t)
+    app.host_bytes(shoe.ack(3))
+    assert app.outbox.acked == 3
+    app.host_bytes(shoe.ack(2))  # older: nothing
+    app.host_bytes(shoe.ack(3) + shoe.command(frames.C_ACK, struct.pack(">I", 4),
+                                               key=ec.generate_private_key(ec.SECP256R1())))
+    assert app.outbox.acked == 3 and app.port.refused == 1
+    again = ShoeApp(Flash(str(shoe.flash)), Link(), Link(), shoe.element())
+    again.start()
+    assert again.outbox.acked == 3 and [frames.seq_of(f) for f in again.unacked()] == [4]
+
+
+def test_squeeze_withholds_from_the_first_hand_until_the_reveal(tmp_path):
+    shoe, app, link = started(tmp_path, variant=2 | frames.V_SQUEEZE)
+    for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
+        card(app, t)
+    sent = link.take()
+    assert [frames.type_of(f) for f in sent] == [frames.T_SHOE_START, frames.T_BURN]
+    assert app.outbox.done == 4  # finished (and logged) meanwhile, not sent
+    app.host_bytes(shoe.command(frames.C_HELLO))
+    assert [frames.type_of(f) for f in link.take()] == [frames.T_STATUS, frames.T_SHOE_START,
+                                                        frames.T_BURN]
+    app.reveal_button()
+    while app.busy():
+        app.service()
+    assert [frames.type_of(f) for f in link.take()] == [frames.T_INITIAL, frames.T_RESULT]
+
+
+def test_new_shoe_compacts_to_a_checkpoint_and_the_unacknowledged_finished_frames(tmp_path):
+    shoe, app, _ = started(tmp_path)
+    tokens = [t for t in cards.shuffled_shoe(8, seed=4) if t != "CUT"][:70]
+    tokens.insert(60, "CUT")
+    for t in tokens:
+        card(app, t)
+        if app.shoe.phase == PH_ENDED:
+            break
+    assert app.shoe.phase == PH_ENDED
+    app.host_bytes(shoe.ack(5))
+    held = app.unacked()
+    app.host_bytes(shoe.command(frames.C_NEW_SHOE))
+    while app.busy():
+        app.service()
+    records = list(RecordLog(Flash(str(shoe.flash))).records())
+    assert records[0][0] == R_CHECKPOINT
+    carried = [p[32:] for t, p in records if t == R_FINAL]
+    assert carried[: len(held)] == held
+    again = ShoeApp(Flash(str(shoe.flash)), Link(), Link(), shoe.element())
+    again.start()
+    assert again.shoe.shoe_no == 2 and again.unacked() == app.unacked()
+    assert bytes(again.outbox.digest) == bytes(app.outbox.digest)
+
+
+# ---- the signed MANIFEST and the tilted shoe -------------------------------------------------
+def release_key():
+    key = ec.generate_private_key(ec.SECP256R1())
+    n = key.public_key().public_numbers()
+    return key, n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
+
+
+def signed_manifest(tree, key):
+    digest = integrity.digest(str(tree))
+    r, s = decode_dss_signature(key.sign(digest, ec.ECDSA(Prehashed(hashes.SHA256()))))
+    sig = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+    (tree / "MANIFEST").write_text(digest.hex() + "\n" + sig.hex() + "\n")
+
+
+def ilistdir(path):
+    """MicroPython's os.ilistdir for CPython: (name, type) with 0x4000 for a directory."""
+    import os
+
+    return [(e.name, 0x4000 if e.is_dir() else 0x8000) for e in os.scandir(path)]
+
+
+def test_boot_check_wants_the_digest_and_the_release_signature(tmp_path, monkeypatch):
+    monkeypatch.setattr(integrity.os, "ilistdir", ilistdir, raising=False)
+    tree = tmp_path / "tree"
+    (tree / "shoe").mkdir(parents=True)
+    (tree / "shoe" / "app.py").write_text("x = 1\n")
+    shoe = Provisioned(tmp_path / "s")
+    el = shoe.element()
+    key, public = release_key()
+    signed_manifest(tree, key)
+    monkeypatch.setattr(release, "PUBLIC_KEY", None)
+    assert integrity.check(str(tree), (), el) == "no release key in the tree"
+    monkeypatch.setattr(release, "PUBLIC_KEY", public)
+    assert integrity.check(str(tree), (), el) is None
+    assert integrity.check(str(tree), (), None) is not None  # no element: no certified code
+    other, _ = release_key()
+    signed_manifest(tree, other)
+    assert integrity.check(str(tree), (), el) == "MANIFEST signature invalid"
+    signed_manifest(tree, key)
+    (tree / "shoe" / "app.py").write_text("x = 2\n")
+    assert integrity.check(str(tree), (), el) == "code differs from MANIFEST"
+    (tree / "MANIFEST").write_text(integrity.digest(str(tree)).hex() + "\n")  # v1: no signature
+    assert integrity.check(str(tree), (), el) == "MANIFEST malformed"
+
+
+def test_tilted_shoe_answers_with_signed_status_and_integrity(tmp_path, monkeypatch):
+    monkeypatch.setattr(integrity.os, "ilistdir", ilistdir, raising=False)
+    shoe = Provisioned(tmp_path)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "main.py").write_text("pass\n")
+    link = Link()
+    tilt = TiltShoe(Flash(str(shoe.flash)), link, link, str(tree), (), shoe.element())
+    tilt.start()
+    tilt.host_bytes(shoe.command(frames.C_HELLO) + shoe.command(frames.C_INTEGRITY, b"seed"))
+    status, answer = link.take()
+    for f in (status, answer):
+        verify(shoe.public_key(), f)
+    assert status_of(status)[1]["integrity"] == frames.INTEGRITY_TILT
+    p = frames.parse(answer)
+    assert p[0] == frames.T_INTEGRITY and p[6][0] == frames.INTEGRITY_TILT
+    assert p[6][1:] == integrity.seeded(b"seed", str(tree))
+
+
+
+# ---- on MicroPython: the maintenance helpers and the virtual board ---------------------------
+def test_maint_prints_the_public_key_and_rekeys_in_the_element(mpy, shoe_flash, element,
+                                                               tmp_path):
+    import os
+    import re
+    import subprocess
+
+    from conftest import FIRMWARE, ROOT, micropython_bin
+
+    flash, _, shoe = shoe_flash
+    env = dict(os.environ, SABOT_ELEMENT=element, SABOT_FLASH=str(flash),
+               MICROPYPATH=os.pathsep.join([str(FIRMWARE), str(ROOT / "boards" / "virtual")]))
+
+    def run(code):
+        r = subprocess.run([micropython_bin(), "-c", code], env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    def xy(pub):
+        n = pub.public_numbers()
+        return (n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")).hex()
+
+    assert run("import maint; maint.public()") == f"KEY 1 {xy(shoe.public_key(1))}"
+    out = run("import maint; maint.rekey()")
+    m = re.fullmatch(r"REKEY 2 ([0-9a-f]{128})", out)
+    assert m, out
+    assert (flash / "identity").read_bytes() == struct.pack(">IH", shoe.shoe_id, 2)
+    assert m.group(1) == xy(shoe.public_key(2))  # made in slot 2 inside the element
+    assert run("import maint; maint.public()") == f"KEY 2 {m.group(1)}"
+
+
+def test_virtual_board_deals_and_signs_through_the_element_process(shoe_flash, element):
+    import os
+    import socket
+    import subprocess
+    import time
+
+    from conftest import FIRMWARE, ROOT, free_port_for_tests, micropython_bin
+
+    flash, _, shoe = shoe_flash
+    port = free_port_for_tests()
+    env = dict(os.environ, MICROPYPATH=str(FIRMWARE))
+    board = subprocess.Popen(
+        [micropython_bin(), str(ROOT / "boards" / "virtual" / "main.py"), "--flash", str(flash),
+         "--listen", f"127.0.0.1:{port}", "--element", element],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        while not board.stdout.readline().startswith(b"L "):  # indicator lines, then link up
+            assert board.poll() is None, board.stderr.read()
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
+            board.stdin.write(encode(ord("R"), t.encode()) + b"\x80")  # sensor frame, exit edge
+        board.stdin.flush()
+        while not board.stdout.readline().startswith(b"A "):  # the round's result is shown
+            assert board.poll() is None, board.stderr.read()
+        time.sleep(0.5)  # the board finishes the frames on its own, polling every ~2 ms
+        conn.sendall(shoe.command(frames.C_HELLO))
+        got = bytearray()
+        end = time.monotonic() + 10
+        while True:  # what came before the hello depends on when the link was accepted
+            sent = split(got)
+            at = [frames.type_of(f) for f in sent].index(frames.T_STATUS) if any(
+                frames.type_of(f) == frames.T_STATUS for f in sent) else -1
+            if at >= 0 and len(sent) >= at + 5:  # the status and the 4 frames held
+                sent = sent[at : at + 5]
+                break
+            assert time.monotonic() < end, sent
+            got += conn.recv(4096)
+        assert [frames.type_of(f) for f in sent] == [
+            frames.T_STATUS, frames.T_SHOE_START, frames.T_BURN, frames.T_INITIAL, frames.T_RESULT]
+        for f in sent:
+            if frames.signed(frames.type_of(f)):
+                verify(shoe.public_key(), f)
+        assert frames.parse(sent[0])[4] == 4  # every frame finished while nobody asked
+        conn.close()
+    finally:
+        board.kill()
+        board.wait()
+
+
+def test_squeezed_frames_withheld_over_a_power_cut_go_out_at_the_reveal(tmp_path):
+    shoe, app, link = started(tmp_path, variant=2 | frames.V_SQUEEZE)
+    for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
+        card(app, t)
+    link.take()
+    again = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
+    again.start()
+    assert again.hold_from == 3 and again.sent == 2
+    again.reveal_button()
+    while again.busy():
+        again.service()
+    assert [frames.seq_of(f) for f in link.take()] == [3, 4]
