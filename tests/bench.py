@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host_tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sabot import rules
-from sabot.analyze import analyze, first_four_classes
+from sabot import rules  # noqa: E402  (after the path set-up above)
+from sabot.analyze import analyze, first_four_classes  # noqa: E402
 
 
 def baseline_rank_enumeration(decks=8):
@@ -110,6 +110,7 @@ def _card_path(tmp, name, mode, path, heapsize=None, ack=True):
     import re
 
     from fwkit import write_acks
+
     from sabot import cards
     from sabot.paths import micropython
 

@@ -64,6 +64,7 @@ def shoe_flash(tmp_path):
     store and the host command key: tests/fwkit.py Shoe) and a freshly shuffled 8-deck shoe
     file."""
     from fwkit import Shoe
+
     from sabot import cards
 
     provisioned = Shoe(tmp_path)
@@ -157,6 +158,7 @@ def signing_shoe(shoe_id=0x5AB0_0001, **config):
     """A shoe's frames without a board: (ShoeSigner with a fresh result key standing in for the
     element, the registry entry holding its public half as version 1)."""
     from cryptography.hazmat.primitives.asymmetric import ec
+
     from sabot import keys
     from sabot.capture_gen import ShoeSigner
     from sabot.registry import ShoeEntry
