@@ -63,8 +63,9 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
 
 
 def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
-    """`--maintenance` is the confirm button held at power-on: the deployed firmware does not start
-    and mpremote reaches the REPL, which sees the board's filesystem."""
+    """`--maintenance` is a board on the bench with its case open (BOOTSEL / SWD; no button does
+    it): the deployed firmware does not start and mpremote reaches the REPL, which sees the
+    board's filesystem."""
     from sabot.build import build
 
     root = tmp_path / "board"

@@ -66,7 +66,7 @@ def status_of(f):
     return p, dict(zip(names, struct.unpack(">BHHHBIIIIBI", p[6]), strict=True))
 
 
-def test_the_card_path_never_waits_and_status_carries_the_newest_finished_frame(tmp_path):
+def test_the_card_path_never_waits_and_a_hello_is_answered_after_what_came_before_it(tmp_path):
     shoe, app, link = started(tmp_path)
     for t in ("AS", "2H"):  # the burn
         card(app, t)
@@ -77,20 +77,18 @@ def test_the_card_path_never_waits_and_status_carries_the_newest_finished_frame(
     assert o.seq == 4 and o.done == 2 and link.take() == []  # built and logged, nothing sent
     app.host_bytes(shoe.command(frames.C_HELLO))
     sent = link.take()
-    p, st = status_of(sent[0])
-    verify(shoe.public_key(), sent[0])
-    assert p[0] == frames.T_STATUS and p[4] == 2  # the newest finished, not the newest built
-    assert p[5] == hashlib.sha256(app.unacked()[-1][:-64]).digest()  # the burn's digest
-    assert (st["unacked_from"], st["unacked_to"], st["host_counter"]) == (1, 2, 0)
-    assert [frames.seq_of(f) for f in sent[1:]] == [1, 2]  # resent byte for byte
-    assert sent[1:] == app.unacked()
-    while app.busy():
-        app.service()
-    later = link.take()
-    assert [frames.type_of(f) for f in later] == [frames.T_INITIAL, frames.T_RESULT]
-    assert frames.body_len(later[0]) == len(later[0])  # initial_cards: unsigned ...
-    assert frames.parse(later[1])[5] == hashlib.sha256(later[0]).digest()  # ... sealed
-    verify(shoe.public_key(), later[1])
+    # the hello's answer comes after every frame made before it: finished first, then status
+    assert [frames.type_of(f) for f in sent[:3]] == [frames.T_INITIAL, frames.T_RESULT,
+                                                     frames.T_STATUS]
+    assert frames.body_len(sent[0]) == len(sent[0])  # initial_cards: unsigned ...
+    assert frames.parse(sent[1])[5] == hashlib.sha256(sent[0]).digest()  # ... sealed
+    verify(shoe.public_key(), sent[1])
+    p, st = status_of(sent[2])
+    verify(shoe.public_key(), sent[2])
+    assert p[4] == 4 and p[5] == hashlib.sha256(app.unacked()[-1][:-64]).digest()
+    assert (st["unacked_from"], st["unacked_to"], st["host_counter"]) == (1, 4, 0)
+    assert [frames.seq_of(f) for f in sent[3:]] == [1, 2, 3, 4]  # resent byte for byte
+    assert sent[3:] == app.unacked()
 
 
 def test_counted_commands_move_the_element_counter_and_refusals_cost_no_flash(tmp_path):

@@ -334,6 +334,7 @@ class ShoeApp:
         """Called by the board loop on every pass: one step of finishing frames with the element
         (never waiting for a Sign), then send what is finished, in order. Allocation-free."""
         o = self.outbox
+        self.port.service(self)
         if o.done < o.seq:
             try:
                 o.service()
@@ -344,7 +345,8 @@ class ShoeApp:
     def busy(self):
         """Frames wait for the element or the link: the board loop should come back soon."""
         o = self.outbox
-        return o.done < o.seq or (self.sent < o.done and not self.hold_from)
+        return (o.done < o.seq or (self.sent < o.done and not self.hold_from)
+                or self.port.owed > 0)
 
     def settle(self):
         """Wait for the frame the element is working on (the command port needs the element)."""
@@ -412,7 +414,10 @@ class ShoeApp:
             return
         if ftype == frames.C_HELLO:
             # Any hello only makes the shoe say where it stands and resend what the host has
-            # not acknowledged (finished frames, byte for byte as first sent).
+            # not acknowledged (finished frames, byte for byte as first sent). What it made before
+            # the hello is finished first, so the status comes after those frames (a host that
+            # has the status has everything made before it; hellos are rate-limited).
+            self._finish_all()
             self.send_status()
             o = self.outbox
             for buf, at, n in o.unacknowledged():

@@ -27,6 +27,7 @@ COMMAND_KEY_SLOT = const(1)  # the host command key's public half, in the elemen
 _COUNTER = const(0)  # the element's monotonic counter that numbers counted commands
 _HELLOS_PER_S = const(5)
 _VERIFIES_PER_S = const(1)
+_OWED_MAX = const(4)  # hellos over the rate kept to answer later: a waiting host gets its status
 
 
 def uncounted(ftype):
@@ -50,6 +51,7 @@ class CommandPort:
         self._window = ticks_ms()
         self._hellos = 0
         self._verifies = 0
+        self.owed = 0  # hellos over the rate, answered when the rate allows
 
     def start(self):
         """Read the command counter out of the element once; the port tracks it from then on."""
@@ -71,6 +73,12 @@ class CommandPort:
                 self._n += 1
             else:
                 self._n = 0  # longer than any frame: line noise; resynchronise at the next zero
+
+    def service(self, shoe):
+        """Answer a hello owed from a burst once the rate allows. Allocation-free."""
+        if self.owed and not self._over_rate(frames.C_HELLO):
+            self.owed -= 1
+            shoe.command(frames.C_HELLO, 0, b"")
 
     def _over_rate(self, ftype):
         now = ticks_ms()
@@ -98,10 +106,12 @@ class CommandPort:
             self.refused += 1
             return
         if uncounted(ftype):
-            if self._over_rate(ftype):
-                self.refused += 1
-            else:
+            if not self._over_rate(ftype):
                 shoe.command(ftype, counter, payload)
+            elif ftype == frames.C_HELLO and self.owed < _OWED_MAX:
+                self.owed += 1  # a burst: answered later, at the allowed rate
+            else:
+                self.refused += 1
             return
         counted = ftype != frames.C_ACK  # an ack only moves forward: a replayed one does nothing
         if counted and counter != self.counter + 1:

@@ -76,10 +76,10 @@ class TiltShoe:
         self.show()
 
     def service(self, now=0):
-        pass
+        self.port.service(self)  # a hello owed from a burst
 
     def busy(self):
-        return False
+        return self.port.owed > 0
 
     def settle(self):
         pass  # nothing is ever queued in the element here

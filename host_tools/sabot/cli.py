@@ -1003,8 +1003,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the board's whole filesystem, as on a Pico: it runs the "
                    "firmware deployed there (sabot deploy), or serves the REPL when there is none")
     b.add_argument("--maintenance", action="store_true",
-                   help="with --root: start in the REPL, as with the confirm button held at "
-                   "power-on")
+                   help="with --root: start in the REPL without running main.py, as a board "
+                   "on the bench with its case open (BOOTSEL / SWD); no button does this")
     b.set_defaults(func=cmd_board)
 
     v = sub.add_parser("validate",
