@@ -115,3 +115,26 @@ def test_a_planted_source_file_is_caught_too(built):
         assert board.wait(lambda s: s[5] == 15, 5)
     finally:
         board.stop()
+
+
+def test_a_manifest_rewritten_to_match_altered_code_is_caught_by_its_signature(built):
+    """The audit's implant rewrote the unsigned MANIFEST to match its code. Now MANIFEST is signed
+    by the release key: a digest recomputed for altered code, under the old signature or one by
+    any other key, tilts the shoe."""
+    from sabot.build import sign_manifest
+
+    _certified, deployed, tmp, _ = built
+    target = deployed / "shoe" / "dealing.mpy"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    target.write_bytes(bytes(data))
+    old_signature = (deployed / "MANIFEST").read_text().split()[1]
+    for manifest in (code_digest(deployed) + "\n" + old_signature + "\n",
+                     sign_manifest(keys.create(str(tmp / "implant.pem")).private_key,
+                               code_digest(deployed))):
+        (deployed / "MANIFEST").write_text(manifest)
+        board = VirtualBoard(tmp / "flash", code=deployed, sign_ms=SIGN_MS).start()
+        try:
+            assert board.wait(lambda s: s[5] == 15, 5)  # tilt
+        finally:
+            board.stop()

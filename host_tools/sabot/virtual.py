@@ -468,6 +468,7 @@ def serve_repl(host: str, port: int, root: str, element: str | None = None) -> N
     tty.setraw(slave)
     repl = subprocess.Popen([micropython()], stdin=slave, stdout=slave, stderr=slave, cwd=root,
                             env=dict(os.environ, MICROPYPATH=":" + str(root),
+                                     SABOT_FLASH="data",  # the board's data dir, as on a Pico
                                      **({"SABOT_ELEMENT": element} if element else {})))
     os.close(slave)
     srv = socket.socket()

@@ -1,0 +1,168 @@
+"""No private key on the shoe: a dealing virtual board whose result keys live in its secure
+element (the emulator process, its store outside the board's filesystem) is taken to an
+authenticated maintenance session, and everything the REPL can reach — the board's whole
+filesystem, the element's command interface — and the memory of both MicroPython processes (the
+dealing shoe's before maintenance, the REPL's after) hold neither the result key nor the host's
+command key, in any form."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+
+from conftest import BoardProcess, port_accepts, wait_for
+from sabot.virtual import free_port
+
+
+def private_forms(pem_path):
+    """Every form a P-256 private key could be found in: its scalar (big- and little-endian, and
+    as hex), its PEM and DER encodings."""
+    data = Path(pem_path).read_bytes()
+    key = serialization.load_pem_private_key(data, password=None)
+    d = key.private_numbers().private_value.to_bytes(32, "big")  # type: ignore[union-attr]
+    der = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    body = b"".join(data.split(b"\n")[1:-2])  # the PEM's base64 lines
+    return [d, d[::-1], d.hex().encode(), d.hex().upper().encode(), der, body[:48]]
+
+
+def secrets_of(tmp_path, root):
+    from sabot.virtual import element_store
+
+    store = Path(element_store(root / "data"))
+    if not store.exists():
+        store = Path(element_store(root))
+    slots = sorted(p for p in store.glob("slot*.pem") if ".pub." not in p.name)
+    assert slots, f"no result key in the element's store {store}"
+    found = [form for p in slots for form in private_forms(p)]
+    return found + private_forms(tmp_path / "command.pem")
+
+
+def processes():
+    """(pid, command line) of every process still there."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                yield int(entry), Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue  # gone meanwhile
+
+
+def micropython_pids(root):
+    """The MicroPython processes of this board: the shoe (main.py of the root) or its REPL (run in
+    the root)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if not any(c.endswith(b"micropython") for c in cmd[:2]):
+            continue  # (the pip-installed unix port runs inside a CPython process)
+        if str(root).encode() in b" ".join(cmd) or cwd == str(root):
+            pids.append(int(entry))
+    return pids
+
+
+def memory_of(pid):
+    """Every readable mapping of a process (the test is its ancestor, so ptrace rules allow it)."""
+    out = []
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if "r" not in perms:
+                continue
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(lo)
+                out.append(mem.read(hi - lo))
+            except (OSError, OverflowError, ValueError):
+                continue  # vvar and friends
+    return b"".join(out)
+
+
+def assert_none_in(blob, secrets, where):
+    for s in secrets:
+        assert s not in blob, f"a private key form found in {where}"
+
+
+def mpremote(url, *args):
+    exe = os.path.join(os.path.dirname(sys.executable), "mpremote")
+    r = subprocess.run([exe, "connect", url, "resume", *args], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+# Run in the REPL: every file of the board's filesystem, as hex, one per line.
+DUMP_ALL = """
+import os, binascii
+def walk(d):
+    for e in os.ilistdir(d):
+        p = d + '/' + e[0]
+        if e[1] == 0x4000:
+            walk(p)
+        else:
+            with open(p, 'rb') as f:
+                print('FILE', p, binascii.hexlify(f.read()).decode())
+walk('.')
+"""
+
+
+def test_full_repl_access_finds_no_private_key(tmp_path):
+    from sabot import keys
+    from sabot.build import build
+    from sabot.deploy import _ask_for_maintenance
+    from sabot.registry import Registry
+
+    root, key, reg = tmp_path / "board", tmp_path / "command.pem", tmp_path / "shoes.json"
+    build("virtual", root, release=tmp_path / "release.pem")
+    keys.create(str(key))
+    port = free_port()
+    url = f"socket://127.0.0.1:{port}"
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
+                         "--registry", reg)
+    try:
+        board.wait_line("firmware running")
+        secrets = secrets_of(tmp_path, root)
+        # the shoe signs through its element (a status answers the hello), then its memory
+        st = subprocess.run([sys.executable, "-m", "sabot.cli", "status", "--port", url,
+                             "--key", key, "--registry", reg, "--json"],
+                            capture_output=True, text=True, timeout=60)
+        assert st.returncode == 0 and '"phase"' in st.stdout, st.stderr
+        # the scan can find a key where there is one: the element emulator's own memory
+        emulators = [pid for pid, cmd in processes()
+                     if b"sabot.element_emulator" in cmd and str(root).encode() in cmd]
+        assert emulators and any(s in memory_of(emulators[0]) for s in secrets[:6])
+        shoes = micropython_pids(root)
+        assert shoes, "the dealing shoe's process was not found"
+        for pid in shoes:
+            assert_none_in(memory_of(pid), secrets, f"the dealing shoe's memory (pid {pid})")
+
+        config = Registry.load(str(reg)).pick(None)
+        assert _ask_for_maintenance(url, keys.load(str(key)), config)
+        board.wait_line("REPL on")
+        assert wait_for(lambda: port_accepts(port))
+        files = mpremote(url, "exec", DUMP_ALL)
+        names = [line.split()[1] for line in files.splitlines() if line.startswith("FILE ")]
+        assert "./data/identity" in names and "./main.py" in names  # it saw the whole board
+        blob = b"".join(bytes.fromhex(line.split()[2]) for line in files.splitlines()
+                        if line.startswith("FILE ") and len(line.split()) == 3)
+        assert_none_in(blob + files.encode(), secrets, "the board's filesystem")
+        # the element answers with the public half only, the one the registry holds
+        public = mpremote(url, "exec", "import maint; maint.public()")
+        version, xy = public.split()[1:3]
+        assert int(version) == 1 and config.public_key(1) is not None
+        numbers = config.public_key(1).public_numbers()  # type: ignore[union-attr]
+        assert xy == (numbers.x.to_bytes(32, "big") + numbers.y.to_bytes(32, "big")).hex()
+        repls = micropython_pids(root)
+        assert repls, "the REPL's process was not found"
+        for pid in repls:
+            assert_none_in(memory_of(pid), secrets, f"the REPL's memory (pid {pid})")
+    finally:
+        board.stop()
