@@ -5,6 +5,7 @@ maint.rekey()"` and parses the line it prints, so keep the formats exactly:
   maint.public()  ->  KEY <version> <hex X||Y>     the current result key's public half
   maint.rekey()   ->  REKEY <version> <hex X||Y>   a new key made inside the element (GenKey in
                                                    the next result slot), now the current one
+  maint.check()   ->  INTEGRITY None | <reason>     the boot check of the code tree, by hand
 
 Nothing here ever sees a private key: the element makes and keeps it. The flash file `identity`
 (shoe_id, key_version) is rewritten atomically after the element holds the new key; a power cut
@@ -52,3 +53,14 @@ def rekey():
     _element().genkey(result_slot(new), xy)
     write_identity(flash, shoe_id, new)
     print("REKEY %d %s" % (new, _hex(xy)))
+
+
+def check():
+    """The boot check, run by hand: `INTEGRITY None` when the code tree is the signed build (what
+    `sabot deploy` asks after copying), else `INTEGRITY <reason>`."""
+    import os
+
+    from shoe import integrity
+
+    reason = integrity.check(os.getcwd(), (board.FLASH_DIR.strip("/"),), _element())
+    print("INTEGRITY", reason)

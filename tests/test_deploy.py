@@ -100,14 +100,13 @@ def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tm
     (root / "lib" / "old").mkdir(parents=True)
     (root / "boot.py").write_text("print('old boot')\n")
     (root / "lib" / "old" / "thing.py").write_text("x = 1\n")
-    (root / "data").mkdir()
-    (root / "data" / "notes").write_text("kept\n")
     port = free_port()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
                          "--registry", reg)
     bridge = None
     try:
-        board.wait_line("REPL on")
+        board.wait_line("REPL on")  # provisioned at the factory: identity in data/, element
+        (root / "data" / "notes").write_text("kept\n")  # the technician's file in data/
         assert wait_for(lambda: port_accepts(port))
         bridge = PtyBridge(tmp_path, port)
         r = run("deploy", "--port", bridge.path, "--board", "virtual", "--key", key,

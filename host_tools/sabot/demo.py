@@ -338,11 +338,11 @@ def run_board(listen: str, flash_dir: str, shoe: list[str] | None = None,
             from .virtual import element_store
 
             os.makedirs(os.path.join(root, "data"), exist_ok=True)
-            _provision_board(os.path.join(root, "data"), keys.load(key_file), registry,
+            _provision_board(os.path.join(root, "data"), keys.load_or_create(key_file), registry,
                              element_store(root))
         return run_board_root(host, int(port), root, shoes, maintenance)
     if key_file:
-        _provision_board(flash_dir, keys.load(key_file), registry)
+        _provision_board(flash_dir, keys.load_or_create(key_file), registry)
     elif not os.path.exists(os.path.join(flash_dir, "identity")):
         raise SabotError(f"no identity in {flash_dir}: provision the virtual shoe (sabot "
                          "provision --flash DIR, or --key FILE here)")

@@ -223,8 +223,7 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
                 log("  copied MANIFEST")
 
     mpremote(url, *cmds, on_line=progress)
-    check = mpremote(url, ["exec", "import os\nfrom shoe import integrity\n"
-                                   "print('INTEGRITY', integrity.check(os.getcwd(), ('data',)))"])
+    check = mpremote(url, ["exec", "import maint; maint.check()"])  # with the element
     if "INTEGRITY None" not in check:
         raise SabotError(f"what landed on the shoe is not the build: {check.strip()}")
     log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}...")

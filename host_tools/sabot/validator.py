@@ -80,6 +80,7 @@ class Validator:
                                             "host_counter": 0, "inventory": {}}
         self.anchored = st is not None
         self.resend_until = 0  # after an authentic status, resends up to this seq are expected
+        self.resend_from = 0  # ... and from this one: what the shoe still held unacknowledged
         self.status: dict[str, Any] | None = None  # the latest authentic status
         self.statuses = 0  # how many authentic statuses arrived: answers to the link's hellos
         self.counts = {"frames": 0, "verified": 0, "rejected": 0, "rounds": 0, "irregularities": 0,
@@ -271,6 +272,10 @@ class Validator:
             self.status = pr.decode_status(f.payload)
             self._latest_seq = f.seq  # a status carries the shoe's newest seq in its header
             self.statuses += 1
+            first = self.status["unacked_from"]
+            if first:  # the shoe resends what it held unacknowledged, nothing acked before
+                self.resend_from = first if not self.resend_until else min(self.resend_from,
+                                                                             first)
             self.resend_until = max(self.resend_until, self.status["unacked_to"])
             st["host_counter"] = self.status["host_counter"]  # the element's counter: exact
             self._after_status(self.status)
@@ -288,7 +293,7 @@ class Validator:
             # Already stored: a resend we asked for (after our hello) is expected, anything else is
             # a replay.
             same = self.store.stored_raw(f.key_id, f.shoe_id, f.seq) == f.raw
-            if same and f.seq <= self.resend_until:
+            if same and self.resend_from <= f.seq <= self.resend_until:
                 return "resent", False
             raise FrameError("replayed")
         if f.boot < st["last_boot"]:
