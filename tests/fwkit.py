@@ -131,12 +131,14 @@ class EmulatorProcess:
         env = dict(os.environ, PYTHONPATH=str(ROOT / "host_tools"))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sabot.element_emulator", "--store", str(store), "--listen",
-             self.spec, *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+             self.spec, *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True, env=env)
         lines = queue.Queue()
+        self.err = []
 
         def read():
             for line in self.proc.stderr:
+                self.err.append(line)
                 lines.put(line)
 
         threading.Thread(target=read, daemon=True).start()
@@ -144,8 +146,26 @@ class EmulatorProcess:
         assert "listening on" in line, line
 
     def stop(self):
+        """Stop it; everything it printed (it must never print a private key)."""
         self.proc.terminate()
-        self.proc.wait(timeout=10)
+        out, _ = self.proc.communicate(timeout=10)
+        return out + "".join(self.err)
+
+
+class Link:
+    """The shoe's host link and indicators in one object, collecting what the shoe sends."""
+
+    def __init__(self):
+        self.data = bytearray()
+
+    def write(self, b, n=-1):
+        self.data += bytes(b[:n] if n >= 0 else b)
+
+    def show(self, *state):
+        self.state = state
+
+    def announce(self, *result):
+        pass
 
 
 def write_acks(shoe, path, n=600):

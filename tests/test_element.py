@@ -3,17 +3,15 @@ and the emulator (sabot.element_emulator) through a real socket, on CPython and 
 
 import hashlib
 import os
-import queue
 import stat
-import subprocess
 import sys
-import threading
 import time
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+from fwkit import EmulatorProcess
 
 from sabot import element_emulator as em
 
@@ -95,32 +93,6 @@ def test_golden_packets_with_data():
 # -- the emulator through a socket ---------------------------------------------------------------
 
 
-class Emulator:
-    def __init__(self, store, sock, *args):
-        self.spec = f"unix:{sock}"
-        env = dict(os.environ, PYTHONPATH=str(ROOT / "host_tools"))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sabot.element_emulator", "--store", str(store), "--listen",
-             self.spec, *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, env=env)
-        lines = queue.Queue()
-        self.err = []
-
-        def read():
-            for line in self.proc.stderr:
-                self.err.append(line)
-                lines.put(line)
-
-        threading.Thread(target=read, daemon=True).start()
-        line = lines.get(timeout=30)
-        assert "listening on" in line, line
-
-    def stop(self):
-        self.proc.terminate()
-        out, _ = self.proc.communicate(timeout=10)
-        return out + "".join(self.err)
-
-
 @pytest.fixture
 def emulator(tmp_path):
     started = []
@@ -129,7 +101,7 @@ def emulator(tmp_path):
         store = store or tmp_path / "store"
         if provision and not (store / "meta.json").exists():
             em.provision(store, None)
-        e = Emulator(store, tmp_path / f"el{len(started)}.sock", *args)
+        e = EmulatorProcess(store, tmp_path / f"el{len(started)}.sock", *args)
         started.append(e)
         return e
 

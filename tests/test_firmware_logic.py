@@ -14,8 +14,8 @@ import pytest
 from cobs import cobs as cobs_ref
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
+from fwkit import Link, payload_of, split, verify
 from fwkit import Shoe as Provisioned
-from fwkit import payload_of, split, verify
 
 from sabot import cards, rules
 
@@ -325,6 +325,22 @@ def test_a_tampered_command_fails_in_the_element(tmp_path):
     assert rec.calls == [] and port.refused == 1 and port.counter == 0
 
 
+def test_a_command_signed_by_the_result_key_authorises_nothing(tmp_path):
+    """The element checks commands against the command key's slot only: the shoe's own result
+    key (say, a signature an implant got the element to make) cannot authorise one."""
+    from cryptography.hazmat.primitives import serialization
+
+    shoe, port = port_for(tmp_path)
+    result_key = serialization.load_pem_private_key((shoe.store / "slot0.pem").read_bytes(),
+                                                    password=None)
+    rec = Recorder()
+    feed(port, rec, shoe.command(frames.C_MAINTENANCE, counter=1, key=result_key)
+         + shoe.command(frames.C_ACK, b"\x00\x00\x00\x09", key=result_key))
+    assert rec.calls == [] and port.refused == 2 and port.counter == 0
+    feed(port, rec, shoe.command(frames.C_MAINTENANCE, counter=1))  # the command key's: obeyed
+    assert [c[1] for c in rec.calls] == [frames.C_MAINTENANCE] and port.counter == 1
+
+
 def test_hello_and_verify_are_rate_limited(tmp_path):
     shoe, port = port_for(tmp_path)
     rec = Recorder()
@@ -357,20 +373,6 @@ def test_command_port_drops_an_overlong_run_and_resynchronises(tmp_path):
 
 
 # ---- the dealing shoe through its public seams ------------------------------------------------
-class Link:
-    def __init__(self):
-        self.data = bytearray()
-
-    def write(self, b, n=-1):
-        self.data += bytes(b[:n] if n >= 0 else b)
-
-    def show(self, *state):
-        self.state = state
-
-    def announce(self, *result):
-        pass
-
-
 def deal(app, tokens):
     for t in tokens:
         for b in (encode(ord("C")) if t == "CUT" else encode(ord("R"), t.encode())):

@@ -7,6 +7,7 @@ helpers (maint.py) and the virtual board with the element as its own process."""
 import hashlib
 import struct
 
+import fwkit
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
@@ -22,19 +23,7 @@ from shoe.store import R_CHECKPOINT, R_FINAL, Flash, RecordLog
 from shoe.tilt import TiltShoe
 
 
-class Link:
-    def __init__(self):
-        self.data = bytearray()
-
-    def write(self, b, n=-1):
-        self.data += bytes(b[:n] if n >= 0 else b)
-
-    def show(self, *state):
-        self.state = state
-
-    def announce(self, *result):
-        pass
-
+class Link(fwkit.Link):
     def take(self):
         out = split(self.data)
         self.data = bytearray()

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 
-from conftest import BoardProcess, port_accepts, wait_for
 from sabot.virtual import free_port
+
+from conftest import BoardProcess, port_accepts, wait_for
 
 
 def private_forms(pem_path):

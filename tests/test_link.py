@@ -110,7 +110,7 @@ def tampered(parts, chained, how, k, other_key=None):
     ("flip", {"bad_signature"}, False),
     # a signed frame gone: the unsigned one before it has lost its seal, or the sequence breaks
     ("delete", {"sequence_gap", "unsealed"}, False),
-    ("replay", {"replayed"}, True),  # the copy is refused; the genuine frames after it stay in order
+    ("replay", {"replayed"}, True),  # the copy is refused; the genuine frames after it go on
     ("swap", {"sequence_gap", "unsealed"}, False),
     ("resign", {"bad_signature"}, False),
 ])

@@ -238,3 +238,15 @@ def test_a_status_naming_a_newer_frame_leaves_a_pending_frame_to_its_successor(t
     assert [(f.seq, verdict) for f, verdict, _ in verdicts] == [
         (3, "accepted"), (2, "accepted"), (3, "accepted")]  # the status, then the sealed pair
     assert v.counts["rejected"] == 0 and v.state["last_seq"] == 3
+
+
+def test_a_frame_signed_by_the_command_key_is_no_result(tmp_path):
+    """The host's command key signs commands; a shoe frame under it is bad_signature, so the key
+    the host holds cannot make a result verify."""
+    _, entry = signing_shoe()
+    command_key = keys.create(str(tmp_path / "command.pem"))
+    forger = capture_gen.ShoeSigner(command_key.private_key, entry.shoe_id)
+    v = Validator(entry, str(tmp_path / "a.db"))
+    out = v.receive(pr.encode_frame(forger.chained(pr.T_SHOE_START, struct.pack(">HBB", 1, 8, 2))))
+    assert [verdict for _, verdict, _ in out] == ["rejected"]
+    assert v.rejections[0]["reason"] == "bad_signature"
