@@ -17,7 +17,8 @@ from conftest import BoardProcess, signing_shoe
 SABOT = [sys.executable, "-m", "sabot.cli"]
 
 
-def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_path):
+def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # ./sabot-shoes.json: this test's shoe alone
     key, flash = tmp_path / "host.pem", tmp_path / "flash"
     db, cap = tmp_path / "audit.db", tmp_path / "cap.bin"
     r = subprocess.run([*SABOT, "provision", "--key", key, "--flash", flash], capture_output=True,

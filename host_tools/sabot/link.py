@@ -34,6 +34,7 @@ class HostLink:
         self.validator = validator
         self.command_key = command_key  # signs acks and counted commands; None: hello only
         validator.live = True  # its statuses now answer hellos: it anchors at the first one
+        validator.awaiting_status = True
         self.hello_every = hello_every
         self.counter = 0
         self.last_rx = 0.0
@@ -47,6 +48,7 @@ class HostLink:
 
     def reconnect(self, timeout: float = 10.0) -> None:
         self.port.reopen(timeout)
+        self.validator.awaiting_status = True
         self._forget_hellos()  # their answers went with the old connection
         self._drop_backlog()
         self.hello()

@@ -96,6 +96,7 @@ class Validator:
         self._tilt_seen = False
         self._latest_seq = 0
         self.live = False  # set by the host link: statuses answer our hellos
+        self.awaiting_status = False  # set by the host link at each (re)connection
         # Issue 14's alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
         self.watch = (Watch(self.store, config.shoe_id, self.config, self.state, self._alarm)
                       if watch else None)
@@ -270,6 +271,7 @@ class Validator:
             if f.boot < st["last_boot"]:
                 raise FrameError("boot_backwards")
             self.status = pr.decode_status(f.payload)
+            self.awaiting_status = False
             self._latest_seq = f.seq  # a status carries the shoe's newest seq in its header
             self.statuses += 1
             first = self.status["unacked_from"]
@@ -298,6 +300,10 @@ class Validator:
             raise FrameError("replayed")
         if f.boot < st["last_boot"]:
             raise FrameError("boot_backwards")
+        if self.anchored and f.seq > st["last_seq"] + 1 and self.live and self.awaiting_status:
+            # Just (re)connected: frames the shoe sent while nobody listened come again after the
+            # status answering our hello; a newer one seen before that is not a gap yet.
+            return "deferred", False
         if self.anchored and f.seq != st["last_seq"] + 1:
             raise FrameError("sequence_gap")
         if self.anchored and st["last_digest"] and f.chain != st["last_digest"]:
