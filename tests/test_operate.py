@@ -232,3 +232,26 @@ def test_a_port_that_cannot_be_opened_fails_at_once_and_leaves_no_database(tmp_p
             "--baud", "9600")
     assert r.returncode != 0 and "cannot open" in r.stderr
     assert not (tmp_path / "a.db").exists()
+
+
+def test_a_pit_registry_of_two_shoes_needs_no_shoe_id_the_shoe_says_which_it_is(tmp_path):
+    """CONTRACTS' `validate --port URL --key FILE --db PATH` with a registry of several shoes: a
+    hello to any shoe, and the shoe's signed status names it."""
+    reg, key = tmp_path / "pit.json", tmp_path / "host.pem"
+    for name, table in (("t1", "BAC-01"), ("t2", "BAC-02")):
+        r = run("provision", "--key", key, "--flash", tmp_path / name, "--table", table,
+                "--registry", reg)
+        assert r.returncode == 0, r.stderr
+    port = free_port()
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "t2")
+    try:
+        board.wait_line("listening on")
+        st = run("status", "--port", f"socket://127.0.0.1:{port}", "--key", key, "--registry",
+                 reg, "--db", tmp_path / "a.db", "--json")
+        assert st.returncode == 0, st.stderr
+        from sabot.registry import Registry
+
+        t2 = next(e for e in Registry.load(str(reg)).shoes.values() if e.table == "BAC-02")
+        assert json.loads(st.stdout)["shoe_id"] == t2.shoe_id
+    finally:
+        board.stop()

@@ -102,7 +102,8 @@ class CommandPort:
             self.refused += 1
             return
         ftype, key_id, shoe_id, _, counter, _, payload, sig = p
-        if not frames.is_command(frame) or key_id != 0 or shoe_id != self.identity[1]:
+        mine = shoe_id == self.identity[1] or (shoe_id == 0 and uncounted(ftype))  # 0: any shoe
+        if not frames.is_command(frame) or key_id != 0 or not mine:
             self.refused += 1
             return
         if uncounted(ftype):

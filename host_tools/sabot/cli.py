@@ -186,15 +186,23 @@ REGISTRY_HELP = ("the shoe registry: each shoe's table, game, variant, decks and
 KEY_HELP = "the host command key file (PEM, mode 0600): it signs the commands and acknowledgements"
 NO_KEY_HELP = ("accepted for compatibility and not needed: frames are verified with the "
                "registry's public keys (no secret)")
-SHOE_ID_HELP = "which registered shoe (decimal or 0x hex; default: the registry's only shoe)"
+SHOE_ID_HELP = ("which registered shoe (decimal or 0x hex; default: the registry's only shoe, or "
+                "with several the one that answers on the port)")
 
 
-def registry_entry(path: str | None, shoe_id: int | None) -> Any:
+def registry_entry(path: str | None, shoe_id: int | None, port: str | None = None,
+                   baud: int = 115200) -> Any:
     """The registry's entry of a shoe: its configuration (the validator's, never the shoe's own
-    word) and the public keys its frames are verified with."""
+    word) and the public keys its frames are verified with. With several shoes registered and
+    no --shoe-id, the shoe on `port` says which it is (a signed status)."""
     from .registry import Registry
 
-    return Registry.load(path, must_exist=True).pick(shoe_id)
+    reg = Registry.load(path, must_exist=True)
+    if shoe_id is None and port is not None and len(reg.shoes) > 1:
+        from .ops import identify
+
+        return identify(port, reg, baud)
+    return reg.pick(shoe_id)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -208,7 +216,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .validator import Validator
 
     key = keys.load(args.key)
-    config = registry_entry(args.registry, args.shoe_id)
+    config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
     capture = _open_capture(args.capture)
     ended: list[int] = []
     held: list[dict[str, Any]] = []
@@ -315,7 +323,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from . import keys
 
     shoes = load_shoes(args.shoe or [], args.registry, registry_entry,
-                       keys.load(args.key) if args.shoe else None)
+                       keys.load(args.key) if args.shoe else None, args.baud)
     for shoe in shoes:
         shoe.baud = args.baud
     states = {s.config.shoe_id: s for s in shoes}
@@ -348,7 +356,7 @@ def _operation(args: argparse.Namespace) -> Any:
     from .ops import Operation
 
     key = keys.load(args.key)
-    config = registry_entry(args.registry, args.shoe_id)
+    config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
     return Operation(args.port, key, args.db, config, args.baud, on_alarm=print_alarm)
 
 
@@ -699,8 +707,8 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
     try:
-        r = verify_firmware(args.port, args.seed, registry_entry(args.registry, args.shoe_id),
-                            build_dir, baud=args.baud)
+        config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
+        r = verify_firmware(args.port, args.seed, config, build_dir, baud=args.baud)
     except SabotError as e:
         if "no integrity answer" in str(e):  # a shoe ignores a challenge naming another shoe
             raise SabotError(f"{e} (a shoe ignores a challenge for another shoe id: is it the "
@@ -1043,7 +1051,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help=KEY_HELP + " (default ./sabot.key)")
     sv.add_argument("--shoe", action="append", metavar="URL[=SHOE_ID]",
                     help="a shoe's port and its registered id, e.g. socket://127.0.0.1:7000=7 "
-                    "(repeat for every shoe; a plain URL: the registry's only shoe)")
+                    "(repeat for every shoe; a plain URL: the shoe on it says which it is)")
     sv.set_defaults(func=cmd_serve)
 
     r = sub.add_parser("replay", help="verify a capture offline")

@@ -19,10 +19,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from . import protocol as pr
 from .errors import SabotError
 from .keys import CommandKey
 from .link import HostLink
-from .registry import ShoeEntry
+from .registry import Registry, ShoeEntry
 from .transport import DEFAULT_BAUD, ShoePort
 from .validator import Validator
 
@@ -250,3 +251,31 @@ def format_status(st: dict[str, Any]) -> str:
     return (f"shoe id {st['shoe_id']:#010x}: shoe {st['shoe']} round {st['round']}, card "
             f"{st['position']}, {st['phase']}{due}{pending}; {st['unacknowledged']} "
             f"unacknowledged; integrity {st['integrity']}; boot {st['boot']}")
+
+
+ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
+
+
+def identify(url: str, registry: Registry, baud: int = DEFAULT_BAUD,
+             wait: float = ANSWER_WAIT) -> ShoeEntry:
+    """Which registered shoe is on this port: a hello to any shoe, and the first status whose
+    signature the registry's public key for its shoe id verifies. For a registry of several
+    shoes when no --shoe-id is given (a pit's registry, one shoe per port)."""
+    port = ShoePort(url, baud)
+    try:
+        end, asked = time.monotonic() + wait, 0.0
+        while time.monotonic() < end:
+            if time.monotonic() - asked > 0.5:
+                port.send_command(None, ANY_SHOE, pr.C_HELLO)
+                asked = time.monotonic()
+            for _, f in port.frames(0.1):
+                if not isinstance(f, pr.Frame) or f.type != pr.T_STATUS:
+                    continue
+                entry = registry.shoes.get(f.shoe_id)
+                public = entry.public_key(f.key_id) if entry is not None else None
+                if entry is not None and public is not None and pr.verify(public, f):
+                    return entry
+    finally:
+        port.close()
+    raise SabotError(f"no shoe of the registry {registry.path} answered on {url} within "
+                     f"{wait:g} s (or name it with --shoe-id)")

@@ -166,14 +166,14 @@ class Validation:
 
 
 def load_shoes(specs: list[str], registry: str | None,
-               entry: Callable[[str | None, int | None], ShoeEntry],
-               key: CommandKey | None) -> list[Shoe]:
-    """Each `--shoe URL[=SHOE_ID]` with its registry entry (as `sabot validate`), all
-    acknowledged with the host command key."""
+               entry: Callable[[str | None, int | None, str, int], ShoeEntry],
+               key: CommandKey | None, baud: int = 115200) -> list[Shoe]:
+    """Each `--shoe URL[=SHOE_ID]` with its registry entry (as `sabot validate`: without an id,
+    the shoe on the port says which it is), all acknowledged with the host command key."""
     shoes = []
     for spec in specs:
         url, shoe_id = parse_shoe(spec)
-        shoes.append(Shoe(url, key, entry(registry, shoe_id)))
+        shoes.append(Shoe(url, key, entry(registry, shoe_id, url, baud)))
     ids = [s.config.shoe_id for s in shoes]
     if len(set(ids)) != len(ids):
         raise SabotError("two --shoe name the same shoe: give each its id, --shoe URL=SHOE_ID")
