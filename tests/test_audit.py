@@ -175,6 +175,13 @@ def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_ac
     old = another_validator_deals_a_round(rig, tmp_path / "old.db", 4)
     assert old.counts["rejected"] == 0 and old.counts["rounds"] == 1
     assert "sequence_gap" in [a["kind"] for a in old.alarms]
+    old.store.close()
+    # audit verify names the hole (a store cannot tell it from a deletion) and wants it accepted
+    r = sabot("audit", "verify", "--db", tmp_path / "old.db", "--registry", rig.registry)
+    assert r.returncode != 0 and "acknowledged them" in r.stderr and "--allow-holes" in r.stderr
+    r = sabot("audit", "verify", "--db", tmp_path / "old.db", "--registry", rig.registry,
+              "--allow-holes")
+    assert r.returncode == 0 and "acknowledged elsewhere: shoe" in r.stdout, r.stderr
 
 
 # ---- the registry, not the shoe, says what the table is ----------------------------------------
@@ -491,8 +498,13 @@ def test_a_store_ahead_of_its_shoe_is_refused_in_one_line(tmp_path):
     frames, s, entry = crafted_shoe(5)
     v = Validator(entry, str(tmp_path / "a.db"))
     v.receive(b"".join(pr.encode_frame(f) for f in frames))
+    stale = pr.encode_frame(status_frame(s, frames, 2, 0, 1, 2))  # the shoe is at seq 2
+    # once or twice: a recorded status played back on the cable, refused, the audit goes on
+    for _ in range(2):
+        assert [verdict for _, verdict, _ in v.receive(stale)] == ["rejected"]
+    assert v.rejections[-1]["reason"] == "replayed"
     with pytest.raises(SabotError, match="re-provisioned shoe or an altered store"):
-        v.receive(pr.encode_frame(status_frame(s, frames, 2, 0, 1, 2)))  # the shoe is at seq 2
+        v.receive(stale)  # a shoe that only ever says so is behind the store
 
 
 def rechain(db):

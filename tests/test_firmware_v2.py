@@ -316,3 +316,20 @@ def test_squeezed_frames_withheld_over_a_power_cut_go_out_at_the_reveal(tmp_path
     while again.busy():
         again.service()
     assert [frames.seq_of(f) for f in link.take()] == [3, 4]
+
+
+def test_a_signed_command_held_back_on_the_cable_is_stale_after_a_supervisor_resolution(tmp_path):
+    """An insider drops the host's signed resolve, the supervisor resolves at the shoe, and the
+    held-back command is delivered later, when another round is held: refused, because the
+    supervisor's resolution moved the element's command counter too."""
+    shoe, app, _ = started(tmp_path)
+    card(app, "5S")  # an exposed five: five more to burn
+    app.empty_sensor()  # shoe empty in the burn: held
+    withheld = shoe.command(frames.C_RESOLVE, bytes((3,)))  # counter 1, never delivered now
+    app.supervisor(4)  # the supervisor ends the shoe at the shoe itself
+    while app.busy():
+        app.service()
+    assert app.port.counter == 1 and app.shoe.phase == PH_ENDED
+    refused = app.port.refused
+    app.host_bytes(withheld)
+    assert app.port.refused == refused + 1 and app.port.counter == 1

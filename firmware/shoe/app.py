@@ -198,7 +198,10 @@ class ShoeApp:
         self._input(IN_EMPTY)
 
     def supervisor(self, code):
-        self._input(IN_RESOLVE, code, 0)
+        if self._input(IN_RESOLVE, code, 0):
+            # The element's command counter moves too: a signed host command held back on the
+            # cable before this resolution is stale after it (it cannot act in another context).
+            self.port.consume(self)
 
     def reveal_button(self):
         """Squeeze: the players have seen their cards; the withheld frames may go to the host."""

@@ -74,6 +74,15 @@ class CommandPort:
             else:
                 self._n = 0  # longer than any frame: line noise; resynchronise at the next zero
 
+    def consume(self, shoe):
+        """Use up the next command counter without a command (a supervisor's resolution at the
+        shoe). Not in the card path."""
+        shoe.settle()  # the element does one thing at a time
+        try:
+            self.counter = self.element.counter_increment(_COUNTER)
+        except ElementError:
+            pass  # bus noise: the withheld command stays possible until the next one moves it
+
     def service(self, shoe):
         """Answer a hello owed from a burst once the rate allows. Allocation-free."""
         if self.owed and not self._over_rate(frames.C_HELLO):

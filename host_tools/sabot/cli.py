@@ -564,12 +564,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from .registry import Registry
 
     r = verify(args.db, Registry.load(args.registry).shoes)
+    holes = ", ".join(f"shoe {h['shoe_id']:#010x} seq {h['first']}..{h['last']}"
+                      for h in r["holes"])
     if args.json:
         print(json.dumps(r))
     elif r["ok"]:
-        print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)")
+        print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)"
+              + (f"; holes the shoe said were acknowledged elsewhere: {holes}" if holes else ""))
     if not r["ok"]:
         raise SabotError(f"the audit store does not hold: {r['problem']}")
+    if holes and not args.allow_holes:
+        raise SabotError(f"holes in the store ({holes}): the shoe said another host acknowledged "
+                         "them, which a store alone cannot tell from a deletion; check that "
+                         "host's store, then pass --allow-holes")
     return 0
 
 
@@ -1078,6 +1085,9 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("action", choices=["verify"])
     au.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
     au.add_argument("--key", action="append", metavar="FILE", help=NO_KEY_HELP)
+    au.add_argument("--allow-holes", action="store_true",
+                    help="exit 0 although the store has seq holes the shoe's own status explains "
+                    "as acknowledged to another host (named in the output either way)")
     au.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
                     "every signature, and the alarms are derived again with each shoe's entry")
     au.add_argument("--json", action="store_true",

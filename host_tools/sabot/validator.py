@@ -24,6 +24,7 @@ from .protocol import FrameError
 from .registry import ShoeEntry
 from .watch import Watch
 
+STALE_STATUSES = 3  # statuses in a row older than the store: the shoe is behind it, no replay
 CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "player", "banker", "player_total",
                        "banker_total", "winner", "flags", "dummy")
 Verdict = tuple[pr.Frame | None, str, str | None]  # (the frame if it parsed, verdict, reason)
@@ -97,6 +98,7 @@ class Validator:
         self._latest_seq = 0
         self.live = False  # set by the host link: statuses answer our hellos
         self.awaiting_status = False  # set by the host link at each (re)connection
+        self._stale_statuses = 0  # statuses in a row older than the store (see _verify)
         # Issue 14's alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
         self.watch = (Watch(self.store, config.shoe_id, self.config, self.state, self._alarm)
                       if watch else None)
@@ -270,6 +272,17 @@ class Validator:
         if f.type == pr.T_STATUS:
             if f.boot < st["last_boot"]:
                 raise FrameError("boot_backwards")
+            if self.anchored and f.seq < st["last_seq"]:
+                # Older than what is stored: one such status is a recorded one played back on
+                # the cable (refused, counted); a shoe that only ever says so is behind the store.
+                self._stale_statuses += 1
+                if self._stale_statuses >= STALE_STATUSES:
+                    raise SabotError(f"shoe {self.shoe_id} says its newest frame is seq {f.seq} "
+                                     f"but this store already holds up to seq {st['last_seq']}: "
+                                     "a re-provisioned shoe or an altered store; validate it "
+                                     "into a new database")
+                raise FrameError("replayed")
+            self._stale_statuses = 0
             self.status = pr.decode_status(f.payload)
             self.awaiting_status = False
             self._latest_seq = f.seq  # a status carries the shoe's newest seq in its header
@@ -324,11 +337,6 @@ class Validator:
             self._tilt_seen = True
             self._deferred.append(("tilt", "the shoe's code does not match its MANIFEST: it "
                                    "deals nothing"))
-        if self.anchored and self._latest_seq > 0 and self._latest_seq < st["last_seq"]:
-            raise SabotError(f"shoe {self.shoe_id} says its newest frame is seq "
-                             f"{self._latest_seq} but this store already holds up to seq "
-                             f"{st['last_seq']}: a re-provisioned shoe or an altered store; "
-                             "validate it into a new database")
         if not self.anchored:
             # The first status a validator gets: the shoe holds frames from unacked_from on;
             # everything before was acknowledged elsewhere and can never be seen here.
