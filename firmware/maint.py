@@ -3,14 +3,17 @@ signed maintenance command). `sabot deploy --rekey` runs `mpremote exec "import 
 maint.rekey()"` and parses the line it prints, so keep the formats exactly:
 
   maint.public()  ->  KEY <version> <hex X||Y>     the current result key's public half
-  maint.rekey()   ->  REKEY <version> <hex X||Y>   a new key made inside the element (GenKey in
-                                                   the next result slot), now the current one
+  maint.rekey()   ->  REKEY <version> <hex X||Y> <hex r||s>   a new key made inside the element
+                      (GenKey in the next result slot), now the current one, and its certificate:
+                      the previous key's signature of "sabot-rekey" shoe_id(4) version(2) X||Y
   maint.check()   ->  INTEGRITY None | <reason>     the boot check of the code tree, by hand
 
 Nothing here ever sees a private key: the element makes and keeps it. The flash file `identity`
 (shoe_id, key_version) is rewritten atomically after the element holds the new key; a power cut
 in between leaves the old version current and the new slot made (a second rekey then fails on the
 locked slot: provision again at the factory)."""
+
+import struct
 
 import board
 
@@ -45,14 +48,27 @@ def public():
     print("KEY %d %s" % (version, _hex(xy)))
 
 
+def rekey_message(shoe_id, version, xy):
+    """What the previous key signs to vouch for a new one (the host checks it: registry.py)."""
+    return b"sabot-rekey" + struct.pack(">IH", shoe_id, version) + bytes(xy)
+
+
 def rekey():
     flash = Flash(board.FLASH_DIR)
     version, shoe_id = _identity(flash)
     new = version + 1
     xy = bytearray(64)
-    _element().genkey(result_slot(new), xy)
+    element = _element()
+    element.genkey(result_slot(new), xy)
+    # The certificate: the previous key, inside the element, signs the new one, so a verifier
+    # trusts version N+1 only through version N (and so back to the key registered at the
+    # factory), never because a registry file lists it.
+    digest = bytearray(32)
+    element.sha256(rekey_message(shoe_id, new, xy), digest)
+    certificate = bytearray(64)
+    element.sign(result_slot(version), certificate)
     write_identity(flash, shoe_id, new)
-    print("REKEY %d %s" % (new, _hex(xy)))
+    print("REKEY %d %s %s" % (new, _hex(xy), _hex(certificate)))
 
 
 def check():

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_ds
 from fwkit import Shoe as Provisioned
 from fwkit import split, verify
 
-from sabot import cards
+from sabot import cards, keys
 from shoe import frames, integrity, release
 from shoe.app import ShoeApp
 from shoe.dealing import PH_ENDED
@@ -248,10 +248,16 @@ def test_maint_prints_the_public_key_and_rekeys_in_the_element(mpy, shoe_flash, 
 
     assert run("import maint; maint.public()") == f"KEY 1 {xy(shoe.public_key(1))}"
     out = run("import maint; maint.rekey()")
-    m = re.fullmatch(r"REKEY 2 ([0-9a-f]{128})", out)
+    m = re.fullmatch(r"REKEY 2 ([0-9a-f]{128}) ([0-9a-f]{128})", out)
     assert m, out
     assert (flash / "identity").read_bytes() == struct.pack(">IH", shoe.shoe_id, 2)
     assert m.group(1) == xy(shoe.public_key(2))  # made in slot 2 inside the element
+    # the certificate: key 1, inside the element, vouches for key 2 (the registry checks it)
+    from sabot.registry import ShoeEntry
+
+    entry = ShoeEntry(shoe.shoe_id)
+    entry.add_public_key(1, keys.public_pem(shoe.public_key(1)))
+    assert entry.add_public_key(2, keys.public_pem(shoe.public_key(2)), m.group(2))
     assert run("import maint; maint.public()") == f"KEY 2 {m.group(1)}"
 
 

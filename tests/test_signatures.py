@@ -4,6 +4,7 @@ unsealed unsigned frame, a forged frame appended to a real capture and a changed
 store are all found. Host only: the frames come from capture_gen's signer (standing in for the
 element) and the validator, replay and audit verify never see a private key."""
 
+import hashlib
 import json
 import shutil
 import sqlite3
@@ -190,15 +191,38 @@ def test_audit_verify_needs_the_registry_not_a_key(shoe, tmp_path):
     assert r.returncode != 0 and "not in the shoe registry" in r.stderr
 
 
+def certificate(previous_key, shoe_id, version, public_key):
+    """What maint.rekey() prints: the previous key's signature of the new one."""
+    from sabot.registry import rekey_message
+
+    n = public_key.public_numbers()
+    xy = n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
+    return pr.sign_digest(previous_key, hashlib.sha256(rekey_message(shoe_id, version, xy))
+                          .digest()).hex()
+
+
 def test_registry_public_keys_are_checked_and_old_versions_kept(tmp_path):
     e = ShoeEntry(7)
-    k1, k2 = (keys.public_pem(ec.generate_private_key(ec.SECP256R1()).public_key())
-              for _ in range(2))
+    p1, p2, p3 = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    k1, k2, k3 = (keys.public_pem(p.public_key()) for p in (p1, p2, p3))
     assert e.add_public_key(1, k1) and not e.add_public_key(1, k1)
-    assert e.add_public_key(2, k2) and e.key_versions == [1, 2]
+    assert e.add_public_key(2, k2, certificate(p1, 7, 2, p2.public_key()))
+    assert e.key_versions == [1, 2]
     assert e.public_key(1) is e.public_key(1) and e.public_key(3) is None  # loaded once
     with pytest.raises(SabotError, match="different public key version 1"):
         e.add_public_key(1, k2)
+    # a version listed by whoever writes the file, without the element's certificate: refused
+    for cert in (None, certificate(p3, 7, 3, p3.public_key()),
+                 certificate(p2, 8, 3, p3.public_key())):
+        with pytest.raises(SabotError, match="not certified by version 2"):
+            e.add_public_key(3, k3, cert)
+    Registry(str(tmp_path / "ok.json")).put(e)
+    assert Registry.load(str(tmp_path / "ok.json")).get(7).key_versions == [1, 2]
+    forged = json.loads((tmp_path / "ok.json").read_text())
+    forged["shoes"][0]["public_keys"].append({"version": 3, "algorithm": "ecdsa-p256", "key": k3})
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    with pytest.raises(SabotError, match="version 3 is not certified"):
+        Registry.load(str(tmp_path / "forged.json"))
     bad = [[{"version": 1, "algorithm": "hmac-sha256", "key": k1}],
            [{"version": 1, "algorithm": "ecdsa-p256"}],
            [{"version": 1, "algorithm": "ecdsa-p256", "key": k1}] * 2]
@@ -216,9 +240,9 @@ def test_deploy_reads_key_and_rekey_lines():
     key = ec.generate_private_key(ec.SECP256R1()).public_key()
     n = key.public_numbers()
     xy = (n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")).hex()
-    said = f"ID 5ab0000c0002\nsome noise\nREKEY 2 {xy}\n"
-    version, pem = parse_key_line(said, "REKEY")
-    assert version == 2 and pem == keys.public_pem(key)
+    said = f"ID 5ab0000c0002\nsome noise\nREKEY 2 {xy} {'ab' * 64}\n"
+    version, pem, cert = parse_key_line(said, "REKEY")
+    assert version == 2 and pem == keys.public_pem(key) and cert == "ab" * 64
     assert parse_identity(said) == 0x5AB0000C
     assert parse_key_line(f"KEY 1 {xy.upper()}", "KEY")[0] == 1
     for bad in ("REKEY 2 abcd", f"REKEY x {xy}", f"KEY 2 {xy}", "Traceback: no maint",

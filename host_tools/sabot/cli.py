@@ -756,7 +756,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
           f"MANIFEST {info['manifest']}) to {args.port}")
     shoe_id = info["shoe_id"]
     entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id)
-    added = entry.add_public_key(info["key_version"], info["public_key"])  # a clash: SabotError
+    added = entry.add_public_key(info["key_version"], info["public_key"],  # a clash: SabotError
+                                 info["certificate"])
     if added or shoe_id not in reg.shoes or args.table:  # the validator takes its table here
         entry.table = args.table or entry.table
         reg.put(entry)

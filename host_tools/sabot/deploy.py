@@ -53,20 +53,24 @@ def _ask_for_maintenance(url: str, key: CommandKey, config: ShoeEntry, timeout: 
         port.close()
 
 
-def parse_key_line(output: str, tag: str) -> tuple[int, str]:
-    """(version, public PEM) from the shoe's `KEY <version> <X||Y hex>` (maint.public()) or
-    `REKEY <version> <X||Y hex>` (maint.rekey()) line; SabotError when there is none."""
+def parse_key_line(output: str, tag: str) -> tuple[int, str, str | None]:
+    """(version, public PEM, certificate hex or None) from the shoe's `KEY <version> <X||Y hex>`
+    (maint.public()) or `REKEY <version> <X||Y hex> <r||s hex>` (maint.rekey(): the previous key's
+    signature of the new one) line; SabotError when there is none."""
     for line in output.splitlines():
         words = line.split()
-        if len(words) == 3 and words[0] == tag:
+        if len(words) in (3, 4) and words[0] == tag:
             try:
                 version, xy = int(words[1]), bytes.fromhex(words[2])
+                cert = bytes.fromhex(words[3]) if len(words) == 4 else None
             except ValueError:
                 break
-            if len(xy) != 64 or not 1 <= version <= 0xFFFF:
+            if len(xy) != 64 or not 1 <= version <= 0xFFFF or (cert is not None
+                                                               and len(cert) != 64):
                 break
             try:
-                return version, keyfiles.public_pem(public_from_xy(xy))
+                return (version, keyfiles.public_pem(public_from_xy(xy)),
+                        cert.hex() if cert is not None else None)
             except SabotError as e:
                 raise SabotError(f"the shoe's {tag} line holds no P-256 key: {e}") from None
     said = output.strip().splitlines()
@@ -232,7 +236,7 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
     shoe_id = parse_identity(said)
     if shoe_id is None:
         raise SabotError(f"{url}: the shoe's identity (data/identity) cannot be read")
-    version, pem = parse_key_line(said, tag)
+    version, pem, certificate = parse_key_line(said, tag)
     log(f"{'made' if rekey else 'read'} result key version {version} of shoe {shoe_id:#010x}"
         + (" in its element (the old versions stay registered for old frames)" if rekey else ""))
     try:
@@ -241,7 +245,8 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
         if "disconnected" not in str(e) and "failed to access" not in str(e):
             raise  # a board that resets drops its port: expected
     log("hard reset: the shoe boots the new firmware")
-    return dict(info, shoe_id=shoe_id, key_version=version, public_key=pem)
+    return dict(info, shoe_id=shoe_id, key_version=version, public_key=pem,
+                certificate=certificate)
 
 
 def _listing_after_maintenance(url: str, timeout: float = 10.0) -> str:

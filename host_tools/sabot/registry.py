@@ -12,8 +12,9 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, utils
 
 from .errors import SabotError
 from .settle import GAMES, SIDE_WAGERS
@@ -21,6 +22,11 @@ from .settle import GAMES, SIDE_WAGERS
 DEFAULT = "sabot-shoes.json"
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
 ALGORITHM = "ecdsa-p256"
+
+
+def rekey_message(shoe_id: int, version: int, xy: bytes) -> bytes:
+    """What a shoe's previous result key signs to vouch for the next (firmware/maint.py)."""
+    return b"sabot-rekey" + shoe_id.to_bytes(4, "big") + version.to_bytes(2, "big") + xy
 
 
 @functools.lru_cache(maxsize=256)
@@ -99,6 +105,35 @@ class ShoeEntry:
             if k["version"] in versions:
                 raise SabotError(f"{where}: public key version {k['version']} is listed twice")
             versions.add(k["version"])
+        for k in self.public_keys:
+            if k["version"] > 1:
+                self._check_certificate(k)
+
+    def _check_certificate(self, k: dict[str, Any]) -> None:
+        """A key version after the first is trusted only through the one before: that key,
+        inside the shoe's element, signed the new one when it was made (firmware/maint.py
+        rekey). So a key listed in the file alone, by whoever can write it, verifies nothing."""
+        where = f"registry entry for shoe {self.shoe_id}"
+        version = k["version"]
+        previous = self.public_key(version - 1)
+        if previous is None:
+            raise SabotError(f"{where}: public key version {version} has no version "
+                             f"{version - 1} to vouch for it")
+        try:
+            cert = bytes.fromhex(k.get("certificate") or "")
+            new = load_public_pem(k["key"]).public_numbers()
+            xy = new.x.to_bytes(32, "big") + new.y.to_bytes(32, "big")
+            previous.verify(
+                utils.encode_dss_signature(int.from_bytes(cert[:32], "big"),
+                                           int.from_bytes(cert[32:], "big")),
+                rekey_message(self.shoe_id, version, xy), ec.ECDSA(hashes.SHA256()))
+            if len(cert) != 64:
+                raise ValueError(version)
+        except (ValueError, InvalidSignature):
+            raise SabotError(f"{where}: public key version {version} is not certified by "
+                             f"version {version - 1} (its rekey certificate is missing or "
+                             "wrong): the registry was altered, or the key did not come from "
+                             "the shoe's element") from None
 
     def public_key(self, version: int) -> ec.EllipticCurvePublicKey | None:
         """The loaded result key of this version (cached); None when the registry has none."""
@@ -115,9 +150,10 @@ class ShoeEntry:
     def key_versions(self) -> list[int]:
         return sorted(k["version"] for k in self.public_keys)
 
-    def add_public_key(self, version: int, pem: str) -> bool:
+    def add_public_key(self, version: int, pem: str, certificate: str | None = None) -> bool:
         """Register a result key version (old versions stay: old frames are signed by them);
-        False when it is there already, SabotError when that version names another key."""
+        False when it is there already, SabotError when that version names another key or, after
+        version 1, when the previous version's certificate (hex r||s) does not vouch for it."""
         new = load_public_pem(pem)
         old = self.public_key(version)
         if old is not None:
@@ -126,7 +162,12 @@ class ShoeEntry:
                                  f"version {version} in the registry: a re-provisioned element? "
                                  "register it as a new shoe")
             return False
-        self.public_keys.append({"version": version, "algorithm": ALGORITHM, "key": pem})
+        entry: dict[str, Any] = {"version": version, "algorithm": ALGORITHM, "key": pem}
+        if certificate:
+            entry["certificate"] = certificate
+        if version > 1:
+            self._check_certificate(entry)
+        self.public_keys.append(entry)
         self.public_keys.sort(key=lambda k: k["version"])
         return True
 
