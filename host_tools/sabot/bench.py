@@ -143,8 +143,19 @@ def bench_port(tokens: list[str], url: str, key: CommandKey | None, config: Shoe
     return records, v.rejections + v.alarms
 
 
+def ask_on_stderr(prompt: str) -> str:
+    """input(), with the prompt on stderr: stdout carries only the verdicts (--json)."""
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
+
+
 def run_bench(shoe_file: str, port: str | None = None, key_file: str | None = None,
-              db: str | None = None, as_json: bool = False, ask: Callable[[str], Any] = input,
+              db: str | None = None, as_json: bool = False,
+              ask: Callable[[str], Any] = ask_on_stderr,
               baud: int = DEFAULT_BAUD, registry: str | None = None,
               shoe_id: int | None = None) -> tuple[bool, list[tuple[int | None, str, str]]]:
     from .demo import load_shoe
