@@ -152,6 +152,7 @@ class BoardProcess:
 
 
 SIGN_MS = 2  # the emulated element's Sign time in tests (a real chip takes ~50 ms)
+os.environ["SABOT_SIGN_MS"] = str(SIGN_MS)  # and in every sabot command the tests run
 
 
 def signing_shoe(shoe_id=0x5AB0_0001, **config):
