@@ -53,20 +53,18 @@ def processes():
 
 def micropython_pids(root):
     """The MicroPython processes of this board: the shoe (main.py of the root) or its REPL (run in
-    the root)."""
+    the root). The pip-installed unix port runs inside a CPython process."""
     pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, cmdline in processes():
+        cmd = cmdline.split(b"\0")
+        if not any(c.endswith(b"micropython") for c in cmd[:2]):
             continue
         try:
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            cwd = os.readlink(f"/proc/{entry}/cwd")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if not any(c.endswith(b"micropython") for c in cmd[:2]):
-            continue  # (the pip-installed unix port runs inside a CPython process)
         if str(root).encode() in b" ".join(cmd) or cwd == str(root):
-            pids.append(int(entry))
+            pids.append(pid)
     return pids
 
 

@@ -32,23 +32,17 @@ def _ask_for_maintenance(url: str, key: CommandKey, config: ShoeEntry, timeout: 
     """True if a running shoe answered and was sent to maintenance; False if nothing answered."""
     port = ShoePort(url, baud, open_timeout=0)
     try:
-        end, asked = time.monotonic() + timeout, 0.0
-        while time.monotonic() < end:
-            if time.monotonic() - asked > 0.5:
-                port.send_command(None, config.shoe_id, pr.C_HELLO)
-                asked = time.monotonic()
-            for _, f in port.frames(0.1):
-                if not (isinstance(f, pr.Frame) and f.type == pr.T_STATUS
-                        and f.shoe_id == config.shoe_id):
-                    continue
-                public = config.public_key(f.key_id)
-                if public is not None and not pr.verify(public, f):
-                    continue  # not this shoe's word
-                counter = pr.decode_status(f.payload)["host_counter"] + 1
-                port.send_command(key, config.shoe_id, pr.C_MAINTENANCE, counter=counter)
-                time.sleep(0.3)
-                return True
-        return False
+        def this_shoe(f: pr.Frame) -> bool:
+            public = config.public_key(f.key_id)
+            return f.shoe_id == config.shoe_id and (public is None or pr.verify(public, f))
+
+        status = port.status_where(config.shoe_id, this_shoe, timeout)
+        if status is None:
+            return False
+        counter = pr.decode_status(status.payload)["host_counter"] + 1
+        port.send_command(key, config.shoe_id, pr.C_MAINTENANCE, counter=counter)
+        time.sleep(0.3)
+        return True
     finally:
         port.close()
 

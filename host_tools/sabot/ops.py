@@ -261,21 +261,17 @@ def identify(url: str, registry: Registry, baud: int = DEFAULT_BAUD,
     """Which registered shoe is on this port: a hello to any shoe, and the first status whose
     signature the registry's public key for its shoe id verifies. For a registry of several
     shoes when no --shoe-id is given (a pit's registry, one shoe per port)."""
+    def registered(f: pr.Frame) -> bool:
+        entry = registry.shoes.get(f.shoe_id)
+        public = entry.public_key(f.key_id) if entry is not None else None
+        return public is not None and pr.verify(public, f)
+
     port = ShoePort(url, baud)
     try:
-        end, asked = time.monotonic() + wait, 0.0
-        while time.monotonic() < end:
-            if time.monotonic() - asked > 0.5:
-                port.send_command(None, ANY_SHOE, pr.C_HELLO)
-                asked = time.monotonic()
-            for _, f in port.frames(0.1):
-                if not isinstance(f, pr.Frame) or f.type != pr.T_STATUS:
-                    continue
-                entry = registry.shoes.get(f.shoe_id)
-                public = entry.public_key(f.key_id) if entry is not None else None
-                if entry is not None and public is not None and pr.verify(public, f):
-                    return entry
+        status = port.status_where(ANY_SHOE, registered, wait)
     finally:
         port.close()
+    if status is not None:
+        return registry.shoes[status.shoe_id]
     raise SabotError(f"no shoe of the registry {registry.path} answered on {url} within "
                      f"{wait:g} s (or name it with --shoe-id)")

@@ -6,13 +6,23 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
 import serial
 
 from .errors import SabotError
 from .keys import CommandKey
-from .protocol import Deframer, Frame, FrameError, command, decode_frame, parse
+from .protocol import (
+    C_HELLO,
+    T_STATUS,
+    Deframer,
+    Frame,
+    FrameError,
+    command,
+    decode_frame,
+    parse,
+)
 
 DEFAULT_BAUD = 115200
 TIMEOUT = 0.05  # seconds a read waits for a first byte unless told otherwise
@@ -131,6 +141,20 @@ class ShoePort:
         """A command to shoe `shoe_id`, signed with the command key (hello and verify: unsigned,
         `key` may be None)."""
         self.write(command(key.private_key if key else None, shoe_id, counter, ftype, payload))
+
+    def status_where(self, shoe_id: int, accept: Callable[[Frame], bool],
+                     wait: float) -> Frame | None:
+        """Hello to `shoe_id` every half second until a status frame `accept` takes arrives (the
+        caller checks its signature); None when none did within `wait` seconds."""
+        end, asked = time.monotonic() + wait, 0.0
+        while time.monotonic() < end:
+            if time.monotonic() - asked > 0.5:
+                self.send_command(None, shoe_id, C_HELLO)
+                asked = time.monotonic()
+            for _, f in self.frames(0.1):
+                if isinstance(f, Frame) and f.type == T_STATUS and accept(f):
+                    return f
+        return None
 
     def close(self) -> None:
         if self.ser is not None:

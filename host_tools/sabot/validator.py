@@ -95,7 +95,6 @@ class Validator:
         self._key_id = 0
         self._deferred: list[tuple[str, str]] = []  # alarms found before their frame is stored
         self._tilt_seen = False
-        self._latest_seq = 0
         self.live = False  # set by the host link: statuses answer our hellos
         self.awaiting_status = False  # set by the host link at each (re)connection
         self._stale_statuses = 0  # statuses in a row older than the store (see _verify)
@@ -285,7 +284,6 @@ class Validator:
             self._stale_statuses = 0
             self.status = pr.decode_status(f.payload)
             self.awaiting_status = False
-            self._latest_seq = f.seq  # a status carries the shoe's newest seq in its header
             self.statuses += 1
             first = self.status["unacked_from"]
             if first:  # the shoe resends what it held unacknowledged, nothing acked before
