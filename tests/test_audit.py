@@ -184,6 +184,19 @@ def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_ac
     assert r.returncode == 0 and "acknowledged elsewhere: shoe" in r.stdout, r.stderr
 
 
+def test_a_supervisor_resolution_at_the_shoe_uses_up_the_element_command_counter(rig):
+    """On MicroPython with the element process: the supervisor's key moves the element's counter
+    (a host command held back before it is stale), and the host's next command still fits."""
+    rig.deal("5S")  # an exposed five: five more to burn
+    rig.send(bytes([EMPTY]))  # shoe empty in the burn: held
+    before = rig.validator.status["host_counter"]
+    rig.send(bytes([SUPERVISOR + 4]))  # end shoe, at the shoe
+    assert rig.phase == "ended" and rig.validator.status["host_counter"] == before + 1
+    rig.link.new_shoe()  # counter + 1 from the status: obeyed
+    rig.settle()
+    assert rig.validator.status["host_counter"] == before + 2 and rig.phase == "burn_first"
+
+
 # ---- the registry, not the shoe, says what the table is ----------------------------------------
 def enc(raw):
     return pr.encode_frame(raw)

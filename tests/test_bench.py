@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from sabot import cards, table_gen
 from sabot.virtual import free_port
 
@@ -90,3 +92,16 @@ def test_bench_on_a_shoe_that_has_ended_says_to_start_the_next(tmp_path):
     finally:
         board.stop()
     assert r.returncode != 0 and "sabot new-shoe" in r.stderr, (v.stderr, r.stderr)
+
+
+def test_bench_prompts_go_to_stderr_so_json_stdout_stays_clean(capsys, monkeypatch):
+    import io
+
+    from sabot.bench import ask_on_stderr
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    assert ask_on_stderr("draw card 1: AS ") == "\n"
+    out = capsys.readouterr()
+    assert out.out == "" and "draw card 1" in out.err
+    with pytest.raises(EOFError):  # stdin closed: no technician
+        ask_on_stderr("draw card 2: 2H ")
