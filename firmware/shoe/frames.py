@@ -31,9 +31,7 @@ MAX_FRAME = const(200)
 MAX_ENCODED = const(203)  # COBS adds one byte per 254 and the 0x00 delimiter
 MAX_BODY = const(106)  # the longest body the shoe makes: shoe_end, with its 52-byte inventory
 MAX_CHAINED = const(170)  # the same, signed
-_SHOE_ID_AT = const(4)
 _SEQ_AT = const(10)
-_CHAIN_AT = const(14)
 ZERO_CHAIN = bytes(CHAIN_LEN)
 
 # shoe -> host, chained
@@ -86,11 +84,6 @@ def head_into(buf, at, ftype, key_id, shoe_id, boot, seq, chain=ZERO_CHAIN):
     struct.pack_into(_HEADER, buf, at, VERSION, ftype, key_id, shoe_id, boot, seq, chain)
 
 
-def set_chain(buf, at, digest):
-    """The chain field of the frame at buf[at:]: the previous chained frame's digest."""
-    buf[at + _CHAIN_AT : at + _CHAIN_AT + CHAIN_LEN] = digest
-
-
 def build(key_id, shoe_id, boot, seq, chain, ftype, payload):
     """A frame's body as bytes (tests and the rare paths that may allocate)."""
     buf = bytearray(HEADER_LEN + len(payload))
@@ -126,15 +119,6 @@ def type_of(frame, at=0):
 def seq_of(frame, at=0):
     i = at + _SEQ_AT
     return frame[i] << 24 | frame[i + 1] << 16 | frame[i + 2] << 8 | frame[i + 3]
-
-
-def shoe_id_of(frame, at=0):
-    i = at + _SHOE_ID_AT
-    return frame[i] << 24 | frame[i + 1] << 16 | frame[i + 2] << 8 | frame[i + 3]
-
-
-def key_id_of(frame, at=0):
-    return frame[at + 2] << 8 | frame[at + 3]
 
 
 def is_chained(frame, at=0):

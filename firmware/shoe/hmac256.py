@@ -17,13 +17,6 @@ class HmacKey:
         """An object with update(data) and digest(), for messages too long to hold at once."""
         return _Stream(self)
 
-    def mac(self, msg):
-        inner = hashlib.sha256(self._ipad)
-        inner.update(msg)
-        outer = hashlib.sha256(self._opad)
-        outer.update(inner.digest())
-        return outer.digest()
-
 
 class _Stream:
     def __init__(self, key):

@@ -127,9 +127,6 @@ class Session:
                 "irregularities": v["irregularities"], "lost": lost, "resent": v["resent"],
                 "rejections": v["rejections"], "alarms": v["alarms"]}
 
-    def close_store(self) -> None:
-        self.validator.store.close()
-
 
 def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
     if shoe:
