@@ -94,6 +94,12 @@ def test_other_bad_arguments_fail_in_one_line(tmp_path):
     one_line_failure(run("verify-firmware", "--port", "socket://127.0.0.1:1", "--seed", "00",
                          "--key", key))
     one_line_failure(run("audit", "verify", "--db", tmp_path / "none.db"))
+    r = run("audit", "verify", "--db", tmp_path / "none.db", "--registry", tmp_path / "no.json")
+    one_line_failure(r)
+    assert "no shoe registry" in r.stderr  # not taken for an altered store
+    r = run("status", "--port", "socket://127.0.0.1:1", "--key", tmp_path)
+    one_line_failure(r)
+    assert "is a directory" in r.stderr and "chmod" not in r.stderr
     one_line_failure(run("validate", "--port", "socket://127.0.0.1:1", "--key", key, "--db",
                          tmp_path / "v.db", "--baud", "fast"))
 

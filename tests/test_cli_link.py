@@ -46,6 +46,11 @@ def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_
     shoe_id = Registry.load().pick(None).shoe_id
     assert {r.pop("shoe_id") for r in stored} == {shoe_id}  # two tables' round 7 told apart
     assert stored == rounds
+    # the capture replays as the live validator took it: the shoe dealt before validate
+    # connected, so it begins with frames sent then, before the status and the resends
+    rp = subprocess.run([*SABOT, "replay", cap, "--json"], capture_output=True, text=True)
+    out = json.loads(rp.stdout)
+    assert rp.returncode == 0 and out["rejected"] == 0 and out["rounds"] == len(rounds), rp.stderr
     # no private key anywhere the host keeps: not in the flash, not in the store or capture
     secret = keys.private_pem(keys.load(str(key)).private_key)
     element = (tmp_path / "flash.element" / "slot0.pem").read_bytes()

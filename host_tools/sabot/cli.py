@@ -468,6 +468,18 @@ def cmd_shuffle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _has_status(capture: bytes) -> bool:
+    from .protocol import T_STATUS, FrameError, decode_frame, parse
+
+    for part in capture.split(b"\x00"):
+        try:
+            if part and parse(decode_frame(part)).type == T_STATUS:
+                return True
+        except FrameError:
+            continue
+    return False
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     import json
     import os
@@ -488,6 +500,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     config = reg.pick(shoe_id)
     with tempfile.TemporaryDirectory() as tmp:
         v = Validator(config, os.path.join(tmp, "replay.db"))
+        # A capture kept by a live link starts with whatever the shoe was sending when the link
+        # opened, then the status answering its hello and the resends: replay it as the live
+        # validator took it, anchoring at that status.
+        v.live = v.awaiting_status = _has_status(data)
         v.receive(data)
         v.finish()
         s = v.summary()
@@ -563,7 +579,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from .audit_verify import verify
     from .registry import Registry
 
-    r = verify(args.db, Registry.load(args.registry).shoes)
+    r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes)
     holes = ", ".join(f"shoe {h['shoe_id']:#010x} seq {h['first']}..{h['last']}"
                       for h in r["holes"])
     if args.json:

@@ -71,6 +71,8 @@ def load_private(path: StrPath, what: str = "key file") -> ec.EllipticCurvePriva
         st = os.stat(path)
     except OSError as e:
         raise SabotError(f"cannot read {what} {path}: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SabotError(f"{what} {path} is a directory, not a key file")
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise SabotError(
             f"{what} {path} is readable by others (mode {stat.S_IMODE(st.st_mode):o}); "

@@ -18,6 +18,9 @@ from .transport import DEFAULT_BAUD, ShoePort
 OPEN_WAIT = 5.0  # a shoe that has just rebooted may not be listening yet
 
 
+VERIFY_AGAIN = 1.2  # seconds: the shoe answers at most one challenge a second (its rate limit)
+
+
 def verify_firmware(url: str, seed_hex: str, config: ShoeEntry, build_dir: str,
                     timeout: float = 10,
                     baud: int = DEFAULT_BAUD) -> dict[str, Any]:
@@ -30,9 +33,12 @@ def verify_firmware(url: str, seed_hex: str, config: ShoeEntry, build_dir: str,
     expected = seeded_digest(seed, build_dir)
     port = ShoePort(url, baud, open_timeout=OPEN_WAIT)
     try:
-        port.send_command(None, config.shoe_id, pr.C_VERIFY, seed)
-        end = time.monotonic() + timeout
+        end, asked = time.monotonic() + timeout, 0.0
         while time.monotonic() < end:
+            if time.monotonic() - asked > VERIFY_AGAIN:
+                # the shoe answers one challenge a second: one inside that second is dropped
+                port.send_command(None, config.shoe_id, pr.C_VERIFY, seed)
+                asked = time.monotonic()
             for _, f in port.frames(0.1):
                 if (isinstance(f, pr.Frame) and f.type == pr.T_INTEGRITY
                         and f.shoe_id == config.shoe_id):
