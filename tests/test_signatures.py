@@ -188,6 +188,10 @@ def test_audit_verify_needs_the_registry_not_a_key(shoe, tmp_path):
     v.receive(cap)
     v.store.close()
     r = sabot("audit", "verify", "--db", tmp_path / "a.db", "--registry", tmp_path / "no.json")
+    assert r.returncode != 0 and "no shoe registry at" in r.stderr  # missing: said so
+    Registry(str(tmp_path / "other.json")).put(ShoeEntry(entry.shoe_id + 1))
+    r = sabot("audit", "verify", "--db", tmp_path / "a.db", "--registry",
+              tmp_path / "other.json")
     assert r.returncode != 0 and "not in the shoe registry" in r.stderr
 
 
