@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .errors import SabotError
+from .paths import DECISION_TABLE
 
 # Quoted from the regulation summary (shared/regs/README.md); tests check it still stands there
 # verbatim.
@@ -31,7 +32,7 @@ THIRD_CARD_RULE = """\
 | 7 | never | all |
 """
 
-TABLE_PATH = Path(__file__).resolve().parents[2] / "firmware" / "shoe" / "table.py"
+TABLE_PATH = DECISION_TABLE
 DIGITS = set(range(10))
 
 # Outcome byte layout shared with firmware/shoe/decision.py (documented in the generated file).
