@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "host_tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sabot import rules  # noqa: E402  (after the path set-up above)
-from sabot.analyze import analyze, first_four_classes  # noqa: E402
+from sabot.game.analyze import analyze, first_four_classes  # noqa: E402
 
 
 def baseline_rank_enumeration(decks=8):
@@ -111,7 +111,7 @@ def _card_path(tmp, name, mode, path, heapsize=None, ack=True):
 
     from fwkit import write_acks
 
-    from sabot import cards
+    from sabot.game import cards
     from sabot.paths import micropython
 
     shoe, em = _provisioned(tmp, name)
@@ -190,8 +190,8 @@ def bench_link():
     validator's default), and one per run of digest-linked frames of a read (batch_verify)."""
     import tempfile
 
-    from sabot import capture_gen
-    from sabot.validator import Validator
+    from sabot.audit.validator import Validator
+    from sabot.virtual import capture_gen
 
     with tempfile.TemporaryDirectory() as tmp:
         entry, cap, rounds = capture_gen.generate(tmp, 20, seed=1)
@@ -218,9 +218,9 @@ def bench_audit():
     """`sabot audit verify` over a day's database: 40 shoes of one table, validated and stored."""
     import tempfile
 
-    from sabot import capture_gen
-    from sabot.audit_verify import verify
-    from sabot.validator import Validator
+    from sabot.audit.validator import Validator
+    from sabot.audit.verify import verify
+    from sabot.virtual import capture_gen
 
     with tempfile.TemporaryDirectory() as tmp:
         entry, cap, _ = capture_gen.generate(tmp, 40, seed=9)
@@ -238,7 +238,7 @@ def bench_audit():
 def bench_reliability():
     """A seeded soak of a few minutes: line faults and power cuts, and dealer and supervisor
     mistakes, through the virtual board and the validator."""
-    from sabot.soak import run_soak
+    from sabot.virtual.soak import run_soak
 
     s = run_soak(5, seed=1, fault_rate=0.1, mistake_rate=0.04)
     assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0), s
@@ -251,8 +251,8 @@ def bench_edges():
     recursive B/P/T enumeration of a full shoe."""
     from statistics import median
 
-    from sabot import cards
-    from sabot.edges import RemainingShoe
+    from sabot.game import cards
+    from sabot.game.edges import RemainingShoe
 
     tokens = cards.shuffled_shoe(8, seed=14)
     rounds = rules.deal_shoe(tokens)

@@ -65,7 +65,7 @@ def shoe_flash(tmp_path):
     file."""
     from fwkit import Shoe
 
-    from sabot import cards
+    from sabot.game import cards
 
     provisioned = Shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
@@ -118,7 +118,7 @@ class BoardProcess:
     one saying the board is up instead of sleeping."""
 
     def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, "-m", "sabot.cli", "board", *map(str, args)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "sabot", "board", *map(str, args)],
                                      stderr=subprocess.PIPE, text=True)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -161,8 +161,8 @@ def signing_shoe(shoe_id=0x5AB0_0001, **config):
     from cryptography.hazmat.primitives.asymmetric import ec
 
     from sabot import keys
-    from sabot.capture_gen import ShoeSigner
     from sabot.registry import ShoeEntry
+    from sabot.virtual.capture_gen import ShoeSigner
 
     key = ec.generate_private_key(ec.SECP256R1())
     entry = ShoeEntry(shoe_id, **config)
@@ -176,7 +176,7 @@ def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
     from sabot import keys
     from sabot.protocol import decode_variant
     from sabot.registry import Registry, ShoeEntry
-    from sabot.virtual import provision, set_variant
+    from sabot.virtual.board import provision, set_variant
 
     key = keys.load_or_create(str(tmp / key_file))
     flash = str(tmp / "flash")
@@ -195,9 +195,9 @@ class Rig:
     """A virtual shoe with the validator on its link, driven input by input."""
 
     def __init__(self, tmp, variant=None):
-        from sabot.link import HostLink
-        from sabot.validator import Validator
-        from sabot.virtual import VirtualBoard
+        from sabot.audit.validator import Validator
+        from sabot.link.host import HostLink
+        from sabot.virtual.board import VirtualBoard
 
         self.tmp = tmp
         self.key, flash, self.config, self.registry = provision_shoe(tmp, variant)
@@ -225,7 +225,7 @@ class Rig:
         self.settle()
 
     def deal(self, *tokens):
-        from sabot.virtual import card_bytes
+        from sabot.virtual.board import card_bytes
 
         for t in tokens:
             self.send(card_bytes(t))

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
     encode_dss_signature,
 )
 
-from sabot import element_emulator as em
+from sabot.virtual import element_emulator as em
 
 from conftest import FIRMWARE, ROOT
 
@@ -124,14 +124,15 @@ def split(stream):
 
 
 class EmulatorProcess:
-    """`python -m sabot.element_emulator` on a unix socket, for MicroPython tests."""
+    """`python -m sabot.virtual.element_emulator` on a unix socket, for MicroPython tests."""
 
     def __init__(self, store, sock, *args):
         self.spec = f"unix:{sock}"
         env = dict(os.environ, PYTHONPATH=str(ROOT / "host_tools"))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sabot.element_emulator", "--store", str(store), "--listen",
-             self.spec, *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "sabot.virtual.element_emulator", "--store", str(store),
+             "--listen", self.spec, *map(str, args)],
+            stderr=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True, env=env)
         lines = queue.Queue()
         self.err = []

@@ -15,9 +15,9 @@ sys.path.insert(0, str(ROOT / "host_tools"))
 
 from sabot import cards, keys, rules  # noqa: E402
 from sabot.registry import Registry, ShoeEntry  # noqa: E402
-from sabot.virtual import Dealer, VirtualBoard, free_port, provision  # noqa: E402
+from sabot.virtual.board import Dealer, VirtualBoard, free_port, provision  # noqa: E402
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 class ServeRig:

@@ -9,12 +9,12 @@ from itertools import permutations
 
 import pytest
 
-from sabot import rules, wagers
-from sabot.analyze import analyze, outcome_counts, pair_counts
-from sabot.edges import RemainingShoe
 from sabot.errors import SabotError
+from sabot.game import rules, wagers
+from sabot.game.analyze import analyze, outcome_counts, pair_counts
+from sabot.game.edges import RemainingShoe
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 def test_wizard_of_odds_eight_deck_counts():

@@ -14,14 +14,14 @@ import sys
 import pytest
 
 from sabot import protocol as pr
-from sabot.audit import AuditStore
-from sabot.link import HostLink
-from sabot.validator import Validator
-from sabot.virtual import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes, sensor_frame
+from sabot.audit.store import AuditStore
+from sabot.audit.validator import Validator
+from sabot.link.host import HostLink
+from sabot.virtual.board import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes, sensor_frame
 
 from conftest import signing_shoe
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 NATURALS = ("9S", "8D", "KD", "9C")
 
@@ -275,8 +275,8 @@ def test_maintenance_is_refused_while_a_round_is_held(rig):
 def demo_db(tmp_path_factory):
     """An audit store of two whole shoes, validated from a capture (capture_gen: signed as a
     version-2 shoe signs), and the registry that holds the shoe's public key: no secret."""
-    from sabot import capture_gen
     from sabot.registry import Registry
+    from sabot.virtual import capture_gen
 
     d = tmp_path_factory.mktemp("demo")
     entry, cap, _ = capture_gen.generate(str(d), 2, seed=5)
@@ -376,7 +376,7 @@ def test_a_second_validator_on_the_same_serial_port_is_refused_port_busy(tmp_pat
     import pty
 
     from sabot.errors import SabotError
-    from sabot.transport import ShoePort
+    from sabot.link.transport import ShoePort
 
     master, slave = pty.openpty()
     name = os.ttyname(slave)
@@ -440,8 +440,9 @@ def test_a_full_disk_stores_and_acknowledges_nothing_of_that_read(tmp_path):
     code = f"""
 import resource, signal, sys
 sys.path.insert(0, {str(tmp_path)!r})
-from sabot import capture_gen, keys
-from sabot.validator import Validator
+from sabot import keys
+from sabot.virtual import capture_gen
+from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 key, cap, rounds = capture_gen.generate({str(tmp_path / 'gen')!r}, 1, seed=2)
 v = Validator(key, {str(tmp_path / 'a.db')!r})
@@ -522,7 +523,7 @@ def test_a_store_ahead_of_its_shoe_is_refused_in_one_line(tmp_path):
 
 def rechain(db):
     """What an insider with write access does after an edit: renumber and rehash every row."""
-    from sabot.audit import COLUMNS, GENESIS, row_hash
+    from sabot.audit.store import COLUMNS, GENESIS, row_hash
 
     con = sqlite3.connect(db)
     for t in COLUMNS:
@@ -537,7 +538,7 @@ def rechain(db):
         con.execute(f"UPDATE {table} SET chain_no=?, row_hash=? WHERE id=?", (-no, prev, rid))
     for t in COLUMNS:
         con.execute(f"UPDATE {t} SET chain_no = -chain_no")
-    from sabot.audit import TRIGGERS
+    from sabot.audit.store import TRIGGERS
 
     for sql in TRIGGERS.values():
         con.execute(sql)

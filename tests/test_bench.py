@@ -8,12 +8,13 @@ import sys
 
 import pytest
 
-from sabot import cards, table_gen
-from sabot.virtual import free_port
+from sabot.game import cards
+from sabot.release import table_gen
+from sabot.virtual.board import free_port
 
 from conftest import ROOT, BoardProcess, provision_shoe
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 # burn AS + 9S; round 1: P 2S 3H (5) draws 8D -> 3; B KD 3C (3) must stand on a Player's 8
 SCRIPT = ("AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D 7S 9H 2D TC JH QS 4H 5C 6H 7D 8S 9C QD 2H 3S CUT "
           "4S 5S 6S 7C 8C")
@@ -97,7 +98,7 @@ def test_bench_on_a_shoe_that_has_ended_says_to_start_the_next(tmp_path):
 def test_bench_prompts_go_to_stderr_so_json_stdout_stays_clean(capsys, monkeypatch):
     import io
 
-    from sabot.bench import ask_on_stderr
+    from sabot.release.bench import ask_on_stderr
 
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
     assert ask_on_stderr("draw card 1: AS ") == "\n"

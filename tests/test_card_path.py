@@ -12,7 +12,7 @@ import re
 
 from fwkit import write_acks
 
-from sabot import cards, rules
+from sabot.game import cards, rules
 
 from conftest import ROOT
 

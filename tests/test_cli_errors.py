@@ -12,7 +12,7 @@ from sabot import keys
 from sabot.cli import HelpFormatter, build_parser
 from sabot.errors import SabotError
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 TABLE = {"game": "baccarat", "vigorish": "at_payout"}
 ROUND = {"player": ["AS", "4H", "KC"], "banker": ["KD", "7C"]}
 WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
@@ -139,7 +139,7 @@ def test_a_command_key_is_made_0600_never_over_a_file_and_refused_when_others_re
 
 
 def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
-    from sabot.virtual import VirtualBoard
+    from sabot.virtual.board import VirtualBoard
 
     from conftest import SIGN_MS, provision_shoe
 

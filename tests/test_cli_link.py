@@ -6,15 +6,16 @@ import os
 import subprocess
 import sys
 
-from sabot import cards, keys, rules
+from sabot import keys
 from sabot import protocol as pr
+from sabot.audit.validator import Validator
+from sabot.game import cards, rules
 from sabot.registry import Registry
-from sabot.validator import Validator
-from sabot.virtual import free_port
+from sabot.virtual.board import free_port
 
 from conftest import BoardProcess, signing_shoe
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_path, monkeypatch):

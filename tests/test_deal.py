@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from sabot import cards, rules
-from sabot.demo import run_deal
+from sabot.game import cards, rules
+from sabot.virtual.demo import run_deal
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 def firmware_rounds(tokens, tmp_path, name="shoe.txt"):

@@ -2,8 +2,8 @@
 rules over every point-value sequence of a round (10^6) and every rank sequence of the first four
 cards."""
 
-from sabot import rules
-from sabot.cards import RANKS, SUITS
+from sabot.game import rules
+from sabot.game.cards import RANKS, SUITS
 
 from conftest import ROOT
 

@@ -10,11 +10,11 @@ import os
 import subprocess
 import sys
 
-from sabot.virtual import free_port
+from sabot.virtual.board import free_port
 
 from conftest import BoardProcess, port_accepts, wait_for
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 def run(*args, timeout=180):
@@ -66,7 +66,7 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
     """`--maintenance` is a board on the bench with its case open (BOOTSEL / SWD; no button does
     it): the deployed firmware does not start and mpremote reaches the REPL, which sees the
     board's filesystem."""
-    from sabot.build import build
+    from sabot.release.build import build
 
     root = tmp_path / "board"
     info = build("virtual", root, release=tmp_path / "release.pem")

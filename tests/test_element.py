@@ -1,5 +1,6 @@
 """The secure-element driver (firmware/shoe/element.py) against golden packets, an independent CRC,
-and the emulator (sabot.element_emulator) through a real socket, on CPython and MicroPython."""
+and the emulator (sabot.virtual.element_emulator) through a real socket, on CPython and
+MicroPython."""
 
 import hashlib
 import os
@@ -13,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 from fwkit import EmulatorProcess
 
-from sabot import element_emulator as em
+from sabot.virtual import element_emulator as em
 
 from conftest import FIRMWARE, ROOT
 

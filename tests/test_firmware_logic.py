@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from fwkit import Link, payload_of, split, verify
 from fwkit import Shoe as Provisioned
 
-from sabot import cards, rules
+from sabot.game import cards, rules
 
 from conftest import FIRMWARE
 

@@ -14,7 +14,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_ds
 from fwkit import Shoe as Provisioned
 from fwkit import split, verify
 
-from sabot import cards, keys
+from sabot import keys
+from sabot.game import cards
 from shoe import frames, integrity, release
 from shoe.app import ShoeApp
 from shoe.dealing import PH_ENDED

@@ -6,9 +6,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sabot import capture_gen
 from sabot import protocol as pr
-from sabot.validator import Validator
+from sabot.audit.validator import Validator
+from sabot.virtual import capture_gen
 
 from conftest import ROOT
 

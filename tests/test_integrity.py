@@ -11,14 +11,14 @@ import sys
 import pytest
 
 from sabot import keys
-from sabot.build import build, code_digest
-from sabot.link import HostLink
-from sabot.validator import Validator
-from sabot.virtual import VirtualBoard, card_bytes
+from sabot.audit.validator import Validator
+from sabot.link.host import HostLink
+from sabot.release.build import build, code_digest
+from sabot.virtual.board import VirtualBoard, card_bytes
 
 from conftest import SIGN_MS, provision_shoe
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 @pytest.fixture
@@ -41,8 +41,8 @@ def verify(port_url, tmp, build_dir, seed):
 
 def test_build_manifest_is_the_digest_of_the_code_tree_signed_by_the_release_key(built):
     from sabot import protocol as pr
-    from sabot.build import read_manifest
     from sabot.registry import public_from_xy
+    from sabot.release.build import read_manifest
 
     certified, _, tmp, info = built
     digest, signature = read_manifest(certified)
@@ -124,7 +124,7 @@ def test_a_manifest_rewritten_to_match_altered_code_is_caught_by_its_signature(b
     """The audit's implant rewrote the unsigned MANIFEST to match its code. Now MANIFEST is signed
     by the release key: a digest recomputed for altered code, under the old signature or one by
     any other key, tilts the shoe."""
-    from sabot.build import sign_manifest
+    from sabot.release.build import sign_manifest
 
     _certified, deployed, tmp, _ = built
     target = deployed / "shoe" / "dealing.mpy"

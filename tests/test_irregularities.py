@@ -5,7 +5,7 @@ logged."""
 
 from sabot import protocol as pr
 from sabot.protocol import KEEP_DUMMY, VOID_CARD, VOID_ROUND
-from sabot.virtual import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, sensor_frame
+from sabot.virtual.board import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, sensor_frame
 
 
 def test_exit_without_a_read_is_an_unreadable_card_until_voided(rig):

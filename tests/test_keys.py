@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 
-from sabot.virtual import free_port
+from sabot.virtual.board import free_port
 
 from conftest import BoardProcess, port_accepts, wait_for
 
@@ -30,7 +30,7 @@ def private_forms(pem_path):
 
 
 def secrets_of(tmp_path, root):
-    from sabot.virtual import element_store
+    from sabot.virtual.board import element_store
 
     store = Path(element_store(root / "data"))
     if not store.exists():
@@ -115,9 +115,9 @@ walk('.')
 
 def test_full_repl_access_finds_no_private_key(tmp_path):
     from sabot import keys
-    from sabot.build import build
-    from sabot.deploy import _ask_for_maintenance
     from sabot.registry import Registry
+    from sabot.release.build import build
+    from sabot.release.deploy import _ask_for_maintenance
 
     root, key, reg = tmp_path / "board", tmp_path / "command.pem", tmp_path / "shoes.json"
     build("virtual", root, release=tmp_path / "release.pem")
@@ -130,13 +130,13 @@ def test_full_repl_access_finds_no_private_key(tmp_path):
         board.wait_line("firmware running")
         secrets = secrets_of(tmp_path, root)
         # the shoe signs through its element (a status answers the hello), then its memory
-        st = subprocess.run([sys.executable, "-m", "sabot.cli", "status", "--port", url,
+        st = subprocess.run([sys.executable, "-m", "sabot", "status", "--port", url,
                              "--key", key, "--registry", reg, "--json"],
                             capture_output=True, text=True, timeout=60)
         assert st.returncode == 0 and '"phase"' in st.stdout, st.stderr
         # the scan can find a key where there is one: the element emulator's own memory
         emulators = [pid for pid, cmd in processes()
-                     if b"sabot.element_emulator" in cmd and str(root).encode() in cmd]
+                     if b"sabot.virtual.element_emulator" in cmd and str(root).encode() in cmd]
         assert emulators and any(s in memory_of(emulators[0]) for s in secrets[:6])
         shoes = micropython_pids(root)
         assert shoes, "the dealing shoe's process was not found"

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from sabot import keys
 from sabot import protocol as pr
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 def sabot(*args, **kw):
@@ -173,10 +173,10 @@ def test_second_demo_continues_the_chain_with_a_new_shoe(demo):
 def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
     """A capture across a power cut (two boots); a genuine boot-1 frame re-inserted among boot-2
     frames."""
-    from sabot import cards
-    from sabot.link import HostLink
-    from sabot.validator import Validator
-    from sabot.virtual import Dealer, VirtualBoard
+    from sabot.audit.validator import Validator
+    from sabot.game import cards
+    from sabot.link.host import HostLink
+    from sabot.virtual.board import Dealer, VirtualBoard
 
     from conftest import SIGN_MS, provision_shoe
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sabot.virtual import Dealer, VirtualBoard, card_bytes
+from sabot.virtual.board import Dealer, VirtualBoard, card_bytes
 
 from conftest import SIGN_MS, provision_shoe
 

@@ -13,12 +13,13 @@ import time
 
 import pytest
 
-from sabot import cards, keys, rules
-from sabot.virtual import free_port
+from sabot import keys
+from sabot.game import cards, rules
+from sabot.virtual.board import free_port
 
 from conftest import BoardProcess, PtyBridge
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 @pytest.fixture(autouse=True)
@@ -194,7 +195,7 @@ def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
             srv.close()
 
     # a registry whose public key for this shoe is another's: its frames fail the signature
-    from sabot.virtual import VirtualBoard, card_bytes
+    from sabot.virtual.board import VirtualBoard, card_bytes
 
     from conftest import SIGN_MS, provision_shoe
 

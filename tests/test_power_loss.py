@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from sabot.soak import run_soak
+from sabot.virtual.soak import run_soak
 
 from conftest import FIRMWARE, ROOT
 
@@ -73,7 +73,7 @@ def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, el
 
 
 def test_soak_with_faults_loses_and_duplicates_nothing():
-    r = subprocess.run([sys.executable, "-m", "sabot.cli", "soak", "--shoes", "1", "--seed", "3",
+    r = subprocess.run([sys.executable, "-m", "sabot", "soak", "--shoes", "1", "--seed", "3",
                         "--fault-rate", "0.15", "--json"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
@@ -93,10 +93,10 @@ def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
     """With no host for 40 cards the shoe holds far more unacknowledged frames than it keeps in RAM
     (8); when the validator connects, every one arrives, in order, read back from the flash log.
     """
-    from sabot import cards
-    from sabot.link import HostLink
-    from sabot.validator import Validator
-    from sabot.virtual import Dealer, VirtualBoard
+    from sabot.audit.validator import Validator
+    from sabot.game import cards
+    from sabot.link.host import HostLink
+    from sabot.virtual.board import Dealer, VirtualBoard
 
     from conftest import SIGN_MS, provision_shoe
 
@@ -121,7 +121,7 @@ def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_reject
     and mid-round, every resolution at random — and no line faults: an authentic shoe's frames are
     never rejected, no round is lost or stored twice, and every stored round is what the rules deal
     or carries an alarm."""
-    r = subprocess.run([sys.executable, "-m", "sabot.cli", "soak", "--shoes", "2", "--seed", "3",
+    r = subprocess.run([sys.executable, "-m", "sabot", "soak", "--shoes", "2", "--seed", "3",
                         "--fault-rate", "0", "--mistake-rate", "0.08", "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -133,7 +133,7 @@ def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_reject
 
 
 def test_soak_with_mistakes_and_power_cuts_together_loses_nothing():
-    r = subprocess.run([sys.executable, "-m", "sabot.cli", "soak", "--shoes", "2", "--seed", "7",
+    r = subprocess.run([sys.executable, "-m", "sabot", "soak", "--shoes", "2", "--seed", "7",
                         "--fault-rate", "0.1", "--mistake-rate", "0.05", "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

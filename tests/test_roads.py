@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sabot.roads import big_road, derived_road, roads
+from sabot.game.roads import big_road, derived_road, roads
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 WORD = {"B": "banker", "P": "player", "T": "tie"}
 
 

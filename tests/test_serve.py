@@ -14,7 +14,7 @@ import pytest
 from serve_rig import ServeRig, SSEClient
 
 ROOT = Path(__file__).resolve().parents[1]
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 

@@ -9,12 +9,12 @@ from itertools import product
 
 import pytest
 
-from sabot import rules, wagers
-from sabot.analyze import analyze, outcome_counts, pair_counts
 from sabot.errors import SabotError
-from sabot.settle import settle, vigorish
+from sabot.game import rules, wagers
+from sabot.game.analyze import analyze, outcome_counts, pair_counts
+from sabot.game.settle import settle, vigorish
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 # Legal rounds (third-card rule), named by what they show.
 # 3-card P5, B7

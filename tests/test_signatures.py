@@ -15,16 +15,17 @@ import sys
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from sabot import capture_gen, keys
+from sabot import keys
 from sabot import protocol as pr
-from sabot.deploy import parse_identity, parse_key_line
+from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.registry import Registry, ShoeEntry
-from sabot.validator import Validator
+from sabot.release.deploy import parse_identity, parse_key_line
+from sabot.virtual import capture_gen
 
 from conftest import signing_shoe
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 NATURALS = struct.pack(">HH", 1, 1) + bytes([8 * 4, 7 * 4, 12 * 4, 8 * 4 + 3])  # 9S 8S KS 9C
 
 

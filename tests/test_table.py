@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from sabot import table_gen
+from sabot.release import table_gen
 
 from conftest import ROOT
 
@@ -42,6 +42,6 @@ def test_rule_parser_rejects_an_inconsistent_row():
 
 
 def test_table_check_passes_on_the_committed_table():
-    r = subprocess.run([sys.executable, "-m", "sabot.cli", "table", "check"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "sabot", "table", "check"], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr

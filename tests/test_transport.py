@@ -12,8 +12,8 @@ import pytest
 from sabot import keys
 from sabot import protocol as pr
 from sabot.errors import SabotError
-from sabot.transport import ShoePort
-from sabot.virtual import free_port
+from sabot.link.transport import ShoePort
+from sabot.virtual.board import free_port
 
 
 class LoopbackShoe:
@@ -146,9 +146,9 @@ def test_the_link_acks_what_it_stored_signed_and_counts_commands_from_the_status
     """HostLink over a loopback 'shoe' sending v2 frames: hello goes unsigned, the ack is signed
     by the command key and uncounted, names the highest stored seq (a pending initial_cards is
     not acked), and a counted command carries the status's host_counter + 1."""
-    from sabot import capture_gen
-    from sabot.link import HostLink
-    from sabot.validator import Validator
+    from sabot.audit.validator import Validator
+    from sabot.link.host import HostLink
+    from sabot.virtual import capture_gen
 
     from conftest import signing_shoe
 

@@ -3,9 +3,9 @@
 no card identity reaches the link before the dealer's reveal, not even across a power cut."""
 
 from sabot import protocol as pr
+from sabot.audit.validator import Validator
 from sabot.protocol import variant_byte
-from sabot.validator import Validator
-from sabot.virtual import REVEAL, card_bytes
+from sabot.virtual.board import REVEAL, card_bytes
 
 from conftest import signing_shoe, wait_for
 

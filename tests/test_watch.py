@@ -6,12 +6,12 @@ import json
 import subprocess
 import sys
 
-from sabot import analyze, cards
-from sabot.audit import AuditStore
+from sabot.audit.store import AuditStore
+from sabot.audit.watch import WINDOW, LiveEdges, SequenceIndex, Watch, offered_wagers
+from sabot.game import analyze, cards
 from sabot.registry import ShoeEntry
-from sabot.watch import WINDOW, LiveEdges, SequenceIndex, Watch, offered_wagers
 
-SABOT = [sys.executable, "-m", "sabot.cli"]
+SABOT = [sys.executable, "-m", "sabot"]
 
 
 def one_deck_but(keep):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from .errors import SabotError
+from sabot.errors import SabotError
 
 if TYPE_CHECKING:
     from _typeshed import StrPath

@@ -29,7 +29,7 @@ def micropython() -> str:
     exe = Path(sys.executable).with_name("micropython")
     found = str(exe) if exe.exists() else shutil.which("micropython")
     if not found:
-        from .errors import SabotError
+        from sabot.errors import SabotError
 
         raise SabotError(
             "the micropython command is missing: run `make test` or `make demo` to install it"

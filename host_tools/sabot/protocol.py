@@ -14,9 +14,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
-from . import rules
-from .cards import card_code
-from .errors import SabotError
+from sabot.errors import SabotError
+from sabot.game import rules
+from sabot.game.cards import card_code
 
 # ---- frame layout ----------------------------------------------------------------------------
 VERSION = 2

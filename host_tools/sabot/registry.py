@@ -16,8 +16,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
-from .errors import SabotError
-from .settle import GAMES, SIDE_WAGERS
+from sabot.errors import SabotError
+from sabot.game.settle import GAMES, SIDE_WAGERS
 
 DEFAULT = "sabot-shoes.json"
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field

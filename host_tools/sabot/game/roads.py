@@ -1,0 +1,121 @@
+"""Baccarat scoreboards ("roads") from round records (CONTRACTS.md "Roads").
+
+The Big Road is kept as logical columns (no dragon tail): a column holds consecutive wins of one
+side, a tie adds 1 to the `ties` of the last cell, and ties before the first Banker or Player win
+are counted on the first cell. A record of ties only has no cell, so its Big Road and derived roads
+are empty. The derived roads (Big Eye Boy k = 1, Small Road k = 2, Cockroach Pig k = 3) depend only
+on column lengths of earlier columns, so computing them from the finished Big Road gives the same
+entries as computing them live, one cell at a time."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, TypedDict
+
+from sabot.errors import SabotError
+
+BEAD = {"banker": "B", "player": "P", "tie": "T"}
+DERIVED = {"big_eye_boy": 1, "small_road": 2, "cockroach_pig": 3}
+
+
+class Cell(TypedDict):
+    winner: str  # "B" or "P"
+    ties: int
+
+
+def bead_plate(winners: Iterable[str]) -> list[str]:
+    """"B"/"P"/"T" for each round's winner ("banker"/"player"/"tie"), in order."""
+    return [BEAD[w] for w in winners]
+
+
+def big_road(winners: Iterable[str]) -> list[list[Cell]]:
+    """Logical columns of the Big Road for the rounds' winners, in order."""
+    columns: list[list[Cell]] = []
+    early_ties = 0
+    for w in winners:
+        mark = BEAD[w]
+        if mark == "T":
+            if columns:
+                columns[-1][-1]["ties"] += 1
+            else:
+                early_ties += 1
+            continue
+        cell: Cell = {"winner": mark, "ties": 0}
+        if not columns:
+            cell["ties"], early_ties = early_ties, 0
+            columns.append([cell])
+        elif columns[-1][0]["winner"] == mark:
+            columns[-1].append(cell)
+        else:
+            columns.append([cell])
+    return columns
+
+
+def qualifies(column: int, row: int, k: int) -> bool:
+    """Whether the Big Road cell at `column`, `row` (both from 1) gives an entry in the derived
+    road with offset `k`."""
+    return column > k + 1 or (column == k + 1 and row >= 2)
+
+
+def derived_road(columns: Sequence[Sequence[Any]], k: int) -> list[str]:
+    """"red"/"blue" entries of the derived road with offset k (1 Big Eye Boy, 2 Small Road,
+    3 Cockroach Pig) for Big Road columns (only their lengths matter)."""
+    if k < 1:
+        raise ValueError(f"derived road offset must be at least 1 (got {k})")
+    lengths = [len(col) for col in columns]
+    out = []
+    for c, length in enumerate(lengths, 1):
+        for r in range(1, length + 1):
+            if not qualifies(c, r, k):
+                continue
+            if r == 1:
+                out.append("red" if lengths[c - 2] == lengths[c - 2 - k] else "blue")
+                continue
+            left = lengths[c - k - 1]  # column c - k, counted from 1
+            out.append("blue" if left == r - 1 else "red")
+    return out
+
+
+def roads(winners: Iterable[str]) -> dict[str, Any]:
+    """Every road for the rounds' winners, as CONTRACTS.md prints them."""
+    ws = list(winners)
+    big = big_road(ws)
+    result: dict[str, Any] = {"bead_plate": bead_plate(ws), "big_road": big}
+    for name, k in DERIVED.items():
+        result[name] = derived_road(big, k)
+    return result
+
+
+def winners_from_lines(lines: Iterable[str], source: str = "input") -> list[str]:
+    """The `winner` of each round record (one JSON object a line); records without a winner
+    (events) and blank lines are skipped; anything else is a SabotError naming the line."""
+    out = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise SabotError(f"{source}:{lineno}: not JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise SabotError(f"{source}:{lineno}: a record must be a JSON object")
+        if "winner" not in rec:
+            continue
+        if rec["winner"] not in BEAD:
+            raise SabotError(f"{source}:{lineno}: winner must be banker, player or tie "
+                             f"(got {rec['winner']!r})")
+        out.append(rec["winner"])
+    return out
+
+
+def format_roads(r: dict[str, Any]) -> str:
+    """A plain-text rendering: the bead plate, the Big Road one column a line, the derived
+    roads as R (red) and b (blue)."""
+    lines = ["bead plate:    " + "".join(r["bead_plate"]), "big road:"]
+    for col in r["big_road"]:
+        lines.append("  " + " ".join(c["winner"] + ("+" * c["ties"]) for c in col))
+    for name in DERIVED:
+        marks = "".join("R" if e == "red" else "b" for e in r[name])
+        lines.append(f"{name.replace('_', ' ') + ':':<15}{marks}")
+    return "\n".join(lines)

@@ -1,0 +1,177 @@
+"""The host end of the shoe link: the validator behind a shoe's port (sabot.transport), and the
+acknowledgements and hellos that make delivery exactly-once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from sabot import protocol as pr
+from sabot.audit.validator import Validator, Verdict
+from sabot.errors import SabotError
+from sabot.keys import CommandKey
+from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, Port, ShoePort
+
+HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
+ANSWER_WAIT = 0.5  # seconds to wait for the status answering a hello before asking again
+ASK_EVERY = 0.1  # seconds between hellos while waiting for the shoe to get somewhere
+
+
+class HostLink:
+    """A validator session on a shoe's port: `port` is a Port, or a URL to open as a ShoePort."""
+
+    def __init__(self, port: Port | str, validator: Validator, command_key: CommandKey | None,
+                 capture: BinaryIO | None = None,
+                 connect_timeout: float = 10.0, hello_every: float = HELLO_EVERY,
+                 baud: int = DEFAULT_BAUD) -> None:
+        if isinstance(port, str):
+            self.port: Port = ShoePort(port, baud, connect_timeout, capture)
+        else:
+            self.port = port
+            if port.closed:
+                port.reopen(connect_timeout)
+        self.validator = validator
+        self.command_key = command_key  # signs acks and counted commands; None: hello only
+        validator.live = True  # its statuses now answer hellos: it anchors at the first one
+        validator.awaiting_status = True
+        self.hello_every = hello_every
+        self.counter = 0
+        self.last_rx = 0.0
+        self.acked = 0
+        self.hellos = 0
+        self.rx_bytes = 0  # everything read from the port, frames or not
+        self.status_boot: int | None = None  # the boot counter of the latest authentic status
+        self.statuses_before = validator.statuses  # statuses that answered no hello of this link
+        self._drop_backlog()
+        self.hello()
+
+    def reconnect(self, timeout: float = 10.0) -> None:
+        self.port.reopen(timeout)
+        self.validator.awaiting_status = True
+        self._forget_hellos()  # their answers went with the old connection
+        self._drop_backlog()
+        self.hello()
+
+    def _drop_backlog(self, longest: float = 1.0) -> None:
+        """What a tty buffered before this link opened it is a torn, stale backlog (pyserial
+        flushes part of it at open): drop it. The shoe resends everything unacknowledged after
+        the hello, oldest first, so a fresh validator anchors on the shoe's own sequence, not on
+        whatever frame of the backlog came first."""
+        end = time.monotonic() + longest
+        while time.monotonic() < end and self.port.read_chunks(TIMEOUT):
+            pass
+
+    def _forget_hellos(self) -> None:
+        self.statuses_before = self.validator.statuses - self.hellos
+
+    def _answered(self) -> bool:
+        """Every hello sent has had its status (one each, in order)."""
+        return self.validator.statuses - self.statuses_before >= self.hellos
+
+    def write(self, data: bytes) -> None:
+        self.port.write(data)
+
+    def _command(self, ftype: int, payload: bytes = b"", counted: bool = True) -> None:
+        """A command to the shoe: signed with the command key unless hello or verify; a counted
+        one carries exactly the element's command counter + 1 (the latest status's
+        host_counter + 1)."""
+        counter = 0
+        if counted:
+            st = self.validator.status
+            counter = (st["host_counter"] if st else self.validator.state["host_counter"]) + 1
+            self.counter = counter
+        key = None
+        if ftype not in pr.UNSIGNED:
+            if self.command_key is None:
+                raise SabotError("a command key is needed to sign commands to the shoe (--key)")
+            key = self.command_key.private_key
+        self.write(pr.command(key, self.validator.shoe_id, counter, ftype, payload))
+
+    def hello(self) -> None:
+        """Pyserial drops what arrived before the port opened: ask the shoe where it stands and to
+        resend what it holds."""
+        self._command(pr.C_HELLO, counted=False)
+        self.hellos += 1
+        self.last_rx = time.monotonic()
+
+    def resolve(self, code: int) -> None:
+        self._command(pr.C_RESOLVE, bytes([code]))
+
+    def new_shoe(self) -> None:
+        self._command(pr.C_NEW_SHOE)
+
+    def pump(self, wait: float = TIMEOUT) -> list[Verdict]:
+        """Read what has arrived (waiting up to `wait` seconds for a first byte), validate it,
+        acknowledge it. Returns the per-frame verdicts."""
+        chunks = self.port.read_chunks(wait)
+        now = time.monotonic()
+        if not chunks:
+            if now - self.last_rx > self.hello_every:
+                self.hello()
+            return []
+        self.last_rx = now
+        self.rx_bytes += sum(len(c) for c in chunks)
+        # One receive per read: the validator commits each read's frames as one group.
+        results = [v for chunk in chunks for v in self.validator.receive(chunk)]
+        for f, v, _ in results:
+            if v == "accepted" and f is not None and f.type == pr.T_STATUS:
+                self.status_boot = f.boot
+        if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
+            self.hello()  # something was lost on the line: the shoe resends the oldest unacked on
+        last = self.validator.state["last_seq"]
+        resent = any(v == "resent" for _, v, _ in results)
+        if (self.validator.status is not None and self.command_key is not None
+                and (last > self.acked or resent)):
+            self._command(pr.C_ACK, last.to_bytes(4, "big"), counted=False)  # signed, uncounted
+            self.acked = last
+        return results
+
+    def pump_until(self, done: Callable[[], bool], timeout: float, wait: float = TIMEOUT) -> bool:
+        """Pump until done() holds; False if it still does not after `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while True:
+            self.pump(wait)
+            if done():
+                return True
+            if time.monotonic() >= end:
+                return False
+
+    def ask(self, timeout: float = ANSWER_WAIT) -> dict[str, Any] | None:
+        """Hello, then pump until the status answering it has arrived, and with it every frame the
+        shoe sent before it; that status, or None if none came in time."""
+        end = time.monotonic() + timeout
+        # Answers to earlier hellos may still be on their way: take them first, so none of them is
+        # mistaken for this one's. A squeezing shoe sends no status at all: give up on those.
+        if not self.pump_until(self._answered, min(ANSWER_WAIT, timeout)):
+            self._forget_hellos()
+        self.hello()
+        if self.pump_until(self._answered, max(end - time.monotonic(), 0.0)):
+            return self.validator.status
+        self._forget_hellos()  # a hello or its answer was lost on the line: stop waiting for it
+        return None
+
+    def ask_until(self, done: Callable[[dict[str, Any]], bool],
+                  timeout: float) -> dict[str, Any] | None:
+        """Ask the shoe where it stands, every ASK_EVERY seconds, until its answer satisfies
+        done(status); in between take what it sends, resends included, so acknowledgements catch
+        up. None if no answer did within `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while True:
+            asked = time.monotonic()
+            status = self.ask(min(ANSWER_WAIT, max(end - asked, 0.0)))
+            if status is not None and done(status):
+                return status
+            next_ask = min(asked + ASK_EVERY, end)
+            if time.monotonic() >= end:
+                return None
+            self.pump_until(lambda: time.monotonic() >= next_ask, ASK_EVERY)
+
+    def drain(self, timeout: float) -> bool:
+        """Until the shoe reports its shoe ended and nothing unacknowledged (so everything it made
+        is stored); False if that takes longer than `timeout` seconds."""
+        done = self.ask_until(lambda st: st["phase"] == "ended" and st["unacked_to"] == 0, timeout)
+        return done is not None
+
+    def close(self) -> None:
+        self.port.close()

@@ -1,0 +1,277 @@
+"""Operating a shoe over its port: `sabot status`, `sabot new-shoe`, `sabot resolve`, and the
+first-contact checks `sabot validate` shares with them.
+
+Every operation runs a validator on the link (so frames arriving meanwhile are verified, stored
+and acknowledged like under `sabot validate`), sends authenticated commands with a counter above
+the shoe's last accepted one, and waits for the shoe's own word that the command took effect.
+Who gave a resolution or started a shoe is recorded on the host, in the operator log beside the
+audit database (`DB.operations.jsonl`, one JSON object a line; `sabot history --operations`): the
+shoe's signed resolution frame only says that the host gave it."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from sabot import protocol as pr
+from sabot.audit.validator import Validator
+from sabot.errors import SabotError
+from sabot.keys import CommandKey
+from sabot.link.host import HostLink
+from sabot.link.transport import DEFAULT_BAUD, ShoePort
+from sabot.registry import Registry, ShoeEntry
+
+ANSWER_WAIT = 5.0  # seconds for a shoe to answer its first hello
+EFFECT_WAIT = 5.0  # seconds for a command to show in the shoe's status
+RESOLUTIONS = {"void-card": 1, "keep-dummy": 2, "void-round": 3, "end-shoe": 4}
+
+
+def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
+                 any_frame: bool = False) -> dict[str, Any] | None:
+    """The shoe's first authentic status on a fresh link; a one-line SabotError saying why there
+    is none: nothing speaks on the port, something that is not a sabot shoe speaks, or a shoe
+    speaks that does not answer to this key."""
+    start = time.monotonic()
+    end = start + wait
+    reconnected = False
+    while True:
+        try:
+            status = link.ask(min(1.0, max(end - time.monotonic(), 0.05)))
+        except ConnectionError:
+            if reconnected:
+                raise
+            # a tty that vanished as it was opened: a board rebooting re-enumerates its USB port
+            reconnected = True
+            link.reconnect(timeout=max(end - time.monotonic(), 1.0))
+            continue
+        if status is not None:
+            return status
+        if any_frame and link.validator.counts["verified"]:
+            return link.validator.status  # a shoe that speaks, only not in statuses (squeeze)
+        reasons = Counter(r["reason"] for r in link.validator.rejections)
+        elapsed = time.monotonic() - start
+        problem = _why_silent(link, url, wait, reasons, elapsed, time.monotonic() >= end)
+        if problem:
+            link.validator.store.discard_if_unused()  # nothing was stored: leave no database
+            raise SabotError(problem)
+
+
+def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], elapsed: float,
+                timed_out: bool) -> str | None:
+    """Why no status came, once it is clear; None while it may still come."""
+    if reasons["bad_signature"] and elapsed >= 1.0:
+        return (f"the shoe on {url} does not sign with the public key the registry holds for "
+                f"shoe {link.validator.shoe_id:#010x} (its frames fail the signature check: "
+                "another shoe, or a re-provisioned one?)")
+    if reasons["unknown_shoe_or_key"] and elapsed >= 1.0:
+        v = link.validator
+        return (f"the shoe on {url} is another shoe, or signs with a key version the registry "
+                f"does not hold for shoe {v.shoe_id:#010x} (versions "
+                f"{v.config.key_versions or 'none'}): wrong --shoe-id, or run sabot deploy?")
+    if link.rx_bytes >= 32 and elapsed >= 1.0 and not link.validator.counts["verified"]:
+        return (f"{url} does not speak the sabot protocol ({link.rx_bytes} bytes received, no "
+                "frame of a shoe among them; wrong port or baud rate?)")
+    if timed_out:
+        return (f"no shoe answered on {url} within {wait:g} s (is it powered, at this baud rate, "
+                f"and is it shoe {link.validator.shoe_id:#010x}?)")
+    return None
+
+
+def open_port(url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
+              capture: Any = None) -> ShoePort:
+    """Open the port before anything else is created: a port that cannot be opened leaves no
+    empty database behind."""
+    return ShoePort(url, baud, open_timeout, capture)
+
+
+class Operation:
+    """A validator session on a shoe's port for one operator command."""
+
+    def __init__(self, url: str, key: CommandKey, db: str, config: ShoeEntry,
+                 baud: int = DEFAULT_BAUD, open_timeout: float = 5.0,
+                 on_record: Callable[[str, dict[str, Any]], None] | None = None,
+                 on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.url = url
+        self.key = key
+        self.db = db
+        self.records: list[tuple[str, dict[str, Any]]] = []
+        self.on_record_user = on_record
+        port = open_port(url, baud, open_timeout)
+        try:
+            self.validator = Validator(config, db, on_record=self._record, on_alarm=on_alarm)
+        except BaseException:
+            port.close()
+            raise
+        try:
+            self.link = HostLink(port, self.validator, key)
+        except BaseException:
+            port.close()
+            self.validator.store.close()
+            raise
+
+    def _record(self, kind: str, rec: dict[str, Any]) -> None:
+        self.records.append((kind, rec))
+        if self.on_record_user:
+            self.on_record_user(kind, rec)
+
+    def refusals(self, since: int) -> list[dict[str, Any]]:
+        return [r for k, r in self.records[since:] if k == "command_rejected"]
+
+    def status(self, wait: float = ANSWER_WAIT) -> dict[str, Any]:
+        st = first_status(self.link, self.url, wait)
+        assert st is not None
+        return self.describe(st)
+
+    def describe(self, st: dict[str, Any]) -> dict[str, Any]:
+        unacked = st["unacked_to"] - st["unacked_from"] + 1 if st["unacked_from"] else 0
+        out = {"shoe_id": self.validator.shoe_id, "phase": st["phase"], "shoe": st["shoe"],
+               "round": st["round"], "position": st["position"], "due": st["due"],
+               "unacknowledged": unacked, "integrity": st["integrity"],
+               "boot": self.link.status_boot, "acked": st["acked"],
+               "host_counter": st["host_counter"], "refused": st["refused"]}
+        inv = self.validator.state.get("inventory") or {}
+        if st["phase"] == "held":
+            out["pending"] = inv.get("held")  # the irregularity, as this store saw it
+        return out
+
+    def new_shoe(self, by: str) -> dict[str, Any]:
+        st = self.status()
+        if st["phase"] == "burn_first" and st["position"] == 0:
+            return dict(st, started=False)
+        if st["phase"] != "ended":
+            raise SabotError(f"shoe {st['shoe']} has not ended (phase {st['phase']}, round "
+                             f"{st['round']}, card {st['position']}): a new shoe starts only "
+                             "after it ends (an irregularity can end it: sabot resolve end-shoe)")
+        mark = len(self.records)
+        self.link.new_shoe()
+        after = self.link.ask_until(lambda s: s["phase"] != "ended" or bool(self.refusals(mark)),
+                                    EFFECT_WAIT)
+        refused = self.refusals(mark)
+        if refused:
+            raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
+        if after is None or after["phase"] == "ended":
+            raise SabotError(f"the shoe did not start a new shoe within {EFFECT_WAIT:g} s")
+        out = self.describe(after)
+        log_operation(self.db, {"operation": "new_shoe", "by": by,
+                                "shoe_id": self.validator.shoe_id,
+                                "ended_shoe": st["shoe"], "shoe": after["shoe"],
+                                "port": self.url})
+        return dict(out, started=True)
+
+    def resolve(self, resolution: str, by: str) -> dict[str, Any]:
+        code = RESOLUTIONS[resolution]
+        st = self.status()
+        if st["phase"] != "held":
+            raise SabotError(f"no irregularity is pending on shoe {st['shoe']} (phase "
+                             f"{st['phase']}, round {st['round']}): nothing to resolve")
+        mark = len(self.records)
+        self.link.resolve(code)
+
+        def done(s: dict[str, Any]) -> bool:
+            return (s["phase"] != "held" or bool(self.refusals(mark))
+                    or any(k == "resolution" for k, _ in self.records[mark:]))
+
+        after = self.link.ask_until(done, EFFECT_WAIT)
+        refused = self.refusals(mark)
+        if refused:
+            raise SabotError(f"the shoe refused {resolution} ({refused[0]['reason']}): "
+                             f"{WHY_REFUSED.get(refused[0]['reason'], '')}".rstrip(": "))
+        # the signed resolution may follow the status that shows its effect: wait for it
+        self.link.pump_until(lambda: any(k == "resolution" for k, _ in self.records[mark:]),
+                             EFFECT_WAIT)
+        recs = [r for k, r in self.records[mark:] if k == "resolution"]
+        if after is None or not recs:
+            raise SabotError(f"the shoe did not report the resolution within {EFFECT_WAIT:g} s")
+        rec = recs[0]
+        log_operation(self.db, {"operation": "resolve", "resolution": rec["resolution"],
+                                "by": by, "shoe_id": self.validator.shoe_id, "shoe": rec["shoe"],
+                                "round": rec["round"], "irregularity": rec["kind"],
+                                "card": rec["card"], "source": rec["source"], "port": self.url})
+        return dict(self.describe(after), resolution=rec)
+
+    def close(self) -> None:
+        self.link.close()
+        self.validator.store.close()
+
+
+WHY_REFUSED = {"not_now": "this resolution does not apply to the pending irregularity",
+               "replayed": "a command counter the shoe has already seen",
+               "bad_signature": "the command's signature failed (is --key the command key "
+               "this shoe was provisioned with?)"}
+
+
+def operations_path(db: str) -> str:
+    return str(db) + ".operations.jsonl"
+
+
+def log_operation(db: str, entry: dict[str, Any]) -> None:
+    """Append one operator action to the operator log beside the audit database, with the time,
+    the host it was given from and the account that gave it."""
+    line = dict({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
+                 "user": _user()}, **entry)
+    path = operations_path(db)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_operations(db: str) -> list[dict[str, Any]]:
+    try:
+        with open(operations_path(db), encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as e:
+        raise SabotError(f"cannot read the operator log {operations_path(db)}: {e}") from None
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def format_status(st: dict[str, Any]) -> str:
+    due = f", {st['due']}'s card due" if st["due"] not in ("none", None) else ""
+    pending = ""
+    if st.get("pending"):
+        card = st["pending"]["card"]
+        pending = f"; pending {st['pending']['kind']}" + (f" ({card})" if card else "")
+    elif st["phase"] == "held":
+        pending = "; an irregularity is pending"
+    return (f"shoe id {st['shoe_id']:#010x}: shoe {st['shoe']} round {st['round']}, card "
+            f"{st['position']}, {st['phase']}{due}{pending}; {st['unacknowledged']} "
+            f"unacknowledged; integrity {st['integrity']}; boot {st['boot']}")
+
+
+ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
+
+
+def identify(url: str, registry: Registry, baud: int = DEFAULT_BAUD,
+             wait: float = ANSWER_WAIT) -> ShoeEntry:
+    """Which registered shoe is on this port: a hello to any shoe, and the first status whose
+    signature the registry's public key for its shoe id verifies. For a registry of several
+    shoes when no --shoe-id is given (a pit's registry, one shoe per port)."""
+    def registered(f: pr.Frame) -> bool:
+        entry = registry.shoes.get(f.shoe_id)
+        public = entry.public_key(f.key_id) if entry is not None else None
+        return public is not None and pr.verify(public, f)
+
+    port = ShoePort(url, baud)
+    try:
+        status = port.status_where(ANY_SHOE, registered, wait)
+    finally:
+        port.close()
+    if status is not None:
+        return registry.shoes[status.shoe_id]
+    raise SabotError(f"no shoe of the registry {registry.path} answered on {url} within "
+                     f"{wait:g} s (or name it with --shoe-id)")

@@ -1,0 +1,183 @@
+"""One byte stream to a shoe: a pyserial URL (/dev/ttyACM0, socket://127.0.0.1:7000, ...) opened
+with retries, read and written with serial errors turned into ConnectionError, and split into
+frames."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import BinaryIO, Protocol
+
+import serial
+
+from sabot.errors import SabotError
+from sabot.keys import CommandKey
+from sabot.protocol import (
+    C_HELLO,
+    T_STATUS,
+    Deframer,
+    Frame,
+    FrameError,
+    command,
+    decode_frame,
+    parse,
+)
+
+DEFAULT_BAUD = 115200
+TIMEOUT = 0.05  # seconds a read waits for a first byte unless told otherwise
+
+
+class Port(Protocol):
+    """What the host link needs of a port (ShoePort, or a port wrapped with faults by the soak)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def read_chunks(self, wait: float) -> list[bytes]: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    def reopen(self, timeout: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ShoePort:
+    """A shoe's port. Opening retries until `open_timeout` (a rebooting shoe, a board still
+    starting), then fails with one SabotError; afterwards every serial or socket failure is a
+    ConnectionError. With `capture` every byte received is appended to that file as it arrives."""
+
+    def __init__(self, url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
+                 capture: BinaryIO | None = None) -> None:
+        self.url = url
+        self.baud = baud
+        self.capture = capture
+        self.ser: serial.SerialBase | None = None
+        self.deframer = Deframer()
+        self.reopen(open_timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self.ser is None
+
+    def reopen(self, timeout: float) -> None:
+        """(Re)connect, trying until `timeout` seconds have passed."""
+        self.close()
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                self.ser = serial.serial_for_url(self.url, baudrate=self.baud, timeout=TIMEOUT,
+                                                 exclusive=True)
+                break
+            except (serial.SerialException, OSError, ValueError) as e:
+                if isinstance(e, ValueError) or _bad_socket_url(self.url):
+                    # a URL no retry can mend: socket://HOST without a port, bogus://x
+                    raise SabotError(f"cannot open {self.url}: "
+                                     f"{_url_problem(self.url, e)}") from None
+                if time.monotonic() >= end:
+                    if "exclusively lock" in str(e):
+                        raise SabotError(f"{self.url}: port busy (another program, perhaps "
+                                         "another validator, has it open)") from None
+                    # the OS's own words when there are some (pyserial repeats the path twice)
+                    code = getattr(e, "errno", None)
+                    reason = (os.strerror(code) if isinstance(code, int)
+                              else " ".join(str(e).split()))
+                    raise SabotError(f"cannot open {self.url}: {reason}") from None
+                time.sleep(0.1)
+        self.deframer = Deframer()  # a partial frame from the last connection is gone
+
+    def _open(self) -> serial.SerialBase:
+        if self.ser is None:
+            raise ConnectionError("link closed")
+        return self.ser
+
+    def write(self, data: bytes) -> None:
+        """Put bytes on the line (flushed: a command is out when this returns)."""
+        ser = self._open()
+        try:
+            ser.write(data)
+            ser.flush()
+        except (serial.SerialException, OSError) as e:
+            raise ConnectionError(str(e)) from None
+
+    def read(self, wait: float = TIMEOUT) -> bytes:
+        """Wait up to `wait` seconds for a first byte, then take everything already there."""
+        ser = self._open()
+        try:
+            ser.timeout = wait
+            data = ser.read(1)
+            if data:
+                # all that is there at once: socket:// reports in_waiting only as 0 or 1
+                ser.timeout = 0
+                data += ser.read(65536)
+        except (serial.SerialException, OSError) as e:
+            raise ConnectionError(str(e)) from None
+        if data and self.capture:
+            self.capture.write(data)
+            self.capture.flush()
+        return data
+
+    def read_chunks(self, wait: float = TIMEOUT) -> list[bytes]:
+        """What arrived, as the reads that delivered it (one read here)."""
+        data = self.read(wait)
+        return [data] if data else []
+
+    def frames(self, wait: float = TIMEOUT) -> list[tuple[bytes, Frame | FrameError]]:
+        """The frames completed by what arrived: (raw frame, Frame), or FrameError with the raw
+        frame or, when it is not even COBS, the encoded bytes."""
+        out: list[tuple[bytes, Frame | FrameError]] = []
+        for encoded in self.deframer.feed(self.read(wait)):
+            raw = encoded
+            try:
+                raw = decode_frame(encoded)
+                out.append((raw, parse(raw)))
+            except FrameError as e:
+                out.append((raw, e))
+        return out
+
+    def send_command(self, key: CommandKey | None, shoe_id: int, ftype: int,
+                     payload: bytes = b"", counter: int = 0) -> None:
+        """A command to shoe `shoe_id`, signed with the command key (hello and verify: unsigned,
+        `key` may be None)."""
+        self.write(command(key.private_key if key else None, shoe_id, counter, ftype, payload))
+
+    def status_where(self, shoe_id: int, accept: Callable[[Frame], bool],
+                     wait: float) -> Frame | None:
+        """Hello to `shoe_id` every half second until a status frame `accept` takes arrives (the
+        caller checks its signature); None when none did within `wait` seconds."""
+        end, asked = time.monotonic() + wait, 0.0
+        while time.monotonic() < end:
+            if time.monotonic() - asked > 0.5:
+                self.send_command(None, shoe_id, C_HELLO)
+                asked = time.monotonic()
+            for _, f in self.frames(0.1):
+                if isinstance(f, Frame) and f.type == T_STATUS and accept(f):
+                    return f
+        return None
+
+    def close(self) -> None:
+        if self.ser is not None:
+            try:
+                self.ser.close()
+            except Exception:
+                pass
+            self.ser = None
+
+
+def _bad_socket_url(url: str) -> bool:
+    """socket://HOST:PORT with the port missing or not a number (pyserial's own message for it
+    is a TypeError's)."""
+    if not url.startswith("socket://"):
+        return False
+    _, _, port = url[len("socket://"):].split("?")[0].rpartition(":")
+    return not (port.isdigit() and 0 < int(port) < 65536)
+
+
+def _url_problem(url: str, e: Exception) -> str:
+    if url.startswith("socket://"):
+        return "socket:// wants HOST:PORT, e.g. socket://127.0.0.1:7000"
+    if "://" in url:
+        return (f"unknown scheme {url.split('://')[0]!r} (a device such as /dev/ttyACM0, or "
+                "socket://HOST:PORT, rfc2217://HOST:PORT, ...)")
+    return " ".join(str(e).split())

