@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host_tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sabot import rules  # noqa: E402  (after the path set-up above)
+from sabot.game import rules  # noqa: E402  (after the path set-up above)
 from sabot.game.analyze import analyze, first_four_classes  # noqa: E402
 
 

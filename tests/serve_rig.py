@@ -13,7 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "host_tools"))
 
-from sabot import cards, keys, rules  # noqa: E402
+from sabot import keys  # noqa: E402
+from sabot.game import cards, rules  # noqa: E402
 from sabot.registry import Registry, ShoeEntry  # noqa: E402
 from sabot.virtual.board import Dealer, VirtualBoard, free_port, provision  # noqa: E402
 
