@@ -11,7 +11,7 @@ SHOES  ?= 3
 
 all: test
 
-$(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml
+$(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt
@@ -40,10 +40,10 @@ socat:
 demo: $(STAMP)
 	$(BIN)/sabot demo
 
-# ruff and mypy read host_tools/pyproject.toml; named explicitly since tests/ lies outside host_tools.
+# ruff and mypy read the root pyproject.toml: the same check as `ruff check .` and `mypy` here.
 lint: $(STAMP)
-	$(BIN)/ruff check --config host_tools/pyproject.toml host_tools tests firmware boards
-	$(BIN)/mypy --config-file host_tools/pyproject.toml host_tools/sabot
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: $(STAMP) socat /usr/bin/chromedriver lint
 	$(BIN)/sabot table check

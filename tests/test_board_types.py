@@ -27,6 +27,7 @@ def mypy(board, firmware):
         [str(Path(sys.executable).with_name("mypy")), "--custom-typeshed-dir", str(stubs),
          "--no-site-packages", "--python-version", "3.11", "--explicit-package-bases",
          "--check-untyped-defs", "--no-incremental",
+         "--config-file=",  # the root pyproject.toml's settings are the host package's
          str(firmware / "shoe"), str(firmware / "main.py")],
         cwd=firmware.parent, env=env, capture_output=True, text=True, timeout=300)
     summary = r.stdout.strip().splitlines()[-1:] or [r.stderr]

@@ -87,7 +87,7 @@ class Session:
         dealer = Dealer(board, self.tokens)
         finished = threading.Event()
 
-        def deal():
+        def deal() -> None:
             try:
                 dealer.deal()
             except Exception as e:
