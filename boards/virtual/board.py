@@ -7,7 +7,8 @@ the supervisor's resolution key (void card / keep as dummy hand / void round). I
 on stdout per change: `I <phase> <due> <position> <shoe> <round> <alarm> <reveal>`, and at each
 result the display's `A <player total> <banker total> <winner> <announcements>`. Host link: a TCP
 socket (pyserial `socket://HOST:PORT`). Secure element: the emulator's socket
-(host_tools/sabot/element_emulator.py), `--element unix:PATH|tcp:HOST:PORT` or $SABOT_ELEMENT."""
+(host_tools/sabot/virtual/element_emulator.py), `--element unix:PATH|tcp:HOST:PORT` or
+$SABOT_ELEMENT."""
 
 import os
 

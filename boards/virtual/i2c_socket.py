@@ -1,5 +1,5 @@
 """The virtual board's I2C bus: machine.I2C's writeto/readfrom_into over a socket to a device
-emulator (the secure element: host_tools/sabot/element_emulator.py).
+emulator (the secure element: host_tools/sabot/virtual/element_emulator.py).
 
 Framing, one request and one reply:
   b"W" addr(1) len(2, big-endian) data  ->  b"K" ack | b"N" nack
