@@ -5,10 +5,12 @@ Every frame received is kept raw with its verdict; accepted rounds and events ar
 raised on them and the validator's link state after each read. Every row of every table carries a
 place in one chain (`chain_no`) and a hash over its content and the previous row's hash: an
 inserted, altered or deleted row breaks the chain, and triggers refuse UPDATE and DELETE outright.
-`sabot audit verify` (audit_verify.py) re-checks all of it from the raw frames.
+`sabot audit verify` (audit/verify.py) re-checks all of it from the raw frames.
 
 One validator writes a database at a time (a lock file beside it says which); readers open it
-read-only and never write to a file that is not a sabot database."""
+read-only and never write to a file that is not a sabot database. This module is the only one that
+knows the schema: every query the pages, soak and `audit verify` need is a method here, so a second
+backend can implement the same methods."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sabot.errors import SabotError
 
@@ -111,8 +113,31 @@ def _sqlite_reason(e: sqlite3.Error) -> str:
     return text
 
 
+class StoreUnreadable(SabotError):
+    """A read the database refused (a damaged page, a file locked or gone): `reason` is the
+    database's own words."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"audit database {path} cannot be read ({reason})")
+        self.reason = reason
+
+
+class StoredRecord(NamedTuple):
+    """A decoded record as the pages follow it: its row id, and when its frame was received."""
+
+    id: int
+    kind: str
+    record: dict[str, Any]  # carries its shoe_id, as records() gives it
+    shoe_id: int
+    received_at: float
+
+
 class AuditStore:
-    def __init__(self, path: str, durable: bool = True, writer: bool = True) -> None:
+    """The audit store. `threads=True` opens a connection any thread may use (one at a time: the
+    caller serialises them, as `sabot serve` does with one lock over its validators)."""
+
+    def __init__(self, path: str, durable: bool = True, writer: bool = True,
+                 threads: bool = False) -> None:
         self.path = str(path)
         self.writer = writer
         self._lock: int | None = None
@@ -126,7 +151,8 @@ class AuditStore:
         if writer:
             self._take_lock()
             try:
-                self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
+                self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10,
+                                          check_same_thread=not threads)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
                 self._create()
@@ -138,7 +164,8 @@ class AuditStore:
                 raise SabotError(f"no audit database at {self.path}")
             try:
                 self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                          isolation_level=None, timeout=10)
+                                          isolation_level=None, timeout=10,
+                                          check_same_thread=not threads)
                 version = self.db.execute(
                     "SELECT value FROM meta WHERE name='schema'").fetchone()
             except sqlite3.Error:
@@ -294,12 +321,22 @@ class AuditStore:
         self.commit()
 
     # ---- reading ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A database fault while reading becomes StoreUnreadable: one line, never a traceback."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise StoreUnreadable(self.path, str(e)) from None
+
     def stored_raw(self, key_id: int, shoe_id: int, seq: int) -> bytes | None:
         if (key_id, shoe_id, seq) in self._batch_raw:  # stored earlier in this same batch
             return self._batch_raw[(key_id, shoe_id, seq)]
-        row = self.db.execute(
-            "SELECT f.raw FROM records r JOIN frames f ON f.id = r.frame_id"
-            " WHERE r.key_id=? AND r.shoe_id=? AND r.seq=?", (key_id, shoe_id, seq)).fetchone()
+        with self._reading():
+            row = self.db.execute(
+                "SELECT f.raw FROM records r JOIN frames f ON f.id = r.frame_id"
+                " WHERE r.key_id=? AND r.shoe_id=? AND r.seq=?",
+                (key_id, shoe_id, seq)).fetchone()
         return row[0] if row else None
 
     def link(self, key_id: int, shoe_id: int, raw: bool = False) -> Any:
@@ -307,16 +344,25 @@ class AuditStore:
         if pending:
             row = pending[-1][2:]
         else:
-            row = self.db.execute(
-                "SELECT last_seq, last_digest, last_boot, host_counter, inventory FROM link_state"
-                " WHERE key_id=? AND shoe_id=? ORDER BY id DESC LIMIT 1",
-                (key_id, shoe_id)).fetchone()
+            with self._reading():
+                row = self.db.execute(
+                    "SELECT last_seq, last_digest, last_boot, host_counter, inventory"
+                    " FROM link_state WHERE key_id=? AND shoe_id=? ORDER BY id DESC LIMIT 1",
+                    (key_id, shoe_id)).fetchone()
         if raw:
             return (key_id, shoe_id, *row) if row else None
         if not row:
             return None
         return {"last_seq": row[0], "last_digest": row[1], "last_boot": row[2],
                 "host_counter": row[3], "inventory": json.loads(row[4])}
+
+    def latest_inventory(self, shoe_id: int) -> dict[str, Any] | None:
+        """The validator's accounting of the shoe device's current shoe after its latest stored
+        read (new_shoe_accounts' shape), or None before any."""
+        with self._reading():
+            row = self.db.execute("SELECT inventory FROM link_state WHERE shoe_id=?"
+                                  " ORDER BY id DESC LIMIT 1", (shoe_id,)).fetchone()
+        return json.loads(row[0]) if row else None
 
     def records(self, kinds: Sequence[str] | None = None, shoe: int | None = None,
                 round_no: int | None = None,
@@ -331,8 +377,34 @@ class AuditStore:
             if val is not None:
                 q += f" AND {col}=?"
                 args.append(val)
-        rows = self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args)
+        with self._reading():
+            rows = self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args).fetchall()
         return [(r[0], dict(json.loads(r[1]), shoe_id=r[2])) for r in rows]
+
+    def records_since(self, record_id: int) -> list[StoredRecord]:
+        """The records stored after row id `record_id`, in the order they were stored."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT r.id, r.kind, r.record, r.shoe_id, f.received_at FROM records r"
+                " JOIN frames f ON f.id = r.frame_id WHERE r.id > ? ORDER BY r.id",
+                (record_id,)).fetchall()
+        return [StoredRecord(rid, kind, json.loads(text) | {"shoe_id": shoe_id}, shoe_id, at)
+                for rid, kind, text, shoe_id, at in rows]
+
+    def result_records(self) -> list[tuple[int, dict[str, Any]]]:
+        """(frame id, record) of every stored result, in the order stored; each record exactly
+        as its frame decoded."""
+        with self._reading():
+            rows = self.db.execute("SELECT frame_id, record FROM records WHERE kind='result'"
+                                   " ORDER BY id").fetchall()
+        return [(fid, json.loads(text)) for fid, text in rows]
+
+    def records_by_frame(self) -> dict[int, tuple[str, dict[str, Any]]]:
+        """frame id -> (kind, record) of every stored record, each exactly as its frame decoded."""
+        with self._reading():
+            rows = self.db.execute("SELECT frame_id, kind, record FROM records"
+                                   " ORDER BY id").fetchall()
+        return {fid: (kind, json.loads(text)) for fid, kind, text in rows}
 
     def alarms(self, shoe_id: int | None = None, shoe: int | None = None) -> list[dict[str, Any]]:
         q = "SELECT kind, shoe_id, shoe, round, detail, frame_id FROM alarms WHERE 1=1"
@@ -341,8 +413,53 @@ class AuditStore:
             if val is not None:
                 q += f" AND {col}=?"
                 args.append(val)
+        with self._reading():
+            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
         return [{"kind": r[0], "shoe_id": r[1], "shoe": r[2], "round": r[3], "detail": r[4],
-                 "frame_id": r[5]} for r in self.db.execute(q + " ORDER BY id", args)]
+                 "frame_id": r[5]} for r in rows]
+
+    def alarms_since(self, alarm_id: int) -> list[dict[str, Any]]:
+        """The alarms stored after row id `alarm_id`, in the order stored: alarms()'s keys and
+        the row's `id`."""
+        with self._reading():
+            rows = self.db.execute("SELECT id, kind, shoe_id, shoe, round, detail, frame_id"
+                                   " FROM alarms WHERE id > ? ORDER BY id",
+                                   (alarm_id,)).fetchall()
+        return [{"id": r[0], "kind": r[1], "shoe_id": r[2], "shoe": r[3], "round": r[4],
+                 "detail": r[5], "frame_id": r[6]} for r in rows]
+
+    def alarmed_frame_ids(self) -> set[int | None]:
+        """The frame id of every stored alarm (None for an alarm on no frame)."""
+        with self._reading():
+            return {fid for (fid,) in self.db.execute("SELECT frame_id FROM alarms")}
+
+    def alarm_kinds_by_frame(self) -> dict[int | None, list[str]]:
+        """frame id -> the kinds of the alarms stored on it, in the order stored (a kind twice
+        when stored twice)."""
+        out: dict[int | None, list[str]] = {}
+        with self._reading():
+            for fid, kind in self.db.execute("SELECT frame_id, kind FROM alarms ORDER BY id"):
+                out.setdefault(fid, []).append(kind)
+        return out
+
+    def accepted_frames(self) -> Iterator[tuple[int, bytes, str | None]]:
+        """(id, raw, type name) of every accepted frame, in id order (the order received)."""
+        with self._reading():
+            yield from self.db.execute(
+                "SELECT id, raw, type FROM frames WHERE verdict='accepted' ORDER BY id")
+
+    def gap_statuses(self, shoe_id: int, after: bytes, before: bytes) -> list[bytes]:
+        """The raw status frames carrying a sequence_gap alarm of shoe device `shoe_id`, stored
+        between the frames whose raw bytes are `after` and `before` (the first frame stored with
+        each)."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT s.raw FROM alarms a JOIN frames s ON s.id = a.frame_id"
+                " WHERE a.kind='sequence_gap' AND s.type='status' AND a.shoe_id=?"
+                " AND s.id > (SELECT id FROM frames WHERE raw=? LIMIT 1)"
+                " AND s.id < (SELECT id FROM frames WHERE raw=? LIMIT 1)",
+                (shoe_id, after, before)).fetchall()
+        return [raw for (raw,) in rows]
 
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         """Every row of every table in chain order: (table, id, chain_no, values, row_hash)."""
@@ -353,8 +470,29 @@ class AuditStore:
                                      " ORDER BY chain_no"):
                 yield r[0], t, r[1], tuple(r[2:-1]), r[-1]
 
-        for no, table, rid, values, h in heapq.merge(*(table_rows(t) for t in COLUMNS)):
-            yield table, rid, no, values, h
+        with self._reading():
+            for no, table, rid, values, h in heapq.merge(*(table_rows(t) for t in COLUMNS)):
+                yield table, rid, no, values, h
+
+    def chain_counts(self) -> dict[str, tuple[int, int]]:
+        """table -> (its rows, the distinct places in the chain they hold): equal unless a row
+        reuses another's chain_no, outside the chain."""
+        with self._reading():
+            return {t: (self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0],
+                        self.db.execute(f"SELECT COUNT(DISTINCT chain_no) FROM {t}")
+                        .fetchone()[0]) for t in COLUMNS}
+
+    def tables(self) -> set[str]:
+        """The names of the tables the database holds."""
+        with self._reading():
+            return {r[0] for r in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+
+    def triggers(self) -> dict[str, str]:
+        """name -> the SQL of every trigger the database holds, as stored."""
+        with self._reading():
+            return dict(self.db.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type='trigger'").fetchall())
 
     def discard_if_unused(self) -> None:
         """Close, and remove the database if this run created it and stored nothing in it (a

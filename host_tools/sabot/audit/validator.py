@@ -1,7 +1,8 @@
 """The validator: verifies every frame (signature, sealing, sequence, digest chain, boot counter)
-with the shoe's public keys from the registry, recomputes every round
-from its cards with the host's independent rules, keeps the shoe's accounting of every card out,
-and stores everything in the audit log. Works the same on a live link and on a capture (`sabot
+with the shoe's public keys from the registry, stores everything in the audit log, and hands
+every authentic record in sequence to the shoe's accounting (accounts.py: every card out, every
+round dealt again with the host's independent rules) and to the watch on what is dealt
+(watch.py). Works the same on a live link and on a capture (`sabot
 replay`).
 
 Only a frame that fails authentication or sequence is rejected. An authentic frame in sequence is
@@ -12,15 +13,14 @@ registry's — an alarm is stored with it and the audit goes on."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from sabot import protocol as pr
+from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.store import AuditStore
 from sabot.audit.watch import Watch
 from sabot.errors import SabotError
-from sabot.game import rules
-from sabot.game.cards import BURN_VALUES
 from sabot.protocol import FrameError
 from sabot.registry import ShoeEntry
 
@@ -34,25 +34,6 @@ Alarm = dict[str, Any]
 def contract_round(rec: dict[str, Any]) -> dict[str, Any]:
     """A round record with exactly the keys CONTRACTS.md promises (the audit log keeps more)."""
     return {k: rec[k] for k in CONTRACT_ROUND_KEYS if k in rec}
-
-
-def expected_announcements(rec: dict[str, Any], variant: dict[str, Any]) -> list[str]:
-    """627a.11(a) / 631a.12(a): "tie hand"; "Dragon 7" / "Panda 8" on EZ tables; 631c.5(e): "Lucky
-    Six"."""
-    out = ["tie hand"] if rec["winner"] == "tie" else []
-    if variant.get("ez"):
-        out += [n for f, n in (("dragon7", "Dragon 7"), ("panda8", "Panda 8"))
-                if f in rec["flags"]]
-    if variant.get("commission_free") and "lucky_six" in rec["flags"]:
-        out.append("Lucky Six")
-    return out
-
-
-def new_shoe_accounts(shoe: int | None, partial: bool = False) -> dict[str, Any]:
-    """The host's accounting of one shoe: every card that left it, as the shoe's frames say."""
-    return {"shoe": shoe, "round": 0, "counts": {}, "unknown": 0, "initial": None, "burned": False,
-            "held": None, "dummy": None, "ended": False,
-            "partial": partial}  # partial: met mid-shoe, its earlier cards were never seen here
 
 
 LINK_KEY = 0  # link state is kept per shoe, whatever result key version signs its frames
@@ -77,8 +58,10 @@ class Validator:
         # stored as it came, and audit verify names it). False, the default: every signature.
         self.batch_verify = batch_verify
         st = self.store.link(LINK_KEY, config.shoe_id)
-        self.state: dict[str, Any] = st or {"last_seq": 0, "last_digest": b"", "last_boot": 0,
-                                            "host_counter": 0, "inventory": {}}
+        # The link state and the accounts it carries (state["inventory"]): stored after each read
+        self.accounts = ShoeAccounts(config, st or {"last_seq": 0, "last_digest": b"",
+                                                    "last_boot": 0, "host_counter": 0,
+                                                    "inventory": {}}, self._alarm)
         self.anchored = st is not None
         self.resend_until = 0  # after an authentic status, resends up to this seq are expected
         self.resend_from = 0  # ... and from this one: what the shoe still held unacknowledged
@@ -98,9 +81,19 @@ class Validator:
         self.live = False  # set by the host link: statuses answer our hellos
         self.awaiting_status = False  # set by the host link at each (re)connection
         self._stale_statuses = 0  # statuses in a row older than the store (see _verify)
-        # Issue 14's alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
+        # Alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
         self.watch = (Watch(self.store, config.shoe_id, self.config, self.state, self._alarm)
                       if watch else None)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The link state stored after each read: last seq, digest and boot, the host counter,
+        and the shoe's accounts (`inventory`)."""
+        return self.accounts.state
+
+    @state.setter
+    def state(self, st: dict[str, Any]) -> None:
+        self.accounts.state = st
 
     # ---- intake --------------------------------------------------------------------------------
     def receive(self, data: bytes) -> list[Verdict]:
@@ -350,33 +343,15 @@ class Validator:
     def _gap(self, first: int, last: int, why: str) -> None:
         """Frames that can never be seen here: the shoe's accounting stays partial until its next
         shoe starts, and an alarm (stored with the frame that revealed the gap) says why."""
-        if not self.state["inventory"]:
-            self.state["inventory"] = new_shoe_accounts(None, partial=True)
-        self.state["inventory"]["partial"] = True
+        self.accounts.mark_partial()
         self._deferred.append(("sequence_gap", f"frames {first}..{last} were never seen here "
                                f"({why})"))
 
-    # ---- content: the shoe's accounting and the host's own rules -------------------------------
+    # ---- content: stored, then accounted (accounts.py) and watched (watch.py) ----------------
     def _account(self, f: pr.Frame, decoded: tuple[str, dict[str, Any]]) -> None:
         kind, rec = decoded
         self.store.add_record(f, self._require_id(), kind, rec)
-        inv = self.state["inventory"]
-        if kind == "shoe_start":
-            if inv and inv.get("shoe") is not None and not inv.get("ended"):
-                self._alarm("missing_shoe_end", f"shoe {inv['shoe']} never ended; shoe "
-                            f"{rec['shoe']} starts", shoe=inv["shoe"])
-            self.state["inventory"] = inv = new_shoe_accounts(rec["shoe"])
-            self._check_config(rec)
-        elif not inv:
-            self.state["inventory"] = inv = new_shoe_accounts(rec.get("shoe"), partial=True)
-        elif inv["shoe"] is None:
-            inv["shoe"] = rec.get("shoe")
-        if inv.get("ended") and kind in ("burn", "initial_cards", "result"):
-            self._alarm("round_after_shoe_end", f"a {kind} after shoe {inv['shoe']} ended, with "
-                        "no new shoe started", shoe=inv["shoe"])
-        handler = getattr(self, f"_on_{kind}", None)
-        if handler is not None:
-            handler(rec, inv)
+        self.accounts.account(kind, rec)
         if kind == "result":
             self.counts["rounds"] += 1
         elif kind == "irregularity":
@@ -385,118 +360,6 @@ class Validator:
             self.watch.after(f.seq, kind, rec, self.state["inventory"])
         if self.on_record:
             self.on_record(kind, rec)
-
-    def _check_config(self, rec: dict[str, Any]) -> None:
-        cfg = self.config
-        said = dict(rec["variant"], decks=rec["decks"])
-        want = dict(cfg.variant, decks=cfg.decks)
-        if said != want:
-            diff = ", ".join(f"{k} {said[k]!r} (registry: {want[k]!r})" for k in want
-                             if said[k] != want[k])
-            self._alarm("config_mismatch", f"the shoe announces {diff}", shoe=rec["shoe"])
-
-    def _on_burn(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
-        cards = rec["cards"]
-        first = cards[0] if cards else None
-        held = inv.get("held") or {}
-        cut_short = held.get("kind") == "cards_exhausted"  # the shoe ran out during the burn
-        if (first is None or "CUT" in cards or len(cards) > 1 + BURN_VALUES[first[0]]
-                or (len(cards) < 1 + BURN_VALUES[first[0]] and not cut_short)):
-            self._alarm("burn_mismatch", f"burn {cards} does not follow the burn procedure",
-                        shoe=rec["shoe"])
-        self._count([c for c in cards if c != "CUT"], inv, rec)  # the cut card is no card
-        inv["burned"] = True
-
-    def _on_irregularity(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
-        kind = rec["kind"]
-        if kind in pr.COUNTS_ITS_CARD:
-            self._count([rec["card"]], inv, rec)
-        elif kind in pr.COUNTS_UNKNOWN:
-            inv["unknown"] += 1
-        if kind in pr.HOLDS:
-            inv["held"] = {"kind": kind, "card": rec["card"]}
-
-    def _on_resolution(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
-        held = inv.get("held")
-        if held is None or held != {"kind": rec["kind"], "card": rec["card"]}:
-            named = f"{rec['kind']}" + (f" {rec['card']}" if rec["card"] else "")
-            was = f"{held['kind']}" + (f" {held['card']}" if held and held["card"] else "") \
-                if held else "nothing"
-            self._alarm("resolution_mismatch", f"{rec['resolution']} of {named} resolves no "
-                        f"such held irregularity (held: {was})",
-                        shoe=rec["shoe"], round=rec["round"] + 1)
-        inv["held"] = None
-        voided = rec["voided_cards"]
-        if voided:
-            if inv.get("dummy") and voided[0] == inv["dummy"]:
-                voided = voided[1:]  # the kept dummy card was counted when it came out
-            self._count(voided, inv, rec)
-            inv["dummy"] = None
-            inv["initial"] = None
-        if rec["resolution"] == "keep_dummy":
-            inv["dummy"] = rec["card"]
-
-    def _on_initial_cards(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
-        p, b = rec["player"], rec["banker"]
-        inv["initial"] = [p[0], b[0], p[1], b[1]]
-
-    def _on_result(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
-        player, banker = rec["player"], rec["banker"]
-        where = {"shoe": rec["shoe"], "round": rec["round"]}
-        if not inv["burned"] and not inv["partial"]:
-            inv["burned"] = True  # one alarm per shoe
-            self._alarm("missing_burn", "a round was dealt before the burn", **where)
-        if None in player or None in banker or "CUT" in player + banker:
-            self._alarm("rules_mismatch", "a round with a card that is no card", **where)
-            return
-        order = rules.dealing_order(player, banker)
-        want = rules.round_outcome(player, banker)
-        if rules.redeal(player, banker) != (player, banker):
-            self._alarm("rules_mismatch", "the third-card rule deals these cards otherwise",
-                        **where)
-        elif any(rec[k] != want[k] for k in ("player_total", "banker_total", "winner", "flags")):
-            self._alarm("rules_mismatch", f"the shoe says {rec['winner']} {rec['flags']}; the "
-                        f"rules say {want['winner']} {want['flags']}", **where)
-        elif rec["announcements"] != expected_announcements(want, self.config.variant):
-            self._alarm("announcement_mismatch", f"announced {rec['announcements']}", **where)
-        if not inv["partial"] and rec["round"] != inv["round"] + 1:
-            self._alarm("round_out_of_order", f"round {rec['round']} after {inv['round']}",
-                        **where)
-        if inv.get("initial") and inv["initial"] != order[:4]:
-            self._alarm("initial_cards_mismatch", "the result's first four cards are not the "
-                        "initial cards signed before", **where)
-        elif not inv.get("initial") and not inv["partial"]:
-            self._alarm("missing_initial_cards", "a result with no initial_cards frame before "
-                        "it: pair and House Money wagers had no settle point", **where)
-        dummy = inv.get("dummy")
-        if bool(rec.get("dummy")) != bool(dummy) or (dummy and order[0] != dummy):
-            self._alarm("dummy_mismatch", "a dummy hand without a keep-dummy resolution, or "
-                        "the other way round", **where)
-        self._count(order[1:] if dummy and order[0] == dummy else order, inv, rec)
-        inv["round"], inv["initial"], inv["dummy"] = rec["round"], None, None
-
-    def _on_shoe_end(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
-        inv["ended"] = True
-        if inv["partial"]:
-            return  # its earlier cards were never seen here: the sequence_gap alarm says so
-        counted = {c: n for c, n in inv["counts"].items() if n}
-        if rec["inventory"] != counted or rec["unknown"] != inv["unknown"]:
-            diff = sorted(c for c in set(counted) | set(rec["inventory"])
-                          if counted.get(c, 0) != rec["inventory"].get(c, 0))
-            self._alarm("inventory_mismatch", f"the shoe's inventory and the frames differ in "
-                        f"{diff or 'unknown cards'}", shoe=rec["shoe"])
-
-    def _count(self, cards: Sequence[str | None], inv: dict[str, Any],
-               rec: dict[str, Any]) -> None:
-        counts, decks = inv["counts"], self.config.decks
-        for c in cards:
-            if c is None:
-                inv["unknown"] += 1
-                continue
-            counts[c] = counts.get(c, 0) + 1
-            if counts[c] > decks:
-                self._alarm("inventory_exceeded", f"copy {counts[c]} of {c} in a {decks}-deck "
-                            "shoe", shoe=rec.get("shoe"), round=rec.get("round"))
 
     # ---- alarms --------------------------------------------------------------------------------
     def _require_id(self) -> int:

@@ -14,16 +14,14 @@ to."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import sqlite3
-import tempfile
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from sabot import protocol as pr
-from sabot.audit.store import COLUMNS, GENESIS, TRIGGERS, AuditStore, row_hash
+from sabot.audit.accounts import ShoeAccounts
+from sabot.audit.store import COLUMNS, GENESIS, TRIGGERS, AuditStore, StoreUnreadable, row_hash
 from sabot.errors import SabotError
 from sabot.game import rules
 from sabot.registry import ShoeEntry
@@ -48,8 +46,8 @@ def verify(path: str, configs: Mapping[int, ShoeEntry]) -> dict[str, Any]:
         counts["rows"] = _check_chain(store)
         _check_frames(store, configs, counts)
         _check_alarms(store, configs)
-    except sqlite3.Error as e:
-        return {"ok": False, **counts, "problem": f"the store cannot be read ({e})"}
+    except StoreUnreadable as e:
+        return {"ok": False, **counts, "problem": f"the store cannot be read ({e.reason})"}
     except Broken as e:
         return {"ok": False, **counts, "problem": str(e)}
     finally:
@@ -58,8 +56,7 @@ def verify(path: str, configs: Mapping[int, ShoeEntry]) -> dict[str, Any]:
 
 
 def _check_triggers(store: AuditStore) -> None:
-    have = {name: _norm(sql) for name, sql in store.db.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type='trigger'")}
+    have = {name: _norm(sql) for name, sql in store.triggers().items()}
     for name, sql in TRIGGERS.items():
         if name not in have:
             raise Broken(f"trigger {name} is missing: the store was opened to edits")
@@ -67,7 +64,7 @@ def _check_triggers(store: AuditStore) -> None:
             raise Broken(f"trigger {name} was altered: {have[name]}")
     for name in sorted(set(have) - set(TRIGGERS)):  # e.g. one that silently drops new alarms
         raise Broken(f"trigger {name} is not the store's: {have[name]}")
-    tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = store.tables()
     for table in COLUMNS:
         if table not in tables:
             raise Broken(f"table {table} is missing")
@@ -82,10 +79,8 @@ def _check_chain(store: AuditStore) -> int:
         if row_hash(prev, table, no, rid, values) != h:
             raise Broken(f"{table} id {rid} (row {no} of the chain) was altered or inserted")
         prev, expect = h, expect + 1
-    for table in COLUMNS:  # a row outside the chain (chain_no reused) cannot hide either
-        n = store.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-        seen = store.db.execute(f"SELECT COUNT(DISTINCT chain_no) FROM {table}").fetchone()[0]
-        if n != seen:
+    for table, (n, seen) in store.chain_counts().items():  # a row outside the chain (chain_no
+        if n != seen:  # reused) cannot hide either
             raise Broken(f"{table} holds rows outside the chain")
     return expect - 1
 
@@ -110,17 +105,13 @@ def _signed_by_shoe(configs: Mapping[int, ShoeEntry], f: pr.Frame, fid: int) -> 
 
 def _check_frames(store: AuditStore, configs: Mapping[int, ShoeEntry],
                   counts: dict[str, Any]) -> None:
-    alarms: dict[int, set[str]] = {}
-    for fid, kind in store.db.execute("SELECT frame_id, kind FROM alarms"):
-        alarms.setdefault(fid, set()).add(kind)
-    records = {fid: (kind, json.loads(rec)) for fid, kind, rec in store.db.execute(
-        "SELECT frame_id, kind, record FROM records")}
+    alarms = {fid: set(kinds) for fid, kinds in store.alarm_kinds_by_frame().items()}
+    records = store.records_by_frame()
     last: dict[int, pr.Frame] = {}
     unsealed: dict[int, tuple[int, pr.Frame]] = {}  # shoe id -> an accepted unsigned frame
     seen: set[int] = set()
-    rows = store.db.execute("SELECT id, raw, type, verdict FROM frames ORDER BY id")
-    for fid, raw, type_name, verdict in rows:
-        if verdict != "accepted" or type_name is None:
+    for fid, raw, type_name in store.accepted_frames():
+        if type_name is None:
             continue
         try:
             f = pr.parse(raw)
@@ -190,49 +181,42 @@ CONTENT_ALARMS = frozenset((
 
 
 def _check_alarms(store: AuditStore, configs: Mapping[int, ShoeEntry]) -> None:
-    """Run every accepted frame's content through a fresh validator's accounting, in the order
-    they were stored, and compare the alarms it raises with the stored ones, frame by frame."""
-    from sabot.audit.validator import Validator, new_shoe_accounts
-
-    stored: dict[tuple[int | None, str], int] = {}
+    """Run every accepted frame's content through a fresh accounting per shoe device, in the order
+    the frames were stored, and compare the alarms it raises with the stored ones, frame by frame
+    (player_advantage / repeated_sequence are not derived here)."""
+    stored: Counter[tuple[int | None, str]] = Counter()
     gaps: set[int] = set()
-    for fid, kind in store.db.execute("SELECT frame_id, kind FROM alarms"):
-        if kind in CONTENT_ALARMS and fid is not None:
-            stored[(fid, kind)] = stored.get((fid, kind), 0) + 1
-        if kind == "sequence_gap" and fid is not None:
+    for fid, kinds in store.alarm_kinds_by_frame().items():
+        if fid is None:
+            continue
+        stored.update((fid, kind) for kind in kinds if kind in CONTENT_ALARMS)
+        if "sequence_gap" in kinds:
             gaps.add(fid)
-    derived: dict[tuple[int | None, str], int] = {}
-    with tempfile.TemporaryDirectory(prefix="sabot-verify-") as tmp:
-        validators: dict[int, Validator] = {}
-        for fid, raw, verdict, type_name in store.db.execute(
-                "SELECT id, raw, verdict, type FROM frames ORDER BY id"):
-            if verdict != "accepted":
-                continue
-            f = pr.parse(raw)
-            v = validators.get(f.shoe_id)
-            if v is None:
-                v = validators[f.shoe_id] = Validator(
-                    configs.get(f.shoe_id) or ShoeEntry(f.shoe_id),
-                    os.path.join(tmp, f"{len(validators)}.db"),
-                    watch=False)  # player_advantage / repeated_sequence are not derived here
-            if fid in gaps:  # where the live validator could not see all: partial, as it was
-                if not v.state["inventory"]:
-                    v.state["inventory"] = new_shoe_accounts(None, partial=True)
-                v.state["inventory"]["partial"] = True
-            if type_name in ("status", "integrity"):
-                continue
-            v.store.begin()
-            v._frame_id = fid
-            before = len(v.alarms)
-            try:
-                v._account(f, pr.decode_payload(f))
-            except pr.FrameError:
-                v._alarm("malformed_payload", "")
-            for a in v.alarms[before:]:
-                derived[(fid, a["kind"])] = derived.get((fid, a["kind"]), 0) + 1
-            v.store.rollback()
-        for v in validators.values():
-            v.store.close()
+    derived: Counter[tuple[int | None, str]] = Counter()
+    raised: list[str] = []  # the kinds the frame being accounted raises
+
+    def alarm(kind: str, detail: str, **where: Any) -> None:
+        raised.append(kind)
+
+    accounts: dict[int, ShoeAccounts] = {}
+    for fid, raw, type_name in store.accepted_frames():
+        f = pr.parse(raw)
+        shoe = accounts.get(f.shoe_id)
+        if shoe is None:
+            shoe = accounts[f.shoe_id] = ShoeAccounts(
+                configs.get(f.shoe_id) or ShoeEntry(f.shoe_id), {"inventory": {}}, alarm)
+        if fid in gaps:  # where the live validator could not see all: partial, as it was
+            shoe.mark_partial()
+        if type_name in ("status", "integrity"):
+            continue
+        raised.clear()
+        try:
+            kind, rec = pr.decode_payload(f)
+        except pr.FrameError:
+            raised.append("malformed_payload")
+        else:
+            shoe.account(kind, rec)
+        derived.update((fid, k) for k in raised)
     for key in sorted(set(stored) | set(derived), key=lambda k: (k[0] or 0, k[1])):
         if stored.get(key, 0) < derived.get(key, 0):
             raise Broken(f"frame id {key[0]} raises a {key[1]} alarm the store does not hold "
@@ -246,12 +230,7 @@ def _shoe_said_acknowledged(store: AuditStore, configs: Mapping[int, ShoeEntry],
                             f: pr.Frame) -> bool:
     """An authentic status of the same shoe, stored between the two frames, with a
     sequence_gap alarm on it, whose `acked` covers every frame between them."""
-    rows = store.db.execute(
-        "SELECT s.raw FROM alarms a JOIN frames s ON s.id = a.frame_id WHERE a.kind='sequence_gap'"
-        " AND s.type='status' AND a.shoe_id=? AND s.id > (SELECT id FROM frames WHERE raw=?"
-        " LIMIT 1) AND s.id < (SELECT id FROM frames WHERE raw=? LIMIT 1)",
-        (f.shoe_id, prev.raw, f.raw))
-    for (raw,) in rows:
+    for raw in store.gap_statuses(f.shoe_id, prev.raw, f.raw):
         s = pr.parse(raw)
         entry = configs.get(s.shoe_id)
         key = entry.public_key(s.key_id) if entry else None

@@ -1,4 +1,4 @@
-"""Alarms on what a shoe deals, beyond the rules (issue 14): the validator calls `Watch.after`
+"""Alarms on what a shoe deals, beyond the rules: the validator calls `Watch.after`
 after every record it has accounted, so `validate`, `demo`, `serve` and `replay` raise the same
 alarms.
 
@@ -40,7 +40,7 @@ BASE = 1_000_003
 MOD = (1 << 61) - 1
 TOP = pow(BASE, WINDOW - 1, MOD)  # weight of a window's oldest card
 ShoeKey = tuple[int, int]  # (shoe_id, shoe number)
-AlarmFn = Callable[..., None]  # Validator._alarm(kind, detail, **where)
+AlarmFn = Callable[..., None]  # the validator's alarm(kind, detail, **where)
 
 
 def offered_wagers(config: ShoeEntry) -> dict[str, str]:
@@ -197,7 +197,7 @@ def sequence_index(store: AuditStore) -> SequenceIndex:
 
 
 class Watch:
-    """The issue-14 alarms for one validator (one shoe device)."""
+    """The player_advantage and repeated_sequence alarms for one validator (one shoe device)."""
 
     def __init__(self, store: AuditStore, shoe_id: int, config: ShoeEntry, state: dict[str, Any],
                  alarm: AlarmFn) -> None:

@@ -3,7 +3,7 @@ read from the audit store through a read-only connection (the validators are its
 
 `Pit` follows the store's new rows (records and alarms by id) and keeps, per table, the current
 shoe's rounds, roads, the shoe's remaining cards and exact edges (watch.LiveEdges over the
-validator's own accounting, the latest link_state inventory). Pages are rendered here, on the
+validator's own accounting, as stored after its latest read). Pages are rendered here, on the
 server; a few lines of JS swap in the fresh fragment each server-sent event brings."""
 
 from __future__ import annotations
@@ -73,10 +73,10 @@ class Pit:
         self.last_record = 0
         self.last_alarm = 0
 
-    def _db(self) -> Any:
+    def _store(self) -> AuditStore:
         if self.store is None:
             self.store = AuditStore(self.db, writer=False)
-        return self.store.db
+        return self.store
 
     def _view(self, shoe_id: int) -> TableView:
         if shoe_id not in self.by_id:
@@ -86,37 +86,32 @@ class Pit:
     def refresh(self) -> set[int]:
         """Take the rows stored since the last call; the shoe ids whose tables changed."""
         try:
-            db = self._db()
+            store = self._store()
         except Exception:
             return set()  # the validators have not created the store yet
         changed: set[int] = set()
-        rows = db.execute(
-            "SELECT r.id, r.kind, r.record, r.shoe_id, f.received_at FROM records r"
-            " JOIN frames f ON f.id = r.frame_id WHERE r.id > ? ORDER BY r.id",
-            (self.last_record,)).fetchall()
-        for rid, kind, text, shoe_id, at in rows:
-            self.last_record = rid
-            t = self._view(shoe_id)
-            self._apply(t, kind, json.loads(text) | {"shoe_id": shoe_id})
-            t.stored_at = at
-            if kind == "result":
-                t.round_stored.append(at)
-            changed.add(shoe_id)
-        for aid, kind, shoe_id, shoe, rnd, detail in db.execute(
-                "SELECT id, kind, shoe_id, shoe, round, detail FROM alarms WHERE id > ?"
-                " ORDER BY id", (self.last_alarm,)).fetchall():
-            self.last_alarm = aid
+        for r in store.records_since(self.last_record):
+            self.last_record = r.id
+            t = self._view(r.shoe_id)
+            self._apply(t, r.kind, r.record)
+            t.stored_at = r.received_at
+            if r.kind == "result":
+                t.round_stored.append(r.received_at)
+            changed.add(r.shoe_id)
+        for a in store.alarms_since(self.last_alarm):
+            self.last_alarm = a["id"]
+            shoe_id, shoe = a["shoe_id"], a["shoe"]
             if shoe_id is None:
                 continue
             t = self._view(shoe_id)
-            if kind == "tilt":
+            if a["kind"] == "tilt":
                 t.tilted = True
             if shoe is None or t.shoe is None or shoe == t.shoe:
-                t.alarms.append({"kind": kind, "shoe_id": shoe_id, "shoe": shoe, "round": rnd,
-                                 "detail": detail})
+                t.alarms.append({k: a[k] for k in ("kind", "shoe_id", "shoe", "round",
+                                                    "detail")})
             changed.add(shoe_id)
         for shoe_id in changed:
-            self._edges(self.by_id[shoe_id], db)
+            self._edges(self.by_id[shoe_id], store)
             self.by_id[shoe_id].version += 1
         return changed
 
@@ -134,10 +129,8 @@ class Pit:
         elif kind == "shoe_end":
             t.ended = True
 
-    def _edges(self, t: TableView, db: Any) -> None:
-        row = db.execute("SELECT inventory FROM link_state WHERE shoe_id=? ORDER BY id DESC"
-                         " LIMIT 1", (t.shoe_id,)).fetchone()
-        inv = json.loads(row[0]) if row else {}
+    def _edges(self, t: TableView, store: AuditStore) -> None:
+        inv = store.latest_inventory(t.shoe_id) or {}
         if inv.get("partial") or inv.get("shoe") is None:
             t.edges, t.remaining = None, None
             return

@@ -15,7 +15,6 @@ its frame's commit (and within 0.25 s at worst, by polling)."""
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 import threading
 import time
@@ -49,15 +48,9 @@ def parse_shoe(text: str) -> tuple[str, int | None]:
 
 
 def shared_writer(path: str) -> AuditStore:
-    """The one writer store, its connection usable from every validator thread (each use under
-    the serve lock)."""
-    store = AuditStore(path)
-    store.db.close()
-    store.db = sqlite3.connect(store.path, isolation_level=None, timeout=10,
-                               check_same_thread=False)
-    store.db.execute("PRAGMA journal_mode=WAL")
-    store.db.execute("PRAGMA synchronous=FULL")
-    return store
+    """The one writer store, usable from every validator thread (each use under the serve
+    lock)."""
+    return AuditStore(path, threads=True)
 
 
 class LockedValidator(Validator):

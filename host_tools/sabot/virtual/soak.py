@@ -6,7 +6,6 @@ lost or stored twice, and every stored round must equal the host's recomputation
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -306,8 +305,7 @@ def judge_store(store: AuditStore, plans: list[list[str]], exact: bool) -> dict[
     shoe files deal must be stored as the host's rules deal it. With mistakes the shoe's own count
     is the measure: each shoe's rounds 1..N (N from its shoe_end) stored once, each either what
     the rules deal or stored with an alarm."""
-    results = [(json.loads(rec), fid) for rec, fid in store.db.execute(
-        "SELECT record, frame_id FROM records WHERE kind='result' ORDER BY id")]
+    results = [(rec, fid) for fid, rec in store.result_records()]
     stored = [{k: v for k, v in contract_round(r).items() if k != "shoe_id"} for r, _ in results]
     keys_stored = [(r["shoe"], r["round"]) for r in stored]
     duplicated = len(keys_stored) - len(set(keys_stored))
@@ -318,7 +316,7 @@ def judge_store(store: AuditStore, plans: list[list[str]], exact: bool) -> dict[
         return {"rounds": len(expected), "stored": len(stored), "duplicated": duplicated,
                 "lost": sum(1 for r in expected if r not in stored),
                 "mismatched": sum(1 for r in stored if r not in expected)}
-    alarmed = {fid for (fid,) in store.db.execute("SELECT frame_id FROM alarms")}
+    alarmed = store.alarmed_frame_ids()
     ends = {r["shoe"]: r["rounds"] for _, r in store.records(("shoe_end",))}
     made = sum(ends.values())
     lost = sum(1 for shoe, n in ends.items() for rnd in range(1, n + 1)

@@ -1,0 +1,188 @@
+"""The host's accounting of a shoe's content: every card that left the shoe, as its frames say,
+and every round dealt again with the host's own rules. It holds no store and verifies no frame:
+the Validator hands it each authentic record in sequence, and `sabot audit verify` hands it the
+stored frames again to derive the same alarms.
+
+Where the content disagrees with the host — a round the rules deal otherwise, a card beyond the
+decks, a missing burn, a configuration other than the registry's, an inventory at shoe_end other
+than the cards counted — it raises an alarm through the function it was given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sabot import protocol as pr
+from sabot.game import rules
+from sabot.game.cards import BURN_VALUES
+from sabot.registry import ShoeEntry
+
+AlarmFn = Callable[..., None]  # alarm(kind, detail, shoe=..., round=...)
+
+
+def expected_announcements(rec: dict[str, Any], variant: dict[str, Any]) -> list[str]:
+    """627a.11(a) / 631a.12(a): "tie hand"; "Dragon 7" / "Panda 8" on EZ tables; 631c.5(e): "Lucky
+    Six"."""
+    out = ["tie hand"] if rec["winner"] == "tie" else []
+    if variant.get("ez"):
+        out += [n for f, n in (("dragon7", "Dragon 7"), ("panda8", "Panda 8"))
+                if f in rec["flags"]]
+    if variant.get("commission_free") and "lucky_six" in rec["flags"]:
+        out.append("Lucky Six")
+    return out
+
+
+def new_shoe_accounts(shoe: int | None, partial: bool = False) -> dict[str, Any]:
+    """The host's accounting of one shoe: every card that left it, as the shoe's frames say."""
+    return {"shoe": shoe, "round": 0, "counts": {}, "unknown": 0, "initial": None, "burned": False,
+            "held": None, "dummy": None, "ended": False,
+            "partial": partial}  # partial: met mid-shoe, its earlier cards were never seen here
+
+
+class ShoeAccounts:
+    """One shoe device's accounting. `state["inventory"]` is the current shoe's accounts
+    (new_shoe_accounts' shape, {} before any record): the Validator keeps it in the link state it
+    stores after every read, so a restarted validator goes on from the stored accounts."""
+
+    def __init__(self, config: ShoeEntry, state: dict[str, Any], alarm: AlarmFn) -> None:
+        self.config = config
+        self.state = state
+        self.alarm = alarm
+
+    def mark_partial(self) -> None:
+        """Frames of this shoe were never seen here: its accounting cannot be complete."""
+        if not self.state["inventory"]:
+            self.state["inventory"] = new_shoe_accounts(None, partial=True)
+        self.state["inventory"]["partial"] = True
+
+    def account(self, kind: str, rec: dict[str, Any]) -> None:
+        """One authentic record, in sequence: count its cards and check it."""
+        inv = self.state["inventory"]
+        if kind == "shoe_start":
+            if inv and inv.get("shoe") is not None and not inv.get("ended"):
+                self.alarm("missing_shoe_end", f"shoe {inv['shoe']} never ended; shoe "
+                           f"{rec['shoe']} starts", shoe=inv["shoe"])
+            self.state["inventory"] = inv = new_shoe_accounts(rec["shoe"])
+            self._check_config(rec)
+        elif not inv:
+            self.state["inventory"] = inv = new_shoe_accounts(rec.get("shoe"), partial=True)
+        elif inv["shoe"] is None:
+            inv["shoe"] = rec.get("shoe")
+        if inv.get("ended") and kind in ("burn", "initial_cards", "result"):
+            self.alarm("round_after_shoe_end", f"a {kind} after shoe {inv['shoe']} ended, with "
+                       "no new shoe started", shoe=inv["shoe"])
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(rec, inv)
+
+    def _check_config(self, rec: dict[str, Any]) -> None:
+        cfg = self.config
+        said = dict(rec["variant"], decks=rec["decks"])
+        want = dict(cfg.variant, decks=cfg.decks)
+        if said != want:
+            diff = ", ".join(f"{k} {said[k]!r} (registry: {want[k]!r})" for k in want
+                             if said[k] != want[k])
+            self.alarm("config_mismatch", f"the shoe announces {diff}", shoe=rec["shoe"])
+
+    def _on_burn(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        cards = rec["cards"]
+        first = cards[0] if cards else None
+        held = inv.get("held") or {}
+        cut_short = held.get("kind") == "cards_exhausted"  # the shoe ran out during the burn
+        if (first is None or "CUT" in cards or len(cards) > 1 + BURN_VALUES[first[0]]
+                or (len(cards) < 1 + BURN_VALUES[first[0]] and not cut_short)):
+            self.alarm("burn_mismatch", f"burn {cards} does not follow the burn procedure",
+                       shoe=rec["shoe"])
+        self._count([c for c in cards if c != "CUT"], inv, rec)  # the cut card is no card
+        inv["burned"] = True
+
+    def _on_irregularity(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        kind = rec["kind"]
+        if kind in pr.COUNTS_ITS_CARD:
+            self._count([rec["card"]], inv, rec)
+        elif kind in pr.COUNTS_UNKNOWN:
+            inv["unknown"] += 1
+        if kind in pr.HOLDS:
+            inv["held"] = {"kind": kind, "card": rec["card"]}
+
+    def _on_resolution(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        held = inv.get("held")
+        if held is None or held != {"kind": rec["kind"], "card": rec["card"]}:
+            named = f"{rec['kind']}" + (f" {rec['card']}" if rec["card"] else "")
+            was = f"{held['kind']}" + (f" {held['card']}" if held and held["card"] else "") \
+                if held else "nothing"
+            self.alarm("resolution_mismatch", f"{rec['resolution']} of {named} resolves no "
+                       f"such held irregularity (held: {was})",
+                       shoe=rec["shoe"], round=rec["round"] + 1)
+        inv["held"] = None
+        voided = rec["voided_cards"]
+        if voided:
+            if inv.get("dummy") and voided[0] == inv["dummy"]:
+                voided = voided[1:]  # the kept dummy card was counted when it came out
+            self._count(voided, inv, rec)
+            inv["dummy"] = None
+            inv["initial"] = None
+        if rec["resolution"] == "keep_dummy":
+            inv["dummy"] = rec["card"]
+
+    def _on_initial_cards(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        p, b = rec["player"], rec["banker"]
+        inv["initial"] = [p[0], b[0], p[1], b[1]]
+
+    def _on_result(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        player, banker = rec["player"], rec["banker"]
+        where = {"shoe": rec["shoe"], "round": rec["round"]}
+        if not inv["burned"] and not inv["partial"]:
+            inv["burned"] = True  # one alarm per shoe
+            self.alarm("missing_burn", "a round was dealt before the burn", **where)
+        if None in player or None in banker or "CUT" in player + banker:
+            self.alarm("rules_mismatch", "a round with a card that is no card", **where)
+            return
+        order = rules.dealing_order(player, banker)
+        want = rules.round_outcome(player, banker)
+        if rules.redeal(player, banker) != (player, banker):
+            self.alarm("rules_mismatch", "the third-card rule deals these cards otherwise",
+                       **where)
+        elif any(rec[k] != want[k] for k in ("player_total", "banker_total", "winner", "flags")):
+            self.alarm("rules_mismatch", f"the shoe says {rec['winner']} {rec['flags']}; the "
+                       f"rules say {want['winner']} {want['flags']}", **where)
+        elif rec["announcements"] != expected_announcements(want, self.config.variant):
+            self.alarm("announcement_mismatch", f"announced {rec['announcements']}", **where)
+        if not inv["partial"] and rec["round"] != inv["round"] + 1:
+            self.alarm("round_out_of_order", f"round {rec['round']} after {inv['round']}",
+                       **where)
+        if inv.get("initial") and inv["initial"] != order[:4]:
+            self.alarm("initial_cards_mismatch", "the result's first four cards are not the "
+                       "initial cards signed before", **where)
+        elif not inv.get("initial") and not inv["partial"]:
+            self.alarm("missing_initial_cards", "a result with no initial_cards frame before "
+                       "it: pair and House Money wagers had no settle point", **where)
+        dummy = inv.get("dummy")
+        if bool(rec.get("dummy")) != bool(dummy) or (dummy and order[0] != dummy):
+            self.alarm("dummy_mismatch", "a dummy hand without a keep-dummy resolution, or "
+                       "the other way round", **where)
+        self._count(order[1:] if dummy and order[0] == dummy else order, inv, rec)
+        inv["round"], inv["initial"], inv["dummy"] = rec["round"], None, None
+
+    def _on_shoe_end(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        inv["ended"] = True
+        if inv["partial"]:
+            return  # its earlier cards were never seen here: the sequence_gap alarm says so
+        counted = {c: n for c, n in inv["counts"].items() if n}
+        if rec["inventory"] != counted or rec["unknown"] != inv["unknown"]:
+            diff = sorted(c for c in set(counted) | set(rec["inventory"])
+                          if counted.get(c, 0) != rec["inventory"].get(c, 0))
+            self.alarm("inventory_mismatch", f"the shoe's inventory and the frames differ in "
+                       f"{diff or 'unknown cards'}", shoe=rec["shoe"])
+
+    def _count(self, cards: Sequence[str | None], inv: dict[str, Any],
+               rec: dict[str, Any]) -> None:
+        counts, decks = inv["counts"], self.config.decks
+        for c in cards:
+            if c is None:
+                inv["unknown"] += 1
+                continue
+            counts[c] = counts.get(c, 0) + 1
+            if counts[c] > decks:
+                self.alarm("inventory_exceeded", f"copy {counts[c]} of {c} in a {decks}-deck "
+                           "shoe", shoe=rec.get("shoe"), round=rec.get("round"))

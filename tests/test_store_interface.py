@@ -1,0 +1,152 @@
+"""The audit store's queries: what the pit pages, soak and `audit verify` read through it, on a
+store a real Validator wrote from signed frames (no board)."""
+
+import dataclasses
+import sqlite3
+import struct
+import threading
+
+import pytest
+
+from sabot import protocol as pr
+from sabot.audit.store import COLUMNS, TRIGGERS, AuditStore, StoreUnreadable
+from sabot.audit.validator import Validator
+from sabot.audit.verify import verify
+from sabot.errors import SabotError
+from sabot.game.cards import card_index
+from sabot.virtual import capture_gen
+
+from conftest import signing_shoe
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """(store path, registry entry, the validator's last state, rounds) of one whole shoe
+    validated with a registry entry the shoe contradicts (EZ), so alarms are stored too."""
+    d = tmp_path_factory.mktemp("store")
+    entry, cap, rounds = capture_gen.generate(str(d), 1, seed=5)
+    path = str(d / "audit.db")
+    v = Validator(dataclasses.replace(entry, ez=True), path)
+    v.receive(cap)
+    state = v.state
+    v.store.close()
+    return path, entry, state, rounds
+
+
+@pytest.fixture
+def store(written):
+    s = AuditStore(written[0], writer=False)
+    yield s
+    s.close()
+
+
+def test_records_since_follows_the_records_in_storage_order_with_receive_times(store, written):
+    new = store.records_since(0)
+    assert [(r.kind, r.record) for r in new] == store.records()  # one shoe: seq order
+    assert [r.id for r in new] == sorted(r.id for r in new) and len(new) == written[3] * 2 + 3
+    assert all(r.shoe_id == written[1].shoe_id and r.received_at > 0 for r in new)
+    assert store.records_since(new[-1].id) == [] and store.records_since(new[0].id) == new[1:]
+
+
+def test_result_records_are_the_stored_rounds_with_their_frames(store, written):
+    results = store.result_records()
+    assert len(results) == written[3]
+    by_frame = store.records_by_frame()
+    assert all(by_frame[fid] == ("result", rec) for fid, rec in results)
+    assert [dict(rec, shoe_id=written[1].shoe_id) for _, rec in results] == [
+        r for _, r in store.records(("result",))]
+
+
+def test_alarms_since_and_the_alarmed_frames_agree_with_alarms(store):
+    every = store.alarms()
+    assert any(a["kind"] == "config_mismatch" for a in every)
+    since = store.alarms_since(0)
+    assert [{k: v for k, v in a.items() if k != "id"} for a in since] == every
+    assert store.alarms_since(since[0]["id"]) == since[1:]
+    assert store.alarmed_frame_ids() == {a["frame_id"] for a in every}
+    kinds = store.alarm_kinds_by_frame()
+    assert sorted(k for ks in kinds.values() for k in ks) == sorted(a["kind"] for a in every)
+
+
+def test_latest_inventory_is_the_accounts_the_validator_stored_last(store, written):
+    _, entry, state, _ = written
+    assert store.latest_inventory(entry.shoe_id) == state["inventory"]
+    assert store.latest_inventory(entry.shoe_id)["ended"]
+    assert store.latest_inventory(entry.shoe_id + 1) is None
+
+
+def test_a_restarted_validator_reads_back_the_state_it_stored(written, tmp_path):
+    path, entry, state, _ = written
+    copy = tmp_path / "copy.db"
+    src, dst = sqlite3.connect(path), sqlite3.connect(copy)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    v = Validator(dataclasses.replace(entry, ez=True), str(copy))
+    assert v.state == state and v.state is v.accounts.state
+    v.store.close()
+
+
+def test_accepted_frames_chain_counts_tables_and_triggers(store):
+    frames = list(store.accepted_frames())
+    assert [fid for fid, _, _ in frames] == sorted(fid for fid, _, _ in frames)
+    assert {t for _, _, t in frames} == {"shoe_start", "burn", "initial_cards", "result",
+                                         "shoe_end"}
+    counts = store.chain_counts()
+    assert set(counts) == set(COLUMNS) and all(n == seen for n, seen in counts.values())
+    assert sum(n for n, _ in counts.values()) == store.head_no
+    assert set(COLUMNS) <= store.tables() and set(store.triggers()) == set(TRIGGERS)
+
+
+def test_gap_statuses_name_the_status_that_says_frames_were_acknowledged_elsewhere(tmp_path):
+    s, entry = signing_shoe()
+    path = str(tmp_path / "a.db")
+    v = Validator(entry, path)
+    first = s.chained(pr.T_SHOE_START, struct.pack(">HBB", 1, 8, 2))
+    v.receive(pr.encode_frame(first))
+    s.chained(pr.T_BURN, b"")  # two frames acknowledged to another host: never seen here
+    s.chained(pr.T_BURN, b"")
+    status = s.status(capture_gen.status_payload(acked=3))
+    v.receive(pr.encode_frame(status))
+    burn = s.chained(pr.T_BURN, struct.pack(">HH", 1, 0)
+                     + bytes(card_index(c) for c in ("2S", "4H", "5D")))
+    v.receive(pr.encode_frame(burn))
+    assert [a["kind"] for a in v.alarms] == ["sequence_gap"]
+    assert v.store.gap_statuses(entry.shoe_id, first, burn) == [status]
+    assert v.store.gap_statuses(entry.shoe_id, status, burn) == []
+    v.store.close()
+    r = verify(path, {entry.shoe_id: entry})
+    assert r["ok"] and r["holes"] == [{"shoe_id": entry.shoe_id, "first": 2, "last": 3}]
+
+
+def test_a_read_the_database_refuses_is_store_unreadable_and_verify_says_so(written, tmp_path):
+    copy = tmp_path / "renamed.db"
+    src, db = sqlite3.connect(written[0]), sqlite3.connect(copy)
+    src.backup(db)
+    src.close()
+    db.execute("ALTER TABLE records RENAME COLUMN record TO body")  # no UPDATE: no trigger fires
+    db.commit()
+    db.close()
+    store = AuditStore(str(copy), writer=False)
+    with pytest.raises(StoreUnreadable) as e:
+        store.records()
+    assert isinstance(e.value, SabotError) and "no such column" in e.value.reason
+    store.close()
+    r = verify(str(copy), {written[1].shoe_id: written[1]})
+    assert not r["ok"] and r["problem"].startswith("the store cannot be read (no such column")
+
+
+def test_a_threaded_writer_takes_reads_from_another_thread(tmp_path):
+    s, entry = signing_shoe()
+    store = AuditStore(str(tmp_path / "a.db"), threads=True)
+    v = Validator(entry, store)
+    out = []
+    t = threading.Thread(target=lambda: out.extend(v.receive(pr.encode_frame(
+        s.chained(pr.T_SHOE_START, struct.pack(">HBB", 1, 8, 2))))))
+    t.start()
+    t.join()
+    assert [verdict for _, verdict, _ in out] == ["accepted"]
+    assert store.records() == [("shoe_start", {"event": "shoe_start", "shoe": 1, "decks": 8,
+                                               "variant": pr.decode_variant(2),
+                                               "shoe_id": entry.shoe_id})]
+    store.close()
