@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
 from typing import Any
 
 from sabot.errors import SabotError
@@ -59,9 +58,10 @@ def alarm_below(alarm: dict[str, Any]) -> None:
 
 def group_rejections(rejections: list[dict[str, Any]]) -> str:
     """"193 x unknown_shoe_or_key, 2 x bad_signature": one line however many frames were
-    refused."""
-    counted = Counter(r["reason"] for r in rejections)
-    return ", ".join(f"{n} x {reason}" for reason, n in counted.most_common())
+    refused (as a validation session says them)."""
+    from sabot.link.session import group_rejections as grouped
+
+    return grouped(rejections)
 
 
 def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],

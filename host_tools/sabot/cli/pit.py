@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sabot.cli.options import KEY_HELP, REGISTRY_HELP, Commands, add_baud
+from sabot.cli.options import KEY_HELP, REGISTRY_HELP, Commands, add_baud, listen_arg
 from sabot.cli.output import fail_on, print_alarm
-from sabot.cli.shoe import registry_entry
 from sabot.errors import SabotError
 
 commands = Commands()
 
 
 def serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--listen", default="127.0.0.1:8000", help="HOST:PORT of the web server")
+    p.add_argument("--listen", type=listen_arg, default="127.0.0.1:8000",
+                   help="HOST:PORT of the web server")
     p.add_argument("--db", required=True, help="audit database (created if missing)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP)
     add_baud(p)
@@ -36,19 +36,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     and serve the pit dashboard, the tables' scoreboards and the API from that store."""
     import uvicorn
 
+    from sabot.link.session import registry_entry
     from sabot.pit.pages import Pit, build_app
     from sabot.pit.serve import Validation, load_shoes
 
-    host, _, port = args.listen.rpartition(":")
-    if not port.isdigit():
-        raise SabotError(f"--listen wants HOST:PORT, got {args.listen!r}")
+    host, port = args.listen
     import socket
 
     try:  # say "address in use" in one line before any shoe is opened
-        with socket.create_server((host or "127.0.0.1", int(port))):
+        with socket.create_server((host, port)):
             pass
     except OSError as e:
-        raise SabotError(f"cannot listen on {args.listen}: {e.strerror}") from None
+        raise SabotError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     from sabot import keys
 
     shoes = load_shoes(args.shoe or [], args.registry, registry_entry,
@@ -61,10 +60,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app, hub = build_app(pit)
     validation = Validation(args.db, shoes, hub.notify, print_alarm)
     validation.start()
-    print(f"sabot serve: http://{host or '127.0.0.1'}:{port}/ ({len(shoes)} shoe"
+    print(f"sabot serve: http://{host}:{port}/ ({len(shoes)} shoe"
           f"{'' if len(shoes) == 1 else 's'}, audit "
           f"{args.db})", file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, host=host or "127.0.0.1", port=int(port),
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port,
                                            log_level="warning", lifespan="on",
                                            timeout_graceful_shutdown=1))
     try:

@@ -17,7 +17,6 @@ from sabot.cli.options import (
     Commands,
     add_baud,
 )
-from sabot.cli.shoe import registry_entry
 from sabot.errors import SabotError
 
 commands = Commands()
@@ -130,7 +129,7 @@ def deploy_args(p: argparse.ArgumentParser) -> None:
           "there).",
           example="sabot deploy --port /dev/ttyACM0 --board rpi_pico --key host.pem --rekey")
 def cmd_deploy(args: argparse.Namespace) -> int:
-    from sabot.registry import Registry, ShoeEntry
+    from sabot.registry import Registry
     from sabot.release.deploy import deploy
 
     reg = Registry.load(args.registry)
@@ -142,12 +141,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
           f"MANIFEST {info['manifest']}) to {args.port}")
     shoe_id = info["shoe_id"]
-    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id)
-    added = entry.add_public_key(info["key_version"], info["public_key"],  # a clash: SabotError
-                                 info["certificate"])
-    if added or shoe_id not in reg.shoes or args.table:  # the validator takes its table here
-        entry.table = args.table or entry.table
-        reg.put(entry)
+    entry, changed = reg.register(shoe_id, info["key_version"], info["public_key"],
+                                  info["certificate"], table=args.table)  # a clash: SabotError
+    if changed:  # the validator takes its table and keys from here
         print(f"registered shoe {shoe_id:#010x} (table {entry.table}, result key versions "
               f"{entry.key_versions}) in {reg.path}", file=sys.stderr)
     else:
@@ -182,6 +178,7 @@ def verify_firmware_args(p: argparse.ArgumentParser) -> None:
 def cmd_verify_firmware(args: argparse.Namespace) -> int:
     import os
 
+    from sabot.link.session import registry_entry
     from sabot.release.build import BUILD
     from sabot.release.verify_firmware import verify_firmware
 

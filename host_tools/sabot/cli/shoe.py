@@ -22,48 +22,11 @@ from sabot.cli.output import (
     fail_on,
     format_event,
     format_round,
-    group_rejections,
     print_alarm,
     record_json,
 )
-from sabot.errors import SabotError
 
 commands = Commands()
-
-
-def registry_entry(path: str | None, shoe_id: int | None, port: str | None = None,
-                   baud: int = 115200) -> Any:
-    """The registry's entry of a shoe: its configuration (the validator's, never the shoe's own
-    word) and the public keys its frames are verified with. With several shoes registered and
-    no --shoe-id, the shoe on `port` says which it is (a signed status)."""
-    from sabot.registry import Registry
-
-    reg = Registry.load(path, must_exist=True)
-    if shoe_id is None and port is not None and len(reg.shoes) > 1:
-        from sabot.link.operate import identify
-
-        return identify(port, reg, baud)
-    return reg.pick(shoe_id)
-
-
-def link_back(link: Any, end: float | None) -> bool:
-    """One try (of up to 30 s, or to `end`) to get a lost link back."""
-    import time
-
-    try:
-        link.reconnect(timeout=30 if end is None else max(0.1, min(30, end - time.monotonic())))
-    except SabotError:
-        return False
-    return True
-
-
-def _open_capture(path: str | None) -> Any:
-    if not path:
-        return None
-    try:
-        return open(path, "ab")
-    except OSError as e:
-        raise SabotError(f"cannot write capture {path}: {e.strerror}") from None
 
 
 def validate_args(p: argparse.ArgumentParser) -> None:
@@ -93,28 +56,10 @@ def validate_args(p: argparse.ArgumentParser) -> None:
           example="sabot validate --port /dev/ttyACM0 --key host.pem --shoe-id 7 --db audit.db "
           "--until shoe-end")
 def cmd_validate(args: argparse.Namespace) -> int:
-    import signal
-    import time
-
     from sabot import keys
-    from sabot.audit.validator import Validator
-    from sabot.link.host import HostLink
-    from sabot.link.operate import first_status, open_port
-    from sabot.protocol import HOLDS
-
-    key = keys.load(args.key)
-    config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
-    capture = _open_capture(args.capture)
-    ended: list[int] = []
-    held: list[dict[str, Any]] = []
+    from sabot.link.session import registry_entry, validate
 
     def show(kind: str, rec: dict[str, Any]) -> None:
-        if kind == "shoe_end":
-            ended.append(rec["shoe"])
-        elif kind == "irregularity" and rec["kind"] in HOLDS:
-            held.append(rec)
-        elif kind == "resolution":
-            held.clear()
         if args.json:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
@@ -122,66 +67,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         elif kind != "initial_cards":
             print(format_event(rec), flush=True)
 
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
 
-    signal.signal(signal.SIGTERM, stop)  # a service manager's stop prints the summary too
-    try:
-        port = open_port(args.port, args.baud, capture=capture)  # before any database is made
-    except BaseException:
-        if capture:
-            capture.close()
-        raise
-    try:
-        validator = Validator(config, args.db, on_record=show, on_alarm=print_alarm)
-    except BaseException:
-        port.close()
-        raise
-    end = time.monotonic() + args.seconds if args.seconds else None
-    refused: list[dict[str, Any]] = []
-    try:
-        link = HostLink(port, validator, key, capture)
-        first_status(link, args.port, args.wait, any_frame=True)
-        while end is None or time.monotonic() < end:
-            # the shoe's own word counts too: what happened before this validator came is stored
-            st = validator.status or {}
-            if args.until and st.get("phase") == "ended" and not st.get("unacked_to"):
-                ended.append(st["shoe"])
-            if args.until and ended:
-                break
-            if args.until == "irregularity" and (held or st.get("phase") == "held"):
-                what = f"{held[-1]['kind']} holds" if held else "an irregularity holds"
-                print(f"{what} shoe {st.get('shoe', held[-1]['shoe'] if held else '?')}: "
-                      "resolve it with sabot resolve, then validate again", file=sys.stderr)
-                break
-            burst = 0
-            try:
-                for _, verdict, reason in link.pump():
-                    if verdict == "rejected":
-                        refused.append({"reason": reason})
-                        burst += 1
-            except ConnectionError:
-                # The audit never stops on its own: a shoe off for a minute (a power cut) is
-                # waited for; it keeps everything it has not delivered.
-                print("link lost; reconnecting (the shoe keeps what it has not delivered)",
-                      file=sys.stderr, flush=True)
-                while not link_back(link, end):
-                    if end is not None and time.monotonic() >= end:
-                        break
-                else:
-                    print("link back", file=sys.stderr, flush=True)
-            if refused and (len(refused) >= 1000 or not burst):  # one line per burst
-                print(f"rejected frames: {group_rejections(refused)}", file=sys.stderr, flush=True)
-                refused = []
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        port.close()
-        validator.store.close()
-        if capture:
-            capture.close()
-    s = validator.summary()
+    key = keys.load(args.key)
+    config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
+    s, ended = validate(args.port, key, config, args.db, capture=args.capture, baud=args.baud,
+                        wait=args.wait, until=args.until, seconds=args.seconds, on_record=show,
+                        on_alarm=print_alarm, say=say)
     print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{s['rejected']} rejected, {len(s['alarms'])} alarms"
           + (f"; shoe {ended[0]} ended" if ended else ""), file=sys.stderr)
@@ -192,6 +85,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _operation(args: argparse.Namespace) -> Any:
     from sabot import keys
     from sabot.link.operate import Operation
+    from sabot.link.session import registry_entry
 
     key = keys.load(args.key)
     config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)

@@ -63,29 +63,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _has_status(capture: bytes) -> bool:
-    from sabot.protocol import T_STATUS, FrameError, decode_frame, parse
-
-    for part in capture.split(b"\x00"):
-        try:
-            if part and parse(decode_frame(part)).type == T_STATUS:
-                return True
-        except FrameError:
-            continue
-    return False
-
-
-def _first_shoe_id(data: bytes) -> int | None:
-    from sabot import protocol as pr
-
-    for encoded in pr.Deframer().feed(data):
-        try:
-            return pr.parse(pr.decode_frame(encoded)).shoe_id
-        except pr.FrameError:
-            continue
-    return None
-
-
 def replay_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("capture", help="raw bytes kept by --capture")
     p.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
@@ -102,34 +79,12 @@ def replay_args(p: argparse.ArgumentParser) -> None:
 @commands("replay", replay_args, help="verify a capture offline",
           example="sabot replay cap.bin --registry sabot-shoes.json --json")
 def cmd_replay(args: argparse.Namespace) -> int:
-    import os
-    import tempfile
-
-    from sabot.audit.validator import Validator
+    from sabot.audit.replay import capture_shoe, read_capture, replay
     from sabot.registry import Registry
 
-    try:
-        with open(args.capture, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise SabotError(f"cannot read capture {args.capture}: {e.strerror}") from None
-    reg = Registry.load(args.registry, must_exist=True)
-    shoe_id = args.shoe_id
-    if shoe_id is None and len(reg.shoes) != 1:
-        shoe_id = _first_shoe_id(data)  # the capture names its shoe in every frame
-    config = reg.pick(shoe_id)
-    with tempfile.TemporaryDirectory() as tmp:
-        v = Validator(config, os.path.join(tmp, "replay.db"))
-        # A capture kept by a live link starts with whatever the shoe was sending when the link
-        # opened, then the status answering its hello and the resends: replay it as the live
-        # validator took it, anchoring at that status.
-        v.live = v.awaiting_status = _has_status(data)
-        v.receive(data)
-        v.finish()
-        s = v.summary()
-        v.store.close()
-    out = {k: s[k] for k in ("frames", "verified", "rejected", "resent", "rounds", "rejections",
-                             "alarms")}
+    data = read_capture(args.capture)
+    config = capture_shoe(Registry.load(args.registry, must_exist=True), args.shoe_id, data)
+    out = replay(data, config)
     if args.json:
         print(json.dumps(out))
     else:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from sabot.cli.options import REGISTRY_HELP, Commands, probability, ranged
+from sabot.cli.options import REGISTRY_HELP, Commands, listen_arg, probability, ranged
 from sabot.cli.output import alarm_below, fail_on, print_records
 from sabot.errors import SabotError
 
@@ -76,7 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def board_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--listen", default="127.0.0.1:7000",
+    p.add_argument("--listen", type=listen_arg, default="127.0.0.1:7000",
                    help="HOST:PORT of its host link (socket://)")
     p.add_argument("--flash", default="sabot-flash", help="directory that is its persistent flash")
     p.add_argument("--shoe", metavar="FILE", action="append",
@@ -152,7 +152,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
     from sabot import keys
     from sabot.protocol import variant_byte
-    from sabot.registry import ALGORITHM, Registry, ShoeEntry
+    from sabot.registry import Registry
     from sabot.virtual.board import element_store, provision, set_variant
 
     variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
@@ -165,17 +165,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
         print(f"created command key {args.key} (mode 600)", file=sys.stderr)
     reg = Registry.load(args.registry)
     shoe_id, version, pem = provision(args.flash, key, args.shoe_id)
-    old = reg.shoes.get(shoe_id)
-    # a fresh element replaces what the registry held for its version; other versions stay
-    kept = [k for k in (old.public_keys if old else []) if k["version"] != version]
-    entry = ShoeEntry(shoe_id, table=args.table or (old.table if old else ""), game=args.game,
-                      ez=args.ez, commission_free=args.commission_free, squeeze=args.squeeze,
-                      decks=args.decks, side_wagers=old.side_wagers if old else [],
-                      public_keys=kept + [{"version": version, "algorithm": ALGORITHM,
-                                           "key": pem}])
-    entry.public_keys.sort(key=lambda k: k["version"])
+    entry, _ = reg.register(shoe_id, version, pem, table=args.table, fresh_element=True,
+                            game=args.game, ez=args.ez, commission_free=args.commission_free,
+                            squeeze=args.squeeze, decks=args.decks)
     set_variant(args.flash, variant)
-    reg.put(entry)
     print(f"provisioned shoe {shoe_id:#010x} result key {version} ({args.game}"
           f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
           f"{', squeeze' if args.squeeze else ''}) into {args.flash} (element "
