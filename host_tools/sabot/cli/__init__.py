@@ -9,7 +9,7 @@ import sys
 
 from sabot.cli import offline, pit, release, shoe, store, virtual
 from sabot.cli.options import HelpFormatter, Parser, VersionAction
-from sabot.errors import SabotError
+from sabot.errors import BAD_INPUT, INTERRUPTED, OK, SabotError
 
 __all__ = ["HelpFormatter", "build_parser", "main"]
 
@@ -37,26 +37,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status (CONTRACTS "Exit status"): OK, NOT_VERIFIED when the
+    record did not verify (errors.NotVerified), BAD_INPUT on bad input, usage or I/O (any other
+    SabotError, a lost link, a file that will not do), INTERRUPTED on Ctrl-C or SIGTERM."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args) or 0
-    except SabotError as e:
+        return args.func(args) or OK
+    except SabotError as e:  # the error's class says what it means: e.exit_status
         print(f"sabot {args.command}: {e}", file=sys.stderr)
-        return 2
+        return e.exit_status
     except BrokenPipeError:  # `sabot history | head`: the reader has all it wanted (caught
         sys.stderr.close()  # before ConnectionError, of which it is a kind)
-        return 0
+        return OK
     except ConnectionError as e:  # the shoe's port went away mid-conversation
         print(f"sabot {args.command}: link lost: {e}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     except OSError as e:  # a file or directory named on the command line that will not do
         where = f"{e.filename}: " if e.filename else ""
         print(f"sabot {args.command}: {where}{e.strerror or e}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     except KeyboardInterrupt:
         print(f"sabot {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import json
 import sys
 
 from sabot.cli.options import Commands, decks_arg
-from sabot.errors import SabotError
+from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
 
@@ -29,7 +29,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         return 0
     problem = table_gen.check()
     if problem:
-        raise SabotError(problem)
+        raise NotVerified(problem)
     print("table check: the committed table equals a fresh generation from the rule")
     return 0
 

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from sabot.errors import SabotError
+from sabot.errors import NotVerified
 
 
 def format_round(rec: dict[str, Any]) -> str:
@@ -66,7 +66,7 @@ def group_rejections(rejections: list[dict[str, Any]]) -> str:
 
 def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],
             more: str = "") -> None:
-    """Exit non-zero, with one line, on any rejected frame or alarm (CONTRACTS)."""
+    """Exit 1 (NotVerified), with one line, on any rejected frame or alarm (CONTRACTS)."""
     parts = []
     if rejections:
         parts.append(f"{len(rejections)} frames rejected ({group_rejections(rejections)})")
@@ -76,4 +76,4 @@ def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],
     if more:
         parts.append(more)
     if parts:
-        raise SabotError("; ".join(parts))
+        raise NotVerified("; ".join(parts))

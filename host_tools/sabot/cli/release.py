@@ -17,7 +17,7 @@ from sabot.cli.options import (
     Commands,
     add_baud,
 )
-from sabot.errors import SabotError
+from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
 
@@ -95,7 +95,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"verdict: {'PASS' if passed else 'FAIL'} ({n_pass} of {len(verdicts)} rounds "
               "as the rules deal)")
     if not passed:
-        raise SabotError("the shoe did not deal the scripted shoe as the rules do")
+        raise NotVerified("the shoe did not deal the scripted shoe as the rules do")
     return 0
 
 
@@ -180,7 +180,7 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
 
     from sabot.link.session import registry_entry
     from sabot.release.build import BUILD
-    from sabot.release.verify_firmware import verify_firmware
+    from sabot.release.verify_firmware import NoIntegrityAnswer, verify_firmware
 
     seed = args.seed.lower().removeprefix("0x")
     if len(seed) < 32 or len(seed) > 128 or any(c not in "0123456789abcdef" for c in seed):
@@ -193,11 +193,9 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     try:
         config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
         r = verify_firmware(args.port, args.seed, config, build_dir, baud=args.baud)
-    except SabotError as e:
-        if "no integrity answer" in str(e):  # a shoe ignores a challenge naming another shoe
-            raise SabotError(f"{e} (a shoe ignores a challenge for another shoe id: is it the "
-                             "registered shoe? sabot status tells)") from None
-        raise
+    except NoIntegrityAnswer as e:  # a shoe ignores a challenge naming another shoe
+        raise NoIntegrityAnswer(f"{e} (a shoe ignores a challenge for another shoe id: is it "
+                                "the registered shoe? sabot status tells)") from None
     if args.db:
         from sabot.audit.store import AuditStore
 
@@ -212,8 +210,9 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
               f"seeded HMAC {matches} the build in {build_dir}")
     if r["result"] != "pass":
         if r["integrity"] == "unchecked":
-            raise SabotError("firmware verification failed: the shoe runs unbuilt source, with "
-                             "no MANIFEST to check (a virtual board started without --code or "
-                             "--root); deploy the build, or start it with --code build/virtual")
-        raise SabotError("firmware verification failed")
+            raise NotVerified("firmware verification failed: the shoe runs unbuilt source, "
+                              "with no MANIFEST to check (a virtual board started without --code "
+                              "or --root); deploy the build, or start it with --code "
+                              "build/virtual")
+        raise NotVerified("firmware verification failed")
     return 0

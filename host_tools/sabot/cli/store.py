@@ -7,7 +7,7 @@ import json
 
 from sabot.cli.options import NO_KEY_HELP, REGISTRY_HELP, Commands, ranged
 from sabot.cli.output import fail_on, group_rejections, print_records
-from sabot.errors import SabotError
+from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
 
@@ -134,9 +134,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)"
               + (f"; holes the shoe said were acknowledged elsewhere: {holes}" if holes else ""))
     if not r["ok"]:
-        raise SabotError(f"the audit store does not hold: {r['problem']}")
+        raise NotVerified(f"the audit store does not hold: {r['problem']}")
     if holes and not args.allow_holes:
-        raise SabotError(f"holes in the store ({holes}): the shoe said another host acknowledged "
-                         "them, which a store alone cannot tell from a deletion; check that "
-                         "host's store, then pass --allow-holes")
+        raise NotVerified(f"holes in the store ({holes}): the shoe said another host "
+                          "acknowledged them, which a store alone cannot tell from a deletion; "
+                          "check that host's store, then pass --allow-holes")
     return 0

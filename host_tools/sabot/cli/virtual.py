@@ -9,7 +9,7 @@ from typing import Any
 
 from sabot.cli.options import REGISTRY_HELP, Commands, listen_arg, probability, ranged
 from sabot.cli.output import alarm_below, fail_on, print_records
-from sabot.errors import SabotError
+from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
 
@@ -216,7 +216,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
         rejected = ", ".join(f"{k} {v}" for k, v in s["rejected"].items())
         print("frames rejected: " + (rejected or "none"))
     if s["lost"] or s["duplicated"] or s["mismatched"]:
-        raise SabotError("results were lost, duplicated or wrong under faults")
+        raise NotVerified("results were lost, duplicated or wrong under faults")
     if not args.fault_rate and s["rejected"]:  # no line faults: an authentic shoe is never refused
-        raise SabotError(f"frames of an authentic shoe were rejected: {s['rejected']}")
+        raise NotVerified(f"frames of an authentic shoe were rejected: {s['rejected']}")
     return 0

@@ -14,7 +14,7 @@ from typing import Any
 
 from sabot import keys
 from sabot.audit.validator import Validator, contract_round
-from sabot.errors import SabotError
+from sabot.errors import NotVerified, SabotError
 from sabot.game import rules
 from sabot.game.cards import read_shoe_file, shuffled_shoe
 from sabot.keys import CommandKey
@@ -209,7 +209,7 @@ def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
             session.close()
         if session.validator.counts["rejected"]:
             reasons = sorted({r["reason"] for r in session.validator.rejections})
-            raise SabotError(f"the validator rejected frames from the shoe: {', '.join(reasons)}")
+            raise NotVerified(f"the validator rejected frames from the shoe: {', '.join(reasons)}")
         return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
