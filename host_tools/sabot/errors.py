@@ -1,7 +1,22 @@
-"""The one error type the CLI turns into a one-line message and a non-zero exit."""
+"""The errors the CLI turns into a one-line message, and the exit status each one means
+(CONTRACTS "Exit status"): the class says which, so no caller matches a message's text."""
 
 from __future__ import annotations
+
+OK = 0  # the record verified (or the command did what it was asked)
+NOT_VERIFIED = 1  # the record did not verify: a rejected frame, an integrity or content alarm
+BAD_INPUT = 2  # bad input, usage or I/O (a link lost included), with a one-line reason
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
 class SabotError(Exception):
     """Bad input or a failed check, worded for the person at the terminal."""
+
+    exit_status = BAD_INPUT
+
+
+class NotVerified(SabotError):
+    """What was checked does not hold: frames rejected, alarms raised, a store that does not
+    verify, a shoe whose firmware or dealing does not match the build or the rules."""
+
+    exit_status = NOT_VERIFIED

@@ -236,6 +236,30 @@ class Registry:
         raise SabotError(f"the shoe registry {self.path} holds {len(self.shoes)} shoes ({ids}): "
                          "name one with --shoe-id")
 
+    def register(self, shoe_id: int, version: int, public_pem: str,
+                 certificate: str | None = None, *, table: str = "", fresh_element: bool = False,
+                 **config: Any) -> tuple[ShoeEntry, bool]:
+        """Register result key `version` of a shoe (a new entry for a shoe not registered yet)
+        and write the file when that changed anything; the entry, and whether it changed.
+
+        Old key versions stay (old frames are signed by them); a version already registered with
+        another key is refused (SabotError), unless `fresh_element`: a newly provisioned element
+        replaces what the registry held for its version. `table` renames the shoe's table (kept
+        when empty); `config` (game, ez, commission_free, squeeze, decks, side_wagers) sets its
+        configuration, the rest of the entry kept."""
+        old = self.shoes.get(shoe_id)
+        keys = [dict(k) for k in old.public_keys] if old else []
+        if fresh_element:
+            keys = [k for k in keys if k["version"] != version]
+        fields: dict[str, Any] = asdict(old) if old else {"shoe_id": shoe_id}
+        fields.update(config, public_keys=keys, table=table or fields.get("table", ""))
+        entry = ShoeEntry(**fields)
+        entry.add_public_key(version, public_pem, certificate)
+        changed = old is None or asdict(entry) != asdict(old)
+        if changed:
+            self.put(entry)
+        return entry, changed
+
     def put(self, entry: ShoeEntry) -> None:
         """Add or replace a shoe's entry and write the file atomically (never half a registry)."""
         old = self.shoes.get(entry.shoe_id)

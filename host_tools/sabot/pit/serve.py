@@ -1,8 +1,8 @@
 """`sabot serve`: every shoe given validated in one process, and the pit's pages served from the
 same audit store (CONTRACTS "`sabot serve`").
 
-Writing: one thread per shoe, each a HostLink and a Validator exactly as `sabot validate` runs
-them, all writing through ONE AuditStore guarded by one lock. One store, because the contract
+Writing: one thread per shoe, each a validation session (link/session.py) as `sabot validate`
+runs it, all writing through ONE AuditStore guarded by one lock. One store, because the contract
 promises one audit log (`--db PATH`), with one row chain that `sabot audit verify` checks whole,
 and because AuditStore admits one writer per database file (its lock file); one lock, because a
 Validator's read is one transaction (begin ... commit) on the store's single connection. Reading
@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sabot.audit.store import AuditStore
 from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
-from sabot.link.host import HostLink
+from sabot.link.session import ValidationSession
 from sabot.registry import ShoeEntry
 
-RECONNECT_WAIT = 2.0  # seconds between attempts to reach a shoe whose link is lost
+RECONNECT_WAIT = 2.0  # seconds of each attempt to reach a shoe whose link is lost
 
 
 def parse_shoe(text: str) -> tuple[str, int | None]:
@@ -71,14 +70,23 @@ class Shoe:
     url: str
     key: CommandKey | None  # the host command key: signs the acknowledgements
     config: ShoeEntry
-    link_state: str = "connecting"  # connecting, up, lost
     baud: int = 115200
     validator: Validator | None = None
-    refused: list[dict[str, Any]] = field(default_factory=list)
+    session: ValidationSession | None = None
+
+    @property
+    def link_state(self) -> str:
+        """connecting, up or lost."""
+        return self.session.link_state if self.session else "connecting"
+
+    @property
+    def refused(self) -> list[dict[str, Any]]:
+        return self.session.refused if self.session else []
 
 
 class Validation:
-    """The validating side of `sabot serve`: a thread per shoe over one shared writer store."""
+    """The validating side of `sabot serve`: a validation session per shoe, each in its own
+    thread, over one shared writer store."""
 
     def __init__(self, db: str, shoes: list[Shoe],
                  notify: Callable[[], None] | None = None,
@@ -95,46 +103,22 @@ class Validation:
 
     def start(self) -> None:
         for s in self.shoes:
-            t = threading.Thread(target=self._run, args=(s,), daemon=True,
+            assert s.validator is not None
+            s.session = ValidationSession(
+                s.validator, s.url, s.key, baud=s.baud, reconnect_wait=RECONNECT_WAIT,
+                pump_wait=0.1, stopping=self.stop_event, on_change=self.notify,
+                on_store_error=_told(s.config.table))
+            t = threading.Thread(target=self._run, args=(s.session,), daemon=True,
                                  name=f"validate-{s.config.table}")
             t.start()
             self.threads.append(t)
 
-    def _connect(self, s: Shoe) -> HostLink | None:
-        assert s.validator is not None
-        while not self.stop_event.is_set():
-            try:
-                link = HostLink(s.url, s.validator, s.key, connect_timeout=RECONNECT_WAIT,
-                                baud=s.baud)
-                s.link_state = "up"
-                self.notify()
-                return link
-            except (SabotError, ConnectionError):
-                s.link_state = "lost"
-                self.notify()
-                self.stop_event.wait(0.2)
-        return None
-
-    def _run(self, s: Shoe) -> None:
-        link = self._connect(s)
-        while link is not None and not self.stop_event.is_set():
-            try:
-                results = link.pump(0.1)
-            except ConnectionError:
-                s.link_state = "lost"
-                self.notify()
-                link.close()
-                link = self._connect(s)
-                continue
-            except SabotError as e:  # the store refused a write: nothing of it was acknowledged
-                print(f"sabot serve: {s.config.table}: {e}", file=sys.stderr, flush=True)
-                time.sleep(0.5)
-                continue
-            if results:
-                s.refused += [{"reason": r} for _, v, r in results if v == "rejected"]
-                self.notify()
-        if link is not None:
-            link.close()
+    @staticmethod
+    def _run(session: ValidationSession) -> None:
+        try:
+            session.run()
+        finally:
+            session.close()
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -156,6 +140,14 @@ class Validation:
             verified += v["verified"]
         return {"rounds": rounds, "verified": verified, "rejections": rejections,
                 "alarms": alarms}
+
+
+def _told(table: str) -> Callable[[SabotError], None]:
+    """A store error of one table's session, on stderr: the session goes on."""
+    def tell(e: SabotError) -> None:
+        print(f"sabot serve: {table}: {e}", file=sys.stderr, flush=True)
+
+    return tell
 
 
 def load_shoes(specs: list[str], registry: str | None,

@@ -21,6 +21,11 @@ OPEN_WAIT = 5.0  # a shoe that has just rebooted may not be listening yet
 VERIFY_AGAIN = 1.2  # seconds: the shoe answers at most one challenge a second (its rate limit)
 
 
+class NoIntegrityAnswer(SabotError):
+    """The shoe did not answer the challenge in time (silent, or another shoe: a shoe ignores a
+    challenge naming another shoe id)."""
+
+
 def verify_firmware(url: str, seed_hex: str, config: ShoeEntry, build_dir: str,
                     timeout: float = 10,
                     baud: int = DEFAULT_BAUD) -> dict[str, Any]:
@@ -58,4 +63,4 @@ def verify_firmware(url: str, seed_hex: str, config: ShoeEntry, build_dir: str,
                             "shoe_id": f.shoe_id, "boot": f.boot}
     finally:
         port.close()
-    raise SabotError(f"no integrity answer from {url} within {timeout} s")
+    raise NoIntegrityAnswer(f"no integrity answer from {url} within {timeout} s")

@@ -14,7 +14,7 @@ from typing import Any
 
 from sabot import keys
 from sabot.audit.validator import Validator, contract_round
-from sabot.errors import SabotError
+from sabot.errors import NotVerified, SabotError
 from sabot.game import rules
 from sabot.game.cards import read_shoe_file, shuffled_shoe
 from sabot.keys import CommandKey
@@ -184,9 +184,7 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
     # the demo's shoe is provisioned for this command key (kept when it is) and registered like
     # any other, with its result key
     shoe_id, version, pem = provision(flash_dir, key)
-    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id, table="demo")
-    if entry.add_public_key(version, pem) or shoe_id not in reg.shoes:
-        reg.put(entry)
+    entry, _ = reg.register(shoe_id, version, pem, table="" if shoe_id in reg.shoes else "demo")
     t0 = time.monotonic()
     session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
                       config=entry, on_alarm=on_alarm)
@@ -211,7 +209,7 @@ def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
             session.close()
         if session.validator.counts["rejected"]:
             reasons = sorted({r["reason"] for r in session.validator.rejections})
-            raise SabotError(f"the validator rejected frames from the shoe: {', '.join(reasons)}")
+            raise NotVerified(f"the validator rejected frames from the shoe: {', '.join(reasons)}")
         return [(k, contract_round(r) if k == "result" else r) for k, r in session.records]
 
 
@@ -311,26 +309,22 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
     is) and register its result key."""
     shoe_id, version, pem = provision(flash_dir, key, store=store)
     reg = Registry.load(registry)
-    entry = reg.shoes.get(shoe_id) or ShoeEntry(shoe_id)
-    if entry.add_public_key(version, pem) or shoe_id not in reg.shoes:
-        reg.put(entry)
+    if reg.register(shoe_id, version, pem)[1]:
         print(f"virtual shoe {shoe_id:#010x} registered in {reg.path}", file=sys.stderr)
 
 
-def run_board(listen: str, flash_dir: str, shoe: list[str] | None = None,
+def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = None,
               key_file: str | None = None, code: str | None = None, root: str | None = None,
               maintenance: bool = False, registry: str | None = None) -> None:
-    """Run the virtual board until stopped (Ctrl-C); with --shoe a simulated dealer draws those
-    shoes, one after another, each after the host's new-shoe."""
-    host, _, port = listen.rpartition(":")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise SabotError(f"--listen wants HOST:PORT with a port from 1 to 65535, got {listen!r}")
-    host = host or "127.0.0.1"
+    """Run the virtual board, its host link on `listen` (host, port), until stopped (Ctrl-C);
+    with --shoe a simulated dealer draws those shoes, one after another, each after the host's
+    new-shoe."""
+    host, port = listen
     if maintenance and not root:
         raise SabotError("--maintenance needs --root DIR: only a board with a filesystem has a "
                          "REPL to stay in")
     shoes = [load_shoe(f) for f in shoe or []]  # every file checked before the board starts
-    _check_listen(host, int(port))
+    _check_listen(host, port)
     if root:
         if key_file:
             from sabot.virtual.board import element_store
@@ -338,13 +332,13 @@ def run_board(listen: str, flash_dir: str, shoe: list[str] | None = None,
             os.makedirs(os.path.join(root, "data"), exist_ok=True)
             _provision_board(os.path.join(root, "data"), keys.load_or_create(key_file), registry,
                              element_store(root))
-        return run_board_root(host, int(port), root, shoes, maintenance)
+        return run_board_root(host, port, root, shoes, maintenance)
     if key_file:
         _provision_board(flash_dir, keys.load_or_create(key_file), registry)
     elif not os.path.exists(os.path.join(flash_dir, "identity")):
         raise SabotError(f"no identity in {flash_dir}: provision the virtual shoe (sabot "
                          "provision --flash DIR, or --key FILE here)")
-    board = VirtualBoard(flash_dir, host, int(port), code=code)
+    board = VirtualBoard(flash_dir, host, port, code=code)
     show_on_stdout(board)
     board.start()
     print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it",

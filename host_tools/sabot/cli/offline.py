@@ -1,0 +1,177 @@
+"""Commands that need no shoe, board or store: the decision table, the exact analysis, roads,
+settling wagers and shuffling a shoe file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sabot.cli.options import Commands, decks_arg
+from sabot.errors import NotVerified, SabotError
+
+commands = Commands()
+
+
+def table_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["generate", "check"],
+                   help="generate: rewrite firmware/shoe/table.py; check: fail if it differs")
+
+
+@commands("table", table_args, help="generate or check the shoe's decision table",
+          example="sabot table check")
+def cmd_table(args: argparse.Namespace) -> int:
+    from sabot.release import table_gen
+
+    if args.action == "generate":
+        path = table_gen.generate()
+        print(f"wrote {path}")
+        return 0
+    problem = table_gen.check()
+    if problem:
+        raise NotVerified(problem)
+    print("table check: the committed table equals a fresh generation from the rule")
+    return 0
+
+
+def analyze_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--decks", type=decks_arg, default=8, help="decks in the shoe, 1-8 (default 8)")
+    p.add_argument("--seen", metavar="FILE",
+                   help="shoe file of cards already dealt, removed from the shoe")
+    p.add_argument("--tie-odds", type=decks_arg, default=8,
+                   help="the table's Tie odds, to 1 (default 8)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object, as CONTRACTS.md describes")
+
+
+@commands("analyze", analyze_args,
+          help="exact odds and house edges of every wager for a shoe",
+          description="Exact combinatorial analysis: every ordered six-card sequence P1 B1 P2 B2 "
+          "P3 B3 of the shoe is counted once.",
+          example="sabot analyze --decks 8 --seen dealt.txt --json")
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from sabot.game.analyze import analyze
+    from sabot.game.cards import read_shoe_file
+
+    seen = [t for t in read_shoe_file(args.seen) if t != "CUT"] if args.seen else []
+    result = analyze(args.decks, seen, args.tie_odds)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{result['decks']} decks, {result['cards']} cards left, "
+          f"{result['sequences']:,} sequences")
+    for name, count in result["outcomes"].items():
+        print(f"  {name:<7} {count:>26,}  {count / result['sequences']:.6%}")
+    print("house edge by wager:")
+    for name, w in result["wagers"].items():
+        print(f"  {name:<22} {w['house_edge']:>10.4%}")
+    return 0
+
+
+def roads_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", help="round records (default: stdin)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object, as CONTRACTS.md describes")
+
+
+@commands("roads", roads_args,
+          help="bead plate, big road and derived roads from round records",
+          description="Reads round records (one JSON object a line, as `sabot deal --json` "
+          "prints them) from FILE or stdin; events are skipped.",
+          example="sabot roads rounds.jsonl --json   (rounds from: sabot history --db audit.db "
+          "--json)")
+def cmd_roads(args: argparse.Namespace) -> int:
+    from sabot.game.roads import format_roads, roads, winners_from_lines
+
+    try:
+        if args.file and args.file != "-":
+            with open(args.file, encoding="utf-8") as f:
+                winners = winners_from_lines(f, args.file)
+        else:
+            winners = winners_from_lines(sys.stdin, "stdin")
+    except OSError as e:
+        raise SabotError(f"cannot read {args.file}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SabotError(f"{args.file or 'stdin'} is not UTF-8 text") from None
+    result = roads(winners)
+    print(json.dumps(result) if args.json else format_roads(result))
+    return 0
+
+
+def settle_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", help="request file (default: stdin)")
+
+
+@commands("settle", settle_args, help="settle a round's wagers (JSON in, JSON out)",
+          description="Reads {table, round, wagers} as JSON from FILE or stdin and prints the "
+          "settlements in the order the dealer makes them: losing wagers first, then seats from "
+          "the highest number down. Money is integer cents. See CONTRACTS.md.",
+          example="sabot settle request.json")
+def cmd_settle(args: argparse.Namespace) -> int:
+    from sabot.game.settle import settle
+
+    try:
+        if args.file and args.file != "-":
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
+        else:
+            text = sys.stdin.read()
+    except OSError as e:
+        raise SabotError(f"cannot read {args.file or 'stdin'}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SabotError(f"{args.file or 'stdin'} is not UTF-8 text (a binary file?)") from None
+    try:
+        request = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
+                         ) from None
+    try:
+        out = settle(request)
+    except SabotError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        # a value of the wrong kind somewhere in the request: one line, never a traceback
+        raise SabotError(f"the request does not fit the settle format ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())}); see CONTRACTS.md") from None
+    print(json.dumps(out))
+    return 0
+
+
+def shuffle_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--decks", type=decks_arg, default=8, help="decks, 1-8 (default 8)")
+    p.add_argument("--seed", type=int, help="seed for a repeatable shuffle (default: random)")
+    p.add_argument("--cut", type=decks_arg, metavar="POS",
+                   help="the cut card's position, in cards from the end of the shoe (default: "
+                   "about a sixth of the cards); 0: no cut card, the shoe is dealt until it runs "
+                   "out and the supervisor ends it (sabot resolve end-shoe)")
+    p.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+
+
+@commands("shuffle", shuffle_args, help="write a freshly shuffled shoe file",
+          description="Shuffles N decks, places the cut card and writes the shoe file (cards in "
+          "dealing order, CUT for the cut card).",
+          example="sabot shuffle --decks 8 --seed 42 -o shoe2.txt")
+def cmd_shuffle(args: argparse.Namespace) -> int:
+    from sabot.game.cards import format_shoe, shuffled_shoe
+
+    n = args.decks * 52
+    if not 1 <= args.decks <= 8:
+        raise SabotError(f"--decks must be a whole number from 1 to 8 (got {args.decks})")
+    if args.cut is not None and not 0 <= args.cut < n:
+        raise SabotError(f"--cut must be between 0 and {n - 1} cards from the end")
+    tokens = shuffled_shoe(args.decks, args.seed, args.cut or None)
+    if args.cut == 0:
+        tokens.remove("CUT")
+    text = format_shoe(tokens)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise SabotError(f"{args.output} exists: a shoe file is never overwritten") from None
+    except OSError as e:
+        raise SabotError(f"cannot write {args.output}: {e.strerror}") from None
+    print(f"wrote a shuffled {args.decks}-deck shoe to {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,188 @@
+"""What every area of the command line shares: the parser classes, the registration of a command
+(its parser, handler and example in one call), argparse types, option sets and help strings."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sabot.errors import BAD_INPUT
+
+Handler = Callable[[argparse.Namespace], int]
+Options = Callable[[argparse.ArgumentParser], None]
+
+REGISTRY_HELP = ("the shoe registry: each shoe's table, game, variant, decks and public keys "
+                 "(default ./sabot-shoes.json)")
+KEY_HELP = "the host command key file (PEM, mode 0600): it signs the commands and acknowledgements"
+NO_KEY_HELP = ("accepted for compatibility and not needed: frames are verified with the "
+               "registry's public keys (no secret)")
+SHOE_ID_HELP = ("which registered shoe (decimal or 0x hex; default: the registry's only shoe, or "
+                "with several the one that answers on the port)")
+RELEASE_KEY_HELP = ("the release key that signs MANIFEST, created mode 0600 if missing "
+                    "(default ./sabot-release.pem)")
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other error (the usage is one --help away)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help, unless the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" not in text and action.default not in (None, False, argparse.SUPPRESS)
+                and action.option_strings):
+            text += " (default: %(default)s)"
+        return text
+
+
+def version_text() -> str:
+    """The package version and the firmware it carries: the SHA-256 of firmware/ (the code tree
+    `sabot firmware` builds from) and the frame protocol version."""
+    from sabot import __version__
+    from sabot.paths import FIRMWARE
+    from sabot.protocol import VERSION
+    from sabot.release.build import code_digest
+
+    try:
+        fw = code_digest(FIRMWARE / "shoe")[:16]
+    except OSError:
+        fw = "missing"
+    return f"sabot {__version__} (firmware source sha256 {fw}..., frame protocol {VERSION})"
+
+
+class VersionAction(argparse.Action):
+    """--version, computed only when asked for (it hashes the firmware)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the package version and the firmware build it carries")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+@dataclass
+class Command:
+    """One subcommand: its name, the options its parser takes, its handler, its help line, its
+    --help description (default: the help line) and an example for the --help epilog."""
+
+    name: str
+    options: Options
+    handler: Handler
+    help: str
+    example: str
+    description: str | None = None
+
+    def add_to(self, sub: Any) -> argparse.ArgumentParser:
+        """Its parser, added to the `sub` subparsers."""
+        p: argparse.ArgumentParser = sub.add_parser(
+            self.name, help=self.help, formatter_class=HelpFormatter,
+            description=self.description or self.help[0].upper() + self.help[1:],
+            epilog=f"example: {self.example}")
+        self.options(p)
+        p.set_defaults(func=self.handler)
+        return p
+
+
+class Commands(list[Command]):
+    """An area's commands, each registered by decorating its handler:
+
+        def table_args(p): p.add_argument(...)
+
+        @commands("table", table_args, help="...", example="sabot table check")
+        def cmd_table(args): ...
+    """
+
+    def __call__(self, name: str, options: Options, *, help: str, example: str,
+                 description: str | None = None) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            self.append(Command(name, options, handler, help, example, description))
+            return handler
+
+        return register
+
+
+def decks_arg(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def ranged(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from low to high (decimal, or 0x hex)."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {n}")
+        return n
+
+    return parse
+
+
+SHOE_ID = ranged(0, 0xFFFFFFFF)
+
+
+def _finite(text: str, what: str, fits: Callable[[float], bool], wanted: str) -> float:
+    """A finite number that `fits`, or an argparse error naming what was wanted."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
+    if not math.isfinite(x) or not fits(x):
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+    return x
+
+
+def probability(text: str) -> float:
+    return _finite(text, "number", lambda x: 0 <= x <= 1, "a probability from 0 to 1")
+
+
+def seconds_arg(text: str) -> float:
+    return _finite(text, "number of seconds", lambda x: x > 0, "a positive number of seconds")
+
+
+def baud_arg(text: str) -> int:
+    if not text.isdigit() or not 50 <= int(text) <= 4_000_000:
+        raise argparse.ArgumentTypeError(f"not a baud rate: {text!r} (e.g. 115200)")
+    return int(text)
+
+
+def listen_arg(text: str) -> tuple[str, int]:
+    """`--listen HOST:PORT` (an empty HOST: 127.0.0.1), as (host, port)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"wants HOST:PORT with a port from 1 to 65535, "
+                                         f"got {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def add_baud(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baud", type=baud_arg, default=115200,
+                        help="the port's baud rate (default 115200; a Pico's USB CDC ignores it, "
+                        "an ESP32's USB-UART bridge needs it)")
+
+
+def add_operation_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", required=True,
+                        help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
+    parser.add_argument("--key", required=True, help=KEY_HELP)
+    parser.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
+    parser.add_argument("--db", default="sabot.db",
+                        help="audit database: frames arriving meanwhile are verified and stored "
+                        "there, the operation in its operator log (default ./sabot.db)")
+    parser.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    add_baud(parser)

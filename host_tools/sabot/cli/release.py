@@ -1,0 +1,218 @@
+"""Commands that build firmware and put it on a shoe, and check a shoe against a build or the
+rules: firmware, bench, deploy, verify-firmware."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sabot.cli.options import (
+    KEY_HELP,
+    NO_KEY_HELP,
+    REGISTRY_HELP,
+    RELEASE_KEY_HELP,
+    SHOE_ID,
+    SHOE_ID_HELP,
+    Commands,
+    add_baud,
+)
+from sabot.errors import NotVerified, SabotError
+
+commands = Commands()
+
+
+def firmware_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--board", default="virtual",
+                   help="rpi_pico, esp32 or virtual (default virtual)")
+    p.add_argument("--out", help="output directory (default build/BOARD)")
+    p.add_argument("--release-key", metavar="FILE", default="sabot-release.pem",
+                   help=RELEASE_KEY_HELP)
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object: board, arch, files and sizes, flash and RAM budgets, "
+                   "manifest")
+
+
+@commands("firmware", firmware_args,
+          help="build a board's .mpy set, sizes and MANIFEST (make firmware)",
+          example="sabot firmware --board rpi_pico")
+def cmd_firmware(args: argparse.Namespace) -> int:
+    from sabot.release.build import build
+
+    r = build(args.board, args.out, release=args.release_key)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(f"{r['board']} ({r['arch']}): {len(r['files'])} files in {r['dir']}")
+    for name, size in r["files"].items():
+        print(f"  {name:<28} {size:>7,} B")
+    if r["flash_bytes"]:
+        print(f"code {r['code_bytes']:,} B of {r['flash_bytes']:,} B flash "
+              f"({r['flash_used']:.1%}); "
+              f"decision table {r['table_bytes']:,} B")
+        print(f"heap needed {r['heap_needed_bytes']:,} B of {r['ram_bytes']:,} B RAM "
+              f"({r['ram_used']:.1%})")
+    print(f"MANIFEST sha256 {r['manifest']}, signed with the release key")
+    return 0
+
+
+def bench_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("shoefile", help="the scripted shoe (shoe file format)")
+    p.add_argument("--port",
+                   help="the shoe's port (/dev/ttyACM0, socket://HOST:PORT); default: a virtual "
+                   "board")
+    p.add_argument("--key", help="with --port: the host command key file, to acknowledge "
+                   "what the shoe sends (verifying needs only the registry)")
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP + " (with --port)")
+    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
+    p.add_argument("--db",
+                   help="the shoe's audit database, so its chain goes on (default ./sabot.db, "
+                   "as status, new-shoe and resolve)")
+    add_baud(p)
+    p.add_argument("--json", action="store_true",
+                   help="print {\"verdict\", \"rounds\": [{round, verdict, detail}]} instead "
+                   "of the report")
+
+
+@commands("bench", bench_args,
+          help="push a scripted shoe through a shoe; per-round pass/fail",
+          description="Deals SHOEFILE through a shoe and judges every round against the host's "
+          "rules. With --port a technician draws each card by hand when prompted; without it a "
+          "virtual board and a simulated dealer are used.",
+          example="sabot bench myshoe.txt --port /dev/ttyACM0 --key host.pem")
+def cmd_bench(args: argparse.Namespace) -> int:
+    from sabot.release.bench import run_bench
+
+    passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json,
+                                 baud=args.baud, registry=args.registry, shoe_id=args.shoe_id)
+    if args.json:
+        rounds = [{"round": r, "verdict": v, "detail": d} for r, v, d in verdicts]
+        print(json.dumps({"verdict": "PASS" if passed else "FAIL", "rounds": rounds}))
+    else:
+        for rnd, verdict, detail in verdicts:
+            print(f"{'round ' + str(rnd) if rnd else 'link':>9}: {verdict:<7} {detail}")
+        n_pass = sum(1 for _, v, _ in verdicts if v == "PASS")
+        print(f"verdict: {'PASS' if passed else 'FAIL'} ({n_pass} of {len(verdicts)} rounds "
+              "as the rules deal)")
+    if not passed:
+        raise NotVerified("the shoe did not deal the scripted shoe as the rules do")
+    return 0
+
+
+def deploy_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", required=True,
+                   help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000")
+    p.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual")
+    p.add_argument("--key", required=True,
+                   help=KEY_HELP + " (a dealing shoe is sent to maintenance with it)")
+    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP + "; needed to send a dealing "
+                   "shoe to maintenance")
+    add_baud(p)
+    p.add_argument("--rekey", action="store_true",
+                   help="have the shoe's secure element make its next result key version and "
+                   "register it (the old versions stay registered for old frames; the audit "
+                   "chain goes on)")
+    p.add_argument("--release-key", metavar="FILE", default="sabot-release.pem",
+                   help=RELEASE_KEY_HELP)
+    p.add_argument("--table", default="", help="the table's name in the shoe registry (default: "
+                   "kept, or shoe-<shoe id> for a shoe not registered yet)")
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe is registered "
+                   "there if it is not yet")
+
+
+@commands("deploy", deploy_args,
+          help="build, copy to the shoe with mpremote, check, register its key",
+          description="Builds BOARD's firmware (MANIFEST signed with the release key), sends a "
+          "dealing shoe to maintenance (a command signed with the command key), copies the "
+          "build with mpremote, checks on the shoe that its code tree matches the MANIFEST, and "
+          "registers the result key its secure element holds (with --rekey: a new version made "
+          "there).",
+          example="sabot deploy --port /dev/ttyACM0 --board rpi_pico --key host.pem --rekey")
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from sabot.registry import Registry
+    from sabot.release.deploy import deploy
+
+    reg = Registry.load(args.registry)
+    config = None
+    if args.shoe_id is not None or len(reg.shoes) == 1:
+        config = reg.pick(args.shoe_id)  # a dealing shoe is sent to maintenance by its id
+    info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr),
+                  baud=args.baud, rekey=args.rekey, config=config, release=args.release_key)
+    print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
+          f"MANIFEST {info['manifest']}) to {args.port}")
+    shoe_id = info["shoe_id"]
+    entry, changed = reg.register(shoe_id, info["key_version"], info["public_key"],
+                                  info["certificate"], table=args.table)  # a clash: SabotError
+    if changed:  # the validator takes its table and keys from here
+        print(f"registered shoe {shoe_id:#010x} (table {entry.table}, result key versions "
+              f"{entry.key_versions}) in {reg.path}", file=sys.stderr)
+    else:
+        print(f"shoe {shoe_id:#010x} result key {info['key_version']}: as the registry holds it",
+              file=sys.stderr)
+    return 0
+
+
+def verify_firmware_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", required=True, help="pyserial URL of the shoe")
+    p.add_argument("--seed", required=True,
+                   help="a fresh random seed, hex (e.g. from `openssl rand -hex 16`)")
+    p.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
+    p.add_argument("--board", default="virtual", help="board whose build/BOARD to compare with")
+    p.add_argument("--build", help="build directory to compare with (default build/BOARD)")
+    p.add_argument("--db", help="log the check in this audit database")
+    add_baud(p)
+    p.add_argument("--json", action="store_true",
+                   help="print the check as one JSON object (result, integrity, seed, expected, "
+                   "answer, shoe_id, boot)")
+
+
+@commands("verify-firmware", verify_firmware_args,
+          help="challenge a shoe: seeded HMAC of its code against the build",
+          description="Sends the shoe an unsigned verify challenge with the seed; checks its "
+          "integrity answer's signature with the shoe's public key from the registry (no secret "
+          "needed) and its seeded HMAC against the build's.",
+          example="sabot verify-firmware --port /dev/ttyACM0 --seed $(openssl rand -hex 16) "
+          "--registry sabot-shoes.json --board rpi_pico")
+def cmd_verify_firmware(args: argparse.Namespace) -> int:
+    import os
+
+    from sabot.link.session import registry_entry
+    from sabot.release.build import BUILD
+    from sabot.release.verify_firmware import NoIntegrityAnswer, verify_firmware
+
+    seed = args.seed.lower().removeprefix("0x")
+    if len(seed) < 32 or len(seed) > 128 or any(c not in "0123456789abcdef" for c in seed):
+        raise SabotError("--seed must be 16 to 64 random bytes in hex (32 to 128 hex digits), "
+                         "e.g. $(openssl rand -hex 16): a short seed makes recorded answers "
+                         "reusable")
+    build_dir = args.build or str(BUILD / args.board)
+    if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
+        raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
+    try:
+        config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
+        r = verify_firmware(args.port, args.seed, config, build_dir, baud=args.baud)
+    except NoIntegrityAnswer as e:  # a shoe ignores a challenge naming another shoe
+        raise NoIntegrityAnswer(f"{e} (a shoe ignores a challenge for another shoe id: is it "
+                                "the registered shoe? sabot status tells)") from None
+    if args.db:
+        from sabot.audit.store import AuditStore
+
+        store = AuditStore(args.db)
+        store.log_integrity(r)
+        store.close()
+    if args.json:
+        print(json.dumps(r))
+    else:
+        matches = "matches" if r["result"] == "pass" else "does not match"
+        print(f"{r['result'].upper()}: shoe {r['shoe_id']:#010x} integrity {r['integrity']}; "
+              f"seeded HMAC {matches} the build in {build_dir}")
+    if r["result"] != "pass":
+        if r["integrity"] == "unchecked":
+            raise NotVerified("firmware verification failed: the shoe runs unbuilt source, "
+                              "with no MANIFEST to check (a virtual board started without --code "
+                              "or --root); deploy the build, or start it with --code "
+                              "build/virtual")
+        raise NotVerified("firmware verification failed")
+    return 0

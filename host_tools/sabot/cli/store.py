@@ -1,0 +1,142 @@
+"""Commands on the audit record: reconstruct hands, replay a capture, verify a store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from sabot.cli.options import NO_KEY_HELP, REGISTRY_HELP, Commands, ranged
+from sabot.cli.output import fail_on, group_rejections, print_records
+from sabot.errors import NotVerified, SabotError
+
+commands = Commands()
+
+
+def history_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
+    p.add_argument("--shoe-id", type=lambda t: int(t, 0), help="only the shoe with this id")
+    p.add_argument("--shoe", type=int, help="only this shoe")
+    p.add_argument("--round", type=int, help="only this round")
+    p.add_argument("--alarms", action="store_true",
+                   help="list the stored alarms instead, one JSON object per line")
+    p.add_argument("--operations", action="store_true",
+                   help="list the operator log instead (who started shoes and gave resolutions, "
+                   "from which host), one JSON object per line")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON round record or event per line (CONTRACTS) instead of text")
+
+
+@commands("history", history_args, help="reconstruct hands from the audit store",
+          example="sabot history --db audit.db --shoe 1 --round 12")
+def cmd_history(args: argparse.Namespace) -> int:
+    from sabot.audit.store import AuditStore
+
+    if args.operations:
+        import os
+
+        from sabot.link.operate import read_operations
+
+        if not os.path.exists(args.db):
+            raise SabotError(f"no audit database at {args.db}")
+        for op in read_operations(args.db):
+            if args.shoe_id is None or op.get("shoe_id") == args.shoe_id:
+                print(json.dumps(op))
+        return 0
+    store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
+    try:
+        if args.alarms:
+            for a in store.alarms(args.shoe_id, args.shoe):
+                if args.round is None or a["round"] == args.round:
+                    print(json.dumps({k: v for k, v in a.items() if k != "frame_id"}))
+            return 0
+        kinds: tuple[str, ...] = ("result", "initial_cards", "irregularity", "resolution")
+        if args.round is None:
+            kinds += ("shoe_start", "burn", "shoe_end")
+        recs = store.records(kinds, args.shoe, args.round, args.shoe_id)
+    finally:
+        store.close()
+    if not args.json and args.round is None:
+        recs = [(k, r) for k, r in recs if k != "initial_cards"]
+    if not recs:
+        raise SabotError("no such hand in the audit log")
+    print_records(recs, args.json)
+    return 0
+
+
+def replay_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("capture", help="raw bytes kept by --capture")
+    p.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
+    p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
+                   help="which registered shoe (default: the registry's only shoe, or the one "
+                   "the capture's first frame names)")
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
+                   "the capture")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object: frames, verified, rejected, rounds, rejections (each "
+                   "with its reason), alarms")
+
+
+@commands("replay", replay_args, help="verify a capture offline",
+          example="sabot replay cap.bin --registry sabot-shoes.json --json")
+def cmd_replay(args: argparse.Namespace) -> int:
+    from sabot.audit.replay import capture_shoe, read_capture, replay
+    from sabot.registry import Registry
+
+    data = read_capture(args.capture)
+    config = capture_shoe(Registry.load(args.registry, must_exist=True), args.shoe_id, data)
+    out = replay(data, config)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{out['frames']} frames: {out['verified']} verified, {out['resent']} resent "
+              f"(already verified), {out['rejected']} rejected, {out['rounds']} rounds, "
+              f"{len(out['alarms'])} alarms")
+        if out["rejections"]:
+            print(f"  rejected: {group_rejections(out['rejections'])}")
+        for a in out["alarms"]:
+            print(f"  alarm {a['kind']} (shoe {a['shoe']}): {a['detail']}")
+    fail_on(out["rejections"], out["alarms"],
+            "" if out["verified"] else f"no frame of shoe {config.shoe_id} in {args.capture}")
+    return 0
+
+
+def audit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["verify"])
+    p.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
+    p.add_argument("--key", action="append", metavar="FILE", help=NO_KEY_HELP)
+    p.add_argument("--allow-holes", action="store_true",
+                   help="exit 0 although the store has seq holes the shoe's own status explains "
+                   "as acknowledged to another host (named in the output either way)")
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
+                   "every signature, and the alarms are derived again with each shoe's entry")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object: ok, frames, rounds, rows and the problem found, if any")
+
+
+@commands("audit", audit_args, help="check an audit store: sabot audit verify",
+          description="verify: re-verifies every stored frame from its raw bytes (signature, "
+          "sealing, sequence, digest chain), recomputes every round with the host's rules and "
+          "checks the store's own row chain and append-only triggers. Exit 0 and 'ok: F frames, "
+          "R rounds' when all holds; otherwise non-zero and the first broken row. It needs the "
+          "shoe registry's public keys only. Example: sabot audit verify --db audit.db "
+          "--registry sabot-shoes.json",
+          example="sabot audit verify --db audit.db --registry sabot-shoes.json")
+def cmd_audit(args: argparse.Namespace) -> int:
+    from sabot.audit.verify import verify
+    from sabot.registry import Registry
+
+    r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes)
+    holes = ", ".join(f"shoe {h['shoe_id']:#010x} seq {h['first']}..{h['last']}"
+                      for h in r["holes"])
+    if args.json:
+        print(json.dumps(r))
+    elif r["ok"]:
+        print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)"
+              + (f"; holes the shoe said were acknowledged elsewhere: {holes}" if holes else ""))
+    if not r["ok"]:
+        raise NotVerified(f"the audit store does not hold: {r['problem']}")
+    if holes and not args.allow_holes:
+        raise NotVerified(f"holes in the store ({holes}): the shoe said another host "
+                          "acknowledged them, which a store alone cannot tell from a deletion; "
+                          "check that host's store, then pass --allow-holes")
+    return 0

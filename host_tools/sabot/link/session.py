@@ -1,0 +1,259 @@
+"""A validation session: one shoe's validator on its port, pumped until it is stopped, so every
+frame is verified, stored and acknowledged as it arrives. A lost link is waited for, however
+long (the shoe keeps what it has not delivered). `sabot validate` runs one in the foreground
+(`validate`); `sabot serve` runs one per shoe, each in its own thread (pit/serve.py)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
+
+from sabot.audit.validator import Validator
+from sabot.errors import SabotError
+from sabot.keys import CommandKey
+from sabot.link.host import HostLink
+from sabot.link.operate import first_status, identify, open_port
+from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, Port
+from sabot.protocol import HOLDS
+from sabot.registry import Registry, ShoeEntry
+
+RECONNECT_WAIT = 30.0  # seconds of one try to get a lost link back
+RETRY_PAUSE = 0.2  # seconds between tries
+BURST_LINE = 1000  # rejections said in one line at most (a long burst: one line per thousand)
+
+Record = Callable[[str, dict[str, Any]], None]
+
+
+def registry_entry(path: str | None, shoe_id: int | None, port: str | None = None,
+                   baud: int = DEFAULT_BAUD) -> ShoeEntry:
+    """The registry's entry of a shoe: its configuration (the validator's, never the shoe's own
+    word) and the public keys its frames are verified with. With several shoes registered and
+    no --shoe-id, the shoe on `port` says which it is (a signed status)."""
+    reg = Registry.load(path, must_exist=True)
+    if shoe_id is None and port is not None and len(reg.shoes) > 1:
+        return identify(port, reg, baud)
+    return reg.pick(shoe_id)
+
+
+def group_rejections(rejections: list[dict[str, Any]]) -> str:
+    """"193 x unknown_shoe_or_key, 2 x bad_signature": one line however many frames were
+    refused."""
+    counted = Counter(r["reason"] for r in rejections)
+    return ", ".join(f"{n} x {reason}" for reason, n in counted.most_common())
+
+
+def _quiet(text: str) -> None:
+    pass
+
+
+class ValidationSession:
+    """`validator` on the shoe at `url`. `say` gets the lines a person watching wants (the link
+    lost and back, rejected frames, an irregularity that holds the shoe); `on_change` is called
+    when the link's state changes or a read brought frames; `on_store_error`, when given, is
+    told of a read the store refused (nothing of it was acknowledged: the shoe sends it again)
+    and the session goes on; without it that error ends the session."""
+
+    def __init__(self, validator: Validator, url: str, key: CommandKey | None, *,
+                 capture: BinaryIO | None = None, baud: int = DEFAULT_BAUD,
+                 reconnect_wait: float = RECONNECT_WAIT, pump_wait: float = TIMEOUT,
+                 stopping: threading.Event | None = None,
+                 say: Callable[[str], None] = _quiet,
+                 on_change: Callable[[], None] | None = None,
+                 on_store_error: Callable[[SabotError], None] | None = None) -> None:
+        self.validator = validator
+        self.url = url
+        self.key = key
+        self.capture = capture
+        self.baud = baud
+        self.reconnect_wait = reconnect_wait
+        self.pump_wait = pump_wait
+        self.stopping = stopping or threading.Event()
+        self.say = say
+        self.on_change = on_change or (lambda: None)
+        self.on_store_error = on_store_error
+        self.link: HostLink | None = None
+        self.link_state = "connecting"  # connecting, up, lost
+        self.refused: list[dict[str, Any]] = []  # every rejected frame, with its reason
+        self.ended: list[int] = []  # shoes seen ended (a shoe_end stored, or the shoe's status)
+        self.held: list[dict[str, Any]] = []  # irregularities holding the shoe, until resolved
+        self._on_record = validator.on_record
+        validator.on_record = self._record
+
+    def _record(self, kind: str, rec: dict[str, Any]) -> None:
+        if kind == "shoe_end":
+            self.ended.append(rec["shoe"])
+        elif kind == "irregularity" and rec["kind"] in HOLDS:
+            self.held.append(rec)
+        elif kind == "resolution":
+            self.held.clear()
+        if self._on_record:
+            self._on_record(kind, rec)
+
+    def _state(self, state: str) -> None:
+        self.link_state = state
+        self.on_change()
+
+    def open(self, port: Port, wait: float) -> HostLink:
+        """The link on an open port, and the shoe's first answer on it; a one-line SabotError
+        when none comes within `wait` seconds (nothing speaks, or not this shoe)."""
+        self.link = HostLink(port, self.validator, self.key, self.capture)
+        first_status(self.link, self.url, wait, any_frame=True)
+        self._state("up")
+        return self.link
+
+    def connect(self) -> HostLink | None:
+        """The link, tried until the shoe's port opens (None when stopped first)."""
+        while not self.stopping.is_set():
+            try:
+                self.link = HostLink(self.url, self.validator, self.key, self.capture,
+                                     connect_timeout=self.reconnect_wait, baud=self.baud)
+            except (SabotError, ConnectionError):
+                self._state("lost")
+                self.stopping.wait(RETRY_PAUSE)
+                continue
+            self._state("up")
+            return self.link
+        return None
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def run(self, until: str | None = None, end: float | None = None) -> None:
+        """Pump the link until stopped, until `end` (time.monotonic()) or, with `until`, until
+        the shoe has ended ("shoe-end") or also an irregularity holds it ("irregularity")."""
+        link = self.link or self.connect()
+        unsaid: list[dict[str, Any]] = []  # rejections of this burst, said in one line
+        while link is not None and not self.stopping.is_set():
+            if end is not None and time.monotonic() >= end:
+                break
+            if until and self._reached(until):
+                break
+            try:
+                results = link.pump(self.pump_wait)
+            except ConnectionError:
+                link = self._get_back(link, end)
+                continue
+            except SabotError as e:  # the store refused a write: nothing of it was acknowledged
+                if self.on_store_error is None:
+                    raise
+                self.on_store_error(e)
+                self.stopping.wait(0.5)
+                continue
+            burst = [{"reason": r} for _, v, r in results if v == "rejected"]
+            self.refused += burst
+            unsaid += burst
+            if results:
+                self.on_change()
+            if unsaid and (len(unsaid) >= BURST_LINE or not burst):
+                self.say(f"rejected frames: {group_rejections(unsaid)}")
+                unsaid = []
+
+    def _reached(self, until: str) -> bool:
+        # the shoe's own word counts too: what happened before this validator came is stored
+        st = self.validator.status or {}
+        if st.get("phase") == "ended" and not st.get("unacked_to"):
+            self.ended.append(st["shoe"])
+        if self.ended:
+            return True
+        if until == "irregularity" and (self.held or st.get("phase") == "held"):
+            held = self.held[-1] if self.held else None
+            what = f"{held['kind']} holds" if held else "an irregularity holds"
+            self.say(f"{what} shoe {st.get('shoe', held['shoe'] if held else '?')}: "
+                     "resolve it with sabot resolve, then validate again")
+            return True
+        return False
+
+    def _get_back(self, link: HostLink, end: float | None) -> HostLink | None:
+        """The lost link back (None when stopped, or `end` passed, first). The audit never stops
+        on its own: a shoe off for a minute (a power cut) is waited for; it keeps everything it
+        has not delivered."""
+        self._state("lost")
+        self.say("link lost; reconnecting (the shoe keeps what it has not delivered)")
+        while not self.stopping.is_set():
+            wait = self.reconnect_wait
+            if end is not None:
+                wait = max(0.1, min(wait, end - time.monotonic()))
+            try:
+                link.reconnect(timeout=wait)
+            except (SabotError, ConnectionError):
+                if end is not None and time.monotonic() >= end:
+                    return None
+                self._state("lost")
+                self.stopping.wait(RETRY_PAUSE)
+                continue
+            self._state("up")
+            self.say("link back")
+            return link
+        return None
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a service manager's stop) raises KeyboardInterrupt, as Ctrl-C does, so a session
+    ends with its summary either way. Only the main thread receives signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def open_capture(path: str | None) -> BinaryIO | None:
+    if not path:
+        return None
+    try:
+        return open(path, "ab")
+    except OSError as e:
+        raise SabotError(f"cannot write capture {path}: {e.strerror}") from None
+
+
+def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
+             capture: str | None = None, baud: int = DEFAULT_BAUD, wait: float = 5.0,
+             until: str | None = None, seconds: float | None = None,
+             on_record: Record | None = None,
+             on_alarm: Callable[[dict[str, Any]], None] | None = None,
+             say: Callable[[str], None] = _quiet) -> tuple[dict[str, Any], list[int]]:
+    """`sabot validate`: validate the shoe on `url` into `db` until Ctrl-C or SIGTERM, `seconds`
+    or `until` (see ValidationSession.run); the validator's summary, and the shoes seen ended."""
+    capture_file = open_capture(capture)
+    with sigterm_interrupts():
+        try:
+            port = open_port(url, baud, capture=capture_file)  # before any database is made
+        except BaseException:
+            if capture_file:
+                capture_file.close()
+            raise
+        try:
+            validator = Validator(config, db, on_record=on_record, on_alarm=on_alarm)
+        except BaseException:
+            port.close()
+            raise
+        end = time.monotonic() + seconds if seconds else None
+        session = ValidationSession(validator, url, key, capture=capture_file, baud=baud, say=say)
+        try:
+            session.open(port, wait)
+            session.run(until, end)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            port.close()
+            validator.store.close()
+            if capture_file:
+                capture_file.close()
+    return validator.summary(), session.ended
