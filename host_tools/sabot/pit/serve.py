@@ -9,9 +9,9 @@ Validator's read is one transaction (begin ... commit) on the store's single con
 ports and acknowledging happen outside the lock, so a slow shoe holds up no other; the lock covers
 only the verification and the commit of one read (about a millisecond).
 
-Reading: the web side (web.py) opens its own read-only connection and follows the store's new rows;
-the validator threads wake it after each stored read, so a page sees a round within milliseconds of
-its frame's commit (and within 0.25 s at worst, by polling)."""
+Reading: the web side (pit/pages.py) opens its own read-only connection and follows the store's
+new rows; the validator threads wake it after each stored read, so a page sees a round within
+milliseconds of its frame's commit (and within 0.25 s at worst, by polling)."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ def release_source(public_key: Any) -> str:
     n = public_key.public_numbers()
     xy = n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
     return ("# The release key's public half (X||Y, P-256): the boot check verifies MANIFEST's\n"
-            "# signature with it. Written by sabot firmware (host_tools/sabot/build.py).\n"
+            "# signature with it. Written by sabot firmware (host_tools/sabot/release/build.py).\n"
             f'PUBLIC_KEY = bytes.fromhex("{xy.hex()}")\n')
 
 
