@@ -3,7 +3,6 @@
 import json
 import random
 import subprocess
-import sys
 from fractions import Fraction
 from itertools import permutations
 
@@ -14,7 +13,7 @@ from sabot.game import rules, wagers
 from sabot.game.analyze import analyze, outcome_counts, pair_counts
 from sabot.game.edges import RemainingShoe
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
 
 
 def test_wizard_of_odds_eight_deck_counts():
@@ -85,6 +84,7 @@ def run_cli(*args):
     return subprocess.run([*SABOT, *args], capture_output=True, text=True)
 
 
+@pytest.mark.board
 def test_cli_json_contract(tmp_path):
     seen = tmp_path / "seen.txt"
     seen.write_text("# first round\nAS 9H KD 7C 2S\n")
@@ -95,6 +95,7 @@ def test_cli_json_contract(tmp_path):
     assert set(out["wagers"]) == set(wagers.ANALYZED_WAGERS)
 
 
+@pytest.mark.board
 @pytest.mark.parametrize("args,needle", [
     (["--decks", "0"], "--decks must be a whole number from 1 to 8"),
     (["--decks", "1", "--seen", "SEEN:AS AS"], "more than 1 copy of AS"),
@@ -118,6 +119,7 @@ def test_a_fresh_shoe_has_no_player_favorable_wager():
     assert analyze(8)["player_favorable"] == []
 
 
+@pytest.mark.board
 def test_cli_lists_the_player_favorable_wagers(tmp_path):
     # Search, deterministically, for a seen file that turns a wager positive for the player:
     # remove whole ranks of one deck, low ranks first, until one does.

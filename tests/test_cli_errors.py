@@ -4,7 +4,6 @@ traceback. Shoe files that cannot be dealt are refused before anything runs. Eve
 
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -12,7 +11,8 @@ from sabot import keys
 from sabot.cli import HelpFormatter, build_parser
 from sabot.errors import SabotError
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
+
 TABLE = {"game": "baccarat", "vigorish": "at_payout"}
 ROUND = {"player": ["AS", "4H", "KC"], "banker": ["KD", "7C"]}
 WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
@@ -40,6 +40,7 @@ def request(**over):
     return json.dumps(req)
 
 
+@pytest.mark.board
 @pytest.mark.parametrize("text", [
     request(round__player=[1, 2]),
     request(table__ez="yes"),
@@ -53,12 +54,14 @@ def test_settle_refuses_values_of_the_wrong_kind_in_one_line(text):
     one_line_failure(run("settle", stdin=text))
 
 
+@pytest.mark.board
 def test_settle_refuses_a_binary_file(tmp_path):
     f = tmp_path / "blob"
     f.write_bytes(bytes(range(256)) * 4)
     one_line_failure(run("settle", f))
 
 
+@pytest.mark.board
 def test_provision_refuses_bad_ids_and_paths(tmp_path):
     flash = tmp_path / "flash"
     for extra in (["--shoe-id", "99999999999"], ["--shoe-id", "x"], ["--shoe-id", "-5"]):
@@ -69,6 +72,7 @@ def test_provision_refuses_bad_ids_and_paths(tmp_path):
     one_line_failure(run("provision", "--key", tmp_path / "no" / "dir" / "k", "--flash", flash))
 
 
+@pytest.mark.board
 def test_other_bad_arguments_fail_in_one_line(tmp_path):
     key = tmp_path / "k"
     keys.create(str(key))
@@ -104,6 +108,7 @@ def test_other_bad_arguments_fail_in_one_line(tmp_path):
                          tmp_path / "v.db", "--baud", "fast"))
 
 
+@pytest.mark.board
 def test_a_version_1_key_file_is_refused_in_one_line(tmp_path):
     old = tmp_path / "shoe.key"
     old.write_bytes(bytes(38))
@@ -138,10 +143,11 @@ def test_a_command_key_is_made_0600_never_over_a_file_and_refused_when_others_re
         keys.load(str(junk))
 
 
+@pytest.mark.board
 def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
     from sabot.virtual.board import VirtualBoard
 
-    from conftest import SIGN_MS, provision_shoe
+    from kit import SIGN_MS, provision_shoe
 
     key, flash, _, registry = provision_shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
@@ -156,6 +162,7 @@ def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
     assert r.returncode != 0 and "stdin is closed" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.board
 @pytest.mark.parametrize("text,said", [
     ("AS " * 9 + "2H 3H 4H 5H 6H", "9 copies of AS"),
     ("# nothing here\n", "holds no cards"),
@@ -172,6 +179,7 @@ def test_deal_demo_and_bench_refuse_a_shoe_that_cannot_be_dealt(tmp_path, text, 
     assert not (tmp_path / "d.db").exists()
 
 
+@pytest.mark.board
 def test_shuffle_writes_a_shoe_that_deals(tmp_path):
     out = tmp_path / "s.txt"
     r = run("shuffle", "--decks", "2", "--seed", "9", "--cut", "14", "-o", out)
@@ -182,6 +190,7 @@ def test_shuffle_writes_a_shoe_that_deals(tmp_path):
     assert run("shuffle", "--seed", "9", "--decks", "2", "--cut", "14").stdout == out.read_text()
 
 
+@pytest.mark.board
 def test_version_and_every_help_has_a_description_defaults_and_an_example():
     r = run("--version")
     assert r.returncode == 0 and r.stdout.startswith("sabot ") and "firmware" in r.stdout

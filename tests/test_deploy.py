@@ -10,11 +10,11 @@ import os
 import subprocess
 import sys
 
-from sabot.virtual.board import free_port
+import pytest
 
-from conftest import BoardProcess, port_accepts, wait_for
+from kit import SABOT, BoardProcess, free_port_for_tests, port_accepts, wait_for
 
-SABOT = [sys.executable, "-m", "sabot"]
+pytestmark = pytest.mark.board  # every test here starts a process
 
 
 def run(*args, timeout=180):
@@ -26,7 +26,7 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
     root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
     release = ("--release-key", tmp_path / "release.pem")
     root.mkdir()
-    port = free_port()
+    port = free_port_for_tests()
     url = f"socket://127.0.0.1:{port}"
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
                          "--registry", reg)  # factory provisioning: element, identity, registry
@@ -71,7 +71,7 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
     root = tmp_path / "board"
     info = build("virtual", root, release=tmp_path / "release.pem")
     assert (root / "main.py").exists() and info["manifest"]
-    port = free_port()
+    port = free_port_for_tests()
     url = f"socket://127.0.0.1:{port}"
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--maintenance")
     try:
@@ -93,14 +93,14 @@ def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tm
     a hard reset; a second deploy with --rekey registers result key version 2 beside version 1."""
     from sabot.registry import Registry
 
-    from conftest import PtyBridge
+    from kit import PtyBridge
 
     root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
     release = ("--release-key", tmp_path / "release.pem")
     (root / "lib" / "old").mkdir(parents=True)
     (root / "boot.py").write_text("print('old boot')\n")
     (root / "lib" / "old" / "thing.py").write_text("x = 1\n")
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
                          "--registry", reg)
     bridge = None

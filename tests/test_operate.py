@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -15,11 +14,10 @@ import pytest
 
 from sabot import keys
 from sabot.game import cards, rules
-from sabot.virtual.board import free_port
 
-from conftest import BoardProcess, PtyBridge
+from kit import SABOT, BoardProcess, PtyBridge, free_port_for_tests
 
-SABOT = [sys.executable, "-m", "sabot"]
+pytestmark = pytest.mark.board  # every test here starts a process
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +46,7 @@ def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_
     # shoe 2 has no cut card: it runs out mid-round and the supervisor ends it from the host
     assert run("shuffle", "--decks", "1", "--seed", "5", "--cut", "0", "-o", shoe2).returncode == 0
     tokens1 = cards.read_shoe_file(shoe1)
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", flash, "--shoe", shoe1,
                          "--shoe", shoe2)
     bridge = None
@@ -106,7 +104,7 @@ def test_the_board_shows_its_lamps_and_display_on_stdout(tmp_path):
     assert run("provision", "--key", key, "--flash", flash).returncode == 0
     shoe = tmp_path / "shoe.txt"
     shoe.write_text("AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D CUT 7S 9H 2D TC JH QS")
-    port = free_port()
+    port = free_port_for_tests()
     proc = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--flash", flash,
                              "--shoe", shoe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -197,7 +195,7 @@ def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
     # a registry whose public key for this shoe is another's: its frames fail the signature
     from sabot.virtual.board import VirtualBoard, card_bytes
 
-    from conftest import SIGN_MS, provision_shoe
+    from kit import SIGN_MS, provision_shoe
 
     key, flash, config, _ = provision_shoe(tmp_path)
     forged = registry(tmp_path, config.shoe_id, "forged.json")
@@ -243,7 +241,7 @@ def test_a_pit_registry_of_two_shoes_needs_no_shoe_id_the_shoe_says_which_it_is(
         r = run("provision", "--key", key, "--flash", tmp_path / name, "--table", table,
                 "--registry", reg)
         assert r.returncode == 0, r.stderr
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "t2")
     try:
         board.wait_line("listening on")

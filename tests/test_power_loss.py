@@ -8,13 +8,17 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from sabot.virtual.soak import run_soak
 
-from conftest import FIRMWARE, ROOT
+from kit import FIRMWARE, ROOT
 
 sys.path.insert(0, str(FIRMWARE))
 
 from shoe.store import R_FINAL
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 BOOT = ROOT / "tests" / "mp" / "boot.py"
 CARD_PATH = ROOT / "tests" / "mp" / "card_path.py"
@@ -98,7 +102,7 @@ def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
     from sabot.link.host import HostLink
     from sabot.virtual.board import Dealer, VirtualBoard
 
-    from conftest import SIGN_MS, provision_shoe
+    from kit import SIGN_MS, provision_shoe
 
     key, flash, config, _ = provision_shoe(tmp_path)
     board = VirtualBoard(flash, sign_ms=SIGN_MS).start()

@@ -3,7 +3,6 @@ the definition."""
 
 import json
 import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +10,8 @@ from hypothesis import strategies as st
 
 from sabot.game.roads import big_road, derived_road, roads
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
+
 WORD = {"B": "banker", "P": "player", "T": "tie"}
 
 
@@ -142,6 +142,7 @@ def run_cli(*args, stdin=""):
     return subprocess.run([*SABOT, "roads", *args], capture_output=True, text=True, input=stdin)
 
 
+@pytest.mark.board
 def test_cli_file_and_stdin_skip_events(tmp_path):
     lines = [record(i, w) for i, w in enumerate(ws(LONG), 1)]
     lines.insert(3, json.dumps({"event": "irregularity", "kind": "card_not_due"}))
@@ -157,6 +158,7 @@ def test_cli_file_and_stdin_skip_events(tmp_path):
     assert plain.returncode == 0 and "big road" in plain.stdout
 
 
+@pytest.mark.board
 @pytest.mark.parametrize("text,needle", [
     ('{"winner": "banker"}\nnot json\n', "stdin:2: not JSON"),
     ('{"winner": "dragon"}\n', "winner must be banker, player or tie"),
@@ -169,6 +171,7 @@ def test_cli_bad_line_is_one_line_and_nonzero(text, needle):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.board
 def test_cli_missing_file():
     r = run_cli("/nonexistent/rounds.jsonl", "--json")
     assert r.returncode != 0 and "cannot read" in r.stderr and "Traceback" not in r.stderr

@@ -6,15 +6,17 @@ round lost."""
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from serve_rig import ServeRig, SSEClient
+
+from kit import SABOT
+from kit.serve_rig import ServeRig, SSEClient
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 ROOT = Path(__file__).resolve().parents[1]
-SABOT = [sys.executable, "-m", "sabot"]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 

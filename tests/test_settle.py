@@ -3,7 +3,6 @@ its subsection. Money is integer cents."""
 
 import json
 import subprocess
-import sys
 from fractions import Fraction
 from itertools import product
 
@@ -14,7 +13,7 @@ from sabot.game import rules, wagers
 from sabot.game.analyze import analyze, outcome_counts, pair_counts
 from sabot.game.settle import settle, vigorish
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
 
 # Legal rounds (third-card rule), named by what they show.
 # 3-card P5, B7
@@ -192,6 +191,7 @@ def test_a_round_missing_a_third_card_is_refused_in_one_line():
                 "wagers": []})
 
 
+@pytest.mark.board
 def test_cli_json_in_and_out_and_one_line_errors(tmp_path):
     req = {"table": {}, "round": rnd(BANKER_7_OVER_5), "wagers": [{"seat": 3, "wager": "banker",
                                                                     "amount_cents": 500}]}

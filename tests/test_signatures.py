@@ -10,7 +10,6 @@ import shutil
 import sqlite3
 import struct
 import subprocess
-import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -23,9 +22,8 @@ from sabot.registry import Registry, ShoeEntry
 from sabot.release.deploy import parse_identity, parse_key_line
 from sabot.virtual import capture_gen
 
-from conftest import signing_shoe
+from kit import SABOT, signing_shoe
 
-SABOT = [sys.executable, "-m", "sabot"]
 NATURALS = struct.pack(">HH", 1, 1) + bytes([8 * 4, 7 * 4, 12 * 4, 8 * 4 + 3])  # 9S 8S KS 9C
 
 
@@ -49,6 +47,7 @@ def shoe(tmp_path_factory):
     return d, entry, cap, rounds
 
 
+@pytest.mark.board
 def test_a_verifier_holding_only_the_registry_verifies_every_frame(shoe, tmp_path):
     d, _, cap, rounds = shoe
     entry = Registry.load(str(d / "shoes.json")).pick(None)  # read back: PEM text only
@@ -119,6 +118,7 @@ def test_an_unsealed_initial_cards_is_rejected_unsealed(tmp_path):
     assert [(x[1], x[2]) for x in v.finish()] == [("rejected", "unsealed")]
 
 
+@pytest.mark.board
 def test_a_forged_frame_appended_to_a_real_capture_is_rejected(shoe, tmp_path):
     d, entry, cap, _ = shoe
     last = pr.parse(pr.decode_frame(frames(cap)[-1][:-1]))
@@ -139,6 +139,7 @@ def test_a_forged_frame_appended_to_a_real_capture_is_rejected(shoe, tmp_path):
         assert r.returncode != 0 and [x["reason"] for x in out["rejections"]] == reasons
 
 
+@pytest.mark.board
 def test_audit_verify_checks_every_signature_a_batch_verified_read_took_on_trust(shoe, tmp_path):
     """With batch_verify one signature covers a run of digest-linked frames: a frame whose own
     signature was altered in transit is stored (its body is authentic: the next signature covers
@@ -160,6 +161,7 @@ def test_audit_verify_checks_every_signature_a_batch_verified_read_took_on_trust
     assert "bad_signature" in {x[2] for x in v.receive(b"".join(parts))}
 
 
+@pytest.mark.board
 def test_audit_verify_finds_a_changed_signature_in_the_store(shoe, tmp_path):
     d, entry, cap, _ = shoe
     v = Validator(entry, str(tmp_path / "a.db"))
@@ -183,6 +185,7 @@ def test_audit_verify_finds_a_changed_signature_in_the_store(shoe, tmp_path):
     assert r.returncode != 0 and f"frame id {fid}" in r.stderr and "signature" in r.stderr
 
 
+@pytest.mark.board
 def test_audit_verify_needs_the_registry_not_a_key(shoe, tmp_path):
     _, entry, cap, _ = shoe
     v = Validator(entry, str(tmp_path / "a.db"))

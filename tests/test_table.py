@@ -7,7 +7,7 @@ import pytest
 
 from sabot.release import table_gen
 
-from conftest import ROOT
+from kit import ROOT
 
 REGS = ROOT.parent / "shared" / "regs" / "README.md"
 
@@ -41,6 +41,7 @@ def test_rule_parser_rejects_an_inconsistent_row():
         table_gen.parse_rule(broken)
 
 
+@pytest.mark.board
 def test_table_check_passes_on_the_committed_table():
     r = subprocess.run([sys.executable, "-m", "sabot", "table", "check"], capture_output=True,
                        text=True)
