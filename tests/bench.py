@@ -19,8 +19,8 @@ from sabot.game.analyze import analyze, first_four_classes  # noqa: E402
 
 
 def baseline_rank_enumeration(decks=8):
-    """A plain recursive enumeration over 13 ranks of Banker / Player / Tie (the issue's
-    yardstick)."""
+    """A plain recursive enumeration over 13 ranks of Banker / Player / Tie (the
+    yardstick the closed form is measured against)."""
     counts = [4 * decks] * 13
     values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0]
     tally = {"player": 0, "banker": 0, "tie": 0}

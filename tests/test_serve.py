@@ -1,6 +1,6 @@
-"""`sabot serve` (issue 14): shoes dealt through virtual boards into one serve process; the
-players' scoreboard read in a real browser (Debian's headless Chromium through Selenium) and its
-roads compared with `sabot roads` over the same rounds; a live update; a 4-shoe load with no
+"""`sabot serve`, the pit's web server: shoes dealt through virtual boards into one serve process;
+the players' scoreboard read in a real browser (Debian's headless Chromium through Selenium) and
+its roads compared with `sabot roads` over the same rounds; a live update; a 4-shoe load with no
 round lost."""
 
 import json

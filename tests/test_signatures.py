@@ -1,8 +1,8 @@
-"""Verifiers need no secret (issue 13, protocol version 2): frames signed by a shoe's result key
-are verified with the public keys of the shoe registry alone; a frame signed by anything else, an
-unsealed unsigned frame, a forged frame appended to a real capture and a changed signature in the
-store are all found. Host only: the frames come from capture_gen's signer (standing in for the
-element) and the validator, replay and audit verify never see a private key."""
+"""Verifiers need no secret (protocol version 2): frames signed by a shoe's result key are verified
+with the public keys of the shoe registry alone; a frame signed by anything else, an unsealed
+unsigned frame, a forged frame appended to a real capture and a changed signature in the store are
+all found. Host only: the frames come from capture_gen's signer (standing in for the element) and
+the validator, replay and audit verify never see a private key."""
 
 import hashlib
 import json

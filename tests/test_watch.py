@@ -1,4 +1,4 @@
-"""Issue 14's alarms on what is dealt (watch.py): `player_advantage` from the exact edges of the
+"""The alarms on what is dealt (audit/watch.py): `player_advantage` from the exact edges of the
 remaining shoe for the wagers the table offers, and `repeated_sequence` for 20 cards dealt in the
 same order as in an earlier shoe of the audit store; both reach `history --alarms`."""
 
