@@ -89,6 +89,18 @@ def pytest_runtest_call(item):
 
 
 @pytest.fixture
+def cli(capsys):
+    """`cli("history", "--db", db)`: the sabot command run in this process (sabot.cli.main), its
+    returncode, stdout and stderr as subprocess.run gives them."""
+    from kit.cli import run_cli
+
+    def run(*args, stdin=""):
+        return run_cli(capsys, *args, stdin=stdin)
+
+    return run
+
+
+@pytest.fixture
 def mpy():
     if not micropython_bin():
         pytest.fail("the micropython command is missing: run `make test` (it installs it)")

@@ -304,11 +304,11 @@ def demo_db(tmp_path_factory):
     return d
 
 
-def verify(db, d):
-    return sabot("audit", "verify", "--db", db, "--registry", d / "shoes.json")
+def verify(cli, db, d):
+    return cli("audit", "verify", "--db", db, "--registry", d / "shoes.json")
 
 
-def tampered(demo_db, tmp_path, *sql):
+def tampered(cli, demo_db, tmp_path, *sql):
     db = tmp_path / "t.db"
     shutil.copy(demo_db / "audit.db", db)
     con = sqlite3.connect(db)
@@ -316,16 +316,14 @@ def tampered(demo_db, tmp_path, *sql):
         con.execute(s)
     con.commit()
     con.close()
-    return verify(db, demo_db)
+    return verify(cli, db, demo_db)
 
 
-@pytest.mark.board
-def test_audit_verify_passes_an_untouched_store(demo_db):
-    r = verify(demo_db / "audit.db", demo_db)
+def test_audit_verify_passes_an_untouched_store(cli, demo_db):
+    r = verify(cli, demo_db / "audit.db", demo_db)
     assert r.returncode == 0 and r.stdout.startswith("ok: "), r.stderr
 
 
-@pytest.mark.board
 @pytest.mark.parametrize("name,sql", [
     ("inserted_round", ["INSERT INTO records (chain_no, frame_id, key_id, shoe_id, seq, kind,"
                         " shoe, round, record, row_hash) SELECT chain_no + 100000, frame_id,"
@@ -346,8 +344,8 @@ def test_audit_verify_passes_an_untouched_store(demo_db):
     ("frame_deleted", ["DROP TRIGGER frames_append_only_d",
                        "DELETE FROM frames WHERE id = 5"]),
 ])
-def test_audit_verify_finds_every_edit_of_the_store(demo_db, tmp_path, name, sql):
-    r = tampered(demo_db, tmp_path, *sql)
+def test_audit_verify_finds_every_edit_of_the_store(cli, demo_db, tmp_path, name, sql):
+    r = tampered(cli, demo_db, tmp_path, *sql)
     assert r.returncode != 0 and "does not hold" in r.stderr, (name, r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
 
@@ -362,16 +360,15 @@ def test_the_store_refuses_update_and_delete_outright(demo_db, tmp_path):
     con.close()
 
 
-@pytest.mark.board
-def test_history_shows_and_filters_by_the_shoes_device_id(demo_db):
+def test_history_shows_and_filters_by_the_shoes_device_id(cli, demo_db):
     from sabot.registry import Registry
 
     shoe_id = Registry.load(str(demo_db / "shoes.json")).pick(None).shoe_id
-    r = sabot("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id, "--round", 3,
+    r = cli("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id, "--round", 3,
               "--json")
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert r.returncode == 0 and recs and {x["shoe_id"] for x in recs} == {shoe_id}
-    r = sabot("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id + 1)
+    r = cli("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id + 1)
     assert r.returncode != 0
 
 
@@ -411,9 +408,8 @@ def frames_of(capture):
     return [p + b"\x00" for p in capture.split(b"\x00")[:-1]]
 
 
-@pytest.mark.board
 @pytest.mark.parametrize("cut", ["shoe_end", "last_20", "whole_shoe"])
-def test_replay_of_a_capture_missing_its_end_exits_non_zero(demo_db, tmp_path, cut):
+def test_replay_of_a_capture_missing_its_end_exits_non_zero(cli, demo_db, tmp_path, cut):
     parts = frames_of((demo_db / "cap.bin").read_bytes())
     types = [pr.parse(pr.decode_frame(p[:-1])).type for p in parts]
     if cut == "shoe_end":
@@ -423,32 +419,30 @@ def test_replay_of_a_capture_missing_its_end_exits_non_zero(demo_db, tmp_path, c
     else:
         parts = []
     (tmp_path / "cap.bin").write_bytes(b"".join(parts))
-    r = sabot("replay", tmp_path / "cap.bin", "--registry", demo_db / "shoes.json")
+    r = cli("replay", tmp_path / "cap.bin", "--registry", demo_db / "shoes.json")
     assert r.returncode != 0 and "Traceback" not in r.stderr
 
 
 # ---- database faults: a one-line reason, nothing acknowledged that is not durable ---------------
-@pytest.mark.board
-def test_history_on_a_file_that_is_not_a_sabot_database_refuses_without_writing(tmp_path):
+def test_history_on_a_file_that_is_not_a_sabot_database_refuses_without_writing(cli, tmp_path):
     other = tmp_path / "other.db"
     con = sqlite3.connect(other)
     con.execute("CREATE TABLE t (x)")
     con.commit()
     con.close()
     before = other.read_bytes()
-    r = sabot("history", "--db", other)
+    r = cli("history", "--db", other)
     assert r.returncode != 0 and "not a sabot audit database" in r.stderr
     assert other.read_bytes() == before and not (tmp_path / "other.db-wal").exists()
 
 
-@pytest.mark.board
-def test_a_damaged_database_gives_one_line(demo_db, tmp_path):
+def test_a_damaged_database_gives_one_line(cli, demo_db, tmp_path):
     db = tmp_path / "t.db"
     shutil.copy(demo_db / "audit.db", db)
     data = bytearray(db.read_bytes())
     data[100:4000] = os.urandom(3900)
     db.write_bytes(bytes(data))
-    r = sabot("history", "--db", db)
+    r = cli("history", "--db", db)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
     assert "Traceback" not in r.stderr
 
@@ -587,10 +581,9 @@ def test_audit_verify_finds_a_deleted_alarm_even_with_the_chain_recomputed(tmp_p
     assert r.returncode != 0 and "inventory_exceeded" in r.stderr
 
 
-@pytest.mark.board
-def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(demo_db,
+def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(cli, demo_db,
                                                                               tmp_path):
-    r = tampered(demo_db, tmp_path, "CREATE TRIGGER quiet BEFORE INSERT ON alarms BEGIN "
+    r = tampered(cli, demo_db, tmp_path, "CREATE TRIGGER quiet BEFORE INSERT ON alarms BEGIN "
                  "SELECT RAISE(IGNORE); END")
     assert r.returncode != 0 and "quiet" in r.stderr
     db = tmp_path / "t.db"
@@ -602,7 +595,7 @@ def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(de
     con.commit()
     con.close()
     rechain(db)
-    r = verify(db, demo_db)
+    r = verify(cli, db, demo_db)
     assert r.returncode != 0 and "no accepted frame" in r.stderr
 
 
@@ -639,8 +632,7 @@ def test_a_registry_naming_a_shoe_twice_or_with_wrong_types_is_refused(tmp_path)
             Registry.load(str(tmp_path / "r.json"))
 
 
-@pytest.mark.board
-def test_history_on_a_store_missing_a_table_is_one_line(demo_db, tmp_path):
+def test_history_on_a_store_missing_a_table_is_one_line(cli, demo_db, tmp_path):
     db = tmp_path / "t.db"
     shutil.copy(demo_db / "audit.db", db)
     con = sqlite3.connect(db)
@@ -649,6 +641,6 @@ def test_history_on_a_store_missing_a_table_is_one_line(demo_db, tmp_path):
     con.close()
     for args in (("history", "--db", db), ("audit", "verify", "--db", db, "--registry",
                                             demo_db / "shoes.json")):
-        r = sabot(*args)
+        r = cli(*args)
         assert r.returncode != 0 and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from kit import BoardProcess, free_port_for_tests, port_accepts, wait_for
+from kit import SABOT, BoardProcess, free_port_for_tests, port_accepts, wait_for
 
 pytestmark = pytest.mark.board  # every test here starts a process
 
@@ -131,7 +131,7 @@ def test_full_repl_access_finds_no_private_key(tmp_path):
         board.wait_line("firmware running")
         secrets = secrets_of(tmp_path, root)
         # the shoe signs through its element (a status answers the hello), then its memory
-        st = subprocess.run([sys.executable, "-m", "sabot", "status", "--port", url,
+        st = subprocess.run([*SABOT, "status", "--port", url,
                              "--key", key, "--registry", reg, "--json"],
                             capture_output=True, text=True, timeout=60)
         assert st.returncode == 0 and '"phase"' in st.stdout, st.stderr

@@ -132,6 +132,7 @@ class PtyBridge:
         self.path = str(tmp / f"ttyshoe{port}")
         self.port = port
         self.proc = None
+        self.drops = 0  # how many times the board's side went away (each socat that ended)
         self.stopped = threading.Event()
         self.up = threading.Event()
         threading.Thread(target=self._run, daemon=True).start()
@@ -142,12 +143,26 @@ class PtyBridge:
             if not port_accepts(self.port):
                 time.sleep(0.05)
                 continue
-            self.proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 ["socat", f"PTY,link={self.path},raw,echo=0", f"TCP:127.0.0.1:{self.port}"],
                 stderr=subprocess.DEVNULL)
-            if wait_for(lambda: os.path.exists(self.path) or self.proc.poll() is not None, 5):
+            self.proc = proc
+            if wait_for(lambda: os.path.exists(self.path) or proc.poll() is not None, 5):
                 self.up.set()
-            self.proc.wait()
+            proc.wait()
+            self.drops += 1
+
+    def wait_back(self, drops, timeout=30.0):
+        """Wait until the board's side has dropped `drops` times in all (a reboot drops it) and the
+        bridge is up again after the last: a tty opened before that may be the old pty, whose
+        socat is about to end ("device reports readiness to read but returned no data")."""
+        def back():
+            proc = self.proc
+            return (self.drops >= drops and proc is not None and proc.poll() is None
+                    and os.path.exists(self.path))
+        assert wait_for(back, timeout), (
+            f"the pty did not come back after {drops} drops of the board's side "
+            f"({self.drops} so far)")
 
     def stop(self):
         self.stopped.set()
