@@ -48,8 +48,8 @@ lint: $(STAMP)
 
 # every test, in parallel (pytest-xdist): most of the time is spent waiting on boards and other
 # processes, so more workers than cores (3 and 4 took the same time on 2 cores: 3 keeps the
-# machine freer). Each test has its own directories, ports and element
-# stores; a module fixture runs once on each worker that takes one of its tests.
+# machine freer). Each test has its own directories, ports and element stores; a module fixture
+# runs once on each worker that takes one of its tests.
 TEST_WORKERS ?= 3
 test: $(STAMP) socat /usr/bin/chromedriver lint
 	$(BIN)/sabot table check
