@@ -1,4 +1,5 @@
-# sabot — `make demo` runs the main job, `make test` runs every test, `make bench` measures. All set up .venv on first use.
+# sabot — `make demo` runs the main job, `make test` runs every test, `make check` the in-process ones,
+# `make bench` measures. All set up .venv on first use.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,7 +8,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test lint bench figures firmware deploy table clean venv socat
+.PHONY: all demo test check lint bench figures firmware deploy table clean venv socat
 
 all: test
 
@@ -45,9 +46,18 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# every test, in parallel (pytest-xdist): most of the time is spent waiting on boards and other
+# processes, so more workers than cores (3 and 4 took the same time on 2 cores: 3 keeps the
+# machine freer). Each test has its own directories, ports and element stores; a module fixture
+# runs once on each worker that takes one of its tests.
+TEST_WORKERS ?= 3
 test: $(STAMP) socat /usr/bin/chromedriver lint
 	$(BIN)/sabot table check
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests
+
+# the tests that run in this process alone (no board, MicroPython or other subprocess)
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not board" tests
 
 # speed and memory figures of the tools and firmware (`make figures` is the same; `sabot bench`
 # is something else: a scripted shoe through a shoe, round by round)

@@ -19,8 +19,8 @@ from sabot.game.analyze import analyze, first_four_classes  # noqa: E402
 
 
 def baseline_rank_enumeration(decks=8):
-    """A plain recursive enumeration over 13 ranks of Banker / Player / Tie (the issue's
-    yardstick)."""
+    """A plain recursive enumeration over 13 ranks of Banker / Player / Tie (the
+    yardstick the closed form is measured against)."""
     counts = [4 * decks] * 13
     values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0]
     tally = {"player": 0, "banker": 0, "tie": 0}
@@ -98,7 +98,7 @@ def bench_analyze():
 def _provisioned(tmp, name):
     """A provisioned shoe (flash identity, element store, command key) and its emulator process,
     signing at once (--sign-ms 0: the figures are the shoe's, not the chip's)."""
-    from fwkit import EmulatorProcess, Shoe
+    from kit.fw import EmulatorProcess, Shoe
 
     shoe = Shoe(f"{tmp}/{name}")
     em = EmulatorProcess(shoe.store, f"{tmp}/{name}.sock", "--sign-ms", 0, "--ecc-ms", 0,
@@ -109,10 +109,10 @@ def _provisioned(tmp, name):
 def _card_path(tmp, name, mode, path, heapsize=None, ack=True):
     import re
 
-    from fwkit import write_acks
-
     from sabot.game import cards
     from sabot.paths import micropython
+
+    from kit.fw import write_acks
 
     shoe, em = _provisioned(tmp, name)
     try:
@@ -292,7 +292,7 @@ def bench_serve(shoes=16):
     import tempfile
     import urllib.request
 
-    from serve_rig import ServeRig, SSEClient, percentile
+    from kit.serve_rig import ServeRig, SSEClient, percentile
 
     with tempfile.TemporaryDirectory(prefix="sabot-bench-serve-") as tmp:
         rig = ServeRig(tmp, shoes=shoes, seed=300)

@@ -2,8 +2,6 @@
 
 import json
 import random
-import subprocess
-import sys
 from fractions import Fraction
 from itertools import permutations
 
@@ -13,8 +11,6 @@ from sabot.errors import SabotError
 from sabot.game import rules, wagers
 from sabot.game.analyze import analyze, outcome_counts, pair_counts
 from sabot.game.edges import RemainingShoe
-
-SABOT = [sys.executable, "-m", "sabot"]
 
 
 def test_wizard_of_odds_eight_deck_counts():
@@ -81,14 +77,10 @@ def test_dragon_bonus_resolution_follows_627a7():
     assert resolve("dragon_bonus_a_banker", S(0, 9, 3, 3, 0, 0)) == ("win", 30, 0)
 
 
-def run_cli(*args):
-    return subprocess.run([*SABOT, *args], capture_output=True, text=True)
-
-
-def test_cli_json_contract(tmp_path):
+def test_cli_json_contract(cli, tmp_path):
     seen = tmp_path / "seen.txt"
     seen.write_text("# first round\nAS 9H KD 7C 2S\n")
-    r = run_cli("analyze", "--decks", "8", "--seen", str(seen), "--json")
+    r = cli("analyze", "--decks", "8", "--seen", str(seen), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["cards"] == 411 and set(out["outcomes"]) == {"banker", "player", "tie"}
@@ -101,14 +93,14 @@ def test_cli_json_contract(tmp_path):
     (["--seen", "SEEN:AS ZZ"], "unknown card 'ZZ'"),
     (["--seen", "/nonexistent/seen.txt"], "cannot read shoe file"),
 ])
-def test_cli_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
+def test_cli_bad_input_is_one_line_and_nonzero(cli, tmp_path, args, needle):
     args = list(args)
     for i, a in enumerate(args):
         if a.startswith("SEEN:"):
             f = tmp_path / "seen.txt"
             f.write_text(a[5:])
             args[i] = str(f)
-    r = run_cli("analyze", *args)
+    r = cli("analyze", *args)
     assert r.returncode != 0
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -118,7 +110,7 @@ def test_a_fresh_shoe_has_no_player_favorable_wager():
     assert analyze(8)["player_favorable"] == []
 
 
-def test_cli_lists_the_player_favorable_wagers(tmp_path):
+def test_cli_lists_the_player_favorable_wagers(cli, tmp_path):
     # Search, deterministically, for a seen file that turns a wager positive for the player:
     # remove whole ranks of one deck, low ranks first, until one does.
     seen = []
@@ -128,7 +120,7 @@ def test_cli_lists_the_player_favorable_wagers(tmp_path):
             break
     f = tmp_path / "seen.txt"
     f.write_text(" ".join(seen) + "\n")
-    r = run_cli("analyze", "--decks", "1", "--seen", str(f), "--json")
+    r = cli("analyze", "--decks", "1", "--seen", str(f), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     negative = [w for w in wagers.ANALYZED_WAGERS if out["wagers"][w]["house_edge"] < 0]

@@ -19,9 +19,8 @@ from sabot.audit.validator import Validator
 from sabot.link.host import HostLink
 from sabot.virtual.board import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes, sensor_frame
 
-from conftest import signing_shoe
+from kit import SABOT, signing_shoe
 
-SABOT = [sys.executable, "-m", "sabot"]
 VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 NATURALS = ("9S", "8D", "KD", "9C")
 
@@ -42,6 +41,7 @@ def irregularities(rig):
 
 
 # ---- the burn is part of the shoe's accounting --------------------------------------------------
+@pytest.mark.board
 def test_shoe_empty_during_the_burn_holds_then_end_shoe_and_the_next_shoe_is_stored(rig):
     rig.deal("KS", "2H", "3H")  # an exposed king: ten to burn, two out
     rig.send(bytes([EMPTY]))
@@ -58,6 +58,7 @@ def test_shoe_empty_during_the_burn_holds_then_end_shoe_and_the_next_shoe_is_sto
     assert rig.alarms() == [] and rig.validator.counts["rejected"] == 0
 
 
+@pytest.mark.board
 def test_unreadable_card_during_the_burn_counts_as_burned_without_a_hold(rig):
     rig.deal("3S")
     rig.send(bytes([EXIT_EDGE]))  # a burned card not read
@@ -68,6 +69,7 @@ def test_unreadable_card_during_the_burn_counts_as_burned_without_a_hold(rig):
     assert rig.of("result")[-1]["round"] == 1 and rig.alarms() == []
 
 
+@pytest.mark.board
 def test_unreadable_card_during_the_burn_then_void_round_never_skips_the_burn(rig):
     rig.deal("3S")
     rig.send(bytes([EXIT_EDGE]))
@@ -77,6 +79,7 @@ def test_unreadable_card_during_the_burn_then_void_round_never_skips_the_burn(ri
     assert len(rig.of("burn")) == 1 and rig.alarms() == []
 
 
+@pytest.mark.board
 def test_unreadable_first_card_holds_until_the_supervisor_lets_the_shoe_go_on(rig):
     rig.send(bytes([EXIT_EDGE]))
     assert irregularities(rig) == ["unreadable_card"] and rig.phase == "held"
@@ -87,6 +90,7 @@ def test_unreadable_first_card_holds_until_the_supervisor_lets_the_shoe_go_on(ri
     assert rig.of("burn")[-1]["cards"] == ["AS", "2H"] and rig.alarms() == []
 
 
+@pytest.mark.board
 def test_cut_card_as_the_first_card_holds_and_continuing_makes_one_round_the_last(rig):
     rig.send(card_bytes("CUT"))
     assert irregularities(rig) == ["cut_card_in_burn"] and rig.phase == "held"
@@ -96,6 +100,7 @@ def test_cut_card_as_the_first_card_holds_and_continuing_makes_one_round_the_las
     assert rig.phase == "ended" and len(rig.of("result")) == 1 and rig.alarms() == []
 
 
+@pytest.mark.board
 def test_a_second_cut_card_holds_and_end_shoe_ends_it(rig):
     rig.burn()
     rig.deal("9S", "CUT", "8D", "KD", "9C")  # out during a round: this round and one more
@@ -109,6 +114,7 @@ def test_a_second_cut_card_holds_and_end_shoe_ends_it(rig):
 
 
 # ---- inventory counts every card that left the shoe -----------------------------------------
+@pytest.mark.board
 def test_a_ninth_ace_out_while_a_round_is_held_then_voided_is_flagged(rig):
     rig.deal("AS", "AS")  # the exposed ace and the one it burns
     rig.send(bytes([EXIT_EDGE]))  # an unreadable card: the shoe holds
@@ -122,6 +128,7 @@ def test_a_ninth_ace_out_while_a_round_is_held_then_voided_is_flagged(rig):
     assert "inventory_mismatch" not in rig.alarms()  # the host counted exactly what the shoe did
 
 
+@pytest.mark.board
 def test_a_card_kept_as_a_dummy_hand_is_counted_once(rig):
     rig.burn()
     rig.deal("5H")  # nothing is held, so a card between rounds is the next round's first card
@@ -156,6 +163,7 @@ def another_validator_deals_a_round(rig, db, round_no):
     return other
 
 
+@pytest.mark.board
 def test_validator_on_a_fresh_database_mid_shoe_reanchors_with_a_gap_alarm(rig, tmp_path):
     rig.burn()
     rig.deal(*NATURALS, *NATURALS)
@@ -164,6 +172,7 @@ def test_validator_on_a_fresh_database_mid_shoe_reanchors_with_a_gap_alarm(rig, 
     assert [a["kind"] for a in fresh.alarms] == ["sequence_gap"]
 
 
+@pytest.mark.board
 def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_acknowledged(
         rig, tmp_path):
     rig.burn()
@@ -184,6 +193,7 @@ def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_ac
     assert r.returncode == 0 and "acknowledged elsewhere: shoe" in r.stdout, r.stderr
 
 
+@pytest.mark.board
 def test_a_supervisor_resolution_at_the_shoe_uses_up_the_element_command_counter(rig):
     """On MicroPython with the element process: the supervisor's key moves the element's counter
     (a host command held back before it is stale), and the host's next command still fits."""
@@ -231,6 +241,7 @@ def test_a_resolution_naming_another_card_than_the_one_held_is_an_alarm(tmp_path
 
 
 # ---- the shoe: refusals cost nothing, echoes change nothing, maintenance waits ------------------
+@pytest.mark.board
 def test_two_thousand_junk_commands_cost_no_flash_and_are_counted(rig):
     before = rig.link.ask(2)
     log = rig.tmp / "flash" / "log"
@@ -246,6 +257,7 @@ def test_two_thousand_junk_commands_cost_no_flash_and_are_counted(rig):
     assert log.stat().st_size == size and after["acked"] == before["acked"]
 
 
+@pytest.mark.board
 def test_a_shoe_frame_echoed_back_to_the_shoe_is_refused_without_side_effects(rig):
     rig.burn()
     rig.deal(*NATURALS)
@@ -260,6 +272,7 @@ def test_a_shoe_frame_echoed_back_to_the_shoe_is_refused_without_side_effects(ri
     assert rig.link.ask(2)["unacked_to"] == 0
 
 
+@pytest.mark.board
 def test_maintenance_is_refused_while_a_round_is_held(rig):
     rig.burn()
     rig.deal(*NATURALS)
@@ -291,11 +304,11 @@ def demo_db(tmp_path_factory):
     return d
 
 
-def verify(db, d):
-    return sabot("audit", "verify", "--db", db, "--registry", d / "shoes.json")
+def verify(cli, db, d):
+    return cli("audit", "verify", "--db", db, "--registry", d / "shoes.json")
 
 
-def tampered(demo_db, tmp_path, *sql):
+def tampered(cli, demo_db, tmp_path, *sql):
     db = tmp_path / "t.db"
     shutil.copy(demo_db / "audit.db", db)
     con = sqlite3.connect(db)
@@ -303,11 +316,11 @@ def tampered(demo_db, tmp_path, *sql):
         con.execute(s)
     con.commit()
     con.close()
-    return verify(db, demo_db)
+    return verify(cli, db, demo_db)
 
 
-def test_audit_verify_passes_an_untouched_store(demo_db):
-    r = verify(demo_db / "audit.db", demo_db)
+def test_audit_verify_passes_an_untouched_store(cli, demo_db):
+    r = verify(cli, demo_db / "audit.db", demo_db)
     assert r.returncode == 0 and r.stdout.startswith("ok: "), r.stderr
 
 
@@ -331,8 +344,8 @@ def test_audit_verify_passes_an_untouched_store(demo_db):
     ("frame_deleted", ["DROP TRIGGER frames_append_only_d",
                        "DELETE FROM frames WHERE id = 5"]),
 ])
-def test_audit_verify_finds_every_edit_of_the_store(demo_db, tmp_path, name, sql):
-    r = tampered(demo_db, tmp_path, *sql)
+def test_audit_verify_finds_every_edit_of_the_store(cli, demo_db, tmp_path, name, sql):
+    r = tampered(cli, demo_db, tmp_path, *sql)
     assert r.returncode != 0 and "does not hold" in r.stderr, (name, r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
 
@@ -347,15 +360,15 @@ def test_the_store_refuses_update_and_delete_outright(demo_db, tmp_path):
     con.close()
 
 
-def test_history_shows_and_filters_by_the_shoes_device_id(demo_db):
+def test_history_shows_and_filters_by_the_shoes_device_id(cli, demo_db):
     from sabot.registry import Registry
 
     shoe_id = Registry.load(str(demo_db / "shoes.json")).pick(None).shoe_id
-    r = sabot("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id, "--round", 3,
+    r = cli("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id, "--round", 3,
               "--json")
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert r.returncode == 0 and recs and {x["shoe_id"] for x in recs} == {shoe_id}
-    r = sabot("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id + 1)
+    r = cli("history", "--db", demo_db / "audit.db", "--shoe-id", shoe_id + 1)
     assert r.returncode != 0
 
 
@@ -396,7 +409,7 @@ def frames_of(capture):
 
 
 @pytest.mark.parametrize("cut", ["shoe_end", "last_20", "whole_shoe"])
-def test_replay_of_a_capture_missing_its_end_exits_non_zero(demo_db, tmp_path, cut):
+def test_replay_of_a_capture_missing_its_end_exits_non_zero(cli, demo_db, tmp_path, cut):
     parts = frames_of((demo_db / "cap.bin").read_bytes())
     types = [pr.parse(pr.decode_frame(p[:-1])).type for p in parts]
     if cut == "shoe_end":
@@ -406,34 +419,35 @@ def test_replay_of_a_capture_missing_its_end_exits_non_zero(demo_db, tmp_path, c
     else:
         parts = []
     (tmp_path / "cap.bin").write_bytes(b"".join(parts))
-    r = sabot("replay", tmp_path / "cap.bin", "--registry", demo_db / "shoes.json")
+    r = cli("replay", tmp_path / "cap.bin", "--registry", demo_db / "shoes.json")
     assert r.returncode != 0 and "Traceback" not in r.stderr
 
 
 # ---- database faults: a one-line reason, nothing acknowledged that is not durable ---------------
-def test_history_on_a_file_that_is_not_a_sabot_database_refuses_without_writing(tmp_path):
+def test_history_on_a_file_that_is_not_a_sabot_database_refuses_without_writing(cli, tmp_path):
     other = tmp_path / "other.db"
     con = sqlite3.connect(other)
     con.execute("CREATE TABLE t (x)")
     con.commit()
     con.close()
     before = other.read_bytes()
-    r = sabot("history", "--db", other)
+    r = cli("history", "--db", other)
     assert r.returncode != 0 and "not a sabot audit database" in r.stderr
     assert other.read_bytes() == before and not (tmp_path / "other.db-wal").exists()
 
 
-def test_a_damaged_database_gives_one_line(demo_db, tmp_path):
+def test_a_damaged_database_gives_one_line(cli, demo_db, tmp_path):
     db = tmp_path / "t.db"
     shutil.copy(demo_db / "audit.db", db)
     data = bytearray(db.read_bytes())
     data[100:4000] = os.urandom(3900)
     db.write_bytes(bytes(data))
-    r = sabot("history", "--db", db)
+    r = cli("history", "--db", db)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.board
 def test_a_full_disk_stores_and_acknowledges_nothing_of_that_read(tmp_path):
     """The file size limit stands in for a full disk: the batch fails whole, the validator says so
     in one line, and its state is what it was (so the shoe's resend is accepted later)."""
@@ -465,6 +479,7 @@ except SabotError as e:
 
 
 # ---- what the supervisor is told ---------------------------------------------------------------
+@pytest.mark.board
 def test_low_confidence_and_confirm_mid_round_still_store_every_frame(rig):
     rig.burn()
     rig.send(sensor_frame("R", "QH", confidence=0x20) + bytes([EXIT_EDGE]))
@@ -546,6 +561,7 @@ def rechain(db):
     con.close()
 
 
+@pytest.mark.board
 def test_audit_verify_finds_a_deleted_alarm_even_with_the_chain_recomputed(tmp_path, rigs):
     rig = rigs()
     rig.deal("AS", "AS")
@@ -565,9 +581,9 @@ def test_audit_verify_finds_a_deleted_alarm_even_with_the_chain_recomputed(tmp_p
     assert r.returncode != 0 and "inventory_exceeded" in r.stderr
 
 
-def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(demo_db,
+def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(cli, demo_db,
                                                                               tmp_path):
-    r = tampered(demo_db, tmp_path, "CREATE TRIGGER quiet BEFORE INSERT ON alarms BEGIN "
+    r = tampered(cli, demo_db, tmp_path, "CREATE TRIGGER quiet BEFORE INSERT ON alarms BEGIN "
                  "SELECT RAISE(IGNORE); END")
     assert r.returncode != 0 and "quiet" in r.stderr
     db = tmp_path / "t.db"
@@ -579,7 +595,7 @@ def test_audit_verify_finds_a_record_without_a_frame_and_a_trigger_of_its_own(de
     con.commit()
     con.close()
     rechain(db)
-    r = verify(db, demo_db)
+    r = verify(cli, db, demo_db)
     assert r.returncode != 0 and "no accepted frame" in r.stderr
 
 
@@ -616,7 +632,7 @@ def test_a_registry_naming_a_shoe_twice_or_with_wrong_types_is_refused(tmp_path)
             Registry.load(str(tmp_path / "r.json"))
 
 
-def test_history_on_a_store_missing_a_table_is_one_line(demo_db, tmp_path):
+def test_history_on_a_store_missing_a_table_is_one_line(cli, demo_db, tmp_path):
     db = tmp_path / "t.db"
     shutil.copy(demo_db / "audit.db", db)
     con = sqlite3.connect(db)
@@ -625,6 +641,6 @@ def test_history_on_a_store_missing_a_table_is_one_line(demo_db, tmp_path):
     con.close()
     for args in (("history", "--db", db), ("audit", "verify", "--db", db, "--registry",
                                             demo_db / "shoes.json")):
-        r = sabot(*args)
+        r = cli(*args)
         assert r.returncode != 0 and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1

@@ -4,17 +4,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from sabot.game import cards
 from sabot.release import table_gen
-from sabot.virtual.board import free_port
 
-from conftest import ROOT, BoardProcess, provision_shoe
+from kit import ROOT, SABOT, BoardProcess, free_port_for_tests, provision_shoe
 
-SABOT = [sys.executable, "-m", "sabot"]
 # burn AS + 9S; round 1: P 2S 3H (5) draws 8D -> 3; B KD 3C (3) must stand on a Player's 8
 SCRIPT = ("AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D 7S 9H 2D TC JH QS 4H 5C 6H 7D 8S 9C QD 2H 3S CUT "
           "4S 5S 6S 7C 8C")
@@ -25,6 +22,7 @@ def bench(shoe, *extra, env=None, **kw):
                           text=True, timeout=180, env=env, **kw)
 
 
+@pytest.mark.board
 def test_a_good_shoe_passes_every_round(tmp_path):
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(SCRIPT)
@@ -35,6 +33,7 @@ def test_a_good_shoe_passes_every_round(tmp_path):
     assert all(x["verdict"] == "PASS" for x in out["rounds"])
 
 
+@pytest.mark.board
 def test_firmware_with_a_wrong_table_fails_the_bench(tmp_path):
     fake = tmp_path / "repo"
     shutil.copytree(ROOT / "firmware", fake / "firmware")
@@ -60,13 +59,14 @@ def board_with_a_shoe(tmp_path):
     key, _, _, _ = provision_shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(cards.shuffled_shoe(1, seed=12)))
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "flash",
                          "--shoe", shoe)
     board.wait_line("listening on")
     return board, f"socket://127.0.0.1:{port}", shoe, key
 
 
+@pytest.mark.board
 def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
     board, url, shoe, key = board_with_a_shoe(tmp_path)
     try:
@@ -78,6 +78,7 @@ def test_bench_over_a_port_with_prompts_passes_a_good_shoe(tmp_path):
     assert json.loads(r.stdout)["verdict"] == "PASS"
 
 
+@pytest.mark.board
 def test_bench_on_a_shoe_that_has_ended_says_to_start_the_next(tmp_path):
     """The trial: a shoe verified to its end, then benched: not every round MISSING blaming the
     rules, but one line saying what to do."""

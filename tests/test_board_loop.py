@@ -6,7 +6,9 @@ import itertools
 import re
 import sys
 
-from conftest import FIRMWARE, ROOT
+import pytest
+
+from kit import FIRMWARE, ROOT
 
 sys.path.insert(0, str(FIRMWARE))
 sys.path.insert(0, str(ROOT / "tests" / "mp"))
@@ -109,6 +111,7 @@ def test_step_feeds_sensor_bytes_before_edges_then_buttons_then_host_bytes():
     assert app.calls[-1][2] == 2
 
 
+@pytest.mark.board
 def test_idle_loop_allocates_nothing_on_micropython(mpy, shoe_flash, element):
     flash, _, _ = shoe_flash
     r = mpy(ROOT / "tests" / "mp" / "idle_loop.py", flash, element)

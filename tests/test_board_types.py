@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from kit import ROOT
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 BOARDS = {"rpi_pico": "rp2", "esp32": "esp32"}
 

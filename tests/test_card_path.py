@@ -10,11 +10,12 @@ runs from 84 KB up (measured; see the firmware section of tests/bench.py)."""
 
 import re
 
-from fwkit import write_acks
+import pytest
 
 from sabot.game import cards, rules
 
-from conftest import ROOT
+from kit import ROOT
+from kit.fw import write_acks
 
 SCRIPT = ROOT / "tests" / "mp" / "card_path.py"
 FIGURES = ("cards", "results", "alloc_failures", "us_per_card", "heap_min_free",
@@ -47,23 +48,26 @@ def run(mpy, shoe_flash, element, mode, *extra, **kw):
     return f
 
 
+@pytest.mark.board
 def test_whole_card_path_allocates_nothing_under_heap_lock(mpy, shoe_flash, element):
     f = run(mpy, shoe_flash, element, "lock", "ack")
     assert f["alloc_failures"] == 0
 
 
+@pytest.mark.board
 def test_whole_card_path_allocates_zero_bytes_per_card(mpy, shoe_flash, element):
     f = run(mpy, shoe_flash, element, "measure", "ack")
     assert f["full_path_heap_bytes"] == 0 and f["full_path_heap_bytes_per_card"] == 0
     assert f["us_per_card"] <= 50  # sensor bytes and the decision
 
 
+@pytest.mark.board
 def test_with_a_chip_that_takes_real_time_a_patient_driver_allocates_nothing(
         mpy, shoe_flash, tmp_path):
     """The emulator at the real part's speed (Sign 50 ms, other commands 1 ms): a driver that
     polled a busy chip would meet NACKs, which machine.I2C raises as OSError (an allocation); the
     patient driver never addresses the chip before a command's maximum time."""
-    from fwkit import EmulatorProcess
+    from kit.fw import EmulatorProcess
 
     flash, shoe, provisioned = shoe_flash
     short = tmp_path / "short.txt"
@@ -79,6 +83,7 @@ def test_with_a_chip_that_takes_real_time_a_patient_driver_allocates_nothing(
     assert f["full_path_heap_bytes"] == 0
 
 
+@pytest.mark.board
 def test_heap_lock_would_catch_an_allocation(mpy, tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("import micropython\nmicropython.heap_lock()\ntry:\n    x = [1, 2]\n"
@@ -90,12 +95,15 @@ def test_heap_lock_would_catch_an_allocation(mpy, tmp_path):
 SMALL_HEAP = "96K"
 
 
+@pytest.mark.board
+@pytest.mark.board
 def test_whole_shoe_in_a_small_heap_with_no_host_acknowledging(mpy, mpy_build, shoe_flash,
                                                              element):
     f = run(mpy, shoe_flash, element, "lock", heapsize=SMALL_HEAP, path=[mpy_build])
     assert f["alloc_failures"] == 0
 
 
+@pytest.mark.board
 def test_whole_shoe_in_a_small_heap_with_a_host_acknowledging_through_the_command_port(
         mpy, mpy_build, shoe_flash, element):
     f = run(mpy, shoe_flash, element, "lock", "ack", heapsize=SMALL_HEAP, path=[mpy_build])

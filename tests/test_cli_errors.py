@@ -4,7 +4,6 @@ traceback. Shoe files that cannot be dealt are refused before anything runs. Eve
 
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -12,15 +11,11 @@ from sabot import keys
 from sabot.cli import HelpFormatter, build_parser
 from sabot.errors import SabotError
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
+
 TABLE = {"game": "baccarat", "vigorish": "at_payout"}
 ROUND = {"player": ["AS", "4H", "KC"], "banker": ["KD", "7C"]}
 WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
-
-
-def run(*args, stdin=None, timeout=60):
-    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, input=stdin)
 
 
 def one_line_failure(r):
@@ -49,62 +44,62 @@ def request(**over):
     request(markers={"3": "abc"}, table__vigorish="deferred"),
     request(collect_markers=5, table__vigorish="deferred"),
 ])
-def test_settle_refuses_values_of_the_wrong_kind_in_one_line(text):
-    one_line_failure(run("settle", stdin=text))
+def test_settle_refuses_values_of_the_wrong_kind_in_one_line(cli, text):
+    one_line_failure(cli("settle", stdin=text))
 
 
-def test_settle_refuses_a_binary_file(tmp_path):
+def test_settle_refuses_a_binary_file(cli, tmp_path):
     f = tmp_path / "blob"
     f.write_bytes(bytes(range(256)) * 4)
-    one_line_failure(run("settle", f))
+    one_line_failure(cli("settle", f))
 
 
-def test_provision_refuses_bad_ids_and_paths(tmp_path):
+def test_provision_refuses_bad_ids_and_paths(cli, tmp_path):
     flash = tmp_path / "flash"
     for extra in (["--shoe-id", "99999999999"], ["--shoe-id", "x"], ["--shoe-id", "-5"]):
-        one_line_failure(run("provision", "--key", tmp_path / "k", "--flash", flash, *extra))
+        one_line_failure(cli("provision", "--key", tmp_path / "k", "--flash", flash, *extra))
     afile = tmp_path / "afile"
     afile.write_text("x")
-    one_line_failure(run("provision", "--key", tmp_path / "k2", "--flash", afile))
-    one_line_failure(run("provision", "--key", tmp_path / "no" / "dir" / "k", "--flash", flash))
+    one_line_failure(cli("provision", "--key", tmp_path / "k2", "--flash", afile))
+    one_line_failure(cli("provision", "--key", tmp_path / "no" / "dir" / "k", "--flash", flash))
 
 
-def test_other_bad_arguments_fail_in_one_line(tmp_path):
+def test_other_bad_arguments_fail_in_one_line(cli, tmp_path):
     key = tmp_path / "k"
     keys.create(str(key))
-    r = run("demo", "--capture", tmp_path / "no" / "cap.bin", "--db", tmp_path / "a.db", "--key",
+    r = cli("demo", "--capture", tmp_path / "no" / "cap.bin", "--db", tmp_path / "a.db", "--key",
             key)
     one_line_failure(r)
     assert "cannot write capture" in r.stderr and not (tmp_path / "a.db").exists()
-    one_line_failure(run("board", "--listen", "127.0.0.1:99999", "--flash", tmp_path / "f",
+    one_line_failure(cli("board", "--listen", "127.0.0.1:99999", "--flash", tmp_path / "f",
                          "--key", key))
-    one_line_failure(run("board", "--maintenance", "--flash", tmp_path / "f", "--key", key))
+    one_line_failure(cli("board", "--maintenance", "--flash", tmp_path / "f", "--key", key))
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
-        one_line_failure(run("board", "--listen", f"127.0.0.1:{s.getsockname()[1]}", "--flash",
+        one_line_failure(cli("board", "--listen", f"127.0.0.1:{s.getsockname()[1]}", "--flash",
                              tmp_path / "f", "--key", key))
     for extra in (["--shoes", "-1"], ["--fault-rate", "-1"], ["--fault-rate", "nan"],
                   ["--fault-rate", "2"]):
-        one_line_failure(run("soak", *extra))
-    one_line_failure(run("replay", key, "--key", tmp_path))
-    one_line_failure(run("replay", key, "--registry", tmp_path / "none.json"))
-    one_line_failure(run("verify-firmware", "--port", "socket://127.0.0.1:1", "--seed", "00",
+        one_line_failure(cli("soak", *extra))
+    one_line_failure(cli("replay", key, "--key", tmp_path))
+    one_line_failure(cli("replay", key, "--registry", tmp_path / "none.json"))
+    one_line_failure(cli("verify-firmware", "--port", "socket://127.0.0.1:1", "--seed", "00",
                          "--key", key))
-    one_line_failure(run("audit", "verify", "--db", tmp_path / "none.db"))
-    r = run("audit", "verify", "--db", tmp_path / "none.db", "--registry", tmp_path / "no.json")
+    one_line_failure(cli("audit", "verify", "--db", tmp_path / "none.db"))
+    r = cli("audit", "verify", "--db", tmp_path / "none.db", "--registry", tmp_path / "no.json")
     one_line_failure(r)
     assert "no shoe registry" in r.stderr  # not taken for an altered store
-    r = run("status", "--port", "socket://127.0.0.1:1", "--key", tmp_path)
+    r = cli("status", "--port", "socket://127.0.0.1:1", "--key", tmp_path)
     one_line_failure(r)
     assert "is a directory" in r.stderr and "chmod" not in r.stderr
-    one_line_failure(run("validate", "--port", "socket://127.0.0.1:1", "--key", key, "--db",
+    one_line_failure(cli("validate", "--port", "socket://127.0.0.1:1", "--key", key, "--db",
                          tmp_path / "v.db", "--baud", "fast"))
 
 
-def test_a_version_1_key_file_is_refused_in_one_line(tmp_path):
+def test_a_version_1_key_file_is_refused_in_one_line(cli, tmp_path):
     old = tmp_path / "shoe.key"
     old.write_bytes(bytes(38))
     old.chmod(0o600)
@@ -112,7 +107,7 @@ def test_a_version_1_key_file_is_refused_in_one_line(tmp_path):
         keys.load(str(old))
     for cmd in (["status", "--port", "socket://127.0.0.1:1", "--key", old],
                 ["demo", "--db", tmp_path / "d.db", "--key", old]):
-        r = run(*cmd)
+        r = cli(*cmd)
         one_line_failure(r)
         assert "version-1 shared key file" in r.stderr
 
@@ -138,10 +133,11 @@ def test_a_command_key_is_made_0600_never_over_a_file_and_refused_when_others_re
         keys.load(str(junk))
 
 
+@pytest.mark.board
 def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
     from sabot.virtual.board import VirtualBoard
 
-    from conftest import SIGN_MS, provision_shoe
+    from kit import SIGN_MS, provision_shoe
 
     key, flash, _, registry = provision_shoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
@@ -161,29 +157,29 @@ def test_bench_with_stdin_closed_says_it_needs_a_technician(tmp_path):
     ("# nothing here\n", "holds no cards"),
     ("9S 2S 3S 4S", "too short"),
 ])
-def test_deal_demo_and_bench_refuse_a_shoe_that_cannot_be_dealt(tmp_path, text, said):
+def test_deal_demo_and_bench_refuse_a_shoe_that_cannot_be_dealt(cli, tmp_path, text, said):
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(text)
     for cmd in (["deal", shoe], ["demo", "--shoe", shoe, "--db", tmp_path / "d.db", "--key",
                                  tmp_path / "k"], ["bench", shoe]):
-        r = run(*cmd)
+        r = cli(*cmd)
         one_line_failure(r)
         assert said in r.stderr
     assert not (tmp_path / "d.db").exists()
 
 
-def test_shuffle_writes_a_shoe_that_deals(tmp_path):
+def test_shuffle_writes_a_shoe_that_deals(cli, tmp_path):
     out = tmp_path / "s.txt"
-    r = run("shuffle", "--decks", "2", "--seed", "9", "--cut", "14", "-o", out)
+    r = cli("shuffle", "--decks", "2", "--seed", "9", "--cut", "14", "-o", out)
     assert r.returncode == 0, r.stderr
     words = out.read_text().split()
     assert len(words) == 105 and words.index("CUT") == 104 - 14
-    one_line_failure(run("shuffle", "-o", out))  # never overwrites a shoe file
-    assert run("shuffle", "--seed", "9", "--decks", "2", "--cut", "14").stdout == out.read_text()
+    one_line_failure(cli("shuffle", "-o", out))  # never overwrites a shoe file
+    assert cli("shuffle", "--seed", "9", "--decks", "2", "--cut", "14").stdout == out.read_text()
 
 
-def test_version_and_every_help_has_a_description_defaults_and_an_example():
-    r = run("--version")
+def test_version_and_every_help_has_a_description_defaults_and_an_example(cli):
+    r = cli("--version")
     assert r.returncode == 0 and r.stdout.startswith("sabot ") and "firmware" in r.stdout
     parser = build_parser()
     sub = parser._subparsers._group_actions[0]

@@ -4,20 +4,19 @@ its link with `sabot validate` from another process, then read the audit log bac
 import json
 import os
 import subprocess
-import sys
+
+import pytest
 
 from sabot import keys
 from sabot import protocol as pr
 from sabot.audit.validator import Validator
 from sabot.game import cards, rules
 from sabot.registry import Registry
-from sabot.virtual.board import free_port
 
-from conftest import BoardProcess, signing_shoe
-
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT, BoardProcess, free_port_for_tests, signing_shoe
 
 
+@pytest.mark.board
 def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # ./sabot-shoes.json: this test's shoe alone
     key, flash = tmp_path / "host.pem", tmp_path / "flash"
@@ -29,7 +28,7 @@ def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_
     tokens = cards.shuffled_shoe(1, seed=6)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(tokens))
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", flash, "--shoe", shoe)
     try:
         board.wait_line("listening on")

@@ -3,14 +3,15 @@ host's independent rules, including the burn and every place the cut card can co
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from sabot.game import cards, rules
 from sabot.virtual.demo import run_deal
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 
 def firmware_rounds(tokens, tmp_path, name="shoe.txt"):

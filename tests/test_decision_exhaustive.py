@@ -2,10 +2,14 @@
 rules over every point-value sequence of a round (10^6) and every rank sequence of the first four
 cards."""
 
+import pytest
+
 from sabot.game import rules
 from sabot.game.cards import RANKS, SUITS
 
-from conftest import ROOT
+from kit import ROOT
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 SCRIPT = ROOT / "tests" / "mp" / "exhaustive_decisions.py"
 WINNER = {"player": 1, "banker": 2, "tie": 3}

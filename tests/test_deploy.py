@@ -10,31 +10,43 @@ import os
 import subprocess
 import sys
 
-from sabot.virtual.board import free_port
+import pytest
 
-from conftest import BoardProcess, port_accepts, wait_for
+from kit import ROOT, SABOT, BoardProcess, free_port_for_tests, port_accepts, wait_for
 
-SABOT = [sys.executable, "-m", "sabot"]
+pytestmark = pytest.mark.board  # every test here starts a process
 
 
-def run(*args, timeout=180):
+def run(env, *args, timeout=180):
     return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
-def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
+@pytest.fixture
+def env(tmp_path):
+    """The environment of this test's sabot commands: the repository seen through symlinks, with
+    a build/ of its own (`sabot deploy` builds into SABOT_ROOT/build/BOARD, which tests running at
+    the same time must not share)."""
+    tree = tmp_path / "checkout"
+    tree.mkdir()
+    for name in ("firmware", "boards", "host_tools"):
+        (tree / name).symlink_to(ROOT / name)
+    return dict(os.environ, SABOT_ROOT=str(tree))
+
+
+def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(env, tmp_path):
     root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
     release = ("--release-key", tmp_path / "release.pem")
     root.mkdir()
-    port = free_port()
+    port = free_port_for_tests()
     url = f"socket://127.0.0.1:{port}"
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
                          "--registry", reg)  # factory provisioning: element, identity, registry
     try:
         board.wait_line("REPL on")
         assert wait_for(lambda: port_accepts(port))
-        r = run("deploy", "--port", url, "--board", "virtual", "--key", key, "--registry", reg,
-                *release)
+        r = run(env, "deploy", "--port", url, "--board", "virtual", "--key", key, "--registry",
+                reg, *release)
         assert r.returncode == 0, r.stderr
         assert "read result key version 1" in r.stderr and "matches MANIFEST" in r.stderr
         assert (root / "shoe" / "app.mpy").exists() and (root / "shoe" / "release.py").exists()
@@ -42,21 +54,21 @@ def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(tmp_path):
         assert oct(os.stat(key).st_mode & 0o777) == "0o600"
         assert b"PRIVATE" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
         board.wait_line("firmware running")
-        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--registry",
-                reg)  # no key: the registry's public key checks the answer
+        v = run(env, "verify-firmware", "--port", url, "--seed", os.urandom(16).hex(),
+                "--registry", reg)  # no key: the registry's public key checks the answer
         assert v.returncode == 0 and v.stdout.startswith("PASS"), v.stdout + v.stderr
 
         # A stale module from an older build must not survive a deploy.
         (root / "shoe" / "stale.mpy").write_bytes(b"M\x06")
-        r = run("deploy", "--port", url, "--board", "virtual", "--key", key, "--registry", reg,
-                *release)
+        r = run(env, "deploy", "--port", url, "--board", "virtual", "--key", key, "--registry",
+                reg, *release)
         assert r.returncode == 0, r.stderr
         assert not (root / "shoe" / "stale.mpy").exists()
         assert "sent it to maintenance" in r.stderr and "as the registry holds it" in r.stderr
         assert "removing shoe/stale.mpy" in r.stderr
         board.wait_line("firmware running")
-        v = run("verify-firmware", "--port", url, "--seed", os.urandom(16).hex(), "--registry",
-                reg)
+        v = run(env, "verify-firmware", "--port", url, "--seed", os.urandom(16).hex(),
+                "--registry", reg)
         assert v.returncode == 0, v.stdout + v.stderr
     finally:
         board.stop()
@@ -71,7 +83,7 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
     root = tmp_path / "board"
     info = build("virtual", root, release=tmp_path / "release.pem")
     assert (root / "main.py").exists() and info["manifest"]
-    port = free_port()
+    port = free_port_for_tests()
     url = f"socket://127.0.0.1:{port}"
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--maintenance")
     try:
@@ -87,20 +99,20 @@ def test_maintenance_at_power_on_keeps_a_deployed_board_at_its_repl(tmp_path):
         board.stop()
 
 
-def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tmp_path):
+def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(env, tmp_path):
     """A Pico as a technician finds it: an old boot.py and lib/ on it, its port a real tty. Deploy
     removes them (saying so), keeps the data directory, copies file by file, and boots main.py with
     a hard reset; a second deploy with --rekey registers result key version 2 beside version 1."""
     from sabot.registry import Registry
 
-    from conftest import PtyBridge
+    from kit import PtyBridge
 
     root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
     release = ("--release-key", tmp_path / "release.pem")
     (root / "lib" / "old").mkdir(parents=True)
     (root / "boot.py").write_text("print('old boot')\n")
     (root / "lib" / "old" / "thing.py").write_text("x = 1\n")
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
                          "--registry", reg)
     bridge = None
@@ -109,7 +121,8 @@ def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tm
         (root / "data" / "notes").write_text("kept\n")  # the technician's file in data/
         assert wait_for(lambda: port_accepts(port))
         bridge = PtyBridge(tmp_path, port)
-        r = run("deploy", "--port", bridge.path, "--board", "virtual", "--key", key,
+        drops = bridge.drops
+        r = run(env, "deploy", "--port", bridge.path, "--board", "virtual", "--key", key,
                 "--baud", "115200", "--registry", reg, *release)
         assert r.returncode == 0, r.stderr
         assert "removing boot.py" in r.stderr and "removing directory lib/" in r.stderr
@@ -117,22 +130,25 @@ def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(tm
         assert not (root / "boot.py").exists() and not (root / "lib").exists()
         assert (root / "data" / "notes").read_text() == "kept\n"
         board.wait_line("firmware running")
-        st = run("status", "--port", bridge.path, "--key", key, "--db", tmp_path / "a.db",
+        bridge.wait_back(drops + 1)  # the hard reset dropped the tty: the new one, not the old
+        st = run(env, "status", "--port", bridge.path, "--key", key, "--db", tmp_path / "a.db",
                  "--registry", reg, "--json")
         assert st.returncode == 0, st.stderr
         assert json.loads(st.stdout)["integrity"] == "ok"
 
         # the dealing shoe again, its element making the next result key on request
-        r = run("deploy", "--port", bridge.path, "--board", "virtual", "--key", key,
+        drops = bridge.drops
+        r = run(env, "deploy", "--port", bridge.path, "--board", "virtual", "--key", key,
                 "--rekey", "--registry", reg, *release)
         assert r.returncode == 0, r.stderr
         assert "sent it to maintenance" in r.stderr and "made result key version 2" in r.stderr
         assert Registry.load(str(reg)).pick(None).key_versions == [1, 2]  # the old one kept
         board.wait_line("firmware running")
-        st = run("status", "--port", bridge.path, "--key", key, "--db", tmp_path / "a.db",
+        bridge.wait_back(drops + 2)  # dropped into maintenance, then by the hard reset
+        st = run(env, "status", "--port", bridge.path, "--key", key, "--db", tmp_path / "a.db",
                  "--registry", reg)  # the same audit chain goes on under key version 2
         assert st.returncode == 0, st.stderr
-        a = run("audit", "verify", "--db", tmp_path / "a.db", "--registry", reg)
+        a = run(env, "audit", "verify", "--db", tmp_path / "a.db", "--registry", reg)
         assert a.returncode == 0, a.stderr
     finally:
         if bridge:

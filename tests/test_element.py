@@ -12,11 +12,11 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
-from fwkit import EmulatorProcess
 
 from sabot.virtual import element_emulator as em
 
-from conftest import FIRMWARE, ROOT
+from kit import FIRMWARE, ROOT
+from kit.fw import EmulatorProcess
 
 sys.path.insert(0, str(FIRMWARE))
 sys.path.insert(0, str(ROOT / "boards" / "virtual"))
@@ -127,6 +127,7 @@ def pub_of(xy):
     return em.public_key_from_xy(bytes(xy))
 
 
+@pytest.mark.board
 def test_info_random_serial(chip):
     assert chip.info() == bytes.fromhex("00006002")
     a, b = bytearray(32), bytearray(32)
@@ -137,6 +138,7 @@ def test_info_random_serial(chip):
     assert len(sn) == 9 and sn[:2] == b"\x01\x23" and sn[8] == 0xEE
 
 
+@pytest.mark.board
 def test_genkey_sign_verifies_with_cryptography(chip):
     xy = bytearray(64)
     chip.genkey(3, xy)
@@ -148,6 +150,7 @@ def test_genkey_sign_verifies_with_cryptography(chip):
         pub_of(xy).verify(em.signature_to_der(bytes(sig)), digest, PREHASHED)
 
 
+@pytest.mark.board
 def test_sign_of_a_sha_computed_by_the_chip(chip):
     data = bytes(range(256)) * 3 + b"tail"
     out = bytearray(32)
@@ -162,6 +165,7 @@ def test_sign_of_a_sha_computed_by_the_chip(chip):
     assert e.value.status == element.EXECUTION_ERROR
 
 
+@pytest.mark.board
 def test_sha_from_a_buffer_offset_and_a_queued_sign_into_one(chip):
     """The allocation-free forms the shoe's outbox uses: the data stays in the caller's buffer
     at an offset; the signature lands at an offset of another."""
@@ -181,6 +185,7 @@ def test_sha_from_a_buffer_offset_and_a_queued_sign_into_one(chip):
     assert sig[:20] == bytes(20) and sig[84:] == bytes(16)
 
 
+@pytest.mark.board
 def test_queued_sha_moves_one_command_a_call(chip):
     buf = bytearray(os.urandom(200))
     for at, n in ((0, 0), (3, 63), (10, 64), (1, 170)):
@@ -196,6 +201,7 @@ def test_queued_sha_moves_one_command_a_call(chip):
     assert e.value.status == element.NOT_QUEUED
 
 
+@pytest.mark.board
 def test_a_patient_driver_never_polls_a_busy_chip(emulator):
     e = emulator("--sign-ms", 50, "--cmd-ms", 1)
     bus = SocketI2C(e.spec)
@@ -223,6 +229,7 @@ def test_a_patient_driver_never_polls_a_busy_chip(emulator):
     bus.close()
 
 
+@pytest.mark.board
 def test_verify_external_and_stored(tmp_path, emulator):
     cmd_key = ec.generate_private_key(ec.SECP256R1())
     pem = cmd_key.public_key().public_bytes(serialization.Encoding.PEM,
@@ -256,6 +263,7 @@ def raw(bus, pkt, wait=0.0):
     return bytes(head + rest)
 
 
+@pytest.mark.board
 def test_verify_miscompare_is_status_01_on_the_wire(chip):
     digest = hashlib.sha256(b"m").digest()
     xy = bytearray(64)
@@ -268,6 +276,7 @@ def test_verify_miscompare_is_status_01_on_the_wire(chip):
     assert resp == bytes((0x04, 0x01)) + crc_by_division(b"\x04\x01")
 
 
+@pytest.mark.board
 def test_status_errors(chip):
     bus = chip._bus
     chip.info()  # awake
@@ -309,6 +318,7 @@ class FlipCRC:
             buf[len(buf) - 1] ^= 0x01
 
 
+@pytest.mark.board
 def test_a_response_with_a_bad_crc_is_refused(emulator):
     bus = FlipCRC(SocketI2C(emulator(*FAST).spec))
     chip = Element(bus)
@@ -321,6 +331,7 @@ def test_a_response_with_a_bad_crc_is_refused(emulator):
         assert e.value.status == element.RX_CRC
 
 
+@pytest.mark.board
 def test_sleep_loses_tempkey_idle_keeps_it(chip):
     d = hashlib.sha256(b"t").digest()
     chip.load_digest(d)
@@ -333,6 +344,7 @@ def test_sleep_loses_tempkey_idle_keeps_it(chip):
     assert e.value.status == element.EXECUTION_ERROR
 
 
+@pytest.mark.board
 def test_counters_are_monotonic_across_restarts(tmp_path, emulator):
     e = emulator(*FAST)
     chip = Element(SocketI2C(e.spec))
@@ -345,6 +357,7 @@ def test_counters_are_monotonic_across_restarts(tmp_path, emulator):
     assert chip.counter_increment(0) == 4
 
 
+@pytest.mark.board
 def test_queued_sign_is_nacked_while_busy(emulator):
     chip = Element(SocketI2C(emulator("--sign-ms", 60).spec))
     d = hashlib.sha256(b"q").digest()
@@ -366,6 +379,7 @@ def test_queued_sign_is_nacked_while_busy(emulator):
     pub_of(xy).verify(em.signature_to_der(bytes(sig)), d, PREHASHED)
 
 
+@pytest.mark.board
 def test_provision_rekey_and_the_store(tmp_path, emulator):
     store = tmp_path / "store"
     got = em.provision(store, None)
@@ -391,6 +405,7 @@ def test_provision_rekey_and_the_store(tmp_path, emulator):
 # -- MicroPython ------------------------------------------------------------------------------
 
 
+@pytest.mark.board
 def test_driver_on_micropython_golden_and_heap_locked_signing(mpy, emulator, tmp_path):
     probe = tmp_path / "golden.py"
     probe.write_text("from shoe import element\nb = bytearray(16)\n"
@@ -414,6 +429,7 @@ def test_driver_on_micropython_golden_and_heap_locked_signing(mpy, emulator, tmp
         pub.verify(em.signature_to_der(bytes.fromhex(sig)), bytes.fromhex(digest), PREHASHED)
 
 
+@pytest.mark.board
 def test_driver_rewakes_before_the_watchdog_and_recovers_after_it(emulator):
     chip = Element(SocketI2C(emulator(*FAST).spec))  # the chip's 1.3 s watchdog
     d = hashlib.sha256(b"w").digest()
@@ -429,6 +445,7 @@ def test_driver_rewakes_before_the_watchdog_and_recovers_after_it(emulator):
     assert chip2.info() == bytes.fromhex("00006002")  # woken again
 
 
+@pytest.mark.board
 def test_a_new_driver_finds_the_chip_awake(emulator):
     e = emulator(*FAST)
     first = Element(SocketI2C(e.spec))

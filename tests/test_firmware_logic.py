@@ -1,7 +1,7 @@
 """The firmware's pure logic in-process under CPython (it imports there: `const` is shimmed):
 the round state machine, the sensor decoder, COBS both ways, the record log, the outbox, the
 command port and golden frame bytes. The secure element is the real driver on the emulator's chip
-in this process (tests/fwkit.py); signatures are checked with `cryptography`. Fast and exact; what
+in this process (tests/kit/fw.py); signatures are checked with `cryptography`. Fast and exact; what
 only real MicroPython proves (allocation, heap size, the board process) is tested on the unix port
 elsewhere."""
 
@@ -14,12 +14,12 @@ import pytest
 from cobs import cobs as cobs_ref
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
-from fwkit import Link, payload_of, split, verify
-from fwkit import Shoe as Provisioned
 
 from sabot.game import cards, rules
 
-from conftest import FIRMWARE
+from kit import FIRMWARE
+from kit.fw import Link, payload_of, split, verify
+from kit.fw import Shoe as Provisioned
 
 sys.path.insert(0, str(FIRMWARE))
 

@@ -1,5 +1,5 @@
 """Protocol v2 on the shoe side, in-process under CPython with the real element driver on the
-emulated chip (tests/fwkit.py): status and integrity signed with the newest finished digest,
+emulated chip (tests/kit/fw.py): status and integrity signed with the newest finished digest,
 counted commands through the element's counter, refusals that cost no flash, the squeeze hold,
 compaction, the signed MANIFEST boot check and the tilted shoe; on MicroPython the maintenance
 helpers (maint.py) and the virtual board with the element as its own process."""
@@ -7,12 +7,10 @@ helpers (maint.py) and the virtual board with the element as its own process."""
 import hashlib
 import struct
 
-import fwkit
+import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
-from fwkit import Shoe as Provisioned
-from fwkit import split, verify
 
 from sabot import keys
 from sabot.game import cards
@@ -23,8 +21,12 @@ from shoe.sensor import encode
 from shoe.store import R_CHECKPOINT, R_FINAL, Flash, RecordLog
 from shoe.tilt import TiltShoe
 
+from kit import fw
+from kit.fw import Shoe as Provisioned
+from kit.fw import split, verify
 
-class Link(fwkit.Link):
+
+class Link(fw.Link):
     def take(self):
         out = split(self.data)
         self.data = bytearray()
@@ -225,13 +227,14 @@ def test_tilted_shoe_answers_with_signed_status_and_integrity(tmp_path, monkeypa
 
 
 # ---- on MicroPython: the maintenance helpers and the virtual board ---------------------------
+@pytest.mark.board
 def test_maint_prints_the_public_key_and_rekeys_in_the_element(mpy, shoe_flash, element,
                                                                tmp_path):
     import os
     import re
     import subprocess
 
-    from conftest import FIRMWARE, ROOT, micropython_bin
+    from kit import FIRMWARE, ROOT, micropython_bin
 
     flash, _, shoe = shoe_flash
     env = dict(os.environ, SABOT_ELEMENT=element, SABOT_FLASH=str(flash),
@@ -262,13 +265,14 @@ def test_maint_prints_the_public_key_and_rekeys_in_the_element(mpy, shoe_flash, 
     assert run("import maint; maint.public()") == f"KEY 2 {m.group(1)}"
 
 
+@pytest.mark.board
 def test_virtual_board_deals_and_signs_through_the_element_process(shoe_flash, element):
     import os
     import socket
     import subprocess
     import time
 
-    from conftest import FIRMWARE, ROOT, free_port_for_tests, micropython_bin
+    from kit import FIRMWARE, ROOT, free_port_for_tests, micropython_bin
 
     flash, _, shoe = shoe_flash
     port = free_port_for_tests()

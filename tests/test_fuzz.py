@@ -3,6 +3,7 @@ real MicroPython, seeded random bytes) and the host's frame intake (hypothesis).
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -10,11 +11,12 @@ from sabot import protocol as pr
 from sabot.audit.validator import Validator
 from sabot.virtual import capture_gen
 
-from conftest import ROOT
+from kit import ROOT
 
 MP = ROOT / "tests" / "mp"
 
 
+@pytest.mark.board
 def test_sensor_decoder_survives_10000_random_cases_and_resyncs(mpy):
     r = mpy(MP / "fuzz_sensor.py", 10000, 1)
     assert r.returncode == 0, r.stderr.decode()
@@ -23,6 +25,7 @@ def test_sensor_decoder_survives_10000_random_cases_and_resyncs(mpy):
     assert phantom == 0 and flips == 0
 
 
+@pytest.mark.board
 def test_command_intake_survives_random_bytes_and_obeys_none(mpy, shoe_flash, element):
     flash, _, _ = shoe_flash
     r = mpy(MP / "fuzz_commands.py", flash, element, 3000, 2)

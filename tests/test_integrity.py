@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -16,9 +15,9 @@ from sabot.link.host import HostLink
 from sabot.release.build import build, code_digest
 from sabot.virtual.board import VirtualBoard, card_bytes
 
-from conftest import SIGN_MS, provision_shoe
+from kit import SABOT, SIGN_MS, provision_shoe
 
-SABOT = [sys.executable, "-m", "sabot"]
+pytestmark = pytest.mark.board  # every test here starts a process
 
 
 @pytest.fixture

@@ -3,9 +3,13 @@ position, holds the round until a supervisor or the host resolves it, and the re
 logged."""
 
 
+import pytest
+
 from sabot import protocol as pr
 from sabot.protocol import KEEP_DUMMY, VOID_CARD, VOID_ROUND
 from sabot.virtual.board import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, sensor_frame
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 
 def test_exit_without_a_read_is_an_unreadable_card_until_voided(rig):

@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives import serialization
 
-from sabot.virtual.board import free_port
+from kit import SABOT, BoardProcess, free_port_for_tests, port_accepts, wait_for
 
-from conftest import BoardProcess, port_accepts, wait_for
+pytestmark = pytest.mark.board  # every test here starts a process
 
 
 def private_forms(pem_path):
@@ -122,7 +123,7 @@ def test_full_repl_access_finds_no_private_key(tmp_path):
     root, key, reg = tmp_path / "board", tmp_path / "command.pem", tmp_path / "shoes.json"
     build("virtual", root, release=tmp_path / "release.pem")
     keys.create(str(key))
-    port = free_port()
+    port = free_port_for_tests()
     url = f"socket://127.0.0.1:{port}"
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
                          "--registry", reg)
@@ -130,7 +131,7 @@ def test_full_repl_access_finds_no_private_key(tmp_path):
         board.wait_line("firmware running")
         secrets = secrets_of(tmp_path, root)
         # the shoe signs through its element (a status answers the hello), then its memory
-        st = subprocess.run([sys.executable, "-m", "sabot", "status", "--port", url,
+        st = subprocess.run([*SABOT, "status", "--port", url,
                              "--key", key, "--registry", reg, "--json"],
                             capture_output=True, text=True, timeout=60)
         assert st.returncode == 0 and '"phase"' in st.stdout, st.stderr

@@ -6,7 +6,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -14,7 +13,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from sabot import keys
 from sabot import protocol as pr
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
+
+pytestmark = pytest.mark.board  # every test here starts a process (the demo's board)
 
 
 def sabot(*args, **kw):
@@ -178,7 +179,7 @@ def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
     from sabot.link.host import HostLink
     from sabot.virtual.board import Dealer, VirtualBoard
 
-    from conftest import SIGN_MS, provision_shoe
+    from kit import SIGN_MS, provision_shoe
 
     key, flash, config, registry = provision_shoe(tmp_path)
     cap = open(tmp_path / "cap.bin", "wb")

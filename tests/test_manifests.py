@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from kit import ROOT
 
 BOARDS = ("rpi_pico", "esp32", "virtual")
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from kit import ROOT
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 SOURCES = sorted(p for d in ("firmware", "boards") for p in (ROOT / d).rglob("*.py"))
 

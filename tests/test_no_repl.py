@@ -9,7 +9,9 @@ import pytest
 
 from sabot.virtual.board import Dealer, VirtualBoard, card_bytes
 
-from conftest import SIGN_MS, provision_shoe
+from kit import SIGN_MS, provision_shoe
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 FLOOD = b"\x03\x01\x04\x05\r\n" * 50
 BANNERS = (b"MicroPython", b">>>", b"raw REPL", b"paste mode", b"soft reboot", b"Traceback")

@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -15,11 +14,8 @@ import pytest
 
 from sabot import keys
 from sabot.game import cards, rules
-from sabot.virtual.board import free_port
 
-from conftest import BoardProcess, PtyBridge
-
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT, BoardProcess, PtyBridge, free_port_for_tests
 
 
 @pytest.fixture(autouse=True)
@@ -39,6 +35,7 @@ def status(tty, key, db):
     return json.loads(r.stdout)
 
 
+@pytest.mark.board
 def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_path):
     key, flash, db = tmp_path / "host.pem", tmp_path / "flash", tmp_path / "audit.db"
     assert run("provision", "--key", key, "--flash", flash).returncode == 0
@@ -48,7 +45,7 @@ def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_
     # shoe 2 has no cut card: it runs out mid-round and the supervisor ends it from the host
     assert run("shuffle", "--decks", "1", "--seed", "5", "--cut", "0", "-o", shoe2).returncode == 0
     tokens1 = cards.read_shoe_file(shoe1)
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", flash, "--shoe", shoe1,
                          "--shoe", shoe2)
     bridge = None
@@ -101,12 +98,13 @@ def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_
     assert a.returncode == 0, a.stdout + a.stderr
 
 
+@pytest.mark.board
 def test_the_board_shows_its_lamps_and_display_on_stdout(tmp_path):
     key, flash = tmp_path / "host.pem", tmp_path / "flash"
     assert run("provision", "--key", key, "--flash", flash).returncode == 0
     shoe = tmp_path / "shoe.txt"
     shoe.write_text("AS 9S  2S KD 3H 3C 8D  KS 5H 4C 6D CUT 7S 9H 2D TC JH QS")
-    port = free_port()
+    port = free_port_for_tests()
     proc = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{port}", "--flash", flash,
                              "--shoe", shoe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -155,7 +153,8 @@ def registry(tmp_path, shoe_id=7, name="shoes.json"):
     return tmp_path / name
 
 
-def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
+@pytest.mark.board
+def test_silence_and_garbage_each_get_one_line_and_fail(tmp_path):
     keys.create(str(tmp_path / "k"))
     db = tmp_path / "a.db"
     reg = registry(tmp_path)
@@ -194,28 +193,36 @@ def test_silence_garbage_and_a_wrong_key_each_get_one_line_and_fail(tmp_path):
             stop.set()
             srv.close()
 
-    # a registry whose public key for this shoe is another's: its frames fail the signature
-    from sabot.virtual.board import VirtualBoard, card_bytes
 
-    from conftest import SIGN_MS, provision_shoe
+def test_a_shoe_signing_with_another_key_than_the_registry_holds_is_named_in_one_line(tmp_path):
+    """A registry whose public key for this shoe is another's: every frame the shoe sends (its
+    statuses answering the host's hellos) fails the signature, and the host says so."""
+    from sabot.audit.validator import Validator
+    from sabot.errors import SabotError
+    from sabot.link.host import HostLink
+    from sabot.link.operate import first_status
 
-    key, flash, config, _ = provision_shoe(tmp_path)
-    forged = registry(tmp_path, config.shoe_id, "forged.json")
-    board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
+    from kit import signing_shoe
+    from kit.ports import shoe_on_a_socket_pair, status_answer
+
+    signer, _ = signing_shoe(0x5AB0_0002)
+    _, forged = signing_shoe(0x5AB0_0002)  # the same shoe id, another key
+    port, shoe = shoe_on_a_socket_pair(status_answer(signer))
+    v = Validator(forged, str(tmp_path / "w.db"))
     try:
-        p = subprocess.Popen([*SABOT, "status", "--port", board.url, "--key", key.path,
-                              "--db", tmp_path / "w.db", "--wait", "4", "--registry", forged],
-                             stderr=subprocess.PIPE, text=True)
-        time.sleep(0.5)
-        for t in ("AS", "2H", "3C"):  # the shoe signs its burn: frames arrive
-            board.send(card_bytes(t))
-        err = p.communicate(timeout=60)[1]
+        link = HostLink(port, v, None)
+        with pytest.raises(SabotError) as e:
+            first_status(link, "socket://shoe", wait=4)
     finally:
-        board.stop()
-    assert p.returncode != 0 and "does not sign with the public key the registry holds" in err, err
+        port.close()
+        shoe.stop()
+        v.store.close()
+    assert "does not sign with the public key the registry holds" in str(e.value)
+    assert "\n" not in str(e.value) and shoe.received  # the hellos reached the shoe
 
 
-def test_a_port_that_cannot_be_opened_fails_at_once_and_leaves_no_database(tmp_path):
+
+def test_a_port_that_cannot_be_opened_fails_at_once_and_leaves_no_database(cli, tmp_path):
     key = tmp_path / "k"
     keys.create(str(key))
     registry(tmp_path, name="sabot-shoes.json")  # the default, in the working directory
@@ -224,17 +231,18 @@ def test_a_port_that_cannot_be_opened_fails_at_once_and_leaves_no_database(tmp_p
         for cmd in (["validate"], ["status"],
                     ["new-shoe"], ["resolve", "void-card", "--by", "x"]):
             t0 = time.monotonic()
-            r = run(*cmd, "--port", url, "--key", key, "--db", tmp_path / "a.db")
+            r = cli(*cmd, "--port", url, "--key", key, "--db", tmp_path / "a.db")
             assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
             assert time.monotonic() - t0 < 5
             assert said in r.stderr, r.stderr
             assert not (tmp_path / "a.db").exists()
-    r = run("status", "--port", tmp_path / "no-such-tty", "--key", key, "--db", tmp_path / "a.db",
+    r = cli("status", "--port", tmp_path / "no-such-tty", "--key", key, "--db", tmp_path / "a.db",
             "--baud", "9600")
     assert r.returncode != 0 and "cannot open" in r.stderr
     assert not (tmp_path / "a.db").exists()
 
 
+@pytest.mark.board
 def test_a_pit_registry_of_two_shoes_needs_no_shoe_id_the_shoe_says_which_it_is(tmp_path):
     """CONTRACTS' `validate --port URL --key FILE --db PATH` with a registry of several shoes: a
     hello to any shoe, and the shoe's signed status names it."""
@@ -243,7 +251,7 @@ def test_a_pit_registry_of_two_shoes_needs_no_shoe_id_the_shoe_says_which_it_is(
         r = run("provision", "--key", key, "--flash", tmp_path / name, "--table", table,
                 "--registry", reg)
         assert r.returncode == 0, r.stderr
-    port = free_port()
+    port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--flash", tmp_path / "t2")
     try:
         board.wait_line("listening on")

@@ -8,13 +8,17 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from sabot.virtual.soak import run_soak
 
-from conftest import FIRMWARE, ROOT
+from kit import FIRMWARE, ROOT, SABOT
 
 sys.path.insert(0, str(FIRMWARE))
 
 from shoe.store import R_FINAL
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 BOOT = ROOT / "tests" / "mp" / "boot.py"
 CARD_PATH = ROOT / "tests" / "mp" / "card_path.py"
@@ -73,7 +77,7 @@ def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, el
 
 
 def test_soak_with_faults_loses_and_duplicates_nothing():
-    r = subprocess.run([sys.executable, "-m", "sabot", "soak", "--shoes", "1", "--seed", "3",
+    r = subprocess.run([*SABOT, "soak", "--shoes", "1", "--seed", "3",
                         "--fault-rate", "0.15", "--json"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
@@ -98,7 +102,7 @@ def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
     from sabot.link.host import HostLink
     from sabot.virtual.board import Dealer, VirtualBoard
 
-    from conftest import SIGN_MS, provision_shoe
+    from kit import SIGN_MS, provision_shoe
 
     key, flash, config, _ = provision_shoe(tmp_path)
     board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
@@ -121,7 +125,7 @@ def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_reject
     and mid-round, every resolution at random — and no line faults: an authentic shoe's frames are
     never rejected, no round is lost or stored twice, and every stored round is what the rules deal
     or carries an alarm."""
-    r = subprocess.run([sys.executable, "-m", "sabot", "soak", "--shoes", "2", "--seed", "3",
+    r = subprocess.run([*SABOT, "soak", "--shoes", "2", "--seed", "3",
                         "--fault-rate", "0", "--mistake-rate", "0.08", "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -133,7 +137,7 @@ def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_reject
 
 
 def test_soak_with_mistakes_and_power_cuts_together_loses_nothing():
-    r = subprocess.run([sys.executable, "-m", "sabot", "soak", "--shoes", "2", "--seed", "7",
+    r = subprocess.run([*SABOT, "soak", "--shoes", "2", "--seed", "7",
                         "--fault-rate", "0.1", "--mistake-rate", "0.05", "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

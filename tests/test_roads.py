@@ -2,8 +2,6 @@
 the definition."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +9,6 @@ from hypothesis import strategies as st
 
 from sabot.game.roads import big_road, derived_road, roads
 
-SABOT = [sys.executable, "-m", "sabot"]
 WORD = {"B": "banker", "P": "player", "T": "tie"}
 
 
@@ -138,11 +135,7 @@ def record(i, winner):
                        "player_total": 5, "banker_total": 5, "winner": winner, "flags": []})
 
 
-def run_cli(*args, stdin=""):
-    return subprocess.run([*SABOT, "roads", *args], capture_output=True, text=True, input=stdin)
-
-
-def test_cli_file_and_stdin_skip_events(tmp_path):
+def test_cli_file_and_stdin_skip_events(cli, tmp_path):
     lines = [record(i, w) for i, w in enumerate(ws(LONG), 1)]
     lines.insert(3, json.dumps({"event": "irregularity", "kind": "card_not_due"}))
     text = "\n".join(lines) + "\n"
@@ -150,10 +143,10 @@ def test_cli_file_and_stdin_skip_events(tmp_path):
     f.write_text(text)
     expected = {"bead_plate": LONG.split(), "big_road": LONG_BIG, "big_eye_boy": LONG_BIG_EYE,
                 "small_road": LONG_SMALL, "cockroach_pig": LONG_COCKROACH}
-    for r in (run_cli(str(f), "--json"), run_cli("--json", stdin=text)):
+    for r in (cli("roads", str(f), "--json"), cli("roads", "--json", stdin=text)):
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout) == expected
-    plain = run_cli(str(f))
+    plain = cli("roads", str(f))
     assert plain.returncode == 0 and "big road" in plain.stdout
 
 
@@ -162,13 +155,13 @@ def test_cli_file_and_stdin_skip_events(tmp_path):
     ('{"winner": "dragon"}\n', "winner must be banker, player or tie"),
     ("[1, 2]\n", "must be a JSON object"),
 ])
-def test_cli_bad_line_is_one_line_and_nonzero(text, needle):
-    r = run_cli("--json", stdin=text)
+def test_cli_bad_line_is_one_line_and_nonzero(cli, text, needle):
+    r = cli("roads", "--json", stdin=text)
     assert r.returncode != 0
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_cli_missing_file():
-    r = run_cli("/nonexistent/rounds.jsonl", "--json")
+def test_cli_missing_file(cli):
+    r = cli("roads", "/nonexistent/rounds.jsonl", "--json")
     assert r.returncode != 0 and "cannot read" in r.stderr and "Traceback" not in r.stderr

@@ -1,20 +1,22 @@
-"""`sabot serve` (issue 14): shoes dealt through virtual boards into one serve process; the
-players' scoreboard read in a real browser (Debian's headless Chromium through Selenium) and its
-roads compared with `sabot roads` over the same rounds; a live update; a 4-shoe load with no
+"""`sabot serve`, the pit's web server: shoes dealt through virtual boards into one serve process;
+the players' scoreboard read in a real browser (Debian's headless Chromium through Selenium) and
+its roads compared with `sabot roads` over the same rounds; a live update; a 4-shoe load with no
 round lost."""
 
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from serve_rig import ServeRig, SSEClient
+
+from kit import SABOT
+from kit.serve_rig import ServeRig, SSEClient
+
+pytestmark = pytest.mark.board  # every test here starts a process
 
 ROOT = Path(__file__).resolve().parents[1]
-SABOT = [sys.executable, "-m", "sabot"]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 

@@ -2,8 +2,6 @@
 its subsection. Money is integer cents."""
 
 import json
-import subprocess
-import sys
 from fractions import Fraction
 from itertools import product
 
@@ -13,8 +11,6 @@ from sabot.errors import SabotError
 from sabot.game import rules, wagers
 from sabot.game.analyze import analyze, outcome_counts, pair_counts
 from sabot.game.settle import settle, vigorish
-
-SABOT = [sys.executable, "-m", "sabot"]
 
 # Legal rounds (third-card rule), named by what they show.
 # 3-card P5, B7
@@ -192,13 +188,13 @@ def test_a_round_missing_a_third_card_is_refused_in_one_line():
                 "wagers": []})
 
 
-def test_cli_json_in_and_out_and_one_line_errors(tmp_path):
+def test_cli_json_in_and_out_and_one_line_errors(cli, tmp_path):
     req = {"table": {}, "round": rnd(BANKER_7_OVER_5), "wagers": [{"seat": 3, "wager": "banker",
                                                                     "amount_cents": 500}]}
-    r = subprocess.run([*SABOT, "settle"], input=json.dumps(req), capture_output=True, text=True)
+    r = cli("settle", stdin=json.dumps(req))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["settlements"][0]["vigorish_cents"] == 25
-    bad = subprocess.run([*SABOT, "settle"], input="{not json", capture_output=True, text=True)
+    bad = cli("settle", stdin="{not json")
     assert bad.returncode != 0 and "not JSON" in bad.stderr and "Traceback" not in bad.stderr
 
 

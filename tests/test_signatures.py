@@ -1,16 +1,14 @@
-"""Verifiers need no secret (issue 13, protocol version 2): frames signed by a shoe's result key
-are verified with the public keys of the shoe registry alone; a frame signed by anything else, an
-unsealed unsigned frame, a forged frame appended to a real capture and a changed signature in the
-store are all found. Host only: the frames come from capture_gen's signer (standing in for the
-element) and the validator, replay and audit verify never see a private key."""
+"""Verifiers need no secret (protocol version 2): frames signed by a shoe's result key are verified
+with the public keys of the shoe registry alone; a frame signed by anything else, an unsealed
+unsigned frame, a forged frame appended to a real capture and a changed signature in the store are
+all found. Host only: the frames come from capture_gen's signer (standing in for the element) and
+the validator, replay and audit verify never see a private key."""
 
 import hashlib
 import json
 import shutil
 import sqlite3
 import struct
-import subprocess
-import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -23,14 +21,9 @@ from sabot.registry import Registry, ShoeEntry
 from sabot.release.deploy import parse_identity, parse_key_line
 from sabot.virtual import capture_gen
 
-from conftest import signing_shoe
+from kit import signing_shoe
 
-SABOT = [sys.executable, "-m", "sabot"]
 NATURALS = struct.pack(">HH", 1, 1) + bytes([8 * 4, 7 * 4, 12 * 4, 8 * 4 + 3])  # 9S 8S KS 9C
-
-
-def sabot(*args):
-    return subprocess.run([*SABOT, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 def frames(capture):
@@ -49,7 +42,7 @@ def shoe(tmp_path_factory):
     return d, entry, cap, rounds
 
 
-def test_a_verifier_holding_only_the_registry_verifies_every_frame(shoe, tmp_path):
+def test_a_verifier_holding_only_the_registry_verifies_every_frame(cli, shoe, tmp_path):
     d, _, cap, rounds = shoe
     entry = Registry.load(str(d / "shoes.json")).pick(None)  # read back: PEM text only
     assert "PRIVATE" not in (d / "shoes.json").read_text()
@@ -59,7 +52,7 @@ def test_a_verifier_holding_only_the_registry_verifies_every_frame(shoe, tmp_pat
         v.finish()
         assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds and not v.alarms
         v.store.close()
-    r = sabot("replay", d / "cap.bin", "--registry", d / "shoes.json", "--json")
+    r = cli("replay", d / "cap.bin", "--registry", d / "shoes.json", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["rounds"] == rounds
 
@@ -119,7 +112,7 @@ def test_an_unsealed_initial_cards_is_rejected_unsealed(tmp_path):
     assert [(x[1], x[2]) for x in v.finish()] == [("rejected", "unsealed")]
 
 
-def test_a_forged_frame_appended_to_a_real_capture_is_rejected(shoe, tmp_path):
+def test_a_forged_frame_appended_to_a_real_capture_is_rejected(cli, shoe, tmp_path):
     d, entry, cap, _ = shoe
     last = pr.parse(pr.decode_frame(frames(cap)[-1][:-1]))
     forger = capture_gen.ShoeSigner(ec.generate_private_key(ec.SECP256R1()), entry.shoe_id,
@@ -134,12 +127,13 @@ def test_a_forged_frame_appended_to_a_real_capture_is_rejected(shoe, tmp_path):
     for tail, reasons in (([*extra], ["bad_signature", "bad_signature", "unsealed"]),
                           ([forged], ["unsealed"])):
         (tmp_path / "cap.bin").write_bytes(cap + b"".join(pr.encode_frame(f) for f in tail))
-        r = sabot("replay", tmp_path / "cap.bin", "--registry", d / "shoes.json", "--json")
+        r = cli("replay", tmp_path / "cap.bin", "--registry", d / "shoes.json", "--json")
         out = json.loads(r.stdout)
         assert r.returncode != 0 and [x["reason"] for x in out["rejections"]] == reasons
 
 
-def test_audit_verify_checks_every_signature_a_batch_verified_read_took_on_trust(shoe, tmp_path):
+def test_audit_verify_checks_every_signature_a_batch_verified_read_took_on_trust(cli, shoe,
+                                                                               tmp_path):
     """With batch_verify one signature covers a run of digest-linked frames: a frame whose own
     signature was altered in transit is stored (its body is authentic: the next signature covers
     its digest). audit verify checks every signature and names it."""
@@ -153,20 +147,20 @@ def test_audit_verify_checks_every_signature_a_batch_verified_read_took_on_trust
     v.finish()
     v.store.close()
     assert v.counts["rejected"] == 0
-    r = sabot("audit", "verify", "--db", tmp_path / "a.db", "--registry", d / "shoes.json")
+    r = cli("audit", "verify", "--db", tmp_path / "a.db", "--registry", d / "shoes.json")
     assert r.returncode != 0 and "does not carry a valid signature" in r.stderr, r.stderr
     # frame by frame (the default), the validator rejects it outright
     v = Validator(entry, str(tmp_path / "b.db"))
     assert "bad_signature" in {x[2] for x in v.receive(b"".join(parts))}
 
 
-def test_audit_verify_finds_a_changed_signature_in_the_store(shoe, tmp_path):
+def test_audit_verify_finds_a_changed_signature_in_the_store(cli, shoe, tmp_path):
     d, entry, cap, _ = shoe
     v = Validator(entry, str(tmp_path / "a.db"))
     v.receive(cap)
     v.finish()
     v.store.close()
-    ok = sabot("audit", "verify", "--db", tmp_path / "a.db", "--registry", d / "shoes.json")
+    ok = cli("audit", "verify", "--db", tmp_path / "a.db", "--registry", d / "shoes.json")
     assert ok.returncode == 0 and ok.stdout.startswith("ok: "), ok.stderr
     db = tmp_path / "t.db"
     shutil.copy(tmp_path / "a.db", db)
@@ -179,19 +173,19 @@ def test_audit_verify_finds_a_changed_signature_in_the_store(shoe, tmp_path):
     from test_audit import rechain  # an insider recomputes the row chain too
 
     rechain(db)
-    r = sabot("audit", "verify", "--db", db, "--registry", d / "shoes.json")
+    r = cli("audit", "verify", "--db", db, "--registry", d / "shoes.json")
     assert r.returncode != 0 and f"frame id {fid}" in r.stderr and "signature" in r.stderr
 
 
-def test_audit_verify_needs_the_registry_not_a_key(shoe, tmp_path):
+def test_audit_verify_needs_the_registry_not_a_key(cli, shoe, tmp_path):
     _, entry, cap, _ = shoe
     v = Validator(entry, str(tmp_path / "a.db"))
     v.receive(cap)
     v.store.close()
-    r = sabot("audit", "verify", "--db", tmp_path / "a.db", "--registry", tmp_path / "no.json")
+    r = cli("audit", "verify", "--db", tmp_path / "a.db", "--registry", tmp_path / "no.json")
     assert r.returncode != 0 and "no shoe registry at" in r.stderr  # missing: said so
     Registry(str(tmp_path / "other.json")).put(ShoeEntry(entry.shoe_id + 1))
-    r = sabot("audit", "verify", "--db", tmp_path / "a.db", "--registry",
+    r = cli("audit", "verify", "--db", tmp_path / "a.db", "--registry",
               tmp_path / "other.json")
     assert r.returncode != 0 and "not in the shoe registry" in r.stderr
 

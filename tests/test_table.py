@@ -1,13 +1,11 @@
 """The generated decision table: traceable to the regulation's words, and never edited by hand."""
 
-import subprocess
-import sys
 
 import pytest
 
 from sabot.release import table_gen
 
-from conftest import ROOT
+from kit import ROOT
 
 REGS = ROOT.parent / "shared" / "regs" / "README.md"
 
@@ -41,7 +39,6 @@ def test_rule_parser_rejects_an_inconsistent_row():
         table_gen.parse_rule(broken)
 
 
-def test_table_check_passes_on_the_committed_table():
-    r = subprocess.run([sys.executable, "-m", "sabot", "table", "check"], capture_output=True,
-                       text=True)
+def test_table_check_passes_on_the_committed_table(cli):
+    r = cli("table", "check")
     assert r.returncode == 0, r.stderr

@@ -13,7 +13,8 @@ from sabot import keys
 from sabot import protocol as pr
 from sabot.errors import SabotError
 from sabot.link.transport import ShoePort
-from sabot.virtual.board import free_port
+
+from kit import free_port_for_tests
 
 
 class LoopbackShoe:
@@ -71,7 +72,7 @@ def signed(key, seq, ftype=pr.T_BURN, payload=b"\x00\x01\x00\x00\x04\x05"):
 
 
 def test_opening_a_port_nobody_listens_on_fails_fast_with_one_line():
-    url = f"socket://127.0.0.1:{free_port()}"
+    url = f"socket://127.0.0.1:{free_port_for_tests()}"
     t0 = time.monotonic()
     with pytest.raises(SabotError) as e:
         ShoePort(url, open_timeout=0.3)
@@ -150,7 +151,7 @@ def test_the_link_acks_what_it_stored_signed_and_counts_commands_from_the_status
     from sabot.link.host import HostLink
     from sabot.virtual import capture_gen
 
-    from conftest import signing_shoe
+    from kit import signing_shoe
 
     s, entry = signing_shoe(SHOE_ID)
     v = Validator(entry, str(tmp_path / "a.db"))

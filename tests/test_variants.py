@@ -2,12 +2,14 @@
 631c.5(e)) on the shoe's display and in the signed result, and the squeeze procedure (631a.9(d)):
 no card identity reaches the link before the dealer's reveal, not even across a power cut."""
 
+import pytest
+
 from sabot import protocol as pr
 from sabot.audit.validator import Validator
 from sabot.protocol import variant_byte
 from sabot.virtual.board import REVEAL, card_bytes
 
-from conftest import signing_shoe, wait_for
+from kit import signing_shoe, wait_for
 
 NATURALS = ("9S", "8D", "KD", "9C")  # a four-card round: P 9 v B 8
 DRAGON_7 = ("AS", "2D", "3H", "2C", "2H", "3S")  # P 6 (3 cards), B 7 (3 cards)
@@ -15,6 +17,7 @@ LUCKY_SIX_3 = ("2S", "AD", "KH", "AC", "2C", "4S")  # P 4, B 6 with three cards
 TIE = ("7S", "7D", "KH", "QC")
 
 
+@pytest.mark.board
 def test_variant_is_signed_in_shoe_start(rigs):
     rig = rigs(variant_byte("minibaccarat", ez=True))
     start = rig.of("shoe_start")[-1]
@@ -22,6 +25,7 @@ def test_variant_is_signed_in_shoe_start(rigs):
                                 "squeeze": False}
 
 
+@pytest.mark.board
 def test_announcements_follow_the_variant(rigs):
     for variant, cards, said in [
         (variant_byte(ez=True), DRAGON_7, ["Dragon 7"]),
@@ -40,6 +44,7 @@ def test_announcements_follow_the_variant(rigs):
         rig.close()
 
 
+@pytest.mark.board
 def test_squeeze_withholds_cards_until_the_reveal_even_across_a_power_cut(rigs):
     rig = rigs(variant_byte(squeeze=True))
     rig.burn()

@@ -1,17 +1,18 @@
-"""Issue 14's alarms on what is dealt (watch.py): `player_advantage` from the exact edges of the
+"""The alarms on what is dealt (audit/watch.py): `player_advantage` from the exact edges of the
 remaining shoe for the wagers the table offers, and `repeated_sequence` for 20 cards dealt in the
 same order as in an earlier shoe of the audit store; both reach `history --alarms`."""
 
 import json
 import subprocess
-import sys
+
+import pytest
 
 from sabot.audit.store import AuditStore
 from sabot.audit.watch import WINDOW, LiveEdges, SequenceIndex, Watch, offered_wagers
 from sabot.game import analyze, cards
 from sabot.registry import ShoeEntry
 
-SABOT = [sys.executable, "-m", "sabot"]
+from kit import SABOT
 
 
 def one_deck_but(keep):
@@ -80,6 +81,7 @@ def test_repeated_sequence_index_finds_a_shifted_run_and_confirms_the_cards():
     assert other.add((1, 4), deck[40:45] + deck[1:20]) == []  # 19 in order, then no more
 
 
+@pytest.mark.board
 def test_a_shoe_dealt_again_in_the_same_order_raises_repeated_sequence(tmp_path):
     def demo():
         args = ["demo", "--seed", 12, "--db", tmp_path / "a.db", "--key", tmp_path / "k",

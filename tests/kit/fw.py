@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 
 from sabot.virtual import element_emulator as em
 
-from conftest import FIRMWARE, ROOT
+from kit.base import FIRMWARE, ROOT
 
 sys.path.insert(0, str(FIRMWARE))
 

@@ -4,21 +4,18 @@ drawing a shuffled 8-deck shoe each, and an SSE client timing the pages' updates
 
 import json
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "host_tools"))
+from sabot import keys
+from sabot.game import cards, rules
+from sabot.registry import Registry, ShoeEntry
+from sabot.virtual.board import Dealer, VirtualBoard, provision
 
-from sabot import keys  # noqa: E402
-from sabot.game import cards, rules  # noqa: E402
-from sabot.registry import Registry, ShoeEntry  # noqa: E402
-from sabot.virtual.board import Dealer, VirtualBoard, free_port, provision  # noqa: E402
-
-SABOT = [sys.executable, "-m", "sabot"]
+from kit.base import SABOT
+from kit.procs import free_port_for_tests
 
 
 class ServeRig:
@@ -36,11 +33,13 @@ class ServeRig:
             entry = ShoeEntry(shoe_id, table=table, side_wagers=list(side_wagers))
             entry.add_public_key(version, pem)
             reg.put(entry)
-            self.boards.append(VirtualBoard(str(self.tmp / f"flash{i}"), sign_ms=5).start())
+            board = VirtualBoard(str(self.tmp / f"flash{i}"), port=free_port_for_tests(),
+                                 sign_ms=5)
+            self.boards.append(board.start())
             self.tokens.append(cards.shuffled_shoe(8, seed + i))
             self.tables.append(table)
             self.shoe_ids.append(shoe_id)
-        self.port = free_port()
+        self.port = free_port_for_tests()
         self.url = f"http://127.0.0.1:{self.port}"
         shoe_args = [a for i, b in enumerate(self.boards)
                      for a in ("--shoe", f"{b.url}={self.shoe_ids[i]}")]

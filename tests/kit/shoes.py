@@ -1,0 +1,104 @@
+"""Shoes for host tests: signed frames without a board, a provisioned virtual shoe, and a live
+virtual board with the validator on its link (Rig)."""
+
+from kit.base import SIGN_MS
+from kit.procs import free_port_for_tests
+
+
+def signing_shoe(shoe_id=0x5AB0_0001, **config):
+    """A shoe's frames without a board: (ShoeSigner with a fresh result key standing in for the
+    element, the registry entry holding its public half as version 1)."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+    from sabot.registry import ShoeEntry
+    from sabot.virtual.capture_gen import ShoeSigner
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(shoe_id, **config)
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    return ShoeSigner(key, shoe_id), entry
+
+
+def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
+    """A virtual shoe provisioned for a new command key, as `sabot provision` does it: (command
+    key, flash dir, registry entry with the configuration and result key, registry path)."""
+    from sabot import keys
+    from sabot.protocol import decode_variant
+    from sabot.registry import Registry, ShoeEntry
+    from sabot.virtual.board import provision, set_variant
+
+    key = keys.load_or_create(str(tmp / key_file))
+    flash = str(tmp / "flash")
+    sid, version, pem = provision(flash, key, shoe_id)
+    if variant is not None:
+        set_variant(flash, variant)
+    # the registry's word on this shoe: the configuration it was provisioned with, its key
+    config = ShoeEntry(sid, **decode_variant(variant or 2))
+    config.add_public_key(version, pem)
+    reg = Registry.load(str(tmp / "sabot-shoes.json"))
+    reg.put(config)
+    return key, flash, config, reg.path
+
+
+class Rig:
+    """A virtual shoe with the validator on its link, driven input by input."""
+
+    def __init__(self, tmp, variant=None):
+        from sabot.audit.validator import Validator
+        from sabot.link.host import HostLink
+        from sabot.virtual.board import VirtualBoard
+
+        self.tmp = tmp
+        self.key, flash, self.config, self.registry = provision_shoe(tmp, variant)
+        self.shoe_id = self.config.shoe_id
+        self.board = VirtualBoard(flash, port=free_port_for_tests(), sign_ms=SIGN_MS).start()
+        try:
+            self.records = []
+            self.validator = Validator(self.config, str(tmp / "audit.db"),
+                                       on_record=lambda k, r: self.records.append((k, r)))
+            self.link = HostLink(self.board.url, self.validator, self.key)
+            self.closed = False
+            self.settle()
+        except BaseException:
+            self.board.stop()  # and its element process
+            raise
+
+    def settle(self):
+        """Wait until the shoe has read every input sent to it and every frame those produced is
+        stored: the status answering a hello sent after that comes after those frames."""
+        assert self.board.wait_read(10), "the board did not read its input"
+        assert self.link.ask(10) is not None, "the shoe did not answer a hello"
+
+    def send(self, data):
+        self.board.send(data)
+        self.settle()
+
+    def deal(self, *tokens):
+        from sabot.virtual.board import card_bytes
+
+        for t in tokens:
+            self.send(card_bytes(t))
+
+    def burn(self):
+        self.deal("AS", "2H")  # exposed ace: one more card burned
+
+    def of(self, kind):
+        return [r for k, r in self.records if k == kind]
+
+    def alarms(self):
+        return [a["kind"] for a in self.validator.alarms]
+
+    @property
+    def phase(self):
+        """The shoe's phase in its latest status (fresh after settle())."""
+        return self.validator.status["phase"]
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        self.link.close()
+        self.board.stop()
+        self.validator.store.close()
+        assert self.validator.counts["rejected"] == 0, self.validator.rejections
