@@ -16,7 +16,7 @@ from sabot.errors import SabotError
 from sabot.game.cards import card_index
 from sabot.virtual import capture_gen
 
-from conftest import signing_shoe
+from kit import signing_shoe
 
 
 @pytest.fixture(scope="module")
