@@ -55,9 +55,10 @@ test: $(STAMP) socat /usr/bin/chromedriver lint
 	$(BIN)/sabot table check
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests
 
-# the tests that run in this process alone (no board, MicroPython or other subprocess)
+# the tests that run in this process alone (no board, MicroPython or other subprocess), on two
+# workers: the validator fuzz and the settle-vs-analyzer check alone take half a minute
 check: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not board" tests
+	$(BIN)/python -m pytest -q -n 2 -m "not board" tests
 
 # speed and memory figures of the tools and firmware (`make figures` is the same; `sabot bench`
 # is something else: a scripted shoe through a shoe, round by round)
