@@ -210,3 +210,43 @@ def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
     r = sabot("replay", tmp_path / "tampered.bin", "--registry", registry, "--json")
     out = json.loads(r.stdout)
     assert r.returncode != 0 and [x["reason"] for x in out["rejections"]] == ["replayed"]
+
+
+def test_a_port_that_drops_as_it_is_opened_is_opened_once_more(tmp_path):
+    """A tty that vanishes just after it was opened (a board re-enumerating after a reset): the
+    host link opens it again and goes on, instead of a "link lost" at its first hello."""
+    import socket
+
+    from sabot.audit.validator import Validator
+    from sabot.link.host import HostLink
+
+    from kit import signing_shoe
+    from kit.ports import PlayedShoe, SocketPairPort, status_answer
+
+    signer, config = signing_shoe(0x5AB0_0003)
+    shoes = []
+
+    class ReenumeratingPort(SocketPairPort):
+        def __init__(self):
+            gone, other = socket.socketpair()
+            other.close()  # the first connection's far end is gone already
+            super().__init__(gone)
+            self.opened = 1
+
+        def reopen(self, timeout):
+            self.sock.close()
+            self.sock, shoe_end = socket.socketpair()
+            shoes.append(PlayedShoe(shoe_end, status_answer(signer)))
+            self.opened += 1
+
+    port = ReenumeratingPort()
+    v = Validator(config, str(tmp_path / "a.db"))
+    try:
+        link = HostLink(port, v, None)
+        status = link.ask(5)
+    finally:
+        port.close()
+        for s in shoes:
+            s.stop()
+        v.store.close()
+    assert port.opened == 2 and status is not None and status["phase"]

@@ -43,8 +43,13 @@ class HostLink:
         self.rx_bytes = 0  # everything read from the port, frames or not
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
-        self._drop_backlog()
-        self.hello()
+        try:
+            self._drop_backlog()
+            self.hello()
+        except ConnectionError:
+            # A tty that vanished just as it was opened: a board resetting re-enumerates its USB
+            # port (after a deploy's hard reset, a power cut). Once more, on the port back.
+            self.reconnect(connect_timeout)
 
     def reconnect(self, timeout: float = 10.0) -> None:
         self.port.reopen(timeout)
