@@ -66,8 +66,8 @@ def _guarded(item):
     return item.get_closest_marker("board") is None
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item):
+def _without_processes(item):
+    """A hook's body for an unmarked test: it fails if the test tried to start a process."""
     if not _guarded(item):
         return (yield)
     with _NoProcesses(item) as guard:
@@ -75,17 +75,16 @@ def pytest_runtest_setup(item):
     if guard.attempts:
         pytest.fail(guard.message(), pytrace=False)
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _without_processes(item))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    if not _guarded(item):
-        return (yield)
-    with _NoProcesses(item) as guard:
-        result = yield
-    if guard.attempts:
-        pytest.fail(guard.message(), pytrace=False)
-    return result
+    return (yield from _without_processes(item))
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ frame, an alarm, a store that does not hold), 2 on bad input, usage or I/O, 130 
 each failure one line on stderr. Real runs of `sabot.cli.main` in-process, on captures and stores
 made by capture_gen's signer (no board)."""
 
-import sqlite3
 import sys
 
 import pytest
@@ -15,6 +14,8 @@ from sabot.errors import BAD_INPUT, INTERRUPTED, NOT_VERIFIED, OK, NotVerified, 
 from sabot.registry import Registry
 from sabot.release.verify_firmware import NoIntegrityAnswer
 from sabot.virtual import capture_gen
+
+from kit import flip_a_stored_result
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +80,7 @@ def test_audit_verify_exits_0_on_a_sound_store_and_1_on_a_tampered_one(shoe, tmp
     stored(entry, cap, db)
     status, out, err = run(capsys, "audit", "verify", "--db", db, "--registry", d / "shoes.json")
     assert status == OK and out.startswith("ok: "), err
-    con = sqlite3.connect(db)
-    con.execute("DROP TRIGGER frames_append_only_u")
-    fid, raw = con.execute("SELECT id, raw FROM frames WHERE type='result' LIMIT 1").fetchone()
-    con.execute("UPDATE frames SET raw=? WHERE id=?", (raw[:-1] + bytes([raw[-1] ^ 1]), fid))
-    con.commit()
-    con.close()
+    flip_a_stored_result(db)
     status, _, err = run(capsys, "audit", "verify", "--db", db, "--registry", d / "shoes.json")
     assert status == NOT_VERIFIED and "does not hold" in one_line(err)
 

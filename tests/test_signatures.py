@@ -7,7 +7,6 @@ the validator, replay and audit verify never see a private key."""
 import hashlib
 import json
 import shutil
-import sqlite3
 import struct
 
 import pytest
@@ -21,7 +20,7 @@ from sabot.registry import Registry, ShoeEntry
 from sabot.release.deploy import parse_identity, parse_key_line
 from sabot.virtual import capture_gen
 
-from kit import signing_shoe
+from kit import flip_a_stored_result, signing_shoe
 
 NATURALS = struct.pack(">HH", 1, 1) + bytes([8 * 4, 7 * 4, 12 * 4, 8 * 4 + 3])  # 9S 8S KS 9C
 
@@ -164,12 +163,7 @@ def test_audit_verify_finds_a_changed_signature_in_the_store(cli, shoe, tmp_path
     assert ok.returncode == 0 and ok.stdout.startswith("ok: "), ok.stderr
     db = tmp_path / "t.db"
     shutil.copy(tmp_path / "a.db", db)
-    con = sqlite3.connect(db)
-    con.execute("DROP TRIGGER frames_append_only_u")
-    fid, raw = con.execute("SELECT id, raw FROM frames WHERE type='result' LIMIT 1").fetchone()
-    con.execute("UPDATE frames SET raw=? WHERE id=?", (raw[:-1] + bytes([raw[-1] ^ 1]), fid))
-    con.commit()
-    con.close()
+    fid = flip_a_stored_result(db)
     from test_audit import rechain  # an insider recomputes the row chain too
 
     rechain(db)

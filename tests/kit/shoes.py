@@ -102,3 +102,17 @@ class Rig:
         self.board.stop()
         self.validator.store.close()
         assert self.validator.counts["rejected"] == 0, self.validator.rejections
+
+
+def flip_a_stored_result(db):
+    """An insider's edit of a store: the append-only trigger dropped, one bit of the first stored
+    result frame's signature flipped. The edited frame's id."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.execute("DROP TRIGGER frames_append_only_u")
+    fid, raw = con.execute("SELECT id, raw FROM frames WHERE type='result' LIMIT 1").fetchone()
+    con.execute("UPDATE frames SET raw=? WHERE id=?", (raw[:-1] + bytes([raw[-1] ^ 1]), fid))
+    con.commit()
+    con.close()
+    return fid
