@@ -65,6 +65,10 @@ def test_replay_of_a_missing_capture_or_registry_exits_2(shoe, tmp_path, capsys)
     assert status == BAD_INPUT and "cannot read capture" in one_line(err)
     status, _, err = run(capsys, "replay", d / "cap.bin", "--registry", tmp_path / "no.json")
     assert status == BAD_INPUT and "no shoe registry at" in one_line(err)
+    shoe_file = tmp_path / "myshoe.txt"
+    shoe_file.write_text("AS 2H 3D\nCUT\n")  # a shoe file passed where a capture belongs
+    status, out, err = run(capsys, "replay", shoe_file, "--registry", d / "shoes.json")
+    assert status == BAD_INPUT and "holds no sabot frame" in one_line(err) and not out
 
 
 def stored(entry, cap, db):

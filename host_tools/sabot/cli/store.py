@@ -85,6 +85,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     data = read_capture(args.capture)
     config = capture_shoe(Registry.load(args.registry, must_exist=True), args.shoe_id, data)
     out = replay(data, config)
+    if not out["frames"]:  # nothing framed at all: the wrong file, not a record that failed
+        raise SabotError(f"{args.capture} holds no sabot frame: not a capture kept by "
+                         "sabot validate --capture?")
     if args.json:
         print(json.dumps(out))
     else:
