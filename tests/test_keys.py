@@ -8,6 +8,7 @@ command key, in any form."""
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,9 +93,16 @@ def assert_none_in(blob, secrets, where):
 
 
 def mpremote(url, *args):
+    """mpremote on the board's REPL; a port still changing hands (the dealing firmware going,
+    the REPL bridge coming) is tried again for a few seconds, as a technician would."""
     exe = os.path.join(os.path.dirname(sys.executable), "mpremote")
-    r = subprocess.run([exe, "connect", url, "resume", *args], capture_output=True, text=True,
-                       timeout=120)
+    end = time.monotonic() + 10
+    while True:
+        r = subprocess.run([exe, "connect", url, "resume", *args], capture_output=True,
+                           text=True, timeout=120)
+        if r.returncode == 0 or "failed to access" not in r.stderr or time.monotonic() > end:
+            break
+        time.sleep(0.2)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
