@@ -12,8 +12,9 @@ from shoe.drivers import hw  # noqa: E402
 from shoe.store import Flash  # noqa: E402
 
 # Reads the board's data, builds its drivers and runs the shoe through the board loop
-# (shoe/loop.py). The REPL gets the port only after an authenticated maintenance command; any
-# exception, a full flash or a failed recovery ends in the tilt state or a reset, never the REPL.
+# (shoe/loop.py). The REPL gets the port only on a blank shoe or after an authenticated
+# maintenance command; any exception, a full flash or a failed recovery ends in the tilt state or
+# a reset, never the REPL.
 
 
 def make_app(link, lamps, element):
@@ -26,11 +27,28 @@ def make_app(link, lamps, element):
                    board.MIN_CONFIDENCE, code_root="/", code_skip=skip)
 
 
+def blank(element):
+    """A factory-fresh shoe: its element's data zone is unlocked, so it was never provisioned
+    (shoe/provision.py). Only such a shoe keeps the REPL, for its first deploy and provisioning;
+    no element answering is a fault, not a blank shoe."""
+    try:
+        return not element.locked()[1]
+    except Exception:
+        return False
+
+
 def run():
-    io = hw.build(board)
     element = None
     try:
         element = hw.element(board)
+    except Exception:
+        pass
+    if element is not None and blank(element):
+        return False  # before the link is built: the port stays the REPL's
+    io = hw.build(board)
+    try:
+        if element is None:
+            raise ValueError("no secure element")
         app = make_app(io.link, io.lamps, element)
         app.start()
     except Exception:
@@ -41,10 +59,11 @@ def run():
         loop.step(app, io, time.ticks_ms())
         if not app.busy():  # frames waiting for the element or the link: straight on
             time.sleep_ms(1)
-    micropython.kbd_intr(3)  # authenticated maintenance: the REPL may have the port now
+    return True
 
 
 try:
-    run()
+    run()  # False: a blank shoe; True: authenticated maintenance
+    micropython.kbd_intr(3)  # either way the REPL may have the port now
 except Exception:
     hw.reset()

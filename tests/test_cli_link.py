@@ -53,10 +53,14 @@ def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_
     assert rp.returncode == 0 and out["rejected"] == 0 and out["rounds"] == len(rounds), rp.stderr
     # no private key anywhere the host keeps: not in the flash, not in the store or capture
     secret = keys.private_pem(keys.load(str(key)).private_key)
-    element = (tmp_path / "flash.element" / "slot0.pem").read_bytes()
+    from sabot.virtual.element_emulator import KeyStore
+
+    result_key = KeyStore(tmp_path / "flash.element").private_key(0)
+    scalar = result_key.private_numbers().private_value.to_bytes(32, "big")
     for path in (db, cap, *flash.iterdir()):
         data = path.read_bytes()
-        assert secret not in data and element not in data and b"PRIVATE" not in data
+        assert secret not in data and scalar not in data and b"PRIVATE" not in data
+        assert scalar.hex().encode() not in data
 
 
 def test_boot_counter_going_backwards_is_rejected(tmp_path):

@@ -328,11 +328,10 @@ def test_a_tampered_command_fails_in_the_element(tmp_path):
 def test_a_command_signed_by_the_result_key_authorises_nothing(tmp_path):
     """The element checks commands against the command key's slot only: the shoe's own result
     key (say, a signature an implant got the element to make) cannot authorise one."""
-    from cryptography.hazmat.primitives import serialization
+    from sabot.virtual.element_emulator import KeyStore
 
     shoe, port = port_for(tmp_path)
-    result_key = serialization.load_pem_private_key((shoe.store / "slot0.pem").read_bytes(),
-                                                    password=None)
+    result_key = KeyStore(shoe.store).private_key(0)  # out of the chip's memory: a test's power
     rec = Recorder()
     feed(port, rec, shoe.command(frames.C_MAINTENANCE, counter=1, key=result_key)
          + shoe.command(frames.C_ACK, b"\x00\x00\x00\x09", key=result_key))

@@ -22,12 +22,17 @@ pytestmark = pytest.mark.board  # every test here starts a process
 def private_forms(pem_path):
     """Every form a P-256 private key could be found in: its scalar (big- and little-endian, and
     as hex), its PEM and DER encodings."""
-    data = Path(pem_path).read_bytes()
-    key = serialization.load_pem_private_key(data, password=None)
+    key = serialization.load_pem_private_key(Path(pem_path).read_bytes(), password=None)
+    return key_forms(key)
+
+
+def key_forms(key):
     d = key.private_numbers().private_value.to_bytes(32, "big")  # type: ignore[union-attr]
     der = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
-    body = b"".join(data.split(b"\n")[1:-2])  # the PEM's base64 lines
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    body = b"".join(pem.split(b"\n")[1:-2])  # the PEM's base64 lines
     return [d, d[::-1], d.hex().encode(), d.hex().upper().encode(), der, body[:48]]
 
 
@@ -37,9 +42,12 @@ def secrets_of(tmp_path, root):
     store = Path(element_store(root / "data"))
     if not store.exists():
         store = Path(element_store(root))
-    slots = sorted(p for p in store.glob("slot*.pem") if ".pub." not in p.name)
-    assert slots, f"no result key in the element's store {store}"
-    found = [form for p in slots for form in private_forms(p)]
+    from sabot.virtual.element_emulator import KeyStore
+
+    chip = KeyStore(store)  # the chip's memory, which nothing outside the chip can read
+    keys = [k for k in (chip.private_key(slot) for slot in range(8)) if k is not None]
+    assert keys, f"no result key in the element's store {store}"
+    found = [form for k in keys for form in key_forms(k)]
     return found + private_forms(tmp_path / "command.pem")
 
 

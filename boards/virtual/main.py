@@ -18,6 +18,7 @@ from shoe import loop, tilt  # noqa: E402
 from shoe.store import Flash  # noqa: E402
 
 _RESET_EXIT = 4  # a crash: the harness powers the board up again (a board's machine.reset())
+_BLANK_EXIT = 5  # a factory-fresh shoe: the harness serves the REPL on its port, as a Pico
 
 _EAGAIN = 11
 
@@ -164,6 +165,13 @@ def main():
     except (ValueError, OSError) as e:
         sys.stderr.write("board: secure element: %s\n" % e)
         sys.exit(2)
+    try:
+        blank = not element.locked()[1]  # as a Pico's main.py: see firmware/main.py blank()
+    except Exception:
+        blank = False
+    if blank:
+        sys.stderr.write("board: blank shoe (element never provisioned): REPL\n")
+        sys.exit(_BLANK_EXIT)
     app = make_app(flash_dir, link, io.lamps, code, element)
     try:
         app.start()

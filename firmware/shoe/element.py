@@ -59,6 +59,17 @@ VERIFY = const(0x45)
 COUNTER = const(0x24)
 SHA = const(0x47)
 READ = const(0x02)
+WRITE = const(0x12)
+LOCK = const(0x17)
+
+# memory zones (Read / Write param1 bits 0-1; Lock modes are their own)
+ZONE_CONFIG = const(0x00)
+ZONE_OTP = const(0x01)
+ZONE_DATA = const(0x02)
+LOCK_CONFIG = const(0x00)  # Lock param1: the configuration zone
+LOCK_DATA = const(0x01)  # the data and OTP zones
+LOCK_SLOT = const(0x02)  # one slot: | slot << 2
+LOCK_NO_CRC = const(0x80)  # do not compare the zone's summary CRC
 
 # status bytes the chip answers in a 4-byte response
 OK = const(0x00)
@@ -102,7 +113,7 @@ _RX_MAX = const(3 + 64)
 # ATECC608 maximum execution times at the default clock divider (CryptoAuthLib's 608-M0 table),
 # in ms; a blocking call polls until then, plus slack for the bus and the host.
 _EXEC_MS = {INFO: 5, RANDOM: 23, GENKEY: 115, NONCE: 20, SIGN: 115, VERIFY: 105, COUNTER: 25,
-            SHA: 36, READ: 5}
+            SHA: 36, READ: 5, WRITE: 45, LOCK: 35}
 # The chip's watchdog puts it to sleep 1.3 s after a wake, losing TempKey; idle + wake before
 # that restarts it and keeps TempKey. 700 ms leaves room for a Sign and a late poll.
 _REWAKE_MS = const(700)
@@ -569,8 +580,41 @@ class Element:
         self._run(READ, _READ_32, block << 3, 32, out=out32)
         return out32
 
+    # -- memory: provisioning and maintenance, never the card path ---------------------------
+
+    def read(self, zone, address, out):
+        """Read 4 or 32 bytes (len(out)) at `address` (see data_address) of a zone into out."""
+        n = len(out)
+        self._run(READ, zone | _READ_32 if n == 32 else zone, address, n, out=out)
+        return out
+
+    def write(self, zone, address, data):
+        """Write 4 or 32 bytes (len(data)) in the clear at `address` of a zone."""
+        n = len(data)
+        self._run(WRITE, zone | _READ_32 if n == 32 else zone, address, 1, data, n)
+
+    def lock(self, mode, crc=0):
+        """Lock a zone (LOCK_CONFIG, LOCK_DATA, with the CRC of its contents unless | LOCK_NO_CRC)
+        or one slot (LOCK_SLOT | slot << 2). For good: no command undoes it."""
+        self._run(LOCK, mode, crc, 1)
+
+    def locked(self):
+        """(configuration zone locked, data zone locked), from LockConfig and LockValue."""
+        word = bytearray(4)
+        self.read(ZONE_CONFIG, 2 << 3 | 5, word)  # bytes 84-87
+        return word[3] != 0x55, word[2] != 0x55
+
     def serial(self):
         """The chip's 9-byte serial number (config bytes 0-3 and 8-12)."""
         c = bytearray(32)
         self.read_config(0, c)
         return bytes(c[0:4]) + bytes(c[8:13])
+
+
+def data_address(slot, block, word=0):
+    """A data-zone address: block << 8 | slot << 3 | word (a 32-byte access takes word 0)."""
+    return block << 8 | slot << 3 | word
+
+
+def config_address(block, word=0):
+    return block << 3 | word

@@ -23,7 +23,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 REJ_NOT_NOW = const(4)
 REJ_UNKNOWN = const(5)
 
-COMMAND_KEY_SLOT = const(1)  # the host command key's public half, in the element
+COMMAND_KEY_SLOT = const(9)  # the host command key's public half: a 72-byte slot of the element
 _COUNTER = const(0)  # the element's monotonic counter that numbers counted commands
 _HELLOS_PER_S = const(5)
 _VERIFIES_PER_S = const(1)

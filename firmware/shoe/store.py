@@ -187,9 +187,9 @@ def frames_in(rtype, payload):
 
 
 def result_slot(key_version):
-    """The element slot of a result key version: 1 in slot 0, then version v in slot v (slot 1
-    holds the command key's public half)."""
-    return 0 if key_version == 1 else key_version
+    """The element slot of a result key version: version v in slot v - 1, the ATECC608's 36-byte
+    private-key slots 0-7 (docs/ELEMENT.md)."""
+    return key_version - 1
 
 
 def load_identity(flash):

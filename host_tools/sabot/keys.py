@@ -42,6 +42,12 @@ def public_pem(key: ec.EllipticCurvePublicKey) -> str:
                             serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
 
+def xy(key: ec.EllipticCurvePublicKey) -> bytes:
+    """A P-256 public key as the element holds it: X||Y, 64 bytes."""
+    n = key.public_numbers()
+    return n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
+
+
 def private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())

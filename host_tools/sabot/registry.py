@@ -29,6 +29,31 @@ def rekey_message(shoe_id: int, version: int, xy: bytes) -> bytes:
     return b"sabot-rekey" + shoe_id.to_bytes(4, "big") + version.to_bytes(2, "big") + xy
 
 
+def provisioning_statement(serial: bytes, shoe_id: int, result_xy: bytes,
+                           command_xy: bytes) -> bytes:
+    """What result key 1 signs at factory provisioning (firmware/shoe/provision.py)."""
+    return (b"sabot-provision" + serial + shoe_id.to_bytes(4, "big") + result_xy + command_xy)
+
+
+def check_provisioning(serial: bytes, shoe_id: int, result_xy: bytes, command_xy: bytes,
+                       proof: bytes) -> ec.EllipticCurvePublicKey:
+    """Result key 1 as a provisioned shoe reported it, once it has signed the statement naming
+    its chip, its id and the command key: a shoe that answers with a key it does not hold, or
+    for another command key, is refused (SabotError)."""
+    key = public_from_xy(result_xy)
+    if len(proof) != 64 or len(serial) != 9:
+        raise SabotError("the shoe's provisioning answer is malformed")
+    der = utils.encode_dss_signature(int.from_bytes(proof[:32], "big"),
+                                     int.from_bytes(proof[32:], "big"))
+    try:
+        key.verify(der, provisioning_statement(serial, shoe_id, result_xy, command_xy),
+                   ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        raise SabotError("the shoe's result key did not sign its provisioning: not "
+                         "registered") from None
+    return key
+
+
 @functools.lru_cache(maxsize=256)
 def load_public_pem(pem: str) -> ec.EllipticCurvePublicKey:
     """A P-256 public key from its PEM (parsed once per process); SabotError if it is none."""
@@ -64,6 +89,7 @@ class ShoeEntry:
     decks: int = 8
     side_wagers: list[str] = field(default_factory=list)
     public_keys: list[dict[str, Any]] = field(default_factory=list)
+    serial: str = ""  # the element's serial number (hex), recorded at provisioning
 
     def __post_init__(self) -> None:
         if not self.table:
@@ -80,6 +106,10 @@ class ShoeEntry:
                 raise SabotError(f"{where}: {name} must be true or false")
         if not isinstance(self.table, str):
             raise SabotError(f"{where}: table must be a name")
+        if not isinstance(self.serial, str) or len(self.serial) not in (0, 18) or any(
+                c not in "0123456789abcdef" for c in self.serial):
+            raise SabotError(f"{where}: serial must be the element's 9-byte serial in lower-case "
+                             "hex")
         if not isinstance(self.side_wagers, list) or not isinstance(self.public_keys, list):
             raise SabotError(f"{where}: side_wagers and public_keys must be lists")
         if self.game not in GAMES:

@@ -12,41 +12,25 @@ import sys
 import threading
 from pathlib import Path
 
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import (
     decode_dss_signature,
     encode_dss_signature,
 )
 
+from sabot import keys
 from sabot.virtual import element_emulator as em
+from sabot.virtual import factory
+from sabot.virtual.factory import ChipBus  # noqa: F401  (tests build their own chips on it)
 
 from kit.base import FIRMWARE, ROOT
 
 sys.path.insert(0, str(FIRMWARE))
 
 from shoe import cobs, frames
-from shoe.element import Element
 
 SHOE_ID = 9
-
-
-class ChipBus:
-    """machine.I2C's two calls straight into the emulator's chip (no socket, no process)."""
-
-    def __init__(self, chip):
-        self.chip = chip
-
-    def writeto(self, addr, buf, stop=True):
-        if not self.chip.write(addr, bytes(buf)):
-            raise OSError(19)
-        return 1
-
-    def readfrom_into(self, addr, buf, stop=True):
-        data = self.chip.read(addr, len(buf))
-        if data is None:
-            raise OSError(19)
-        buf[:] = data
 
 
 class Shoe:
@@ -58,27 +42,22 @@ class Shoe:
         self.flash.mkdir(parents=True, exist_ok=True)
         self.store = tmp / "element"
         self.command_key = ec.generate_private_key(ec.SECP256R1())
-        pem = self.command_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        em.provision(self.store, pem)
-        for _ in range(version - 1):
-            em.rekey(self.store)
+        command_xy = keys.xy(self.command_key.public_key())
+        factory.provision(self.store, self.flash, shoe_id,
+                          frames.V_DEFAULT if variant is None else variant, command_xy)
+        for v in range(1, version):
+            factory.rekey(self.store, v)
         self.shoe_id = shoe_id
         self.version = version
         (self.flash / "identity").write_bytes(struct.pack(">IH", shoe_id, version))
-        if variant is not None:
-            (self.flash / "variant").write_bytes(bytes((variant,)))
         self.counter = 0
 
     def element(self):
         """The real driver on the emulated chip, in this process (signatures take no time)."""
-        chip = em.Chip(em.KeyStore(self.store), sign_ms=0, ecc_ms=0, cmd_ms=0)
-        return Element(ChipBus(chip))
+        return factory.element(self.store)
 
     def public_key(self, version=None):
-        version = version or self.version
-        slot = em.RESULT_SLOTS[version - 1]
-        return serialization.load_pem_public_key(em.public_key(self.store, slot).encode())
+        return em.public_key_from_xy(factory.result_public_xy(self.store, version or self.version))
 
     def command(self, ftype, payload=b"", counter=None, shoe_id=None, key=None):
         """A COBS-encoded host command, signed by the command key unless hello/verify; counted

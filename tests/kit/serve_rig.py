@@ -27,7 +27,7 @@ class ServeRig:
         self.boards, self.tokens, self.tables, self.shoe_ids = [], [], [], []
         self.key = keys.create(str(self.tmp / "host.pem"))  # one command key for the pit
         for i in range(shoes):
-            shoe_id, version, pem = provision(str(self.tmp / f"flash{i}"), self.key,
+            shoe_id, version, pem, _ = provision(str(self.tmp / f"flash{i}"), self.key,
                                               0x5AB0_0001 + i)
             table = f"BAC-{i + 1:02d}"
             entry = ShoeEntry(shoe_id, table=table, side_wagers=list(side_wagers))

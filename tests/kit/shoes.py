@@ -30,7 +30,7 @@ def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
 
     key = keys.load_or_create(str(tmp / key_file))
     flash = str(tmp / "flash")
-    sid, version, pem = provision(flash, key, shoe_id)
+    sid, version, pem, _ = provision(flash, key, shoe_id)
     if variant is not None:
         set_variant(flash, variant)
     # the registry's word on this shoe: the configuration it was provisioned with, its key

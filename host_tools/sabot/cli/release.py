@@ -1,5 +1,5 @@
 """Commands that build firmware and put it on a shoe, and check a shoe against a build or the
-rules: firmware, bench, deploy, verify-firmware."""
+rules: firmware, bench, deploy, provision, verify-firmware."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sabot.cli.options import (
     SHOE_ID_HELP,
     Commands,
     add_baud,
+    ranged,
 )
 from sabot.errors import NotVerified, SabotError
 
@@ -141,6 +142,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
           f"MANIFEST {info['manifest']}) to {args.port}")
     shoe_id = info["shoe_id"]
+    if shoe_id is None:
+        print(f"the shoe is blank (its element was never provisioned): it deals once "
+              f"provisioned: sabot provision --port {args.port} --key {args.key}", file=sys.stderr)
+        return 0
     entry, changed = reg.register(shoe_id, info["key_version"], info["public_key"],
                                   info["certificate"], table=args.table)  # a clash: SabotError
     if changed:  # the validator takes its table and keys from here
@@ -149,6 +154,103 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     else:
         print(f"shoe {shoe_id:#010x} result key {info['key_version']}: as the registry holds it",
               file=sys.stderr)
+    return 0
+
+
+def side_wagers(text: str) -> list[str]:
+    from sabot.game.settle import SIDE_WAGERS
+
+    names = [w.strip() for w in text.split(",") if w.strip()]
+    for w in names:
+        if w not in SIDE_WAGERS:
+            raise argparse.ArgumentTypeError(f"unknown side wager {w!r}; the known ones are "
+                                             f"{', '.join(SIDE_WAGERS)}")
+    return names
+
+
+def provision_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--key", required=True,
+                   help="the host command key file (created with mode 0600 if missing)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--port", help="pyserial URL of a blank shoe holding deployed firmware "
+                       "(its REPL: /dev/ttyACM0, socket://HOST:PORT)")
+    where.add_argument("--flash", help="a virtual board's flash directory (its element is "
+                       "DIR.element beside it)")
+    p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
+                   help="shoe id, 0-4294967295, decimal or 0x hex (default: kept, or random)")
+    p.add_argument("--game", default="baccarat",
+                   choices=["minibaccarat", "midibaccarat", "baccarat"])
+    variant = p.add_mutually_exclusive_group()
+    variant.add_argument("--ez", action="store_true",
+                         help="EZ Baccarat: announces Dragon 7 / Panda 8")
+    variant.add_argument("--commission-free", action="store_true",
+                         help="631c.5: announces Lucky Six")
+    p.add_argument("--squeeze", action="store_true",
+                   help="631a.9(d): card identities stay off the link until the dealer's reveal")
+    p.add_argument("--decks", type=ranged(1, 8), default=8,
+                   help="decks the shoe holds, 1-8 (default 8)")
+    p.add_argument("--side-wagers", type=side_wagers, default=[], metavar="W,...",
+                   help="side wagers the table offers, comma-separated (dragon7, panda8, "
+                   "lucky_six, player_pair, banker_pair, ...)")
+    p.add_argument("--table", default="", help="the table's name in the registry "
+                   "(default shoe-<shoe id>)")
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
+                   "written there")
+    add_baud(p)
+
+
+@commands("provision", provision_args,
+          help="set up a blank shoe: its secure element, identity, registry entry",
+          description="Factory provisioning. The shoe writes sabot's configuration into its "
+          "factory-fresh secure element (ATECC608) and locks it, the element makes result key 1 "
+          "inside, the shoe writes the command key's public half and its identity, then locks the "
+          "element's data zone: from then on the shoe has no REPL. The registry gets the shoe's "
+          "entry with the result key's public half and the chip's serial number. --port: a "
+          "blank shoe that holds deployed firmware (sabot deploy first); --flash: a virtual "
+          "board (the same chip commands, on its emulated element). No secret travels over "
+          "the port.",
+          example="sabot provision --port /dev/ttyACM0 --key host.pem --table BAC-07")
+def cmd_provision(args: argparse.Namespace) -> int:
+    import os
+
+    from sabot import keys
+    from sabot.game.settle import Table
+    from sabot.protocol import variant_byte
+    from sabot.registry import Registry
+
+    variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
+    Table({"game": args.game, "ez": args.ez, "commission_free": args.commission_free,
+           "side_wagers": args.side_wagers})  # a wager the game does not offer: one line
+    if args.flash and os.path.exists(args.flash) and not os.path.isdir(args.flash):
+        raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
+                         "flash directory")
+    existed = os.path.exists(args.key)
+    key = keys.load_or_create(args.key)
+    if not existed:
+        print(f"created command key {args.key} (mode 600)", file=sys.stderr)
+    reg = Registry.load(args.registry)
+    if args.port:
+        from sabot.release.provision import provision_over_port
+
+        shoe_id, pem, serial = provision_over_port(
+            args.port, key, args.shoe_id, variant, args.baud,
+            log=lambda m: print(m, file=sys.stderr))
+        version, where = 1, args.port
+    else:
+        from sabot.virtual.board import element_store, provision, set_variant
+
+        shoe_id, version, pem, serial = provision(args.flash, key, args.shoe_id,
+                                                  variant=variant)
+        set_variant(args.flash, variant)
+        where = f"{args.flash} (element {element_store(args.flash)})"
+    entry, _ = reg.register(shoe_id, version, pem, table=args.table, fresh_element=True,
+                            game=args.game, ez=args.ez, commission_free=args.commission_free,
+                            squeeze=args.squeeze, decks=args.decks,
+                            side_wagers=args.side_wagers, serial=serial)
+    print(f"provisioned shoe {shoe_id:#010x} result key {version} ({args.game}"
+          f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
+          f"{', squeeze' if args.squeeze else ''}) on {where}, element serial {serial}; "
+          f"registered as table {entry.table} with its public key in {reg.path}")
     return 0
 
 

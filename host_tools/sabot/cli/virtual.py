@@ -1,15 +1,14 @@
-"""Commands that run the firmware on the virtual board: deal, demo, board, provision, soak."""
+"""Commands that run the firmware on the virtual board: deal, demo, board, soak."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from sabot.cli.options import REGISTRY_HELP, Commands, listen_arg, probability, ranged
 from sabot.cli.output import alarm_below, fail_on, print_records
-from sabot.errors import NotVerified, SabotError
+from sabot.errors import NotVerified
 
 commands = Commands()
 
@@ -116,64 +115,6 @@ def cmd_board(args: argparse.Namespace) -> int:
 
     run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance,
               args.registry)
-    return 0
-
-
-def provision_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--key", required=True,
-                   help="the host command key file (created with mode 0600 if missing)")
-    p.add_argument("--flash", required=True, help="the virtual board's flash directory")
-    p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
-                   help="shoe id, 0-4294967295, decimal or 0x hex (default: kept, or random)")
-    p.add_argument("--game", default="baccarat",
-                   choices=["minibaccarat", "midibaccarat", "baccarat"])
-    p.add_argument("--ez", action="store_true", help="EZ Baccarat: announces Dragon 7 / Panda 8")
-    p.add_argument("--commission-free", action="store_true", help="631c.5: announces Lucky Six")
-    p.add_argument("--squeeze", action="store_true",
-                   help="631a.9(d): card identities stay off the link until the dealer's reveal")
-    p.add_argument("--decks", type=ranged(1, 8), default=8,
-                   help="decks the shoe holds, 1-8 (default 8)")
-    p.add_argument("--table", default="", help="the table's name in the registry "
-                   "(default shoe-<shoe id>)")
-    p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
-                   "written there")
-
-
-@commands("provision", provision_args,
-          help="provision a virtual shoe: its secure element, identity, registry entry",
-          description="Factory provisioning of a virtual shoe: a fresh secure element (emulator "
-          "store DIR.element beside the flash) makes result key 1 inside and takes the host "
-          "command key's public half; the flash gets the shoe's identity (no key); the registry "
-          "gets its entry with the result key's public half. No secret travels over the shoe "
-          "link.",
-          example="sabot provision --key host.pem --flash shoe-flash --table BAC-07")
-def cmd_provision(args: argparse.Namespace) -> int:
-    import os
-
-    from sabot import keys
-    from sabot.protocol import variant_byte
-    from sabot.registry import Registry
-    from sabot.virtual.board import element_store, provision, set_variant
-
-    variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
-    if os.path.exists(args.flash) and not os.path.isdir(args.flash):
-        raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
-                         "flash directory")
-    existed = os.path.exists(args.key)
-    key = keys.load_or_create(args.key)
-    if not existed:
-        print(f"created command key {args.key} (mode 600)", file=sys.stderr)
-    reg = Registry.load(args.registry)
-    shoe_id, version, pem = provision(args.flash, key, args.shoe_id)
-    entry, _ = reg.register(shoe_id, version, pem, table=args.table, fresh_element=True,
-                            game=args.game, ez=args.ez, commission_free=args.commission_free,
-                            squeeze=args.squeeze, decks=args.decks)
-    set_variant(args.flash, variant)
-    print(f"provisioned shoe {shoe_id:#010x} result key {version} ({args.game}"
-          f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
-          f"{', squeeze' if args.squeeze else ''}) into {args.flash} (element "
-          f"{element_store(args.flash)}); registered as table {entry.table} with its public key "
-          f"in {reg.path}")
     return 0
 
 

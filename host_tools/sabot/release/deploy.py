@@ -191,7 +191,7 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
                              ) from None
         log("the shoe was dealing: sent it to maintenance")
         listing = _listing_after_maintenance(url)
-    files, dirs, data = board_tree(listing)
+    files, dirs, _ = board_tree(listing)
     owned = set(info["files"]) | {"MANIFEST"}
     gone_files, gone_dirs = to_remove(files, dirs, owned)
     copy = sorted(owned)
@@ -205,9 +205,6 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
         cmds.append(["fs", "rmdir", f":{d}"])
     cmds += [["fs", "mkdir", f":{d}"] for d in new_dirs]
     cmds += [["fs", "cp", str(Path(info["dir"]) / f), f":{f}"] for f in copy]
-    if data is None or "identity" not in data:
-        raise SabotError(f"{url}: the shoe has no identity (data/identity): it was never "
-                         "provisioned (sabot provision, or sabot board --key for a virtual one)")
     log(f"copying {len(copy)} files to {url}")
     sizes = info["files"]
 
@@ -221,26 +218,71 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
                 log("  copied MANIFEST")
 
     mpremote(url, *cmds, on_line=progress)
-    check = mpremote(url, ["exec", "import maint; maint.check()"])  # with the element
-    if "INTEGRITY None" not in check:
+    provisioned = element_provisioned(url)
+    check = mpremote(url, ["exec", FRESH + "import maint; maint.check()"])  # with the element
+    if "INTEGRITY None" not in check and (provisioned or BLANK_CHECK not in check):
         raise SabotError(f"what landed on the shoe is not the build: {check.strip()}")
-    log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}...")
+    log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}..."
+        + ("" if provisioned else " (the element checks its signature at every boot once "
+           "provisioned)"))
+    if not provisioned:
+        if rekey:
+            raise SabotError(f"{url}: a blank shoe has no result key to rekey: provision it "
+                             "(sabot provision --port URL --key FILE)")
+        return dict(info, shoe_id=None, key_version=None, public_key=None, certificate=None)
+    shoe_id, version, pem, certificate = _result_key(url, rekey, log)
+    return dict(info, shoe_id=shoe_id, key_version=version, public_key=pem,
+                certificate=certificate)
+
+
+def _result_key(url: str, rekey: bool, log: Callable[[str], Any]
+                ) -> tuple[int, int, str, str | None]:
+    """The shoe's id and current result key (made anew with `rekey`), then the hard reset that
+    boots the new firmware."""
     tag = "REKEY" if rekey else "KEY"
-    said = mpremote(url, ["exec", READ_KEY.format("rekey" if rekey else "public")])
+    said = mpremote(url, ["exec", FRESH + READ_KEY.format("rekey" if rekey else "public")])
     shoe_id = parse_identity(said)
     if shoe_id is None:
         raise SabotError(f"{url}: the shoe's identity (data/identity) cannot be read")
     version, pem, certificate = parse_key_line(said, tag)
     log(f"{'made' if rekey else 'read'} result key version {version} of shoe {shoe_id:#010x}"
         + (" in its element (the old versions stay registered for old frames)" if rekey else ""))
+    hard_reset(url)
+    log("hard reset: the shoe boots the new firmware")
+    return shoe_id, version, pem, certificate
+
+
+def hard_reset(url: str) -> None:
+    """machine.reset() at the shoe's REPL: the board boots main.py."""
     try:
-        mpremote(url, [HARD_RESET], timeout=30)  # machine.reset(): the board boots main.py
+        mpremote(url, [HARD_RESET], timeout=30)
     except SabotError as e:
         if "disconnected" not in str(e) and "failed to access" not in str(e):
             raise  # a board that resets drops its port: expected
-    log("hard reset: the shoe boots the new firmware")
-    return dict(info, shoe_id=shoe_id, key_version=version, public_key=pem,
-                certificate=certificate)
+
+
+# Code run at the REPL after a copy imports what was copied, not a module an earlier session of
+# the same REPL left in sys.modules.
+FRESH = ("import sys\n"
+         "for m in list(sys.modules):\n"
+         " if m in ('maint', 'board') or m.startswith('shoe'):\n"
+         "  del sys.modules[m]\n")
+BLANK_CHECK = "INTEGRITY no secure element to check the MANIFEST signature"  # maint.check()
+
+
+def element_provisioned(url: str) -> bool:
+    """Whether the element of the shoe at its REPL has its data zone locked (maint.state())."""
+    said = mpremote(url, ["exec", FRESH + "import maint; maint.state()"])
+    for line in said.splitlines():
+        words = line.split()
+        if words[:1] == ["STATE"] and len(words) == 2:
+            if words[1] == "foreign":
+                raise SabotError(f"{url}: the shoe's element is locked with another "
+                                 "configuration than sabot's: it cannot sign for sabot")
+            return words[1] == "provisioned"
+    lines = said.strip().splitlines()
+    raise SabotError(f"{url}: the shoe did not say its element's state: "
+                     f"{lines[-1] if lines else 'no output'}")
 
 
 def _listing_after_maintenance(url: str, timeout: float = 10.0) -> str:

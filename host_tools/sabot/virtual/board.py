@@ -22,9 +22,9 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
-from sabot import keys
+from sabot import keys, registry
 from sabot.errors import SabotError
 from sabot.game.cards import CUT
 from sabot.paths import BOARDS, FIRMWARE, micropython
@@ -36,8 +36,9 @@ from sabot.protocol import (
     PH_HELD,
     VOID_CARD,
     VOID_ROUND,
+    variant_byte,
 )
-from sabot.virtual import element_emulator
+from sabot.virtual import factory
 
 EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
 
@@ -94,28 +95,31 @@ def read_identity(flash_dir: str | os.PathLike[str]) -> tuple[int, int] | None:
     return shoe_id, version
 
 
-def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
-              shoe_id: int | None = None, store: str | None = None) -> tuple[int, int, str]:
-    """Factory provisioning of a virtual shoe: (shoe_id, result key version, its public PEM).
+class Provisioned(NamedTuple):
+    shoe_id: int
+    version: int  # the current result key version
+    public_pem: str  # its public half
+    serial: str  # the element's serial number, hex
 
-    A fresh element (emulator store at `<flash_dir>.element`, or `store`) makes result key 1
-    inside and takes the command key's public half in slot 1; the flash gets `identity` (shoe_id,
-    key version; no key: the key never leaves the element). A shoe already provisioned for this
-    command key (and shoe_id, if given) is kept as it is; any other starts anew, flash wiped."""
+
+def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
+              shoe_id: int | None = None, store: str | None = None,
+              variant: int | None = None) -> Provisioned:
+    """Factory provisioning of a virtual shoe through the chip's own commands
+    (sabot.virtual.factory, the shoe's provisioning code): the element (emulator store at
+    `<flash_dir>.element`, or `store`) gets sabot's configuration, makes result key 1 inside,
+    takes the command key's public half, and both its zones are locked; the flash gets `identity`
+    (shoe_id, key version; no key: the key never leaves the element). A shoe already provisioned
+    for this command key (and shoe_id, if given) is kept as it is; any other starts anew with a
+    factory-fresh element, flash wiped."""
     flash_dir = os.fspath(flash_dir)
     store = store or element_store(flash_dir)
     have = read_identity(flash_dir)
-    pub = command_key.public_pem()
-    if have is not None and (shoe_id is None or have[0] == shoe_id):
-        try:
-            with open(os.path.join(store, "slot1.pub.pem"), encoding="ascii") as f:
-                same = keys.public_pem(_load_pub(f.read())) == pub
-            slot = element_emulator.result_slot(store)
-            version = element_emulator.RESULT_SLOTS.index(slot) + 1
-            if same and version == have[1]:
-                return have[0], have[1], element_emulator.public_key(store, slot)
-        except (OSError, ValueError):
-            pass
+    command_xy = keys.xy(command_key.public_key())
+    if (have is not None and (shoe_id is None or have[0] == shoe_id) and os.path.isdir(store)
+            and factory.command_key_xy(store) == command_xy):
+        pem = keys.public_pem(registry.public_from_xy(factory.result_public_xy(store, have[1])))
+        return Provisioned(have[0], have[1], pem, factory.element(store).serial().hex())
     if shoe_id is None:
         shoe_id = struct.unpack(">I", os.urandom(4))[0] & 0x7FFFFFFF
     os.makedirs(flash_dir, exist_ok=True)
@@ -123,16 +127,11 @@ def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
         p = os.path.join(flash_dir, name)
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
     shutil.rmtree(store, ignore_errors=True)
-    made = element_emulator.provision(store, pub)
-    with open(os.path.join(flash_dir, "identity"), "wb") as f:
-        f.write(IDENTITY.pack(shoe_id, 1))
-    return shoe_id, 1, str(made["public_key"])
-
-
-def _load_pub(pem: str) -> Any:
-    from cryptography.hazmat.primitives import serialization
-
-    return serialization.load_pem_public_key(pem.encode())
+    serial, xy, proof = factory.provision(store, flash_dir, shoe_id,
+                                          variant_byte() if variant is None else variant,
+                                          command_xy)
+    key = registry.check_provisioning(serial, shoe_id, xy, command_xy, proof)
+    return Provisioned(shoe_id, 1, keys.public_pem(key), serial.hex())
 
 
 _RUNNING: weakref.WeakSet[Element] = weakref.WeakSet()
@@ -206,6 +205,13 @@ class Element:
             self.tmp = None
 
 
+BLANK_EXIT = 5  # boards/virtual/main.py: a factory-fresh shoe, whose port is the REPL's
+
+
+class Blank(SabotError):
+    """The board found its element factory-fresh: it runs no firmware, its port is a REPL."""
+
+
 class VirtualBoard:
     def __init__(self, flash_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0,
                  code: str | os.PathLike[str] | None = None, sign_ms: int = SIGN_MS,
@@ -273,6 +279,8 @@ class VirtualBoard:
         if proc.poll() is not None:
             said = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace")
             err = said.strip().splitlines()
+            if proc.returncode == BLANK_EXIT:
+                raise Blank(f"{self.url}: a blank shoe (its element was never provisioned)")
             raise SabotError(f"the virtual board stopped: {err[-1] if err else 'no message'}")
         return self
 

@@ -42,7 +42,7 @@ class Session:
         self.key = key
         self.flash_dir = flash_dir
         self.sign_ms = sign_ms
-        shoe_id, version, pem = provision(flash_dir, key, config.shoe_id if config else None)
+        shoe_id, version, pem, _ = provision(flash_dir, key, config.shoe_id if config else None)
         self.config = config or ShoeEntry(shoe_id)
         self.config.add_public_key(version, pem)
         self.records: list[tuple[str, dict[str, Any]]] = []
@@ -183,8 +183,9 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
     flash_dir = db + ".flash"
     # the demo's shoe is provisioned for this command key (kept when it is) and registered like
     # any other, with its result key
-    shoe_id, version, pem = provision(flash_dir, key)
-    entry, _ = reg.register(shoe_id, version, pem, table="" if shoe_id in reg.shoes else "demo")
+    shoe_id, version, pem, serial = provision(flash_dir, key)
+    entry, _ = reg.register(shoe_id, version, pem, table="" if shoe_id in reg.shoes else "demo",
+                            serial=serial)
     t0 = time.monotonic()
     session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
                       config=entry, on_alarm=on_alarm)
@@ -262,29 +263,43 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
 def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | None = None,
                    maintenance: bool = False) -> None:
     """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's
-    is: it runs root/main.py when there is one; when there is none, or after an authenticated
-    maintenance command, its port serves the MicroPython REPL (mpremote deploys through it), and
-    when that session ends (a hard reset) it boots again, running whatever was deployed."""
-    from sabot.virtual.board import MAINTENANCE_EXIT, Element, element_store, serve_repl
+    is, and whose element is `root.element` (an empty or missing one: a factory-fresh chip). It
+    runs root/main.py when there is one; when there is none, on a blank shoe (its element never
+    provisioned) or after an authenticated maintenance command, its port serves the MicroPython
+    REPL (mpremote deploys and `sabot provision --port` provisions through it), and when that
+    session ends (a hard reset) it boots again, running whatever was deployed."""
+    from sabot.virtual.board import (
+        MAINTENANCE_EXIT,
+        Blank,
+        Element,
+        element_store,
+        serve_repl,
+    )
 
-    os.makedirs(os.path.join(root, "data"), exist_ok=True)
-    store = element_store(root)  # outside the board's filesystem
+    os.makedirs(root, exist_ok=True)  # an empty one: a blank shoe's filesystem
+    store = element_store(root)  # outside the board's filesystem: a factory-fresh chip if new
+    os.makedirs(store, mode=0o700, exist_ok=True)
+    blank = False
     while True:
-        if maintenance or not os.path.exists(os.path.join(root, "main.py")):
-            print(f"virtual board: REPL on socket://{host}:{port} (maintenance)", file=sys.stderr,
+        if blank or maintenance or not os.path.exists(os.path.join(root, "main.py")):
+            why = "maintenance" if maintenance else "a blank shoe: deploy, then provision"
+            print(f"virtual board: REPL on socket://{host}:{port} ({why})", file=sys.stderr,
                   flush=True)
             element = Element(store)
             try:
-                address = element.start() if os.path.isdir(store) else None
+                address = element.start()
                 serve_repl(host, port, root, address)
             finally:
                 element.stop()
-            maintenance = False
+            maintenance = blank = False
             continue
         board = VirtualBoard(os.path.join(root, "data"), host, port, code=root, element=store)
         show_on_stdout(board)
         try:
             board.start()
+        except Blank:
+            blank = True
+            continue
         except SabotError as e:
             print(f"virtual board: {e}; REPL open for maintenance", file=sys.stderr)
             maintenance = True
@@ -307,9 +322,9 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
                      store: str | None = None) -> None:
     """`sabot board --key FILE`: provision the virtual shoe for this command key (kept when it
     is) and register its result key."""
-    shoe_id, version, pem = provision(flash_dir, key, store=store)
+    shoe_id, version, pem, serial = provision(flash_dir, key, store=store)
     reg = Registry.load(registry)
-    if reg.register(shoe_id, version, pem)[1]:
+    if reg.register(shoe_id, version, pem, serial=serial)[1]:
         print(f"virtual shoe {shoe_id:#010x} registered in {reg.path}", file=sys.stderr)
 
 

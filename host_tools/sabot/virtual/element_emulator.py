@@ -1,17 +1,22 @@
-"""The virtual board's secure element: an ATECC608-class chip emulated in its own process.
+"""The virtual board's secure element: an ATECC608B emulated in its own process.
 
 The firmware's driver (firmware/shoe/element.py) talks to it through a virtual I2C bus
 (boards/virtual/i2c_socket.py) with the chip's real command protocol, so the same driver runs on a
-real board. The emulator keeps its key store in a directory of its own (0600 files), outside any
-board flash: the firmware can ask for signatures, never for a key, as with the real chip.
+real board. The chip's memory is modelled as the data sheet lays it out (docs/ELEMENT.md):
 
-Slot layout (what a factory programmer leaves in the chip):
+  configuration zone  128 bytes: serial number, revision, SlotConfig, KeyConfig, counters,
+                      LockValue (byte 86), LockConfig (byte 87), SlotLocked (88-89)
+  data zone           16 slots: 0-7 of 36 bytes, 8 of 416, 9-15 of 72
+  OTP zone            64 bytes
 
-  slot 0     result-signing key, version 1: P-256 private key made inside (GenKey), locked
-  slot 1     the command key's PUBLIC key (P-256), for Verify stored of host commands
-  slot 2     result-signing key, version 2 (`rekey`); slots 3-7 the versions after that
-  counter 0  command counter (monotonic; a command carries the next value)
-  counter 1  spare
+and refuses what a real chip refuses, by the configuration it holds and the zones' lock state:
+an empty store is a chip as it leaves the factory (both zones unlocked, no key anywhere). Sabot's
+own configuration is written by the shoe at provisioning (firmware/shoe/provision.py), through
+Write and Lock, never into the store's files.
+
+The store directory (0700, files 0600, outside any board flash) holds config.bin, data.bin,
+otp.bin and counters.json, each replaced atomically before the chip answers (its EEPROM). A
+private key is the 32-byte scalar in its slot, made by GenKey; nothing the chip sends carries one.
 
 Bus framing over the socket (one request, one reply; a reply never carries key material):
 
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import (
     Prehashed,
@@ -46,17 +51,29 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 )
 
 ADDRESS = 0x60
-RESULT_SLOTS = (0, 2, 3, 4, 5, 6, 7)  # result key versions 1, 2, 3, ...
-COMMAND_KEY_SLOT = 1
-COMMAND_COUNTER = 0
 COUNTER_MAX = 2_097_151  # the ATECC608's counter limit
 
-INFO, RANDOM, GENKEY, NONCE, SIGN, VERIFY, COUNTER, SHA, READ = (
-    0x30, 0x1B, 0x40, 0x16, 0x41, 0x45, 0x24, 0x47, 0x02)
+INFO, RANDOM, GENKEY, NONCE, SIGN, VERIFY, COUNTER, SHA, READ, WRITE, LOCK = (
+    0x30, 0x1B, 0x40, 0x16, 0x41, 0x45, 0x24, 0x47, 0x02, 0x12, 0x17)
 OK, MISCOMPARE, PARSE_ERROR, EXECUTION_ERROR, AFTER_WAKE, CRC_ERROR = (
     0x00, 0x01, 0x03, 0x0F, 0x11, 0xFF)
-REVISION = bytes((0x00, 0x00, 0x60, 0x02))  # what Info answers: an ATECC608A
+REVISION = bytes((0x00, 0x00, 0x60, 0x03))  # what Info answers: an ATECC608B
 WATCHDOG_MS = 1300
+
+ZONE_CONFIG, ZONE_OTP, ZONE_DATA = 0, 1, 2
+SLOT_SIZES = (36,) * 8 + (416,) + (72,) * 7
+SLOT_AT = tuple(sum(SLOT_SIZES[:i]) for i in range(16))
+DATA_SIZE = sum(SLOT_SIZES)  # 1208
+OTP_SIZE = 64
+UNLOCKED = 0x55  # LockValue / LockConfig of an unlocked zone
+# configuration zone offsets (data sheet, "Configuration zone")
+LOCK_VALUE, LOCK_CONFIG, SLOT_LOCKED = 86, 87, 88
+SLOT_CONFIG_AT, KEY_CONFIG_AT = 20, 96
+KEY_TYPE_P256 = 4
+# Random before the configuration zone is locked: the data sheet's fixed test pattern
+RANDOM_BEFORE_LOCK = bytes((0xFF, 0xFF, 0x00, 0x00)) * 8
+# SHA-256 is SHA; P-256's order, for the scalar a slot must hold to be a key
+P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
 
 
 def crc16(data: bytes) -> bytes:
@@ -90,14 +107,7 @@ def _private_mode(path: Path, data: bytes) -> None:
 
 
 def _xy(key: ec.EllipticCurvePublicKey) -> bytes:
-    raw = key.public_bytes(serialization.Encoding.X962,
-                           serialization.PublicFormat.UncompressedPoint)
-    return raw[1:]
-
-
-def _pem(key: ec.EllipticCurvePublicKey) -> str:
-    return key.public_bytes(serialization.Encoding.PEM,
-                            serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return key.public_numbers().x.to_bytes(32, "big") + key.public_numbers().y.to_bytes(32, "big")
 
 
 def public_key_from_xy(xy: bytes) -> ec.EllipticCurvePublicKey:
@@ -110,58 +120,102 @@ def signature_to_der(rs: bytes) -> bytes:
     return encode_dss_signature(int.from_bytes(rs[:32], "big"), int.from_bytes(rs[32:], "big"))
 
 
+def factory_config() -> bytes:
+    """A blank chip's configuration zone: a new serial number, both zones unlocked (0x55), every
+    slot unlocked, SlotConfig and KeyConfig zero (a factory part's defaults vary by ordering
+    code; whatever they are, provisioning writes its own before the lock)."""
+    sn = b"\x01\x23" + os.urandom(2) + REVISION + os.urandom(4) + b"\xee"
+    head = sn + bytes((0x01, 0x01, 0x00))  # AES_Enable, I2C_Enable, reserved
+    rest = bytearray(128 - len(head))
+    rest[0] = 0xC0  # byte 16, I2C_Address (the 8-bit form of 0x60)
+    for at in (52, 60):  # Counter[0], Counter[1]: the data sheet's encoding of zero
+        rest[at - 16:at - 12] = b"\xff\xff\xff\xff"
+    rest[LOCK_VALUE - 16] = rest[LOCK_CONFIG - 16] = UNLOCKED
+    rest[SLOT_LOCKED - 16] = rest[SLOT_LOCKED - 15] = 0xFF
+    return head + bytes(rest)
+
+
 class KeyStore:
-    """The chip's non-volatile state, one file per item in a 0700 directory."""
+    """The chip's non-volatile memory, one file per zone in a 0700 directory. An empty directory
+    is a factory-fresh chip."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.dir, 0o700)
+        if not (self.dir / "config.bin").exists():
+            _private_mode(self.dir / "data.bin", bytes(DATA_SIZE))
+            _private_mode(self.dir / "otp.bin", bytes(OTP_SIZE))
+            _private_mode(self.dir / "counters.json", b"[0, 0]")
+            _private_mode(self.dir / "config.bin", factory_config())  # last: the chip exists
+        self.config = bytearray((self.dir / "config.bin").read_bytes())
+        self.data = bytearray((self.dir / "data.bin").read_bytes())
+        self.otp = bytearray((self.dir / "otp.bin").read_bytes())
+        self.counters: list[int] = json.loads((self.dir / "counters.json").read_text())
+        if len(self.config) != 128 or len(self.data) != DATA_SIZE or len(self.otp) != OTP_SIZE:
+            raise ValueError(f"{self.dir}: not an element store")
 
-    def _meta_path(self) -> Path:
-        return self.dir / "meta.json"
+    def save(self, zone: str) -> None:
+        if zone == "counters":
+            _private_mode(self.dir / "counters.json", json.dumps(self.counters).encode())
+        else:
+            _private_mode(self.dir / f"{zone}.bin", bytes(getattr(self, zone)))
 
-    def meta(self) -> dict[str, Any]:
-        p = self._meta_path()
-        if p.exists():
-            loaded: dict[str, Any] = json.loads(p.read_text())
-            return loaded
-        return {"locked": [], "counters": [0, 0]}
+    # -- what the configuration says ----------------------------------------------------------
 
-    def save_meta(self, meta: dict[str, Any]) -> None:
-        _private_mode(self._meta_path(), json.dumps(meta, sort_keys=True).encode())
+    def config_locked(self) -> bool:
+        return self.config[LOCK_CONFIG] != UNLOCKED
 
-    def config(self) -> bytes:
-        """128 bytes of configuration zone; the serial number is made once, at first use."""
-        p = self.dir / "config.bin"
-        if not p.exists():
-            sn = b"\x01\x23" + os.urandom(2) + REVISION + os.urandom(4) + b"\xee"
-            _private_mode(p, sn + bytes(128 - len(sn)))
-        return p.read_bytes()
+    def data_locked(self) -> bool:
+        return self.config[LOCK_VALUE] != UNLOCKED
+
+    def slot_config(self, slot: int) -> int:
+        at = SLOT_CONFIG_AT + 2 * slot
+        return self.config[at] | self.config[at + 1] << 8
+
+    def key_config(self, slot: int) -> int:
+        at = KEY_CONFIG_AT + 2 * slot
+        return self.config[at] | self.config[at + 1] << 8
+
+    def slot_locked(self, slot: int) -> bool:
+        bits = self.config[SLOT_LOCKED] | self.config[SLOT_LOCKED + 1] << 8
+        return not bits >> slot & 1
+
+    def is_private(self, slot: int) -> bool:
+        """KeyConfig.Private set and KeyType P-256: the slot holds an ECC private key."""
+        k = self.key_config(slot)
+        return bool(k & 1) and (k >> 2) & 7 == KEY_TYPE_P256
+
+    def is_public(self, slot: int) -> bool:
+        k = self.key_config(slot)
+        return not k & 1 and (k >> 2) & 7 == KEY_TYPE_P256
+
+    def slot_bytes(self, slot: int) -> bytearray:
+        return self.data[SLOT_AT[slot]:SLOT_AT[slot] + SLOT_SIZES[slot]]
 
     def private_key(self, slot: int) -> ec.EllipticCurvePrivateKey | None:
-        p = self.dir / f"slot{slot}.pem"
-        if not p.exists():
+        """The key in a private-key slot (the scalar after 4 pad bytes), None if none is there."""
+        at = SLOT_AT[slot]
+        scalar = int.from_bytes(self.data[at + 4:at + 36], "big")
+        if not 0 < scalar < P256_ORDER:
             return None
-        key = serialization.load_pem_private_key(p.read_bytes(), password=None)
-        assert isinstance(key, ec.EllipticCurvePrivateKey)
-        return key
+        return ec.derive_private_key(scalar, ec.SECP256R1())
 
     def set_private_key(self, slot: int, key: ec.EllipticCurvePrivateKey) -> None:
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-        _private_mode(self.dir / f"slot{slot}.pem", pem)
+        at = SLOT_AT[slot]
+        self.data[at:at + 36] = bytes(4) + key.private_numbers().private_value.to_bytes(32, "big")
+        self.save("data")
 
     def stored_public_key(self, slot: int) -> ec.EllipticCurvePublicKey | None:
-        p = self.dir / f"slot{slot}.pub.pem"
-        if not p.exists():
+        """A public key in a 72-byte slot, as CryptoAuthLib writes it: 4 pad bytes, X, 4 pad
+        bytes, Y."""
+        raw = self.slot_bytes(slot)
+        if len(raw) < 72:
             return None
-        key = serialization.load_pem_public_key(p.read_bytes())
-        assert isinstance(key, ec.EllipticCurvePublicKey)
-        return key
-
-    def set_stored_public_key(self, slot: int, key: ec.EllipticCurvePublicKey) -> None:
-        _private_mode(self.dir / f"slot{slot}.pub.pem", _pem(key).encode())
+        try:
+            return public_key_from_xy(bytes(raw[4:36] + raw[40:72]))
+        except ValueError:
+            return None
 
 
 class Chip:
@@ -255,7 +309,8 @@ class Chip:
         """The response data of one command, or a status byte."""
         handler = {INFO: self._info, RANDOM: self._random, GENKEY: self._genkey,
                    NONCE: self._nonce, SIGN: self._sign, VERIFY: self._verify,
-                   COUNTER: self._counter, SHA: self._sha, READ: self._read}.get(opcode)
+                   COUNTER: self._counter, SHA: self._sha, READ: self._read,
+                   WRITE: self._write, LOCK: self._lock}.get(opcode)
         if handler is None:
             return PARSE_ERROR
         return handler(p1, p2, data)
@@ -268,25 +323,34 @@ class Chip:
     def _random(self, p1: int, p2: int, data: bytes) -> bytes | int:
         if data and len(data) != 20:
             return PARSE_ERROR
+        if not self.store.config_locked():
+            return RANDOM_BEFORE_LOCK  # the data sheet: a fixed pattern until the config lock
         return os.urandom(32)
 
     def _genkey(self, p1: int, p2: int, data: bytes) -> bytes | int:
-        slot = p2
-        if data or slot > 15:
+        slot, st = p2, self.store
+        if data or slot > 15 or p1 not in (0x00, 0x04):
             return PARSE_ERROR
+        # GenKey needs a locked configuration and a slot configured as a P-256 private key
+        if not st.config_locked() or not st.is_private(slot):
+            return EXECUTION_ERROR
         if p1 == 0x04:
             return self.genkey(slot)
-        if p1 == 0x00:
-            key = self.store.private_key(slot)
-            return EXECUTION_ERROR if key is None else _xy(key.public_key())
-        return PARSE_ERROR
+        key = st.private_key(slot)
+        # the public key of a private key: only where KeyConfig.PubInfo allows it
+        if key is None or not st.key_config(slot) & 0x02:
+            return EXECUTION_ERROR
+        return _xy(key.public_key())
 
     def genkey(self, slot: int) -> bytes | int:
-        """A new private key made in `slot` (a result slot not locked); its public X||Y."""
-        if slot not in RESULT_SLOTS or slot in self.store.meta()["locked"]:
+        """A new private key made in `slot`; its public X||Y. Before the data zone is locked any
+        private-key slot takes one; after it, only a slot whose SlotConfig.WriteConfig allows
+        GenKey (bit 13) and that is not locked on its own (SlotLocked)."""
+        st = self.store
+        if st.data_locked() and (not st.slot_config(slot) & 0x2000 or st.slot_locked(slot)):
             return EXECUTION_ERROR
         key = ec.generate_private_key(ec.SECP256R1())
-        self.store.set_private_key(slot, key)
+        st.set_private_key(slot, key)
         return _xy(key.public_key())
 
     def _nonce(self, p1: int, p2: int, data: bytes) -> bytes | int:
@@ -298,7 +362,12 @@ class Chip:
     def _sign(self, p1: int, p2: int, data: bytes) -> bytes | int:
         if p1 != 0x80 or data or p2 > 15:
             return PARSE_ERROR
-        key = self.store.private_key(p2)
+        st = self.store
+        # a private key signs only once the data zone is locked, in a slot whose
+        # SlotConfig.ReadKey bit 0 enables external signatures
+        if not st.data_locked() or not st.is_private(p2) or not st.slot_config(p2) & 0x01:
+            return EXECUTION_ERROR
+        key = st.private_key(p2)
         if key is None or self.tempkey is None:
             return EXECUTION_ERROR
         der = key.sign(self.tempkey, ec.ECDSA(Prehashed(hashes.SHA256())))
@@ -307,6 +376,9 @@ class Chip:
         return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
     def _verify(self, p1: int, p2: int, data: bytes) -> bytes | int:
+        st = self.store
+        if not st.config_locked():
+            return EXECUTION_ERROR
         if p1 == 0x02:
             if p2 != 0x0004 or len(data) != 128:
                 return PARSE_ERROR
@@ -317,7 +389,11 @@ class Chip:
         elif p1 == 0x00:
             if p2 > 15 or len(data) != 64:
                 return PARSE_ERROR
-            stored = self.store.stored_public_key(p2)
+            # a stored public key: a P-256 public-key slot of a locked data zone, one that needs
+            # no validation (KeyConfig.PubInfo 0; validated keys are not emulated)
+            if not st.data_locked() or not st.is_public(p2) or st.key_config(p2) & 0x02:
+                return EXECUTION_ERROR
+            stored = st.stored_public_key(p2)
             if stored is None:
                 return EXECUTION_ERROR
             key = stored
@@ -335,14 +411,16 @@ class Chip:
     def _counter(self, p1: int, p2: int, data: bytes) -> bytes | int:
         if p1 not in (0, 1) or p2 not in (0, 1) or data:
             return PARSE_ERROR
-        meta = self.store.meta()
-        value = meta["counters"][p2]
+        st = self.store
+        if not st.config_locked():
+            return EXECUTION_ERROR
+        value = st.counters[p2]
         if p1 == 1:
             if value >= COUNTER_MAX:
                 return EXECUTION_ERROR
             value += 1
-            meta["counters"][p2] = value
-            self.store.save_meta(meta)  # durable before the answer, as the chip's EEPROM
+            st.counters[p2] = value
+            st.save("counters")  # durable before the answer, as the chip's EEPROM
         return value.to_bytes(4, "little")
 
     def _sha(self, p1: int, p2: int, data: bytes) -> bytes | int:
@@ -368,82 +446,116 @@ class Chip:
             return digest
         return PARSE_ERROR
 
-    def _read(self, p1: int, p2: int, data: bytes) -> bytes | int:
-        if data or p1 & 0x03 != 0x00:  # only the configuration zone is readable
-            return EXECUTION_ERROR if not data else PARSE_ERROR
-        config = self.store.config()
-        block, word = (p2 >> 3) & 0x03, p2 & 0x07
-        at = block * 32 + word * 4
-        n = 32 if p1 & 0x80 else 4
-        if at + n > len(config):
+    # -- Read, Write, Lock ------------------------------------------------------------------
+
+    def _where(self, p1: int, p2: int) -> tuple[int, int, int, int] | int:
+        """(zone, slot, byte offset in the zone or slot, length) of a Read/Write address, or a
+        status. Config and OTP: param2 = block << 3 | word; data: block << 8 | slot << 3 | word.
+        A 32-byte access starts at a block (word 0)."""
+        zone, n = p1 & 0x03, 32 if p1 & 0x80 else 4
+        if p1 & 0x7C or zone == 3:
+            return PARSE_ERROR  # encrypted access (bit 6) is not emulated
+        word = p2 & 0x07
+        if n == 32 and word:
             return PARSE_ERROR
-        return config[at:at + n]
+        if zone == ZONE_DATA:
+            slot, block = (p2 >> 3) & 0x0F, p2 >> 8
+            at = block * 32 + word * 4
+            if at >= SLOT_SIZES[slot] or p2 & 0x80:
+                return PARSE_ERROR
+            return zone, slot, at, n
+        block = (p2 >> 3) & 0x1F
+        at = block * 32 + word * 4
+        if p2 >> 8 or at + n > (128 if zone == ZONE_CONFIG else OTP_SIZE):
+            return PARSE_ERROR
+        return zone, 0, at, n
 
+    def _read(self, p1: int, p2: int, data: bytes) -> bytes | int:
+        if data:
+            return PARSE_ERROR
+        where = self._where(p1, p2)
+        if isinstance(where, int):
+            return where
+        zone, slot, at, n = where
+        st = self.store
+        if zone == ZONE_CONFIG:
+            return bytes(st.config[at:at + n])  # always readable
+        # the data and OTP zones are readable only once locked; a slot with SlotConfig.IsSecret
+        # (bit 7) never in the clear (encrypted reads are not emulated)
+        if not st.data_locked():
+            return EXECUTION_ERROR
+        if zone == ZONE_OTP:
+            return bytes(st.otp[at:at + n])
+        if st.slot_config(slot) & 0x80:
+            return EXECUTION_ERROR
+        raw = bytes(st.slot_bytes(slot)[at:at + n])
+        return raw + bytes(n - len(raw))  # past a 72-byte slot's end: undefined, zeros here
 
-# -- factory provisioning (host side, as a programmer does before the shoe leaves) -------------
+    def _write(self, p1: int, p2: int, data: bytes) -> bytes | int:
+        where = self._where(p1, p2)
+        if isinstance(where, int):
+            return where
+        zone, slot, at, n = where
+        if len(data) != n:
+            return PARSE_ERROR
+        st = self.store
+        if zone == ZONE_CONFIG:
+            # bytes 0-15 (serial number, revision, I2C_Enable) are the factory's; 84-87
+            # (UserExtra, UserExtraAdd, LockValue, LockConfig) change by UpdateExtra and Lock
+            if st.config_locked() or at < 16 or (at < 88 and at + n > 84):
+                return EXECUTION_ERROR
+            st.config[at:at + n] = data
+            st.save("config")
+            return OK
+        # the data and OTP zones take writes only after the configuration is locked
+        if not st.config_locked():
+            return EXECUTION_ERROR
+        if zone == ZONE_OTP:
+            if st.data_locked():
+                return EXECUTION_ERROR  # OTP is read-only once the data zone is locked
+            st.otp[at:at + n] = data
+            st.save("otp")
+            return OK
+        if at + n > SLOT_SIZES[slot] or st.is_private(slot):
+            return EXECUTION_ERROR  # past the slot, or a private key (PrivWrite only)
+        if st.data_locked():
+            # SlotConfig.WriteConfig (bits 12-15) 0000: Always; every other mode is Never,
+            # PubInvalid or an encrypted write, none of which a clear Write may do
+            if st.slot_config(slot) >> 12 or st.slot_locked(slot):
+                return EXECUTION_ERROR
+        base = SLOT_AT[slot] + at
+        st.data[base:base + n] = data
+        st.save("data")
+        return OK
 
-
-def provision(store_dir: str | os.PathLike[str],
-              command_public_key_pem: str | bytes | None) -> dict[str, Any]:
-    """A fresh chip: slot 0 made inside and locked, the command key's public key in slot 1,
-    counters at zero. Returns slot 0's public key (PEM) and the chip's serial number."""
-    store = KeyStore(store_dir)
-    for p in store.dir.glob("slot*"):
-        p.unlink()
-    store.save_meta({"locked": [], "counters": [0, 0]})
-    chip = Chip(store)
-    xy = chip.genkey(0)
-    assert isinstance(xy, bytes)
-    locked = [0]
-    if command_public_key_pem is not None:
-        pem = command_public_key_pem
-        key = serialization.load_pem_public_key(pem.encode() if isinstance(pem, str) else pem)
-        if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
-            raise ValueError("the command key must be a P-256 public key")
-        store.set_stored_public_key(COMMAND_KEY_SLOT, key)
-        locked.append(COMMAND_KEY_SLOT)
-    store.save_meta({"locked": locked, "counters": [0, 0]})
-    config = store.config()
-    return {"slot": 0, "public_key": _pem(public_key_from_xy(xy)),
-            "serial": (config[0:4] + config[8:13]).hex()}
-
-
-def result_slot(store_dir: str | os.PathLike[str]) -> int:
-    """The newest result key's slot (its version is its index in RESULT_SLOTS + 1)."""
-    store = KeyStore(store_dir)
-    present = [s for s in RESULT_SLOTS if (store.dir / f"slot{s}.pem").exists()]
-    if not present:
-        raise ValueError(f"{store_dir}: not provisioned")
-    return present[-1]
-
-
-def rekey(store_dir: str | os.PathLike[str]) -> str:
-    """The next result key version: GenKey inside the next result slot (slot 2 after slot 0),
-    locked. Returns its public key (PEM)."""
-    store = KeyStore(store_dir)
-    current = RESULT_SLOTS.index(result_slot(store_dir))
-    if current + 1 >= len(RESULT_SLOTS):
-        raise ValueError("every result slot is used")
-    slot = RESULT_SLOTS[current + 1]
-    xy = Chip(store).genkey(slot)
-    if not isinstance(xy, bytes):
-        raise ValueError(f"slot {slot} is locked")
-    meta = store.meta()
-    meta["locked"] = sorted(set(meta["locked"]) | {slot})
-    store.save_meta(meta)
-    return _pem(public_key_from_xy(xy))
-
-
-def public_key(store_dir: str | os.PathLike[str], slot: int) -> str:
-    """The public key (PEM) of a result slot's private key, or the one stored in slot 1."""
-    store = KeyStore(store_dir)
-    private = store.private_key(slot)
-    if private is not None:
-        return _pem(private.public_key())
-    stored = store.stored_public_key(slot)
-    if stored is None:
-        raise ValueError(f"slot {slot} holds no key")
-    return _pem(stored)
+    def _lock(self, p1: int, p2: int, data: bytes) -> bytes | int:
+        mode, check = p1 & 0x03, not p1 & 0x80
+        if data or p1 & 0x40 or mode == 3 or (mode != 2 and p1 & 0x3C):
+            return PARSE_ERROR
+        st = self.store
+        if mode == 0:  # the configuration zone, with the CRC of all its 128 bytes
+            if st.config_locked():
+                return EXECUTION_ERROR
+            if check and crc16(bytes(st.config)) != p2.to_bytes(2, "little"):
+                return EXECUTION_ERROR  # the summary does not match: nothing locked
+            st.config[LOCK_CONFIG] = 0x00
+            st.save("config")
+            return OK
+        if mode == 1:  # the data and OTP zones, with the CRC of their contents, slot by slot
+            if not st.config_locked() or st.data_locked():
+                return EXECUTION_ERROR
+            if check and crc16(bytes(st.data) + bytes(st.otp)) != p2.to_bytes(2, "little"):
+                return EXECUTION_ERROR
+            st.config[LOCK_VALUE] = 0x00
+            st.save("config")
+            return OK
+        slot = (p1 >> 2) & 0x0F  # one slot: data zone locked, KeyConfig.Lockable (bit 5)
+        if not st.data_locked() or not st.key_config(slot) & 0x20 or st.slot_locked(slot):
+            return EXECUTION_ERROR
+        bits = (st.config[SLOT_LOCKED] | st.config[SLOT_LOCKED + 1] << 8) & ~(1 << slot)
+        st.config[SLOT_LOCKED], st.config[SLOT_LOCKED + 1] = bits & 0xFF, bits >> 8
+        st.save("config")
+        return OK
 
 
 # -- the socket -----------------------------------------------------------------------------------

@@ -1,0 +1,88 @@
+"""`sabot provision --port`: factory provisioning of a blank shoe over its port.
+
+A blank shoe (its element's data zone never locked) keeps the MicroPython REPL, and nothing else
+does (firmware/main.py). Over that REPL the host runs the shoe's own provisioning
+(`maint.provision`, firmware/shoe/provision.py): the shoe writes and locks its element's
+configuration, has it make result key 1 inside, writes the command key's public half, puts its
+identity on flash and locks the data zone. The host only hands over the shoe id, the variant byte
+and the command public key; what comes back (the chip's serial, result key 1, and key 1's
+signature of a statement naming them and the command key) is checked before it is registered."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from sabot import keys
+from sabot.errors import SabotError
+from sabot.link.transport import DEFAULT_BAUD, ShoePort
+from sabot.registry import check_provisioning
+from sabot.release.deploy import FRESH, PROBE_WAIT, hard_reset, mpremote
+
+ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
+
+
+def _dealing_shoe(url: str, baud: int) -> int | None:
+    """The id of a shoe answering a hello in the sabot protocol on `url`, or None."""
+    try:
+        port = ShoePort(url, baud, open_timeout=0)
+    except SabotError:
+        return None
+    try:
+        status = port.status_where(ANY_SHOE, lambda f: True, 2.0)
+    finally:
+        port.close()
+    return None if status is None else status.shoe_id
+
+
+def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes]:
+    """(shoe_id, serial, result key X||Y, proof) from maint.provision's PROVISIONED line;
+    SabotError with the shoe's reason for a REFUSED one."""
+    for line in said.splitlines():
+        words = line.split()
+        if words[:1] == ["REFUSED"]:
+            raise SabotError(f"the shoe refused provisioning: {' '.join(words[1:])}")
+        if words[:1] == ["PROVISIONED"] and len(words) == 5:
+            try:
+                return (int(words[1]), bytes.fromhex(words[2]), bytes.fromhex(words[3]),
+                        bytes.fromhex(words[4]))
+            except ValueError:
+                break
+    lines = said.strip().splitlines()
+    if any("ImportError" in ln and "maint" in ln for ln in lines):
+        raise SabotError("the shoe holds no sabot firmware: deploy it first (sabot deploy "
+                         "--port URL --board B)")
+    raise SabotError(f"the shoe did not say it was provisioned: "
+                     f"{lines[-1] if lines else 'no output'}")
+
+
+def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int | None,
+                        variant: int, baud: int = DEFAULT_BAUD,
+                        log: Callable[[str], Any] = print) -> tuple[int, str, str]:
+    """Provision the blank shoe on `url` for `command_key`: (shoe_id, result key 1's public
+    PEM, the element's serial number in hex). The shoe reboots into its firmware after."""
+    if shoe_id is None:
+        shoe_id = struct.unpack(">I", __import__("os").urandom(4))[0] & 0x7FFFFFFF
+    command_xy = keys.xy(command_key.public_key())
+    try:
+        mpremote(url, ["exec", "import os"], timeout=PROBE_WAIT)
+    except SabotError:
+        dealing = _dealing_shoe(url, baud)
+        if dealing is not None:
+            raise SabotError(f"{url}: shoe {dealing:#010x} is provisioned already and dealing "
+                             "(no REPL: provisioning is for a blank shoe)") from None
+        raise SabotError(f"nothing answers on {url}: neither a blank shoe's REPL nor a dealing "
+                         "shoe") from None
+    log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id:#010x}")
+    said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
+                                  f"'{command_xy.hex()}')"], timeout=60)
+    got_id, serial, result_xy, proof = parse_provisioned(said)
+    if got_id != shoe_id:
+        raise SabotError(f"the shoe answered for shoe {got_id:#010x}, not {shoe_id:#010x}")
+    public = check_provisioning(serial, shoe_id, result_xy, command_xy, proof)
+    log(f"its element {serial.hex()} is locked with sabot's configuration and made result "
+        "key 1 inside; it signed its provisioning")
+    hard_reset(url)
+    log("hard reset: the shoe boots its firmware (no REPL from now on)")
+    return shoe_id, keys.public_pem(public), serial.hex()

@@ -1,0 +1,106 @@
+"""The virtual shoe's factory: its element emulator driven through the shoe's own driver and
+provisioning code (firmware/shoe/element.py, firmware/shoe/provision.py) in this process, by the
+same chip commands a shoe sends over I2C — Write, Lock, GenKey, Read — never by writing the
+emulator's files. What a real ATECC608 would refuse, provisioning here is refused too."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+from sabot import paths
+from sabot.errors import SabotError
+from sabot.virtual import element_emulator as em
+
+
+class ChipBus:
+    """machine.I2C's two calls straight into an emulated chip (no socket, no process)."""
+
+    def __init__(self, chip: em.Chip) -> None:
+        self.chip = chip
+
+    def writeto(self, addr: int, buf: bytes, stop: bool = True) -> int:
+        if not self.chip.write(addr, bytes(buf)):
+            raise OSError(19)
+        return 1
+
+    def readfrom_into(self, addr: int, buf: bytearray, stop: bool = True) -> None:
+        data = self.chip.read(addr, len(buf))
+        if data is None:
+            raise OSError(19)
+        buf[:] = data
+
+
+def firmware(module: str) -> Any:
+    """A firmware module (`shoe.provision`, `shoe.element`, ...) imported from the checkout's
+    firmware/ tree: the shoe's code, run by the factory."""
+    where = str(paths.FIRMWARE)
+    if not (paths.FIRMWARE / "shoe").is_dir():
+        raise SabotError(f"no firmware tree at {where}: the virtual board needs the checkout")
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    return importlib.import_module(module)
+
+
+def element(store: str | os.PathLike[str]) -> Any:
+    """The shoe's element driver on the chip whose memory is `store` (a factory-fresh chip when
+    the directory is empty or missing), commands answered at once."""
+    try:
+        chip = em.Chip(em.KeyStore(store), sign_ms=0, ecc_ms=0, cmd_ms=0)
+    except (OSError, ValueError) as e:
+        raise SabotError(f"the element store {store} cannot be used: {e}") from None
+    return firmware("shoe.element").Element(ChipBus(chip))
+
+
+def state(store: str | os.PathLike[str]) -> str:
+    """blank | configured | provisioned | foreign (shoe/provision.py's state of the chip)."""
+    return str(firmware("shoe.provision").state(element(store)))
+
+
+def command_key_xy(store: str | os.PathLike[str]) -> bytes | None:
+    """The command public key a provisioned chip holds (its slot is readable), X||Y."""
+    el = element(store)
+    provision = firmware("shoe.provision")
+    if provision.state(el) != "provisioned":
+        return None
+    addr = firmware("shoe.element").data_address
+    raw = bytearray()
+    block = bytearray(32)
+    for b in range(3):
+        el.read(2, addr(provision.COMMAND_KEY_SLOT, b), block)
+        raw += block
+    return bytes(raw[4:36] + raw[40:72])
+
+
+def result_public_xy(store: str | os.PathLike[str], version: int) -> bytes:
+    """Result key `version`'s public half, asked of the chip (GenKey's public mode)."""
+    xy = bytearray(64)
+    element(store).public_key(firmware("shoe.store").result_slot(version), xy)
+    return bytes(xy)
+
+
+def provision(store: str | os.PathLike[str], flash_dir: str | os.PathLike[str], shoe_id: int,
+              variant: int, command_xy: bytes) -> tuple[bytes, bytes, bytes]:
+    """Provision the chip and the flash as a shoe provisions itself: (serial, result key 1
+    X||Y, proof). SabotError with the shoe's reason when the chip refuses."""
+    factory = firmware("shoe.provision")
+    os.makedirs(flash_dir, exist_ok=True)
+    flash = firmware("shoe.store").Flash(os.fspath(flash_dir))
+    try:
+        serial, xy, proof = factory.provision(element(store), flash, shoe_id, variant, command_xy)
+    except factory.Refused as e:
+        raise SabotError(f"provisioning refused: {e}") from None
+    return bytes(serial), bytes(xy), bytes(proof)
+
+
+def rekey(store: str | os.PathLike[str], version: int) -> bytes:
+    """GenKey of result key `version + 1` in its slot, which is then locked: its X||Y (tests that
+    need a rekeyed element; a shoe does it in maint.rekey, with its certificate)."""
+    el = element(store)
+    slot = firmware("shoe.store").result_slot(version + 1)
+    xy = bytearray(64)
+    el.genkey(slot, xy)
+    el.lock(firmware("shoe.element").LOCK_SLOT | slot << 2)
+    return bytes(xy)

@@ -1,0 +1,193 @@
+"""The element emulator refuses what a real ATECC608 refuses: each test is one rule of the data
+sheet (ATECC608B, "Configuration zone", "Lock command", "Write command", "Read command", "GenKey
+command", "Sign command", "Verify command"), as Microchip's CryptoAuthLib and
+dmazzella/ucryptoauthlib drive it — through the shoe's own driver, in process.
+
+Then sabot's provisioning on such a chip: a factory-fresh one is set up, a provisioned one or one
+locked with another configuration is refused, and an interrupted provisioning starts again."""
+
+import hashlib
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from sabot import keys
+from sabot.errors import SabotError
+from sabot.registry import check_provisioning
+from sabot.virtual import element_emulator as em
+from sabot.virtual import factory
+
+el_mod = factory.firmware("shoe.element")
+provision = factory.firmware("shoe.provision")
+store_mod = factory.firmware("shoe.store")
+ElementError = el_mod.ElementError
+CONFIG, OTP, DATA = el_mod.ZONE_CONFIG, el_mod.ZONE_OTP, el_mod.ZONE_DATA
+addr = el_mod.data_address
+COMMAND_XY = keys.xy(ec.generate_private_key(ec.SECP256R1()).public_key())
+
+
+def refused(call, status=el_mod.EXECUTION_ERROR):
+    with pytest.raises(ElementError) as e:
+        call()
+    assert e.value.status == status
+    return True
+
+
+@pytest.fixture
+def chip(tmp_path):
+    """A factory-fresh chip (an empty store) and its driver."""
+    return factory.element(tmp_path / "el")
+
+
+def config_of(chip):
+    return provision._read_config(chip)
+
+
+def lock_sabot_config(chip):
+    provision._write_configuration(chip)
+    chip.lock(el_mod.LOCK_CONFIG, el_mod.crc16(config_of(chip), 0, 128))
+
+
+def test_a_factory_chip_has_both_zones_unlocked(chip):
+    # LockValue (byte 86) and LockConfig (87) are 0x55 until locked; SlotLocked (88-89) all ones
+    c = config_of(chip)
+    assert chip.locked() == (False, False) and c[86] == c[87] == 0x55 and c[88:90] == b"\xff\xff"
+    assert c[0:2] == b"\x01\x23" and c[12] == 0xEE and chip.info() == bytes.fromhex("00006003")
+    assert provision.state(chip) == "blank"
+
+
+def test_before_the_configuration_lock_keys_and_the_data_zone_are_off_limits(chip):
+    # "GenKey, Sign, ... require the configuration zone to be locked"; the data zone can be
+    # neither written nor read before it; Random answers a fixed pattern
+    assert refused(lambda: chip.genkey(0, bytearray(64)))
+    assert refused(lambda: chip.write(DATA, addr(9, 0), bytes(32)))
+    assert refused(lambda: chip.read(DATA, addr(9, 0), bytearray(32)))
+    assert refused(lambda: chip.lock(el_mod.LOCK_DATA | el_mod.LOCK_NO_CRC))
+    assert refused(lambda: chip.counter(0))
+    out = bytearray(32)
+    assert chip.random(out) == bytes.fromhex("ffff0000") * 8
+
+
+def test_configuration_writes_spare_the_factory_bytes_and_the_lock_bytes(chip):
+    # bytes 0-15 (serial number, revision, I2C_Enable) are never written; 84-87 change only by
+    # UpdateExtra and Lock, so a 32-byte write of block 2 is refused too
+    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(0, 0), b"\0\0\0\0"))
+    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(0), bytes(32)))
+    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(2, 5), b"\0\0\0\0"))
+    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(2), bytes(32)))
+    chip.write(CONFIG, el_mod.config_address(0, 5), b"\x83\x20\x83\x20")  # bytes 20-23
+    assert config_of(chip)[20:24] == b"\x83\x20\x83\x20"
+
+
+def test_the_configuration_lock_checks_its_crc_and_is_for_good(chip):
+    # Lock mode 0 compares the CRC of all 128 bytes; a mismatch locks nothing
+    provision._write_configuration(chip)
+    crc = el_mod.crc16(config_of(chip), 0, 128)
+    assert refused(lambda: chip.lock(el_mod.LOCK_CONFIG, crc ^ 1))
+    assert chip.locked() == (False, False)
+    chip.lock(el_mod.LOCK_CONFIG, crc)
+    assert chip.locked() == (True, False) and provision.state(chip) == "configured"
+    assert refused(lambda: chip.lock(el_mod.LOCK_CONFIG | el_mod.LOCK_NO_CRC))
+    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(0, 5), b"\0\0\0\0"))
+
+
+def test_between_the_locks(chip):
+    # data zone unlocked: clear writes to any slot but a private key's (PrivWrite only), no
+    # reads, GenKey in any private-key slot, no Sign, no single-slot lock
+    lock_sabot_config(chip)
+    assert refused(lambda: chip.write(DATA, addr(0, 0), bytes(32)))
+    chip.write(DATA, addr(9, 0), bytes(range(32)))
+    assert refused(lambda: chip.read(DATA, addr(9, 0), bytearray(32)))
+    xy = bytearray(64)
+    chip.genkey(0, xy)
+    chip.genkey(0, bytearray(64))  # made again: nothing fixes slot 0 before the data lock
+    assert refused(lambda: chip.sign_digest(0, bytes(32), bytearray(64)))
+    assert refused(lambda: chip.lock(el_mod.LOCK_SLOT | 1 << 2))
+    assert refused(lambda: chip.write(DATA, addr(9, 2), bytes(32)))  # past the 72-byte slot
+
+
+def test_the_data_lock_checks_its_crc(tmp_path):
+    store = tmp_path / "el"
+    chip = factory.element(store)
+    lock_sabot_config(chip)
+    chip.write(OTP, el_mod.config_address(0), bytes(range(32)))
+    contents = bytes(em.KeyStore(store).data) + bytes(em.KeyStore(store).otp)
+    crc = em.crc16(contents)
+    assert refused(lambda: chip.lock(el_mod.LOCK_DATA, (crc[0] | crc[1] << 8) ^ 0x100))
+    chip.lock(el_mod.LOCK_DATA, crc[0] | crc[1] << 8)
+    assert chip.locked() == (True, True)
+    assert refused(lambda: chip.lock(el_mod.LOCK_DATA | el_mod.LOCK_NO_CRC))  # once only
+    assert refused(lambda: chip.write(OTP, el_mod.config_address(0), bytes(32)))  # read-only
+    assert chip.read(OTP, el_mod.config_address(0), bytearray(32)) == bytes(range(32))
+
+
+@pytest.fixture
+def provisioned(tmp_path):
+    store = tmp_path / "el"
+    serial, xy, proof = factory.provision(store, tmp_path / "flash", 0x5AB0_0007, 2, COMMAND_XY)
+    return factory.element(store), serial, xy, proof, tmp_path
+
+
+def test_a_provisioned_chip_keeps_its_keys_where_sabot_put_them(provisioned):
+    chip, serial, xy, proof, _ = provisioned
+    assert chip.locked() == (True, True) and provision.state(chip) == "provisioned"
+    # SlotConfig.IsSecret: the private key's slot is never read in the clear; the command
+    # key's slot is readable and WriteConfig Never refuses any new one
+    assert refused(lambda: chip.read(DATA, addr(0, 0), bytearray(32)))
+    assert factory.command_key_xy(chip_store(provisioned)) == COMMAND_XY
+    assert refused(lambda: chip.write(DATA, addr(9, 0), bytes(32)))
+    # slot 0's WriteConfig has no GenKey bit: version 1 can never be made again
+    assert refused(lambda: chip.genkey(0, bytearray(64)))
+    assert chip.public_key(0, bytearray(64)) == xy
+    # Verify stored takes a public-key slot only; Sign a private-key slot only
+    assert refused(lambda: chip.verify_stored(0, bytes(32), bytes(64)))
+    assert refused(lambda: chip.sign_digest(9, bytes(32), bytearray(64)))
+    # the key made inside signed the statement naming chip, shoe and command key
+    check_provisioning(serial, 0x5AB0_0007, xy, COMMAND_XY, proof)
+    with pytest.raises(SabotError):
+        check_provisioning(serial, 0x5AB0_0008, xy, COMMAND_XY, proof)
+
+
+def chip_store(provisioned):
+    return provisioned[4] / "el"
+
+
+def test_a_rekey_slot_takes_one_key_then_is_locked(provisioned):
+    # after the data lock GenKey needs SlotConfig.WriteConfig's GenKey bit and an unlocked slot
+    # (SlotLocked); Lock mode 2 locks one slot of a Lockable key, once
+    chip = provisioned[0]
+    new = bytearray(64)
+    chip.genkey(1, new)
+    chip.lock(el_mod.LOCK_SLOT | 1 << 2)
+    assert refused(lambda: chip.genkey(1, bytearray(64)))
+    assert refused(lambda: chip.lock(el_mod.LOCK_SLOT | 1 << 2))
+    assert config_of(chip)[88] == 0xFD
+    digest = hashlib.sha256(b"v2").digest()
+    sig = chip.sign_digest(1, digest, bytearray(64))
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+    em.public_key_from_xy(bytes(new)).verify(em.signature_to_der(bytes(sig)), digest,
+                                             ec.ECDSA(Prehashed(hashes.SHA256())))
+
+
+def test_provisioning_refuses_a_provisioned_or_foreign_chip(provisioned, tmp_path):
+    with pytest.raises(SabotError, match="provisioned already"):
+        factory.provision(chip_store(provisioned), tmp_path / "f2", 1, 2, COMMAND_XY)
+    foreign = tmp_path / "foreign"
+    chip = factory.element(foreign)
+    chip.write(CONFIG, el_mod.config_address(0, 5), b"\x8f\x8f\x8f\x8f")  # someone else's
+    chip.lock(el_mod.LOCK_CONFIG | el_mod.LOCK_NO_CRC)
+    with pytest.raises(SabotError, match="another configuration"):
+        factory.provision(foreign, tmp_path / "f3", 1, 2, COMMAND_XY)
+    assert not (tmp_path / "f3" / "identity").exists()
+
+
+def test_an_interrupted_provisioning_starts_again(tmp_path):
+    # power lost after the configuration lock: the shoe is still blank (its data zone open), and
+    # provisioning goes on from the locked configuration, which is sabot's
+    store = tmp_path / "el"
+    lock_sabot_config(factory.element(store))
+    serial, xy, proof = factory.provision(store, tmp_path / "flash", 3, 2, COMMAND_XY)
+    check_provisioning(serial, 3, xy, COMMAND_XY, proof)
+    flash = store_mod.Flash(str(tmp_path / "flash"))
+    assert store_mod.load_identity(flash) == (1, 3) and flash.read("variant") == b"\x02"
