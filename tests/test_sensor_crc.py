@@ -59,6 +59,20 @@ def test_the_crc_is_crc8_dvb_s2_in_firmware_and_host():
     assert bytes(sensor._CRC) == bytes(crc8_poly(bytes([i]), 0xD5) for i in range(256))
 
 
+def test_the_readme_frames_are_what_the_module_sends():
+    readme = (ROOT / "README.md").read_text()
+    examples = {"$R3SF0*CA\\n": ("R", "3S"), "$C--F0*24\\n": ("C", "--"),
+                "$U--F0*D9\\n": ("U", "--")}
+    for text, (kind, rank_suit) in examples.items():
+        assert f"`{text}`" in readme
+        assert sensor_frame(kind, rank_suit, 0xF0) == text.replace("\\n", "\n").encode()
+    assert "24 52 33 53 46 30 2A 43 41 0A" in readme
+    assert bytes.fromhex("24 52 33 53 46 30 2A 43 41 0A") == encode(ord("R"), b"3S", 0xF0)
+    for param in ("poly 0xD5", "init 0x00", "refin false", "refout false", "xorout 0x00",
+                  "check value 0xBC"):
+        assert param in readme
+
+
 def test_host_frames_equal_the_firmware_frames_for_every_card_and_confidence():
     for kind, rank_suit, _, _ in KINDS:
         for conf in range(256):
