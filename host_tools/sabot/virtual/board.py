@@ -43,13 +43,22 @@ from sabot.virtual import factory
 EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
 
 
+def crc8(data: bytes) -> int:
+    """CRC-8/DVB-S2 (poly 0xD5, init 0, not reflected, xorout 0): the recognition module's check
+    (README "Reference hardware"), computed bit by bit here, independently of the firmware's
+    table."""
+    c = 0
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = ((c << 1) ^ 0xD5) & 0xFF if c & 0x80 else (c << 1) & 0xFF
+    return c
+
+
 def sensor_frame(kind: str, rank_suit: str = "--", confidence: int = 0xF0) -> bytes:
     """The recognition module's frame for a card read (see firmware/shoe/sensor.py)."""
     body = (kind + rank_suit).encode() + f"{confidence:02X}".encode()
-    x = 0
-    for b in body:
-        x ^= b
-    return b"$" + body + b"*" + f"{x:02X}".encode() + b"\n"
+    return b"$" + body + b"*" + f"{crc8(body):02X}".encode() + b"\n"
 
 
 def card_bytes(token: str, confidence: int = 0xF0) -> bytes:
