@@ -1,8 +1,7 @@
-"""Deployment for real: a provisioned virtual board with no firmware (the unix-port MicroPython
-with a REPL on its port, as a fresh Pico has on USB; its secure element made its result key)
-gets the firmware through genuine mpremote sessions (`sabot deploy`), its result key is read from
-the element and registered, it boots, and passes a seeded integrity challenge checked with the
-registry alone. A second deploy onto the now-dealing shoe goes through the signed maintenance
+"""Deployment for real: a blank virtual board (the unix-port MicroPython with a REPL on its port,
+as a fresh Pico has on USB, and a factory-fresh secure element) gets the firmware through genuine
+mpremote sessions (`sabot deploy`), is provisioned over the same port (`sabot provision --port`),
+boots, and passes a seeded integrity challenge checked with the registry alone. A second deploy onto the now-dealing shoe goes through the signed maintenance
 command; `--rekey` has the element make result key version 2."""
 
 import json
@@ -34,26 +33,40 @@ def env(tmp_path):
     return dict(os.environ, SABOT_ROOT=str(tree))
 
 
-def test_deploy_to_an_empty_board_then_redeploy_to_a_dealing_one(env, tmp_path):
+def test_a_blank_board_is_deployed_provisioned_over_its_port_then_redeployed(env, tmp_path):
+    """The bench walk-through of README: a blank board (empty filesystem, factory-fresh element)
+    takes the firmware, is provisioned over its port, deals, and takes a second deploy."""
+    from sabot.registry import Registry
+
     root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
     release = ("--release-key", tmp_path / "release.pem")
-    root.mkdir()
     port = free_port_for_tests()
     url = f"socket://127.0.0.1:{port}"
-    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
-                         "--registry", reg)  # factory provisioning: element, identity, registry
+    provision = ("provision", "--port", url, "--key", key, "--registry", reg, "--table",
+                 "BAC-09", "--ez", "--side-wagers", "dragon7,panda8")
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root)
     try:
         board.wait_line("REPL on")
         assert wait_for(lambda: port_accepts(port))
+        r = run(env, *provision)  # nothing to run the provisioning yet
+        assert r.returncode == 2 and "deploy it first" in r.stderr, r.stderr
         r = run(env, "deploy", "--port", url, "--board", "virtual", "--key", key, "--registry",
                 reg, *release)
         assert r.returncode == 0, r.stderr
-        assert "read result key version 1" in r.stderr and "matches MANIFEST" in r.stderr
+        assert "matches MANIFEST" in r.stderr and "the shoe is blank" in r.stderr
+        assert not reg.exists() and not (root / "data" / "identity").exists()
         assert (root / "shoe" / "app.mpy").exists() and (root / "shoe" / "release.py").exists()
+        r = run(env, *provision)
+        assert r.returncode == 0, r.stderr
+        entry = Registry.load(str(reg)).pick(None)
+        assert entry.table == "BAC-09" and entry.ez and entry.side_wagers == ["dragon7", "panda8"]
+        assert len(entry.serial) == 18 and entry.serial in r.stdout and entry.key_versions == [1]
         assert (root / "data" / "identity").exists() and not (root / "data" / "key").exists()
         assert oct(os.stat(key).st_mode & 0o777) == "0o600"
         assert b"PRIVATE" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
         board.wait_line("firmware running")
+        r = run(env, *provision)  # once only: the shoe deals and has no REPL
+        assert r.returncode == 2 and "provisioned already" in r.stderr, r.stderr
         v = run(env, "verify-firmware", "--port", url, "--seed", os.urandom(16).hex(),
                 "--registry", reg)  # no key: the registry's public key checks the answer
         assert v.returncode == 0 and v.stdout.startswith("PASS"), v.stdout + v.stderr

@@ -50,9 +50,6 @@ def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes]:
             except ValueError:
                 break
     lines = said.strip().splitlines()
-    if any("ImportError" in ln and "maint" in ln for ln in lines):
-        raise SabotError("the shoe holds no sabot firmware: deploy it first (sabot deploy "
-                         "--port URL --board B)")
     raise SabotError(f"the shoe did not say it was provisioned: "
                      f"{lines[-1] if lines else 'no output'}")
 
@@ -66,14 +63,23 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int | N
         shoe_id = struct.unpack(">I", __import__("os").urandom(4))[0] & 0x7FFFFFFF
     command_xy = keys.xy(command_key.public_key())
     try:
-        mpremote(url, ["exec", "import os"], timeout=PROBE_WAIT)
-    except SabotError:
+        said = mpremote(url, ["exec", FRESH + "import maint; maint.state()"], timeout=PROBE_WAIT)
+    except SabotError as e:
+        if "no module named 'maint'" in str(e):
+            raise SabotError(f"{url}: the shoe holds no sabot firmware: deploy it first (sabot "
+                             "deploy --port URL --board B)") from None
         dealing = _dealing_shoe(url, baud)
         if dealing is not None:
             raise SabotError(f"{url}: shoe {dealing:#010x} is provisioned already and dealing "
                              "(no REPL: provisioning is for a blank shoe)") from None
         raise SabotError(f"nothing answers on {url}: neither a blank shoe's REPL nor a dealing "
                          "shoe") from None
+    if "STATE provisioned" in said:
+        raise SabotError(f"{url}: the shoe is provisioned already (its element's data zone is "
+                         "locked)")
+    if "STATE foreign" in said:
+        raise SabotError(f"{url}: the shoe's element is locked with another configuration than "
+                         "sabot's: it cannot be provisioned")
     log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id:#010x}")
     said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
                                   f"'{command_xy.hex()}')"], timeout=60)
