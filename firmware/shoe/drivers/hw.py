@@ -20,8 +20,6 @@ class _Views:
         self.views = {}
 
     def of(self, buf, n):
-        if n < 0:
-            return buf
         if buf is not self.buf:
             self.buf = buf
             self.views = {}
@@ -41,9 +39,10 @@ class _Queued:
     and sent by flush() on the next passes of the board loop (PanelIO.tick) and before any newer
     frame. A frame goes out whole or not at all: one that finds no room behind the bytes still
     waiting is dropped entire (counted in `dropped`), never cut, so no cut frame runs into the
-    next; the host's hello has the shoe resend it. The queue is made once; a pass where the driver
-    takes everything allocates nothing (the rare partial flush makes one view, as the driver's own
-    partial write does)."""
+    next; the host's hello has the shoe resend it. Each link class's _put(view) is its driver's
+    write (how many bytes it took: a count, or None for none). The queue is made once; a pass
+    where the driver takes everything allocates nothing (the rare partial flush makes one view,
+    as the driver's own partial write does). The app sends no new frame while busy()."""
 
     def __init__(self, size=_QUEUE):
         self._views = _Views()
@@ -52,10 +51,6 @@ class _Queued:
         self._head = 0  # the first byte waiting
         self._len = 0  # bytes waiting
         self.dropped = 0
-
-    def _put(self, view):
-        """The driver's write: how many bytes of `view` it took (the link classes below)."""
-        raise NotImplementedError
 
     def write(self, buf, n=-1):
         """buf[:n] (all of it when n < 0)."""
@@ -169,7 +164,8 @@ class StdioLink(_Queued):
                 ready = True
             if not ready:
                 break
-            self.inp.readinto(self.one)
+            if not self.inp.readinto(self.one):
+                break  # the end of the input (a closed pipe polls ready)
             buf[n] = self.one[0]
             n += 1
         return n
