@@ -39,12 +39,12 @@ class _Queued:
     and sent by flush() on the next passes of the board loop (PanelIO.tick) and before any newer
     frame. A frame goes out whole or not at all: one that finds no room behind the bytes still
     waiting is dropped entire (counted in `dropped`), never cut, so no cut frame runs into the
-    next; the host's hello has the shoe resend it. Each link class's _put(view) is its driver's
-    write (how many bytes it took: a count, or None for none). The queue is made once; a pass
+    next; the host's hello has the shoe resend it. The queue is made once; a pass
     where the driver takes everything allocates nothing (the rare partial flush makes one view,
     as the driver's own partial write does). The app sends no new frame while busy()."""
 
-    def __init__(self, size=_QUEUE):
+    def __init__(self, put, size=_QUEUE):
+        self._put = put  # the driver's write: how many bytes it took (a count, or None)
         self._views = _Views()
         self._q = bytearray(size)
         self._qv = memoryview(self._q)
@@ -109,13 +109,10 @@ class CdcLink(_Queued):
         import usb.device
         from usb.device.cdc import CDCInterface
 
-        super().__init__()
         self.cdc = CDCInterface()
         self.cdc.init(timeout=0)  # never block the board loop: a short write is queued above
         usb.device.get().init(self.cdc, builtin_driver=False)
-
-    def _put(self, view):
-        return self.cdc.write(view)
+        super().__init__(self.cdc.write)
 
     def readinto(self, buf):
         return self.cdc.readinto(buf) or 0
@@ -128,12 +125,9 @@ class UartLink(_Queued):
     def __init__(self, uart):
         import os
 
-        super().__init__()
+        super().__init__(uart.write)
         os.dupterm(None, 0)
         self.uart = uart
-
-    def _put(self, view):
-        return self.uart.write(view)
 
     def readinto(self, buf):
         if not self.uart.any():
@@ -145,15 +139,12 @@ class StdioLink(_Queued):
     """A host link on the REPL's own stdin/stdout: development boards only (LINK = "stdio")."""
 
     def __init__(self):
-        super().__init__()
         self.out = sys.stdout.buffer
+        super().__init__(self.out.write)
         self.inp = sys.stdin.buffer
         self.poll = select.poll()
         self.poll.register(self.inp, select.POLLIN)
         self.one = bytearray(1)
-
-    def _put(self, view):
-        return self.out.write(view)
 
     def readinto(self, buf):
         """The host bytes waiting, up to len(buf); allocation-free (ipoll reuses its tuple)."""
