@@ -1,5 +1,7 @@
 # The virtual board's frozen firmware (a unix-port build): the shared shoe package, the board's
 # data and its own entry point (its dealer channel and socket link).
+# The unix port's own manifest first, as its variants do (a FROZEN_MANIFEST replaces it).
+include("$(PORT_DIR)/variants/manifest.py")
 include("../../firmware/manifest.py")
 module("board.py")
 module("main.py")

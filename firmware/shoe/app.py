@@ -69,6 +69,9 @@ class ShoeApp:
                  code_root=None, code_skip=()):
         self.flash = flash
         self.link = link
+        # a link whose driver takes part of a frame (shoe/drivers/hw.py) keeps the rest and says
+        # so: the next frame waits in the outbox meanwhile instead of crowding the link's queue
+        self._link_busy = getattr(link, "busy", None)
         self.indicators = indicators
         self.element = element
         self.min_confidence = min_confidence
@@ -363,6 +366,8 @@ class ShoeApp:
     def _send_finished(self):
         o = self.outbox
         while self.sent < o.done:
+            if self._link_busy is not None and self._link_busy():
+                return  # the link still sends the last frame's rest: this one on a later pass
             seq = self.sent + 1
             if self.hold_from and seq >= self.hold_from:
                 return  # squeeze: not before the reveal

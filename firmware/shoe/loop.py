@@ -5,9 +5,10 @@ Pico, an ESP32 (firmware/main.py, `io` built from pins by shoe/drivers/hw.py) an
 `io` offers: sensor_buf and sensor_read() (recognition-module bytes waiting, copied into
 sensor_buf), exit_edges() (cards that left the shoe since the last call), pressed(now) (a bit per
 button pressed, below), link_buf and link_read() (host bytes waiting, copied into link_buf),
-tick(now) (lamps that blink). Every pass also lets the app finish and send frames with the
-secure element (`app.service(now)`: one step, never waiting for a signature), and `app.busy()`
-tells a board that sleeps between passes to come back soon. An idle pass allocates nothing."""
+tick(now) (lamps that blink; the host link's bytes its driver has not taken yet). Every pass
+also lets the app finish and send frames with the secure element (`app.service(now)`: one step,
+never waiting for a signature), and `app.busy()` tells a board that sleeps between passes to
+come back soon. An idle pass allocates nothing."""
 
 try:
     from micropython import const

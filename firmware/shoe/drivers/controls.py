@@ -156,3 +156,4 @@ class PanelIO:
 
     def tick(self, now):
         self.lamps.tick(now)
+        self.link.flush()  # what the link's driver did not take of a frame yet

@@ -20,8 +20,6 @@ class _Views:
         self.views = {}
 
     def of(self, buf, n):
-        if n < 0:
-            return buf
         if buf is not self.buf:
             self.buf = buf
             self.views = {}
@@ -31,7 +29,79 @@ class _Views:
         return v
 
 
-class CdcLink:
+_QUEUE = 2048  # bytes the driver has not taken yet: about ten frames (frames.MAX_ENCODED 203)
+
+
+class _Queued:
+    """A host link's write side. The app writes a whole COBS frame from its one transmit buffer
+    and reuses that buffer at once, while a driver that never blocks (usb-device-cdc with
+    timeout=0, a UART) may take only part of it: what it did not take is copied here, in order,
+    and sent by flush() on the next passes of the board loop (PanelIO.tick) and before any newer
+    frame. A frame goes out whole or not at all: one that finds no room behind the bytes still
+    waiting is dropped entire (counted in `dropped`), never cut, so no cut frame runs into the
+    next; the host's hello has the shoe resend it. The queue is made once; a pass
+    where the driver takes everything allocates nothing (the rare partial flush makes one view,
+    as the driver's own partial write does). The app sends no new frame while busy()."""
+
+    def __init__(self, put, size=_QUEUE):
+        self._put = put  # the driver's write: how many bytes it took (a count, or None)
+        self._views = _Views()
+        self._q = bytearray(size)
+        self._qv = memoryview(self._q)
+        self._head = 0  # the first byte waiting
+        self._len = 0  # bytes waiting
+        self.dropped = 0
+
+    def write(self, buf, n=-1):
+        """buf[:n] (all of it when n < 0)."""
+        if n < 0:
+            n = len(buf)
+        if self._len:
+            self.flush()
+        if self._len:  # still bytes waiting: this frame goes behind them, whole or not at all
+            if n > len(self._q) - self._len:
+                self.dropped += 1
+                return
+            self._keep(buf, 0, n)
+            return
+        took = self._put(self._views.of(buf, n)) or 0
+        if took < n:
+            self._keep(buf, took, n)
+
+    def _keep(self, buf, start, end):
+        q = self._q
+        size = len(q)
+        at = self._head + self._len
+        if at >= size:
+            at -= size
+        for i in range(start, end):  # a byte loop: a slice of buf would be a new object
+            q[at] = buf[i]
+            at += 1
+            if at == size:
+                at = 0
+        self._len += end - start
+
+    def flush(self):
+        """Hand the driver what it did not take before, as much as it takes now."""
+        size = len(self._q)
+        while self._len:
+            head = self._head
+            end = head + self._len
+            if end > size:
+                end = size  # up to the ring's end now, then on from its start
+            took = self._put(self._qv[head:end]) or 0
+            self._len -= took
+            head += took
+            self._head = 0 if head == size else head
+            if took < end - (head - took):
+                return  # the driver is full: the rest on the next pass
+
+    def busy(self):
+        """Bytes are waiting for the driver."""
+        return self._len > 0
+
+
+class CdcLink(_Queued):
     """rp2: the host link is a USB CDC interface of its own (micropython-lib's usb-device-cdc),
     and the built-in USB REPL interface is switched off: no REPL exists on the USB cable at all."""
 
@@ -40,32 +110,24 @@ class CdcLink:
         from usb.device.cdc import CDCInterface
 
         self.cdc = CDCInterface()
-        self.cdc.init(timeout=0)  # never block the board loop
+        self.cdc.init(timeout=0)  # never block the board loop: a short write is queued above
         usb.device.get().init(self.cdc, builtin_driver=False)
-        self._views = _Views()
-
-    def write(self, buf, n=-1):
-        """buf[:n] (all of it when n < 0)."""
-        self.cdc.write(self._views.of(buf, n))
+        super().__init__(self.cdc.write)
 
     def readinto(self, buf):
         return self.cdc.readinto(buf) or 0
 
 
-class UartLink:
+class UartLink(_Queued):
     """ESP32: the host link is UART0 through the USB bridge, detached from the REPL (os.dupterm),
     read and written by the shoe alone."""
 
     def __init__(self, uart):
         import os
 
+        super().__init__(uart.write)
         os.dupterm(None, 0)
         self.uart = uart
-        self._views = _Views()
-
-    def write(self, buf, n=-1):
-        """buf[:n] (all of it when n < 0)."""
-        self.uart.write(self._views.of(buf, n))
 
     def readinto(self, buf):
         if not self.uart.any():
@@ -73,18 +135,16 @@ class UartLink:
         return self.uart.readinto(buf) or 0
 
 
-class StdioLink:
+class StdioLink(_Queued):
     """A host link on the REPL's own stdin/stdout: development boards only (LINK = "stdio")."""
 
     def __init__(self):
         self.out = sys.stdout.buffer
+        super().__init__(self.out.write)
         self.inp = sys.stdin.buffer
         self.poll = select.poll()
         self.poll.register(self.inp, select.POLLIN)
         self.one = bytearray(1)
-
-    def write(self, buf, n=-1):
-        self.out.write(buf if n < 0 else bytes(buf[:n]))  # development boards only
 
     def readinto(self, buf):
         """The host bytes waiting, up to len(buf); allocation-free (ipoll reuses its tuple)."""
@@ -95,7 +155,8 @@ class StdioLink:
                 ready = True
             if not ready:
                 break
-            self.inp.readinto(self.one)
+            if not self.inp.readinto(self.one):
+                break  # the end of the input (a closed pipe polls ready)
             buf[n] = self.one[0]
             n += 1
         return n

@@ -12,6 +12,24 @@ from sabot.errors import NotVerified
 
 commands = Commands()
 
+BOARD_HELP = ("whose code runs: virtual (boards/virtual, the default), or rpi_pico / esp32: that "
+              "board's own board.py, shoe/drivers/hw.py and main.py, built as for the board, on "
+              "the unix port over an emulated machine module (UART fed by the dealer, pin IRQs, "
+              "I2C to the element emulator, lamps and PWM recorded, the host link on the socket)")
+
+
+def board_code(board: str, code: str | None, tmp: str) -> str | None:
+    """The code tree an emulated board runs: `code`, else its build into `tmp`, signed with a
+    throwaway release key (its public half is built into the tree the boot check trusts)."""
+    if board == "virtual" or code:
+        return code
+    import os
+
+    from sabot.release.build import build
+
+    return str(build(board, os.path.join(tmp, board), os.path.join(tmp, "release.pem"),
+                     log=lambda line: None)["dir"])
+
 
 def deal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("shoefile",
@@ -50,16 +68,23 @@ def demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON summary object (rounds, verified, rejected, "
                    "irregularities, lost, alarms, ...) instead of progress")
+    p.add_argument("--board", choices=["virtual", "rpi_pico", "esp32"], default="virtual",
+                   help=BOARD_HELP)
 
 
 @commands("demo", demo_args,
           help="the main job: a virtual shoe streams signed results to the validator",
-          example="sabot demo --seed 7 --db audit.db --key host.pem")
+          example="sabot demo --seed 7 --db audit.db --key host.pem  (or --board rpi_pico)")
 def cmd_demo(args: argparse.Namespace) -> int:
+    import tempfile
+
     from sabot.virtual.demo import run_demo
 
-    summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture, quiet=args.json,
-                          registry=args.registry, on_alarm=None if args.json else alarm_below)
+    with tempfile.TemporaryDirectory(prefix="sabot-demo-") as tmp:
+        summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture,
+                              quiet=args.json, registry=args.registry,
+                              on_alarm=None if args.json else alarm_below, board=args.board,
+                              code=board_code(args.board, None, tmp))
     if args.json:
         print(json.dumps(summary))
     else:
@@ -86,8 +111,11 @@ def board_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; with --key the shoe is "
                    "registered there")
     p.add_argument("--code", metavar="DIR",
-                   help="run this built code tree (sabot firmware --board virtual) "
-                   "with its integrity check, instead of the repository's source")
+                   help="run this built code tree (sabot firmware --board virtual, or the "
+                   "--board's) with its integrity check, instead of the repository's source "
+                   "(an emulated board without --code runs a fresh build of it)")
+    p.add_argument("--board", choices=["virtual", "rpi_pico", "esp32"], default="virtual",
+                   help=BOARD_HELP + "; its flash is --flash, mounted at the board's /data")
     p.add_argument("--root", metavar="DIR",
                    help="the board's whole filesystem, as on a Pico: it runs the "
                    "firmware deployed there (sabot deploy), or serves the REPL when there is none")
@@ -102,9 +130,10 @@ def board_args(p: argparse.ArgumentParser) -> None:
           "socket://HOST:PORT, until Ctrl-C. Its lamps and display are printed on stdout, one "
           "line per change; what the board does, on stderr.",
           example="sabot board --listen 127.0.0.1:7000 --flash shoe-flash --key host.pem "
-          "--shoe shoe1.txt --shoe shoe2.txt")
+          "--shoe shoe1.txt --shoe shoe2.txt  (--board esp32: the ESP32's own code)")
 def cmd_board(args: argparse.Namespace) -> int:
     import signal
+    import tempfile
 
     from sabot.virtual.demo import run_board
 
@@ -113,8 +142,10 @@ def cmd_board(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)  # stopped like Ctrl-C: the board process goes with it
 
-    run_board(args.listen, args.flash, args.shoe, args.key, args.code, args.root, args.maintenance,
-              args.registry)
+    with tempfile.TemporaryDirectory(prefix="sabot-board-") as tmp:
+        code = args.code if args.root else board_code(args.board, args.code, tmp)
+        run_board(args.listen, args.flash, args.shoe, args.key, code, args.root,
+                  args.maintenance, args.registry, board_name=args.board)
     return 0
 
 

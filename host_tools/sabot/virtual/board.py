@@ -221,10 +221,26 @@ class Blank(SabotError):
     """The board found its element factory-fresh: it runs no firmware, its port is a REPL."""
 
 
+EMULATED = ("rpi_pico", "esp32")  # boards whose own code runs over boards/emulated/'s machine
+
+
 class VirtualBoard:
+    """The virtual board (boards/virtual: its own entry, dealer channel on stdin), or with
+    `board` "rpi_pico" / "esp32" that board's own code (its board.py, shoe/drivers/hw.py and
+    firmware/main.py, built into `code` by `sabot firmware --board B`) over the emulated machine
+    (boards/emulated/), the same dealer channel and indicator lines on its stdin and stdout.
+    `chunk`: the most bytes the emulated host link's driver takes per write (0: all)."""
+
     def __init__(self, flash_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0,
                  code: str | os.PathLike[str] | None = None, sign_ms: int = SIGN_MS,
-                 element: str | None = None) -> None:
+                 element: str | None = None, board: str = "virtual", chunk: int = 0) -> None:
+        if board != "virtual" and board not in EMULATED:
+            raise SabotError(f"unknown board {board!r} (virtual, {', '.join(EMULATED)})")
+        if board != "virtual" and not code:
+            raise SabotError(f"--board {board} runs a built code tree: sabot firmware --board "
+                             f"{board} --out DIR, then --code DIR")
+        self.board = board
+        self.chunk = chunk
         self.code = str(code) if code else None  # a built code tree; None: the repository's source
         self.flash_dir = str(flash_dir)
         # its secure element: the emulator process, started with the board's first power-on and
@@ -238,6 +254,9 @@ class VirtualBoard:
         self.announcements: list[tuple[int, ...]] = []
         self.changed = threading.Condition()
         self.boots = 0
+        self.lamps: dict[str, int] = {}  # emulated boards: each lamp pin's level, by name
+        # and every change, in order ("buzzer": its PWM duty)
+        self.lamp_changes: list[tuple[str, int]] = []
         # called with ("I", indicator) on every change of the lamps and display, ("A", result) on
         # every result shown (`sabot board` prints them for the technician)
         self.on_show: Callable[[str, tuple[int, ...]], None] | None = None
@@ -256,15 +275,24 @@ class VirtualBoard:
 
     def _start(self, timeout: float, flash_bytes: int | None) -> VirtualBoard:
         address = self.element.start(timeout)
-        if self.code:
+        if self.board != "virtual":
+            env = dict(os.environ, MICROPYPATH=os.pathsep.join(
+                [str(BOARDS / "emulated"), str(BOARDS / "virtual")]))
+            cmd = [micropython(), str(BOARDS / "emulated" / "launch.py"),
+                   "--code", os.path.abspath(str(self.code)),
+                   "--chunk", str(self.chunk)]  # paths absolute: "/" becomes the code tree
+            cmd += ["--flash", os.path.abspath(self.flash_dir), "--listen",
+                    f"{self.host}:{self.port}", "--element", address]
+        elif self.code:
             env = dict(os.environ, MICROPYPATH=self.code)
             cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
         else:
             path = os.pathsep.join([str(FIRMWARE), str(BOARDS / "virtual")])
             env = dict(os.environ, MICROPYPATH=path)
             cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
-        cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}",
-                "--element", address]
+        if self.board == "virtual":
+            cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}",
+                    "--element", address]
         env["SABOT_ELEMENT"] = address
         def full_flash() -> None:
             import resource
@@ -306,11 +334,19 @@ class VirtualBoard:
                     self.changed.notify_all()
                 if self.on_show:
                     self.on_show("I", self.indicator)
+            elif parts[:1] == [b"P"] and len(parts) == 3:  # emulated boards: a lamp pin
+                self._lamp(parts[1].decode(), int(parts[2]))
+            elif parts[:1] == [b"B"] and len(parts) == 2:  # and the buzzer's PWM duty
+                self._lamp("buzzer", int(parts[1]))
             elif parts[:1] == [b"L"]:
                 self.listening.put(True)
         self.listening.put(False)
         with self.changed:
             self.changed.notify_all()
+
+    def _lamp(self, name: str, level: int) -> None:
+        self.lamps[name] = level
+        self.lamp_changes.append((name, level))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -34,10 +34,13 @@ class Session:
                  capture: str | None = None, progress: Callable[..., None] | None = None,
                  baud: int = DEFAULT_BAUD, config: ShoeEntry | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None,
-                 sign_ms: int = SIGN_MS) -> None:
+                 sign_ms: int = SIGN_MS, board: str = "virtual", code: str | None = None,
+                 chunk: int = 0) -> None:
         """`key` is the host command key; the virtual shoe in `flash_dir` is provisioned for it
         (kept when it already is) and its result key registered in `config` (a fresh entry when
-        None: the caller writes the registry)."""
+        None: the caller writes the registry). `board`, `code`, `chunk`: which board's code runs
+        (VirtualBoard)."""
+        self.board_name, self.code, self.chunk = board, code, chunk
         self.tokens = tokens
         self.key = key
         self.flash_dir = flash_dir
@@ -65,7 +68,8 @@ class Session:
 
     def start_board(self) -> tuple[VirtualBoard, HostLink]:
         set_variant(self.flash_dir, self.config.variant_byte)
-        self.board = VirtualBoard(self.flash_dir, sign_ms=self.sign_ms).start()
+        self.board = VirtualBoard(self.flash_dir, sign_ms=self.sign_ms, board=self.board_name,
+                                  code=self.code, chunk=self.chunk).start()
         if self.link is None:
             self.link = HostLink(self.board.url, self.validator, self.key, self.capture,
                                  baud=self.baud)
@@ -173,7 +177,10 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
              key_file: str = "sabot.key", capture: str | None = None,
              quiet: bool = False, registry: str | None = None,
              on_alarm: Callable[[dict[str, Any]], None] | None = None,
+             board: str = "virtual", code: str | None = None,
              ) -> tuple[dict[str, Any], Session]:
+    """`board`: "virtual", or "rpi_pico" / "esp32" with `code`, that board's built tree, run
+    over the emulated machine."""
     tokens = load_tokens(shoe, seed)
     existed = os.path.exists(key_file)
     key = keys.load_or_create(key_file)
@@ -188,7 +195,7 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
                             serial=serial)
     t0 = time.monotonic()
     session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
-                      config=entry, on_alarm=on_alarm)
+                      config=entry, on_alarm=on_alarm, board=board, code=code)
     try:
         session.run()
     finally:
@@ -330,11 +337,16 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
 
 def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = None,
               key_file: str | None = None, code: str | None = None, root: str | None = None,
-              maintenance: bool = False, registry: str | None = None) -> None:
+              maintenance: bool = False, registry: str | None = None,
+              board_name: str = "virtual") -> None:
     """Run the virtual board, its host link on `listen` (host, port), until stopped (Ctrl-C);
     with --shoe a simulated dealer draws those shoes, one after another, each after the host's
-    new-shoe."""
+    new-shoe. `board_name` "rpi_pico" / "esp32": that board's code tree `code` over the emulated
+    machine."""
     host, port = listen
+    if root and board_name != "virtual":
+        raise SabotError("--root runs the virtual board; an emulated board takes --flash DIR "
+                         "(and --code DIR)")
     if maintenance and not root:
         raise SabotError("--maintenance needs --root DIR: only a board with a filesystem has a "
                          "REPL to stay in")
@@ -353,7 +365,7 @@ def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = 
     elif not os.path.exists(os.path.join(flash_dir, "identity")):
         raise SabotError(f"no identity in {flash_dir}: provision the virtual shoe (sabot "
                          "provision --flash DIR, or --key FILE here)")
-    board = VirtualBoard(flash_dir, host, port, code=code)
+    board = VirtualBoard(flash_dir, host, port, code=code, board=board_name)
     show_on_stdout(board)
     board.start()
     print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it",

@@ -1,0 +1,88 @@
+"""An emulated Pico or ESP32 on the unix port: micropython launch.py --code DIR --flash DIR
+--listen HOST:PORT --element unix:PATH|tcp:HOST:PORT [--chunk N]
+
+Runs the board's own boot entry (firmware/main.py, as built into DIR by `sabot firmware --board
+B`) and so its board.py and shoe/drivers/hw.py, over the emulated `machine`
+(emulated_machine.py, which says what it wires). The board's filesystem is as on the chip: DIR is
+"/" (the code tree main.py's integrity check reads, MANIFEST and all) and the flash directory is
+mounted at the board's FLASH_DIR ("/data"). What a real shoe's lamps cannot say, its display
+does: the shoe's state at every change, as the virtual board's `I ...` and `A ...` lines.
+Exit status: 0 power off (the dealer channel closed), 3 maintenance, 4 reset."""
+
+import sys
+
+import emulated_machine
+
+sys.modules["machine"] = emulated_machine  # before anything imports the unix port's own
+
+import os  # noqa: E402
+
+# emulated (boards/emulated/usb), imported while their directory is on the path
+import usb.device  # noqa: E402
+import usb.device.cdc  # noqa: E402, F401
+import vfs  # noqa: E402
+
+_MAINTENANCE_EXIT = 3
+
+
+def arg(name, default=None):
+    if name in sys.argv:
+        return sys.argv[sys.argv.index(name) + 1]
+    return default
+
+
+sys.modules["os"] = emulated_machine.emulated_os()  # os as on a board (dupterm)
+
+
+class Display:
+    """The shoe's display beside its lamps: the state the firmware shows, a line per change (what
+    the host harness's simulated dealer reads), then the board's own lamp driver."""
+
+    def __init__(self, lamps):
+        self.lamps = lamps
+        self.last = None
+
+    def show(self, phase, due, position, shoe_no, round_no, alarm, reveal):
+        state = (phase, due, position, shoe_no, round_no, alarm, reveal)
+        if state != self.last:
+            self.last = state
+            sys.stdout.write("I %d %d %d %d %d %d %d\n" % state)
+        self.lamps.show(phase, due, position, shoe_no, round_no, alarm, reveal)
+
+    def announce(self, player_total, banker_total, winner, announcements):
+        sys.stdout.write("A %d %d %d %d\n" % (player_total, banker_total, winner, announcements))
+        self.lamps.announce(player_total, banker_total, winner, announcements)
+
+    def tick(self, now):
+        self.lamps.tick(now)
+
+
+def boot():
+    code, flash = arg("--code"), arg("--flash")
+    if not code or not flash:
+        sys.stderr.write("launch: --code DIR and --flash DIR are required\n")
+        sys.exit(2)
+    vfs.mount(vfs.VfsPosix(code), "/")  # the board's filesystem: its code tree at the top
+    os.chdir("/")
+    sys.path[:] = ["", ".frozen", "/lib"]  # a board's path; the emulation stays imported
+    import board
+
+    vfs.mount(vfs.VfsPosix(flash), board.FLASH_DIR)
+    emulated_machine.wire(board, arg("--element"), arg("--listen", "127.0.0.1:7000"),
+                          int(arg("--chunk", "0")))
+    from shoe.drivers import hw
+
+    build = hw.build
+
+    def build_with_display(b):
+        io = build(b)
+        io.lamps = Display(io.lamps)
+        return io
+
+    hw.build = build_with_display
+    import main  # noqa: F401  (the board's boot entry: it runs the shoe until maintenance)
+
+    sys.exit(_MAINTENANCE_EXIT)
+
+
+boot()
