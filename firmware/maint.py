@@ -115,7 +115,6 @@ def check():
     import os
 
     from shoe import integrity
-
     from shoe import provision as factory
 
     element = _element()

@@ -1,8 +1,9 @@
 """Deployment for real: a blank virtual board (the unix-port MicroPython with a REPL on its port,
 as a fresh Pico has on USB, and a factory-fresh secure element) gets the firmware through genuine
 mpremote sessions (`sabot deploy`), is provisioned over the same port (`sabot provision --port`),
-boots, and passes a seeded integrity challenge checked with the registry alone. A second deploy onto the now-dealing shoe goes through the signed maintenance
-command; `--rekey` has the element make result key version 2."""
+boots, and passes a seeded integrity challenge checked with the registry alone. A second deploy
+onto the now-dealing shoe goes through the signed maintenance command; `--rekey` has the element
+make result key version 2."""
 
 import json
 import os
