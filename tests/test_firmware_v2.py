@@ -17,6 +17,7 @@ from sabot.game import cards
 from shoe import frames, integrity, release
 from shoe.app import ShoeApp
 from shoe.dealing import PH_ENDED
+from shoe.element import ElementError
 from shoe.sensor import encode
 from shoe.store import R_CHECKPOINT, R_FINAL, Flash, RecordLog
 from shoe.tilt import TiltShoe
@@ -344,3 +345,36 @@ def test_a_signed_command_held_back_on_the_cable_is_stale_after_a_supervisor_res
     refused = app.port.refused
     app.host_bytes(withheld)
     assert app.port.refused == refused + 1 and app.port.counter == 1
+
+
+class FailsOnce:
+    """An element whose next queued step fails once (a late answer under load), then works."""
+
+    def __init__(self, element):
+        self.element = element
+        self.fail = 0
+
+    def __getattr__(self, name):
+        return getattr(self.element, name)
+
+    def sha_ready(self):
+        if self.fail:
+            self.fail -= 1
+            self.element._pending = 0
+            raise ElementError(0x102)
+        return self.element.sha_ready()
+
+
+def test_an_element_step_failing_while_a_hello_waits_is_taken_again(tmp_path):
+    """A hello finishes the frames before its status; an element step that fails meanwhile (the
+    driver's NO_RESPONSE) is done again, not an exception that resets the shoe."""
+    shoe, app, link = started(tmp_path)
+    app.element = app.outbox.element = app.port.element = FailsOnce(app.element)
+    for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
+        card(app, t, serve=False)
+    link.take()
+    app.element.fail = 2
+    app.host_bytes(shoe.command(frames.C_HELLO))
+    sent = link.take()
+    assert app.element_errors == 2 and app.outbox.done == app.outbox.seq
+    assert frames.T_STATUS in [frames.type_of(f) for f in sent]

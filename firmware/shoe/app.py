@@ -62,6 +62,7 @@ IN_NEW_SHOE = const(7)
 IN_REVEAL = const(8)  # squeeze: the dealer releases the hands' identities to the link
 
 _MAX_SEED = const(64)
+_ELEMENT_RETRIES = const(3)  # failed element steps in a row while a command waits for it
 
 
 class ShoeApp:
@@ -360,7 +361,18 @@ class ShoeApp:
         self._send_finished()
 
     def _finish_all(self):
-        self.outbox.finish_all()
+        # A step the element failed (a late answer, bus noise) is taken again, as service()
+        # takes it on its next pass; only an element that keeps failing ends in the reset.
+        failures = 0
+        while True:
+            try:
+                self.outbox.finish_all()
+                break
+            except ElementError:
+                self.element_errors += 1
+                failures += 1
+                if failures == _ELEMENT_RETRIES:
+                    raise
         self._send_finished()
 
     def _send_finished(self):
