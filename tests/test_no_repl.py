@@ -71,3 +71,31 @@ def test_a_full_flash_crash_ends_in_a_reset_and_the_tilt_never_a_repl(board, tmp
     board.start(flash_bytes=3000)  # powered up again on the same full flash
     seen += flood(board.port, 1.0)
     assert_no_repl(seen)
+
+
+def test_a_provisioned_shoe_that_lost_its_identity_is_not_blank(tmp_path):
+    """Only the element's lock state makes a shoe blank: a provisioned one whose identity file is
+    deleted tilts and floods bring no REPL, on the virtual --root board as on a
+    Pico's main.py; the same shoe with its element factory-fresh would keep the REPL."""
+    from sabot.release.build import build
+
+    from kit import BoardProcess, free_port_for_tests, port_accepts, wait_for
+
+    root = tmp_path / "board"
+    build("virtual", root, release=tmp_path / "release.pem")
+    port = free_port_for_tests()
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key",
+                         tmp_path / "host.pem", "--registry", tmp_path / "shoes.json")
+    try:
+        board.wait_line("firmware running")
+    finally:
+        board.stop()
+    (root / "data" / "identity").unlink()
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root)
+    try:
+        board.wait_line("firmware running")
+        assert wait_for(lambda: port_accepts(port))
+        assert_no_repl(flood(port, 1.0))
+        assert board.proc.poll() is None
+    finally:
+        board.stop()

@@ -175,11 +175,10 @@ def main():
     app = make_app(flash_dir, link, io.lamps, code, element)
     try:
         app.start()
-    except ValueError as e:
-        sys.stderr.write("board: %s\n" % e)
-        sys.exit(2)
-    except OSError as e:  # a recovery that failed (flash full, damaged): tilt, never a REPL
-        sys.stderr.write("board: recovery failed (%s): tilt\n" % e)
+    except (ValueError, OSError) as e:
+        # not provisioned (an identity lost beside a locked element), a recovery that failed
+        # (flash full, damaged): tilt, as a Pico's main.py does, never a REPL
+        sys.stderr.write("board: %s: tilt\n" % e)
         app = tilt.TiltShoe(Flash(flash_dir), link, io.lamps, code, (), element)
         app.start()
 

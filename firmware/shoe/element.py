@@ -389,7 +389,7 @@ class Element:
     # -- commands ----------------------------------------------------------------------------
 
     def info(self):
-        """The revision word (4 bytes, e.g. 00 00 60 02 for an ATECC608A)."""
+        """The revision word (4 bytes, e.g. 00 00 60 03 for an ATECC608B)."""
         out = bytearray(4)
         self._run(INFO, 0x00, 0x0000, 4, out=out)
         return bytes(out)

@@ -2,7 +2,7 @@
 to each 0x00 delimiter; each frame is COBS-decoded and checked: a command (the direction bit), this
 shoe's id, key_id 0, and — but for hello and verify, which change nothing and are only rate-limited
 — the host command key's signature, checked inside the secure element (SHA of the body, then
-Verify stored against slot 1). A counted command must carry the element's command counter + 1; once
+Verify stored against slot 9). A counted command must carry the element's command counter + 1; once
 accepted the shoe increments that monotonic counter in the element, so a recorded command can
 never be played again, not even after a reflash. A refused frame costs nothing but a count: no
 flash write, no sequence number. Used by the dealing shoe and the tilted shoe alike.

@@ -307,10 +307,6 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
         except Blank:
             blank = True
             continue
-        except SabotError as e:
-            print(f"virtual board: {e}; REPL open for maintenance", file=sys.stderr)
-            maintenance = True
-            continue
         print(f"virtual board: firmware running on socket://{host}:{port}", file=sys.stderr,
               flush=True)
         try:
