@@ -106,7 +106,7 @@ class ShoeApp:
         self.boot = next_boot(self.flash)
         key_version, shoe_id = self.identity
         o = self.outbox
-        o.key_id, o.shoe_id, o.boot = key_version, shoe_id, self.boot
+        o.key_id, o.shoe, o.boot = key_version, frames.shoe_bytes(shoe_id), self.boot
         o.slot = result_slot(key_version)
         # the SHA end lengths of every body the shoe makes: payloads of 4-15 bytes and shoe_end's
         self.element.prepare([(frames.HEADER_LEN + n) % 64 for n in range(4, 16)]
@@ -135,7 +135,7 @@ class ShoeApp:
         elif rtype == R_FINAL:
             o.restore_final(payload)
         elif rtype == R_ACK:
-            o.ack(struct.unpack(">I", payload)[0])
+            o.ack(frames.seq_at(payload, 0))
         elif rtype == R_CHECKPOINT:
             shoe_no, seq, digest, acked, hold_from = struct.unpack(CHECKPOINT, payload)
             self.shoe.shoe_no = shoe_no
@@ -433,7 +433,8 @@ class ShoeApp:
             return
         s = self.shoe
         if ftype == frames.C_ACK:
-            if len(payload) == 4 and self.outbox.ack(struct.unpack(">I", payload)[0]):
+            # seq_at: an acknowledged seq of 2**30 or more is none the shoe made (-1, ignored)
+            if len(payload) == 4 and self.outbox.ack(frames.seq_at(payload, 0)):
                 self.log.append(R_ACK, struct.pack(">I", self.outbox.acked))
         elif ftype == frames.C_RESOLVE and len(payload) == 1:
             if not self._input(IN_RESOLVE, payload[0], 1):
@@ -465,7 +466,7 @@ class ShoeApp:
         o = self.outbox
         self.settle()
         buf = self._one
-        frames.head_into(buf, 0, ftype, o.key_id, o.shoe_id, self.boot, o.done, o.digest)
+        frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, o.done, o.digest)
         if ftype == frames.T_STATUS:
             n = frames.status_into(buf, frames.HEADER_LEN, *payload)
         else:
