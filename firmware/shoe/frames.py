@@ -25,6 +25,7 @@ VERSION = const(2)
 # The shoe id is carried as its 4 bytes and seq is read by byte (seq_of): on a 32-bit port an int
 # of 2**30 or more is a long int on the heap, and a shoe id may be that large.
 _HEADER = ">BBH4sHI32s"
+_PARSED = ">BBH4sH4s32s"  # the same, seq left as bytes
 HEADER_LEN = const(46)
 SIG_LEN = const(64)
 DIGEST_LEN = const(32)
@@ -107,7 +108,7 @@ def parse(frame):
     None when malformed; signature is b"" for the unsigned types."""
     if len(frame) < HEADER_LEN or len(frame) > MAX_FRAME or frame[0] != VERSION:
         return None
-    _, ftype, key_id, shoe_id, boot, _, chain = struct.unpack(_HEADER, frame[:HEADER_LEN])
+    _, ftype, key_id, shoe_id, boot, _, chain = struct.unpack(_PARSED, frame[:HEADER_LEN])
     seq = seq_of(frame)
     if not signed(ftype):
         return ftype, key_id, shoe_id, boot, seq, chain, frame[HEADER_LEN:], b""
@@ -143,8 +144,8 @@ def seq_of(frame, at=0):
 
 def same_shoe(frame, shoe):
     """The frame names this shoe (`shoe`: its id's 4 bytes); b"\0\0\0\0" names any shoe."""
-    for i in range(4):
-        if frame[_SHOE_AT + i] != shoe[i]:
+    for i in range(4):  # a loop, not all(): no generator on the heap
+        if frame[_SHOE_AT + i] != shoe[i]:  # noqa: SIM110
             return False
     return True
 

@@ -6,8 +6,9 @@ stored). The writer computes it in two 16-bit halves (`crc_into`): on a 32-bit p
 has 31 bits, and binascii.crc32 returns a long int, allocated on the heap, for three values in
 four. The reader uses binascii.crc32 once per record over the record with its CRC's bytes
 reversed, which gives CRC-32's residue, a small constant, for every intact record. A power cut
-can only tear the last record; at boot the log is read up to the first bad record and cut there. Small values that change rarely (the boot counter, the identity) are whole
-files replaced by write-then-rename, which littlefs and POSIX both make atomic.
+can only tear the last record; at boot the log is read up to the first bad record and cut there.
+Small values that change rarely (the boot counter, the identity) are whole files replaced by
+write-then-rename, which littlefs and POSIX both make atomic.
 
 Records: 'I' input: kind(1) arg(1) arg2(1), then each frame body it produced: length(1) body
 (chain still zero; chain, boot and key_id are filled in when the frame is finished; kind 0 is no
@@ -51,12 +52,13 @@ def _padded(n):
 
 
 def _crc_tables():
-    """CRC-32's byte table (reflected polynomial 0xEDB88320) as two tables of 16-bit halves."""
-    hi_t = array("H", bytes(512))
-    lo_t = array("H", bytes(512))
-    for i in range(256):
+    """CRC-32's table (reflected polynomial 0xEDB88320) for one nibble at a time, as two tables of
+    16-bit halves: 64 bytes of RAM where a byte table takes 1 KB."""
+    hi_t = array("H", range(16))
+    lo_t = array("H", range(16))
+    for i in range(16):
         hi, lo = 0, i
-        for _ in range(8):
+        for _ in range(4):
             carry = lo & 1
             lo = (lo >> 1) | (hi & 1) << 15
             hi >>= 1
@@ -78,9 +80,13 @@ def crc_into(buf, n, out, at):
     th = _CRC_HI
     tl = _CRC_LO
     for i in range(n):
-        k = (lo ^ buf[i]) & 0xFF
-        lo = ((lo >> 8) | (hi & 0xFF) << 8) ^ tl[k]
-        hi = (hi >> 8) ^ th[k]
+        b = buf[i]
+        k = (lo ^ b) & 0xF
+        lo = ((lo >> 4) | (hi & 0xF) << 12) ^ tl[k]
+        hi = (hi >> 4) ^ th[k]
+        k = (lo ^ b >> 4) & 0xF
+        lo = ((lo >> 4) | (hi & 0xF) << 12) ^ tl[k]
+        hi = (hi >> 4) ^ th[k]
     hi ^= 0xFFFF
     lo ^= 0xFFFF
     out[at] = hi >> 8
