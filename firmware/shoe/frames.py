@@ -144,8 +144,8 @@ def seq_of(frame, at=0):
 
 def same_shoe(frame, shoe):
     """The frame names this shoe (`shoe`: its id's 4 bytes); b"\0\0\0\0" names any shoe."""
-    for i in range(4):  # a loop, not all(): no generator on the heap
-        if frame[_SHOE_AT + i] != shoe[i]:  # noqa: SIM110
+    for i in range(4):  # noqa: SIM110  (a loop, not all(): no generator on the heap)
+        if frame[_SHOE_AT + i] != shoe[i]:
             return False
     return True
 
