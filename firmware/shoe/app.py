@@ -36,11 +36,11 @@ from shoe.store import (
     R_CHECKPOINT,
     R_FINAL,
     R_INPUT,
-    RecordLog,
     copy_into,
     frames_in,
     load_identity,
     next_boot,
+    open_log,
     result_slot,
 )
 
@@ -77,7 +77,7 @@ class ShoeApp:
         self.latch = READ_NONE
         self.latch_card = NO_CARD
         self.latch_conf = 0
-        self.log = RecordLog(flash)
+        self.log = open_log(flash)
         self.outbox = Outbox(self.log, element)
         self.sent = 0  # the newest chained frame sent (or withheld: see hold_from)
         self.element_errors = 0
@@ -122,6 +122,7 @@ class ShoeApp:
         self.sent = min(o.done, self.hold_from - 1) if self.hold_from else o.done
         if empty:
             self._input(IN_NEW_SHOE)
+        self.log.prepare()
         self.show()
 
     def _replay(self, rtype, payload):
@@ -344,6 +345,9 @@ class ShoeApp:
             except ElementError:  # the element failed this step (bus noise): again next pass;
                 self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
+        # The sector the next card's record may need is erased now, right after a card, never
+        # in its path (a raw NOR log; nothing to do for a file).
+        self.log.prepare()
 
     def busy(self):
         """Frames wait for the element or the link: the board loop should come back soon."""

@@ -209,8 +209,18 @@ class Element:
 class VirtualBoard:
     def __init__(self, flash_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0,
                  code: str | os.PathLike[str] | None = None, sign_ms: int = SIGN_MS,
-                 element: str | None = None) -> None:
+                 element: str | None = None, nor_erase_ms: int | None = None,
+                 nor_log: str = "raw") -> None:
         self.code = str(code) if code else None  # a built code tree; None: the repository's source
+        # a NOR chip under the board's flash, its sector erase taking nor_erase_ms (boards/virtual/
+        # nor.py; $SABOT_NOR_ERASE_MS does the same for every board): the log on raw sectors, or
+        # with nor_log "littlefs" in a littlefs file
+        self.nor_erase_ms = nor_erase_ms
+        self.nor_log = nor_log
+        self.erases = 0  # the NOR chip's sector erases so far (this flash, every power-on)
+        self.erases_before = 0
+        self.lamp_us: list[int] = []  # each card's exit edge -> lamps, µs, as the board timed it
+        self.path_erases = 0  # sector erases between a card's exit edge and its lamps
         self.flash_dir = str(flash_dir)
         # its secure element: the emulator process, started with the board's first power-on and
         # kept across power cuts until stop()
@@ -250,6 +260,8 @@ class VirtualBoard:
             cmd = [micropython(), str(BOARDS / "virtual" / "main.py")]
         cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}",
                 "--element", address]
+        if self.nor_erase_ms is not None:
+            cmd += ["--nor-erase-ms", str(self.nor_erase_ms), "--nor-log", self.nor_log]
         env["SABOT_ELEMENT"] = address
         def full_flash() -> None:
             import resource
@@ -263,6 +275,7 @@ class VirtualBoard:
                                             bufsize=0, preexec_fn=full_flash if flash_bytes
                                             else None)
         self.boots += 1
+        self.erases_before = self.erases  # the chip counts from 0 at each power-on
         self.listening: queue.Queue[bool] = queue.Queue()
         threading.Thread(target=self._read_indicators, args=(proc,), daemon=True).start()
         try:
@@ -289,6 +302,11 @@ class VirtualBoard:
                     self.changed.notify_all()
                 if self.on_show:
                     self.on_show("I", self.indicator)
+            elif parts[:1] == [b"T"] and len(parts) == 3:
+                self.lamp_us.append(int(parts[1]))
+                self.path_erases += int(parts[2])
+            elif parts[:1] == [b"E"] and len(parts) == 2:
+                self.erases = self.erases_before + int(parts[1])
             elif parts[:1] == [b"L"]:
                 self.listening.put(True)
         self.listening.put(False)
