@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from shoe.store import R_FINAL, R_INPUT, BlockLog
+from shoe.blocklog import BlockLog
+from shoe.store import R_FINAL, R_INPUT
 
 from kit import ROOT, SABOT, SIGN_MS, provision_shoe
 

@@ -187,7 +187,7 @@ def main():
         import nor
 
         flash = nor.mount(flash_dir, int(erase_ms), int(arg("--nor-prog-us", "400")),
-                          arg("--nor-log", "raw"))
+                          arg("--nor-log", os.getenv("SABOT_NOR_LOG") or "raw"))
         io.lamps.chip = flash.device
     else:
         flash = Flash(flash_dir)
