@@ -322,10 +322,58 @@ def bench_serve(shoes=16):
             "update_delay_max_ms": round(max(delays) * 1000, 1), **stats}
 
 
+def _nor_shoe(tmp, log, gap):
+    """One whole 8-deck shoe through a virtual board on a NOR chip with a 45 ms sector erase and
+    a 400 µs page program (boards/virtual/nor.py), the dealer pausing `gap` s after each card's
+    lamps; no host. Erases in the shoe; each card's exit edge -> lamps as the board timed it."""
+    from statistics import median
+
+    from sabot.game import cards
+    from sabot.virtual.board import Dealer, VirtualBoard
+
+    from kit import provision_shoe
+
+    (Path(tmp) / log).mkdir()
+    _, flash, _, _ = provision_shoe(Path(tmp) / log)
+    board = VirtualBoard(flash, sign_ms=2, nor_erase_ms=45, nor_log=log).start()
+    try:
+        dealer = Dealer(board, cards.shuffled_shoe(8, seed=12))
+        board.wait(lambda s: True)
+        at_start = board.erases
+        t = time.monotonic()
+        while dealer.step():
+            time.sleep(gap)
+        seconds = time.monotonic() - t
+        erases = board.erases - at_start
+    finally:
+        board.stop()
+    lamps = sorted(board.lamp_us)
+    return {"cards": len(lamps), "erases_per_shoe": erases,
+            "erases_in_card_paths": board.path_erases,
+            "lamp_ms_median": round(median(lamps) / 1000, 1),
+            "lamp_ms_p95": round(lamps[len(lamps) * 19 // 20] / 1000, 1),
+            "lamp_ms_max": round(lamps[-1] / 1000, 1), "seconds": round(seconds, 1)}
+
+
+def bench_flash():
+    """The log on a NOR flash with a real erase time: raw sectors erased ahead by service()
+    (the firmware's log on such a board), and a littlefs file (the log before: littlefs erases a
+    sector at each append). Flash erases per shoe and the decision lamps' latency."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = _nor_shoe(tmp, "raw", 0.05)
+        lfs = _nor_shoe(tmp, "littlefs", 0.0)
+    return {"erase_ms": 45, "page_program_us": 400,
+            **{f"raw_log_{k}": v for k, v in raw.items()},
+            **{f"littlefs_log_{k}": v for k, v in lfs.items()}}
+
+
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
             "audit": bench_audit, "reliability": bench_reliability}
 SECTIONS["edges"] = bench_edges
 SECTIONS["serve"] = bench_serve
+SECTIONS["flash"] = bench_flash
 
 
 def main(names):

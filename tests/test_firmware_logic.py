@@ -230,7 +230,7 @@ def test_outbox_finishes_in_order_chains_digests_and_reads_older_back_from_the_l
     shoe = Provisioned(tmp_path)
     log = RecordLog(Flash(str(shoe.flash)))
     box = Outbox(log, shoe.element(), slots=4)
-    box.key_id, box.shoe_id, box.boot = 1, 9, 1
+    box.key_id, box.shoe, box.boot = 1, frames.shoe_bytes(9), 1
     types = [frames.T_BURN, frames.T_INITIAL, frames.T_RESULT] * 4
     for i, t in enumerate(types[:3]):
         at = box.begin(t)

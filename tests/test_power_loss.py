@@ -145,3 +145,37 @@ def test_soak_with_mistakes_and_power_cuts_together_loses_nothing():
     assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
     assert s["stored"] == s["rounds"]
     assert s["faults"]["power_cut"] >= 1 and sum(s["mistakes"].values()) >= 3
+
+
+def test_a_finished_frame_whose_log_record_fails_is_signed_again_from_the_same_body(
+        mpy, shoe_flash, element, tmp_path):
+    """The flash refuses the F record of frame 4 (round 1's signed result) once: service()
+    raises, and the next pass digests and signs the same body again (before, the slot had counted
+    the signature in, so the retry signed body + signature and logged past the slot). Every frame
+    sent is chained, verifies, and is byte for byte the one the log holds."""
+    import hashlib
+
+    from shoe import frames
+    from shoe.store import Flash, RecordLog
+
+    from kit.fw import split, verify
+
+    flash, shoe, provisioned = shoe_flash
+    out = tmp_path / "link.bin"
+    r = mpy(ROOT / "tests" / "mp" / "commit_fails.py", shoe, flash, element, out, 4)
+    assert r.returncode == 0, r.stderr.decode() + r.stdout.decode()
+    said = dict(re.findall(rb"(\w+) (\d+)", r.stdout))
+    assert said[b"raised"] == b"1" and int(said[b"failed_len"]) > 32 + frames.HEADER_LEN
+    assert int(said[b"done"]) == int(said[b"seq"]) > 5
+    sent = split(out.read_bytes())
+    assert frames.type_of(sent[3]) == frames.T_RESULT
+    seqs = [frames.seq_of(f) for f in sent]
+    assert seqs == list(range(1, int(said[b"done"]) + 1))
+    chain = bytes(32)
+    for f in sent:
+        assert frames.parse(f)[5] == chain and len(f) <= frames.MAX_CHAINED
+        if frames.signed(frames.type_of(f)):
+            verify(provisioned.public_key(), f)
+        chain = hashlib.sha256(f[: frames.body_len(f)]).digest()
+    logged = [p[32:] for t, p in RecordLog(Flash(str(flash))).records() if t == R_FINAL]
+    assert logged == sent

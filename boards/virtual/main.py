@@ -1,5 +1,6 @@
 """Virtual board entry: micropython main.py --flash DIR --listen HOST:PORT [--code DIR]
 [--element unix:PATH|tcp:HOST:PORT]  (default $SABOT_ELEMENT: the secure-element emulator)
+[--nor-erase-ms MS [--nor-prog-us US] [--nor-log raw|littlefs]]  (a NOR chip: nor.py)
 
 The shoe runs through the same board loop as on a Pico (shoe/loop.py); its io is the simulated
 dealer's channel on stdin (board.py) and the host link, a TCP socket."""
@@ -7,7 +8,8 @@ import micropython
 
 micropython.kbd_intr(-1)  # first line that runs, as on a board
 
-import select  # noqa: E402  (after the line above, on purpose)
+import os  # noqa: E402  (after the line above, on purpose)
+import select  # noqa: E402
 import socket  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -24,16 +26,30 @@ _EAGAIN = 11
 
 
 class StdoutIndicators:
-    """The shoe's lamps and display, as lines the simulated dealer reads."""
+    """The shoe's lamps and display, as lines the simulated dealer reads. After a card's lamps,
+    `T <µs> <erases>`: the time from its exit edge (the byte read off the dealer channel) to
+    them, and the NOR chip's sector erases in between."""
 
     def __init__(self):
         self.last = None
+        self.edge_at = -1  # ticks_us() of the exit edge not yet answered
+        self.chip = None  # the NOR chip (nor.py), whose erases between edge and lamps count
+        self.edge_erases = 0
 
     def show(self, phase, due, position, shoe_no, round_no, alarm, reveal):
+        lit = time.ticks_us()
         state = (phase, due, position, shoe_no, round_no, alarm, reveal)
         if state != self.last:
             self.last = state
             sys.stdout.write("I %d %d %d %d %d %d %d\n" % state)
+            if self.edge_at >= 0:
+                erases = self.chip.erases - self.edge_erases if self.chip else 0
+                sys.stdout.write("T %d %d\n" % (time.ticks_diff(lit, self.edge_at), erases))
+                self.edge_at = -1
+
+    def edge(self):
+        self.edge_at = time.ticks_us()
+        self.edge_erases = self.chip.erases if self.chip else 0
 
     def announce(self, player_total, banker_total, winner, announcements):
         sys.stdout.write("A %d %d %d %d\n" % (player_total, banker_total, winner, announcements))
@@ -92,6 +108,7 @@ class DealerIO:
             return self._sensor == len(self.sensor_buf)
         if b == board.EXIT_EDGE:
             self._edges += 1
+            self.lamps.edge()
         else:
             self._pressed |= _BUTTON.get(b, 0)
         return True
@@ -134,8 +151,7 @@ class DealerIO:
         pass
 
 
-def make_app(flash_dir, link, lamps, code, element):
-    flash = Flash(flash_dir)
+def make_app(flash, flash_dir, link, lamps, code, element):
     skip = ()
     if code and flash_dir.startswith(code.rstrip("/") + "/"):
         skip = (flash_dir[len(code.rstrip("/")) + 1 :].strip("/"),)  # data inside the code tree
@@ -172,14 +188,25 @@ def main():
     if blank:
         sys.stderr.write("board: blank shoe (element never provisioned): REPL\n")
         sys.exit(_BLANK_EXIT)
-    app = make_app(flash_dir, link, io.lamps, code, element)
+    # --nor-erase-ms MS (or $SABOT_NOR_ERASE_MS): the flash is a NOR chip with a real erase time
+    # (nor.py), the log on raw sectors, or with --nor-log littlefs in a littlefs file
+    erase_ms = arg("--nor-erase-ms", os.getenv("SABOT_NOR_ERASE_MS"))
+    if erase_ms:
+        import nor
+
+        flash = nor.mount(flash_dir, int(erase_ms), int(arg("--nor-prog-us", "400")),
+                          arg("--nor-log", os.getenv("SABOT_NOR_LOG") or "raw"))
+        io.lamps.chip = flash.device
+    else:
+        flash = Flash(flash_dir)
+    app = make_app(flash, flash_dir, link, io.lamps, code, element)
     try:
         app.start()
     except (ValueError, OSError) as e:
         # not provisioned (an identity lost beside a locked element), a recovery that failed
         # (flash full, damaged): tilt, as a Pico's main.py does, never a REPL
         sys.stderr.write("board: %s: tilt\n" % e)
-        app = tilt.TiltShoe(Flash(flash_dir), link, io.lamps, code, (), element)
+        app = tilt.TiltShoe(flash, link, io.lamps, code, (), element)
         app.start()
 
     server = socket.socket()

@@ -36,11 +36,11 @@ from shoe.store import (
     R_CHECKPOINT,
     R_FINAL,
     R_INPUT,
-    RecordLog,
     copy_into,
     frames_in,
     load_identity,
     next_boot,
+    open_log,
     result_slot,
 )
 
@@ -81,7 +81,7 @@ class ShoeApp:
         self.latch = READ_NONE
         self.latch_card = NO_CARD
         self.latch_conf = 0
-        self.log = RecordLog(flash)
+        self.log = open_log(flash)
         self.outbox = Outbox(self.log, element)
         self.sent = 0  # the newest chained frame sent (or withheld: see hold_from)
         self.element_errors = 0
@@ -110,7 +110,7 @@ class ShoeApp:
         self.boot = next_boot(self.flash)
         key_version, shoe_id = self.identity
         o = self.outbox
-        o.key_id, o.shoe_id, o.boot = key_version, shoe_id, self.boot
+        o.key_id, o.shoe, o.boot = key_version, frames.shoe_bytes(shoe_id), self.boot
         o.slot = result_slot(key_version)
         # the SHA end lengths of every body the shoe makes: payloads of 4-15 bytes and shoe_end's
         self.element.prepare([(frames.HEADER_LEN + n) % 64 for n in range(4, 16)]
@@ -126,6 +126,7 @@ class ShoeApp:
         self.sent = min(o.done, self.hold_from - 1) if self.hold_from else o.done
         if empty:
             self._input(IN_NEW_SHOE)
+        self.log.prepare()
         self.show()
 
     def _replay(self, rtype, payload):
@@ -139,7 +140,7 @@ class ShoeApp:
         elif rtype == R_FINAL:
             o.restore_final(payload)
         elif rtype == R_ACK:
-            o.ack(struct.unpack(">I", payload)[0])
+            o.ack(frames.seq_at(payload, 0))
         elif rtype == R_CHECKPOINT:
             shoe_no, seq, digest, acked, hold_from = struct.unpack(CHECKPOINT, payload)
             self.shoe.shoe_no = shoe_no
@@ -348,6 +349,9 @@ class ShoeApp:
             except ElementError:  # the element failed this step (bus noise): again next pass;
                 self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
+        # The sector the next card's record may need is erased now, right after a card, never
+        # in its path (a raw NOR log; nothing to do for a file).
+        self.log.prepare()
 
     def busy(self):
         """Frames wait for the element or the link: the board loop should come back soon."""
@@ -450,7 +454,8 @@ class ShoeApp:
             return
         s = self.shoe
         if ftype == frames.C_ACK:
-            if len(payload) == 4 and self.outbox.ack(struct.unpack(">I", payload)[0]):
+            # seq_at: an acknowledged seq of 2**30 or more is none the shoe made (-1, ignored)
+            if len(payload) == 4 and self.outbox.ack(frames.seq_at(payload, 0)):
                 self.log.append(R_ACK, struct.pack(">I", self.outbox.acked))
         elif ftype == frames.C_RESOLVE and len(payload) == 1:
             if not self._input(IN_RESOLVE, payload[0], 1):
@@ -482,7 +487,7 @@ class ShoeApp:
         o = self.outbox
         self.settle()
         buf = self._one
-        frames.head_into(buf, 0, ftype, o.key_id, o.shoe_id, self.boot, o.done, o.digest)
+        frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, o.done, o.digest)
         if ftype == frames.T_STATUS:
             n = frames.status_into(buf, frames.HEADER_LEN, *payload)
         else:

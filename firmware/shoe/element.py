@@ -29,12 +29,12 @@ import time
 from array import array
 
 
-def _monotonic_ms():  # CPython (tests): MicroPython's ticks_ms on CPython's monotonic clock
-    return int(time.monotonic() * 1000)  # type: ignore[attr-defined]
+def _monotonic_ms():  # CPython (tests): MicroPython's ticks_ms on CPython's monotonic clock,
+    return int(time.monotonic() * 1000) & 0x3FFFFFFF  # wrapping as it does: a small int
 
 
 def _diff(a, b):
-    return a - b
+    return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
 
 
 def _sleep(ms):

@@ -22,7 +22,10 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 VERSION = const(2)
-_HEADER = ">BBHIHI32s"
+# The shoe id is carried as its 4 bytes and seq is read by byte (seq_of): on a 32-bit port an int
+# of 2**30 or more is a long int on the heap, and a shoe id may be that large.
+_HEADER = ">BBH4sHI32s"
+_PARSED = ">BBH4sH4s32s"  # the same, seq left as bytes
 HEADER_LEN = const(46)
 SIG_LEN = const(64)
 DIGEST_LEN = const(32)
@@ -31,6 +34,7 @@ MAX_FRAME = const(200)
 MAX_ENCODED = const(203)  # COBS adds one byte per 254 and the 0x00 delimiter
 MAX_BODY = const(106)  # the longest body the shoe makes: shoe_end, with its 52-byte inventory
 MAX_CHAINED = const(170)  # the same, signed
+_SHOE_AT = const(4)
 _SEQ_AT = const(10)
 ZERO_CHAIN = bytes(CHAIN_LEN)
 
@@ -79,25 +83,33 @@ def signed(ftype):
     return ftype != T_INITIAL and ftype != C_HELLO and ftype != C_INTEGRITY
 
 
-def head_into(buf, at, ftype, key_id, shoe_id, boot, seq, chain=ZERO_CHAIN):
-    """The header at buf[at:]; the payload goes at at + HEADER_LEN."""
-    struct.pack_into(_HEADER, buf, at, VERSION, ftype, key_id, shoe_id, boot, seq, chain)
+def shoe_bytes(shoe_id):
+    """A shoe id as the 4 bytes frames carry, which is how the firmware holds it (made once, at
+    boot: the id may be too large for a small int)."""
+    return struct.pack(">I", shoe_id)
+
+
+def head_into(buf, at, ftype, key_id, shoe, boot, seq, chain=ZERO_CHAIN):
+    """The header at buf[at:] (`shoe`: the shoe id's 4 bytes; seq < 2**30, see seq_of); the
+    payload goes at at + HEADER_LEN."""
+    struct.pack_into(_HEADER, buf, at, VERSION, ftype, key_id, shoe, boot, seq, chain)
 
 
 def build(key_id, shoe_id, boot, seq, chain, ftype, payload):
     """A frame's body as bytes (tests and the rare paths that may allocate)."""
     buf = bytearray(HEADER_LEN + len(payload))
-    head_into(buf, 0, ftype, key_id, shoe_id, boot, seq, bytes(chain))
+    head_into(buf, 0, ftype, key_id, shoe_bytes(shoe_id), boot, seq, bytes(chain))
     buf[HEADER_LEN:] = payload
     return bytes(buf)
 
 
 def parse(frame):
-    """(type, key_id, shoe_id, boot, seq, chain, payload, signature) or None when malformed;
-    signature is b"" for the unsigned types."""
+    """(type, key_id, shoe (the id's 4 bytes), boot, seq (seq_of), chain, payload, signature) or
+    None when malformed; signature is b"" for the unsigned types."""
     if len(frame) < HEADER_LEN or len(frame) > MAX_FRAME or frame[0] != VERSION:
         return None
-    _, ftype, key_id, shoe_id, boot, seq, chain = struct.unpack(_HEADER, frame[:HEADER_LEN])
+    _, ftype, key_id, shoe_id, boot, _, chain = struct.unpack(_PARSED, frame[:HEADER_LEN])
+    seq = seq_of(frame)
     if not signed(ftype):
         return ftype, key_id, shoe_id, boot, seq, chain, frame[HEADER_LEN:], b""
     if len(frame) < HEADER_LEN + SIG_LEN:
@@ -116,9 +128,26 @@ def type_of(frame, at=0):
     return frame[at + 1]
 
 
+def seq_at(buf, i):
+    """The big-endian 4-byte number at buf[i:]; -1 when it is 2**30 or more (see seq_of)."""
+    if buf[i] & 0xC0:
+        return -1
+    return buf[i] << 24 | buf[i + 1] << 16 | buf[i + 2] << 8 | buf[i + 3]
+
+
 def seq_of(frame, at=0):
-    i = at + _SEQ_AT
-    return frame[i] << 24 | frame[i + 1] << 16 | frame[i + 2] << 8 | frame[i + 3]
+    """The seq field; -1 when it is 2**30 or more. The shoe numbers fewer frames than that in its
+    life (about 200 a shoe: five million shoes), so such a frame is none of its own, and a host
+    command's counter that large is never the element's next (its counters stop at 2**21)."""
+    return seq_at(frame, at + _SEQ_AT)
+
+
+def same_shoe(frame, shoe):
+    """The frame names this shoe (`shoe`: its id's 4 bytes); b"\0\0\0\0" names any shoe."""
+    for i in range(4):  # noqa: SIM110  (a loop, not all(): no generator on the heap)
+        if frame[_SHOE_AT + i] != shoe[i]:
+            return False
+    return True
 
 
 def is_chained(frame, at=0):

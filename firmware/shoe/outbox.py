@@ -30,7 +30,7 @@ class Outbox:
         self.element = element
         self.slot = 0  # the element slot of the result key
         self.key_id = 0
-        self.shoe_id = 0
+        self.shoe = bytes(4)  # the shoe id's 4 bytes, as frames carry it (frames.shoe_bytes)
         self.boot = 0
         self.seq = 0  # the newest chained frame built
         self.done = 0  # the newest finished: digested, signed where due, logged whole
@@ -72,7 +72,7 @@ class Outbox:
             # failing). Finish the oldest now rather than lose its body.
             self.service()
         buf = self.building = self._ring[seq % self._slots]
-        frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe_id, self.boot, seq)
+        frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe, self.boot, seq)
         return _DIGEST + frames.HEADER_LEN
 
     def end(self, n):
@@ -113,7 +113,7 @@ class Outbox:
         # The header is filled in now: the chain, and this boot's number and key (a body left
         # unfinished by a power cut is finished, and first sent, in a later boot).
         frames.head_into(ring, _DIGEST, frames.type_of(ring, _DIGEST), self.key_id,
-                         self.shoe_id, self.boot, seq, self.digest)
+                         self.shoe, self.boot, seq, self.digest)
         el.sha_queue(ring, _DIGEST, self.length(seq), self._next)
         self.digesting = True
         return 0
@@ -121,12 +121,14 @@ class Outbox:
     def _final(self, seq, sig_len):
         i = seq % self._slots
         n = self._len[i] + sig_len
-        self._len[i] = n
         ring = self._ring[i]
         ring[0:_DIGEST] = self._next
         log = self.log
         copy_into(log.rec, 3, ring, 0, _DIGEST + n)
         log.commit(R_FINAL, _DIGEST + n)  # logged whole before it counts as finished (and sent)
+        # Only now does the slot hold a finished frame: a commit that raised left it a body, so
+        # the next service() digests and signs that same body again.
+        self._len[i] = n
         self.digest[0:_DIGEST] = self._next
         self.done = seq
         return seq

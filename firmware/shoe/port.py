@@ -28,6 +28,7 @@ _COUNTER = const(0)  # the element's monotonic counter that numbers counted comm
 _HELLOS_PER_S = const(5)
 _VERIFIES_PER_S = const(1)
 _OWED_MAX = const(4)  # hellos over the rate kept to answer later: a waiting host gets its status
+_ANY = bytes(4)  # the shoe id of a hello to whichever shoe is on the port
 
 
 def uncounted(ftype):
@@ -40,6 +41,7 @@ class CommandPort:
         """identity: (key_version, shoe_id) from flash, or None when the shoe is not provisioned
         (then it obeys nothing)."""
         self.identity = identity
+        self._shoe = frames.shoe_bytes(identity[1]) if identity else _ANY
         self.element = element
         self.counter = 0  # the element's command counter: the last counted command accepted
         self.refused = 0  # frames refused since boot: not a command, not ours, bad signature,
@@ -110,8 +112,10 @@ class CommandPort:
         if p is None:
             self.refused += 1
             return
-        ftype, key_id, shoe_id, _, counter, _, payload, sig = p
-        mine = shoe_id == self.identity[1] or (shoe_id == 0 and uncounted(ftype))  # 0: any shoe
+        ftype, key_id, _, _, counter, _, payload, sig = p
+        # 0: any shoe (the id is compared by byte: see frames.shoe_bytes)
+        mine = frames.same_shoe(frame, self._shoe) or (frames.same_shoe(frame, _ANY)
+                                                      and uncounted(ftype))
         if not frames.is_command(frame) or key_id != 0 or not mine:
             self.refused += 1
             return

@@ -1,11 +1,14 @@
 """Power-loss-safe storage in flash: an append-only record log with a CRC on every record.
 
-Record: type(1) length(2, big-endian) payload CRC32(4). The CRC covers type, length and payload
-followed by zero bytes up to a multiple of 64 (the zeros are not stored): the writer then checks
-its preallocated record buffer through one of a few views made once, so appending allocates
-nothing. A power cut can only tear the last record; at boot the log is read up to the first bad
-record and cut there. Small values that change rarely (the boot counter, the identity) are whole
-files replaced by write-then-rename, which littlefs and POSIX both make atomic.
+Record: type(1) length(2, big-endian) payload CRC32(4). The CRC (zlib's CRC-32, stored big-endian)
+covers type, length and payload followed by zero bytes up to a multiple of 64 (the zeros are not
+stored). The writer computes it in two 16-bit halves (`crc_into`): on a 32-bit port a small int
+has 31 bits, and binascii.crc32 returns a long int, allocated on the heap, for three values in
+four. The reader uses binascii.crc32 once per record over the record with its CRC's bytes
+reversed, which gives CRC-32's residue, a small constant, for every intact record. A power cut
+can only tear the last record; at boot the log is read up to the first bad record and cut there.
+Small values that change rarely (the boot counter, the identity) are whole files replaced by
+write-then-rename, which littlefs and POSIX both make atomic.
 
 Records: 'I' input: kind(1) arg(1) arg2(1), then each frame body it produced: length(1) body
 (chain still zero; chain, boot and key_id are filled in when the frame is finished; kind 0 is no
@@ -17,6 +20,7 @@ input: a command_rejected frame of the shoe's own);
 import os
 import struct
 import sys
+from array import array
 from binascii import crc32
 
 try:
@@ -36,28 +40,85 @@ R_CHECKPOINT = const(0x50)  # 'P': state carried over a compaction
 CHECKPOINT = ">HI32sII"  # shoe, seq, digest, acked, hold_from (squeeze: 0 none)
 
 MAX_RECORD = const(768)  # an input with every frame it can make: 3 + 3 + 7 * (1 + 106) + 4
-_PAD = const(64)
+PAD = const(64)
 _MP = sys.implementation.name == "micropython"
 
 
+_RESIDUE = const(0x2144DF1C)  # CRC-32 of any message followed by its own CRC, little-endian
+
+
 def _padded(n):
-    return (n + _PAD - 1) // _PAD * _PAD
+    return (n + PAD - 1) // PAD * PAD
+
+
+def _crc_tables():
+    """CRC-32's table (reflected polynomial 0xEDB88320) for one nibble at a time, as two tables of
+    16-bit halves: 64 bytes of RAM where a byte table takes 1 KB."""
+    hi_t = array("H", range(16))
+    lo_t = array("H", range(16))
+    for i in range(16):
+        hi, lo = 0, i
+        for _ in range(4):
+            carry = lo & 1
+            lo = (lo >> 1) | (hi & 1) << 15
+            hi >>= 1
+            if carry:
+                hi ^= 0xEDB8
+                lo ^= 0x8320
+        hi_t[i] = hi
+        lo_t[i] = lo
+    return hi_t, lo_t
+
+
+_CRC_HI, _CRC_LO = _crc_tables()
+
+
+def crc_into(buf, n, out, at):
+    """CRC-32 of buf[:n] into out[at:at + 4], big-endian. Every value stays below 2**16, so it
+    allocates nothing on any port."""
+    hi = lo = 0xFFFF
+    th = _CRC_HI
+    tl = _CRC_LO
+    for i in range(n):
+        b = buf[i]
+        k = (lo ^ b) & 0xF
+        lo = ((lo >> 4) | (hi & 0xF) << 12) ^ tl[k]
+        hi = (hi >> 4) ^ th[k]
+        k = (lo ^ b >> 4) & 0xF
+        lo = ((lo >> 4) | (hi & 0xF) << 12) ^ tl[k]
+        hi = (hi >> 4) ^ th[k]
+    hi ^= 0xFFFF
+    lo ^= 0xFFFF
+    out[at] = hi >> 8
+    out[at + 1] = hi & 0xFF
+    out[at + 2] = lo >> 8
+    out[at + 3] = lo & 0xFF
+
+
+def intact(head, payload, crc):
+    """True when the stored CRC bytes (big-endian) match head + payload + padding (reading: may
+    allocate; the one crc32 value of an intact record is the small residue)."""
+    pad = bytes(_padded(3 + len(payload)) - 3 - len(payload))
+    return crc32(head + payload + pad + bytes((crc[3], crc[2], crc[1], crc[0]))) == _RESIDUE
 
 
 def record(rtype, payload):
     """A whole record as bytes (compaction, tests: the paths that may allocate)."""
-    head = struct.pack(">BH", rtype, len(payload))
-    pad = _padded(3 + len(payload)) - 3 - len(payload)
-    crc = crc32(bytes(pad), crc32(payload, crc32(head))) & 0xFFFFFFFF
-    return head + bytes(payload) + struct.pack(">I", crc)
+    n = len(payload)
+    rec = bytearray(_padded(3 + n) + 4)
+    struct.pack_into(">BH", rec, 0, rtype, n)
+    rec[3 : 3 + n] = payload
+    crc_into(rec, _padded(3 + n), rec, 3 + n)
+    return bytes(rec[: 7 + n])
 
 
 class Flash:
     """A directory of the shoe's flash: the board's littlefs, a real directory on the virtual
     board."""
 
-    def __init__(self, root):
+    def __init__(self, root, log_device=None):
         self.root = root.rstrip("/")
+        self.log_device = log_device  # (block device, first, count): raw sectors for the log
 
     def path(self, name):
         return self.root + "/" + name
@@ -82,10 +143,8 @@ class RecordLog:
         self.name = name
         self._f = None
         self.size = 0
-        # The record being written: payload at rec[3:]; CRC views at every multiple of _PAD.
-        self.rec = bytearray(MAX_RECORD + _PAD)
-        m = memoryview(self.rec)
-        self._views = [m[:k] for k in range(0, MAX_RECORD + _PAD, _PAD)]
+        # The record being written: payload at rec[3:], zero padding for the CRC after it.
+        self.rec = bytearray(MAX_RECORD + PAD)
 
     def records(self):
         """Yield the intact records (type, payload) one at a time, so a long log never sits in RAM;
@@ -110,9 +169,7 @@ class RecordLog:
                 if len(body) < n + 4:
                     torn = True
                     break
-                pad = bytes(_padded(3 + n) - 3 - n)
-                crc = crc32(pad, crc32(body[:n], crc32(head))) & 0xFFFFFFFF
-                if crc != struct.unpack(">I", body[n:])[0]:
+                if not intact(head, body[:n], body[n:]):
                     torn = True
                     break
                 good += 7 + n
@@ -133,6 +190,9 @@ class RecordLog:
                 left -= len(chunk)
         os.rename(tmp, self.flash.path(self.name))
 
+    def prepare(self):
+        """Nothing to do ahead of time for a file (see BlockLog.prepare)."""
+
     def append(self, rtype, payload):
         """A record from bytes (the rarer records; the card path fills `rec` and calls commit)."""
         n = len(payload)
@@ -141,23 +201,36 @@ class RecordLog:
 
     def commit(self, rtype, n):
         """Append the record whose n payload bytes are at rec[3:]: CRC, write, flush. Allocates
-        nothing on MicroPython."""
-        rec = self.rec
-        struct.pack_into(">BH", rec, 0, rtype, n)
+        nothing on MicroPython. A write that fails leaves the log as it was before it (what it
+        wrote is cut off again, or the log refuses every later record until the shoe restarts
+        and boot cuts it), so the caller may try again."""
+        seal(self.rec, rtype, n)
         end = 3 + n
-        padded = _padded(end)
-        for i in range(end, padded):
-            rec[i] = 0
-        crc = crc32(self._views[padded // _PAD]) & 0xFFFFFFFF
-        struct.pack_into(">I", rec, end, crc)
-        if self._f is None:
-            self._f = open(self.flash.path(self.name), "ab")
-        if _MP:
-            self._f.write(rec, end + 4)  # a stream write takes a length: no slice
-        else:
-            self._f.write(bytes(rec[: end + 4]))
-        self._f.flush()
+        if self.size < 0:
+            raise OSError(5)  # a failed write could not be undone: nothing after it is readable
+        try:
+            if self._f is None:
+                self._f = open(self.flash.path(self.name), "ab")
+            if _MP:
+                self._f.write(self.rec, end + 4)  # a stream write takes a length: no slice
+            else:
+                self._f.write(bytes(self.rec[: end + 4]))
+            self._f.flush()
+        except BaseException:  # OSError from the flash, MemoryError: undone before raising
+            self._undo()
+            raise
         self.size += end + 4
+
+    def _undo(self):
+        f, self._f = self._f, None
+        keep, self.size = self.size, -1
+        try:
+            if f is not None:
+                f.close()
+            self._cut(keep)
+            self.size = keep
+        except OSError:
+            pass
 
     def replace(self, records):
         """Atomically replace the whole log (compaction); `records` may be a generator reading the
@@ -174,6 +247,29 @@ class RecordLog:
                 size += len(rec)
         os.rename(tmp, self.flash.path(self.name))
         self.size = size
+
+
+def open_log(flash):
+    """The shoe's log: on raw NOR sectors when the board gives it some (flash.log_device: block
+    device, first block, blocks; shoe/blocklog.py, loaded only then), else a file in the flash
+    directory."""
+    if flash.log_device:
+        from shoe.blocklog import BlockLog
+
+        dev, first, count = flash.log_device
+        return BlockLog(dev, first, count)
+    return RecordLog(flash)
+
+
+def seal(rec, rtype, n):
+    """The head and CRC of the record whose n payload bytes are at rec[3:] (rec has room for the
+    padding). Allocation-free."""
+    struct.pack_into(">BH", rec, 0, rtype, n)
+    end = 3 + n
+    padded = _padded(end)
+    for i in range(end, padded):
+        rec[i] = 0
+    crc_into(rec, padded, rec, end)
 
 
 def frames_in(rtype, payload):

@@ -106,7 +106,7 @@ class TiltShoe:
         buf = self._buf
         # payload already at HEADER_LEN: the header goes in front (seq 0, zero chain: the tilted
         # shoe replays no log)
-        frames.head_into(buf, 0, ftype, key_version, shoe_id, self.boot, 0)
+        frames.head_into(buf, 0, ftype, key_version, frames.shoe_bytes(shoe_id), self.boot, 0)
         try:
             m = sign_into(self.element, result_slot(key_version), buf, frames.HEADER_LEN + n)
             self.link.write(self._tx, cobs.encode_into(buf, m, self._tx))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from sabot.cli.options import REGISTRY_HELP, Commands, listen_arg, probability, ranged
@@ -122,6 +123,13 @@ def board_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--maintenance", action="store_true",
                    help="with --root: start in the REPL without running main.py, as a board "
                    "on the bench with its case open (BOOTSEL / SWD); no button does this")
+    p.add_argument("--nor-erase-ms", type=ranged(0, 1000), metavar="MS",
+                   help="its flash a NOR chip (DIR/nor.img, littlefs mounted on it) whose 4 KB "
+                   "sector erase takes MS ms (a Pico's: about 45), the log on raw sectors; "
+                   "also $SABOT_NOR_ERASE_MS")
+    p.add_argument("--nor-log", choices=["raw", "littlefs"], default="raw",
+                   help="with --nor-erase-ms: the log on raw sectors erased ahead (default) or "
+                   "in a littlefs file, whose every append erases a sector")
 
 
 @commands("board", board_args,
@@ -141,6 +149,9 @@ def cmd_board(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)  # stopped like Ctrl-C: the board process goes with it
+    if args.nor_erase_ms is not None:  # the board process reads them (boards/virtual/main.py)
+        os.environ["SABOT_NOR_ERASE_MS"] = str(args.nor_erase_ms)
+        os.environ["SABOT_NOR_LOG"] = args.nor_log
 
     with tempfile.TemporaryDirectory(prefix="sabot-board-") as tmp:
         code = args.code if args.root else board_code(args.board, args.code, tmp)

@@ -233,7 +233,8 @@ class VirtualBoard:
 
     def __init__(self, flash_dir: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 0,
                  code: str | os.PathLike[str] | None = None, sign_ms: int = SIGN_MS,
-                 element: str | None = None, board: str = "virtual", chunk: int = 0) -> None:
+                 element: str | None = None, board: str = "virtual", chunk: int = 0,
+                 nor_erase_ms: int | None = None, nor_log: str = "raw") -> None:
         if board != "virtual" and board not in EMULATED:
             raise SabotError(f"unknown board {board!r} (virtual, {', '.join(EMULATED)})")
         if board != "virtual" and not code:
@@ -242,6 +243,15 @@ class VirtualBoard:
         self.board = board
         self.chunk = chunk
         self.code = str(code) if code else None  # a built code tree; None: the repository's source
+        # a NOR chip under the board's flash, its sector erase taking nor_erase_ms (boards/virtual/
+        # nor.py; $SABOT_NOR_ERASE_MS does the same for every board): the log on raw sectors, or
+        # with nor_log "littlefs" in a littlefs file
+        self.nor_erase_ms = nor_erase_ms
+        self.nor_log = nor_log
+        self.erases = 0  # the NOR chip's sector erases so far (this flash, every power-on)
+        self.erases_before = 0
+        self.lamp_us: list[int] = []  # each card's exit edge -> lamps, µs, as the board timed it
+        self.path_erases = 0  # sector erases between a card's exit edge and its lamps
         self.flash_dir = str(flash_dir)
         # its secure element: the emulator process, started with the board's first power-on and
         # kept across power cuts until stop()
@@ -293,6 +303,8 @@ class VirtualBoard:
         if self.board == "virtual":
             cmd += ["--flash", self.flash_dir, "--listen", f"{self.host}:{self.port}",
                     "--element", address]
+            if self.nor_erase_ms is not None:
+                cmd += ["--nor-erase-ms", str(self.nor_erase_ms), "--nor-log", self.nor_log]
         env["SABOT_ELEMENT"] = address
         def full_flash() -> None:
             import resource
@@ -306,6 +318,7 @@ class VirtualBoard:
                                             bufsize=0, preexec_fn=full_flash if flash_bytes
                                             else None)
         self.boots += 1
+        self.erases_before = self.erases  # the chip counts from 0 at each power-on
         self.listening: queue.Queue[bool] = queue.Queue()
         threading.Thread(target=self._read_indicators, args=(proc,), daemon=True).start()
         try:
@@ -338,6 +351,11 @@ class VirtualBoard:
                 self._lamp(parts[1].decode(), int(parts[2]))
             elif parts[:1] == [b"B"] and len(parts) == 2:  # and the buzzer's PWM duty
                 self._lamp("buzzer", int(parts[1]))
+            elif parts[:1] == [b"T"] and len(parts) == 3:
+                self.lamp_us.append(int(parts[1]))
+                self.path_erases += int(parts[2])
+            elif parts[:1] == [b"E"] and len(parts) == 2:
+                self.erases = self.erases_before + int(parts[1])
             elif parts[:1] == [b"L"]:
                 self.listening.put(True)
         self.listening.put(False)
