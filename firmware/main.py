@@ -32,7 +32,9 @@ def blank(element):
     (shoe/provision.py). Only such a shoe keeps the REPL, for its first deploy and provisioning;
     no element answering is a fault, not a blank shoe."""
     try:
-        return not element.locked()[1]
+        from shoe.provision import locked
+
+        return not locked(element)[1]
     except Exception:
         return False
 

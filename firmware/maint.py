@@ -23,8 +23,7 @@ import struct
 
 import board
 
-from shoe.element import LOCK_SLOT
-from shoe.provision import RESULT_VERSIONS
+from shoe.provision import LOCK_SLOT, RESULT_VERSIONS, lock
 from shoe.store import Flash, load_identity, result_slot, write_identity
 
 
@@ -70,7 +69,7 @@ def rekey():
     xy = bytearray(64)
     element = _element()
     element.genkey(result_slot(new), xy)
-    element.lock(LOCK_SLOT | result_slot(new) << 2)  # that version can never be made again
+    lock(element, LOCK_SLOT | result_slot(new) << 2)  # that version can never be made again
     # The certificate: the previous key, inside the element, signs the new one, so a verifier
     # trusts version N+1 only through version N (and so back to the key registered at the
     # factory), never because a registry file lists it.

@@ -21,8 +21,30 @@ el_mod = factory.firmware("shoe.element")
 provision = factory.firmware("shoe.provision")
 store_mod = factory.firmware("shoe.store")
 ElementError = el_mod.ElementError
-CONFIG, OTP, DATA = el_mod.ZONE_CONFIG, el_mod.ZONE_OTP, el_mod.ZONE_DATA
-addr = el_mod.data_address
+CONFIG, OTP, DATA = provision.ZONE_CONFIG, provision.ZONE_OTP, provision.ZONE_DATA
+addr = provision.data_address
+
+
+class Chip:
+    """The driver with provisioning's memory commands as methods (shoe/provision.py)."""
+
+    def __init__(self, element):
+        self.element = element
+
+    def __getattr__(self, name):
+        return getattr(self.element, name)
+
+    def read(self, zone, address, out):
+        return provision.read(self.element, zone, address, out)
+
+    def write(self, zone, address, data):
+        provision.write(self.element, zone, address, data)
+
+    def lock(self, mode, crc=0):
+        provision.lock(self.element, mode, crc)
+
+    def locked(self):
+        return provision.locked(self.element)
 COMMAND_XY = keys.xy(ec.generate_private_key(ec.SECP256R1()).public_key())
 
 
@@ -36,7 +58,7 @@ def refused(call, status=el_mod.EXECUTION_ERROR):
 @pytest.fixture
 def chip(tmp_path):
     """A factory-fresh chip (an empty store) and its driver."""
-    return factory.element(tmp_path / "el")
+    return Chip(factory.element(tmp_path / "el"))
 
 
 def config_of(chip):
@@ -45,7 +67,7 @@ def config_of(chip):
 
 def lock_sabot_config(chip):
     provision._write_configuration(chip)
-    chip.lock(el_mod.LOCK_CONFIG, el_mod.crc16(config_of(chip), 0, 128))
+    chip.lock(provision.LOCK_CONFIG, el_mod.crc16(config_of(chip), 0, 128))
 
 
 def test_a_factory_chip_has_both_zones_unlocked(chip):
@@ -62,7 +84,7 @@ def test_before_the_configuration_lock_keys_and_the_data_zone_are_off_limits(chi
     assert refused(lambda: chip.genkey(0, bytearray(64)))
     assert refused(lambda: chip.write(DATA, addr(9, 0), bytes(32)))
     assert refused(lambda: chip.read(DATA, addr(9, 0), bytearray(32)))
-    assert refused(lambda: chip.lock(el_mod.LOCK_DATA | el_mod.LOCK_NO_CRC))
+    assert refused(lambda: chip.lock(provision.LOCK_DATA | provision.LOCK_NO_CRC))
     assert refused(lambda: chip.counter(0))
     out = bytearray(32)
     assert chip.random(out) == bytes.fromhex("ffff0000") * 8
@@ -71,11 +93,11 @@ def test_before_the_configuration_lock_keys_and_the_data_zone_are_off_limits(chi
 def test_configuration_writes_spare_the_factory_bytes_and_the_lock_bytes(chip):
     # bytes 0-15 (serial number, revision, I2C_Enable) are never written; 84-87 change only by
     # UpdateExtra and Lock, so a 32-byte write of block 2 is refused too
-    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(0, 0), b"\0\0\0\0"))
-    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(0), bytes(32)))
-    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(2, 5), b"\0\0\0\0"))
-    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(2), bytes(32)))
-    chip.write(CONFIG, el_mod.config_address(0, 5), b"\x83\x20\x83\x20")  # bytes 20-23
+    assert refused(lambda: chip.write(CONFIG, provision.config_address(0, 0), b"\0\0\0\0"))
+    assert refused(lambda: chip.write(CONFIG, provision.config_address(0), bytes(32)))
+    assert refused(lambda: chip.write(CONFIG, provision.config_address(2, 5), b"\0\0\0\0"))
+    assert refused(lambda: chip.write(CONFIG, provision.config_address(2), bytes(32)))
+    chip.write(CONFIG, provision.config_address(0, 5), b"\x83\x20\x83\x20")  # bytes 20-23
     assert config_of(chip)[20:24] == b"\x83\x20\x83\x20"
 
 
@@ -83,12 +105,12 @@ def test_the_configuration_lock_checks_its_crc_and_is_for_good(chip):
     # Lock mode 0 compares the CRC of all 128 bytes; a mismatch locks nothing
     provision._write_configuration(chip)
     crc = el_mod.crc16(config_of(chip), 0, 128)
-    assert refused(lambda: chip.lock(el_mod.LOCK_CONFIG, crc ^ 1))
+    assert refused(lambda: chip.lock(provision.LOCK_CONFIG, crc ^ 1))
     assert chip.locked() == (False, False)
-    chip.lock(el_mod.LOCK_CONFIG, crc)
+    chip.lock(provision.LOCK_CONFIG, crc)
     assert chip.locked() == (True, False) and provision.state(chip) == "configured"
-    assert refused(lambda: chip.lock(el_mod.LOCK_CONFIG | el_mod.LOCK_NO_CRC))
-    assert refused(lambda: chip.write(CONFIG, el_mod.config_address(0, 5), b"\0\0\0\0"))
+    assert refused(lambda: chip.lock(provision.LOCK_CONFIG | provision.LOCK_NO_CRC))
+    assert refused(lambda: chip.write(CONFIG, provision.config_address(0, 5), b"\0\0\0\0"))
 
 
 def test_between_the_locks(chip):
@@ -102,30 +124,30 @@ def test_between_the_locks(chip):
     chip.genkey(0, xy)
     chip.genkey(0, bytearray(64))  # made again: nothing fixes slot 0 before the data lock
     assert refused(lambda: chip.sign_digest(0, bytes(32), bytearray(64)))
-    assert refused(lambda: chip.lock(el_mod.LOCK_SLOT | 1 << 2))
+    assert refused(lambda: chip.lock(provision.LOCK_SLOT | 1 << 2))
     assert refused(lambda: chip.write(DATA, addr(9, 2), bytes(32)))  # past the 72-byte slot
 
 
 def test_the_data_lock_checks_its_crc(tmp_path):
     store = tmp_path / "el"
-    chip = factory.element(store)
+    chip = Chip(factory.element(store))
     lock_sabot_config(chip)
-    chip.write(OTP, el_mod.config_address(0), bytes(range(32)))
+    chip.write(OTP, provision.config_address(0), bytes(range(32)))
     contents = bytes(em.KeyStore(store).data) + bytes(em.KeyStore(store).otp)
     crc = em.crc16(contents)
-    assert refused(lambda: chip.lock(el_mod.LOCK_DATA, (crc[0] | crc[1] << 8) ^ 0x100))
-    chip.lock(el_mod.LOCK_DATA, crc[0] | crc[1] << 8)
+    assert refused(lambda: chip.lock(provision.LOCK_DATA, (crc[0] | crc[1] << 8) ^ 0x100))
+    chip.lock(provision.LOCK_DATA, crc[0] | crc[1] << 8)
     assert chip.locked() == (True, True)
-    assert refused(lambda: chip.lock(el_mod.LOCK_DATA | el_mod.LOCK_NO_CRC))  # once only
-    assert refused(lambda: chip.write(OTP, el_mod.config_address(0), bytes(32)))  # read-only
-    assert chip.read(OTP, el_mod.config_address(0), bytearray(32)) == bytes(range(32))
+    assert refused(lambda: chip.lock(provision.LOCK_DATA | provision.LOCK_NO_CRC))  # once only
+    assert refused(lambda: chip.write(OTP, provision.config_address(0), bytes(32)))  # read-only
+    assert chip.read(OTP, provision.config_address(0), bytearray(32)) == bytes(range(32))
 
 
 @pytest.fixture
 def provisioned(tmp_path):
     store = tmp_path / "el"
     serial, xy, proof = factory.provision(store, tmp_path / "flash", 0x5AB0_0007, 2, COMMAND_XY)
-    return factory.element(store), serial, xy, proof, tmp_path
+    return Chip(factory.element(store)), serial, xy, proof, tmp_path
 
 
 def test_a_provisioned_chip_keeps_its_keys_where_sabot_put_them(provisioned):
@@ -158,9 +180,9 @@ def test_a_rekey_slot_takes_one_key_then_is_locked(provisioned):
     chip = provisioned[0]
     new = bytearray(64)
     chip.genkey(1, new)
-    chip.lock(el_mod.LOCK_SLOT | 1 << 2)
+    chip.lock(provision.LOCK_SLOT | 1 << 2)
     assert refused(lambda: chip.genkey(1, bytearray(64)))
-    assert refused(lambda: chip.lock(el_mod.LOCK_SLOT | 1 << 2))
+    assert refused(lambda: chip.lock(provision.LOCK_SLOT | 1 << 2))
     assert config_of(chip)[88] == 0xFD
     digest = hashlib.sha256(b"v2").digest()
     sig = chip.sign_digest(1, digest, bytearray(64))
@@ -174,9 +196,9 @@ def test_provisioning_refuses_a_provisioned_or_foreign_chip(provisioned, tmp_pat
     with pytest.raises(SabotError, match="provisioned already"):
         factory.provision(chip_store(provisioned), tmp_path / "f2", 1, 2, COMMAND_XY)
     foreign = tmp_path / "foreign"
-    chip = factory.element(foreign)
-    chip.write(CONFIG, el_mod.config_address(0, 5), b"\x8f\x8f\x8f\x8f")  # someone else's
-    chip.lock(el_mod.LOCK_CONFIG | el_mod.LOCK_NO_CRC)
+    chip = Chip(factory.element(foreign))
+    chip.write(CONFIG, provision.config_address(0, 5), b"\x8f\x8f\x8f\x8f")  # someone else's
+    chip.lock(provision.LOCK_CONFIG | provision.LOCK_NO_CRC)
     with pytest.raises(SabotError, match="another configuration"):
         factory.provision(foreign, tmp_path / "f3", 1, 2, COMMAND_XY)
     assert not (tmp_path / "f3" / "identity").exists()
@@ -186,7 +208,7 @@ def test_an_interrupted_provisioning_starts_again(tmp_path):
     # power lost after the configuration lock: the shoe is still blank (its data zone open), and
     # provisioning goes on from the locked configuration, which is sabot's
     store = tmp_path / "el"
-    lock_sabot_config(factory.element(store))
+    lock_sabot_config(Chip(factory.element(store)))
     serial, xy, proof = factory.provision(store, tmp_path / "flash", 3, 2, COMMAND_XY)
     check_provisioning(serial, 3, xy, COMMAND_XY, proof)
     flash = store_mod.Flash(str(tmp_path / "flash"))

@@ -182,7 +182,9 @@ def main():
         sys.stderr.write("board: secure element: %s\n" % e)
         sys.exit(2)
     try:
-        blank = not element.locked()[1]  # as a Pico's main.py: see firmware/main.py blank()
+        from shoe.provision import locked
+
+        blank = not locked(element)[1]  # as a Pico's main.py: see firmware/main.py blank()
     except Exception:
         blank = False
     if blank:

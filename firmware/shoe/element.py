@@ -30,7 +30,8 @@ from array import array
 
 
 def _monotonic_ms():  # CPython (tests): MicroPython's ticks_ms on CPython's monotonic clock,
-    return int(time.monotonic() * 1000) & 0x3FFFFFFF  # wrapping as it does: a small int
+    # wrapping as it does (a small int)
+    return int(time.monotonic() * 1000) & 0x3FFFFFFF  # type: ignore[attr-defined]
 
 
 def _diff(a, b):
@@ -61,15 +62,6 @@ SHA = const(0x47)
 READ = const(0x02)
 WRITE = const(0x12)
 LOCK = const(0x17)
-
-# memory zones (Read / Write param1 bits 0-1; Lock modes are their own)
-ZONE_CONFIG = const(0x00)
-ZONE_OTP = const(0x01)
-ZONE_DATA = const(0x02)
-LOCK_CONFIG = const(0x00)  # Lock param1: the configuration zone
-LOCK_DATA = const(0x01)  # the data and OTP zones
-LOCK_SLOT = const(0x02)  # one slot: | slot << 2
-LOCK_NO_CRC = const(0x80)  # do not compare the zone's summary CRC
 
 # status bytes the chip answers in a 4-byte response
 OK = const(0x00)
@@ -580,29 +572,10 @@ class Element:
         self._run(READ, _READ_32, block << 3, 32, out=out32)
         return out32
 
-    # -- memory: provisioning and maintenance, never the card path ---------------------------
-
-    def read(self, zone, address, out):
-        """Read 4 or 32 bytes (len(out)) at `address` (see data_address) of a zone into out."""
-        n = len(out)
-        self._run(READ, zone | _READ_32 if n == 32 else zone, address, n, out=out)
-        return out
-
-    def write(self, zone, address, data):
-        """Write 4 or 32 bytes (len(data)) in the clear at `address` of a zone."""
-        n = len(data)
-        self._run(WRITE, zone | _READ_32 if n == 32 else zone, address, 1, data, n)
-
-    def lock(self, mode, crc=0):
-        """Lock a zone (LOCK_CONFIG, LOCK_DATA, with the CRC of its contents unless | LOCK_NO_CRC)
-        or one slot (LOCK_SLOT | slot << 2). For good: no command undoes it."""
-        self._run(LOCK, mode, crc, 1)
-
-    def locked(self):
-        """(configuration zone locked, data zone locked), from LockConfig and LockValue."""
-        word = bytearray(4)
-        self.read(ZONE_CONFIG, 2 << 3 | 5, word)  # bytes 84-87
-        return word[3] != 0x55, word[2] != 0x55
+    def command(self, opcode, param1, param2, expect, data=None, n=0, out=None):
+        """Any one command: its status, `expect` response bytes copied into out (provisioning's
+        Read, Write and Lock are built on it in shoe/provision.py, off the card path)."""
+        return self._run(opcode, param1, param2, expect, data, n, out)
 
     def serial(self):
         """The chip's 9-byte serial number (config bytes 0-3 and 8-12)."""
@@ -610,11 +583,3 @@ class Element:
         self.read_config(0, c)
         return bytes(c[0:4]) + bytes(c[8:13])
 
-
-def data_address(slot, block, word=0):
-    """A data-zone address: block << 8 | slot << 3 | word (a 32-byte access takes word 0)."""
-    return block << 8 | slot << 3 | word
-
-
-def config_address(block, word=0):
-    return block << 3 | word

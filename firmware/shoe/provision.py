@@ -13,20 +13,57 @@ after it the shoe is provisioned for good: no REPL, the command key and result k
 
 import struct
 
-from shoe.element import (
-    LOCK_CONFIG,
-    LOCK_DATA,
-    LOCK_NO_CRC,
-    ZONE_CONFIG,
-    ZONE_DATA,
-    config_address,
-    crc16,
-    data_address,
-)
+from shoe.element import LOCK, READ, WRITE, crc16
 from shoe.port import COMMAND_KEY_SLOT
 from shoe.store import write_identity
 
 RESULT_VERSIONS = 8  # result key version v lives in slot v - 1 (the 36-byte private-key slots)
+
+# Memory zones (Read / Write param1 bits 0-1, | 0x80 for 32 bytes) and Lock modes. These commands
+# live here, not in shoe/element.py: the card path loads the driver, never provisioning.
+ZONE_CONFIG = 0x00
+ZONE_OTP = 0x01
+ZONE_DATA = 0x02
+LOCK_CONFIG = 0x00  # Lock param1: the configuration zone
+LOCK_DATA = 0x01  # the data and OTP zones
+LOCK_SLOT = 0x02  # one slot: | slot << 2
+LOCK_NO_CRC = 0x80  # do not compare the zone's summary CRC
+_32 = 0x80
+
+
+def data_address(slot, block, word=0):
+    """A data-zone address: block << 8 | slot << 3 | word (a 32-byte access takes word 0)."""
+    return block << 8 | slot << 3 | word
+
+
+def config_address(block, word=0):
+    return block << 3 | word
+
+
+def read(element, zone, address, out):
+    """Read 4 or 32 bytes (len(out)) at `address` of a zone into out."""
+    n = len(out)
+    element.command(READ, zone | _32 if n == 32 else zone, address, n, out=out)
+    return out
+
+
+def write(element, zone, address, data):
+    """Write 4 or 32 bytes (len(data)) in the clear at `address` of a zone."""
+    n = len(data)
+    element.command(WRITE, zone | _32 if n == 32 else zone, address, 1, data, n)
+
+
+def lock(element, mode, crc=0):
+    """Lock a zone (LOCK_CONFIG, LOCK_DATA, with the CRC of its contents unless | LOCK_NO_CRC)
+    or one slot (LOCK_SLOT | slot << 2). For good: no command undoes it."""
+    element.command(LOCK, mode, crc, 1)
+
+
+def locked(element):
+    """(configuration zone locked, data zone locked), from LockConfig and LockValue."""
+    word = bytearray(4)
+    read(element, ZONE_CONFIG, config_address(2, 5), word)  # bytes 84-87
+    return word[3] != 0x55, word[2] != 0x55
 
 # SlotConfig and KeyConfig, little-endian per slot, as the configuration zone holds them.
 #   result key 1 (slot 0): IsSecret, external + internal signatures, WriteConfig 0: no GenKey
@@ -68,7 +105,7 @@ def _read_config(element):
     config = bytearray(128)
     block = bytearray(32)
     for b in range(4):
-        element.read(ZONE_CONFIG, config_address(b), block)
+        read(element, ZONE_CONFIG, config_address(b), block)
         config[b * 32 : b * 32 + 32] = block
     return config
 
@@ -92,9 +129,9 @@ def _write_configuration(element):
         if 84 <= at < 88:
             continue
         if at in (32, 96):  # blocks 1 and 3: one 32-byte write each
-            element.write(ZONE_CONFIG, config_address(at // 32), want[at - 16 : at + 16])
+            write(element, ZONE_CONFIG, config_address(at // 32), want[at - 16 : at + 16])
         elif not 32 <= at < 64 and not at >= 96:
-            element.write(ZONE_CONFIG, config_address(at // 32, at % 32 // 4),
+            write(element, ZONE_CONFIG, config_address(at // 32, at % 32 // 4),
                           want[at - 16 : at - 12])
 
 
@@ -111,7 +148,7 @@ def state(element):
     """'blank' (configuration unlocked), 'configured' (sabot's configuration locked, data zone
     not), 'provisioned' (both locked, sabot's), or 'foreign' (locked with another
     configuration)."""
-    config_locked, data_locked = element.locked()
+    config_locked, data_locked = locked(element)
     if not config_locked:
         return "blank"
     if not _ours(_read_config(element)):
@@ -135,22 +172,22 @@ def provision(element, flash, shoe_id, variant, command_xy):
         config = _read_config(element)
         if not _ours(config):
             raise Refused("the element did not keep the configuration written to it")
-        element.lock(LOCK_CONFIG, crc16(config, 0, 128))  # exactly what was read back
+        lock(element, LOCK_CONFIG, crc16(config, 0, 128))  # exactly what was read back
     xy = bytearray(64)
     element.genkey(0, xy)
     blocks = _command_key_blocks(command_xy)
-    element.write(ZONE_DATA, data_address(COMMAND_KEY_SLOT, 0), blocks[0:32])
-    element.write(ZONE_DATA, data_address(COMMAND_KEY_SLOT, 1), blocks[32:64])
-    element.write(ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 0), blocks[64:68])
-    element.write(ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 1), blocks[68:72])
+    write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 0), blocks[0:32])
+    write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 1), blocks[32:64])
+    write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 0), blocks[64:68])
+    write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 1), blocks[68:72])
     write_identity(flash, shoe_id, 1)
     flash.write_atomic("variant", bytes((variant,)))
     # The commit point. No CRC: it would cover the private key, which nobody outside the chip
     # knows (CryptoAuthLib's atcab_lock_data_zone() locks so too); what matters is read back.
-    element.lock(LOCK_DATA | LOCK_NO_CRC)
+    lock(element, LOCK_DATA | LOCK_NO_CRC)
     stored = bytearray(32)
     for b in range(2):
-        element.read(ZONE_DATA, data_address(COMMAND_KEY_SLOT, b), stored)
+        read(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, b), stored)
         if stored != blocks[b * 32 : b * 32 + 32]:
             raise Refused("the command key the element holds is not the one written")
     serial = element.serial()

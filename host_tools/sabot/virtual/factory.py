@@ -65,11 +65,11 @@ def command_key_xy(store: str | os.PathLike[str]) -> bytes | None:
     provision = firmware("shoe.provision")
     if provision.state(el) != "provisioned":
         return None
-    addr = firmware("shoe.element").data_address
     raw = bytearray()
     block = bytearray(32)
     for b in range(3):
-        el.read(2, addr(provision.COMMAND_KEY_SLOT, b), block)
+        at = provision.data_address(provision.COMMAND_KEY_SLOT, b)
+        provision.read(el, provision.ZONE_DATA, at, block)
         raw += block
     return bytes(raw[4:36] + raw[40:72])
 
@@ -102,5 +102,6 @@ def rekey(store: str | os.PathLike[str], version: int) -> bytes:
     slot = firmware("shoe.store").result_slot(version + 1)
     xy = bytearray(64)
     el.genkey(slot, xy)
-    el.lock(firmware("shoe.element").LOCK_SLOT | slot << 2)
+    provision = firmware("shoe.provision")
+    provision.lock(el, provision.LOCK_SLOT | slot << 2)
     return bytes(xy)
