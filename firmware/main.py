@@ -27,16 +27,18 @@ def make_app(link, lamps, element):
                    board.MIN_CONFIDENCE, code_root="/", code_skip=skip)
 
 
-def blank(element):
-    """A factory-fresh shoe: its element's data zone is unlocked, so it was never provisioned
-    (shoe/provision.py). Only such a shoe keeps the REPL, for its first deploy and provisioning;
-    no element answering is a fault, not a blank shoe."""
+def element_state(element):
+    """shoe/provision.py's state of the element: "blank" or "configured" (its data zone unlocked:
+    never provisioned, the only state that keeps the REPL, for the first deploy and provisioning),
+    "provisioned", or "foreign" (locked with another configuration than sabot's, which could let
+    a key be made again or the command key be rewritten: the shoe trusts no such chip). No element
+    answering is a fault (None), not a blank shoe."""
     try:
-        from shoe.provision import locked
+        from shoe.provision import state
 
-        return not locked(element)[1]
+        return state(element)
     except Exception:
-        return False
+        return None
 
 
 def run():
@@ -45,8 +47,11 @@ def run():
         element = hw.element(board)
     except Exception:
         pass
-    if element is not None and blank(element):
+    state = element_state(element) if element is not None else None
+    if state in ("blank", "configured"):
         return False  # before the link is built: the port stays the REPL's
+    if state != "provisioned":
+        element = None  # nothing is signed with a chip that is not sabot's: the shoe tilts
     io = hw.build(board)
     try:
         if element is None:

@@ -64,6 +64,27 @@ def test_provision_refuses_bad_ids_and_paths(cli, tmp_path):
     one_line_failure(cli("provision", "--key", tmp_path / "no" / "dir" / "k", "--flash", flash))
 
 
+def test_provision_gives_a_registered_shoe_id_to_no_new_element(cli, tmp_path):
+    """A second element under a registered id would replace that shoe's key in the registry
+    (its genuine frames rejected from then on): refused before the shoe is touched. The same shoe
+    provisioned again for the same key is kept."""
+    reg = tmp_path / "shoes.json"
+    first = ("provision", "--key", tmp_path / "k1", "--flash", tmp_path / "a", "--shoe-id", "7",
+             "--registry", reg)
+    assert cli(*first).returncode == 0
+    before = reg.read_text()
+    r = cli("provision", "--key", tmp_path / "k2", "--flash", tmp_path / "b", "--shoe-id", "7",
+            "--registry", reg)
+    one_line_failure(r)
+    assert "registered already" in r.stderr and reg.read_text() == before
+    assert not (tmp_path / "b" / "identity").exists()
+    r = cli(*first)  # kept: the same element, the same key
+    assert r.returncode == 0 and json.loads(reg.read_text()) == json.loads(before)
+    one_line_failure(cli("provision", "--key", tmp_path / "k1", "--port", "socket://127.0.0.1:1",
+                         "--shoe-id", "7", "--registry", reg))  # refused before any port opens
+    assert reg.read_text() == before
+
+
 def test_other_bad_arguments_fail_in_one_line(cli, tmp_path):
     key = tmp_path / "k"
     keys.create(str(key))

@@ -213,3 +213,74 @@ def test_an_interrupted_provisioning_starts_again(tmp_path):
     check_provisioning(serial, 3, xy, COMMAND_XY, proof)
     flash = store_mod.Flash(str(tmp_path / "flash"))
     assert store_mod.load_identity(flash) == (1, 3) and flash.read("variant") == b"\x02"
+
+
+def configured_with(tmp_path, patch, data_lock=True, name="el"):
+    """A chip locked with sabot's configuration but `patch` ({byte: value}), result key 1 made,
+    the data zone locked unless told not to."""
+    chip = Chip(factory.element(tmp_path / name))
+    provision._write_configuration(chip)
+    for at, value in patch.items():
+        word = bytearray(provision._read_config(chip)[at & ~3 : (at & ~3) + 4])
+        word[at & 3] = value
+        chip.write(CONFIG, provision.config_address(at // 32, at % 32 // 4), bytes(word))
+    chip.lock(provision.LOCK_CONFIG | provision.LOCK_NO_CRC)
+    chip.genkey(0, bytearray(64))
+    if data_lock:
+        chip.lock(provision.LOCK_DATA | provision.LOCK_NO_CRC)
+    return chip
+
+
+def test_before_the_configuration_lock_nothing_signs_or_verifies(chip):
+    assert refused(lambda: chip.sign_digest(0, bytes(32), bytearray(64)))
+    assert refused(lambda: chip.verify_external(bytes(32), bytes(64), COMMAND_XY))
+    assert refused(lambda: chip.public_key(0, bytearray(64)))
+
+
+def test_a_private_key_is_never_read_whatever_its_slot_config_says(tmp_path):
+    # KeyConfig.Private: "ECC private keys can never be read", IsSecret or not
+    chip = configured_with(tmp_path, {20: 0x03})  # slot 0's SlotConfig without IsSecret
+    assert refused(lambda: chip.read(DATA, addr(0, 0), bytearray(32)))
+    assert refused(lambda: chip.read(DATA, addr(0, 1), bytearray(32)))
+
+
+def test_otp_is_unreadable_until_the_data_lock(tmp_path):
+    chip = configured_with(tmp_path, {}, data_lock=False)
+    assert refused(lambda: chip.read(OTP, provision.config_address(0), bytearray(32)))
+
+
+def test_permissions_from_slot_and_key_config(tmp_path):
+    # GenKey's public mode needs KeyConfig.PubInfo; Sign needs SlotConfig.ReadKey bit 0 (external
+    # signatures); Verify stored refuses a key that needs validation (PubInfo on a public key);
+    # a slot lock needs KeyConfig.Lockable; a locked slot takes no Write
+    chip = configured_with(tmp_path, {96: 0x31, 20: 0x82, 114: 0x32, 98: 0x13, 39: 0x00})
+    assert refused(lambda: chip.public_key(0, bytearray(64)))
+    assert refused(lambda: chip.sign_digest(0, bytes(32), bytearray(64)))
+    assert refused(lambda: chip.verify_stored(9, bytes(32), bytes(64)))
+    assert refused(lambda: chip.lock(provision.LOCK_SLOT | 1 << 2))  # slot 1 not Lockable
+    chip.write(DATA, addr(9, 0), bytes(32))  # WriteConfig 0000 (Always): a clear write
+    chip.lock(provision.LOCK_SLOT | 9 << 2)
+    assert refused(lambda: chip.write(DATA, addr(9, 0), bytes(32)))
+
+
+@pytest.mark.board
+def test_a_shoe_whose_element_is_not_configured_as_sabots_tilts(tmp_path):
+    """A chip locked with a weaker configuration (slot 0 regenerable, slot 9 writable) is
+    'foreign': the shoe signs nothing with it and tilts, never deals."""
+    from sabot.virtual.board import VirtualBoard
+
+    from kit import SIGN_MS
+
+    store = tmp_path / "flash.element"
+    chip = configured_with(tmp_path, {21: 0x20, 39: 0x00}, name="flash.element")
+    assert provision.state(chip) == "foreign"
+    chip.genkey(0, bytearray(64))  # what that configuration lets anyone do: a new key 1
+    flash = store_mod.Flash(str(tmp_path / "flash"))
+    (tmp_path / "flash").mkdir()
+    store_mod.write_identity(flash, 5, 1)
+    board = VirtualBoard(tmp_path / "flash", sign_ms=SIGN_MS, element=str(store))
+    try:
+        board.start()
+        assert board.wait(lambda s: s[0] == 5 and s[5] == 15)  # PH_TILT, ALARM_TILT
+    finally:
+        board.stop()

@@ -182,14 +182,17 @@ def main():
         sys.stderr.write("board: secure element: %s\n" % e)
         sys.exit(2)
     try:
-        from shoe.provision import locked
+        from shoe.provision import state
 
-        blank = not locked(element)[1]  # as a Pico's main.py: see firmware/main.py blank()
+        chip = state(element)  # as a Pico's main.py: see firmware/main.py element_state()
     except Exception:
-        blank = False
-    if blank:
+        chip = None
+    if chip in ("blank", "configured"):
         sys.stderr.write("board: blank shoe (element never provisioned): REPL\n")
         sys.exit(_BLANK_EXIT)
+    if chip == "foreign":
+        sys.stderr.write("board: the element is locked with another configuration: tilt\n")
+        element = None
     # --nor-erase-ms MS (or $SABOT_NOR_ERASE_MS): the flash is a NOR chip with a real erase time
     # (nor.py), the log on raw sectors, or with --nor-log littlefs in a littlefs file
     erase_ms = arg("--nor-erase-ms", os.getenv("SABOT_NOR_ERASE_MS"))

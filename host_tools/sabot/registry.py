@@ -266,6 +266,13 @@ class Registry:
         raise SabotError(f"the shoe registry {self.path} holds {len(self.shoes)} shoes ({ids}): "
                          "name one with --shoe-id")
 
+    def free_id(self) -> int:
+        """A random shoe id (below 2**31) that no shoe of this registry has."""
+        while True:
+            shoe_id = int.from_bytes(os.urandom(4), "big") & 0x7FFFFFFF
+            if shoe_id not in self.shoes:
+                return shoe_id
+
     def register(self, shoe_id: int, version: int, public_pem: str,
                  certificate: str | None = None, *, table: str = "", fresh_element: bool = False,
                  **config: Any) -> tuple[ShoeEntry, bool]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from sabot.cli.options import (
     KEY_HELP,
@@ -19,6 +20,9 @@ from sabot.cli.options import (
     ranged,
 )
 from sabot.errors import NotVerified, SabotError
+
+if TYPE_CHECKING:
+    from sabot.registry import Registry
 
 commands = Commands()
 
@@ -199,6 +203,16 @@ def provision_args(p: argparse.ArgumentParser) -> None:
     add_baud(p)
 
 
+def new_shoe(reg: Registry, shoe_id: int | None) -> None:
+    """A shoe id provisioning may give a new element: one the registry does not list yet."""
+    if shoe_id is not None and shoe_id in reg.shoes:
+        old = reg.shoes[shoe_id]
+        raise SabotError(f"shoe {shoe_id:#010x} is registered already (table {old.table}"
+                         f"{', element ' + old.serial if old.serial else ''}): a new element is "
+                         "a new shoe, so give it another --shoe-id (or remove the old entry from "
+                         f"{reg.path} when that shoe is retired)")
+
+
 @commands("provision", provision_args,
           help="set up a blank shoe: its secure element, identity, registry entry",
           description="Factory provisioning. The shoe writes sabot's configuration into its "
@@ -224,25 +238,35 @@ def cmd_provision(args: argparse.Namespace) -> int:
     if args.flash and os.path.exists(args.flash) and not os.path.isdir(args.flash):
         raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
                          "flash directory")
+    reg = Registry.load(args.registry)
     existed = os.path.exists(args.key)
+    if args.port or not existed:
+        new_shoe(reg, args.shoe_id)  # a new element for sure: refused before anything is touched
     key = keys.load_or_create(args.key)
     if not existed:
         print(f"created command key {args.key} (mode 600)", file=sys.stderr)
-    reg = Registry.load(args.registry)
     if args.port:
         from sabot.release.provision import provision_over_port
 
         shoe_id, pem, serial = provision_over_port(
-            args.port, key, args.shoe_id, variant, args.baud,
-            log=lambda m: print(m, file=sys.stderr))
+            args.port, key, args.shoe_id if args.shoe_id is not None else reg.free_id(), variant,
+            args.baud, log=lambda m: print(m, file=sys.stderr))
         version, where = 1, args.port
     else:
-        from sabot.virtual.board import element_store, provision, set_variant
+        from sabot.virtual.board import element_store, kept, provision, set_variant
 
-        shoe_id, version, pem, serial = provision(args.flash, key, args.shoe_id,
-                                                  variant=variant)
+        sid = args.shoe_id
+        if not kept(args.flash, key, sid):  # a new element: a new shoe
+            new_shoe(reg, sid)
+            sid = reg.free_id() if sid is None else sid
+        shoe_id, version, pem, serial = provision(args.flash, key, sid, variant=variant)
         set_variant(args.flash, variant)
         where = f"{args.flash} (element {element_store(args.flash)})"
+    for other in reg.shoes.values():
+        if serial and other.serial == serial and other.shoe_id != shoe_id:
+            raise SabotError(f"element {serial} is registered already as shoe "
+                             f"{other.shoe_id:#010x} (table {other.table}): one chip, one shoe; "
+                             "not registered")
     entry, _ = reg.register(shoe_id, version, pem, table=args.table, fresh_element=True,
                             game=args.game, ez=args.ez, commission_free=args.commission_free,
                             squeeze=args.squeeze, decks=args.decks,

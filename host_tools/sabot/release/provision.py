@@ -10,7 +10,6 @@ signature of a statement naming them and the command key) is checked before it i
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -54,13 +53,11 @@ def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes]:
                      f"{lines[-1] if lines else 'no output'}")
 
 
-def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int | None,
+def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                         variant: int, baud: int = DEFAULT_BAUD,
                         log: Callable[[str], Any] = print) -> tuple[int, str, str]:
     """Provision the blank shoe on `url` for `command_key`: (shoe_id, result key 1's public
     PEM, the element's serial number in hex). The shoe reboots into its firmware after."""
-    if shoe_id is None:
-        shoe_id = struct.unpack(">I", __import__("os").urandom(4))[0] & 0x7FFFFFFF
     command_xy = keys.xy(command_key.public_key())
     try:
         said = mpremote(url, ["exec", FRESH + "import maint; maint.state()"], timeout=PROBE_WAIT)
@@ -87,8 +84,8 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int | N
     if got_id != shoe_id:
         raise SabotError(f"the shoe answered for shoe {got_id:#010x}, not {shoe_id:#010x}")
     public = check_provisioning(serial, shoe_id, result_xy, command_xy, proof)
-    log(f"its element {serial.hex()} is locked with sabot's configuration and made result "
-        "key 1 inside; it signed its provisioning")
+    log(f"the shoe reports its element {serial.hex()} provisioned, and result key 1 signed the "
+        "provisioning statement")
     hard_reset(url)
     log("hard reset: the shoe boots its firmware (no REPL from now on)")
     return shoe_id, keys.public_pem(public), serial.hex()

@@ -104,6 +104,18 @@ def read_identity(flash_dir: str | os.PathLike[str]) -> tuple[int, int] | None:
     return shoe_id, version
 
 
+def kept(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
+         shoe_id: int | None = None, store: str | None = None) -> bool:
+    """Whether provision() keeps the virtual shoe in `flash_dir` as it is: provisioned for this
+    command key (and shoe id, if given)."""
+    flash_dir = os.fspath(flash_dir)
+    store = store or element_store(flash_dir)
+    have = read_identity(flash_dir)
+    return (have is not None and (shoe_id is None or have[0] == shoe_id)
+            and os.path.isdir(store)
+            and factory.command_key_xy(store) == keys.xy(command_key.public_key()))
+
+
 class Provisioned(NamedTuple):
     shoe_id: int
     version: int  # the current result key version
@@ -125,8 +137,7 @@ def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
     store = store or element_store(flash_dir)
     have = read_identity(flash_dir)
     command_xy = keys.xy(command_key.public_key())
-    if (have is not None and (shoe_id is None or have[0] == shoe_id) and os.path.isdir(store)
-            and factory.command_key_xy(store) == command_xy):
+    if have is not None and kept(flash_dir, command_key, shoe_id, store):
         pem = keys.public_pem(registry.public_from_xy(factory.result_public_xy(store, have[1])))
         return Provisioned(have[0], have[1], pem, factory.element(store).serial().hex())
     if shoe_id is None:

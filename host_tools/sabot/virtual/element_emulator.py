@@ -481,12 +481,13 @@ class Chip:
         if zone == ZONE_CONFIG:
             return bytes(st.config[at:at + n])  # always readable
         # the data and OTP zones are readable only once locked; a slot with SlotConfig.IsSecret
-        # (bit 7) never in the clear (encrypted reads are not emulated)
+        # (bit 7) never in the clear (encrypted reads are not emulated), an ECC private key
+        # (KeyConfig.Private) never at all, whatever its SlotConfig says
         if not st.data_locked():
             return EXECUTION_ERROR
         if zone == ZONE_OTP:
             return bytes(st.otp[at:at + n])
-        if st.slot_config(slot) & 0x80:
+        if st.slot_config(slot) & 0x80 or st.key_config(slot) & 0x01:
             return EXECUTION_ERROR
         raw = bytes(st.slot_bytes(slot)[at:at + n])
         return raw + bytes(n - len(raw))  # past a 72-byte slot's end: undefined, zeros here
