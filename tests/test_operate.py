@@ -264,3 +264,21 @@ def test_a_pit_registry_of_two_shoes_needs_no_shoe_id_the_shoe_says_which_it_is(
         assert json.loads(st.stdout)["shoe_id"] == t2.shoe_id
     finally:
         board.stop()
+
+
+def test_a_shoe_whose_frames_come_before_its_status_is_not_called_foreign():
+    """An emulated Pico still signing what it dealt sends authentic frames (deferred until the
+    status answering the hello) long before that status: they prove the port speaks sabot."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from sabot.link.operate import _why_silent
+
+    validator = SimpleNamespace(counts=Counter(deferred=3), shoe_id=7)
+    link = SimpleNamespace(rx_bytes=400, validator=validator)
+    assert _why_silent(link, "socket://x", 5.0, Counter(), 2.0, False) is None
+    said = _why_silent(link, "socket://x", 5.0, Counter(), 5.0, True)
+    assert "sends its frames" in said and "--wait" in said
+    validator.counts = Counter()  # the same bytes with no frame of a shoe among them
+    assert "does not speak the sabot protocol" in _why_silent(link, "socket://x", 5.0, Counter(),
+                                                              2.0, False)

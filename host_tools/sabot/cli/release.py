@@ -165,6 +165,8 @@ def side_wagers(text: str) -> list[str]:
     from sabot.game.settle import SIDE_WAGERS
 
     names = [w.strip() for w in text.split(",") if w.strip()]
+    if len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError("a side wager is named twice")
     for w in names:
         if w not in SIDE_WAGERS:
             raise argparse.ArgumentTypeError(f"unknown side wager {w!r}; the known ones are "

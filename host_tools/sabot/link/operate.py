@@ -74,9 +74,15 @@ def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], el
         return (f"the shoe on {url} is another shoe, or signs with a key version the registry "
                 f"does not hold for shoe {v.shoe_id:#010x} (versions "
                 f"{v.config.key_versions or 'none'}): wrong --shoe-id, or run sabot deploy?")
-    if link.rx_bytes >= 32 and elapsed >= 1.0 and not link.validator.counts["verified"]:
+    # a frame met before the hello's status is deferred, not verified, yet it is the shoe's own
+    authentic = link.validator.counts["verified"] or link.validator.counts.get("deferred", 0)
+    if link.rx_bytes >= 32 and elapsed >= 1.0 and not authentic:
         return (f"{url} does not speak the sabot protocol ({link.rx_bytes} bytes received, no "
                 "frame of a shoe among them; wrong port or baud rate?)")
+    if timed_out and authentic:
+        return (f"shoe {link.validator.shoe_id:#010x} on {url} sends its frames but did not "
+                f"answer the hello within {wait:g} s (still signing what it dealt? a longer "
+                "--wait)")
     if timed_out:
         return (f"no shoe answered on {url} within {wait:g} s (is it powered, at this baud rate, "
                 f"and is it shoe {link.validator.shoe_id:#010x}?)")

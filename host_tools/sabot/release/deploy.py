@@ -191,7 +191,10 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
                              ) from None
         log("the shoe was dealing: sent it to maintenance")
         listing = _listing_after_maintenance(url)
-    files, dirs, _ = board_tree(listing)
+    files, dirs, data = board_tree(listing)
+    if rekey and (data is None or "identity" not in data):
+        raise SabotError(f"{url}: a blank shoe has no result key to rekey: deploy without "
+                         "--rekey, then provision it (sabot provision --port URL --key FILE)")
     owned = set(info["files"]) | {"MANIFEST"}
     gone_files, gone_dirs = to_remove(files, dirs, owned)
     copy = sorted(owned)
