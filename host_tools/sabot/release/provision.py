@@ -60,7 +60,9 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
     PEM, the element's serial number in hex). The shoe reboots into its firmware after."""
     command_xy = keys.xy(command_key.public_key())
     try:
-        said = mpremote(url, ["exec", FRESH + "import maint; maint.state()"], timeout=PROBE_WAIT)
+        # longer than deploy's probe: importing maint reads the element (a busy bench machine)
+        said = mpremote(url, ["exec", FRESH + "import maint; maint.state()"],
+                        timeout=2.5 * PROBE_WAIT)
     except SabotError as e:
         if "no module named 'maint'" in str(e):
             raise SabotError(f"{url}: the shoe holds no sabot firmware: deploy it first (sabot "
