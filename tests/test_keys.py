@@ -171,7 +171,10 @@ def test_full_repl_access_finds_no_private_key(tmp_path):
                         if line.startswith("FILE ") and len(line.split()) == 3)
         assert_none_in(blob + files.encode(), secrets, "the board's filesystem")
         # the element answers with the public half only, the one the registry holds
-        public = mpremote(url, "exec", "import maint; maint.public()")
+        try:
+            public = mpremote(url, "exec", "import maint; maint.public()")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nthe board said: {board.said()}") from None
         version, xy = public.split()[1:3]
         assert int(version) == 1 and config.public_key(1) is not None
         numbers = config.public_key(1).public_numbers()  # type: ignore[union-attr]

@@ -111,6 +111,18 @@ class BoardProcess:
             if text in line:
                 return line
 
+    def said(self):
+        """Every stderr line not yet taken by wait_line (for a failing test's message)."""
+        out = []
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return "".join(out)
+            if line is None:
+                return "".join(out) + "(the board exited)"
+            out.append(line)
+
     def stop(self):
         """Ctrl-C, as at the terminal; a board that does not stop is killed."""
         self.proc.send_signal(signal.SIGINT)
