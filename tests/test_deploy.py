@@ -156,3 +156,29 @@ def test_deploy_over_a_tty_clears_what_the_build_does_not_own_and_hard_resets(en
         if bridge:
             bridge.stop()
         board.stop()
+
+
+def test_a_host_hanging_up_as_the_repl_answers_unplugs_the_port_only(tmp_path):
+    """The REPL bridge of a blank board: a host that sends a line and hangs up while the REPL
+    still answers it leaves the REPL up for the next session (it used to end the whole board,
+    so the next mpremote found the port refused)."""
+    import socket
+    import time
+
+    port = free_port_for_tests()
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", tmp_path / "board")
+    try:
+        board.wait_line("REPL on")
+        assert wait_for(lambda: port_accepts(port))
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.sendall(b"print('x' * 200000)\r")
+                time.sleep(0.2)  # the answer is under way: hang up in the middle of it
+        mpremote = [os.path.join(os.path.dirname(sys.executable), "mpremote"), "connect",
+                    f"socket://127.0.0.1:{port}", "resume"]
+        r = subprocess.run([*mpremote, "exec", "print(6 * 7)"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "42" in r.stdout, r.stderr + board.said()
+        assert board.proc.poll() is None
+    finally:
+        board.stop()

@@ -560,7 +560,7 @@ def serve_repl(host: str, port: int, root: str, element: str | None = None) -> N
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind((host, port))
     srv.listen(1)
-    heard, reset_at = b"", 0.0
+    reset_at = 0.0
     try:
         while repl.poll() is None and not reset_at:
             waiting: list[Any] = [srv, master]  # a socket and a file descriptor
@@ -575,28 +575,45 @@ def serve_repl(host: str, port: int, root: str, element: str | None = None) -> N
                 continue
             conn, _ = srv.accept()
             with conn:
-                while repl.poll() is None:
-                    if reset_at and time.monotonic() > reset_at:
-                        break  # the hard reset: the port drops and the board boots main.py
-                    waiting = [conn, master]
-                    ready, _, _ = select.select(waiting, [], [], 0.1)
-                    if conn in ready:
-                        data = conn.recv(4096)
-                        if not data:
-                            break  # unplugged; the REPL stays
-                        heard = (heard + data)[-64:]
-                        if b"machine.reset()" in heard and b"\x04" in heard and not reset_at:
-                            reset_at = time.monotonic() + 0.3  # its answer goes out first
-                        os.write(master, data)
-                    if master in ready:
-                        try:
-                            data = os.read(master, 4096)
-                        except OSError:
-                            break
-                        conn.sendall(data)
+                reset_at = _connected(conn, master, repl)
     finally:
         srv.close()
         if repl.poll() is None:
             repl.kill()
         repl.wait()
         os.close(master)
+
+
+def _connected(conn: socket.socket, master: int, repl: subprocess.Popen[bytes]) -> float:
+    """One host connection to the REPL bridge, until it hangs up or a hard reset is due: the
+    time of that reset (0.0: none). A host that hangs up, even as the REPL answers it, only
+    unplugs the port; the REPL stays, as a board's does."""
+    import select
+
+    heard, reset_at = b"", 0.0
+    while repl.poll() is None:
+        if reset_at and time.monotonic() > reset_at:
+            break  # the hard reset: the port drops and the board boots main.py
+        waiting: list[Any] = [conn, master]  # a socket and a file descriptor
+        ready, _, _ = select.select(waiting, [], [], 0.1)
+        if conn in ready:
+            try:
+                data = conn.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                break  # unplugged; the REPL stays
+            heard = (heard + data)[-64:]
+            if b"machine.reset()" in heard and b"\x04" in heard and not reset_at:
+                reset_at = time.monotonic() + 0.3  # its answer goes out first
+            os.write(master, data)
+        if master in ready:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            try:
+                conn.sendall(data)
+            except OSError:
+                break  # the host hung up as the REPL spoke
+    return reset_at
