@@ -20,6 +20,7 @@ in between leaves the old version current and the new slot made (a second rekey 
 locked slot: provision again at the factory)."""
 
 import struct
+from binascii import unhexlify
 
 import board
 
@@ -92,7 +93,7 @@ def provision(shoe_id, variant, command_hex):
     except OSError:
         pass
     try:
-        command_xy = bytes(int(command_hex[i : i + 2], 16) for i in range(0, len(command_hex), 2))
+        command_xy = unhexlify(command_hex)
         serial, xy, proof = factory.provision(_element(), Flash(board.FLASH_DIR), shoe_id,
                                               variant, command_xy)
     except (factory.Refused, ValueError) as e:

@@ -221,8 +221,13 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
                 log("  copied MANIFEST")
 
     mpremote(url, *cmds, on_line=progress)
-    provisioned = element_provisioned(url)
-    check = mpremote(url, ["exec", FRESH + "import maint; maint.check()"])  # with the element
+    # one session: the element's state, then the boot check of the tree (with the element)
+    check = mpremote(url, ["exec", FRESH + "import maint; maint.state(); maint.check()"])
+    state = element_state(check, url)
+    if state == "foreign":
+        raise SabotError(f"{url}: the shoe's element is locked with another configuration than "
+                         "sabot's: it cannot sign for sabot")
+    provisioned = state == "provisioned"
     if "INTEGRITY None" not in check and (provisioned or BLANK_CHECK not in check):
         raise SabotError(f"what landed on the shoe is not the build: {check.strip()}")
     log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}..."
@@ -273,16 +278,12 @@ FRESH = ("import sys\n"
 BLANK_CHECK = "INTEGRITY no secure element to check the MANIFEST signature"  # maint.check()
 
 
-def element_provisioned(url: str) -> bool:
-    """Whether the element of the shoe at its REPL has its data zone locked (maint.state())."""
-    said = mpremote(url, ["exec", FRESH + "import maint; maint.state()"])
+def element_state(said: str, url: str) -> str:
+    """blank | configured | provisioned | foreign, from maint.state()'s STATE line in `said`."""
     for line in said.splitlines():
         words = line.split()
         if words[:1] == ["STATE"] and len(words) == 2:
-            if words[1] == "foreign":
-                raise SabotError(f"{url}: the shoe's element is locked with another "
-                                 "configuration than sabot's: it cannot sign for sabot")
-            return words[1] == "provisioned"
+            return words[1]
     lines = said.strip().splitlines()
     raise SabotError(f"{url}: the shoe did not say its element's state: "
                      f"{lines[-1] if lines else 'no output'}")

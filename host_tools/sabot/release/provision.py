@@ -15,11 +15,10 @@ from typing import Any
 
 from sabot import keys
 from sabot.errors import SabotError
+from sabot.link.operate import ANY_SHOE
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.registry import check_provisioning
-from sabot.release.deploy import FRESH, PROBE_WAIT, hard_reset, mpremote
-
-ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
+from sabot.release.deploy import FRESH, PROBE_WAIT, element_state, hard_reset, mpremote
 
 
 def _dealing_shoe(url: str, baud: int) -> int | None:
@@ -73,10 +72,11 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                              "(no REPL: provisioning is for a blank shoe)") from None
         raise SabotError(f"nothing answers on {url}: neither a blank shoe's REPL nor a dealing "
                          "shoe") from None
-    if "STATE provisioned" in said:
+    state = element_state(said, url)
+    if state == "provisioned":
         raise SabotError(f"{url}: the shoe is provisioned already (its element's data zone is "
                          "locked)")
-    if "STATE foreign" in said:
+    if state == "foreign":
         raise SabotError(f"{url}: the shoe's element is locked with another configuration than "
                          "sabot's: it cannot be provisioned")
     log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id:#010x}")
