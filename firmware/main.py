@@ -12,9 +12,10 @@ from shoe.drivers import hw  # noqa: E402
 from shoe.store import Flash  # noqa: E402
 
 # Reads the board's data, builds its drivers and runs the shoe through the board loop
-# (shoe/loop.py). The REPL gets the port only on a blank shoe or after an authenticated
-# maintenance command; any exception, a full flash or a failed recovery ends in the tilt state or
-# a reset, never the REPL.
+# (shoe/loop.py). The REPL gets the port only on a blank shoe (its element never provisioned);
+# a provisioned shoe changes its code only through a signed update (shoe/update.py), which ends
+# in a reset; any exception, a full flash or a failed recovery ends in the tilt state or a reset,
+# never the REPL.
 
 
 def make_app(link, lamps, element):
@@ -41,7 +42,20 @@ def element_state(element):
         return None
 
 
+def finish_update():
+    """A switch to an update's new tree that a power cut interrupted is finished first, before
+    any of the firmware is imported (shoe/update.py); a failure leaves the tree to the boot
+    check (a mixed tree tilts, and a tilted shoe takes an update)."""
+    try:
+        from shoe import update
+
+        update.resume("/", (board.FLASH_DIR.strip("/"),))
+    except Exception:
+        pass
+
+
 def run():
+    finish_update()
     element = None
     try:
         element = hw.element(board)
@@ -62,7 +76,7 @@ def run():
         app = tilt.TiltShoe(Flash(board.FLASH_DIR), io.link, io.lamps, "/",
                             (board.FLASH_DIR.strip("/"),), element)
         app.start()
-    while not app.maintenance:
+    while not app.restart:
         loop.step(app, io, time.ticks_ms())
         if not app.busy():  # frames waiting for the element or the link: straight on
             time.sleep_ms(1)
@@ -70,7 +84,8 @@ def run():
 
 
 try:
-    run()  # False: a blank shoe; True: authenticated maintenance
-    micropython.kbd_intr(3)  # either way the REPL may have the port now
+    if run():  # an update switched the code: boot it
+        hw.reset()
+    micropython.kbd_intr(3)  # a blank shoe: the REPL may have the port, for the first deploy
 except Exception:
     hw.reset()

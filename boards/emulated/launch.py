@@ -7,7 +7,8 @@ B`) and so its board.py and shoe/drivers/hw.py, over the emulated `machine`
 "/" (the code tree main.py's integrity check reads, MANIFEST and all) and the flash directory is
 mounted at the board's FLASH_DIR ("/data"). What a real shoe's lamps cannot say, its display
 does: the shoe's state at every change, as the virtual board's `I ...` and `A ...` lines.
-Exit status: 0 power off (the dealer channel closed), 3 maintenance, 4 reset."""
+Exit status: 0 power off (the dealer channel closed), 5 a blank shoe (its REPL), 4 reset
+(machine.reset(): after an update, the board boots its new tree)."""
 
 import sys
 
@@ -22,7 +23,7 @@ import usb.device  # noqa: E402
 import usb.device.cdc  # noqa: E402, F401
 import vfs  # noqa: E402
 
-_MAINTENANCE_EXIT = 3
+_BLANK_EXIT = 5
 
 
 def arg(name, default=None):
@@ -80,9 +81,9 @@ def boot():
         return io
 
     hw.build = build_with_display
-    import main  # noqa: F401  (the board's boot entry: it runs the shoe until maintenance)
+    import main  # noqa: F401  (the board's boot entry: it runs the shoe; a blank one returns)
 
-    sys.exit(_MAINTENANCE_EXIT)
+    sys.exit(_BLANK_EXIT)  # its port would be the REPL's, as boards/virtual/main.py says
 
 
 boot()

@@ -152,15 +152,30 @@ class DealerIO:
 
 
 def make_app(flash, flash_dir, link, lamps, code, element):
-    skip = ()
-    if code and flash_dir.startswith(code.rstrip("/") + "/"):
-        skip = (flash_dir[len(code.rstrip("/")) + 1 :].strip("/"),)  # data inside the code tree
+    skip = code_skip(code, flash_dir)
     if tilt.boot(code, skip, element):  # checked before any dealing code is imported
         return tilt.TiltShoe(flash, link, lamps, code, skip, element)
     from shoe.app import ShoeApp
 
     return ShoeApp(flash, link, lamps, element, board.DECKS, board.MIN_CONFIDENCE,
                    code_root=code, code_skip=skip)
+
+
+def code_skip(code, flash_dir):
+    """The data directory, when it lies inside the code tree: in no code digest."""
+    if code and flash_dir.startswith(code.rstrip("/") + "/"):
+        return (flash_dir[len(code.rstrip("/")) + 1 :].strip("/"),)
+    return ()
+
+
+def finish_update(code, flash_dir):
+    """An update's switch that a power cut interrupted is finished first (shoe/update.py)."""
+    try:
+        from shoe import update
+
+        update.resume(code, code_skip(code, flash_dir))
+    except Exception as e:
+        sys.stderr.write("board: finishing an update failed (%r)\n" % (e,))
 
 
 def arg(name, default=None):
@@ -171,10 +186,12 @@ def arg(name, default=None):
 
 def main():
     flash_dir = arg("--flash", "flash")
+    code = arg("--code")  # a built code tree (with MANIFEST), as deployed; absent: development run
+    if code:
+        finish_update(code, flash_dir)
     host, port = arg("--listen", "127.0.0.1:7000").rsplit(":", 1)
     link = SocketLink()
     io = DealerIO(link)
-    code = arg("--code")  # a built code tree (with MANIFEST), as deployed; absent: development run
     element = None
     try:
         element = board.element(arg("--element"))
@@ -211,7 +228,7 @@ def main():
         # not provisioned (an identity lost beside a locked element), a recovery that failed
         # (flash full, damaged): tilt, as a Pico's main.py does, never a REPL
         sys.stderr.write("board: %s: tilt\n" % e)
-        app = tilt.TiltShoe(flash, link, io.lamps, code, (), element)
+        app = tilt.TiltShoe(flash, link, io.lamps, code, code_skip(code, flash_dir), element)
         app.start()
 
     server = socket.socket()
@@ -226,7 +243,7 @@ def main():
     poller.register(server, select.POLLIN)
     poller_stdin = select.poll()
     poller_stdin.register(stdin, select.POLLIN)
-    while not app.maintenance:
+    while not app.restart:
         busy = app.busy()  # frames waiting for the element: come back within ~2 ms
         events = poller.poll(2 if busy else 1000)
         if busy and not events:
@@ -269,5 +286,5 @@ try:
 except Exception as e:
     sys.stderr.write("board: crashed (%r): reset\n" % (e,))
     sys.exit(_RESET_EXIT)
-# authenticated maintenance: the port goes to the REPL (the harness serves it on the same socket)
-sys.exit(3)
+# an update switched the code tree: the board boots it (a board's machine.reset())
+sys.exit(_RESET_EXIT)

@@ -27,6 +27,7 @@ from shoe.dealing import (
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.element import ElementError
+from shoe.maintain import Maintainer
 from shoe.outbox import Outbox
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
@@ -36,7 +37,6 @@ from shoe.store import (
     R_CHECKPOINT,
     R_FINAL,
     R_INPUT,
-    copy_into,
     frames_in,
     load_identity,
     next_boot,
@@ -86,7 +86,7 @@ class ShoeApp:
         self.sent = 0  # the newest chained frame sent (or withheld: see hold_from)
         self.element_errors = 0
         self.boot = 0
-        self.maintenance = False  # an authenticated maintenance command: hand the port to the REPL
+        self.restart = False  # an update switched the code: the board boots it (machine.reset)
         raw = flash.read("variant")
         self.variant = raw[0] if raw else frames.V_DEFAULT
         self.code_root = code_root
@@ -95,6 +95,7 @@ class ShoeApp:
         self.hold_from = 0  # squeeze: frames from this seq wait for the dealer's reveal (0: none)
         self.identity = load_identity(flash)
         self.port = CommandPort(self.identity, element)
+        self.maint = Maintainer(self)
         self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
         self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
 
@@ -137,16 +138,10 @@ class ShoeApp:
             for body in frames_in(rtype, payload):
                 o.restore_body(body)
                 self._hold_if_secret(frames.type_of(body), frames.seq_of(body))
-        elif rtype == R_FINAL:
-            o.restore_final(payload)
-        elif rtype == R_ACK:
-            o.ack(frames.seq_at(payload, 0))
-        elif rtype == R_CHECKPOINT:
-            shoe_no, seq, digest, acked, hold_from = struct.unpack(CHECKPOINT, payload)
-            self.shoe.shoe_no = shoe_no
-            o.checkpoint(seq, digest)
-            o.acked = acked
-            self.hold_from = hold_from
+            return
+        kept = o.replay(rtype, payload)
+        if kept is not None:  # a checkpoint
+            self.shoe.shoe_no, self.hold_from = kept
 
     def _hold_if_secret(self, ftype, seq):
         """Squeeze (631a.9(d)): a frame naming a hand's cards waits for the reveal, and so does all
@@ -248,18 +243,7 @@ class ShoeApp:
         if not first:
             first = o.seq + 1
         self._bodies_for_events(arg2)
-        log = self.log
-        rec = log.rec
-        rec[3] = kind
-        rec[4] = arg
-        rec[5] = arg2
-        p = 6
-        for seq in range(first, o.seq + 1):
-            n = o.length(seq)
-            rec[p] = n
-            copy_into(rec, p + 1, o.buf(seq), o.at(seq), n)
-            p += 1 + n
-        log.commit(R_INPUT, p - 3)
+        o.commit(kind, arg, arg2, first)
         self.show()
 
     def _made(self, ftype, n):
@@ -452,6 +436,8 @@ class ShoeApp:
                 if seq > self.sent:
                     self.sent = seq
             return
+        if self.maint.command(ftype, counter, payload):
+            return  # an update or a rekey (shoe/maintain.py)
         s = self.shoe
         if ftype == frames.C_ACK:
             # seq_at: an acknowledged seq of 2**30 or more is none the shoe made (-1, ignored)
@@ -460,11 +446,6 @@ class ShoeApp:
         elif ftype == frames.C_RESOLVE and len(payload) == 1:
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self.refuse(REJ_NOT_NOW, ftype, counter)
-        elif ftype == frames.C_MAINTENANCE:
-            if s.in_round() or s.phase == PH_HELD:
-                self.refuse(REJ_NOT_NOW, ftype, counter)  # never mid-round or with a round held
-            else:
-                self.maintenance = True
         elif ftype == frames.C_NEW_SHOE:
             if s.phase == PH_ENDED or (s.phase == PH_BURN_FIRST and not s.position):
                 self._input(IN_NEW_SHOE)
@@ -472,6 +453,29 @@ class ShoeApp:
                 self.refuse(REJ_NOT_NOW, ftype, counter)
         else:
             self.refuse(REJ_UNKNOWN, ftype, counter)
+
+    # ---- what maintenance (shoe/maintain.py) needs ----------------------------------------------
+    def between_rounds(self):
+        s = self.shoe
+        return not (s.in_round() or s.phase == PH_HELD)
+
+    def finish_all(self):
+        self._finish_all()
+
+    def use_key(self, version):
+        """A rekey made version `version` current: the frames from here on are signed with it."""
+        o = self.outbox
+        o.key_id, o.slot = version, result_slot(version)
+        self.identity = (version, self.identity[1])
+
+    def send_unsigned(self, ftype, payload):
+        """An unsigned answer (update progress): the newest finished seq and digest, no Sign."""
+        o = self.outbox
+        buf = self._one
+        frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, o.done, o.digest)
+        n = frames.HEADER_LEN + len(payload)
+        buf[frames.HEADER_LEN : n] = payload
+        self._send(buf, 0, n)
 
     def _seeded(self, seed):
         if self.code_root is None:

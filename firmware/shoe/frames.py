@@ -33,7 +33,8 @@ CHAIN_LEN = const(32)
 MAX_FRAME = const(200)
 MAX_ENCODED = const(203)  # COBS adds one byte per 254 and the 0x00 delimiter
 MAX_BODY = const(106)  # the longest body the shoe makes: shoe_end, with its 52-byte inventory
-MAX_CHAINED = const(170)  # the same, signed
+MAX_CHAINED = const(200)  # the longest chained frame: a maintenance frame (rekey), signed
+MAX_MAINTENANCE = const(79)  # its longest payload: what counter by version X||Y
 _SHOE_AT = const(4)
 _SEQ_AT = const(10)
 ZERO_CHAIN = bytes(CHAIN_LEN)
@@ -47,16 +48,28 @@ T_IRREGULARITY = const(0x05)
 T_RESOLUTION = const(0x06)
 T_SHOE_END = const(0x07)
 T_COMMAND_REJECTED = const(0x08)
+T_MAINTENANCE = const(0x09)  # an update or rekey: who asked (command counter, name) and what
 # shoe -> host, not chained
 T_STATUS = const(0x40)
 T_INTEGRITY = const(0x41)
+T_UPDATE_PROGRESS = const(0x42)  # unsigned: the update chunk the shoe took (pacing only)
 # host -> shoe
 C_HELLO = const(0x80)
 C_ACK = const(0x81)
 C_RESOLVE = const(0x82)
 C_NEW_SHOE = const(0x83)
 C_INTEGRITY = const(0x85)
-C_MAINTENANCE = const(0x86)
+C_UPDATE = const(0x87)  # signed, counted: an update of length L whose chunk chain starts at H
+C_UPDATE_DATA = const(0x88)  # unsigned: one chunk, authenticated by the chain C_UPDATE anchors
+C_REKEY = const(0x89)  # signed, counted: the element makes the next result key version
+
+# What a maintenance frame records (its payload's first byte)
+M_UPDATE_BEGUN = const(1)  # length(4) chain head(32)
+M_UPDATE_APPLIED = const(2)  # tree digest(32): MANIFEST's, the code the shoe switched to
+M_UPDATE_REFUSED = const(3)  # reason(1) tree digest(32, zero when none was read)
+M_REKEY = const(4)  # version(2) X||Y(64): the new result key, made in the element
+M_REKEY_CERTIFICATE = const(5)  # version(2) r||s(64): the attestation key's Sign internal
+BY_LEN = const(16)  # who asked: the name the host put in the signed command (ASCII, zero-padded)
 
 # Variant id (flash file "variant", one byte, signed in every shoe_start frame)
 # bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat
@@ -78,9 +91,11 @@ INTEGRITY_TILT = const(2)
 
 
 def signed(ftype):
-    """Every frame is signed but initial_cards (sealed by the next signed frame) and the
-    commands hello and verify."""
-    return ftype != T_INITIAL and ftype != C_HELLO and ftype != C_INTEGRITY
+    """Every frame is signed but initial_cards (sealed by the next signed frame), the update
+    progress answer (it only paces the host), the commands hello and verify, and update chunks
+    (each authenticated by the hash chain its signed C_UPDATE anchors: shoe/update.py)."""
+    return not (ftype == T_INITIAL or ftype == C_HELLO or ftype == C_INTEGRITY
+                or ftype == C_UPDATE_DATA or ftype == T_UPDATE_PROGRESS)
 
 
 def shoe_bytes(shoe_id):
@@ -230,6 +245,19 @@ def status_into(buf, at, phase, shoe_no, round_no, position, due, host_counter, 
     struct.pack_into(">BHHHBIIIIBI", buf, at, phase, shoe_no, round_no, position, due,
                      host_counter, acked, unacked_from, unacked_to, integrity, refused)
     return 29
+
+
+def maintenance(what, counter, by, detail):
+    """A maintenance frame's payload: what(1) counter(4: the command that asked) by(16) detail.
+    Bytes (an update or a rekey is no card: this may allocate)."""
+    by = bytes(by[:BY_LEN])
+    return (bytes((what,)) + struct.pack(">I", counter) + by + bytes(BY_LEN - len(by))
+            + bytes(detail))
+
+
+def progress_into(buf, at, index):
+    struct.pack_into(">H", buf, at, index)
+    return 2
 
 
 def integrity_into(buf, at, state, digest):

@@ -119,6 +119,14 @@ class CommandPort:
         if not frames.is_command(frame) or key_id != 0 or not mine:
             self.refused += 1
             return
+        if ftype == frames.C_UPDATE_DATA:
+            # no Verify: the hash chain of the update session authenticates it (shoe/update.py),
+            # and one that is not the session's next chunk costs one SHA-256 in software
+            if frames.same_shoe(frame, self._shoe):
+                shoe.command(ftype, counter, payload)
+            else:
+                self.refused += 1
+            return
         if uncounted(ftype):
             if not self._over_rate(ftype):
                 shoe.command(ftype, counter, payload)

@@ -4,9 +4,13 @@ nothing, keeps the alarm on, and still answers the host through the same command
 (integrity: tilt) and the seeded HMAC challenge, both signed by the secure element, so a regulator
 sees exactly what is on the board. Boards call `boot()` before importing shoe.app."""
 
+import struct
+
 from shoe import cobs, frames, integrity
-from shoe.port import CommandPort, sign_into
-from shoe.store import load_identity, next_boot, result_slot
+from shoe.maintain import Maintainer
+from shoe.outbox import Outbox
+from shoe.port import REJ_NOT_NOW, CommandPort, sign_into
+from shoe.store import R_ACK, R_INPUT, frames_in, load_identity, next_boot, open_log, result_slot
 
 try:
     from micropython import const
@@ -17,6 +21,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 ALARM_TILT = const(15)
 PH_TILT = const(5)
 _MAX_SEED = const(64)
+_IN_REVEAL = const(8)  # shoe/app.py's IN_REVEAL, as logged: the squeeze's hold ends there
 
 
 def boot(code_root, code_skip=(), element=None):
@@ -28,6 +33,11 @@ def boot(code_root, code_skip=(), element=None):
 
 
 class TiltShoe:
+    """The tilted shoe still keeps its word: it replays its log (the frames only, no dealing
+    state), finishes and resends every unacknowledged frame, takes acknowledgements, and takes a
+    firmware update (shoe/maintain.py) — the way out of the tilt that needs no REPL. A frame it
+    withholds for a squeeze stays withheld."""
+
     def __init__(self, flash, link, indicators, code_root, code_skip=(), element=None):
         self.flash = flash
         self.link = link
@@ -39,20 +49,54 @@ class TiltShoe:
         self.identity = identity
         self.port = CommandPort(identity, element)
         self.boot = 0
-        self.maintenance = False
+        self.restart = False
+        self.outbox = None  # the log's frames, once replayed (None: no log could be read)
+        self.hold_from = 0
+        self.sent = 0
+        self.maint = Maintainer(self)
         self._buf = bytearray(frames.MAX_FRAME)
         self._tx = bytearray(frames.MAX_ENCODED)
 
     def start(self):
         try:
             self.boot = next_boot(self.flash)
-        except OSError:
-            self.boot = 0  # a full or damaged flash: the tilted shoe still answers, unnumbered
+        except Exception:
+            self.boot = 0  # a full or damaged flash (or a boot counter at its end): unnumbered
         try:
             self.port.start()
         except Exception:
             pass  # no element: the shoe answers nothing, the alarm stays on
+        try:
+            self._recover()
+        except Exception:
+            self.outbox = None  # a log that cannot be read: statuses and integrity answers only
         self.show()
+
+    def _recover(self):
+        if self.identity is None or self.element is None:
+            return
+        key_version, shoe_id = self.identity
+        o = Outbox(open_log(self.flash), self.element)
+        o.key_id, o.shoe, o.boot = key_version, frames.shoe_bytes(shoe_id), self.boot
+        o.slot = result_slot(key_version)
+        raw = self.flash.read("variant")
+        squeeze = raw and raw[0] & frames.V_SQUEEZE
+        hold = 0
+        for rtype, payload in o.log.records():
+            if rtype != R_INPUT:
+                kept = o.replay(rtype, payload)
+                if kept is not None:
+                    hold = kept[1]
+                continue
+            if payload[0] == _IN_REVEAL:
+                hold = 0
+            for body in frames_in(rtype, payload):
+                o.restore_body(body)
+                if squeeze and not hold and frames.names_cards(frames.type_of(body)):
+                    hold = frames.seq_of(body)
+        self.outbox = o
+        self.hold_from = hold
+        self.sent = min(o.done, hold - 1) if hold else o.done
 
     def show(self):
         self.indicators.show(PH_TILT, 0, 0, 0, 0, ALARM_TILT, 0)
@@ -77,38 +121,118 @@ class TiltShoe:
 
     def service(self, now=0):
         self.port.service(self)  # a hello owed from a burst
+        o = self.outbox
+        if o is None:
+            return
+        if o.done < o.seq:
+            try:
+                o.service()
+            except Exception:
+                pass  # the element failed this step: again next pass
+        while self.sent < o.done and not (self.hold_from and self.sent + 1 >= self.hold_from):
+            self._resend(self.sent + 1, self.sent + 1)
 
     def busy(self):
-        return self.port.owed > 0
+        o = self.outbox
+        return self.port.owed > 0 or (o is not None and o.done < o.seq)
 
     def settle(self):
-        pass  # nothing is ever queued in the element here
+        if self.outbox is not None:
+            self.outbox.settle()
 
     def host_bytes(self, data, n=-1):
         self.port.feed(data, len(data) if n < 0 else n, self)
 
+    # ---- what maintenance (shoe/maintain.py) needs ----------------------------------------------
+    def between_rounds(self):
+        return True  # a tilted shoe deals nothing
+
+    def finish_all(self):
+        if self.outbox is not None:
+            self.outbox.finish_all()
+            self.service()
+
+    def refuse(self, reason, ftype, counter):
+        if self.outbox is not None:
+            self.outbox.add(frames.T_COMMAND_REJECTED,
+                            struct.pack(">BBI", reason, ftype, counter))
+
+    def send_unsigned(self, ftype, payload):
+        buf = self._buf
+        n = frames.HEADER_LEN + len(payload)
+        buf[frames.HEADER_LEN : n] = payload
+        self._head(ftype)
+        self.link_write(buf, n)
+
+    # ---- host commands -------------------------------------------------------------------------
     def command(self, ftype, counter, payload):
         buf = self._buf
         at = frames.HEADER_LEN
+        o = self.outbox
         if ftype == frames.C_INTEGRITY and 1 <= len(payload) <= _MAX_SEED:
             digest = integrity.seeded(bytes(payload), self.code_root, self.code_skip)
             self._send(frames.T_INTEGRITY,
                        frames.integrity_into(buf, at, frames.INTEGRITY_TILT, digest))
         elif ftype == frames.C_HELLO:
-            n = frames.status_into(buf, at, PH_TILT, 0, 0, 0, 0, self.port.counter, 0, 0, 0,
-                                   frames.INTEGRITY_TILT, self.port.refused)
+            if o is not None:
+                self.finish_all()
+            pending = o is not None and o.pending()
+            n = frames.status_into(buf, at, PH_TILT, 0, 0, 0, 0, self.port.counter,
+                                   o.acked if o else 0, o.acked + 1 if pending else 0,
+                                   o.done if pending else 0, frames.INTEGRITY_TILT,
+                                   self.port.refused)
             self._send(frames.T_STATUS, n)
+            if pending:
+                self._resend(0, 0)
+        elif o is None:
+            return  # no log: nothing to acknowledge, no chain to record an update in
+        elif ftype == frames.C_ACK:
+            if len(payload) == 4 and o.ack(frames.seq_at(payload, 0)):
+                try:
+                    o.log.append(R_ACK, struct.pack(">I", o.acked))
+                except OSError:
+                    pass  # a full flash: acknowledged in RAM, resent after a power cut
+        else:
+            try:
+                if not self.maint.command(ftype, counter, payload):
+                    self.refuse(REJ_NOT_NOW, ftype, counter)  # a tilted shoe deals nothing
+            except OSError:
+                pass  # a full flash: the command leaves no trace and is not obeyed
+
+    def _resend(self, from_seq, to_seq):
+        for buf, at, n in self.outbox.unacknowledged(from_seq, to_seq):
+            seq = frames.seq_of(buf, at)
+            if self.hold_from and seq >= self.hold_from:
+                break
+            self.link_write(buf, n, at)
+            if seq > self.sent:
+                self.sent = seq
+        if to_seq and self.sent < to_seq:
+            self.sent = to_seq  # acknowledged meanwhile
+
+    def _head(self, ftype):
+        key_version, shoe_id = self.identity
+        o = self.outbox
+        # seq and chain: the newest finished frame of the log (zero when there is none)
+        frames.head_into(self._buf, 0, ftype, key_version, frames.shoe_bytes(shoe_id), self.boot,
+                         o.done if o else 0, o.digest if o else frames.ZERO_CHAIN)
+
+    def link_write(self, buf, n, at=0):
+        try:
+            self.link.write(self._tx, cobs.encode_into(buf, n, self._tx, at))
+        except Exception:
+            pass  # no host: the frame stays in the log until acknowledged
 
     def _send(self, ftype, n):
         if self.identity is None or self.element is None:
             return  # unprovisioned: nothing to sign with (the port obeys nothing then anyway)
-        key_version, shoe_id = self.identity
-        buf = self._buf
-        # payload already at HEADER_LEN: the header goes in front (seq 0, zero chain: the tilted
-        # shoe replays no log)
-        frames.head_into(buf, 0, ftype, key_version, frames.shoe_bytes(shoe_id), self.boot, 0)
+        key_version, _ = self.identity
+        self._head(ftype)  # the payload is already at HEADER_LEN
         try:
-            m = sign_into(self.element, result_slot(key_version), buf, frames.HEADER_LEN + n)
-            self.link.write(self._tx, cobs.encode_into(buf, m, self._tx))
+            if self.outbox is not None:
+                self.outbox.settle()  # the element does one thing at a time
+            m = sign_into(self.element, result_slot(key_version), self._buf,
+                          frames.HEADER_LEN + n)
         except Exception:
-            pass  # no host or no element: nothing to answer with
+            return  # no element: nothing to answer with
+        self.link_write(self._buf, m)

@@ -30,19 +30,25 @@ MAX_ENCODED = MAX_FRAME + 3
 # ---- frame types: shoe -> host, chained ------------------------------------------------------
 T_SHOE_START, T_BURN, T_INITIAL_CARDS, T_RESULT = 0x01, 0x02, 0x03, 0x04
 T_IRREGULARITY, T_RESOLUTION, T_SHOE_END, T_COMMAND_REJECTED = 0x05, 0x06, 0x07, 0x08
+T_MAINTENANCE = 0x09  # an update or a rekey: who asked, what, the MANIFEST digest or the new key
 # shoe -> host, not chained
 T_STATUS, T_INTEGRITY = 0x40, 0x41
+T_UPDATE_PROGRESS = 0x42  # unsigned, never stored: the update chunk the shoe took (pacing)
 TYPES = {T_SHOE_START: "shoe_start", T_BURN: "burn", T_INITIAL_CARDS: "initial_cards",
          T_RESULT: "result", T_IRREGULARITY: "irregularity", T_RESOLUTION: "resolution",
-         T_SHOE_END: "shoe_end", T_COMMAND_REJECTED: "command_rejected", T_STATUS: "status",
-         T_INTEGRITY: "integrity"}
+         T_SHOE_END: "shoe_end", T_COMMAND_REJECTED: "command_rejected",
+         T_MAINTENANCE: "maintenance", T_STATUS: "status", T_INTEGRITY: "integrity",
+         T_UPDATE_PROGRESS: "update_progress"}
 CHAINED = frozenset(t for t in TYPES if t < T_STATUS)
 
 # ---- host -> shoe commands -------------------------------------------------------------------
 C_HELLO, C_ACK, C_RESOLVE, C_NEW_SHOE = 0x80, 0x81, 0x82, 0x83
-C_VERIFY, C_MAINTENANCE = 0x85, 0x86
-# frames that carry no signature: initial_cards is sealed by the next signed frame of the shoe
-UNSIGNED = frozenset((T_INITIAL_CARDS, C_HELLO, C_VERIFY))
+C_VERIFY = 0x85
+C_UPDATE, C_UPDATE_DATA, C_REKEY = 0x87, 0x88, 0x89
+# frames that carry no signature: initial_cards is sealed by the next signed frame of the shoe;
+# an update chunk is authenticated by the hash chain its signed C_UPDATE anchors; the update
+# progress answer only paces the sender
+UNSIGNED = frozenset((T_INITIAL_CARDS, C_HELLO, C_VERIFY, C_UPDATE_DATA, T_UPDATE_PROGRESS))
 
 # ---- coded fields, by their wire number --------------------------------------------------------
 PHASES = ("burn_first", "burn", "dealing", "held", "ended")
@@ -65,6 +71,13 @@ SOURCES = ("supervisor", "host")
 # why the shoe refused an authentic command (frames failing authentication are only counted)
 COMMAND_REJECTIONS = ("", "bad_signature", "replayed", "not_for_this_shoe", "not_now",
                       "unknown_command")
+# what a maintenance frame records, and why an update was refused (shoe/update.py)
+MAINTENANCE = ("", "update_begun", "update_applied", "update_refused", "rekey",
+               "rekey_certificate")
+UPDATE_REFUSALS = ("", "interrupted", "not_a_code_tree", "code_differs_from_manifest",
+                   "not_signed_by_the_release_key", "flash_write_failed", "manifest_malformed",
+                   "element_error", "no_code_tree")
+BY_LEN = 16
 WINNERS = {1: "player", 2: "banker", 3: "tie"}
 FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),
              ("panda8", 32), ("player_natural", 4), ("player_pair", 128))
@@ -259,6 +272,8 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
         reason, refused, counter = struct.unpack(">BBI", p)
         return kind, {"event": kind, "reason": COMMAND_REJECTIONS[reason], "command": refused,
                       "counter": counter}
+    if kind == "maintenance":
+        return kind, decode_maintenance(p)
     shoe, rnd = struct.unpack(">HH", p[:4])
     body = p[4:]
     if kind == "burn":
@@ -287,6 +302,36 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
                       "inventory": {card_code(i): n for i, n in enumerate(inv) if n},
                       "unknown": unknown}
     raise KeyError(kind)  # status and integrity carry no record
+
+
+def decode_maintenance(p: bytes) -> dict[str, Any]:
+    """what(1) counter(4) by(16) detail: who asked (the command counter and the name the host
+    signed into the command) and what was done."""
+    what, counter = p[0], struct.unpack(">I", p[1:5])[0]
+    by = p[5 : 5 + BY_LEN].rstrip(b"\0").decode("ascii", "replace")
+    detail = p[5 + BY_LEN :]
+    rec: dict[str, Any] = {"event": "maintenance", "what": MAINTENANCE[what],
+                           "counter": counter, "by": by}
+    if what == 1:
+        length, head = struct.unpack(">I32s", detail)
+        rec.update(length=length, chain_head=head.hex())
+    elif what == 2:
+        if len(detail) != 32:
+            raise ValueError("maintenance")
+        rec["manifest"] = detail.hex()
+    elif what == 3:
+        reason, digest = struct.unpack(">B32s", detail)
+        rec.update(reason=_name(UPDATE_REFUSALS, reason), manifest=digest.hex())
+    elif what in (4, 5):
+        version, material = struct.unpack(">H64s", detail)
+        rec.update(version=version)
+        rec["public_key" if what == 4 else "certificate"] = material.hex()
+    return rec
+
+
+def maintenance_by(name: str) -> bytes:
+    """The `by` field of an update or rekey command: who asks, ASCII, at most 16 bytes."""
+    return name.encode("ascii", "replace")[:BY_LEN]
 
 
 def _decode_result(shoe: int, rnd: int, body: bytes) -> dict[str, Any]:

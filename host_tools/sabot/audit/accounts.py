@@ -57,6 +57,9 @@ class ShoeAccounts:
 
     def account(self, kind: str, rec: dict[str, Any]) -> None:
         """One authentic record, in sequence: count its cards and check it."""
+        if kind == "maintenance":  # no card: what runs or signs changed (or a try failed)
+            self._on_maintenance(rec)
+            return
         inv = self.state["inventory"]
         if kind == "shoe_start":
             if inv and inv.get("shoe") is not None and not inv.get("ended"):
@@ -74,6 +77,21 @@ class ShoeAccounts:
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None:
             handler(rec, inv)
+
+    def _on_maintenance(self, rec: dict[str, Any]) -> None:
+        """Every change of the shoe's code or keys is an alarm for the pit to see, and so is an
+        update the shoe refused (someone tried to install what the release key did not sign, or
+        an update broke off)."""
+        what, by = rec["what"], rec["by"] or "nobody named"
+        if what == "update_applied":
+            self.alarm("firmware_update", f"the shoe switched to the build with MANIFEST "
+                       f"{rec['manifest'][:16]}... (asked by {by}, command {rec['counter']})")
+        elif what == "update_refused":
+            self.alarm("update_refused", f"the shoe refused an update: {rec['reason']} "
+                       f"(asked by {by}, command {rec['counter']})")
+        elif what == "rekey":
+            self.alarm("rekey", f"the shoe's element made result key version {rec['version']} "
+                       f"(asked by {by}, command {rec['counter']})")
 
     def _check_config(self, rec: dict[str, Any]) -> None:
         cfg = self.config

@@ -177,7 +177,8 @@ CONTENT_ALARMS = frozenset((
     "rules_mismatch", "announcement_mismatch", "burn_mismatch", "missing_burn",
     "round_out_of_order", "initial_cards_mismatch", "dummy_mismatch", "resolution_mismatch",
     "inventory_exceeded", "inventory_mismatch", "config_mismatch", "malformed_payload",
-    "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end"))
+    "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end", "firmware_update",
+    "update_refused", "rekey"))
 
 
 def _check_alarms(store: AuditStore, configs: Mapping[int, ShoeEntry]) -> None:

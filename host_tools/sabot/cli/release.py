@@ -109,14 +109,16 @@ def deploy_args(p: argparse.ArgumentParser) -> None:
                    help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000")
     p.add_argument("--board", default="virtual", help="rpi_pico, esp32 or virtual")
     p.add_argument("--key", required=True,
-                   help=KEY_HELP + " (a dealing shoe is sent to maintenance with it)")
-    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP + "; needed to send a dealing "
-                   "shoe to maintenance")
+                   help=KEY_HELP + " (it signs the update and rekey commands)")
+    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP + " (default: whichever "
+                   "registered shoe answers on the port)")
     add_baud(p)
     p.add_argument("--rekey", action="store_true",
-                   help="have the shoe's secure element make its next result key version and "
-                   "register it (the old versions stay registered for old frames; the audit "
-                   "chain goes on)")
+                   help="after the update, have the shoe's secure element make its next result "
+                   "key version, certified by its attestation key, and register it (the old "
+                   "versions stay registered for old frames; the audit chain goes on)")
+    p.add_argument("--by", metavar="NAME", help="who updates the shoe: signed into the command "
+                   "and recorded in the shoe's chain (default: your login name; 16 characters)")
     p.add_argument("--release-key", metavar="FILE", default="sabot-release.pem",
                    help=RELEASE_KEY_HELP)
     p.add_argument("--table", default="", help="the table's name in the shoe registry (default: "
@@ -126,25 +128,27 @@ def deploy_args(p: argparse.ArgumentParser) -> None:
 
 
 @commands("deploy", deploy_args,
-          help="build, copy to the shoe with mpremote, check, register its key",
-          description="Builds BOARD's firmware (MANIFEST signed with the release key), sends a "
-          "dealing shoe to maintenance (a command signed with the command key), copies the "
-          "build with mpremote, checks on the shoe that its code tree matches the MANIFEST, and "
-          "registers the result key its secure element holds (with --rekey: a new version made "
-          "there).",
+          help="build the firmware and put it on a shoe: a signed update, or a blank shoe's copy",
+          description="Builds BOARD's firmware (MANIFEST signed with the release key). A "
+          "provisioned shoe is updated through the sabot protocol: the files and the MANIFEST "
+          "go in authenticated commands; the shoe checks them against the release key it "
+          "trusts, records the update as a signed frame, switches and boots it; then a seeded "
+          "challenge proves it runs the build. Another release key's build is refused and the "
+          "shoe deals on with its firmware. A blank shoe (element never provisioned) gets the "
+          "build copied at its REPL with mpremote; provision it next.",
           example="sabot deploy --port /dev/ttyACM0 --board rpi_pico --key host.pem --rekey")
 def cmd_deploy(args: argparse.Namespace) -> int:
     from sabot.registry import Registry
     from sabot.release.deploy import deploy
 
     reg = Registry.load(args.registry)
-    config = None
-    if args.shoe_id is not None or len(reg.shoes) == 1:
-        config = reg.pick(args.shoe_id)  # a dealing shoe is sent to maintenance by its id
+    config = reg.pick(args.shoe_id) if args.shoe_id is not None else None
     info = deploy(args.port, args.board, args.key, log=lambda m: print(m, file=sys.stderr),
-                  baud=args.baud, rekey=args.rekey, config=config, release=args.release_key)
-    print(f"deployed {info['board']} firmware ({info['code_bytes']:,} B, "
-          f"MANIFEST {info['manifest']}) to {args.port}")
+                  baud=args.baud, rekey=args.rekey, config=config, release=args.release_key,
+                  registry=reg, by=args.by or "")
+    how = "updated" if info.get("updated") else "copied"
+    print(f"{how} {info['board']} firmware ({info['code_bytes']:,} B, "
+          f"MANIFEST {info['manifest']}) on {args.port}")
     shoe_id = info["shoe_id"]
     if shoe_id is None:
         print(f"the shoe is blank (its element was never provisioned): it deals once "

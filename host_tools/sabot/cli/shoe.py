@@ -131,11 +131,11 @@ def new_shoe_args(p: argparse.ArgumentParser) -> None:
           "did it in the operator log.",
           example="sabot new-shoe --port /dev/ttyACM0 --key host.pem --db audit.db --by alice")
 def cmd_new_shoe(args: argparse.Namespace) -> int:
-    from sabot.link.operate import _user, format_status
+    from sabot.link.operate import format_status, user_name
 
     op = _operation(args)
     try:
-        st = op.new_shoe(args.by or _user())
+        st = op.new_shoe(args.by or user_name())
     finally:
         op.close()
     if args.json:

@@ -220,7 +220,7 @@ def log_operation(db: str, entry: dict[str, Any]) -> None:
     """Append one operator action to the operator log beside the audit database, with the time,
     the host it was given from and the account that gave it."""
     line = dict({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
-                 "user": _user()}, **entry)
+                 "user": user_name()}, **entry)
     path = operations_path(db)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     with os.fdopen(fd, "a", encoding="utf-8") as f:
@@ -239,7 +239,7 @@ def read_operations(db: str) -> list[dict[str, Any]]:
         raise SabotError(f"cannot read the operator log {operations_path(db)}: {e}") from None
 
 
-def _user() -> str:
+def user_name() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):

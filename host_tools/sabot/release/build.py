@@ -63,7 +63,8 @@ def _mpy_cross(src: Path, out: Path, arch: str | None) -> None:
 
 def tree_files(root: StrPath) -> list[str]:
     out = []
-    for dirpath, _, names in os.walk(root):
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.endswith(".tmp")]  # as the firmware walks: skipped
         for n in names:
             rel = os.path.relpath(os.path.join(dirpath, n), root).replace(os.sep, "/")
             if rel != "MANIFEST" and not n.endswith(".tmp"):

@@ -1,19 +1,21 @@
-"""`sabot deploy` / `make deploy BOARD=B PORT=URL`: build the board's firmware, put it on the shoe
-with mpremote, check on the shoe that what landed is the build, and register the shoe's result key
-(read from its secure element at the REPL: `maint.public()`, or a new version made there with
-`--rekey`: `maint.rekey()`) in the shoe registry. No key travels to the shoe: its result keys are
-made inside its element.
+"""`sabot deploy` / `make deploy BOARD=B PORT=URL`: build the board's firmware and put it on the
+shoe.
 
-A shoe that is dealing is first asked, with an authenticated maintenance command, to hand its port
-to the MicroPython REPL; an empty board is already there. The virtual board's port is a socket, so
-mpremote is told `resume` (its soft reset would end the unix process)."""
+A provisioned shoe has no REPL on any port: it is updated through the sabot protocol
+(release/update.py) — the build's files and its release-signed MANIFEST in authenticated commands;
+the shoe checks everything against the release key it already trusts before it switches, and
+records the update in its signed chain. `--rekey` then has its element make the next result key,
+certified by its attestation key. A blank shoe (its element never provisioned) is the only one at
+its MicroPython REPL: its first firmware is copied there with mpremote and checked on the shoe
+(the virtual board's port is a socket, so mpremote is told `resume`: its soft reset would end the
+unix process); then `sabot provision` gives it its identity and keys."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,74 +24,13 @@ from sabot import keys as keyfiles
 from sabot import protocol as pr
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
+from sabot.link.operate import user_name
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
-from sabot.registry import ShoeEntry, public_from_xy
+from sabot.registry import Registry, ShoeEntry, public_from_xy
 from sabot.release.build import build
+from sabot.release.update import ShoeChannel
 
-
-def _ask_for_maintenance(url: str, key: CommandKey, config: ShoeEntry, timeout: float = 5.0,
-                         baud: int = DEFAULT_BAUD) -> bool:
-    """True if a running shoe answered and was sent to maintenance; False if nothing answered."""
-    port = ShoePort(url, baud, open_timeout=0)
-    try:
-        def this_shoe(f: pr.Frame) -> bool:
-            public = config.public_key(f.key_id)
-            return f.shoe_id == config.shoe_id and (public is None or pr.verify(public, f))
-
-        status = port.status_where(config.shoe_id, this_shoe, timeout)
-        if status is None:
-            return False
-        counter = pr.decode_status(status.payload)["host_counter"] + 1
-        port.send_command(key, config.shoe_id, pr.C_MAINTENANCE, counter=counter)
-        time.sleep(0.3)
-        return True
-    finally:
-        port.close()
-
-
-def parse_key_line(output: str, tag: str) -> tuple[int, str, str | None]:
-    """(version, public PEM, certificate hex or None) from the shoe's `KEY <version> <X||Y hex>`
-    (maint.public()) or `REKEY <version> <X||Y hex> <r||s hex>` (maint.rekey(): the previous key's
-    signature of the new one) line; SabotError when there is none."""
-    for line in output.splitlines():
-        words = line.split()
-        if len(words) in (3, 4) and words[0] == tag:
-            try:
-                version, xy = int(words[1]), bytes.fromhex(words[2])
-                cert = bytes.fromhex(words[3]) if len(words) == 4 else None
-            except ValueError:
-                break
-            if len(xy) != 64 or not 1 <= version <= 0xFFFF or (cert is not None
-                                                               and len(cert) != 64):
-                break
-            try:
-                return (version, keyfiles.public_pem(public_from_xy(xy)),
-                        cert.hex() if cert is not None else None)
-            except SabotError as e:
-                raise SabotError(f"the shoe's {tag} line holds no P-256 key: {e}") from None
-    said = output.strip().splitlines()
-    raise SabotError(f"the shoe did not print its {tag} line (`{tag} <version> <128 hex>`): "
-                     f"{said[-1] if said else 'no output'}")
-
-
-def parse_identity(output: str) -> int | None:
-    """The shoe id from the `ID <hex>` line (its flash file `identity`: >IH shoe_id, version)."""
-    for line in output.splitlines():
-        words = line.split()
-        if len(words) == 2 and words[0] == "ID" and len(words[1]) == 12:
-            try:
-                return int(words[1][:8], 16)
-            except ValueError:
-                return None
-    return None
-
-
-READ_KEY = ("try:\n"
-            " print('ID', open('data/identity', 'rb').read().hex())\n"
-            "except OSError:\n"
-            " print('ID none')\n"
-            "import maint\n"
-            "maint.{}()")
+IDENTIFY_WAIT = 3.0  # seconds for a provisioned shoe to answer a hello
 
 
 def mpremote(url: str, *commands: list[str], timeout: float = 120,
@@ -171,30 +112,107 @@ def to_remove(files: list[str], dirs: list[str], owned: set[str]) -> tuple[list[
 
 def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = print,
            baud: int = DEFAULT_BAUD, rekey: bool = False, config: ShoeEntry | None = None,
-           release: str | None = None) -> dict[str, Any]:
-    """`key_file` is the host command key (it signs the maintenance command to a dealing shoe,
-    whose registry entry `config` names it); `rekey`: have the shoe's element make its next result
-    key version. The info returned carries the shoe's `shoe_id`, `key_version` and `public_key`
-    (PEM) for the registry."""
+           release: str | None = None, registry: Registry | None = None,
+           by: str = "") -> dict[str, Any]:
+    """`key_file` is the host command key (it signs the update and rekey commands); `config`
+    the registered shoe expected on the port (else whichever shoe of `registry` answers); `rekey`:
+    have the shoe's element make its next result key version. The info returned carries the
+    shoe's `shoe_id`, `key_version`, `public_key` (PEM) and `certificate` for the registry (all
+    None for a blank shoe)."""
     info = build(board, release=release, log=log)
+    key = keyfiles.load(key_file)
+    shoe = _registered_shoe(url, baud, config, registry)
+    if shoe is not None:
+        return _update(url, baud, key, shoe, info, rekey, by, log)
     try:
-        # a board at its REPL answers at once; a dealing shoe never does (mpremote would wait 10 s)
+        # a blank shoe at its REPL answers at once (mpremote would wait 10 s for a silent one)
         listing = mpremote(url, ["exec", LISTING], timeout=PROBE_WAIT)
     except SabotError:
-        # Not at the REPL: the shoe is dealing. An authenticated command hands its port over.
-        if config is None:
-            raise SabotError(f"{url}: no REPL answers, and a dealing shoe can only be sent to "
-                             "maintenance by its registered id (--shoe-id, --registry)") from None
-        key = keyfiles.load(key_file)
-        if not _ask_for_maintenance(url, key, config, baud=baud):
-            raise SabotError(f"{url}: neither a REPL nor shoe {config.shoe_id:#010x} answering"
-                             ) from None
-        log("the shoe was dealing: sent it to maintenance")
-        listing = _listing_after_maintenance(url)
-    files, dirs, data = board_tree(listing)
-    if rekey and (data is None or "identity" not in data):
+        who = (f"shoe {config.shoe_id:#010x}" if config is not None
+               else "no shoe of the registry" if registry and registry.shoes else "no shoe")
+        raise SabotError(f"{url}: neither a blank shoe's REPL nor {who} answered (a provisioned "
+                         "shoe is updated only through the sabot protocol: is it registered, "
+                         "--registry, --shoe-id?)") from None
+    if rekey:
         raise SabotError(f"{url}: a blank shoe has no result key to rekey: deploy without "
                          "--rekey, then provision it (sabot provision --port URL --key FILE)")
+    _copy_to_repl(url, info, listing, log)
+    return dict(info, shoe_id=None, key_version=None, public_key=None, certificate=None)
+
+
+def _registered_shoe(url: str, baud: int, config: ShoeEntry | None,
+                     registry: Registry | None) -> ShoeEntry | None:
+    """The registered shoe answering on the port in the sabot protocol, or None (nothing
+    answers: a blank shoe at its REPL, or no shoe)."""
+    if config is None and (registry is None or not registry.shoes):
+        return None
+    port = ShoePort(url, baud)
+    try:
+        if config is not None:
+            ch = ShoeChannel(port, None, config)  # a hello is unsigned
+            return config if ch.hello(IDENTIFY_WAIT) is not None else None
+        assert registry is not None
+
+        def registered(f: pr.Frame) -> bool:
+            entry = registry.shoes.get(f.shoe_id)
+            public = entry.public_key(f.key_id) if entry is not None else None
+            return public is not None and pr.verify(public, f)
+
+        status = port.status_where(0, registered, IDENTIFY_WAIT)
+        return registry.shoes[status.shoe_id] if status is not None else None
+    finally:
+        port.close()
+
+
+def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[str, Any],
+            rekey: bool, by: str, log: Callable[[str], Any]) -> dict[str, Any]:
+    from sabot.release import update as channel
+    from sabot.release.verify_firmware import verify_firmware
+
+    by = by or user_name()
+    port = ShoePort(url, baud)
+    try:
+        channel.update(port, key, shoe, info, by, log)
+        st = channel.back_after_boot(port, key, shoe)
+        if st["integrity"] != "ok":
+            raise SabotError(f"shoe {shoe.shoe_id:#010x} booted the update but reports integrity "
+                             f"{st['integrity']}")
+        log(f"the shoe booted it (boot {st['boot']}, integrity ok)")
+        version, pem, certificate = shoe.key_versions[-1], None, None
+        if rekey:
+            version, xy, cert = channel.rekey(port, key, shoe, by)
+            pem, certificate = keyfiles.public_pem(public_from_xy(xy)), cert.hex()
+            log(f"made result key version {version} of shoe {shoe.shoe_id:#010x} in its element "
+                "(certified by its attestation key; the old versions stay registered for old "
+                "frames)")
+    finally:
+        port.close()
+    seed = os.urandom(16).hex()
+    check = verify_firmware(url, seed, shoe, info["dir"], baud=baud)
+    if check["result"] != "pass":
+        raise SabotError(f"shoe {shoe.shoe_id:#010x} runs another tree than the build (seeded "
+                         "HMAC differs)")
+    log(f"checked on the shoe: its seeded HMAC of its code tree (seed {seed}) matches the build")
+    current = shoe.public_key(version)
+    assert pem is not None or current is not None  # the key the shoe's status verified under
+    public = pem or keyfiles.public_pem(current)  # type: ignore[arg-type]
+    return dict(info, shoe_id=shoe.shoe_id, key_version=version, public_key=public,
+                certificate=certificate, updated=True)
+
+
+def hard_reset(url: str) -> None:
+    """machine.reset() at a blank shoe's REPL: the board boots main.py."""
+    try:
+        mpremote(url, [HARD_RESET], timeout=30)
+    except SabotError as e:
+        if "disconnected" not in str(e) and "failed to access" not in str(e):
+            raise  # a board that resets drops its port: expected
+
+
+def _copy_to_repl(url: str, info: dict[str, Any], listing: str,
+                  log: Callable[[str], Any]) -> None:
+    """A blank shoe's first firmware, copied at its REPL and checked there."""
+    files, dirs, _ = board_tree(listing)
     owned = set(info["files"]) | {"MANIFEST"}
     gone_files, gone_dirs = to_remove(files, dirs, owned)
     copy = sorted(owned)
@@ -224,49 +242,13 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
     # one session: the element's state, then the boot check of the tree (with the element)
     check = mpremote(url, ["exec", FRESH + "import maint; maint.state(); maint.check()"])
     state = element_state(check, url)
-    if state == "foreign":
-        raise SabotError(f"{url}: the shoe's element is locked with another configuration than "
-                         "sabot's: it cannot sign for sabot")
-    provisioned = state == "provisioned"
-    if "INTEGRITY None" not in check and (provisioned or BLANK_CHECK not in check):
+    if state not in ("blank", "configured"):
+        raise SabotError(f"{url}: the shoe at this REPL has a {state} element: a provisioned "
+                         "shoe must offer no REPL (its firmware is not sabot's?)")
+    if "INTEGRITY None" not in check and BLANK_CHECK not in check:
         raise SabotError(f"what landed on the shoe is not the build: {check.strip()}")
-    log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}..."
-        + ("" if provisioned else " (the element checks its signature at every boot once "
-           "provisioned)"))
-    if not provisioned:
-        if rekey:
-            raise SabotError(f"{url}: a blank shoe has no result key to rekey: provision it "
-                             "(sabot provision --port URL --key FILE)")
-        return dict(info, shoe_id=None, key_version=None, public_key=None, certificate=None)
-    shoe_id, version, pem, certificate = _result_key(url, rekey, log)
-    return dict(info, shoe_id=shoe_id, key_version=version, public_key=pem,
-                certificate=certificate)
-
-
-def _result_key(url: str, rekey: bool, log: Callable[[str], Any]
-                ) -> tuple[int, int, str, str | None]:
-    """The shoe's id and current result key (made anew with `rekey`), then the hard reset that
-    boots the new firmware."""
-    tag = "REKEY" if rekey else "KEY"
-    said = mpremote(url, ["exec", FRESH + READ_KEY.format("rekey" if rekey else "public")])
-    shoe_id = parse_identity(said)
-    if shoe_id is None:
-        raise SabotError(f"{url}: the shoe's identity (data/identity) cannot be read")
-    version, pem, certificate = parse_key_line(said, tag)
-    log(f"{'made' if rekey else 'read'} result key version {version} of shoe {shoe_id:#010x}"
-        + (" in its element (the old versions stay registered for old frames)" if rekey else ""))
-    hard_reset(url)
-    log("hard reset: the shoe boots the new firmware")
-    return shoe_id, version, pem, certificate
-
-
-def hard_reset(url: str) -> None:
-    """machine.reset() at the shoe's REPL: the board boots main.py."""
-    try:
-        mpremote(url, [HARD_RESET], timeout=30)
-    except SabotError as e:
-        if "disconnected" not in str(e) and "failed to access" not in str(e):
-            raise  # a board that resets drops its port: expected
+    log(f"checked on the shoe: its code tree matches MANIFEST {info['manifest'][:16]}... (the "
+        "element checks its signature at every boot once provisioned)")
 
 
 # Code run at the REPL after a copy imports what was copied, not a module an earlier session of
@@ -289,13 +271,3 @@ def element_state(said: str, url: str) -> str:
                      f"{lines[-1] if lines else 'no output'}")
 
 
-def _listing_after_maintenance(url: str, timeout: float = 10.0) -> str:
-    """The REPL comes up once the shoe has left its firmware: retry until it answers."""
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            return mpremote(url, ["exec", LISTING], timeout=30)
-        except SabotError:
-            if time.monotonic() >= end:
-                raise
-            time.sleep(0.3)

@@ -1,0 +1,321 @@
+"""Firmware updates over the sabot protocol (docs/PROTOCOL.md, "Updates"): no REPL, nothing
+received is ever executed before it is checked, and the running firmware stays as it was until
+the whole new tree is.
+
+The host sends a signed, counted C_UPDATE (the stream's length and the head of a hash chain), then
+the stream in chunks: chunk i carries (i, h(i+1), data) and is taken only when
+SHA-256(i ‖ h(i+1) ‖ data) is h(i), the value the signed command (for chunk 1) or the chunk before
+fixed. So one element Verify authenticates the whole stream, and a chunk anyone else puts on the
+cable is dropped. The stream is the code tree in the canonical form of shoe/integrity.py — for each
+file in byte order of the paths: path, a zero byte, length(4), content — then the MANIFEST the same
+way. Files land in a staging directory (`update.tmp`, left out of every code digest); when the
+stream ends the staged tree must match its MANIFEST, and the MANIFEST must carry the signature of
+the release key the *running* firmware trusts (Verify external, in the element). Only then is the
+switch journaled (the new tree's file list) and made, file by file with atomic renames; a power cut
+during it is finished at the next boot by `resume()`, before anything else runs. Anything else —
+an interrupted stream, a wrong digest, another release key — leaves the running tree untouched.
+
+`resume()` uses os alone: whichever version of this module a half-made switch left in place can
+finish it."""
+
+import os
+
+STAGE = "update.tmp"  # in the code root; a name ending in .tmp is in no code digest
+_JOURNAL = ".journal"  # in STAGE: the new tree's files, one a line (no tree path starts with .)
+_PATH_MAX = 64
+_FILE_MAX = 1 << 20
+CHUNK_DATA = 120  # the most stream bytes in one chunk: a chunk frame is then 200 bytes
+
+# why an update was refused (maintenance frame M_UPDATE_REFUSED)
+R_INTERRUPTED = 1  # a new update began before this one ended
+R_STREAM = 2  # the stream is not a code tree: a bad path, order, length or trailing bytes
+R_DIGEST = 3  # the staged files differ from MANIFEST's digest
+R_SIGNATURE = 4  # MANIFEST is not signed by the release key this firmware trusts
+R_FLASH = 5  # a staged file could not be written
+R_MANIFEST = 6  # no MANIFEST, or a malformed one
+R_ELEMENT = 7  # the element could not check the signature
+R_NO_CODE = 8  # a development run from source: there is no code tree to update
+
+
+class Refused(Exception):
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _exists(path):
+    try:
+        os.stat(path)
+        return True
+    except OSError:
+        return False
+
+
+def _is_dir(path):
+    try:
+        return os.stat(path)[0] & 0x4000 != 0
+    except OSError:
+        return False
+
+
+def _remove_tree(path):
+    if not _is_dir(path):
+        if _exists(path):
+            os.remove(path)
+        return
+    for entry in os.ilistdir(path):
+        _remove_tree(path + "/" + entry[0])
+    os.rmdir(path)
+
+
+def _make_parents(root, rel):
+    parts = rel.split("/")
+    at = root
+    for p in parts[:-1]:
+        at = at + "/" + p
+        if not _is_dir(at):
+            os.mkdir(at)
+
+
+def _files(base, rel=""):
+    """Every file under base/rel, relative to base; and the directories, deepest last."""
+    files, dirs = [], []
+    for entry in os.ilistdir(base.rstrip("/") + "/" + rel if rel else base or "/"):
+        path = rel + "/" + entry[0] if rel else entry[0]
+        if entry[1] == 0x4000:
+            dirs.append(path)
+            f, d = _files(base, path)
+            files += f
+            dirs += d
+        else:
+            files.append(path)
+    return files, dirs
+
+
+def resume(root, skip=()):
+    """At boot, before the firmware is imported: finish a journaled switch (True), or throw away
+    a staging directory that never got one (an update interrupted: the old tree runs)."""
+    root = root.rstrip("/")
+    stage = root + "/" + STAGE
+    journal = stage + "/" + _JOURNAL
+    if not _exists(journal):
+        if _exists(stage):
+            _remove_tree(stage)
+        return False
+    with open(journal) as f:
+        keep = [line for line in f.read().split("\n") if line]
+    for rel in keep:  # renames: each atomic; a file already moved has no staged copy
+        if _exists(stage + "/" + rel):
+            _make_parents(root, rel)
+            os.rename(stage + "/" + rel, root + "/" + rel)
+    files, dirs = _files(root)
+    wanted = set(keep)
+    for rel in files:  # what the old tree had and the new one does not
+        top = rel.split("/")[0]
+        if rel not in wanted and top not in skip and top != STAGE:
+            os.remove(root + "/" + rel)
+    for rel in reversed(dirs):
+        top = rel.split("/")[0]
+        if top not in skip and top != STAGE and not list(os.ilistdir(root + "/" + rel)):
+            os.rmdir(root + "/" + rel)
+    _remove_tree(stage)
+    return True
+
+
+def chunk_hash(index, nxt, data, n=-1):
+    """h(index) = SHA-256(index(2) ‖ h(index + 1) ‖ data) (data[:n])."""
+    import hashlib
+
+    h = hashlib.sha256(bytes((index >> 8, index & 0xFF)))
+    h.update(nxt)
+    h.update(data if n < 0 else memoryview(data)[:n])
+    return h.digest()
+
+
+class Update:
+    """One update session at a time: begin(), then chunk() for each chunk, then finish() and
+    switch(). Not on the card path: the shoe is between rounds (or tilted)."""
+
+    def __init__(self, root, skip, element):
+        self.root = root.rstrip("/") if root is not None else None
+        self.skip = skip
+        self.element = element
+        self.open = False
+        self.counter = 0  # the command counter of the C_UPDATE that opened it
+        self.by = b""
+        self.index = 0  # the next chunk's index
+        self._expect = None  # h(index)
+        self._last = None  # the last chunk taken (index, hash): a resend is answered again
+        self._left = 0
+        self._file = None
+
+    @property
+    def stage(self):
+        return self.root + "/" + STAGE
+
+    def begin(self, length, head, counter, by):
+        if self.root is None:
+            raise Refused(R_NO_CODE)
+        self.close()
+        _remove_tree(self.stage)
+        os.mkdir(self.stage)
+        self.open = True
+        self.counter, self.by = counter, by
+        self.index, self._expect, self._last = 1, bytes(head), None
+        self._left = length
+        self._state = 0  # 0 path, 1 length, 2 content, 3 done (after MANIFEST)
+        self._path = bytearray()
+        self._prev = b""
+        self._size = self._need = 0
+        self._manifest_seen = False
+
+    def discard(self):
+        """A refused update: its staged files go (the running tree never changed)."""
+        self.close()
+        try:
+            _remove_tree(self.stage)
+        except OSError:
+            pass  # left for the next begin or boot
+
+    def close(self):
+        """End the session (the staged files stay until switch() or discard())."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
+        self.open = False
+
+    def chunk(self, index, nxt, data):
+        """1 taken, 2 the stream is complete, 0 a resend of the last one taken (answer it
+        again), -1 not this session's next chunk (dropped: anyone may put bytes on a cable).
+        Refused when the stream itself is wrong."""
+        if not self.open:
+            return -1
+        h = chunk_hash(index, nxt, data)
+        if self._last is not None and index == self._last[0] and h == self._last[1]:
+            return 0
+        if index != self.index or h != self._expect or len(data) > self._left:
+            return -1
+        self._last = (index, h)
+        self.index += 1
+        self._expect = bytes(nxt)
+        self._left -= len(data)
+        try:
+            self._feed(data)
+        except OSError:
+            raise Refused(R_FLASH) from None
+        if nxt == bytes(32) or not self._left:
+            if self._left or nxt != bytes(32) or self._state != 3:
+                raise Refused(R_STREAM)
+            return 2
+        return 1
+
+    def _feed(self, data):
+        i, n = 0, len(data)
+        while i < n:
+            if self._state == 0:
+                b = data[i]
+                i += 1
+                if b:
+                    if len(self._path) >= _PATH_MAX:
+                        raise Refused(R_STREAM)
+                    self._path.append(b)
+                else:
+                    self._state, self._size, self._need = 1, 0, 4
+            elif self._state == 1:
+                self._size = self._size << 8 | data[i]
+                i += 1
+                self._need -= 1
+                if not self._need:
+                    self._open_file()
+            elif self._state == 2:
+                take = min(self._need, n - i)
+                self._file.write(memoryview(data)[i : i + take])
+                i += take
+                self._need -= take
+                if not self._need:
+                    self._end_file()
+            else:
+                raise Refused(R_STREAM)  # bytes after the MANIFEST
+
+    def _open_file(self):
+        path = bytes(self._path)
+        rel = _check_path(path, self.skip)
+        if rel == "MANIFEST":
+            self._manifest_seen = True
+        elif self._manifest_seen or path <= self._prev:
+            raise Refused(R_STREAM)  # the canonical order, MANIFEST last
+        if self._size > _FILE_MAX:
+            raise Refused(R_STREAM)
+        self._prev = path
+        _make_parents(self.stage, rel)
+        self._file = open(self.stage + "/" + rel, "wb")
+        self._need = self._size
+        self._state = 2
+        if not self._need:
+            self._end_file()
+
+    def _end_file(self):
+        self._file.close()
+        self._file = None
+        self._path = bytearray()
+        self._state = 3 if self._manifest_seen else 0
+
+    def finish(self):
+        """The staged tree checked: (0, tree digest) when it matches its MANIFEST and the release
+        key this firmware trusts signed that, else (reason, the digest MANIFEST claims or 32
+        zeros)."""
+        self.close()
+        claimed = bytes(32)
+        try:
+            with open(self.stage + "/MANIFEST") as f:
+                lines = f.read().split()
+            from binascii import unhexlify
+
+            claimed = unhexlify(lines[0])
+            if len(lines) != 2 or len(claimed) != 32 or len(lines[1]) != 128:
+                return R_MANIFEST, bytes(32)
+        except (OSError, ValueError, IndexError):
+            return R_MANIFEST, bytes(32)
+        from shoe import integrity
+
+        why = integrity.check(self.stage, (), self.element)
+        if why is None:
+            return 0, claimed
+        if why == "code differs from MANIFEST":
+            return R_DIGEST, claimed
+        if why == "MANIFEST signature invalid" or why == "no release key in the tree":
+            return R_SIGNATURE, claimed
+        if why == "MANIFEST malformed" or why == "no MANIFEST":
+            return R_MANIFEST, claimed
+        return R_ELEMENT, claimed
+
+    def switch(self):
+        """Journal the new tree's file list, then make the switch (resume() finishes it after a
+        power cut)."""
+        files, _ = _files(self.stage)
+        tmp = self.stage + "/" + _JOURNAL + ".new"
+        with open(tmp, "w") as f:
+            f.write("\n".join(files) + "\n")
+        os.rename(tmp, self.stage + "/" + _JOURNAL)
+        resume(self.root, self.skip)
+
+
+def _check_path(path, skip):
+    """The relative path a stream entry names, or Refused: printable ASCII in plain components,
+    none empty or starting with a dot, nothing in the data directory or the staging area."""
+    if not path or path[0] == 0x2F:
+        raise Refused(R_STREAM)
+    for b in path:
+        if not (0x30 <= b <= 0x39 or 0x41 <= b <= 0x5A or 0x61 <= b <= 0x7A or b in b"_-./"):
+            raise Refused(R_STREAM)
+    rel = path.decode()
+    parts = rel.split("/")
+    for p in parts:
+        if not p or p[0] == "." or p.endswith(".tmp"):
+            raise Refused(R_STREAM)
+    if parts[0] in skip or parts[0] == STAGE:
+        raise Refused(R_STREAM)
+    return rel

@@ -1,0 +1,220 @@
+"""Updates through the sabot protocol, on the virtual board running a built, release-signed tree
+(real MicroPython, the element emulator): a build signed by the release key the shoe trusts is
+staged, checked, recorded in the chain, switched to and booted; another release key's build is
+refused and the shoe deals on with its firmware; chunks a stranger puts on the cable are dropped;
+a power cut mid-stream leaves the old tree, one mid-switch is finished at boot; a tilted shoe
+takes an update and resends what it held. Every update is a chained frame and an alarm."""
+
+import os
+import time
+
+import pytest
+
+from sabot import protocol as pr
+from sabot.errors import SabotError
+from sabot.link.transport import ShoePort
+from sabot.release import update as channel
+from sabot.release.build import build, code_digest, release_key, sign_manifest
+from sabot.virtual.board import Dealer, VirtualBoard
+
+from kit import SIGN_MS, provision_shoe, run_micropython
+
+pytestmark = pytest.mark.board  # every test here starts a board
+
+ROUND = ["AS", "2H", "9S", "8D", "KD", "9C"]  # a burn, then a natural (player 9, banker 7)
+
+
+def variant_of(build_dir, release, note):
+    """The build with one more file, signed again: a tree that differs from the running one."""
+    (build_dir / "NOTES").write_text(note)
+    digest = code_digest(build_dir)
+    (build_dir / "MANIFEST").write_text(sign_manifest(release_key(release), digest))
+    return dict(dir=str(build_dir), manifest=digest)
+
+
+@pytest.fixture
+def shoe(tmp_path):
+    key, flash, config, registry = provision_shoe(tmp_path)
+    code = tmp_path / "code"
+    build("virtual", code, release=tmp_path / "release.pem")
+    board = VirtualBoard(flash, code=code, sign_ms=SIGN_MS)
+    board.start()
+    yield key, config, board, code, tmp_path
+    board.stop()
+
+
+def maintenance_frames(port, config):
+    """Every maintenance frame the shoe still holds, decoded (a hello makes it resend them)."""
+    ch = channel.ShoeChannel(port, None, config)
+    assert ch.hello(5.0) is not None
+    out = []
+    while True:
+        f = ch.wait_for(lambda f: f if f.type == pr.T_MAINTENANCE and ch.authentic(f) else None,
+                        1.0)
+        if f is None:
+            return out
+        out.append(pr.decode_payload(f)[1])
+
+
+def test_a_signed_update_switches_and_another_release_key_is_refused(shoe):
+    key, config, board, code, tmp = shoe
+    dealer = Dealer(board, ROUND * 2)
+    for _ in range(len(ROUND)):
+        dealer.step()
+    build("virtual", tmp / "b2", release=tmp / "release.pem")
+    info = variant_of(tmp / "b2", tmp / "release.pem", "second build\n")
+    port = ShoePort(board.url)
+    try:
+        # a stranger's chunk 1 (another stream) is dropped, the genuine stream goes on
+        data = channel.stream(info["dir"])
+        _, forged = channel.chain(b"x" * len(data))
+        ch = channel.ShoeChannel(port, key, config)
+        refused_before = ch.hello(5.0)["refused"]
+        i, nxt, piece = forged[0]
+        ch.send(pr.C_UPDATE_DATA, i.to_bytes(2, "big") + nxt + piece)
+        rec = channel.update(port, key, config, info, "tech-ann", lambda m: None)
+    finally:
+        port.close()
+    assert rec["what"] == "update_applied" and rec["manifest"] == info["manifest"]
+    assert board.wait_off() == 4  # a reset: the board boots the new tree
+    assert (code / "NOTES").read_text() == "second build\n"
+    assert code_digest(code) == info["manifest"] and not (code / "update.tmp").exists()
+    board.start()
+    port = ShoePort(board.url)
+    try:
+        st = channel.back_after_boot(port, key, config)
+        assert st["integrity"] == "ok"
+        # another release key's build: refused, and the shoe deals on with what it runs
+        other = build("virtual", tmp / "b3", release=tmp / "other-release.pem")
+        with pytest.raises(SabotError, match="not_signed_by_the_release_key"):
+            channel.update(port, key, config, other, "mallory", lambda m: None)
+        recs = maintenance_frames(port, config)
+    finally:
+        port.close()
+    assert code_digest(code) == info["manifest"]  # untouched
+    assert [(r["what"], r["by"]) for r in recs] == [
+        ("update_begun", "tech-ann"), ("update_applied", "tech-ann"),
+        ("update_begun", "mallory"), ("update_refused", "mallory")]
+    assert recs[3]["manifest"] == other["manifest"]
+    for _ in range(len(ROUND)):
+        dealer.step()
+    assert board.alive() and board.indicator[2] >= 2 * len(ROUND) - 1
+    assert refused_before is not None
+
+
+def test_a_power_cut_mid_stream_leaves_the_old_tree(shoe):
+    key, config, board, code, tmp = shoe
+    before = code_digest(code)
+    build("virtual", tmp / "b2", release=tmp / "release.pem")
+    info = variant_of(tmp / "b2", tmp / "release.pem", "never landed\n")
+    data = channel.stream(info["dir"])
+    head, chunks = channel.chain(data)
+    port = ShoePort(board.url)
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        counter, rec = ch.command(pr.C_UPDATE, len(data).to_bytes(4, "big") + head + b"t",
+                                  "update")
+        assert rec["what"] == "update_begun"
+        for i, nxt, piece in chunks[: len(chunks) // 2]:
+            ch.send(pr.C_UPDATE_DATA, i.to_bytes(2, "big") + nxt + piece)
+            assert ch.wait_for(lambda f: f.type == pr.T_UPDATE_PROGRESS or None, 2.0)
+    finally:
+        port.close()
+    assert (code / "update.tmp").exists()
+    board.kill()
+    board.start()
+    assert not (code / "update.tmp").exists() and code_digest(code) == before
+    port = ShoePort(board.url)
+    try:
+        assert channel.back_after_boot(port, key, config)["integrity"] == "ok"
+    finally:
+        port.close()
+
+
+def test_a_switch_cut_short_is_finished_at_boot(tmp_path):
+    """resume() on MicroPython: a journaled switch with half its files moved completes, the old
+    tree's extra file goes, the data directory stays."""
+    root = tmp_path / "root"
+    (root / "shoe").mkdir(parents=True)
+    (root / "data").mkdir()
+    (root / "data" / "log").write_bytes(b"kept")
+    (root / "main.py").write_text("old")
+    (root / "shoe" / "gone.mpy").write_text("old only")
+    stage = root / "update.tmp"
+    (stage / "shoe").mkdir(parents=True)
+    (stage / "shoe" / "a.mpy").write_text("new a")  # not moved yet
+    (root / "MANIFEST").write_text("new manifest")  # moved before the cut
+    (stage / "main.py").write_text("new main")
+    (stage / ".journal").write_text("MANIFEST\nmain.py\nshoe/a.mpy\n")
+    script = tmp_path / "resume.py"
+    script.write_text("import sys\nfrom shoe import update\n"
+                      "print(update.resume(sys.argv[1], ('data',)))\n")
+    r = run_micropython(script, root)
+    assert r.stdout.strip() == b"True", r.stderr
+    assert (root / "main.py").read_text() == "new main"
+    assert (root / "shoe" / "a.mpy").read_text() == "new a"
+    assert not (root / "shoe" / "gone.mpy").exists() and not stage.exists()
+    assert (root / "data" / "log").read_bytes() == b"kept"
+
+
+def test_a_tilted_shoe_resends_what_it_held_and_takes_an_update(shoe):
+    key, config, board, code, tmp = shoe
+    dealer = Dealer(board, ROUND)
+    for _ in range(len(ROUND)):
+        dealer.step()
+    board.stop()
+    good = build("virtual", tmp / "good", release=tmp / "release.pem")
+    (code / "shoe" / "implant.py").write_text("print('pwned')\n")  # the tree no longer matches
+    board.start()
+    assert board.wait(lambda s: s[0] == 5)  # tilt: the alarm lamp, nothing dealt
+    port = ShoePort(board.url)
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        st = ch.hello(5.0)
+        assert st["phase"] == "tilt" and st["integrity"] == "tilt"
+        assert st["unacked_from"] == 1 and st["unacked_to"] >= 3  # what it dealt, still held
+        seen = set()
+        ch.wait_for(lambda f: seen.add(f.seq) if f.type < pr.T_STATUS else None, 2.0)
+        assert set(range(1, st["unacked_to"] + 1)) <= seen | {
+            f.seq for f in ch.backlog if f.type < pr.T_STATUS}
+        rec = channel.update(port, key, config, good, "tech", lambda m: None)
+    finally:
+        port.close()
+    assert rec["what"] == "update_applied"
+    assert board.wait_off() == 4
+    assert not (code / "shoe" / "implant.py").exists()
+    board.start()
+    port = ShoePort(board.url)
+    try:
+        st = channel.back_after_boot(port, key, config)
+    finally:
+        port.close()
+    assert st["integrity"] == "ok" and st["phase"] != "tilt"
+
+
+def test_no_command_has_the_element_sign_a_digest_the_host_chose(shoe):
+    """The insider holds the command key: every command type, each with the chosen digest as
+    its payload (and its padding), makes the shoe sign nothing over that digest or its hash."""
+    import hashlib
+
+    key, config, board, code, tmp = shoe
+    chosen = hashlib.sha256(b"a round the shoe never dealt").digest()
+    targets = {chosen, hashlib.sha256(chosen).digest()}
+    public = config.public_key(1)
+    port = ShoePort(board.url)
+    signed = []
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        for ftype in range(0x80, 0x100):
+            st = ch.hello(5.0)
+            ch.send(ftype, chosen, st["host_counter"] + 1)
+            time.sleep(0.05)
+            signed += [f for _, f in port.frames(0.3) if isinstance(f, pr.Frame) and f.signed]
+        signed += ch.backlog
+    finally:
+        port.close()
+    assert signed  # the shoe answered: statuses, refusals
+    for f in signed:
+        for t in targets:
+            assert not pr.verify_digest(public, t, f.signature)
+    assert board.alive() and os.path.exists(code / "MANIFEST")
