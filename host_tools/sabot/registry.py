@@ -298,8 +298,10 @@ class Registry:
         squeeze, decks, side_wagers, serial) sets its configuration, the rest kept."""
         old = self.shoes.get(shoe_id)
         keys = [dict(k) for k in old.public_keys] if old else []
-        if fresh_element:
-            keys = [k for k in keys if k["version"] != version]
+        if fresh_element:  # its key for this version replaced, unless it is the same key
+            same = load_public_pem(public_pem).public_numbers()
+            keys = [k for k in keys if k["version"] != version
+                    or load_public_pem(k["key"]).public_numbers() == same]
         if old and old.attestation_key != attestation_key and (fresh_element or attestation_key):
             if not fresh_element:
                 raise SabotError(f"shoe {shoe_id} has another attestation key in the registry: "
