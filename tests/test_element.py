@@ -383,10 +383,11 @@ def test_queued_sign_is_nacked_while_busy(emulator):
 @pytest.mark.board
 def test_provision_rekey_and_the_store(tmp_path, emulator):
     store = tmp_path / "store"
-    serial, first, _ = factory.provision(store, tmp_path / "flash", 7, 2,
-                                         keys.xy(COMMAND_KEY.public_key()))
+    serial, first, *_ = factory.provision(store, tmp_path / "flash", 7, 2,
+                                          keys.xy(COMMAND_KEY.public_key()))
     assert factory.result_public_xy(store, 1) == first
-    new = factory.rekey(store, 1)
+    version, new, _, _ = factory.rekey(store, tmp_path / "flash")
+    assert version == 2
     assert factory.result_public_xy(store, 2) == new != first
     assert stat.S_IMODE(store.stat().st_mode) == 0o700
     for f in store.iterdir():

@@ -97,8 +97,8 @@ def test_configuration_writes_spare_the_factory_bytes_and_the_lock_bytes(chip):
     assert refused(lambda: chip.write(CONFIG, provision.config_address(0), bytes(32)))
     assert refused(lambda: chip.write(CONFIG, provision.config_address(2, 5), b"\0\0\0\0"))
     assert refused(lambda: chip.write(CONFIG, provision.config_address(2), bytes(32)))
-    chip.write(CONFIG, provision.config_address(0, 5), b"\x83\x20\x83\x20")  # bytes 20-23
-    assert config_of(chip)[20:24] == b"\x83\x20\x83\x20"
+    chip.write(CONFIG, provision.config_address(0, 5), b"\x81\x20\x81\x20")  # bytes 20-23
+    assert config_of(chip)[20:24] == b"\x81\x20\x81\x20"
 
 
 def test_the_configuration_lock_checks_its_crc_and_is_for_good(chip):
@@ -146,7 +146,8 @@ def test_the_data_lock_checks_its_crc(tmp_path):
 @pytest.fixture
 def provisioned(tmp_path):
     store = tmp_path / "el"
-    serial, xy, proof = factory.provision(store, tmp_path / "flash", 0x5AB0_0007, 2, COMMAND_XY)
+    serial, xy, proof, _, _ = factory.provision(store, tmp_path / "flash", 0x5AB0_0007, 2,
+                                                COMMAND_XY)
     return Chip(factory.element(store)), serial, xy, proof, tmp_path
 
 
@@ -183,7 +184,7 @@ def test_a_rekey_slot_takes_one_key_then_is_locked(provisioned):
     chip.lock(provision.LOCK_SLOT | 1 << 2)
     assert refused(lambda: chip.genkey(1, bytearray(64)))
     assert refused(lambda: chip.lock(provision.LOCK_SLOT | 1 << 2))
-    assert config_of(chip)[88] == 0xFD
+    assert config_of(chip)[88] == 0x7C  # slots 0 and 7 (provisioning's), then 1
     digest = hashlib.sha256(b"v2").digest()
     sig = chip.sign_digest(1, digest, bytearray(64))
     from cryptography.hazmat.primitives import hashes
@@ -209,7 +210,7 @@ def test_an_interrupted_provisioning_starts_again(tmp_path):
     # provisioning goes on from the locked configuration, which is sabot's
     store = tmp_path / "el"
     lock_sabot_config(Chip(factory.element(store)))
-    serial, xy, proof = factory.provision(store, tmp_path / "flash", 3, 2, COMMAND_XY)
+    serial, xy, proof, _, _ = factory.provision(store, tmp_path / "flash", 3, 2, COMMAND_XY)
     check_provisioning(serial, 3, xy, COMMAND_XY, proof)
     flash = store_mod.Flash(str(tmp_path / "flash"))
     assert store_mod.load_identity(flash) == (1, 3) and flash.read("variant") == b"\x02"

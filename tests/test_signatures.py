@@ -184,30 +184,35 @@ def test_audit_verify_needs_the_registry_not_a_key(cli, shoe, tmp_path):
     assert r.returncode != 0 and "not in the shoe registry" in r.stderr
 
 
-def certificate(previous_key, shoe_id, version, public_key):
-    """What maint.rekey() prints: the previous key's signature of the new one."""
-    from sabot.registry import rekey_message
+SERIAL = bytes.fromhex("0123a1b2c3d4e5f6ee")
 
-    n = public_key.public_numbers()
-    xy = n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
-    return pr.sign_digest(previous_key, hashlib.sha256(rekey_message(shoe_id, version, xy))
-                          .digest()).hex()
+
+def certificate(attesting_key, shoe_id, version, public_key):
+    """The attestation key's Sign-internal certificate of a result key (sabot/attestation.py's
+    message): here a host key stands in for the element's, so the registry's rule is tested
+    alone (tests/test_attestation.py has the element make them)."""
+    from sabot.attestation import certificate_message
+
+    digest = hashlib.sha256(certificate_message(SERIAL, shoe_id, version,
+                                                keys.xy(public_key))).digest()
+    return pr.sign_digest(attesting_key, digest).hex()
 
 
 def test_registry_public_keys_are_checked_and_old_versions_kept(tmp_path):
-    e = ShoeEntry(7)
-    p1, p2, p3 = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    pa, p1, p2, p3 = (ec.generate_private_key(ec.SECP256R1()) for _ in range(4))
+    e = ShoeEntry(7, serial=SERIAL.hex(), attestation_key=keys.public_pem(pa.public_key()))
     k1, k2, k3 = (keys.public_pem(p.public_key()) for p in (p1, p2, p3))
-    assert e.add_public_key(1, k1) and not e.add_public_key(1, k1)
-    assert e.add_public_key(2, k2, certificate(p1, 7, 2, p2.public_key()))
+    c1 = certificate(pa, 7, 1, p1.public_key())
+    assert e.add_public_key(1, k1, c1) and not e.add_public_key(1, k1, c1)
+    assert e.add_public_key(2, k2, certificate(pa, 7, 2, p2.public_key()))
     assert e.key_versions == [1, 2]
     assert e.public_key(1) is e.public_key(1) and e.public_key(3) is None  # loaded once
     with pytest.raises(SabotError, match="different public key version 1"):
         e.add_public_key(1, k2)
     # a version listed by whoever writes the file, without the element's certificate: refused
     for cert in (None, certificate(p3, 7, 3, p3.public_key()),
-                 certificate(p2, 8, 3, p3.public_key())):
-        with pytest.raises(SabotError, match="not certified by version 2"):
+                 certificate(pa, 8, 3, p3.public_key()), certificate(pa, 7, 2, p3.public_key())):
+        with pytest.raises(SabotError, match="not certified by the shoe's attestation key"):
             e.add_public_key(3, k3, cert)
     Registry(str(tmp_path / "ok.json")).put(e)
     assert Registry.load(str(tmp_path / "ok.json")).get(7).key_versions == [1, 2]
@@ -216,6 +221,9 @@ def test_registry_public_keys_are_checked_and_old_versions_kept(tmp_path):
     (tmp_path / "forged.json").write_text(json.dumps(forged))
     with pytest.raises(SabotError, match="version 3 is not certified"):
         Registry.load(str(tmp_path / "forged.json"))
+    # an entry without an attestation key holds version 1 alone (registered at provisioning)
+    with pytest.raises(SabotError, match="needs the shoe's attestation key"):
+        ShoeEntry(7).add_public_key(2, k2, certificate(pa, 7, 2, p2.public_key()))
     bad = [[{"version": 1, "algorithm": "hmac-sha256", "key": k1}],
            [{"version": 1, "algorithm": "ecdsa-p256"}],
            [{"version": 1, "algorithm": "ecdsa-p256", "key": k1}] * 2]

@@ -1,6 +1,7 @@
 """Factory provisioning of a blank shoe: sabot's configuration written into a factory-fresh
-ATECC608 and locked, result key 1 made inside, the host command key's public half written, the
-shoe's identity put on flash, then the data zone locked. docs/ELEMENT.md gives the configuration
+ATECC608 and locked, result key 1 and the attestation key made inside, the host command key's
+public half written, the shoe's identity put on flash, then the data zone locked, and the
+attestation key certifies result key 1 (shoe/rekey.py). docs/ELEMENT.md gives the configuration
 byte by byte and why each permission is what it is.
 
 Runs on the shoe itself (`maint.provision`, over a blank shoe's REPL: `sabot provision --port`)
@@ -9,7 +10,8 @@ and, for the virtual board, from the host against the element emulator through t
 
 The data-zone lock is the commit point. Before it the element stays blank (boot offers the REPL,
 and provisioning may run again from the top: a locked configuration that is sabot's is kept);
-after it the shoe is provisioned for good: no REPL, the command key and result key 1 fixed."""
+after it the shoe is provisioned for good: no REPL, the command key, result key 1 and the
+attestation key fixed."""
 
 import struct
 
@@ -17,7 +19,10 @@ from shoe.element import LOCK, READ, WRITE, crc16
 from shoe.port import COMMAND_KEY_SLOT
 from shoe.store import write_identity
 
-RESULT_VERSIONS = 8  # result key version v lives in slot v - 1 (the 36-byte private-key slots)
+RESULT_VERSIONS = 7  # result key version v lives in slot v - 1 (36-byte private-key slots 0-6)
+# The attestation key: made once at provisioning, it signs only messages the element builds
+# itself (Sign internal over GenKey's digest of a result key), never bytes the host sends
+ATTESTATION_SLOT = 7
 
 # Memory zones (Read / Write param1 bits 0-1, | 0x80 for 32 bytes) and Lock modes. These commands
 # live here, not in shoe/element.py: the card path loads the driver, never provisioning.
@@ -66,13 +71,17 @@ def locked(element):
     return word[3] != 0x55, word[2] != 0x55
 
 # SlotConfig and KeyConfig, little-endian per slot, as the configuration zone holds them.
-#   result key 1 (slot 0): IsSecret, external + internal signatures, WriteConfig 0: no GenKey
-#     once the data zone is locked, so version 1 can never be made again
-#   result keys 2-8 (slots 1-7): the same, WriteConfig bit 13: GenKey allowed (rekey), and each
+#   result key 1 (slot 0): IsSecret, ReadKey 0001: external signatures only (it signs frame
+#     digests), WriteConfig 0: no GenKey once the data zone is locked, so version 1 can never be
+#     made again
+#   result keys 2-7 (slots 1-6): the same, WriteConfig bit 13: GenKey allowed (rekey), and each
 #     slot locked on its own after its key is made
+#   attestation key (slot 7): IsSecret, ReadKey 0010: internal signatures only (messages the
+#     chip builds from GenKey or GenDig, never a digest the host sends), WriteConfig 0: made once
 #   command key (slot 9): not secret (its public half), WriteConfig Never after the data lock
 #   unused slots (8, 10-15): secret and never written
-_SLOT_CONFIG = (b"\x83\x00" + b"\x83\x20" * 7 + b"\x80\x20" + b"\x00\x20" + b"\x80\x20" * 6)
+_SLOT_CONFIG = (b"\x81\x00" + b"\x81\x20" * 6 + b"\x82\x00" + b"\x80\x20" + b"\x00\x20"
+                + b"\x80\x20" * 6)
 #   private P-256, PubInfo (GenKey may give its public key), Lockable   0x0033
 #   public P-256 used without validation, Lockable                    0x0030
 #   other data, Lockable                                              0x003C
@@ -158,8 +167,9 @@ def state(element):
 
 def provision(element, flash, shoe_id, variant, command_xy):
     """Provision a blank shoe for the host command key (its public X||Y): returns (serial(9),
-    result key 1's X||Y, proof r||s: key 1's signature of statement(...), which the host checks
-    before it registers the key). Raises Refused."""
+    result key 1's X||Y, proof r||s: key 1's signature of statement(...), the attestation key's
+    X||Y, and its certificate r||s of result key 1: shoe/rekey.py certify), all of which the host
+    checks before it registers the shoe. Raises Refused."""
     if len(command_xy) != 64:
         raise Refused("the command key must be a P-256 public key (64 bytes X||Y)")
     now = state(element)
@@ -175,6 +185,8 @@ def provision(element, flash, shoe_id, variant, command_xy):
         lock(element, LOCK_CONFIG, crc16(config, 0, 128))  # exactly what was read back
     xy = bytearray(64)
     element.genkey(0, xy)
+    attestation = bytearray(64)
+    element.genkey(ATTESTATION_SLOT, attestation)  # its last GenKey: WriteConfig has no bit
     blocks = _command_key_blocks(command_xy)
     write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 0), blocks[0:32])
     write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 1), blocks[32:64])
@@ -190,12 +202,21 @@ def provision(element, flash, shoe_id, variant, command_xy):
         read(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, b), stored)
         if stored != blocks[b * 32 : b * 32 + 32]:
             raise Refused("the command key the element holds is not the one written")
+    # Slot locks, beside WriteConfig's missing GenKey bit: every certificate then says "locked"
+    # (SlotLocked is in the message Sign internal signs) for every version alike
+    lock(element, LOCK_SLOT | 0 << 2)
+    lock(element, LOCK_SLOT | ATTESTATION_SLOT << 2)
     serial = element.serial()
     digest = bytearray(32)
     element.sha256(statement(serial, shoe_id, xy, command_xy), digest)
     proof = bytearray(64)
     element.sign(0, proof)
-    return serial, bytes(xy), bytes(proof)
+    from shoe.rekey import certify  # off the card path, as this module
+
+    certified, _, certificate = certify(element, shoe_id, 1)
+    if certified != xy:
+        raise Refused("the element certified another key than result key 1")
+    return serial, bytes(xy), bytes(proof), bytes(attestation), bytes(certificate)
 
 
 def statement(serial, shoe_id, result_xy, command_xy):

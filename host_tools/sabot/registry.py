@@ -16,17 +16,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
+from sabot import attestation
 from sabot.errors import SabotError
 from sabot.game.settle import GAMES, SIDE_WAGERS
 
 DEFAULT = "sabot-shoes.json"
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
 ALGORITHM = "ecdsa-p256"
-
-
-def rekey_message(shoe_id: int, version: int, xy: bytes) -> bytes:
-    """What a shoe's previous result key signs to vouch for the next (firmware/maint.py)."""
-    return b"sabot-rekey" + shoe_id.to_bytes(4, "big") + version.to_bytes(2, "big") + xy
 
 
 def provisioning_statement(serial: bytes, shoe_id: int, result_xy: bytes,
@@ -90,6 +86,10 @@ class ShoeEntry:
     side_wagers: list[str] = field(default_factory=list)
     public_keys: list[dict[str, Any]] = field(default_factory=list)
     serial: str = ""  # the element's serial number (hex), recorded at provisioning
+    # the element's attestation public key (PEM), recorded at provisioning: it certifies every
+    # result key version (sabot/attestation.py); "" for a shoe registered without one, which
+    # can then hold version 1 only
+    attestation_key: str = ""
 
     def __post_init__(self) -> None:
         if not self.table:
@@ -110,6 +110,16 @@ class ShoeEntry:
                 c not in "0123456789abcdef" for c in self.serial):
             raise SabotError(f"{where}: serial must be the element's 9-byte serial in lower-case "
                              "hex")
+        if not isinstance(self.attestation_key, str):
+            raise SabotError(f"{where}: attestation_key must be a PEM public key")
+        if self.attestation_key:
+            try:
+                load_public_pem(self.attestation_key)
+            except SabotError as e:
+                raise SabotError(f"{where}: attestation_key: {e}") from None
+            if not self.serial:
+                raise SabotError(f"{where}: an attestation key certifies keys of one element: "
+                                 "its serial is needed")
         if not isinstance(self.side_wagers, list) or not isinstance(self.public_keys, list):
             raise SabotError(f"{where}: side_wagers and public_keys must be lists")
         if self.game not in GAMES:
@@ -136,34 +146,35 @@ class ShoeEntry:
                 raise SabotError(f"{where}: public key version {k['version']} is listed twice")
             versions.add(k["version"])
         for k in self.public_keys:
-            if k["version"] > 1:
-                self._check_certificate(k)
+            self._check_certificate(k)
 
     def _check_certificate(self, k: dict[str, Any]) -> None:
-        """A key version after the first is trusted only through the one before: that key,
-        inside the shoe's element, signed the new one when it was made (firmware/maint.py
-        rekey). So a key listed in the file alone, by whoever can write it, verifies nothing."""
+        """A result key is believed only with its certificate: the shoe's attestation key,
+        inside its element, signed with Sign internal the message the chip built from that
+        key's slot (GenKey's digest of its public key, the slot, the chip's serial and a nonce
+        naming shoe and version). Neither a registry file nor a host can make one: the
+        attestation key signs no bytes a host chooses. A shoe registered without an attestation
+        key keeps version 1 (registered at provisioning) and no other."""
         where = f"registry entry for shoe {self.shoe_id}"
         version = k["version"]
-        previous = self.public_key(version - 1)
-        if previous is None:
-            raise SabotError(f"{where}: public key version {version} has no version "
-                             f"{version - 1} to vouch for it")
+        if not self.attestation_key:
+            if version == 1:
+                return
+            raise SabotError(f"{where}: public key version {version} needs the shoe's "
+                             "attestation key to certify it, and the entry has none: the "
+                             "registry was altered, or the key did not come from the element")
         try:
             cert = bytes.fromhex(k.get("certificate") or "")
             new = load_public_pem(k["key"]).public_numbers()
             xy = new.x.to_bytes(32, "big") + new.y.to_bytes(32, "big")
-            previous.verify(
-                utils.encode_dss_signature(int.from_bytes(cert[:32], "big"),
-                                           int.from_bytes(cert[32:], "big")),
-                rekey_message(self.shoe_id, version, xy), ec.ECDSA(hashes.SHA256()))
-            if len(cert) != 64:
-                raise ValueError(version)
-        except (ValueError, InvalidSignature):
-            raise SabotError(f"{where}: public key version {version} is not certified by "
-                             f"version {version - 1} (its rekey certificate is missing or "
-                             "wrong): the registry was altered, or the key did not come from "
-                             "the shoe's element") from None
+            attestation.check_certificate(load_public_pem(self.attestation_key),
+                                          bytes.fromhex(self.serial), self.shoe_id, version, xy,
+                                          cert)
+        except (ValueError, SabotError):
+            raise SabotError(f"{where}: public key version {version} is not certified by the "
+                             "shoe's attestation key (its certificate is missing or wrong): the "
+                             "registry was altered, or the key did not come from the shoe's "
+                             "element") from None
 
     def public_key(self, version: int) -> ec.EllipticCurvePublicKey | None:
         """The loaded result key of this version (cached); None when the registry has none."""
@@ -182,8 +193,8 @@ class ShoeEntry:
 
     def add_public_key(self, version: int, pem: str, certificate: str | None = None) -> bool:
         """Register a result key version (old versions stay: old frames are signed by them);
-        False when it is there already, SabotError when that version names another key or, after
-        version 1, when the previous version's certificate (hex r||s) does not vouch for it."""
+        False when it is there already, SabotError when that version names another key or when
+        its certificate (hex r||s, the attestation key's Sign internal) does not certify it."""
         new = load_public_pem(pem)
         old = self.public_key(version)
         if old is not None:
@@ -195,8 +206,7 @@ class ShoeEntry:
         entry: dict[str, Any] = {"version": version, "algorithm": ALGORITHM, "key": pem}
         if certificate:
             entry["certificate"] = certificate
-        if version > 1:
-            self._check_certificate(entry)
+        self._check_certificate(entry)
         self.public_keys.append(entry)
         self.public_keys.sort(key=lambda k: k["version"])
         return True
@@ -275,20 +285,31 @@ class Registry:
 
     def register(self, shoe_id: int, version: int, public_pem: str,
                  certificate: str | None = None, *, table: str = "", fresh_element: bool = False,
-                 **config: Any) -> tuple[ShoeEntry, bool]:
+                 attestation_key: str = "", **config: Any) -> tuple[ShoeEntry, bool]:
         """Register result key `version` of a shoe (a new entry for a shoe not registered yet)
         and write the file when that changed anything; the entry, and whether it changed.
 
         Old key versions stay (old frames are signed by them); a version already registered with
         another key is refused (SabotError), unless `fresh_element`: a newly provisioned element
-        replaces what the registry held for its version. `table` renames the shoe's table (kept
-        when empty); `config` (game, ez, commission_free, squeeze, decks, side_wagers) sets its
-        configuration, the rest of the entry kept."""
+        replaces what the registry held for its version (and, with another attestation key,
+        every key of the element it replaces). `attestation_key` (PEM): the element's, recorded
+        at provisioning; another one than the entry's is refused but for a fresh element.
+        `table` renames the shoe's table (kept when empty); `config` (game, ez, commission_free,
+        squeeze, decks, side_wagers, serial) sets its configuration, the rest kept."""
         old = self.shoes.get(shoe_id)
         keys = [dict(k) for k in old.public_keys] if old else []
-        if fresh_element:
-            keys = [k for k in keys if k["version"] != version]
+        if fresh_element:  # its key for this version replaced, unless it is the same key
+            same = load_public_pem(public_pem).public_numbers()
+            keys = [k for k in keys if k["version"] != version
+                    or load_public_pem(k["key"]).public_numbers() == same]
+        if old and old.attestation_key != attestation_key and (fresh_element or attestation_key):
+            if not fresh_element:
+                raise SabotError(f"shoe {shoe_id} has another attestation key in the registry: "
+                                 "a re-provisioned element? register it as a new shoe")
+            keys = []  # the old element's keys were certified by its own attestation key
         fields: dict[str, Any] = asdict(old) if old else {"shoe_id": shoe_id}
+        if fresh_element or attestation_key:
+            fields["attestation_key"] = attestation_key
         fields.update(config, public_keys=keys, table=table or fields.get("table", ""))
         entry = ShoeEntry(**fields)
         entry.add_public_key(version, public_pem, certificate)

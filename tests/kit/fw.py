@@ -45,8 +45,8 @@ class Shoe:
         command_xy = keys.xy(self.command_key.public_key())
         factory.provision(self.store, self.flash, shoe_id,
                           frames.V_DEFAULT if variant is None else variant, command_xy)
-        for v in range(1, version):
-            factory.rekey(self.store, v)
+        for _ in range(1, version):
+            factory.rekey(self.store, self.flash)
         self.shoe_id = shoe_id
         self.version = version
         (self.flash / "identity").write_bytes(struct.pack(">IH", shoe_id, version))

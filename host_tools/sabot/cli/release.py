@@ -219,6 +219,17 @@ def new_shoe(reg: Registry, shoe_id: int | None) -> None:
                          f"{reg.path} when that shoe is retired)")
 
 
+def attested(store: str, shoe_id: int, version: int) -> tuple[str, str]:
+    """A virtual shoe's attestation key (PEM) and its certificate (hex) of result key `version`,
+    made now by its element."""
+    from sabot import keys
+    from sabot.registry import public_from_xy
+    from sabot.virtual import factory
+
+    _, certificate = factory.certify(store, shoe_id, version)
+    return keys.public_pem(public_from_xy(factory.attestation_xy(store))), certificate.hex()
+
+
 @commands("provision", provision_args,
           help="set up a blank shoe: its secure element, identity, registry entry",
           description="Factory provisioning. The shoe writes sabot's configuration into its "
@@ -254,7 +265,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
     if args.port:
         from sabot.release.provision import provision_over_port
 
-        shoe_id, pem, serial = provision_over_port(
+        shoe_id, pem, serial, attestation, certificate = provision_over_port(
             args.port, key, args.shoe_id if args.shoe_id is not None else reg.free_id(), variant,
             args.baud, log=lambda m: print(m, file=sys.stderr))
         version, where = 1, args.port
@@ -267,13 +278,15 @@ def cmd_provision(args: argparse.Namespace) -> int:
             sid = reg.free_id() if sid is None else sid
         shoe_id, version, pem, serial = provision(args.flash, key, sid, variant=variant)
         set_variant(args.flash, variant)
+        attestation, certificate = attested(element_store(args.flash), shoe_id, version)
         where = f"{args.flash} (element {element_store(args.flash)})"
     for other in reg.shoes.values():
         if serial and other.serial == serial and other.shoe_id != shoe_id:
             raise SabotError(f"element {serial} is registered already as shoe "
                              f"{other.shoe_id:#010x} (table {other.table}): one chip, one shoe; "
                              "not registered")
-    entry, _ = reg.register(shoe_id, version, pem, table=args.table, fresh_element=True,
+    entry, _ = reg.register(shoe_id, version, pem, certificate or None, table=args.table,
+                            fresh_element=True, attestation_key=attestation,
                             game=args.game, ez=args.ez, commission_free=args.commission_free,
                             squeeze=args.squeeze, decks=args.decks,
                             side_wagers=args.side_wagers, serial=serial)

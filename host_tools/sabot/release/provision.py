@@ -17,7 +17,7 @@ from sabot import keys
 from sabot.errors import SabotError
 from sabot.link.operate import ANY_SHOE
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
-from sabot.registry import check_provisioning
+from sabot.registry import check_provisioning, public_from_xy
 from sabot.release.deploy import FRESH, PROBE_WAIT, element_state, hard_reset, mpremote
 
 
@@ -34,17 +34,22 @@ def _dealing_shoe(url: str, baud: int) -> int | None:
     return None if status is None else status.shoe_id
 
 
-def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes]:
-    """(shoe_id, serial, result key X||Y, proof) from maint.provision's PROVISIONED line;
-    SabotError with the shoe's reason for a REFUSED one."""
+def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes, bytes, bytes]:
+    """(shoe_id, serial, result key X||Y, proof, attestation key X||Y, its certificate of key 1)
+    from maint.provision's `PROVISIONED <id> <serial> <X||Y> <r||s> [<attestation X||Y>
+    <certificate r||s>]` line (the last two b"" from a shoe that does not print them: it is
+    registered without an attestation key, version 1 only); SabotError with the shoe's reason
+    for a REFUSED one."""
     for line in said.splitlines():
         words = line.split()
         if words[:1] == ["REFUSED"]:
             raise SabotError(f"the shoe refused provisioning: {' '.join(words[1:])}")
-        if words[:1] == ["PROVISIONED"] and len(words) == 5:
+        if words[:1] == ["PROVISIONED"] and len(words) in (5, 7):
+            attested = words[5:7] or ["", ""]
             try:
                 return (int(words[1]), bytes.fromhex(words[2]), bytes.fromhex(words[3]),
-                        bytes.fromhex(words[4]))
+                        bytes.fromhex(words[4]), bytes.fromhex(attested[0]),
+                        bytes.fromhex(attested[1]))
             except ValueError:
                 break
     lines = said.strip().splitlines()
@@ -54,9 +59,11 @@ def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes]:
 
 def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                         variant: int, baud: int = DEFAULT_BAUD,
-                        log: Callable[[str], Any] = print) -> tuple[int, str, str]:
+                        log: Callable[[str], Any] = print) -> tuple[int, str, str, str, str]:
     """Provision the blank shoe on `url` for `command_key`: (shoe_id, result key 1's public
-    PEM, the element's serial number in hex). The shoe reboots into its firmware after."""
+    PEM, the element's serial number in hex, the attestation key's PEM and its certificate of
+    key 1 in hex: both "" from a shoe that reports none). The shoe reboots into its firmware
+    after."""
     command_xy = keys.xy(command_key.public_key())
     try:
         # longer than deploy's probe: importing maint reads the element (a busy bench machine)
@@ -82,12 +89,13 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
     log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id:#010x}")
     said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
                                   f"'{command_xy.hex()}')"], timeout=60)
-    got_id, serial, result_xy, proof = parse_provisioned(said)
+    got_id, serial, result_xy, proof, attestation_xy, certificate = parse_provisioned(said)
     if got_id != shoe_id:
         raise SabotError(f"the shoe answered for shoe {got_id:#010x}, not {shoe_id:#010x}")
     public = check_provisioning(serial, shoe_id, result_xy, command_xy, proof)
     log(f"the shoe reports its element {serial.hex()} provisioned, and result key 1 signed the "
         "provisioning statement")
+    attestation = keys.public_pem(public_from_xy(attestation_xy)) if attestation_xy else ""
     hard_reset(url)
     log("hard reset: the shoe boots its firmware (no REPL from now on)")
-    return shoe_id, keys.public_pem(public), serial.hex()
+    return shoe_id, keys.public_pem(public), serial.hex(), attestation, certificate.hex()

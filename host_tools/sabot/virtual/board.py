@@ -149,7 +149,7 @@ def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
     shutil.rmtree(store, ignore_errors=True)
     serial, xy, proof = factory.provision(store, flash_dir, shoe_id,
                                           variant_byte() if variant is None else variant,
-                                          command_xy)
+                                          command_xy)[:3]
     key = registry.check_provisioning(serial, shoe_id, xy, command_xy, proof)
     return Provisioned(shoe_id, 1, keys.public_pem(key), serial.hex())
 

@@ -74,6 +74,15 @@ KEY_TYPE_P256 = 4
 RANDOM_BEFORE_LOCK = bytes((0xFF, 0xFF, 0x00, 0x00)) * 8
 # SHA-256 is SHA; P-256's order, for the scalar a slot must hold to be a key
 P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+# GenKey modes (param1): a new private key, and/or the public key's digest into TempKey
+GENKEY_PRIVATE, GENKEY_DIGEST = 0x04, 0x08
+# Sign modes: external (TempKey is the digest), include the full serial number in an internal one
+SIGN_EXTERNAL, SIGN_INCLUDE_SN = 0x80, 0x40
+# SlotConfig.ReadKey of an ECC private key: bit 0 external signatures, bit 1 internal ones
+READKEY_EXTERNAL, READKEY_INTERNAL = 0x01, 0x02
+# TempKeyFlags, as the chip keeps them beside TempKey (b0-3 KeyID, b4 SourceFlag, b5 GenDigData,
+# b6 GenKeyData, b7 NoMacFlag: the byte Sign internal puts in its message)
+SOURCE_FLAG, GEN_DIG_DATA, GEN_KEY_DATA = 0x10, 0x20, 0x40
 
 
 def crc16(data: bytes) -> bytes:
@@ -133,6 +142,33 @@ def factory_config() -> bytes:
     rest[LOCK_VALUE - 16] = rest[LOCK_CONFIG - 16] = UNLOCKED
     rest[SLOT_LOCKED - 16] = rest[SLOT_LOCKED - 15] = 0xFF
     return head + bytes(rest)
+
+
+def genkey_message(tempkey: bytes, mode: int, key_id: int, serial: bytes, xy: bytes) -> bytes:
+    """The 128 bytes GenKey's digest mode hashes into TempKey: TempKey(32), opcode 0x40, mode,
+    KeyID(2, LE), SN[8], SN[0:1], 25 zeros, the public key X||Y(64). Byte for byte as
+    MicrochipTech/cryptoauthlib lib/host/atca_host.c atcah_gen_key_msg() rebuilds it (the mode
+    0x08/0x0C branch) and the ATECC608B data sheet's "Public Key Digest Generation" lays it out."""
+    return (bytes(tempkey) + bytes((GENKEY, mode, key_id & 0xFF, key_id >> 8, serial[8]))
+            + bytes(serial[0:2]) + bytes(25) + bytes(xy))
+
+
+def sign_internal_message(tempkey: bytes, mode: int, key_id: int, slot_config: int,
+                          key_config: int, flags: int, serial: bytes, locked: bool) -> bytes:
+    """The 55 bytes Sign internal signs the SHA-256 of, as MicrochipTech/cryptoauthlib
+    lib/host/atca_host.c atcah_sign_internal_msg() builds them for an ATECC608 (with
+    atcah_config_to_sign_internal() for the configuration fields): TempKey(32), opcode 0x41,
+    mode, KeyID(2, LE), SlotConfig and KeyConfig of TempKeyFlags.KeyID (2 + 2, LE), TempKeyFlags,
+    2 zeros (UseFlag/UpdateCount: ATECC108A only), SN[8], SN[4:7] (zeros without the
+    include-SN mode bit 0x40), SN[0:1], SN[2:3] (zeros without it), SlotLocked:TempKeyFlags.KeyID
+    (0x00 locked, 0x01 not), PubKey-valid 0x00 (not a validated public key), 0x00."""
+    with_sn = mode & SIGN_INCLUDE_SN
+    return (bytes(tempkey)
+            + bytes((SIGN, mode, key_id & 0xFF, key_id >> 8, slot_config & 0xFF, slot_config >> 8,
+                     key_config & 0xFF, key_config >> 8, flags, 0, 0, serial[8]))
+            + (bytes(serial[4:8]) if with_sn else bytes(4)) + bytes(serial[0:2])
+            + (bytes(serial[2:4]) if with_sn else bytes(2))
+            + bytes((0x00 if locked else 0x01, 0x00, 0x00)))
 
 
 class KeyStore:
@@ -235,6 +271,7 @@ class Chip:
         self.out = b""  # the I/O buffer the host reads
         self.read_at = 0
         self.tempkey: bytes | None = None
+        self.tempkey_flags = 0  # meaningful while tempkey is not None
         self.sha: Any = None
         self.commands = 0
 
@@ -329,18 +366,39 @@ class Chip:
 
     def _genkey(self, p1: int, p2: int, data: bytes) -> bytes | int:
         slot, st = p2, self.store
-        if data or slot > 15 or p1 not in (0x00, 0x04):
+        # 0x10 (the digest of a stored public key, with OtherData) is not emulated
+        if data or slot > 15 or p1 & ~(GENKEY_PRIVATE | GENKEY_DIGEST):
             return PARSE_ERROR
         # GenKey needs a locked configuration and a slot configured as a P-256 private key
         if not st.config_locked() or not st.is_private(slot):
             return EXECUTION_ERROR
-        if p1 == 0x04:
-            return self.genkey(slot)
-        key = st.private_key(slot)
-        # the public key of a private key: only where KeyConfig.PubInfo allows it
-        if key is None or not st.key_config(slot) & 0x02:
+        # the digest mode hashes TempKey in: "prior to running this command, TempKey must be a
+        # valid value" (a Nonce), so a lost or used-up TempKey refuses it
+        if p1 & GENKEY_DIGEST and self.tempkey is None:
             return EXECUTION_ERROR
-        return _xy(key.public_key())
+        if p1 & GENKEY_PRIVATE:
+            xy = self.genkey(slot)
+            if isinstance(xy, int):
+                return xy
+        else:
+            key = st.private_key(slot)
+            # the public key of a private key: only where KeyConfig.PubInfo allows it
+            if key is None or not st.key_config(slot) & 0x02:
+                return EXECUTION_ERROR
+            xy = _xy(key.public_key())
+        if p1 & GENKEY_DIGEST:
+            assert self.tempkey is not None
+            self.tempkey = hashlib.sha256(
+                genkey_message(self.tempkey, p1, slot, self.serial(), xy)).digest()
+            # KeyID, GenKeyData set, GenDigData clear; SourceFlag and NoMacFlag kept from the
+            # Nonce (CryptoAuthLib's atcah_gen_key_msg updates the same three)
+            self.tempkey_flags = (self.tempkey_flags & (SOURCE_FLAG | 0x80)) | GEN_KEY_DATA | slot
+        return xy
+
+    def serial(self) -> bytes:
+        """The 9-byte serial number: configuration bytes 0-3 and 8-12."""
+        c = self.store.config
+        return bytes(c[0:4] + c[8:13])
 
     def genkey(self, slot: int) -> bytes | int:
         """A new private key made in `slot`; its public X||Y. Before the data zone is locked any
@@ -355,25 +413,49 @@ class Chip:
 
     def _nonce(self, p1: int, p2: int, data: bytes) -> bytes | int:
         if p1 != 0x03 or p2 != 0 or len(data) != 32:
-            return PARSE_ERROR  # only pass-through of 32 bytes is emulated
-        self.tempkey = bytes(data)
+            return PARSE_ERROR  # only pass-through of 32 bytes into TempKey is emulated
+        # pass-through: TempKey valid, SourceFlag 1 (not random), KeyID 0, GenDigData,
+        # GenKeyData and NoMacFlag 0 (the data sheet's TempKey flags; atcah_nonce)
+        self.tempkey, self.tempkey_flags = bytes(data), SOURCE_FLAG
         return OK
 
     def _sign(self, p1: int, p2: int, data: bytes) -> bytes | int:
-        if p1 != 0x80 or data or p2 > 15:
+        # external (0x80) or internal, with or without the serial number (0x00, 0x40); the
+        # internal modes' other bits (Verify invalidate, 0x20) are not emulated
+        if p1 not in (SIGN_EXTERNAL, 0x00, SIGN_INCLUDE_SN) or data or p2 > 15:
             return PARSE_ERROR
         st = self.store
         # a private key signs only once the data zone is locked, in a slot whose
-        # SlotConfig.ReadKey bit 0 enables external signatures
-        if not st.data_locked() or not st.is_private(p2) or not st.slot_config(p2) & 0x01:
+        # SlotConfig.ReadKey enables that kind of signature: bit 0 external messages, bit 1
+        # messages the chip built itself
+        external = p1 == SIGN_EXTERNAL
+        allowed = READKEY_EXTERNAL if external else READKEY_INTERNAL
+        if not st.data_locked() or not st.is_private(p2) or not st.slot_config(p2) & allowed:
             return EXECUTION_ERROR
         key = st.private_key(p2)
         if key is None or self.tempkey is None:
             return EXECUTION_ERROR
-        der = key.sign(self.tempkey, ec.ECDSA(Prehashed(hashes.SHA256())))
+        if external:
+            digest = self.tempkey
+        else:
+            # "the value in TempKey must be generated using either the GenDig or the GenKey
+            # command": a Nonce or SHA value (bytes the host chose) is refused
+            if not self.tempkey_flags & (GEN_DIG_DATA | GEN_KEY_DATA):
+                return EXECUTION_ERROR
+            digest = hashlib.sha256(self.sign_internal_message(p1, p2)).digest()
+        der = key.sign(digest, ec.ECDSA(Prehashed(hashes.SHA256())))
         self.tempkey = None  # one digest, one signature
         r, s = decode_dss_signature(der)
         return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+    def sign_internal_message(self, mode: int, key_id: int) -> bytes:
+        """The 55 bytes Sign internal signs (their SHA-256), from TempKey, its flags and the
+        configuration of the slot TempKey came from."""
+        assert self.tempkey is not None
+        st, source = self.store, self.tempkey_flags & 0x0F
+        return sign_internal_message(self.tempkey, mode, key_id, st.slot_config(source),
+                                     st.key_config(source), self.tempkey_flags, self.serial(),
+                                     st.slot_locked(source))
 
     def _verify(self, p1: int, p2: int, data: bytes) -> bytes | int:
         st = self.store
@@ -442,7 +524,9 @@ class Chip:
             digest: bytes = self.sha.digest()
             self.sha = None
             if target == 0x00:
-                self.tempkey = digest
+                # the emulator's reading: a digest of bytes the host sent, as good as a Nonce
+                # pass-through (SourceFlag 1, no GenKey/GenDig data): never signed internally
+                self.tempkey, self.tempkey_flags = digest, SOURCE_FLAG
             return digest
         return PARSE_ERROR
 

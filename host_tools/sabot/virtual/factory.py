@@ -82,26 +82,40 @@ def result_public_xy(store: str | os.PathLike[str], version: int) -> bytes:
 
 
 def provision(store: str | os.PathLike[str], flash_dir: str | os.PathLike[str], shoe_id: int,
-              variant: int, command_xy: bytes) -> tuple[bytes, bytes, bytes]:
+              variant: int, command_xy: bytes) -> tuple[bytes, bytes, bytes, bytes, bytes]:
     """Provision the chip and the flash as a shoe provisions itself: (serial, result key 1
-    X||Y, proof). SabotError with the shoe's reason when the chip refuses."""
+    X||Y, proof, attestation key X||Y, its certificate of key 1). SabotError with the shoe's
+    reason when the chip refuses."""
     factory = firmware("shoe.provision")
     os.makedirs(flash_dir, exist_ok=True)
     flash = firmware("shoe.store").Flash(os.fspath(flash_dir))
     try:
-        serial, xy, proof = factory.provision(element(store), flash, shoe_id, variant, command_xy)
+        serial, xy, proof, attestation, certificate = factory.provision(
+            element(store), flash, shoe_id, variant, command_xy)
     except factory.Refused as e:
         raise SabotError(f"provisioning refused: {e}") from None
-    return bytes(serial), bytes(xy), bytes(proof)
+    return bytes(serial), bytes(xy), bytes(proof), bytes(attestation), bytes(certificate)
 
 
-def rekey(store: str | os.PathLike[str], version: int) -> bytes:
-    """GenKey of result key `version + 1` in its slot, which is then locked: its X||Y (tests that
-    need a rekeyed element; a shoe does it in maint.rekey, with its certificate)."""
-    el = element(store)
-    slot = firmware("shoe.store").result_slot(version + 1)
+def rekey(store: str | os.PathLike[str], flash_dir: str | os.PathLike[str]
+          ) -> tuple[int, bytes, bytes, bytes]:
+    """The shoe's rekey (firmware/shoe/rekey.py) on the chip and the flash: the next result key
+    made in its slot, locked and certified by the attestation key, and made current: (version,
+    X||Y, nonce, certificate)."""
+    flash = firmware("shoe.store").Flash(os.fspath(flash_dir))
+    version, xy, nonce, certificate = firmware("shoe.rekey").rekey(element(store), flash)
+    return int(version), bytes(xy), bytes(nonce), bytes(certificate)
+
+
+def certify(store: str | os.PathLike[str], shoe_id: int, version: int) -> tuple[bytes, bytes]:
+    """The attestation key's certificate of result key `version`, made now by the chip (GenKey
+    digest, Sign internal): (the key's X||Y, certificate r||s)."""
+    xy, _, certificate = firmware("shoe.rekey").certify(element(store), shoe_id, version)
+    return bytes(xy), bytes(certificate)
+
+
+def attestation_xy(store: str | os.PathLike[str]) -> bytes:
+    """The attestation key's public half, asked of the chip (GenKey's public mode)."""
     xy = bytearray(64)
-    el.genkey(slot, xy)
-    provision = firmware("shoe.provision")
-    provision.lock(el, provision.LOCK_SLOT | slot << 2)
+    element(store).public_key(firmware("shoe.provision").ATTESTATION_SLOT, xy)
     return bytes(xy)
