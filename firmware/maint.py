@@ -1,31 +1,24 @@
-"""REPL helpers for an authenticated maintenance session (the port reaches the REPL only after a
-signed maintenance command). `sabot deploy --rekey` runs `mpremote exec "import maint;
-maint.rekey()"` and parses the line it prints, so keep the formats exactly:
+"""REPL helpers of a blank shoe (its element never provisioned: the only state with a REPL).
+`sabot deploy` and `sabot provision --port` run them with mpremote and parse the lines they
+print, so keep the formats exactly:
 
-  maint.public()  ->  KEY <version> <hex X||Y>     the current result key's public half
-  maint.rekey()   ->  REKEY <version> <hex X||Y> <hex r||s>   a new key made inside the element
-                      (GenKey in the next result slot), now the current one, and its certificate:
-                      the previous key's signature of "sabot-rekey" shoe_id(4) version(2) X||Y
   maint.check()   ->  INTEGRITY None | <reason>     the boot check of the code tree, by hand (on
                       a blank element, which verifies nothing yet, the digest alone: its reason
                       is then "no secure element to check the MANIFEST signature")
   maint.state()   ->  STATE blank | configured | provisioned | foreign   the element's
   maint.provision(shoe_id, variant, "<hex X||Y>")   factory provisioning of a blank shoe for the
-                  ->  PROVISIONED <shoe_id> <hex serial> <hex X||Y> <hex r||s>    command key
-                  |   REFUSED <reason>                (shoe/provision.py)
+                  ->  PROVISIONED <shoe_id> <hex serial> <hex X||Y> <hex r||s> <hex attestation
+                      X||Y> <hex certificate>     command key (shoe/provision.py)
+                  |   REFUSED <reason>
 
-Nothing here ever sees a private key: the element makes and keeps it. The flash file `identity`
-(shoe_id, key_version) is rewritten atomically after the element holds the new key; a power cut
-in between leaves the old version current and the new slot made (a second rekey then fails on the
-locked slot: provision again at the factory)."""
+Nothing here ever sees a private key: the element makes and keeps it. Once provisioned the shoe
+offers no REPL: updates and rekeys are commands of the sabot protocol (shoe/maintain.py)."""
 
-import struct
 from binascii import unhexlify
 
 import board
 
-from shoe.provision import LOCK_SLOT, RESULT_VERSIONS, lock
-from shoe.store import Flash, load_identity, result_slot, write_identity
+from shoe.store import Flash
 
 
 def _element():
@@ -37,49 +30,8 @@ def _element():
     return hw.element(board)
 
 
-def _identity(flash):
-    identity = load_identity(flash)
-    if identity is None:
-        raise ValueError("shoe not provisioned: no identity in flash")
-    return identity
-
-
 def _hex(b):
     return "".join("%02x" % x for x in b)
-
-
-def public():
-    flash = Flash(board.FLASH_DIR)
-    version, _ = _identity(flash)
-    xy = bytearray(64)
-    _element().public_key(result_slot(version), xy)
-    print("KEY %d %s" % (version, _hex(xy)))
-
-
-def rekey_message(shoe_id, version, xy):
-    """What the previous key signs to vouch for a new one (the host checks it: registry.py)."""
-    return b"sabot-rekey" + struct.pack(">IH", shoe_id, version) + bytes(xy)
-
-
-def rekey():
-    flash = Flash(board.FLASH_DIR)
-    version, shoe_id = _identity(flash)
-    new = version + 1
-    if new > RESULT_VERSIONS:
-        raise ValueError("every result key slot is used: the element holds no version %d" % new)
-    xy = bytearray(64)
-    element = _element()
-    element.genkey(result_slot(new), xy)
-    lock(element, LOCK_SLOT | result_slot(new) << 2)  # that version can never be made again
-    # The certificate: the previous key, inside the element, signs the new one, so a verifier
-    # trusts version N+1 only through version N (and so back to the key registered at the
-    # factory), never because a registry file lists it.
-    digest = bytearray(32)
-    element.sha256(rekey_message(shoe_id, new, xy), digest)
-    certificate = bytearray(64)
-    element.sign(result_slot(version), certificate)
-    write_identity(flash, shoe_id, new)
-    print("REKEY %d %s %s" % (new, _hex(xy), _hex(certificate)))
 
 
 def provision(shoe_id, variant, command_hex):
@@ -94,12 +46,13 @@ def provision(shoe_id, variant, command_hex):
         pass
     try:
         command_xy = unhexlify(command_hex)
-        serial, xy, proof = factory.provision(_element(), Flash(board.FLASH_DIR), shoe_id,
-                                              variant, command_xy)
+        serial, xy, proof, attestation, certificate = factory.provision(
+            _element(), Flash(board.FLASH_DIR), shoe_id, variant, command_xy)
     except (factory.Refused, ValueError) as e:
         print("REFUSED", e)
         return
-    print("PROVISIONED %d %s %s %s" % (shoe_id, _hex(serial), _hex(xy), _hex(proof)))
+    print("PROVISIONED %d %s %s %s %s %s" % (shoe_id, _hex(serial), _hex(xy), _hex(proof),
+                                             _hex(attestation), _hex(certificate)))
 
 
 def state():

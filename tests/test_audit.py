@@ -273,11 +273,11 @@ def test_a_shoe_frame_echoed_back_to_the_shoe_is_refused_without_side_effects(ri
 
 
 @pytest.mark.board
-def test_maintenance_is_refused_while_a_round_is_held(rig):
+def test_an_update_is_refused_while_a_round_is_held(rig):
     rig.burn()
     rig.deal(*NATURALS)
     rig.send(bytes([EXIT_EDGE]))  # between rounds, unreadable: held
-    rig.link._command(pr.C_MAINTENANCE)
+    rig.link._command(pr.C_UPDATE, bytes(36) + b"tech")
     rig.settle()
     assert rig.of("command_rejected")[-1]["reason"] == "not_now"
     assert rig.board.alive()

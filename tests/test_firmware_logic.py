@@ -333,11 +333,11 @@ def test_a_command_signed_by_the_result_key_authorises_nothing(tmp_path):
     shoe, port = port_for(tmp_path)
     result_key = KeyStore(shoe.store).private_key(0)  # out of the chip's memory: a test's power
     rec = Recorder()
-    feed(port, rec, shoe.command(frames.C_MAINTENANCE, counter=1, key=result_key)
+    feed(port, rec, shoe.command(frames.C_NEW_SHOE, counter=1, key=result_key)
          + shoe.command(frames.C_ACK, b"\x00\x00\x00\x09", key=result_key))
     assert rec.calls == [] and port.refused == 2 and port.counter == 0
-    feed(port, rec, shoe.command(frames.C_MAINTENANCE, counter=1))  # the command key's: obeyed
-    assert [c[1] for c in rec.calls] == [frames.C_MAINTENANCE] and port.counter == 1
+    feed(port, rec, shoe.command(frames.C_NEW_SHOE, counter=1))  # the command key's: obeyed
+    assert [c[1] for c in rec.calls] == [frames.C_NEW_SHOE] and port.counter == 1
 
 
 def test_hello_and_verify_are_rate_limited(tmp_path):

@@ -12,7 +12,6 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
 
-from sabot import keys
 from sabot.game import cards
 from shoe import frames, integrity, release
 from shoe.app import ShoeApp
@@ -227,49 +226,7 @@ def test_tilted_shoe_answers_with_signed_status_and_integrity(tmp_path, monkeypa
 
 
 
-# ---- on MicroPython: the maintenance helpers and the virtual board ---------------------------
-@pytest.mark.board
-@pytest.mark.xfail(strict=True, reason="maint.rekey() still prints the previous key's external "
-                   "signature, which the registry refuses: it must call shoe.rekey.rekey (the "
-                   "attestation key's certificate), and this test register key 1 with the "
-                   "entry's attestation key")
-def test_maint_prints_the_public_key_and_rekeys_in_the_element(mpy, shoe_flash, element,
-                                                               tmp_path):
-    import os
-    import re
-    import subprocess
-
-    from kit import FIRMWARE, ROOT, micropython_bin
-
-    flash, _, shoe = shoe_flash
-    env = dict(os.environ, SABOT_ELEMENT=element, SABOT_FLASH=str(flash),
-               MICROPYPATH=os.pathsep.join([str(FIRMWARE), str(ROOT / "boards" / "virtual")]))
-
-    def run(code):
-        r = subprocess.run([micropython_bin(), "-c", code], env=env, capture_output=True,
-                           text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        return r.stdout.strip()
-
-    def xy(pub):
-        n = pub.public_numbers()
-        return (n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")).hex()
-
-    assert run("import maint; maint.public()") == f"KEY 1 {xy(shoe.public_key(1))}"
-    out = run("import maint; maint.rekey()")
-    m = re.fullmatch(r"REKEY 2 ([0-9a-f]{128}) ([0-9a-f]{128})", out)
-    assert m, out
-    assert (flash / "identity").read_bytes() == struct.pack(">IH", shoe.shoe_id, 2)
-    assert m.group(1) == xy(shoe.public_key(2))  # made in slot 2 inside the element
-    # the certificate: key 1, inside the element, vouches for key 2 (the registry checks it)
-    from sabot.registry import ShoeEntry
-
-    entry = ShoeEntry(shoe.shoe_id)
-    entry.add_public_key(1, keys.public_pem(shoe.public_key(1)))
-    assert entry.add_public_key(2, keys.public_pem(shoe.public_key(2)), m.group(2))
-    assert run("import maint; maint.public()") == f"KEY 2 {m.group(1)}"
-
-
+# ---- on MicroPython: the virtual board ---------------------------
 @pytest.mark.board
 def test_virtual_board_deals_and_signs_through_the_element_process(shoe_flash, element):
     import os

@@ -17,7 +17,6 @@ from sabot import protocol as pr
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.registry import Registry, ShoeEntry
-from sabot.release.deploy import parse_identity, parse_key_line
 from sabot.virtual import capture_gen
 
 from kit import flip_a_stored_result, signing_shoe
@@ -235,21 +234,6 @@ def test_registry_public_keys_are_checked_and_old_versions_kept(tmp_path):
     garbled = ShoeEntry(7, public_keys=[{"version": 1, "algorithm": "ecdsa-p256", "key": "x"}])
     with pytest.raises(SabotError, match="not a PEM public key"):
         garbled.public_key(1)
-
-
-def test_deploy_reads_key_and_rekey_lines():
-    key = ec.generate_private_key(ec.SECP256R1()).public_key()
-    n = key.public_numbers()
-    xy = (n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")).hex()
-    said = f"ID 5ab0000c0002\nsome noise\nREKEY 2 {xy} {'ab' * 64}\n"
-    version, pem, cert = parse_key_line(said, "REKEY")
-    assert version == 2 and pem == keys.public_pem(key) and cert == "ab" * 64
-    assert parse_identity(said) == 0x5AB0000C
-    assert parse_key_line(f"KEY 1 {xy.upper()}", "KEY")[0] == 1
-    for bad in ("REKEY 2 abcd", f"REKEY x {xy}", f"KEY 2 {xy}", "Traceback: no maint",
-                f"REKEY 2 {'00' * 64}"):
-        with pytest.raises(SabotError):
-            parse_key_line(bad, "REKEY")
 
 
 def test_a_status_naming_a_newer_frame_leaves_a_pending_frame_to_its_successor(tmp_path):

@@ -30,7 +30,7 @@ def variant_of(build_dir, release, note):
     (build_dir / "NOTES").write_text(note)
     digest = code_digest(build_dir)
     (build_dir / "MANIFEST").write_text(sign_manifest(release_key(release), digest))
-    return dict(dir=str(build_dir), manifest=digest)
+    return {"dir": str(build_dir), "manifest": digest}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def built(tmp_path_factory):
 
 @pytest.fixture
 def shoe(tmp_path, built):
-    key, flash, config, registry = provision_shoe(tmp_path)
+    key, flash, config, _registry = provision_shoe(tmp_path)
     code = tmp_path / "code"
     shutil.copytree(built / "tree", code)
     shutil.copy(built / "release.pem", tmp_path / "release.pem")
@@ -123,7 +123,7 @@ def test_a_power_cut_mid_stream_leaves_the_old_tree(shoe):
     port = ShoePort(board.url)
     try:
         ch = channel.ShoeChannel(port, key, config)
-        counter, rec = ch.command(pr.C_UPDATE, len(data).to_bytes(4, "big") + head + b"t",
+        _counter, rec = ch.command(pr.C_UPDATE, len(data).to_bytes(4, "big") + head + b"t",
                                   "update")
         assert rec["what"] == "update_begun"
         for i, nxt, piece in chunks[: len(chunks) // 2]:
@@ -175,7 +175,7 @@ def test_a_tilted_shoe_resends_what_it_held_and_takes_an_update(shoe):
         dealer.step()
     board.stop()
     shutil.copytree(code, tmp / "good")
-    good = dict(dir=str(tmp / "good"), manifest=code_digest(code))
+    good = {"dir": str(tmp / "good"), "manifest": code_digest(code)}
     (code / "shoe" / "implant.py").write_text("print('pwned')\n")  # the tree no longer matches
     board.start()
     assert board.wait(lambda s: s[0] == 5)  # tilt: the alarm lamp, nothing dealt
@@ -209,7 +209,7 @@ def test_no_command_has_the_element_sign_a_digest_the_host_chose(shoe):
     its payload (and its padding), makes the shoe sign nothing over that digest or its hash."""
     import hashlib
 
-    key, config, board, code, tmp = shoe
+    key, config, board, code, _tmp = shoe
     chosen = hashlib.sha256(b"a round the shoe never dealt").digest()
     targets = {chosen, hashlib.sha256(chosen).digest()}
     public = config.public_key(1)

@@ -110,7 +110,7 @@ class Maintainer:
         from shoe import rekey
 
         try:
-            version, xy, certificate = rekey.make(shoe.element, shoe.flash)
+            version, xy, _, certificate = rekey.make(shoe.element, shoe.flash)
         except Exception:
             shoe.refuse(REJ_NOT_NOW, frames.C_REKEY, counter)  # every slot used, or the bus
             return

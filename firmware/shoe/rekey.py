@@ -40,11 +40,14 @@ def certify(element, shoe_id, version):
     return xy, nonce, certificate
 
 
-def rekey(element, flash):
-    """Make the next result key version inside the element and make it current: (version,
-    X||Y(64), nonce(32), certificate(64)). Raises ValueError when the shoe has no identity or
-    every result slot is used, ElementError when the chip refuses (a slot made already: a power
-    cut after its GenKey; provision again at the factory)."""
+def make(element, flash):
+    """Make the next result key version inside the element and certify it, the identity in
+    flash left as it is: (version, X||Y(64), nonce(32), certificate(64)). A slot a power cut left
+    made (GenKey done and the slot locked, the identity never moved) is certified as it is: its
+    key was made there, and a locked slot is never made again. Raises ValueError when the shoe
+    has no identity or every result slot is used, ElementError when the chip refuses."""
+    from shoe.element import ElementError
+
     identity = load_identity(flash)
     if identity is None:
         raise ValueError("shoe not provisioned: no identity in flash")
@@ -54,11 +57,26 @@ def rekey(element, flash):
         raise ValueError("every result key slot is used: the element holds no version %d" % new)
     slot = result_slot(new)
     xy = bytearray(64)
-    element.genkey(slot, xy)
-    lock(element, LOCK_SLOT | slot << 2)  # that version can never be made again
+    try:
+        element.genkey(slot, xy)
+        lock(element, LOCK_SLOT | slot << 2)  # that version can never be made again
+    except ElementError:
+        xy = None  # made and locked before a power cut: certified below as the chip holds it
     certified, nonce, certificate = certify(element, shoe_id, new)
-    if certified != xy:
+    if xy is not None and certified != xy:
         raise ValueError("the element certified another key than the one it made")
-    # the flash last: a power cut before it leaves the old version current
-    write_identity(flash, shoe_id, new)
-    return new, bytes(xy), bytes(nonce), bytes(certificate)
+    return new, bytes(certified), bytes(nonce), bytes(certificate)
+
+
+def commit(flash, version):
+    """The new version becomes current (after its frames are logged): the flash last, so a
+    power cut before it leaves the old version current."""
+    _, shoe_id = load_identity(flash)
+    write_identity(flash, shoe_id, version)
+
+
+def rekey(element, flash):
+    """make(), then commit(): the next version made and current."""
+    made = make(element, flash)
+    commit(flash, made[0])
+    return made

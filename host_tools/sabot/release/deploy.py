@@ -12,6 +12,7 @@ unix process); then `sabot provision` gives it its identity and keys."""
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -182,6 +183,8 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
         if rekey:
             version, xy, cert = channel.rekey(port, key, shoe, by)
             pem, certificate = keyfiles.public_pem(public_from_xy(xy)), cert.hex()
+            shoe = copy.deepcopy(shoe)  # the registry's own entry changes only when it is saved
+            shoe.add_public_key(version, pem, certificate)  # the attestation key's word, checked
             log(f"made result key version {version} of shoe {shoe.shoe_id:#010x} in its element "
                 "(certified by its attestation key; the old versions stay registered for old "
                 "frames)")

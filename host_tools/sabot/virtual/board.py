@@ -535,6 +535,7 @@ class Dealer:
 
 
 MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated maintenance command
+RESET_EXIT = 4  # machine.reset() (boards/virtual/main.py, boards/emulated): a crash or an update
 
 
 def serve_repl(host: str, port: int, root: str, element: str | None = None) -> None:
@@ -604,7 +605,9 @@ def _connected(conn: socket.socket, master: int, repl: subprocess.Popen[bytes]) 
             if not data:
                 break  # unplugged; the REPL stays
             heard = (heard + data)[-64:]
-            if b"machine.reset()" in heard and b"\x04" in heard and not reset_at:
+            # mpremote's `reset` runs exactly this in the raw REPL (a file copied that only
+            # mentions machine.reset() is no reset)
+            if b"machine.reset()\x04" in heard and not reset_at:
                 reset_at = time.monotonic() + 0.3  # its answer goes out first
             os.write(master, data)
         if master in ready:

@@ -277,6 +277,7 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
     session ends (a hard reset) it boots again, running whatever was deployed."""
     from sabot.virtual.board import (
         MAINTENANCE_EXIT,
+        RESET_EXIT,
         Blank,
         Element,
         element_store,
@@ -316,6 +317,8 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
             status = board.wait_off()
         finally:
             board.stop()
+        if status == RESET_EXIT:
+            continue  # machine.reset(): after an update, the board boots its new tree
         if status != MAINTENANCE_EXIT:
             return
         maintenance = True
