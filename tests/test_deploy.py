@@ -86,28 +86,34 @@ def test_a_blank_board_is_deployed_provisioned_then_updated_over_a_tty(env, tmp_
         r = run(env, *provision)  # once only: the shoe deals and has no REPL
         assert r.returncode == 2 and "provisioned already" in r.stderr, r.stderr
 
-        # the dealing shoe: updated through the protocol, its element making the next key
-        r = run(env, "deploy", "--port", tty, "--board", "virtual", "--key", key, "--rekey",
-                "--by", "tech-ann", "--registry", reg, *release)
-        assert r.returncode == 0, r.stderr
-        assert "update begun" in r.stderr and "made result key version 2" in r.stderr
-        assert "seeded HMAC" in r.stderr and "mpremote" not in r.stderr
-        assert Registry.load(str(reg)).pick(None).key_versions == [1, 2]  # the old one kept
-        st = run(env, "status", "--port", tty, "--key", key, "--db", tmp_path / "a.db",
-                 "--registry", reg, "--json")  # the same audit chain goes on under version 2
-        assert json.loads(st.stdout)["integrity"] == "ok", st.stderr
-        h = run(env, "history", "--db", tmp_path / "a.db", "--alarms")
-        kinds = [json.loads(line)["kind"] for line in h.stdout.splitlines()]
-        assert "firmware_update" in kinds and "rekey" in kinds, h.stdout + h.stderr
-        a = run(env, "audit", "verify", "--db", tmp_path / "a.db", "--registry", reg)
-        assert a.returncode == 0, a.stderr
-        v = run(env, "verify-firmware", "--port", tty, "--seed", os.urandom(16).hex(),
-                "--registry", reg)  # no key: the registry's public key checks the answer
-        assert v.returncode == 0 and v.stdout.startswith("PASS"), v.stdout + v.stderr
+        update_the_dealing_shoe(env, tty, key, reg, release, tmp_path)
     finally:
         if bridge:
             bridge.stop()
         board.stop()
+
+
+def update_the_dealing_shoe(env, tty, key, reg, release, tmp_path):
+    """The dealing shoe: updated through the protocol, its element making the next key."""
+    from sabot.registry import Registry
+
+    r = run(env, "deploy", "--port", tty, "--board", "virtual", "--key", key, "--rekey",
+            "--by", "tech-ann", "--registry", reg, *release)
+    assert r.returncode == 0, r.stderr
+    assert "update begun" in r.stderr and "made result key version 2" in r.stderr
+    assert "seeded HMAC" in r.stderr and "mpremote" not in r.stderr
+    assert Registry.load(str(reg)).pick(None).key_versions == [1, 2]  # the old one kept
+    st = run(env, "status", "--port", tty, "--key", key, "--db", tmp_path / "a.db",
+             "--registry", reg, "--json")  # the same audit chain goes on under version 2
+    assert json.loads(st.stdout)["integrity"] == "ok", st.stderr
+    h = run(env, "history", "--db", tmp_path / "a.db", "--alarms")
+    kinds = [json.loads(line)["kind"] for line in h.stdout.splitlines()]
+    assert "firmware_update" in kinds and "rekey" in kinds, h.stdout + h.stderr
+    a = run(env, "audit", "verify", "--db", tmp_path / "a.db", "--registry", reg)
+    assert a.returncode == 0, a.stderr
+    v = run(env, "verify-firmware", "--port", tty, "--seed", os.urandom(16).hex(),
+            "--registry", reg)  # no key: the registry's public key checks the answer
+    assert v.returncode == 0 and v.stdout.startswith("PASS"), v.stdout + v.stderr
 
 
 def test_a_host_hanging_up_as_the_repl_answers_unplugs_the_port_only(tmp_path):
