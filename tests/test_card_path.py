@@ -102,6 +102,7 @@ SMALL_HEAP = "96K"
 def test_whole_shoe_in_a_small_heap_with_no_host_acknowledging(mpy, mpy_build, shoe_flash,
                                                              element):
     f = run(mpy, shoe_flash, element, "lock", heapsize=SMALL_HEAP, path=[mpy_build])
+    print("FIG", f)
     assert f["alloc_failures"] == 0
 
 

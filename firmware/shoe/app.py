@@ -27,7 +27,6 @@ from shoe.dealing import (
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.element import ElementError
-from shoe.maintain import Maintainer
 from shoe.outbox import Outbox
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
@@ -66,6 +65,10 @@ _ELEMENT_RETRIES = const(3)  # failed element steps in a row while a command wai
 
 
 class ShoeApp:
+    # shoe/maintain.py's Maintainer, made at the first update or rekey: a class default, so the
+    # instance's attribute table stays as small as the card path's 96 KB heap needs
+    maint = None
+
     def __init__(self, flash, link, indicators, element, decks=8, min_confidence=0x80,
                  code_root=None, code_skip=()):
         self.flash = flash
@@ -95,7 +98,6 @@ class ShoeApp:
         self.hold_from = 0  # squeeze: frames from this seq wait for the dealer's reveal (0: none)
         self.identity = load_identity(flash)
         self.port = CommandPort(self.identity, element)
-        self.maint = Maintainer(self)
         self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
         self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
 
@@ -138,10 +140,16 @@ class ShoeApp:
             for body in frames_in(rtype, payload):
                 o.restore_body(body)
                 self._hold_if_secret(frames.type_of(body), frames.seq_of(body))
-            return
-        kept = o.replay(rtype, payload)
-        if kept is not None:  # a checkpoint
-            self.shoe.shoe_no, self.hold_from = kept
+        elif rtype == R_FINAL:
+            o.restore_final(payload)
+        elif rtype == R_ACK:
+            o.ack(frames.seq_at(payload, 0))
+        elif rtype == R_CHECKPOINT:
+            shoe_no, seq, digest, acked, hold_from = struct.unpack(CHECKPOINT, payload)
+            self.shoe.shoe_no = shoe_no
+            o.checkpoint(seq, digest)
+            o.acked = acked
+            self.hold_from = hold_from
 
     def _hold_if_secret(self, ftype, seq):
         """Squeeze (631a.9(d)): a frame naming a hand's cards waits for the reveal, and so does all
@@ -372,18 +380,18 @@ class ShoeApp:
             if self.hold_from and seq >= self.hold_from:
                 return  # squeeze: not before the reveal
             if o.in_ram(seq):
-                self._send(o.buf(seq), o.at(seq), o.length(seq))
+                self.send_frame(o.buf(seq), o.at(seq), o.length(seq))
                 self.sent = seq
             else:  # withheld so long it left RAM: from the log (rare; may allocate)
                 for buf, at, n in o.unacknowledged(seq, o.done):
                     if self.hold_from and frames.seq_of(buf, at) >= self.hold_from:
                         return
-                    self._send(buf, at, n)
+                    self.send_frame(buf, at, n)
                     self.sent = frames.seq_of(buf, at)
                 if self.sent < seq:
                     self.sent = seq  # acknowledged meanwhile: nothing to send
 
-    def _send(self, buf, at, n):
+    def send_frame(self, buf, at, n):
         m = cobs.encode_into(buf, n, self._tx, at)
         try:
             self.link.write(self._tx, m)
@@ -432,12 +440,17 @@ class ShoeApp:
                 seq = frames.seq_of(buf, at)
                 if self.hold_from and seq >= self.hold_from:
                     break
-                self._send(buf, at, n)
+                self.send_frame(buf, at, n)
                 if seq > self.sent:
                     self.sent = seq
             return
-        if self.maint.command(ftype, counter, payload):
-            return  # an update or a rekey (shoe/maintain.py)
+        if frames.C_UPDATE <= ftype <= frames.C_REKEY:  # an update or a rekey
+            if self.maint is None:
+                from shoe.maintain import Maintainer
+
+                self.maint = Maintainer(self)
+            self.maint.command(ftype, counter, payload)
+            return
         s = self.shoe
         if ftype == frames.C_ACK:
             # seq_at: an acknowledged seq of 2**30 or more is none the shoe made (-1, ignored)
@@ -454,28 +467,9 @@ class ShoeApp:
         else:
             self.refuse(REJ_UNKNOWN, ftype, counter)
 
-    # ---- what maintenance (shoe/maintain.py) needs ----------------------------------------------
-    def between_rounds(self):
-        s = self.shoe
-        return not (s.in_round() or s.phase == PH_HELD)
-
+    # what maintenance (shoe/maintain.py, loaded at the first update) calls
     def finish_all(self):
         self._finish_all()
-
-    def use_key(self, version):
-        """A rekey made version `version` current: the frames from here on are signed with it."""
-        o = self.outbox
-        o.key_id, o.slot = version, result_slot(version)
-        self.identity = (version, self.identity[1])
-
-    def send_unsigned(self, ftype, payload):
-        """An unsigned answer (update progress): the newest finished seq and digest, no Sign."""
-        o = self.outbox
-        buf = self._one
-        frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, o.done, o.digest)
-        n = frames.HEADER_LEN + len(payload)
-        buf[frames.HEADER_LEN : n] = payload
-        self._send(buf, 0, n)
 
     def _seeded(self, seed):
         if self.code_root is None:
@@ -501,7 +495,7 @@ class ShoeApp:
         except ElementError:
             self.element_errors += 1
             return
-        self._send(buf, 0, n)
+        self.send_frame(buf, 0, n)
 
     def send_status(self):
         s = self.shoe

@@ -34,7 +34,6 @@ MAX_FRAME = const(200)
 MAX_ENCODED = const(203)  # COBS adds one byte per 254 and the 0x00 delimiter
 MAX_BODY = const(106)  # the longest body the shoe makes: shoe_end, with its 52-byte inventory
 MAX_CHAINED = const(200)  # the longest chained frame: a maintenance frame (rekey), signed
-MAX_MAINTENANCE = const(79)  # its longest payload: what counter by version X||Y
 _SHOE_AT = const(4)
 _SEQ_AT = const(10)
 ZERO_CHAIN = bytes(CHAIN_LEN)
@@ -63,13 +62,6 @@ C_UPDATE = const(0x87)  # signed, counted: an update of length L whose chunk cha
 C_UPDATE_DATA = const(0x88)  # unsigned: one chunk, authenticated by the chain C_UPDATE anchors
 C_REKEY = const(0x89)  # signed, counted: the element makes the next result key version
 
-# What a maintenance frame records (its payload's first byte)
-M_UPDATE_BEGUN = const(1)  # length(4) chain head(32)
-M_UPDATE_APPLIED = const(2)  # tree digest(32): MANIFEST's, the code the shoe switched to
-M_UPDATE_REFUSED = const(3)  # reason(1) tree digest(32, zero when none was read)
-M_REKEY = const(4)  # version(2) X||Y(64): the new result key, made in the element
-M_REKEY_CERTIFICATE = const(5)  # version(2) r||s(64): the attestation key's Sign internal
-BY_LEN = const(16)  # who asked: the name the host put in the signed command (ASCII, zero-padded)
 
 # Variant id (flash file "variant", one byte, signed in every shoe_start frame)
 # bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat
@@ -245,19 +237,6 @@ def status_into(buf, at, phase, shoe_no, round_no, position, due, host_counter, 
     struct.pack_into(">BHHHBIIIIBI", buf, at, phase, shoe_no, round_no, position, due,
                      host_counter, acked, unacked_from, unacked_to, integrity, refused)
     return 29
-
-
-def maintenance(what, counter, by, detail):
-    """A maintenance frame's payload: what(1) counter(4: the command that asked) by(16) detail.
-    Bytes (an update or a rekey is no card: this may allocate)."""
-    by = bytes(by[:BY_LEN])
-    return (bytes((what,)) + struct.pack(">I", counter) + by + bytes(BY_LEN - len(by))
-            + bytes(detail))
-
-
-def progress_into(buf, at, index):
-    struct.pack_into(">H", buf, at, index)
-    return 2
 
 
 def integrity_into(buf, at, state, digest):

@@ -4,21 +4,70 @@ chain as maintenance frames — who asked (the command's counter and the name th
 it), what, and the MANIFEST digest or the new key — so every change of what runs or signs reaches
 the audit log. Not on the card path: the shoe is between rounds or tilted.
 
-The shoe offers the host methods this needs: `outbox`, `element`, `flash`, `port`, `code_root`,
-`code_skip`, `finish_all()`, `refuse(reason, ftype, counter)`, `send_unsigned(ftype, payload)`,
-`between_rounds()` and `use_key(version)`; `restart` is set once the shoe must boot again."""
+The shoe (shoe/app.ShoeApp or shoe/tilt.TiltShoe) offers what this needs: `outbox`, `element`,
+`flash`, `port`, `boot`, `code_root`, `code_skip`, `finish_all()`,
+`refuse(reason, ftype, counter)`
+and `send_frame(buf, at, n)`; a dealing shoe has `shoe` (its dealing state), a tilted one none.
+`restart` is set once the shoe must boot again. (These helpers live here, loaded at the first
+update, not in the modules the card path keeps in RAM.)"""
 
 import struct
 
 from shoe import frames
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN
+from shoe.store import result_slot
 from shoe.update import R_FLASH, R_INTERRUPTED, Refused, Update
+
+try:
+    from micropython import const
+except ImportError:  # CPython (tests): const is only a compiler hint
+    def const(x):  # type: ignore[misc]
+        return x
+
+# What a maintenance frame records (its payload's first byte; docs/PROTOCOL.md)
+_M_UPDATE_BEGUN = const(1)  # length(4) chain head(32)
+_M_UPDATE_APPLIED = const(2)  # tree digest(32): MANIFEST's, the code the shoe switched to
+_M_UPDATE_REFUSED = const(3)  # reason(1) tree digest(32, zero when none was read)
+_M_REKEY = const(4)  # version(2) X||Y(64): the new result key, made in the element
+_M_REKEY_CERTIFICATE = const(5)  # version(2) r||s(64): the attestation key's Sign internal
+_PH_HELD = const(3)  # shoe/dealing.py's PH_HELD (not imported: the tilted shoe loads no dealing)
+_BY_LEN = const(16)  # who asked: the name the host put in the signed command (ASCII, padded)
+
+
+def frame_payload(what, counter, by, detail):
+    """A maintenance frame's payload: what(1) counter(4: the command that asked) by(16) detail."""
+    by = bytes(by[:_BY_LEN])
+    return (bytes((what,)) + struct.pack(">I", counter) + by + bytes(_BY_LEN - len(by))
+            + bytes(detail))
+
+
+def add_frame(outbox, ftype, payload):
+    """A frame of the shoe's own from bytes, logged (not the card path: may allocate)."""
+    first = outbox.seq + 1
+    at = outbox.begin(ftype)
+    outbox.building[at : at + len(payload)] = payload
+    outbox.end(len(payload))
+    outbox.commit(0, 0, 0, first)
+
+
+def _between_rounds(shoe):
+    s = getattr(shoe, "shoe", None)  # the dealing state; a tilted shoe deals nothing
+    return s is None or not (s.in_round() or s.phase == _PH_HELD)
+
+
+def _send_unsigned(shoe, ftype, payload):
+    """An unsigned answer (update progress): the newest finished seq and digest, no Sign."""
+    o = shoe.outbox
+    buf = bytearray(frames.HEADER_LEN + len(payload))
+    frames.head_into(buf, 0, ftype, o.key_id, o.shoe, shoe.boot, o.done, o.digest)
+    buf[frames.HEADER_LEN :] = payload
+    shoe.send_frame(buf, 0, len(buf))
 
 
 class Maintainer:
     def __init__(self, shoe):
         self.shoe = shoe
-        self.update = None
+        self.update = Update(shoe.code_root, shoe.code_skip, shoe.element)
 
     def command(self, ftype, counter, payload):
         """True when `ftype` is a maintenance command (then it was handled)."""
@@ -33,42 +82,40 @@ class Maintainer:
         return True
 
     def _record(self, what, counter, by, detail):
-        self.shoe.outbox.add(frames.T_MAINTENANCE, frames.maintenance(what, counter, by, detail))
+        add_frame(self.shoe.outbox, frames.T_MAINTENANCE, frame_payload(what, counter, by, detail))
 
     def _begin(self, counter, payload):
         shoe = self.shoe
-        if not 36 <= len(payload) <= 36 + frames.BY_LEN:
+        if not 36 <= len(payload) <= 36 + _BY_LEN:
             shoe.refuse(REJ_UNKNOWN, frames.C_UPDATE, counter)
             return
-        if not shoe.between_rounds():
+        if not _between_rounds(shoe):
             shoe.refuse(REJ_NOT_NOW, frames.C_UPDATE, counter)
             return
         length = struct.unpack(">I", payload[:4])[0]
         head, by = payload[4:36], payload[36:]
         u = self.update
-        if u is None:
-            u = self.update = Update(shoe.code_root, shoe.code_skip, shoe.element)
-        elif u.open:
+        if u.open:
             self._refused(R_INTERRUPTED, bytes(32))  # the session before this one never ended
         try:
             u.begin(length, head, counter, by)
         except Refused as e:
-            self._record(frames.M_UPDATE_REFUSED, counter, by, bytes((e.reason,)) + bytes(32))
+            self._record(_M_UPDATE_REFUSED, counter, by, bytes((e.reason,)) + bytes(32))
             return
         except OSError:
-            self._record(frames.M_UPDATE_REFUSED, counter, by, bytes((R_FLASH,)) + bytes(32))
+            self._record(_M_UPDATE_REFUSED, counter, by, bytes((R_FLASH,)) + bytes(32))
             return
-        self._record(frames.M_UPDATE_BEGUN, counter, by, payload[:36])
+        self._record(_M_UPDATE_BEGUN, counter, by, payload[:36])
 
     def _refused(self, reason, digest):
         u = self.update
         u.discard()
-        self._record(frames.M_UPDATE_REFUSED, u.counter, u.by, bytes((reason,)) + digest)
+        self._record(_M_UPDATE_REFUSED, u.counter, u.by, bytes((reason,)) + digest)
 
     def _chunk(self, payload):
         shoe = self.shoe
         u = self.update
-        if u is None or not u.open or len(payload) < 35:
+        if not u.open or len(payload) < 35:
             shoe.port.refused += 1
             return
         index = payload[0] << 8 | payload[1]
@@ -80,31 +127,31 @@ class Maintainer:
         if got < 0:
             shoe.port.refused += 1  # not the session's next chunk: someone else's bytes
             return
-        shoe.send_unsigned(frames.T_UPDATE_PROGRESS, struct.pack(">H", index))
+        _send_unsigned(shoe, frames.T_UPDATE_PROGRESS, struct.pack(">H", index))
         if got == 2:
             self._finish()
 
     def _finish(self):
         shoe = self.shoe
         u = self.update
-        if not shoe.between_rounds():
+        if not _between_rounds(shoe):
             self._refused(R_INTERRUPTED, bytes(32))  # the dealer dealt on: no switch mid-round
             return
         reason, digest = u.finish()
         if reason:
             self._refused(reason, digest)
             return
-        self._record(frames.M_UPDATE_APPLIED, u.counter, u.by, digest)
+        self._record(_M_UPDATE_APPLIED, u.counter, u.by, digest)
         shoe.finish_all()  # signed and sent by the firmware that checked it, before the switch
         u.switch()
         shoe.restart = True
 
     def _rekey(self, counter, payload):
         shoe = self.shoe
-        if len(payload) > frames.BY_LEN:
+        if len(payload) > _BY_LEN:
             shoe.refuse(REJ_UNKNOWN, frames.C_REKEY, counter)
             return
-        if not shoe.between_rounds() or not hasattr(shoe, "use_key"):
+        if getattr(shoe, "shoe", None) is None or not _between_rounds(shoe):
             shoe.refuse(REJ_NOT_NOW, frames.C_REKEY, counter)
             return
         from shoe import rekey
@@ -116,8 +163,11 @@ class Maintainer:
             return
         v = struct.pack(">H", version)
         # both signed by the current version, then the identity moves to the new one
-        self._record(frames.M_REKEY, counter, payload, v + xy)
-        self._record(frames.M_REKEY_CERTIFICATE, counter, payload, v + certificate)
+        self._record(_M_REKEY, counter, payload, v + xy)
+        self._record(_M_REKEY_CERTIFICATE, counter, payload, v + certificate)
         shoe.finish_all()
         rekey.commit(shoe.flash, version)
-        shoe.use_key(version)
+        # the frames from here on are signed with the new version
+        o = shoe.outbox
+        o.key_id, o.slot = version, result_slot(version)
+        shoe.identity = (version, shoe.identity[1])

@@ -11,10 +11,9 @@ for the signed types a Sign, polled on later calls; a finished frame is logged w
 ones are read back from the log's F records, so a host away for a whole shoe costs no memory. At
 boot the app replays the log into `restore_body` / `restore_final`."""
 
-import struct
 
 from shoe import frames
-from shoe.store import CHECKPOINT, R_ACK, R_CHECKPOINT, R_FINAL, R_INPUT, copy_into, frames_in
+from shoe.store import R_FINAL, R_INPUT, copy_into
 
 try:
     from micropython import const
@@ -101,14 +100,6 @@ class Outbox:
             p += 1 + n
         log.commit(R_INPUT, p - 3)
 
-    def add(self, ftype, payload):
-        """A frame of the shoe's own from bytes, logged (maintenance, not the card path)."""
-        first = self.seq + 1
-        at = self.begin(ftype)
-        self.building[at : at + len(payload)] = payload
-        self.end(len(payload))
-        self.commit(0, 0, 0, first)
-
     # ---- outside the card path: finishing -------------------------------------------------------
     def service(self):
         """One step of finishing the oldest unfinished frame: at most one element command sent
@@ -192,23 +183,6 @@ class Outbox:
         self.done = seq
         if seq > self.seq:
             self.seq = seq
-
-    def replay(self, rtype, payload):
-        """A log record's frames back in place at boot; for a checkpoint, its (shoe_no,
-        hold_from), else None. (An input record's input is the caller's to apply.)"""
-        if rtype == R_INPUT:
-            for body in frames_in(rtype, payload):
-                self.restore_body(body)
-        elif rtype == R_FINAL:
-            self.restore_final(payload)
-        elif rtype == R_ACK:
-            self.ack(frames.seq_at(payload, 0))
-        elif rtype == R_CHECKPOINT:
-            shoe_no, seq, digest, acked, hold_from = struct.unpack(CHECKPOINT, payload)
-            self.checkpoint(seq, digest)
-            self.acked = acked
-            return shoe_no, hold_from
-        return None
 
     def checkpoint(self, seq, digest):
         self.seq = self.done = seq

@@ -57,13 +57,14 @@ def make(element, flash):
         raise ValueError("every result key slot is used: the element holds no version %d" % new)
     slot = result_slot(new)
     xy = bytearray(64)
+    made = True
     try:
         element.genkey(slot, xy)
         lock(element, LOCK_SLOT | slot << 2)  # that version can never be made again
     except ElementError:
-        xy = None  # made and locked before a power cut: certified below as the chip holds it
+        made = False  # made and locked before a power cut: certified below as the chip holds it
     certified, nonce, certificate = certify(element, shoe_id, new)
-    if xy is not None and certified != xy:
+    if made and certified != xy:
         raise ValueError("the element certified another key than the one it made")
     return new, bytes(certified), bytes(nonce), bytes(certificate)
 

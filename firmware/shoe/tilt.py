@@ -7,10 +7,21 @@ sees exactly what is on the board. Boards call `boot()` before importing shoe.ap
 import struct
 
 from shoe import cobs, frames, integrity
-from shoe.maintain import Maintainer
+from shoe.maintain import Maintainer, add_frame
 from shoe.outbox import Outbox
 from shoe.port import REJ_NOT_NOW, CommandPort, sign_into
-from shoe.store import R_ACK, R_INPUT, frames_in, load_identity, next_boot, open_log, result_slot
+from shoe.store import (
+    CHECKPOINT,
+    R_ACK,
+    R_CHECKPOINT,
+    R_FINAL,
+    R_INPUT,
+    frames_in,
+    load_identity,
+    next_boot,
+    open_log,
+    result_slot,
+)
 
 try:
     from micropython import const
@@ -83,10 +94,16 @@ class TiltShoe:
         squeeze = raw and raw[0] & frames.V_SQUEEZE
         hold = 0
         for rtype, payload in o.log.records():
+            # as shoe/app.py's _replay, the dealing state left out
+            if rtype == R_FINAL:
+                o.restore_final(payload)
+            elif rtype == R_ACK:
+                o.ack(frames.seq_at(payload, 0))
+            elif rtype == R_CHECKPOINT:
+                _, seq, digest, acked, hold = struct.unpack(CHECKPOINT, payload)
+                o.checkpoint(seq, digest)
+                o.acked = acked
             if rtype != R_INPUT:
-                kept = o.replay(rtype, payload)
-                if kept is not None:
-                    hold = kept[1]
                 continue
             if payload[0] == _IN_REVEAL:
                 hold = 0
@@ -143,10 +160,7 @@ class TiltShoe:
     def host_bytes(self, data, n=-1):
         self.port.feed(data, len(data) if n < 0 else n, self)
 
-    # ---- what maintenance (shoe/maintain.py) needs ----------------------------------------------
-    def between_rounds(self):
-        return True  # a tilted shoe deals nothing
-
+    # what maintenance (shoe/maintain.py) calls
     def finish_all(self):
         if self.outbox is not None:
             self.outbox.finish_all()
@@ -154,15 +168,8 @@ class TiltShoe:
 
     def refuse(self, reason, ftype, counter):
         if self.outbox is not None:
-            self.outbox.add(frames.T_COMMAND_REJECTED,
-                            struct.pack(">BBI", reason, ftype, counter))
-
-    def send_unsigned(self, ftype, payload):
-        buf = self._buf
-        n = frames.HEADER_LEN + len(payload)
-        buf[frames.HEADER_LEN : n] = payload
-        self._head(ftype)
-        self.link_write(buf, n)
+            add_frame(self.outbox, frames.T_COMMAND_REJECTED,
+                      struct.pack(">BBI", reason, ftype, counter))
 
     # ---- host commands -------------------------------------------------------------------------
     def command(self, ftype, counter, payload):
@@ -174,15 +181,16 @@ class TiltShoe:
             self._send(frames.T_INTEGRITY,
                        frames.integrity_into(buf, at, frames.INTEGRITY_TILT, digest))
         elif ftype == frames.C_HELLO:
+            acked = first = last = 0
             if o is not None:
                 self.finish_all()
-            pending = o is not None and o.pending()
-            n = frames.status_into(buf, at, PH_TILT, 0, 0, 0, 0, self.port.counter,
-                                   o.acked if o else 0, o.acked + 1 if pending else 0,
-                                   o.done if pending else 0, frames.INTEGRITY_TILT,
-                                   self.port.refused)
+                acked = o.acked
+                if o.pending():
+                    first, last = acked + 1, o.done
+            n = frames.status_into(buf, at, PH_TILT, 0, 0, 0, 0, self.port.counter, acked,
+                                   first, last, frames.INTEGRITY_TILT, self.port.refused)
             self._send(frames.T_STATUS, n)
-            if pending:
+            if first:
                 self._resend(0, 0)
         elif o is None:
             return  # no log: nothing to acknowledge, no chain to record an update in
@@ -200,11 +208,14 @@ class TiltShoe:
                 pass  # a full flash: the command leaves no trace and is not obeyed
 
     def _resend(self, from_seq, to_seq):
-        for buf, at, n in self.outbox.unacknowledged(from_seq, to_seq):
+        o = self.outbox
+        if o is None:
+            return
+        for buf, at, n in o.unacknowledged(from_seq, to_seq):
             seq = frames.seq_of(buf, at)
             if self.hold_from and seq >= self.hold_from:
                 break
-            self.link_write(buf, n, at)
+            self.send_frame(buf, at, n)
             if seq > self.sent:
                 self.sent = seq
         if to_seq and self.sent < to_seq:
@@ -217,7 +228,7 @@ class TiltShoe:
         frames.head_into(self._buf, 0, ftype, key_version, frames.shoe_bytes(shoe_id), self.boot,
                          o.done if o else 0, o.digest if o else frames.ZERO_CHAIN)
 
-    def link_write(self, buf, n, at=0):
+    def send_frame(self, buf, at, n):
         try:
             self.link.write(self._tx, cobs.encode_into(buf, n, self._tx, at))
         except Exception:
@@ -235,4 +246,4 @@ class TiltShoe:
                           frames.HEADER_LEN + n)
         except Exception:
             return  # no element: nothing to answer with
-        self.link_write(self._buf, m)
+        self.send_frame(self._buf, 0, m)

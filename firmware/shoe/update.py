@@ -151,7 +151,7 @@ class Update:
 
     @property
     def stage(self):
-        return self.root + "/" + STAGE
+        return "%s/%s" % (self.root, STAGE)
 
     def begin(self, length, head, counter, by):
         if self.root is None:
@@ -232,7 +232,9 @@ class Update:
                     self._open_file()
             elif self._state == 2:
                 take = min(self._need, n - i)
-                self._file.write(memoryview(data)[i : i + take])
+                f = self._file
+                if f is not None:
+                    f.write(memoryview(data)[i : i + take])
                 i += take
                 self._need -= take
                 if not self._need:
@@ -258,7 +260,9 @@ class Update:
             self._end_file()
 
     def _end_file(self):
-        self._file.close()
+        f = self._file
+        if f is not None:
+            f.close()
         self._file = None
         self._path = bytearray()
         self._state = 3 if self._manifest_seen else 0
