@@ -95,6 +95,7 @@ class ShoeApp:
         self.hold_from = 0  # squeeze: frames from this seq wait for the dealer's reveal (0: none)
         self.identity = load_identity(flash)
         self.port = CommandPort(self.identity, element)
+        self.outbox.other = self.port.abandon  # when a card's frame cannot wait for a check
         self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
         self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
 
@@ -342,8 +343,8 @@ class ShoeApp:
         """Called by the board loop on every pass: one step of finishing frames with the element
         (never waiting for a Sign), then send what is finished, in order. Allocation-free."""
         o = self.outbox
-        self.port.service(self)
-        if o.done < o.seq:
+        self.port.service(self)  # a command's check takes turns with the frames, step by step
+        if o.done < o.seq and (o.digesting or o.signing or not self.element.pending()):
             try:
                 o.service()
             except ElementError:  # the element failed this step (bus noise): again next pass;
@@ -357,7 +358,7 @@ class ShoeApp:
         """Frames wait for the element or the link: the board loop should come back soon."""
         o = self.outbox
         return (o.done < o.seq or (self.sent < o.done and not self.hold_from)
-                or self.port.owed > 0)
+                or self.port.busy())
 
     def settle(self):
         """Wait for the frame the element is working on (the command port needs the element)."""
