@@ -430,10 +430,10 @@ def _flood_shoe(tmp, name, flood_rate, cards, gap):
 def bench_flood(cards=120, gap=0.05, rate=500):
     """Lamp latency after each card (lamp_: the board's exit edge read -> lamps, its `T` lines;
     dealer_: the card's bytes sent -> the lamps seen, which also counts the time the board loop
-    was busy elsewhere before it read the edge, as an exit sensor's interrupt would) while a forger floods the shoe's link with counted commands
-    that pass every cheap check (its id, the counter + 1 from a status, a bad signature), at
-    `rate` a second, and without; the element with a real chip's timings. How many the shoe
-    refused (status `refused`)."""
+    was busy elsewhere before it read the edge, as an exit sensor's interrupt would) while a
+    forger floods the shoe's link with counted commands that pass every cheap check (its id,
+    the counter + 1 from a status, a bad signature), `rate` a second, and without; the element
+    with a real chip's timings. How many the shoe refused (status `refused`)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

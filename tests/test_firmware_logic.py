@@ -222,7 +222,9 @@ def test_unsigned_frames_are_whole_bodies():
 
 def test_golden_status_payload():
     p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10)
-    assert p == bytes.fromhex("020003000400050100000006000000070000000800000009010000000a")
+    assert p == bytes.fromhex("020003000400050100000006000000070000000800000009010000000a00")
+    p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10, frames.S_FLASH_LOW)
+    assert p[-1] == 1 and len(p) == 30
 
 
 # ---- outbox ----------------------------------------------------------------------------------
@@ -364,7 +366,6 @@ def slow_port(tmp_path, verify_ms=60):
     """A port on an in-process chip whose Verify takes a real ATECC608's time."""
     from sabot.virtual import element_emulator as em
     from sabot.virtual.factory import ChipBus
-
     from shoe.element import Element
 
     shoe = Provisioned(tmp_path)
@@ -380,7 +381,7 @@ def test_a_flood_of_forged_commands_costs_one_check_and_never_a_wait(tmp_path):
     service(), which never waits for it (the emulated chip takes 60 ms, as a real one)."""
     import time
 
-    shoe, port, chip = slow_port(tmp_path)
+    shoe, port, _ = slow_port(tmp_path)
     rec = Recorder()
     forger = ec.generate_private_key(ec.SECP256R1())
     forged = shoe.command(frames.C_NEW_SHOE, counter=1, key=forger)

@@ -26,6 +26,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 # Why an authentic command was refused (the command_rejected frame's reason)
 REJ_NOT_NOW = const(4)
 REJ_UNKNOWN = const(5)
+REJ_FLASH_LOW = const(6)  # a new shoe the flash could not hold (app.flash_low)
 
 COMMAND_KEY_SLOT = const(9)  # the host command key's public half: a 72-byte slot of the element
 _COUNTER = const(0)  # the element's monotonic counter that numbers counted commands

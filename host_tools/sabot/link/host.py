@@ -197,4 +197,10 @@ class HostLink:
         return done is not None
 
     def close(self) -> None:
+        if self.ack_owed and not self.port.closed:  # what this link stored, acknowledged
+            time.sleep(max(0.0, self.signed_at + SIGNED_GAP - time.monotonic()))
+            try:
+                self._ack(self.validator.state["last_seq"])
+            except OSError:
+                pass  # the port went away: the shoe resends them to the next host
         self.port.close()
