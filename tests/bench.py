@@ -369,11 +369,87 @@ def bench_flash():
             **{f"littlefs_log_{k}": v for k, v in lfs.items()}}
 
 
+def _flood_shoe(tmp, name, flood_rate, cards, gap):
+    """Cards dealt on a virtual board with the element's real timings (Sign 50 ms, Verify
+    60 ms), with or without a forger flooding its link; each card's exit edge -> lamps as the
+    board timed it, and the status after."""
+    from statistics import median
+
+    from sabot.audit.validator import Validator
+    from sabot.game import cards as deck
+    from sabot.link.host import HostLink
+    from sabot.virtual.board import Dealer, VirtualBoard
+
+    from kit import provision_shoe
+    from kit.flood import Flood
+
+    (Path(tmp) / name).mkdir()
+    key, flash, config, _ = provision_shoe(Path(tmp) / name)
+    board = VirtualBoard(flash, sign_ms=50).start()
+    flood = None
+    try:
+        dealer = Dealer(board, deck.shuffled_shoe(8, seed=21))
+        board.wait(lambda s: True)
+        if flood_rate:
+            flood = Flood(board.host, board.port, config.shoe_id, flood_rate)
+            flood.start()
+            assert flood.ready.wait(10), "no status for the forger"
+        dealt = []  # the dealer's view: the card's bytes sent -> the lamps seen, seconds
+        t = time.monotonic()
+        while board.indicator[2] < cards:
+            position, sent = board.indicator[2], time.monotonic()
+            dealer.step()
+            if board.indicator[2] > position:
+                dealt.append(time.monotonic() - sent)
+            time.sleep(gap)
+        seconds = time.monotonic() - t
+        if flood:
+            flood.stop()
+        v = Validator(config, f"{tmp}/{name}.db")
+        link = HostLink(board.url, v, key)
+        st = link.ask(5)
+        link.close()
+        v.store.close()
+    finally:
+        if flood:
+            flood.stop()
+        board.stop()
+    lamps = sorted(board.lamp_us)
+    dealt.sort()
+    return {"cards": len(lamps), "lamp_ms_median": round(median(lamps) / 1000, 2),
+            "lamp_ms_p95": round(lamps[len(lamps) * 19 // 20] / 1000, 2),
+            "lamp_ms_max": round(lamps[-1] / 1000, 2),
+            "dealer_ms_median": round(median(dealt) * 1000, 2),
+            "dealer_ms_p95": round(dealt[len(dealt) * 19 // 20] * 1000, 2),
+            "dealer_ms_max": round(dealt[-1] * 1000, 2), "seconds": round(seconds, 1),
+            "forged_sent": flood.sent if flood else 0,
+            "forged_per_s": round(flood.sent / seconds) if flood else 0,
+            "refused": st["refused"] if st else None}
+
+
+def bench_flood(cards=120, gap=0.05, rate=500):
+    """Lamp latency after each card (lamp_: the board's exit edge read -> lamps, its `T` lines;
+    dealer_: the card's bytes sent -> the lamps seen, which also counts the time the board loop
+    was busy elsewhere before it read the edge, as an exit sensor's interrupt would) while a
+    forger floods the shoe's link with counted commands that pass every cheap check (its id,
+    the counter + 1 from a status, a bad signature), `rate` a second, and without; the element
+    with a real chip's timings. How many the shoe refused (status `refused`)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        quiet = _flood_shoe(tmp, "quiet", 0, cards, gap)
+        flooded = _flood_shoe(tmp, "flooded", rate, cards, gap)
+    return {"sign_ms": 50, "verify_ms": 60, "dealer_gap_s": gap,
+            **{f"quiet_{k}": v for k, v in quiet.items() if not k.startswith("forged")},
+            **{f"flood_{k}": v for k, v in flooded.items()}}
+
+
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
             "audit": bench_audit, "reliability": bench_reliability}
 SECTIONS["edges"] = bench_edges
 SECTIONS["serve"] = bench_serve
 SECTIONS["flash"] = bench_flash
+SECTIONS["flood"] = bench_flood
 
 
 def main(names):

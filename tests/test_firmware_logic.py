@@ -222,7 +222,9 @@ def test_unsigned_frames_are_whole_bodies():
 
 def test_golden_status_payload():
     p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10)
-    assert p == bytes.fromhex("020003000400050100000006000000070000000800000009010000000a")
+    assert p == bytes.fromhex("020003000400050100000006000000070000000800000009010000000a00")
+    p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10, frames.S_FLASH_LOW)
+    assert p[-1] == 1 and len(p) == 30
 
 
 # ---- outbox ----------------------------------------------------------------------------------
@@ -288,23 +290,29 @@ def port_for(tmp_path):
 
 
 def feed(port, rec, stream, step=7):
-    for i in range(0, len(stream), step):  # in fragments, as a UART delivers them
+    """The bytes in fragments, as a UART delivers them, then the board loop's service() passes
+    that take the element's steps of the signed command the port took (the emulated chip answers
+    at once: a pass a step)."""
+    for i in range(0, len(stream), step):
         chunk = stream[i : i + step]
         port.feed(chunk, len(chunk), rec)
+    for _ in range(10):
+        port.service(rec)
 
 
 def test_command_port_checks_shoe_signature_and_the_element_counter(tmp_path):
     shoe, port = port_for(tmp_path)
     rec = Recorder()
     other = ec.generate_private_key(ec.SECP256R1())
-    stream = (b"\x13noise\x00" + shoe.ack(5)
-              + shoe.command(frames.C_NEW_SHOE, counter=1)  # counted: element counter + 1
-              + shoe.command(frames.C_NEW_SHOE, counter=1)  # the same again: replayed
-              + shoe.command(frames.C_NEW_SHOE, counter=5)  # from the future
-              + shoe.command(frames.C_NEW_SHOE, counter=2, key=other)  # another key
-              + shoe.command(frames.C_NEW_SHOE, counter=2, shoe_id=8)  # another shoe
-              + shoe.command(frames.C_HELLO) + shoe.command(frames.C_HELLO))  # unsigned
-    feed(port, rec, stream)
+    # one at a time, as a host sends them: a signed command waits for its check in one slot
+    for frame in (b"\x13noise\x00", shoe.ack(5),
+                  shoe.command(frames.C_NEW_SHOE, counter=1),  # counted: element counter + 1
+                  shoe.command(frames.C_NEW_SHOE, counter=1),  # the same again: replayed
+                  shoe.command(frames.C_NEW_SHOE, counter=5),  # from the future
+                  shoe.command(frames.C_NEW_SHOE, counter=2, key=other),  # another key
+                  shoe.command(frames.C_NEW_SHOE, counter=2, shoe_id=8),  # another shoe
+                  shoe.command(frames.C_HELLO), shoe.command(frames.C_HELLO)):  # unsigned
+        feed(port, rec, frame)
     assert rec.calls == [("command", frames.C_ACK, 0, b"\x00\x00\x00\x05"),
                          ("command", frames.C_NEW_SHOE, 1, b""),
                          ("command", frames.C_HELLO, 0, b""), ("command", frames.C_HELLO, 0, b"")]
@@ -333,8 +341,8 @@ def test_a_command_signed_by_the_result_key_authorises_nothing(tmp_path):
     shoe, port = port_for(tmp_path)
     result_key = KeyStore(shoe.store).private_key(0)  # out of the chip's memory: a test's power
     rec = Recorder()
-    feed(port, rec, shoe.command(frames.C_NEW_SHOE, counter=1, key=result_key)
-         + shoe.command(frames.C_ACK, b"\x00\x00\x00\x09", key=result_key))
+    feed(port, rec, shoe.command(frames.C_NEW_SHOE, counter=1, key=result_key))
+    feed(port, rec, shoe.command(frames.C_ACK, b"\x00\x00\x00\x09", key=result_key))
     assert rec.calls == [] and port.refused == 2 and port.counter == 0
     feed(port, rec, shoe.command(frames.C_NEW_SHOE, counter=1))  # the command key's: obeyed
     assert [c[1] for c in rec.calls] == [frames.C_NEW_SHOE] and port.counter == 1
@@ -354,6 +362,66 @@ def test_hello_and_verify_are_rate_limited(tmp_path):
     assert port.owed == 0 and [c[1] for c in rec.calls[6:]] == [frames.C_HELLO] * 3
 
 
+def slow_port(tmp_path, verify_ms=60):
+    """A port on an in-process chip whose Verify takes a real ATECC608's time."""
+    from sabot.virtual import element_emulator as em
+    from sabot.virtual.factory import ChipBus
+    from shoe.element import Element
+
+    shoe = Provisioned(tmp_path)
+    chip = em.Chip(em.KeyStore(shoe.store), sign_ms=0, ecc_ms=verify_ms, cmd_ms=0)
+    port = CommandPort((1, shoe.shoe_id), Element(ChipBus(chip)))
+    port.start()
+    return shoe, port, chip
+
+
+def test_a_flood_of_forged_commands_costs_one_check_and_never_a_wait(tmp_path):
+    """Forged frames that pass every cheap check (this shoe, the counter + 1): the port takes
+    one into its slot and refuses the rest at once, counted; the element's Verify runs from
+    service(), which never waits for it (the emulated chip takes 60 ms, as a real one)."""
+    import time
+
+    shoe, port, _ = slow_port(tmp_path)
+    rec = Recorder()
+    forger = ec.generate_private_key(ec.SECP256R1())
+    forged = shoe.command(frames.C_NEW_SHOE, counter=1, key=forger)
+    t = time.monotonic()
+    port.feed(forged * 50, len(forged) * 50, rec)
+    slowest = time.monotonic() - t
+    assert port.refused == 49 and port.busy()  # one taken, 49 refused before any element work
+    steps = 0
+    while port.busy():
+        t = time.monotonic()
+        port.service(rec)
+        slowest = max(slowest, time.monotonic() - t)
+        steps += 1
+        assert steps < 10_000, "the check never ended"
+    assert slowest < 0.03  # no call waited for the 60 ms Verify
+    assert steps > 2 and rec.calls == [] and port.refused == 50 and port.counter == 0
+    # the genuine command, once the slot is free, is obeyed as before
+    port.feed(shoe.command(frames.C_NEW_SHOE, counter=1), len(forged), rec)
+    port.finish(rec)
+    assert rec.calls == [("command", frames.C_NEW_SHOE, 1, b"")] and port.counter == 1
+
+
+def test_signed_commands_are_rate_limited_and_a_hello_during_a_check_is_owed(tmp_path):
+    shoe, port = port_for(tmp_path)
+    rec = Recorder()
+    for seq in range(1, 7):  # six acks in a second, each checked before the next arrives
+        feed(port, rec, shoe.ack(seq))
+    assert [c[3] for c in rec.calls] == [struct.pack(">I", s) for s in range(1, 5)]
+    assert port.refused == 2  # over four a second: refused without a Verify
+    port._window -= 1000  # a second later
+    resolve = shoe.command(frames.C_RESOLVE, b"\x01")
+    hello = shoe.command(frames.C_HELLO)
+    port.feed(resolve + hello, len(resolve) + len(hello), rec)
+    assert port.owed == 1 and len(rec.calls) == 4  # the hello waits for the check
+    for _ in range(10):
+        port.service(rec)
+    assert [c[1] for c in rec.calls[4:]] == [frames.C_RESOLVE, frames.C_HELLO]
+    assert port.owed == 0 and not port.busy()
+
+
 def test_a_shoe_frame_echoed_back_is_no_command(tmp_path):
     """The direction bit lies under the signature: a shoe frame sent back changes nothing."""
     shoe, port = port_for(tmp_path)
@@ -367,7 +435,7 @@ def test_command_port_drops_an_overlong_run_and_resynchronises(tmp_path):
     shoe, port = port_for(tmp_path)
     rec = Recorder()
     data = b"\x07" * 1000 + b"\x00" + shoe.ack(1)
-    port.feed(data, len(data), rec)
+    feed(port, rec, data, len(data))
     assert [c[0] for c in rec.calls] == ["command"]
 
 

@@ -54,8 +54,88 @@ def started(tmp_path, variant=None):
 def status_of(f):
     p = frames.parse(f)
     names = ("phase", "shoe", "round", "position", "due", "host_counter", "acked",
-             "unacked_from", "unacked_to", "integrity", "refused")
-    return p, dict(zip(names, struct.unpack(">BHHHBIIIIBI", p[6]), strict=True))
+             "unacked_from", "unacked_to", "integrity", "refused", "flags")
+    return p, dict(zip(names, struct.unpack(">BHHHBIIIIBIB", p[6]), strict=True))
+
+
+def serve(app):
+    while app.busy():  # the element checks a signed command from service(), as the loop does
+        app.service()
+
+
+def test_squeeze_status_names_no_due_hand_and_no_position_before_the_reveal(tmp_path):
+    """The status answers any unsigned hello: while frames wait for the reveal it must not say
+    who draws next, nor how many cards the round has had."""
+    shoe, app, link = started(tmp_path, variant=2 | frames.V_SQUEEZE)
+    for t in ("AS", "2H", "2S", "3D", "4C", "5H"):  # the burn, then four cards: a draw is due
+        card(app, t)
+    assert app.hold_from and app.shoe.due() and app.shoe.position == 6
+    link.take()
+    app.host_bytes(shoe.command(frames.C_HELLO, shoe_id=0))
+    _, st = status_of(link.take()[0])
+    assert (st["due"], st["position"], st["flags"]) == (0, 0, frames.S_WITHHELD)
+    app.reveal_button()
+    serve(app)
+    app.host_bytes(shoe.command(frames.C_HELLO))
+    _, st = status_of(next(f for f in link.take() if frames.type_of(f) == frames.T_STATUS))
+    assert st["position"] == 6 and st["due"] == app.shoe.due() != 0 and st["flags"] == 0
+
+
+def test_the_boot_counter_stops_at_its_maximum_and_the_shoe_tilts(tmp_path):
+    from shoe.store import BOOT_MAX
+
+    shoe, app, _ = started(tmp_path)
+    assert app.boot == 1
+    (shoe.flash / "boot").write_bytes(b"%d" % (BOOT_MAX - 2))
+    again = ShoeApp(Flash(str(shoe.flash)), fw.Link(), fw.Link(), shoe.element())
+    again.start()
+    assert again.boot == BOOT_MAX - 1  # the last number a dealing shoe uses
+    for _ in range(2):  # that power-on and every later one
+        last = ShoeApp(Flash(str(shoe.flash)), fw.Link(), fw.Link(), shoe.element())
+        with pytest.raises(ValueError, match="boot counter"):
+            last.start()
+        assert (shoe.flash / "boot").read_bytes() == b"%d" % BOOT_MAX  # never wrapped
+    link = fw.Link()
+    tilted = TiltShoe(Flash(str(shoe.flash)), link, link, None, (), shoe.element())
+    tilted.start()  # what the board starts instead
+    tilted.host_bytes(shoe.command(frames.C_HELLO))
+    p, st = status_of(split(link.data)[0])
+    assert p[3] == BOOT_MAX and st["integrity"] == frames.INTEGRITY_TILT
+
+
+def test_a_new_shoe_is_refused_while_the_flash_could_not_hold_it(tmp_path):
+    from shoe.app import ALARM_FLASH_LOW
+    from shoe.port import REJ_FLASH_LOW
+
+    shoe, app, link = started(tmp_path)
+    tokens = [t for t in cards.shuffled_shoe(8, seed=4) if t != "CUT"][:70]
+    tokens.insert(60, "CUT")
+    for t in tokens:
+        card(app, t)
+        if app.shoe.phase == PH_ENDED:
+            break
+    unacked = app.outbox.done - app.outbox.acked
+    # room for one whole shoe and 4 kept frames, no more: these unacknowledged frames crowd it
+    app.flash.capacity = 8 * 52 * 100 + 4 * (7 + 32 + frames.MAX_CHAINED)
+    assert unacked > 4
+    app.low = -1
+    app.service()  # the board loop's next pass
+    assert link.state[5] == ALARM_FLASH_LOW  # the lamp says so before anyone asks
+    link.take()
+    app.host_bytes(shoe.command(frames.C_HELLO))
+    _, st = status_of(link.take()[0])
+    assert st["flags"] == frames.S_FLASH_LOW
+    app.host_bytes(shoe.command(frames.C_NEW_SHOE))
+    serve(app)
+    rejected = [f for f in link.take() if frames.type_of(f) == frames.T_COMMAND_REJECTED]
+    assert len(rejected) == 1 and frames.parse(rejected[0])[6][0] == REJ_FLASH_LOW
+    assert app.shoe.phase == PH_ENDED and link.state[5] == ALARM_FLASH_LOW
+    app.port._window -= 1000  # a second later
+    app.host_bytes(shoe.ack(app.outbox.done))  # the host stores them: the flash has room again
+    serve(app)
+    app.host_bytes(shoe.command(frames.C_NEW_SHOE))
+    serve(app)
+    assert app.shoe.phase != PH_ENDED and link.state[5] == 0
 
 
 def test_the_card_path_never_waits_and_a_hello_is_answered_after_what_came_before_it(tmp_path):
@@ -110,12 +190,14 @@ def test_ack_is_signed_logged_only_when_it_moves_and_survives_a_reboot(tmp_path)
     shoe, app, _ = started(tmp_path)
     for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
         card(app, t)
-    app.host_bytes(shoe.ack(3))
-    assert app.outbox.acked == 3
-    app.host_bytes(shoe.ack(2))  # older: nothing
-    app.host_bytes(shoe.ack(3) + shoe.command(frames.C_ACK, struct.pack(">I", 4),
-                                               key=ec.generate_private_key(ec.SECP256R1())))
-    assert app.outbox.acked == 3 and app.port.refused == 1
+    for ack in (shoe.ack(3), shoe.ack(2),  # older: nothing
+                shoe.ack(3), shoe.command(frames.C_ACK, struct.pack(">I", 4),
+                                          key=ec.generate_private_key(ec.SECP256R1()))):
+        app.host_bytes(ack)
+        while app.busy():  # the element checks it from service(), as in the board loop
+            app.service()
+        assert app.outbox.acked == 3
+    assert app.port.refused == 1
     again = ShoeApp(Flash(str(shoe.flash)), Link(), Link(), shoe.element())
     again.start()
     assert again.outbox.acked == 3 and [frames.seq_of(f) for f in again.unacked()] == [4]
@@ -147,6 +229,8 @@ def test_new_shoe_compacts_to_a_checkpoint_and_the_unacknowledged_finished_frame
             break
     assert app.shoe.phase == PH_ENDED
     app.host_bytes(shoe.ack(5))
+    while app.busy():
+        app.service()
     held = app.unacked()
     app.host_bytes(shoe.command(frames.C_NEW_SHOE))
     while app.busy():

@@ -157,7 +157,10 @@ def test_decode_status_names_its_fields_and_refuses_a_short_payload():
     assert pr.decode_status(payload) == {
         "phase": "held", "shoe": 2, "round": 14, "integrity": "tilt", "position": 101,
         "due": "player", "host_counter": 17, "acked": 40, "unacked_from": 41, "unacked_to": 44,
-        "refused": 9}
+        "refused": 9, "flash_low": False, "withheld": False}  # a firmware before the flags
+    flagged = pr.decode_status(payload + bytes([pr.S_FLASH_LOW | pr.S_WITHHELD]))
+    assert flagged["flash_low"] and flagged["withheld"]
+    assert not pr.decode_status(payload + b"\x00")["flash_low"]
     with pytest.raises(pr.FrameError):
         pr.decode_status(payload[:-1])
 

@@ -127,12 +127,16 @@ def test_a_whole_shoe_with_acks_and_hellos_holds_no_int_beyond_30_bits(tmp_path)
                 break
             card(app, token)
             if i % 7 == 0:
+                app.port._window -= 1000  # a second later: not over the commands' rate
                 app.host_bytes(shoe.ack(app.sent))
             if i % 50 == 0:
                 app.host_bytes(shoe.command(frames.C_HELLO))
-        app.host_bytes(shoe.command(frames.C_ACK, (2**31 + 5).to_bytes(4, "big")))
-        app.host_bytes(shoe.command(frames.C_RESOLVE, b"\x01", counter=2**31))
-        app.host_bytes(shoe.command(frames.C_NEW_SHOE))
+        for command in (shoe.command(frames.C_ACK, (2**31 + 5).to_bytes(4, "big")),
+                        shoe.command(frames.C_RESOLVE, b"\x01", counter=2**31),
+                        shoe.command(frames.C_NEW_SHOE)):
+            app.host_bytes(command)
+            while app.busy():  # checked by the element from service()
+                app.service()
         while app.busy():
             app.service()
     finally:

@@ -180,6 +180,8 @@ def test_the_link_acks_what_it_stored_signed_and_counts_commands_from_the_status
         assert (ack.seq, ack.key_id, ack.boot, ack.payload) == (0, 0, 0, (1).to_bytes(4, "big"))
         shoe.send(pr.encode_frame(status))  # the next status seals them
         assert link.pump_until(lambda: v.state["last_seq"] == 2, 5)
+        # 0.3 s after the last signed command at the soonest (the shoe checks one at a time)
+        assert link.pump_until(lambda: not link.ack_owed, 2)
         (ack,) = sent()
         assert ack.payload == (2).to_bytes(4, "big") and pr.verify(key.public_key(), ack)
         link.new_shoe()

@@ -1,6 +1,7 @@
 """Virtual board entry: micropython main.py --flash DIR --listen HOST:PORT [--code DIR]
 [--element unix:PATH|tcp:HOST:PORT]  (default $SABOT_ELEMENT: the secure-element emulator)
 [--nor-erase-ms MS [--nor-prog-us US] [--nor-log raw|littlefs]]  (a NOR chip: nor.py)
+[--flash-bytes N]  (the most bytes a flash file may hold: the harness caps them so)
 
 The shoe runs through the same board loop as on a Pico (shoe/loop.py); its io is the simulated
 dealer's channel on stdin (board.py) and the host link, a TCP socket."""
@@ -221,6 +222,7 @@ def main():
         io.lamps.chip = flash.device
     else:
         flash = Flash(flash_dir)
+        flash.capacity = int(arg("--flash-bytes", "0"))  # the harness's cap on every file
     app = make_app(flash, flash_dir, link, io.lamps, code, element)
     try:
         app.start()

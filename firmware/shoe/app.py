@@ -28,9 +28,10 @@ from shoe.dealing import (
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.element import ElementError
 from shoe.outbox import Outbox
-from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
+from shoe.port import REJ_FLASH_LOW, REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
 from shoe.store import (
+    BOOT_MAX,
     CHECKPOINT,
     R_ACK,
     R_CHECKPOINT,
@@ -62,6 +63,11 @@ IN_REVEAL = const(8)  # squeeze: the dealer releases the hands' identities to th
 
 _MAX_SEED = const(64)
 _ELEMENT_RETRIES = const(3)  # failed element steps in a row while a command waits for it
+ALARM_FLASH_LOW = const(14)  # the lamp's alarm: the flash cannot take another shoe (15: tilt)
+# One whole shoe's log, per card of its decks: 8 decks measured 88 bytes a card without an ack
+# (355 cards, 147 frames: I and F records, 31 KB); 100 leaves room for the acks' records.
+_CARD_BYTES = const(100)
+_KEPT_FRAME = const(209)  # an F record a compaction carries over: 7 + 32 + MAX_CHAINED
 
 
 class ShoeApp:
@@ -96,8 +102,10 @@ class ShoeApp:
         self.code_skip = code_skip
         self.integrity = frames.INTEGRITY_UNCHECKED
         self.hold_from = 0  # squeeze: frames from this seq wait for the dealer's reveal (0: none)
+        self.low = -1  # the ended shoe's flash_low(), checked once outside the card path (-1)
         self.identity = load_identity(flash)
         self.port = CommandPort(self.identity, element)
+        self.outbox.other = self.port.abandon  # when a card's frame cannot wait for a check
         self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
         self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
 
@@ -111,6 +119,8 @@ class ShoeApp:
             # The board's main checked the code before importing this module (see shoe/tilt.py).
             self.integrity = frames.INTEGRITY_OK
         self.boot = next_boot(self.flash)
+        if self.boot >= BOOT_MAX:  # the last number frames can carry: the board starts the tilt
+            raise ValueError("the boot counter is at its maximum (%d power-ons)" % BOOT_MAX)
         key_version, shoe_id = self.identity
         o = self.outbox
         o.key_id, o.shoe, o.boot = key_version, frames.shoe_bytes(shoe_id), self.boot
@@ -233,6 +243,7 @@ class ShoeApp:
             return s.resolve(arg)
         elif kind == IN_NEW_SHOE:
             s.new_shoe()
+            self.low = -1
         elif kind == IN_REVEAL:
             self.hold_from = 0  # service() sends what was withheld, in order
         return True
@@ -334,13 +345,16 @@ class ShoeApp:
         """Called by the board loop on every pass: one step of finishing frames with the element
         (never waiting for a Sign), then send what is finished, in order. Allocation-free."""
         o = self.outbox
-        self.port.service(self)
-        if o.done < o.seq:
+        self.port.service(self)  # a command's check takes turns with the frames, step by step
+        if o.done < o.seq and (o.digesting or o.signing or not self.element.pending()):
             try:
                 o.service()
             except ElementError:  # the element failed this step (bus noise): again next pass;
                 self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
+        if self.low < 0 and self.shoe.phase == PH_ENDED:
+            self.low = 1 if self.flash_low() else 0  # the lamp says so before anyone asks
+            self.show()
         # The sector the next card's record may need is erased now, right after a card, never
         # in its path (a raw NOR log; nothing to do for a file).
         self.log.prepare()
@@ -349,7 +363,7 @@ class ShoeApp:
         """Frames wait for the element or the link: the board loop should come back soon."""
         o = self.outbox
         return (o.done < o.seq or (self.sent < o.done and not self.hold_from)
-                or self.port.owed > 0)
+                or self.port.busy())
 
     def settle(self):
         """Wait for the frame the element is working on (the command port needs the element)."""
@@ -398,9 +412,16 @@ class ShoeApp:
         except OSError:
             pass  # no host: the frame stays in the outbox until acknowledged
 
+    def flash_low(self):
+        """A new shoe's rounds would not fit: after the compaction the log holds the frames not
+        yet acknowledged, and a whole shoe's records must fit beside them."""
+        o = self.outbox
+        need = (o.done - o.acked) * _KEPT_FRAME + self.shoe.decks * 52 * _CARD_BYTES
+        return need > self.log.capacity()
+
     def show(self):
         s = self.shoe
-        alarm = s.ir_kind if s.phase == PH_HELD else 0
+        alarm = s.ir_kind if s.phase == PH_HELD else ALARM_FLASH_LOW if self.low > 0 else 0
         self.indicators.show(s.phase, s.due(), s.position, s.shoe_no, s.round_no, alarm,
                              1 if self.hold_from else 0)
 
@@ -461,7 +482,11 @@ class ShoeApp:
                 self.refuse(REJ_NOT_NOW, ftype, counter)
         elif ftype == frames.C_NEW_SHOE:
             if s.phase == PH_ENDED or (s.phase == PH_BURN_FIRST and not s.position):
-                self._input(IN_NEW_SHOE)
+                if self.flash_low():  # the host acknowledges, then asks again
+                    self.low = 1
+                    self.refuse(REJ_FLASH_LOW, ftype, counter)
+                else:
+                    self._input(IN_NEW_SHOE)
             else:
                 self.refuse(REJ_NOT_NOW, ftype, counter)
         else:
@@ -501,6 +526,13 @@ class ShoeApp:
         s = self.shoe
         o = self.outbox
         pending = o.pending()
-        self._send_one(frames.T_STATUS, s.phase, s.shoe_no, s.round_no, s.position, s.due(),
+        # Squeeze: a status answers any unsigned hello, so who draws next (and how far the round
+        # has gone) would tell the cable what the withheld frames hide.
+        flags = frames.S_WITHHELD if self.hold_from else 0
+        if self.flash_low():
+            flags |= frames.S_FLASH_LOW
+        hidden = flags & frames.S_WITHHELD
+        self._send_one(frames.T_STATUS, s.phase, s.shoe_no, s.round_no,
+                       0 if hidden else s.position, 0 if hidden else s.due(),
                        self.port.counter, o.acked, o.acked + 1 if pending else 0,
-                       o.done if pending else 0, self.integrity, self.port.refused)
+                       o.done if pending else 0, self.integrity, self.port.refused, flags)

@@ -48,6 +48,10 @@ class BlockLog:
         self.off = 0
         self.ready = -1  # the sector after the head, once erased this power-on
 
+    def capacity(self):
+        """A log lives in one half (a compaction writes the other)."""
+        return self.half * self.sector
+
     # ---- reading (boot, and frames that left RAM: may allocate) --------------------------------
     def _read(self, block, off):
         if off + 7 > self.sector:

@@ -211,7 +211,7 @@ class Element:
             self._rx_view(1, n)
         self._awake = False
         self._woke = 0
-        self._pending = 0  # the opcode of a queued command (SIGN, SHA), 0 none
+        self._pending = 0  # the opcode of a queued command (SIGN, SHA, VERIFY), 0 none
         self._sent = 0
         self._sent_op = INFO
         # a queued SHA: the data buf[at:end], the digest's destination, the step (0 start sent,
@@ -486,8 +486,25 @@ class Element:
             raise ElementError(NO_RESPONSE)
         return count
 
+    def verify_start(self, slot, buf, at):
+        """Queue a Verify of the signature buf[at:at + 64] over TempKey (where sha_queue left a
+        digest) with the public key stored in `slot`; poll verify_ready. Allocation-free."""
+        _copy(self._tx, 6, buf, at, 64)
+        self._send(VERIFY, _MODE_VERIFY_STORED, slot, None, 64)
+        self._pending = VERIFY
+
+    def verify_ready(self):
+        """0 while the chip computes; then 1 when the signature holds, 2 when it does not."""
+        if self._pending != VERIFY:
+            raise ElementError(NOT_QUEUED)
+        count = self._poll_pending()
+        if count < 0:
+            return 0
+        self._pending = 0
+        return 1 if self._check(count, 1) == OK else 2
+
     def pending(self):
-        """Whether a queued command (Sign or SHA) is outstanding."""
+        """Whether a queued command (Sign, SHA or Verify) is outstanding."""
         return self._pending != 0
 
     def verify_external(self, digest32, sig64, pubkey64):

@@ -81,6 +81,10 @@ INTEGRITY_UNCHECKED = const(0)  # a development run from source: no MANIFEST to 
 INTEGRITY_OK = const(1)
 INTEGRITY_TILT = const(2)
 
+# Status flags (the status payload's last byte)
+S_FLASH_LOW = const(1)  # the flash cannot take another whole shoe: a new shoe is refused
+S_WITHHELD = const(2)  # squeeze: due and position are sent as 0 until the reveal
+
 
 def signed(ftype):
     """Every frame is signed but initial_cards (sealed by the next signed frame), the update
@@ -233,10 +237,10 @@ def command_rejected_into(buf, at, reason, ftype, counter):
 
 
 def status_into(buf, at, phase, shoe_no, round_no, position, due, host_counter, acked,
-                unacked_from, unacked_to, integrity, refused):
-    struct.pack_into(">BHHHBIIIIBI", buf, at, phase, shoe_no, round_no, position, due,
-                     host_counter, acked, unacked_from, unacked_to, integrity, refused)
-    return 29
+                unacked_from, unacked_to, integrity, refused, flags=0):
+    struct.pack_into(">BHHHBIIIIBIB", buf, at, phase, shoe_no, round_no, position, due,
+                     host_counter, acked, unacked_from, unacked_to, integrity, refused, flags)
+    return 30
 
 
 def integrity_into(buf, at, state, digest):

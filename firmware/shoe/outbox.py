@@ -46,6 +46,7 @@ class Outbox:
         self.building = self._ring[1 % slots]  # where begin() put the newest body
         self._len = bytearray(slots)  # the frame's length in its slot (its body's until finished)
         self._seq_in = [0] * slots  # the seq each slot holds (0: none)
+        self.other = None  # ends another's job in the element (the command port's check)
 
     # ---- where a frame lives ------------------------------------------------------------------
     def buf(self, seq):
@@ -126,6 +127,8 @@ class Outbox:
             raise
         if seq > self.seq:
             return 0
+        if self.other is not None and el.pending():
+            self.other()  # a wait for the element (begin, finish_all): its job gives way
         ring = self.buf(seq)
         # The header is filled in now: the chain, and this boot's number and key (a body left
         # unfinished by a power cut is finished, and first sent, in a later boot).

@@ -7,8 +7,12 @@ accepted the shoe increments that monotonic counter in the element, so a recorde
 never be played again, not even after a reflash. A refused frame costs nothing but a count: no
 flash write, no sequence number. Used by the dealing shoe and the tilted shoe alike.
 
-Verifying a command needs the element free: a queued Sign of a shoe frame is waited for first
-(shoe.settle()). That delay is acceptable for a command, never for a card."""
+Anyone on the cable can forge a frame that passes the cheap checks (the shoe id and the counter
++ 1 are in every status), and each would cost the element a Verify (~60 ms). So a signed command
+is only *taken* here, into one preallocated slot, at most _SIGNED_PER_S a second; `service()`
+checks it one element step a call (SHA of the body, then Verify), between the outbox's frames,
+never waiting. What arrives while the slot is taken or over the rate is refused and counted: the
+board loop, and with it the next card's lamps, never waits for a forger."""
 
 from shoe import cobs, frames
 from shoe.element import ElementError, ticks_diff, ticks_ms  # (CPython's clock in tests)
@@ -22,13 +26,20 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 # Why an authentic command was refused (the command_rejected frame's reason)
 REJ_NOT_NOW = const(4)
 REJ_UNKNOWN = const(5)
+REJ_FLASH_LOW = const(6)  # a new shoe the flash could not hold (app.flash_low)
 
 COMMAND_KEY_SLOT = const(9)  # the host command key's public half: a 72-byte slot of the element
 _COUNTER = const(0)  # the element's monotonic counter that numbers counted commands
 _HELLOS_PER_S = const(5)
 _VERIFIES_PER_S = const(1)
+_SIGNED_PER_S = const(4)  # signed commands taken for the element's check: <= 1/4 of its time
 _OWED_MAX = const(4)  # hellos over the rate kept to answer later: a waiting host gets its status
 _ANY = bytes(4)  # the shoe id of a hello to whichever shoe is on the port
+# the slot's signed command: none, taken (waiting for the element), its body digested, verified
+_FREE = const(0)
+_TAKEN = const(1)
+_DIGESTING = const(2)
+_VERIFYING = const(3)
 
 
 def uncounted(ftype):
@@ -45,7 +56,8 @@ class CommandPort:
         self.element = element
         self.counter = 0  # the element's command counter: the last counted command accepted
         self.refused = 0  # frames refused since boot: not a command, not ours, bad signature,
-        # a stale counter, a hello or verify over the rate limit
+        # a stale counter, a command or hello or verify over the rate limit or while the slot
+        # is taken
         self._rx = bytearray(frames.MAX_ENCODED)
         self._n = 0
         self._frame = bytearray(frames.MAX_FRAME)
@@ -53,7 +65,15 @@ class CommandPort:
         self._window = ticks_ms()
         self._hellos = 0
         self._verifies = 0
+        self._signed = 0
         self.owed = 0  # hellos over the rate, answered when the rate allows
+        # the slot: a signed command's frame (swapped with _frame, never copied) and its fields
+        self._held = bytearray(frames.MAX_FRAME)
+        self._held_body = 0  # its body's length: the signature follows
+        self._held_type = 0
+        self._held_counter = 0
+        self._held_payload = b""
+        self._job = _FREE
 
     def start(self):
         """Read the command counter out of the element once; the port tracks it from then on."""
@@ -79,6 +99,7 @@ class CommandPort:
     def consume(self, shoe):
         """Use up the next command counter without a command (a supervisor's resolution at the
         shoe). Not in the card path."""
+        self.finish(shoe)  # a command taken before the resolution goes first
         shoe.settle()  # the element does one thing at a time
         try:
             self.counter = self.element.counter_increment(_COUNTER)
@@ -86,21 +107,89 @@ class CommandPort:
             pass  # bus noise: the withheld command stays possible until the next one moves it
 
     def service(self, shoe):
-        """Answer a hello owed from a burst once the rate allows. Allocation-free."""
-        if self.owed and not self._over_rate(frames.C_HELLO):
+        """One step of the taken command's check, never a wait; else answer a hello owed once the
+        rate allows. Allocation-free but for the command obeyed."""
+        if self._job:
+            self._step(shoe)
+        elif self.owed and not self._over_rate(frames.C_HELLO):
             self.owed -= 1
             shoe.command(frames.C_HELLO, 0, b"")
+
+    def busy(self):
+        """A command is being checked or a hello is owed: come back soon."""
+        return self._job != _FREE or self.owed > 0
+
+    def finish(self, shoe):
+        """The taken command's check to its end, waiting for the element (for a supervisor's
+        resolution or a regulator's challenge, which need the element next; never a card)."""
+        while self._job:
+            if self._job == _TAKEN and self.element.pending():
+                shoe.settle()  # the frame the element is finishing
+            self._step(shoe)
+
+    def abandon(self):
+        """Drop the taken command's check, refused (its answer waited for): the outbox needs the
+        element at once (every RAM slot holds an unfinished frame)."""
+        el = self.element
+        while self._job > _TAKEN:
+            try:
+                done = el.verify_ready() if self._job == _VERIFYING else el.sha_ready()
+            except ElementError:
+                done = True
+            if done:
+                self._job = _FREE
+                self.refused += 1
+
+    def _step(self, shoe):
+        el = self.element
+        verdict = 0  # 1 authentic, 2 not (or the element failed: the host sends again)
+        try:
+            if self._job == _TAKEN:
+                if el.pending():
+                    return  # the outbox's frame first: the element does one thing at a time
+                el.sha_queue(self._held, 0, self._held_body, self._digest)  # into TempKey
+                self._job = _DIGESTING
+            elif self._job == _DIGESTING:
+                if el.sha_ready():  # the Verify at once: nothing else may take TempKey between
+                    el.verify_start(COMMAND_KEY_SLOT, self._held, self._held_body)
+                    self._job = _VERIFYING
+            else:
+                verdict = el.verify_ready()
+        except ElementError:
+            verdict = 2
+        if verdict:
+            self._job = _FREE
+            if verdict == 1:
+                self._obey(shoe)
+            else:
+                self.refused += 1
+
+    def _obey(self, shoe):
+        ftype, counter = self._held_type, self._held_counter
+        if ftype != frames.C_ACK:
+            if counter != self.counter + 1:
+                self.refused += 1  # the counter moved meanwhile (a supervisor's resolution)
+                return
+            try:
+                self.counter = self.element.counter_increment(_COUNTER)
+            except ElementError:  # not counted in the element: not obeyed (the host sends again)
+                self.refused += 1
+                return
+        shoe.command(ftype, counter, self._held_payload)
 
     def _over_rate(self, ftype):
         now = ticks_ms()
         if ticks_diff(now, self._window) >= 1000:
             self._window = now
-            self._hellos = self._verifies = 0
+            self._hellos = self._verifies = self._signed = 0
         if ftype == frames.C_HELLO:
             self._hellos += 1
             return self._hellos > _HELLOS_PER_S
-        self._verifies += 1
-        return self._verifies > _VERIFIES_PER_S
+        if ftype == frames.C_INTEGRITY:
+            self._verifies += 1
+            return self._verifies > _VERIFIES_PER_S
+        self._signed += 1
+        return self._signed > _SIGNED_PER_S
 
     def _check(self, shoe):
         n = cobs.decode_into(self._rx, self._n, self._frame)
@@ -112,7 +201,7 @@ class CommandPort:
         if p is None:
             self.refused += 1
             return
-        ftype, key_id, _, _, counter, _, payload, sig = p
+        ftype, key_id, _, _, counter, _, payload, _ = p
         # 0: any shoe (the id is compared by byte: see frames.shoe_bytes)
         mine = frames.same_shoe(frame, self._shoe) or (frames.same_shoe(frame, _ANY)
                                                       and uncounted(ftype))
@@ -128,36 +217,29 @@ class CommandPort:
                 self.refused += 1
             return
         if uncounted(ftype):
-            if not self._over_rate(ftype):
+            if ftype == frames.C_INTEGRITY and self._job:
+                self.finish(shoe)  # its answer is signed: the element must be free
+            if not self._job and not self._over_rate(ftype):
                 shoe.command(ftype, counter, payload)
             elif ftype == frames.C_HELLO and self.owed < _OWED_MAX:
-                self.owed += 1  # a burst: answered later, at the allowed rate
+                self.owed += 1  # a burst, or a command in the element: answered later
             else:
                 self.refused += 1
             return
-        counted = ftype != frames.C_ACK  # an ack only moves forward: a replayed one does nothing
-        if counted and counter != self.counter + 1:
+        # an ack only moves forward: a replayed one does nothing, its counter is not checked
+        if ftype != frames.C_ACK and counter != self.counter + 1:
             self.refused += 1  # stale or from the future: refused before the costly check
             return
-        if not self._authentic(shoe, frame, sig):
-            self.refused += 1
+        if self._job or self._over_rate(ftype):
+            self.refused += 1  # the slot is taken, or a flood: the element is not theirs
             return
-        if counted:
-            try:
-                self.counter = self.element.counter_increment(_COUNTER)
-            except ElementError:  # not counted in the element: not obeyed (the host sends again)
-                self.refused += 1
-                return
-        shoe.command(ftype, counter, payload)
-
-    def _authentic(self, shoe, frame, sig):
-        el = self.element
-        shoe.settle()  # a queued Sign first: the element does one thing at a time
-        try:
-            el.sha_from(frame, 0, len(frame) - frames.SIG_LEN, self._digest, False)
-            return el.verify_stored(COMMAND_KEY_SLOT, self._digest, sig)
-        except ElementError:  # noise on the bus: refused, the host sends again
-            return False
+        # taken: the slot's buffer and the receive buffer swap (the payload is parse's copy)
+        self._held, self._frame = self._frame, self._held
+        self._held_body = n - frames.SIG_LEN
+        self._held_type = ftype
+        self._held_counter = counter
+        self._held_payload = payload
+        self._job = _TAKEN
 
 
 def sign_into(element, slot, buf, n):

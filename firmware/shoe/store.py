@@ -32,6 +32,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 IDENTITY_FILE = "identity"  # shoe_id(4) key_version(2), written by host provisioning; not secret
 _BOOT_FILE = "boot"
 _IDENTITY_LEN = const(6)
+BOOT_MAX = const(0xFFFF)  # frames carry the boot counter in 2 bytes
 
 R_INPUT = const(0x49)  # 'I': one input and the frame bodies it produced, all or nothing
 R_FINAL = const(0x46)  # 'F': a finished frame (digest, frame), logged before it is sent
@@ -119,9 +120,21 @@ class Flash:
     def __init__(self, root, log_device=None):
         self.root = root.rstrip("/")
         self.log_device = log_device  # (block device, first, count): raw sectors for the log
+        self.capacity = 0  # the log file's most bytes, when the board knows it (0: the free space)
 
     def path(self, name):
         return self.root + "/" + name
+
+    def log_capacity(self, log_size):
+        """The bytes a log file may grow to: `capacity` when the board knows it (the virtual
+        board's cap), else what the filesystem has free beside the log."""
+        if self.capacity:
+            return self.capacity
+        try:
+            st = os.statvfs(self.root)
+            return min(st[4], (1 << 29) // st[0]) * st[0] + log_size  # small ints only
+        except (OSError, AttributeError):
+            return 1 << 29  # no way to tell: never refuse a shoe for it
 
     def read(self, name):
         try:
@@ -189,6 +202,9 @@ class RecordLog:
                 dst.write(chunk)
                 left -= len(chunk)
         os.rename(tmp, self.flash.path(self.name))
+
+    def capacity(self):
+        return self.flash.log_capacity(self.size)
 
     def prepare(self):
         """Nothing to do ahead of time for a file (see BlockLog.prepare)."""
@@ -302,11 +318,15 @@ def write_identity(flash, shoe_id, key_version):
 
 
 def next_boot(flash):
-    """Count this power-on in flash and return its number (frames carry it)."""
+    """Count this power-on in flash and return its number (frames carry it). It stops at
+    BOOT_MAX, in flash too: a wrapped counter would make every later frame look older than the
+    host's last (boot_backwards). The dealing shoe refuses that boot (the shoe tilts)."""
     raw = flash.read(_BOOT_FILE)
-    boot = (int(raw) if raw else 0) + 1
-    flash.write_atomic(_BOOT_FILE, str(boot).encode())
-    return boot
+    last = int(raw) if raw else 0
+    if last >= BOOT_MAX:
+        return BOOT_MAX
+    flash.write_atomic(_BOOT_FILE, str(last + 1).encode())
+    return last + 1
 
 
 def copy_into(dst, d, src, s, n):

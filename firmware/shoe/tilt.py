@@ -90,6 +90,7 @@ class TiltShoe:
         o = Outbox(open_log(self.flash), self.element)
         o.key_id, o.shoe, o.boot = key_version, frames.shoe_bytes(shoe_id), self.boot
         o.slot = result_slot(key_version)
+        o.other = self.port.abandon  # when the outbox cannot wait for a command's check
         raw = self.flash.read("variant")
         squeeze = raw and raw[0] & frames.V_SQUEEZE
         hold = 0
@@ -137,11 +138,11 @@ class TiltShoe:
         self.show()
 
     def service(self, now=0):
-        self.port.service(self)  # a hello owed from a burst
+        self.port.service(self)  # a command's check, step by step; a hello owed from a burst
         o = self.outbox
         if o is None:
             return
-        if o.done < o.seq:
+        if o.done < o.seq and (o.digesting or o.signing or not self.element.pending()):
             try:
                 o.service()
             except Exception:
@@ -151,7 +152,7 @@ class TiltShoe:
 
     def busy(self):
         o = self.outbox
-        return self.port.owed > 0 or (o is not None and o.done < o.seq)
+        return self.port.busy() or (o is not None and o.done < o.seq)
 
     def settle(self):
         if self.outbox is not None:

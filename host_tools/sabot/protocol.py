@@ -70,7 +70,8 @@ VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 SOURCES = ("supervisor", "host")
 # why the shoe refused an authentic command (frames failing authentication are only counted)
 COMMAND_REJECTIONS = ("", "bad_signature", "replayed", "not_for_this_shoe", "not_now",
-                      "unknown_command")
+                      "unknown_command", "flash_low")
+S_FLASH_LOW, S_WITHHELD = 1, 2  # status flags
 # what a maintenance frame records, and why an update was refused (shoe/update.py)
 MAINTENANCE = ("", "update_begun", "update_applied", "update_refused", "rekey",
                "rekey_certificate")
@@ -243,15 +244,19 @@ def _name(names: tuple[str, ...], code: int) -> str | int:
 
 def decode_status(payload: bytes) -> dict[str, Any]:
     """A status frame's payload: where the shoe stands and what it holds unacknowledged."""
+    if len(payload) == 29:
+        payload += b"\x00"  # a firmware before the flags byte
     try:
         (phase, shoe, rnd, position, due, host_counter, acked, first, last, integ,
-         refused) = struct.unpack(">BHHHBIIIIBI", payload)
+         refused, flags) = struct.unpack(">BHHHBIIIIBIB", payload)
     except struct.error:
         raise FrameError("malformed_payload") from None
     return {"phase": _name(PHASES + ("tilt",), phase), "shoe": shoe, "round": rnd,
             "integrity": _name(INTEGRITY, integ), "position": position, "due": _name(DUE, due),
             "host_counter": host_counter, "acked": acked, "unacked_from": first,
-            "unacked_to": last, "refused": refused}
+            "unacked_to": last, "refused": refused,
+            "flash_low": bool(flags & S_FLASH_LOW),  # a new shoe is refused until acks free it
+            "withheld": bool(flags & S_WITHHELD)}  # squeeze: due and position are not sent
 
 
 def decode_payload(f: Frame) -> tuple[str, dict[str, Any]]:

@@ -16,6 +16,9 @@ from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, Port, ShoePort
 HELLO_EVERY = 2.0  # seconds of silence before asking the shoe to resend what it holds
 ANSWER_WAIT = 0.5  # seconds to wait for the status answering a hello before asking again
 ASK_EVERY = 0.1  # seconds between hellos while waiting for the shoe to get somewhere
+# seconds between two signed commands: the shoe checks one at a time (a Verify in its element,
+# ~60 ms), at most 4 a second, and refuses what comes while one waits (docs/PROTOCOL.md)
+SIGNED_GAP = 0.3
 
 
 class HostLink:
@@ -39,6 +42,8 @@ class HostLink:
         self.counter = 0
         self.last_rx = 0.0
         self.acked = 0
+        self.ack_owed = False  # an ack held back: too soon after the last signed command
+        self.signed_at = -SIGNED_GAP  # when the last signed command went
         self.hellos = 0
         self.rx_bytes = 0  # everything read from the port, frames or not
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
@@ -91,6 +96,8 @@ class HostLink:
             if self.command_key is None:
                 raise SabotError("a command key is needed to sign commands to the shoe (--key)")
             key = self.command_key.private_key
+            time.sleep(max(0.0, self.signed_at + SIGNED_GAP - time.monotonic()))
+            self.signed_at = time.monotonic()
         self.write(pr.command(key, self.validator.shoe_id, counter, ftype, payload))
 
     def hello(self) -> None:
@@ -114,6 +121,8 @@ class HostLink:
         if not chunks:
             if now - self.last_rx > self.hello_every:
                 self.hello()
+            if self.ack_owed:
+                self._ack(self.validator.state["last_seq"])
             return []
         self.last_rx = now
         self.rx_bytes += sum(len(c) for c in chunks)
@@ -127,10 +136,19 @@ class HostLink:
         last = self.validator.state["last_seq"]
         resent = any(v == "resent" for _, v, _ in results)
         if (self.validator.status is not None and self.command_key is not None
-                and (last > self.acked or resent)):
-            self._command(pr.C_ACK, last.to_bytes(4, "big"), counted=False)  # signed, uncounted
-            self.acked = last
+                and (last > self.acked or resent or self.ack_owed)):
+            self._ack(last)
         return results
+
+    def _ack(self, last: int) -> None:
+        """Acknowledge up to `last` (signed, uncounted), or later when a signed command went
+        less than SIGNED_GAP ago: never a wait in the read loop."""
+        if time.monotonic() - self.signed_at < SIGNED_GAP:
+            self.ack_owed = True
+            return
+        self.ack_owed = False
+        self._command(pr.C_ACK, last.to_bytes(4, "big"), counted=False)
+        self.acked = last
 
     def pump_until(self, done: Callable[[], bool], timeout: float, wait: float = TIMEOUT) -> bool:
         """Pump until done() holds; False if it still does not after `timeout` seconds."""
@@ -179,4 +197,10 @@ class HostLink:
         return done is not None
 
     def close(self) -> None:
+        if self.ack_owed and not self.port.closed:  # what this link stored, acknowledged
+            time.sleep(max(0.0, self.signed_at + SIGNED_GAP - time.monotonic()))
+            try:
+                self._ack(self.validator.state["last_seq"])
+            except OSError:
+                pass  # the port went away: the shoe resends them to the next host
         self.port.close()

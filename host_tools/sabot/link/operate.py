@@ -140,7 +140,8 @@ class Operation:
                "round": st["round"], "position": st["position"], "due": st["due"],
                "unacknowledged": unacked, "integrity": st["integrity"],
                "boot": self.link.status_boot, "acked": st["acked"],
-               "host_counter": st["host_counter"], "refused": st["refused"]}
+               "host_counter": st["host_counter"], "refused": st["refused"],
+               "flash_low": st.get("flash_low", False), "withheld": st.get("withheld", False)}
         inv = self.validator.state.get("inventory") or {}
         if st["phase"] == "held":
             out["pending"] = inv.get("held")  # the irregularity, as this store saw it
@@ -254,9 +255,15 @@ def format_status(st: dict[str, Any]) -> str:
         pending = f"; pending {st['pending']['kind']}" + (f" ({card})" if card else "")
     elif st["phase"] == "held":
         pending = "; an irregularity is pending"
-    return (f"shoe id {st['shoe_id']:#010x}: shoe {st['shoe']} round {st['round']}, card "
-            f"{st['position']}, {st['phase']}{due}{pending}; {st['unacknowledged']} "
+    card = "card withheld (squeeze)" if st.get("withheld") else f"card {st['position']}"
+    line = (f"shoe id {st['shoe_id']:#010x}: shoe {st['shoe']} round {st['round']}, {card}, "
+            f"{st['phase']}{due}{pending}; {st['unacknowledged']} "
             f"unacknowledged; integrity {st['integrity']}; boot {st['boot']}")
+    if st.get("flash_low"):
+        line += ("\nFLASH LOW: the shoe's flash cannot hold another shoe beside its "
+                 f"{st['unacknowledged']} unacknowledged frames; a new shoe is refused until a "
+                 "host stores and acknowledges them (sabot validate)")
+    return line
 
 
 ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port

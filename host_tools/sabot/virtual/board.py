@@ -316,6 +316,8 @@ class VirtualBoard:
                     "--element", address]
             if self.nor_erase_ms is not None:
                 cmd += ["--nor-erase-ms", str(self.nor_erase_ms), "--nor-log", self.nor_log]
+            if flash_bytes:
+                cmd += ["--flash-bytes", str(flash_bytes)]  # the shoe knows its flash's size
         env["SABOT_ELEMENT"] = address
         def full_flash() -> None:
             import resource

@@ -1,0 +1,51 @@
+"""A forger floods the shoe's link with counted commands that pass every cheap check (this shoe's
+id, the counter + 1 from a status, a bad signature): the lamps still answer each card at once, and
+the refusals are counted (docs/PROTOCOL.md). make bench's `flood` section gives the figures."""
+
+import time
+
+import pytest
+
+from kit import SIGN_MS, provision_shoe
+from kit.flood import Flood
+from kit.procs import free_port_for_tests
+
+
+@pytest.mark.board
+def test_lamps_keep_up_with_the_cards_under_a_flood_of_forged_commands(tmp_path):
+    from sabot.audit.validator import Validator
+    from sabot.game import cards
+    from sabot.link.host import HostLink
+    from sabot.virtual.board import Dealer, VirtualBoard
+
+    key, flash, config, _ = provision_shoe(tmp_path)
+    # the emulated element's Verify takes a real chip's 60 ms: the cost a forged frame once
+    # put inside the board loop
+    board = VirtualBoard(flash, port=free_port_for_tests(), sign_ms=SIGN_MS).start()
+    flood = Flood(board.host, board.port, config.shoe_id, rate=300)
+    try:
+        dealer = Dealer(board, cards.shuffled_shoe(8, seed=21))
+        board.wait(lambda s: True)
+        flood.start()
+        assert flood.ready.wait(10), "the forger got no status"
+        waits = []  # the card's bytes sent -> its lamps, as the dealer sees them
+        while board.indicator[2] < 12:
+            position, sent = board.indicator[2], time.monotonic()
+            dealer.step()
+            if board.indicator[2] > position:
+                waits.append(time.monotonic() - sent)
+            time.sleep(0.03)
+        flood.stop()
+        v = Validator(config, str(tmp_path / "audit.db"))
+        link = HostLink(board.url, v, key)
+        st = link.ask(5)
+        link.close()
+        v.store.close()
+    finally:
+        flood.stop()
+        board.stop()
+    assert flood.sent > 50 and st is not None
+    # Before the slot, each forged frame held the loop for a Verify: the median card waited
+    # ~110 ms. The bound is generous for a loaded test machine.
+    assert max(waits) < 0.06, sorted(waits)
+    assert st["refused"] > flood.sent // 2  # nearly all refused at no cost, each counted
