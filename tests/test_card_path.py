@@ -5,8 +5,10 @@ over a whole 8-deck shoe), and a whole shoe fits a small heap (firmware compiled
 
 The small heap was 64 KB before the secure element; on the 64-bit unix port the element driver
 and its socket bus take ~17 KB of it as loaded .mpy (bytecode and qstrs, which a board's frozen
-firmware keeps in flash), and loading fragments the heap, so the bound is now 96 KB: a whole shoe
-runs from 84 KB up (measured; see the firmware section of tests/bench.py)."""
+firmware keeps in flash), and loading fragments the heap, so the bound was 96 KB; the command
+port's one-command check slot (verified from service(), issue 20), the status flags and the
+ring's room for a maintenance frame (30 B more a slot) put it at 100 KB: a whole shoe runs from
+98 KB up (measured; see the firmware section of tests/bench.py)."""
 
 import re
 
@@ -94,7 +96,7 @@ def test_heap_lock_would_catch_an_allocation(mpy, tmp_path):
     assert mpy(probe).stdout.strip() == b"caught"
 
 
-SMALL_HEAP = "96K"
+SMALL_HEAP = "100K"
 
 
 @pytest.mark.board
@@ -102,7 +104,6 @@ SMALL_HEAP = "96K"
 def test_whole_shoe_in_a_small_heap_with_no_host_acknowledging(mpy, mpy_build, shoe_flash,
                                                              element):
     f = run(mpy, shoe_flash, element, "lock", heapsize=SMALL_HEAP, path=[mpy_build])
-    print("FIG", f)
     assert f["alloc_failures"] == 0
 
 

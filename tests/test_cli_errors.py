@@ -94,7 +94,6 @@ def test_other_bad_arguments_fail_in_one_line(cli, tmp_path):
     assert "cannot write capture" in r.stderr and not (tmp_path / "a.db").exists()
     one_line_failure(cli("board", "--listen", "127.0.0.1:99999", "--flash", tmp_path / "f",
                          "--key", key))
-    one_line_failure(cli("board", "--maintenance", "--flash", tmp_path / "f", "--key", key))
     import socket
 
     with socket.socket() as s:

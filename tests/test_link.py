@@ -118,9 +118,16 @@ def tampered(parts, chained, how, k, other_key=None):
 def test_tampered_capture_is_rejected_with_its_reason(demo, how, reasons, later_accepted):
     d, _ = demo
     parts, chained = split((d / "capture.bin").read_bytes())
-    k = len(chained) // 2
-    while not pr.parse(pr.decode_frame(parts[chained[k]])).signed:
-        k += 1  # a signed frame (an unsigned one is sealed by the next: see test_signatures)
+    statuses = [i for i, p in enumerate(parts) if pr.parse(pr.decode_frame(p)).type == pr.T_STATUS]
+
+    def run_after(k):  # chained frames after chained[k] before the next status
+        end = next((i for i in statuses if i > chained[k]), len(parts))
+        return sum(1 for i in chained if chained[k] < i < end)
+
+    # a signed frame (an unsigned one is sealed by the next: see test_signatures) in the middle
+    # of the capture with a long run of frames before the next status (hellos come every 2 s)
+    k = max((k for k in range(len(chained) // 4, len(chained) - 4)
+             if pr.parse(pr.decode_frame(parts[chained[k]])).signed), key=run_after)
     other = ec.generate_private_key(ec.SECP256R1())
     r, out = replay(d, tampered(parts, chained, how, k, other), f"{how}.bin")
     assert r.returncode != 0 and "Traceback" not in r.stderr

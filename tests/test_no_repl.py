@@ -99,3 +99,10 @@ def test_a_provisioned_shoe_that_lost_its_identity_is_not_blank(tmp_path):
         assert board.proc.poll() is None
     finally:
         board.stop()
+    (root / "main.py").unlink()  # no firmware at all: still no REPL on a provisioned board
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root)
+    try:
+        board.wait_line("nothing runs and no REPL is offered")
+        assert not port_accepts(port) or b">>>" not in flood(port, 0.5)
+    finally:
+        board.stop()

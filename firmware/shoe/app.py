@@ -345,6 +345,7 @@ class ShoeApp:
         """Called by the board loop on every pass: one step of finishing frames with the element
         (never waiting for a Sign), then send what is finished, in order. Allocation-free."""
         o = self.outbox
+        idle = not self.busy()  # a pass with nothing to finish or send: no card's path
         self.port.service(self)  # a command's check takes turns with the frames, step by step
         if o.done < o.seq and (o.digesting or o.signing or not self.element.pending()):
             try:
@@ -352,8 +353,10 @@ class ShoeApp:
             except ElementError:  # the element failed this step (bus noise): again next pass;
                 self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
-        if self.low < 0 and self.shoe.phase == PH_ENDED:
-            self.low = 1 if self.flash_low() else 0  # the lamp says so before anyone asks
+        if idle and self.low < 0 and self.shoe.phase == PH_ENDED:
+            # the lamp says so before anyone asks (statvfs allocates: an idle pass, after the
+            # shoe end's frames are out)
+            self.low = 1 if self.flash_low() else 0
             self.show()
         # The sector the next card's record may need is erased now, right after a card, never
         # in its path (a raw NOR log; nothing to do for a file).

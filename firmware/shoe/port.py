@@ -40,6 +40,9 @@ _FREE = const(0)
 _TAKEN = const(1)
 _DIGESTING = const(2)
 _VERIFYING = const(3)
+# checked while the outbox needed the element, its verdict kept in the job (1 authentic, 2 not):
+# obeyed at the next service()
+_DECIDED = const(4)
 
 
 def uncounted(ftype):
@@ -128,23 +131,31 @@ class CommandPort:
             self._step(shoe)
 
     def abandon(self):
-        """Drop the taken command's check, refused (its answer waited for): the outbox needs the
-        element at once (every RAM slot holds an unfinished frame)."""
+        """The outbox needs the element at once (every RAM slot holds an unfinished frame): the
+        check under way is taken to its verdict now (at most a SHA end and a Verify), and the
+        command obeyed at the next service(), never from inside the outbox (a host's ack lost
+        to a busy shoe would have it resend everything it holds)."""
         el = self.element
-        while self._job > _TAKEN:
+        while _TAKEN < self._job < _DECIDED:
             try:
-                done = el.verify_ready() if self._job == _VERIFYING else el.sha_ready()
+                if self._job == _DIGESTING:
+                    if el.sha_ready():
+                        el.verify_start(COMMAND_KEY_SLOT, self._held, self._held_body)
+                        self._job = _VERIFYING
+                else:
+                    verdict = el.verify_ready()
+                    if verdict:
+                        self._job = _DECIDED + verdict - 1
             except ElementError:
-                done = True
-            if done:
-                self._job = _FREE
-                self.refused += 1
+                self._job = _DECIDED + 1
 
     def _step(self, shoe):
         el = self.element
         verdict = 0  # 1 authentic, 2 not (or the element failed: the host sends again)
         try:
-            if self._job == _TAKEN:
+            if self._job >= _DECIDED:
+                verdict = self._job - _DECIDED + 1
+            elif self._job == _TAKEN:
                 if el.pending():
                     return  # the outbox's frame first: the element does one thing at a time
                 el.sha_queue(self._held, 0, self._held_body, self._digest)  # into TempKey

@@ -45,4 +45,12 @@ class Host:
         self.app.host_bytes(self.out, n)
 
     def ack_all(self):
+        """An ack of everything sent, checked to its end. The whole shoe runs in well under a
+        second here, where a host sends a signed command every 0.3 s and the shoe takes at most
+        4 a second: the rate window is stepped as that much time would have passed."""
+        import time
+
+        port = self.app.port
+        port._window = time.ticks_add(time.ticks_ms(), -1000)
         self.ack(self.app.sent)
+        port.finish(self.app)

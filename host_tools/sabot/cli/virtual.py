@@ -119,10 +119,8 @@ def board_args(p: argparse.ArgumentParser) -> None:
                    help=BOARD_HELP + "; its flash is --flash, mounted at the board's /data")
     p.add_argument("--root", metavar="DIR",
                    help="the board's whole filesystem, as on a Pico: it runs the "
-                   "firmware deployed there (sabot deploy), or serves the REPL when there is none")
-    p.add_argument("--maintenance", action="store_true",
-                   help="with --root: start in the REPL without running main.py, as a board "
-                   "on the bench with its case open (BOOTSEL / SWD); no button does this")
+                   "firmware deployed there (sabot deploy); only while its element is blank "
+                   "(never provisioned) does its port serve the REPL")
     p.add_argument("--nor-erase-ms", type=ranged(0, 1000), metavar="MS",
                    help="its flash a NOR chip (DIR/nor.img, littlefs mounted on it) whose 4 KB "
                    "sector erase takes MS ms (a Pico's: about 45), the log on raw sectors; "
@@ -156,7 +154,7 @@ def cmd_board(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="sabot-board-") as tmp:
         code = args.code if args.root else board_code(args.board, args.code, tmp)
         run_board(args.listen, args.flash, args.shoe, args.key, code, args.root,
-                  args.maintenance, args.registry, board_name=args.board)
+                  args.registry, board_name=args.board)
     return 0
 
 

@@ -438,7 +438,8 @@ class VirtualBoard:
         threading.Timer(seconds, cut).start()
 
     def wait_off(self) -> int:
-        """Wait until the board's process ends (power off or maintenance); its exit status."""
+        """Wait until the board's process ends (power off, a crash or an update's reset); its exit
+        status."""
         return self.proc.wait() if self.proc else 0
 
     def stop(self) -> None:
@@ -536,12 +537,11 @@ class Dealer:
                 progress(self.board.indicator)
 
 
-MAINTENANCE_EXIT = 3  # boards/virtual/main.py exits so after an authenticated maintenance command
 RESET_EXIT = 4  # machine.reset() (boards/virtual/main.py, boards/emulated): a crash or an update
 
 
 def serve_repl(host: str, port: int, root: str, element: str | None = None) -> None:
-    """The virtual board's USB port in maintenance: the unix-port MicroPython REPL on a
+    """A blank virtual board's USB port: the unix-port MicroPython REPL on a
     pseudo-terminal, running in the board's filesystem `root` (what mpremote sees as `:`). Like a
     board's REPL it outlives USB reconnections; it ends with a hard reset (`machine.reset()`, as
     `mpremote reset` sends it: the unix port has no such function, so the harness plays the board

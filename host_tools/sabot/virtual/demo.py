@@ -267,46 +267,44 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
           file=sys.stderr, flush=True)
 
 
-def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | None = None,
-                   maintenance: bool = False) -> None:
+def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | None = None
+                   ) -> None:
     """A virtual board whose filesystem is `root` (code at the top, data in root/data), as a Pico's
-    is, and whose element is `root.element` (an empty or missing one: a factory-fresh chip). It
-    runs root/main.py when there is one; when there is none, on a blank shoe (its element never
-    provisioned) or after an authenticated maintenance command, its port serves the MicroPython
-    REPL (mpremote deploys and `sabot provision --port` provisions through it), and when that
-    session ends (a hard reset) it boots again, running whatever was deployed."""
-    from sabot.virtual.board import (
-        MAINTENANCE_EXIT,
-        RESET_EXIT,
-        Blank,
-        Element,
-        element_store,
-        serve_repl,
-    )
+    is, and whose element is `root.element` (an empty or missing one: a factory-fresh chip). As a
+    Pico's main.py decides (firmware/main.py): only while its element is blank does its port serve
+    the MicroPython REPL (mpremote deploys and `sabot provision --port` provisions through it; the
+    session ends with a hard reset, and it boots again, running whatever was deployed). A
+    provisioned board runs root/main.py — a failed start tilts, a reset (after an update) boots
+    again — and never offers the REPL, not even with no firmware at all."""
+    from sabot.virtual import factory
+    from sabot.virtual.board import RESET_EXIT, Blank, Element, element_store, serve_repl
 
     os.makedirs(root, exist_ok=True)  # an empty one: a blank shoe's filesystem
     store = element_store(root)  # outside the board's filesystem: a factory-fresh chip if new
     os.makedirs(store, mode=0o700, exist_ok=True)
-    blank = False
     while True:
-        if blank or maintenance or not os.path.exists(os.path.join(root, "main.py")):
-            why = "maintenance" if maintenance else "a blank shoe: deploy, then provision"
-            print(f"virtual board: REPL on socket://{host}:{port} ({why})", file=sys.stderr,
-                  flush=True)
+        blank = factory.state(store) in ("blank", "configured")
+        if blank:
+            print(f"virtual board: REPL on socket://{host}:{port} (a blank shoe: deploy, then "
+                  "provision)", file=sys.stderr, flush=True)
             element = Element(store)
             try:
                 address = element.start()
                 serve_repl(host, port, root, address)
             finally:
                 element.stop()
-            maintenance = blank = False
             continue
+        if not os.path.exists(os.path.join(root, "main.py")):
+            print(f"virtual board: a provisioned element and no firmware in {root}: nothing runs "
+                  "and no REPL is offered (sabot never leaves a provisioned board without "
+                  "main.py: an update replaces it by a rename)", file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
         board = VirtualBoard(os.path.join(root, "data"), host, port, code=root, element=store)
         show_on_stdout(board)
         try:
             board.start()
         except Blank:
-            blank = True
             continue
         print(f"virtual board: firmware running on socket://{host}:{port}", file=sys.stderr,
               flush=True)
@@ -317,11 +315,9 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
             status = board.wait_off()
         finally:
             board.stop()
-        if status == RESET_EXIT:
-            continue  # machine.reset(): after an update, the board boots its new tree
-        if status != MAINTENANCE_EXIT:
-            return
-        maintenance = True
+        if status != RESET_EXIT:
+            return  # powered off (the dealer channel closed)
+        print("virtual board: reset: booting again", file=sys.stderr, flush=True)
 
 
 def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
@@ -336,7 +332,7 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
 
 def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = None,
               key_file: str | None = None, code: str | None = None, root: str | None = None,
-              maintenance: bool = False, registry: str | None = None,
+              registry: str | None = None,
               board_name: str = "virtual") -> None:
     """Run the virtual board, its host link on `listen` (host, port), until stopped (Ctrl-C);
     with --shoe a simulated dealer draws those shoes, one after another, each after the host's
@@ -346,9 +342,6 @@ def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = 
     if root and board_name != "virtual":
         raise SabotError("--root runs the virtual board; an emulated board takes --flash DIR "
                          "(and --code DIR)")
-    if maintenance and not root:
-        raise SabotError("--maintenance needs --root DIR: only a board with a filesystem has a "
-                         "REPL to stay in")
     shoes = [load_shoe(f) for f in shoe or []]  # every file checked before the board starts
     _check_listen(host, port)
     if root:
@@ -358,7 +351,7 @@ def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = 
             os.makedirs(os.path.join(root, "data"), exist_ok=True)
             _provision_board(os.path.join(root, "data"), keys.load_or_create(key_file), registry,
                              element_store(root))
-        return run_board_root(host, port, root, shoes, maintenance)
+        return run_board_root(host, port, root, shoes)
     if key_file:
         _provision_board(flash_dir, keys.load_or_create(key_file), registry)
     elif not os.path.exists(os.path.join(flash_dir, "identity")):
