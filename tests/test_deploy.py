@@ -109,6 +109,12 @@ def update_the_dealing_shoe(env, tty, key, reg, release, tmp_path):
     h = run(env, "history", "--db", tmp_path / "a.db", "--alarms")
     kinds = [json.loads(line)["kind"] for line in h.stdout.splitlines()]
     assert "firmware_update" in kinds and "rekey" in kinds, h.stdout + h.stderr
+    from sabot.pit.pages import Pit, dashboard_html  # the pit dashboard shows them
+
+    pit = Pit(str(tmp_path / "a.db"), list(Registry.load(str(reg)).shoes.values()))
+    pit.refresh()
+    html = dashboard_html(pit)
+    assert "firmware_update" in html and "tech-ann" in html
     a = run(env, "audit", "verify", "--db", tmp_path / "a.db", "--registry", reg)
     assert a.returncode == 0, a.stderr
     v = run(env, "verify-firmware", "--port", tty, "--seed", os.urandom(16).hex(),

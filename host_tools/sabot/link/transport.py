@@ -11,6 +11,11 @@ from typing import BinaryIO, Protocol
 
 import serial
 
+try:
+    from termios import error as TtyError  # a pty whose other end went (pyserial's tcdrain)
+except ImportError:  # not POSIX
+    TtyError = OSError  # type: ignore[misc, assignment]
+
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
 from sabot.protocol import (
@@ -98,7 +103,7 @@ class ShoePort:
         try:
             ser.write(data)
             ser.flush()
-        except (serial.SerialException, OSError) as e:
+        except (serial.SerialException, OSError, TtyError) as e:
             raise ConnectionError(str(e)) from None
 
     def read(self, wait: float = TIMEOUT) -> bytes:
@@ -111,7 +116,7 @@ class ShoePort:
                 # all that is there at once: socket:// reports in_waiting only as 0 or 1
                 ser.timeout = 0
                 data += ser.read(65536)
-        except (serial.SerialException, OSError) as e:
+        except (serial.SerialException, OSError, TtyError) as e:
             raise ConnectionError(str(e)) from None
         if data and self.capture:
             self.capture.write(data)
