@@ -103,17 +103,22 @@ def test_the_boot_counter_stops_at_its_maximum_and_the_shoe_tilts(tmp_path):
     assert p[3] == BOOT_MAX and st["integrity"] == frames.INTEGRITY_TILT
 
 
-def test_a_new_shoe_is_refused_while_the_flash_could_not_hold_it(tmp_path):
-    from shoe.app import ALARM_FLASH_LOW
-    from shoe.port import REJ_FLASH_LOW
-
-    shoe, app, link = started(tmp_path)
+def deal_a_short_shoe(app):
+    """60 cards, then the cut card: the shoe ends after the round in progress."""
     tokens = [t for t in cards.shuffled_shoe(8, seed=4) if t != "CUT"][:70]
     tokens.insert(60, "CUT")
     for t in tokens:
         card(app, t)
         if app.shoe.phase == PH_ENDED:
             break
+
+
+def test_a_new_shoe_is_refused_while_the_flash_could_not_hold_it(tmp_path):
+    from shoe.app import ALARM_FLASH_LOW
+    from shoe.port import REJ_FLASH_LOW
+
+    shoe, app, link = started(tmp_path)
+    deal_a_short_shoe(app)
     unacked = app.outbox.done - app.outbox.acked
     # room for one whole shoe and 4 kept frames, no more: these unacknowledged frames crowd it
     app.flash.capacity = 8 * 52 * 100 + 4 * (7 + 32 + frames.MAX_CHAINED)
@@ -221,12 +226,7 @@ def test_squeeze_withholds_from_the_first_hand_until_the_reveal(tmp_path):
 
 def test_new_shoe_compacts_to_a_checkpoint_and_the_unacknowledged_finished_frames(tmp_path):
     shoe, app, _ = started(tmp_path)
-    tokens = [t for t in cards.shuffled_shoe(8, seed=4) if t != "CUT"][:70]
-    tokens.insert(60, "CUT")
-    for t in tokens:
-        card(app, t)
-        if app.shoe.phase == PH_ENDED:
-            break
+    deal_a_short_shoe(app)
     assert app.shoe.phase == PH_ENDED
     app.host_bytes(shoe.ack(5))
     while app.busy():
