@@ -644,3 +644,34 @@ def test_history_on_a_store_missing_a_table_is_one_line(cli, demo_db, tmp_path):
         r = cli(*args)
         assert r.returncode != 0 and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_update_and_rekey_frames_are_alarms_and_a_deleted_one_is_found(tmp_path):
+    """A shoe's maintenance frames (docs/PROTOCOL.md): an update applied, one refused, a rekey
+    are alarms with who asked; `audit verify` derives them again from the frames, so deleting
+    one — chain recomputed — is found."""
+    frames, s, entry = crafted_shoe(2)
+    by = b"tech-ann".ljust(16, b"\0")
+    frames += [s.chained(pr.T_MAINTENANCE, bytes([2]) + struct.pack(">I", 7) + by + bytes(32)),
+               s.chained(pr.T_MAINTENANCE, bytes([3, 0, 0, 0, 8]) + by + bytes([4]) + bytes(32)),
+               s.chained(pr.T_MAINTENANCE, bytes([4, 0, 0, 0, 9]) + by + b"\x00\x02" + bytes(64))]
+    db = tmp_path / "a.db"
+    v = Validator(entry, str(db))
+    v.receive(b"".join(pr.encode_frame(f) for f in frames))
+    v.finish()
+    v.store.close()
+    kinds = [a["kind"] for a in v.alarms]
+    assert kinds[:3] == ["firmware_update", "update_refused", "rekey"]  # then missing_shoe_end
+    assert "tech-ann" in v.alarms[0]["detail"] and "not_signed_by_the_release_key" in \
+        v.alarms[1]["detail"]
+    from sabot.audit.verify import verify as audit_verify
+
+    assert audit_verify(str(db), {entry.shoe_id: entry})["ok"]
+    con = sqlite3.connect(db)
+    con.execute("DROP TRIGGER alarms_append_only_d")
+    con.execute("DELETE FROM alarms WHERE kind='update_refused'")
+    con.commit()
+    con.close()
+    rechain(db)
+    out = audit_verify(str(db), {entry.shoe_id: entry})
+    assert not out["ok"] and "update_refused" in out["problem"]
