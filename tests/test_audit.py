@@ -652,8 +652,10 @@ def test_update_and_rekey_frames_are_alarms_and_a_deleted_one_is_found(tmp_path)
     one — chain recomputed — is found."""
     frames, s, entry = crafted_shoe(2)
     by = b"tech-ann".ljust(16, b"\0")
-    frames += [s.chained(pr.T_MAINTENANCE, bytes([2]) + struct.pack(">I", 7) + by + bytes(32)),
-               s.chained(pr.T_MAINTENANCE, bytes([3, 0, 0, 0, 8]) + by + bytes([4]) + bytes(32)),
+    frames += [s.chained(pr.T_MAINTENANCE, bytes([2]) + struct.pack(">I", 7) + by + bytes(32)
+                         + struct.pack(">I", 20)),
+               s.chained(pr.T_MAINTENANCE, bytes([3, 0, 0, 0, 8]) + by + bytes([4]) + bytes(32)
+                         + struct.pack(">I", 21)),
                s.chained(pr.T_MAINTENANCE, bytes([4, 0, 0, 0, 9]) + by + b"\x00\x02" + bytes(64))]
     db = tmp_path / "a.db"
     v = Validator(entry, str(db))
@@ -662,8 +664,8 @@ def test_update_and_rekey_frames_are_alarms_and_a_deleted_one_is_found(tmp_path)
     v.store.close()
     kinds = [a["kind"] for a in v.alarms]
     assert kinds[:3] == ["firmware_update", "update_refused", "rekey"]  # then missing_shoe_end
-    assert "tech-ann" in v.alarms[0]["detail"] and "not_signed_by_the_release_key" in \
-        v.alarms[1]["detail"]
+    assert "tech-ann" in v.alarms[0]["detail"] and "version 20" in v.alarms[0]["detail"]
+    assert "version 21: not_signed_by_the_release_key" in v.alarms[1]["detail"]
     from sabot.audit.verify import verify as audit_verify
 
     assert audit_verify(str(db), {entry.shoe_id: entry})["ok"]

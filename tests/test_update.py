@@ -15,7 +15,13 @@ from sabot import protocol as pr
 from sabot.errors import SabotError
 from sabot.link.transport import ShoePort
 from sabot.release import update as channel
-from sabot.release.build import build, code_digest, release_key, sign_manifest
+from sabot.release.build import (
+    FIRMWARE_VERSION,
+    build,
+    code_digest,
+    release_key,
+    sign_manifest,
+)
 from sabot.virtual.board import Dealer, VirtualBoard
 
 from kit import SIGN_MS, provision_shoe, run_micropython
@@ -25,11 +31,11 @@ pytestmark = pytest.mark.board  # every test here starts a board
 ROUND = ["AS", "2H", "9S", "8D", "KD", "9C"]  # a burn, then a natural (player 9, banker 7)
 
 
-def variant_of(build_dir, release, note):
+def variant_of(build_dir, release, note, version=FIRMWARE_VERSION):
     """The build with one more file, signed again: a tree that differs from the running one."""
     (build_dir / "NOTES").write_text(note)
     digest = code_digest(build_dir)
-    (build_dir / "MANIFEST").write_text(sign_manifest(release_key(release), digest))
+    (build_dir / "MANIFEST").write_text(sign_manifest(release_key(release), digest, version))
     return {"dir": str(build_dir), "manifest": digest}
 
 
@@ -99,14 +105,27 @@ def test_a_signed_update_switches_and_another_release_key_is_refused(shoe):
         other = variant_of(tmp / "b3", tmp / "other-release.pem", "mallory's build\n")
         with pytest.raises(SabotError, match="not_signed_by_the_release_key"):
             channel.update(port, key, config, other, "mallory", lambda m: None)
+        # an older build, genuinely signed by the trusted key, and one of before the version
+        # line (every build that still had a command handing the port to the REPL): refused
+        shutil.copytree(tmp / "b2", tmp / "b4")
+        older = variant_of(tmp / "b4", tmp / "release.pem", "older\n", FIRMWARE_VERSION - 1)
+        with pytest.raises(SabotError, match="older_than_running"):
+            channel.update(port, key, config, older, "mallory", lambda m: None)
+        digest = older["manifest"]
+        old_form = pr.sign_digest(release_key(tmp / "release.pem"), bytes.fromhex(digest))
+        (tmp / "b4" / "MANIFEST").write_text(f"{digest}\n{old_form.hex()}\n")
+        with pytest.raises(SabotError, match="manifest_malformed"):
+            channel.update(port, key, config, older, "mallory", lambda m: None)
         recs = maintenance_frames(port, config)
     finally:
         port.close()
     assert code_digest(code) == info["manifest"]  # untouched
     assert [(r["what"], r["by"]) for r in recs] == [
         ("update_begun", "tech-ann"), ("update_applied", "tech-ann"),
+        ("update_begun", "mallory"), ("update_refused", "mallory"),
+        ("update_begun", "mallory"), ("update_refused", "mallory"),
         ("update_begun", "mallory"), ("update_refused", "mallory")]
-    assert recs[3]["manifest"] == other["manifest"]
+    assert recs[1]["version"] == FIRMWARE_VERSION and recs[3]["manifest"] == other["manifest"]
     for _ in range(len(ROUND)):
         dealer.step()
     assert board.alive() and board.indicator[2] >= 2 * len(ROUND) - 1

@@ -2,11 +2,17 @@
 written at build time, and a seeded HMAC of the same tree for a regulator's challenge (`sabot
 verify-firmware`).
 
-MANIFEST is two lines: the tree digest (hex), then the release key's ECDSA P-256 signature (r||s,
-128 hex digits) over that digest used directly as the message digest. The boot check wants both:
-the digest must match the tree and the secure element must find the signature good under the
-release key built into the tree (shoe/release.py; Verify external). A tree anyone could rebuild
-with its own MANIFEST is then no certified code.
+MANIFEST is three lines: the tree digest (hex), the firmware version (decimal), then the release
+key's ECDSA P-256 signature (r||s, 128 hex digits) over SHA-256("sabot-manifest" version(4,
+big-endian) digest(32)). The boot check wants all: the digest must match the tree and the secure
+element must find the signature good under the release key built into the tree (shoe/release.py;
+Verify external). A tree anyone could rebuild with its own MANIFEST is then no certified code.
+
+The version is the anti-rollback: an old build, genuinely signed, may hold what a later one took
+out (the maintenance command that once handed the port to the REPL). The shoe keeps the highest
+version it has run in its element's monotonic counter 1 (`keep_floor`: raised at boot, never
+lowered, not even by a reflash) and takes no update older than that (shoe/update.py); a MANIFEST
+without a version, as every build before the update channel had, is malformed.
 
 The tree is every file under the code root except the data directory and MANIFEST itself (a planted
 .py beside a .mpy would shadow it, so nothing is left out). Canonical form, in byte order of the
@@ -69,18 +75,42 @@ def seeded(seed, root, skip=()):
     return h.digest()
 
 
-def check(root, skip=(), element=None):
-    """None when the code matches its MANIFEST and the MANIFEST carries the release key's
-    signature, else the reason for the tilt."""
+_FLOOR_COUNTER = 1  # the element's monotonic counter that holds the highest version run
+
+
+def manifest(root):
+    """(tree digest hex, version, signature hex) from root's MANIFEST; None when there is none or
+    it is malformed."""
     try:
         with open(root.rstrip("/") + "/" + MANIFEST) as f:
             lines = f.read().split()
     except OSError:
-        return "no MANIFEST"
-    if len(lines) != 2 or len(lines[0]) != 64 or len(lines[1]) != 128:
+        return None
+    if len(lines) != 3 or len(lines[0]) != 64 or len(lines[2]) != 128 or not lines[1].isdigit():
+        return None
+    version = int(lines[1])
+    if not 1 <= version < 1 << 21:  # the counter's range
+        return None
+    return lines[0].lower(), version, lines[2]
+
+
+def signed_digest(version, tree_digest):
+    """What the release key signs: SHA-256("sabot-manifest" version(4) tree digest(32))."""
+    return hashlib.sha256(b"sabot-manifest" + struct.pack(">I", version) + tree_digest).digest()
+
+
+def check(root, skip=(), element=None):
+    """None when the code matches its MANIFEST and the MANIFEST carries the release key's
+    signature, else the reason for the tilt."""
+    m = manifest(root)
+    if m is None:
+        try:
+            open(root.rstrip("/") + "/" + MANIFEST).close()
+        except OSError:
+            return "no MANIFEST"
         return "MANIFEST malformed"
     got = digest(root, skip)
-    if "".join("%02x" % b for b in got) != lines[0].lower():
+    if "".join("%02x" % b for b in got) != m[0]:
         return "code differs from MANIFEST"
     from shoe import release
 
@@ -89,7 +119,25 @@ def check(root, skip=(), element=None):
     if element is None:
         return "no secure element to check the MANIFEST signature"
     try:
-        ok = element.verify_external(got, unhexlify(lines[1]), release.PUBLIC_KEY)
+        ok = element.verify_external(signed_digest(m[1], got), unhexlify(m[2]),
+                                     release.PUBLIC_KEY)
     except Exception:
         return "secure element error checking the MANIFEST"
     return None if ok else "MANIFEST signature invalid"
+
+
+def floor(element):
+    """The highest firmware version this shoe has run (0: none recorded yet)."""
+    return element.counter(_FLOOR_COUNTER)
+
+
+def keep_floor(root, element):
+    """At boot, once check() passed: None, the element's floor raised to this tree's version;
+    else the reason for the tilt (the tree is older than what the shoe has run)."""
+    version = manifest(root)[1]
+    have = element.counter(_FLOOR_COUNTER)
+    if version < have:
+        return "firmware version %d is older than version %d this shoe has run" % (version, have)
+    while have < version:
+        have = element.counter_increment(_FLOOR_COUNTER)
+    return None

@@ -26,8 +26,8 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 
 # What a maintenance frame records (its payload's first byte; docs/PROTOCOL.md)
 _M_UPDATE_BEGUN = const(1)  # length(4) chain head(32)
-_M_UPDATE_APPLIED = const(2)  # tree digest(32): MANIFEST's, the code the shoe switched to
-_M_UPDATE_REFUSED = const(3)  # reason(1) tree digest(32, zero when none was read)
+_M_UPDATE_APPLIED = const(2)  # tree digest(32) version(4): MANIFEST's, the code switched to
+_M_UPDATE_REFUSED = const(3)  # reason(1) tree digest(32, zero when none was read) version(4)
 _M_REKEY = const(4)  # version(2) X||Y(64): the new result key, made in the element
 _M_REKEY_CERTIFICATE = const(5)  # version(2) r||s(64): the attestation key's Sign internal
 _PH_HELD = const(3)  # shoe/dealing.py's PH_HELD (not imported: the tilted shoe loads no dealing)
@@ -100,17 +100,18 @@ class Maintainer:
         try:
             u.begin(length, head, counter, by)
         except Refused as e:
-            self._record(_M_UPDATE_REFUSED, counter, by, bytes((e.reason,)) + bytes(32))
+            self._record(_M_UPDATE_REFUSED, counter, by, bytes((e.reason,)) + bytes(36))
             return
         except OSError:
-            self._record(_M_UPDATE_REFUSED, counter, by, bytes((R_FLASH,)) + bytes(32))
+            self._record(_M_UPDATE_REFUSED, counter, by, bytes((R_FLASH,)) + bytes(36))
             return
         self._record(_M_UPDATE_BEGUN, counter, by, payload[:36])
 
-    def _refused(self, reason, digest):
+    def _refused(self, reason, digest, version=0):
         u = self.update
         u.discard()
-        self._record(_M_UPDATE_REFUSED, u.counter, u.by, bytes((reason,)) + digest)
+        self._record(_M_UPDATE_REFUSED, u.counter, u.by,
+                     bytes((reason,)) + digest + struct.pack(">I", version))
 
     def _chunk(self, payload):
         shoe = self.shoe
@@ -137,11 +138,11 @@ class Maintainer:
         if not _between_rounds(shoe):
             self._refused(R_INTERRUPTED, bytes(32))  # the dealer dealt on: no switch mid-round
             return
-        reason, digest = u.finish()
+        reason, digest, version = u.finish()
         if reason:
-            self._refused(reason, digest)
+            self._refused(reason, digest, version)
             return
-        self._record(_M_UPDATE_APPLIED, u.counter, u.by, digest)
+        self._record(_M_UPDATE_APPLIED, u.counter, u.by, digest + struct.pack(">I", version))
         shoe.finish_all()  # signed and sent by the firmware that checked it, before the switch
         u.switch()
         shoe.restart = True

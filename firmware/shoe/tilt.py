@@ -40,7 +40,13 @@ def boot(code_root, code_skip=(), element=None):
     run), else the reason for the tilt."""
     if code_root is None:
         return None
-    return integrity.check(code_root, code_skip, element)
+    why = integrity.check(code_root, code_skip, element)
+    if why is None and element is not None:
+        try:
+            why = integrity.keep_floor(code_root, element)
+        except Exception:
+            why = "secure element error keeping the firmware version"
+    return why
 
 
 class TiltShoe:

@@ -10,7 +10,8 @@ cable is dropped. The stream is the code tree in the canonical form of shoe/inte
 file in byte order of the paths: path, a zero byte, length(4), content — then the MANIFEST the same
 way. Files land in a staging directory (`update.tmp`, left out of every code digest); when the
 stream ends the staged tree must match its MANIFEST, and the MANIFEST must carry the signature of
-the release key the *running* firmware trusts (Verify external, in the element). Only then is the
+the release key the *running* firmware trusts (Verify external, in the element), and its signed
+version must be no older than the highest this shoe has run (shoe/integrity.py). Only then is the
 switch journaled (the new tree's file list) and made, file by file with atomic renames; a power cut
 during it is finished at the next boot by `resume()`, before anything else runs. Anything else —
 an interrupted stream, a wrong digest, another release key — leaves the running tree untouched.
@@ -35,6 +36,7 @@ R_FLASH = 5  # a staged file could not be written
 R_MANIFEST = 6  # no MANIFEST, or a malformed one
 R_ELEMENT = 7  # the element could not check the signature
 R_NO_CODE = 8  # a development run from source: there is no code tree to update
+R_OLDER = 9  # the build's version is older than one this shoe has run (anti-rollback)
 
 
 class Refused(Exception):
@@ -268,33 +270,31 @@ class Update:
         self._state = 3 if self._manifest_seen else 0
 
     def finish(self):
-        """The staged tree checked: (0, tree digest) when it matches its MANIFEST and the release
-        key this firmware trusts signed that, else (reason, the digest MANIFEST claims or 32
-        zeros)."""
-        self.close()
-        claimed = bytes(32)
-        try:
-            with open(self.stage + "/MANIFEST") as f:
-                lines = f.read().split()
-            from binascii import unhexlify
+        """The staged tree checked: (0, tree digest, version) when it matches its MANIFEST, the
+        release key this firmware trusts signed that, and the version is no older than the
+        highest this shoe has run; else (reason, the digest MANIFEST claims or 32 zeros,
+        version or 0)."""
+        from binascii import unhexlify
 
-            claimed = unhexlify(lines[0])
-            if len(lines) != 2 or len(claimed) != 32 or len(lines[1]) != 128:
-                return R_MANIFEST, bytes(32)
-        except (OSError, ValueError, IndexError):
-            return R_MANIFEST, bytes(32)
         from shoe import integrity
 
+        self.close()
+        m = integrity.manifest(self.stage)
+        if m is None:
+            return R_MANIFEST, bytes(32), 0
+        claimed, version = unhexlify(m[0]), m[1]
         why = integrity.check(self.stage, (), self.element)
-        if why is None:
-            return 0, claimed
         if why == "code differs from MANIFEST":
-            return R_DIGEST, claimed
+            return R_DIGEST, claimed, version
         if why == "MANIFEST signature invalid" or why == "no release key in the tree":
-            return R_SIGNATURE, claimed
-        if why == "MANIFEST malformed" or why == "no MANIFEST":
-            return R_MANIFEST, claimed
-        return R_ELEMENT, claimed
+            return R_SIGNATURE, claimed, version
+        if why is not None:
+            return R_ELEMENT, claimed, version
+        try:
+            older = version < integrity.floor(self.element)
+        except Exception:
+            return R_ELEMENT, claimed, version
+        return (R_OLDER if older else 0), claimed, version
 
     def switch(self):
         """Journal the new tree's file list, then make the switch (resume() finishes it after a

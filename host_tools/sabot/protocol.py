@@ -77,7 +77,7 @@ MAINTENANCE = ("", "update_begun", "update_applied", "update_refused", "rekey",
                "rekey_certificate")
 UPDATE_REFUSALS = ("", "interrupted", "not_a_code_tree", "code_differs_from_manifest",
                    "not_signed_by_the_release_key", "flash_write_failed", "manifest_malformed",
-                   "element_error", "no_code_tree")
+                   "element_error", "no_code_tree", "older_than_running")
 BY_LEN = 16
 WINNERS = {1: "player", 2: "banker", 3: "tie"}
 FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),
@@ -321,12 +321,11 @@ def decode_maintenance(p: bytes) -> dict[str, Any]:
         length, head = struct.unpack(">I32s", detail)
         rec.update(length=length, chain_head=head.hex())
     elif what == 2:
-        if len(detail) != 32:
-            raise ValueError("maintenance")
-        rec["manifest"] = detail.hex()
+        digest, version = struct.unpack(">32sI", detail)
+        rec.update(manifest=digest.hex(), version=version)
     elif what == 3:
-        reason, digest = struct.unpack(">B32s", detail)
-        rec.update(reason=_name(UPDATE_REFUSALS, reason), manifest=digest.hex())
+        reason, digest, version = struct.unpack(">B32sI", detail)
+        rec.update(reason=_name(UPDATE_REFUSALS, reason), manifest=digest.hex(), version=version)
     elif what in (4, 5):
         version, material = struct.unpack(">H64s", detail)
         rec.update(version=version)

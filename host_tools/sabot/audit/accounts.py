@@ -84,11 +84,13 @@ class ShoeAccounts:
         an update broke off)."""
         what, by = rec["what"], rec["by"] or "nobody named"
         if what == "update_applied":
-            self.alarm("firmware_update", f"the shoe switched to the build with MANIFEST "
-                       f"{rec['manifest'][:16]}... (asked by {by}, command {rec['counter']})")
+            self.alarm("firmware_update", f"the shoe switched to firmware version "
+                       f"{rec['version']}, MANIFEST {rec['manifest'][:16]}... (asked by {by}, "
+                       f"command {rec['counter']})")
         elif what == "update_refused":
-            self.alarm("update_refused", f"the shoe refused an update: {rec['reason']} "
-                       f"(asked by {by}, command {rec['counter']})")
+            version = f" of version {rec['version']}" if rec["version"] else ""
+            self.alarm("update_refused", f"the shoe refused an update{version}: "
+                       f"{rec['reason']} (asked by {by}, command {rec['counter']})")
         elif what == "rekey":
             self.alarm("rekey", f"the shoe's element made result key version {rec['version']} "
                        f"(asked by {by}, command {rec['counter']})")

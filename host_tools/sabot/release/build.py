@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 BUILD = ROOT / "build"
 RELEASE_KEY = "sabot-release.pem"  # the firmware publisher's signing key, in the working directory
+# The firmware's version, signed into every MANIFEST: raise it with each release. A shoe takes no
+# update older than the highest version it has run (anti-rollback; firmware/shoe/integrity.py).
+# 20: the first build with the update channel, where no port offers a REPL after provisioning.
+FIRMWARE_VERSION = 20
 HEAP_NEEDED = 100 * 1024  # a whole 8-deck shoe runs in a 100 KB heap on the unix port (make bench)
 
 
@@ -119,18 +123,28 @@ def release_source(public_key: Any) -> str:
             f'PUBLIC_KEY = bytes.fromhex("{xy.hex()}")\n')
 
 
-def sign_manifest(private_key: Any, digest_hex: str) -> str:
-    """MANIFEST's text: the tree digest, then the signature (raw r||s hex) over it, the digest
-    used directly as the message digest."""
+def manifest_digest(version: int, digest_hex: str) -> bytes:
+    """What the release key signs: SHA-256("sabot-manifest" version(4) tree digest(32))."""
+    return hashlib.sha256(b"sabot-manifest" + struct.pack(">I", version)
+                          + bytes.fromhex(digest_hex)).digest()
+
+
+def sign_manifest(private_key: Any, digest_hex: str, version: int = FIRMWARE_VERSION) -> str:
+    """MANIFEST's text: the tree digest, the firmware version, then the signature (raw r||s hex)
+    over manifest_digest(version, digest)."""
     from sabot.protocol import sign_digest
 
-    return f"{digest_hex}\n{sign_digest(private_key, bytes.fromhex(digest_hex)).hex()}\n"
+    signature = sign_digest(private_key, manifest_digest(version, digest_hex)).hex()
+    return f"{digest_hex}\n{version}\n{signature}\n"
 
 
-def read_manifest(root: StrPath) -> tuple[str, str]:
-    """(tree digest hex, signature hex) from a built tree's MANIFEST."""
+def read_manifest(root: StrPath) -> tuple[str, int, str]:
+    """(tree digest hex, version, signature hex) from a built tree's MANIFEST."""
     lines = (Path(root) / "MANIFEST").read_text().split()
-    return lines[0], lines[1] if len(lines) > 1 else ""
+    if len(lines) != 3 or not lines[1].isdigit():
+        raise SabotError(f"{root}/MANIFEST is not a MANIFEST of this sabot (digest, version, "
+                         "signature): build it again")
+    return lines[0], int(lines[1]), lines[2]
 
 
 def build(board: str, out: StrPath | None = None, release: StrPath | None = None,
@@ -182,4 +196,5 @@ def build(board: str, out: StrPath | None = None, release: StrPath | None = None
         "ram_bytes": ram,
         "ram_used": round(HEAP_NEEDED / ram, 4) if ram else None,
         "manifest": digest,
+        "version": FIRMWARE_VERSION,
     }

@@ -195,8 +195,8 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
     if rec["manifest"] != info["manifest"]:
         raise SabotError(f"the shoe switched to MANIFEST {rec['manifest'][:16]}..., not the "
                          f"build's {info['manifest'][:16]}...")
-    log("the shoe checked the build against its MANIFEST and the release key, recorded the "
-        "update (signed frame) and is booting it")
+    log(f"the shoe checked the build (version {rec['version']}) against its MANIFEST and the "
+        "release key, recorded the update (signed frame) and is booting it")
     return rec
 
 
