@@ -272,7 +272,9 @@ def main():
                         break
                 loop.step(app, io, time.ticks_ms())
             elif obj is link.conn:
-                if ev & (select.POLLHUP | select.POLLERR):
+                if ev & (select.POLLHUP | select.POLLERR) and not ev & select.POLLIN:
+                    # a host that wrote and hung up at once (its last ack): its bytes are read
+                    # first, below, and the hang-up found by the read that returns nothing
                     poller.unregister(link.conn)
                     io.hang_up()
                     continue
