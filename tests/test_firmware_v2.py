@@ -41,6 +41,13 @@ def card(app, token, serve=True):
         app.service()
 
 
+def hello(app, shoe, **kw):
+    """A hello, and the passes of the board loop that make and send its status."""
+    app.host_bytes(shoe.command(frames.C_HELLO, **kw))
+    while app.busy():
+        app.service()
+
+
 def started(tmp_path, variant=None):
     shoe = Provisioned(tmp_path, variant=variant)
     link = Link()
@@ -71,12 +78,12 @@ def test_squeeze_status_names_no_due_hand_and_no_position_before_the_reveal(tmp_
         card(app, t)
     assert app.hold_from and app.shoe.due() and app.shoe.position == 6
     link.take()
-    app.host_bytes(shoe.command(frames.C_HELLO, shoe_id=0))
+    hello(app, shoe, shoe_id=0)
     _, st = status_of(link.take()[0])
     assert (st["due"], st["position"], st["flags"]) == (0, 0, frames.S_WITHHELD)
     app.reveal_button()
     serve(app)
-    app.host_bytes(shoe.command(frames.C_HELLO))
+    hello(app, shoe)
     _, st = status_of(next(f for f in link.take() if frames.type_of(f) == frames.T_STATUS))
     assert st["position"] == 6 and st["due"] == app.shoe.due() != 0 and st["flags"] == 0
 
@@ -127,7 +134,7 @@ def test_a_new_shoe_is_refused_while_the_flash_could_not_hold_it(tmp_path):
     app.service()  # the board loop's next pass
     assert link.state[5] == ALARM_FLASH_LOW  # the lamp says so before anyone asks
     link.take()
-    app.host_bytes(shoe.command(frames.C_HELLO))
+    hello(app, shoe)
     _, st = status_of(link.take()[0])
     assert st["flags"] == frames.S_FLASH_LOW
     app.host_bytes(shoe.command(frames.C_NEW_SHOE))
@@ -152,7 +159,7 @@ def test_the_card_path_never_waits_and_a_hello_is_answered_after_what_came_befor
         card(app, t, serve=False)
     o = app.outbox
     assert o.seq == 4 and o.done == 2 and link.take() == []  # built and logged, nothing sent
-    app.host_bytes(shoe.command(frames.C_HELLO))
+    hello(app, shoe)
     sent = link.take()
     # the hello's answer comes after every frame made before it: finished first, then status
     assert [frames.type_of(f) for f in sent[:3]] == [frames.T_INITIAL, frames.T_RESULT,
@@ -186,7 +193,7 @@ def test_counted_commands_move_the_element_counter_and_refusals_cost_no_flash(tm
     assert app.port.counter == 1 == shoe.element().counter(0)
     app.host_bytes(shoe.command(frames.C_NEW_SHOE, counter=1))  # the same command replayed
     assert app.port.refused == 4 and app.port.counter == 1
-    app.host_bytes(shoe.command(frames.C_HELLO))
+    hello(app, shoe)
     _, st = status_of(link.take()[0])
     assert st["host_counter"] == 1 and st["refused"] == 4
 
@@ -215,7 +222,7 @@ def test_squeeze_withholds_from_the_first_hand_until_the_reveal(tmp_path):
     sent = link.take()
     assert [frames.type_of(f) for f in sent] == [frames.T_SHOE_START, frames.T_BURN]
     assert app.outbox.done == 4  # finished (and logged) meanwhile, not sent
-    app.host_bytes(shoe.command(frames.C_HELLO))
+    hello(app, shoe)
     assert [frames.type_of(f) for f in link.take()] == [frames.T_STATUS, frames.T_SHOE_START,
                                                         frames.T_BURN]
     app.reveal_button()
@@ -252,11 +259,13 @@ def release_key():
     return key, n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
 
 
-def signed_manifest(tree, key):
+def signed_manifest(tree, key, version=20):
+    """The firmware's own MANIFEST form (shoe/integrity.py), signed here with the host's tools."""
     digest = integrity.digest(str(tree))
-    r, s = decode_dss_signature(key.sign(digest, ec.ECDSA(Prehashed(hashes.SHA256()))))
+    signed = integrity.signed_digest(version, digest)
+    r, s = decode_dss_signature(key.sign(signed, ec.ECDSA(Prehashed(hashes.SHA256()))))
     sig = r.to_bytes(32, "big") + s.to_bytes(32, "big")
-    (tree / "MANIFEST").write_text(digest.hex() + "\n" + sig.hex() + "\n")
+    (tree / "MANIFEST").write_text(f"{digest.hex()}\n{version}\n{sig.hex()}\n")
 
 
 def ilistdir(path):
@@ -419,7 +428,7 @@ def test_an_element_step_failing_while_a_hello_waits_is_taken_again(tmp_path):
         card(app, t, serve=False)
     link.take()
     app.element.fail = 2
-    app.host_bytes(shoe.command(frames.C_HELLO))
+    hello(app, shoe)
     sent = link.take()
     assert app.element_errors == 2 and app.outbox.done == app.outbox.seq
     assert frames.T_STATUS in [frames.type_of(f) for f in sent]

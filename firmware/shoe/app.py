@@ -74,6 +74,10 @@ class ShoeApp:
     # shoe/maintain.py's Maintainer, made at the first update or rekey: a class default, so the
     # instance's attribute table stays as small as the card path's 96 KB heap needs
     maint = None
+    # A hello's status, made a step a pass by service() (_answer): 0 none, 1 asked, 2 digesting,
+    # 3 signing, 4 signed, to send; and its length. Class defaults, as `maint`.
+    _asked = 0
+    _asked_n = 0
 
     def __init__(self, flash, link, indicators, element, decks=8, min_confidence=0x80,
                  code_root=None, code_skip=()):
@@ -105,7 +109,7 @@ class ShoeApp:
         self.low = -1  # the ended shoe's flash_low(), checked once outside the card path (-1)
         self.identity = load_identity(flash)
         self.port = CommandPort(self.identity, element)
-        self.outbox.other = self.port.abandon  # when a card's frame cannot wait for a check
+        self.outbox.other = self._element_now  # when a card's frame cannot wait for a check
         self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
         self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
 
@@ -353,6 +357,8 @@ class ShoeApp:
             except ElementError:  # the element failed this step (bus noise): again next pass;
                 self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
+        if self._asked:
+            self._answer()  # a hello's status, one step
         if idle and self.low < 0 and self.shoe.phase == PH_ENDED:
             # the lamp says so before anyone asks (statvfs allocates: an idle pass, after the
             # shoe end's frames are out)
@@ -362,11 +368,54 @@ class ShoeApp:
         # in its path (a raw NOR log; nothing to do for a file).
         self.log.prepare()
 
+    def _answer(self):
+        """One step of the status a hello asked for, never a wait."""
+        a = self._asked
+        o = self.outbox
+        el = self.element
+        try:
+            if a == 1:
+                if o.done < o.seq or el.pending():
+                    return  # the frames made before the hello first; the element is busy
+                self._asked_n = self._status_into(self._one)
+                el.sha_queue(self._one, 0, self._asked_n, self._tx)  # (_tx: its digest, unused)
+                self._asked = 2
+            elif a == 2:
+                if el.sha_ready():  # the Sign at once: nothing else may take TempKey between
+                    el.sign_start(o.slot)
+                    self._asked = 3
+            elif a == 3:
+                if el.sign_ready(self._one, self._asked_n):
+                    self._asked = 4
+            else:
+                self._asked = 0
+                self.send_frame(self._one, 0, self._asked_n + frames.SIG_LEN)
+                self._resend()
+        except ElementError:
+            self.element_errors += 1
+            self._asked = 1  # from the start on a later pass
+
+    def _element_now(self):
+        """The outbox needs the element at once (every RAM slot holds an unfinished frame): the
+        command port's check and a status under way are taken to their ends first."""
+        self.port.abandon()
+        while 1 < self._asked < 4:
+            self._answer()
+
+    def _resend(self):
+        for buf, at, n in self.outbox.unacknowledged():
+            seq = frames.seq_of(buf, at)
+            if self.hold_from and seq >= self.hold_from:
+                break
+            self.send_frame(buf, at, n)
+            if seq > self.sent:
+                self.sent = seq
+
     def busy(self):
         """Frames wait for the element or the link: the board loop should come back soon."""
         o = self.outbox
         return (o.done < o.seq or (self.sent < o.done and not self.hold_from)
-                or self.port.busy())
+                or self.port.busy() or self._asked)
 
     def settle(self):
         """Wait for the frame the element is working on (the command port needs the element)."""
@@ -454,19 +503,12 @@ class ShoeApp:
             return
         if ftype == frames.C_HELLO:
             # Any hello only makes the shoe say where it stands and resend what the host has
-            # not acknowledged (finished frames, byte for byte as first sent). What it made before
-            # the hello is finished first, so the status comes after those frames (a host that
-            # has the status has everything made before it; hellos are rate-limited).
-            self._finish_all()
-            self.send_status()
-            o = self.outbox
-            for buf, at, n in o.unacknowledged():
-                seq = frames.seq_of(buf, at)
-                if self.hold_from and seq >= self.hold_from:
-                    break
-                self.send_frame(buf, at, n)
-                if seq > self.sent:
-                    self.sent = seq
+            # not acknowledged (finished frames, byte for byte as first sent). The status is made
+            # by service() once every frame made before the hello is finished, so it comes after
+            # them (a host that has the status has everything made before it); its digest and
+            # Sign take turns with the frames', so a flood of hellos never holds up a card.
+            if not self._asked:
+                self._asked = 1
             return
         if frames.C_UPDATE <= ftype <= frames.C_REKEY:  # an update or a rekey
             if self.maint is None:
@@ -507,17 +549,14 @@ class ShoeApp:
         return integrity.seeded(bytes(seed), self.code_root, self.code_skip)
 
     def _send_one(self, ftype, *payload):
-        """A status or integrity frame: seq and chain are the newest *finished* chained frame's
-        (a frame still waiting for the element is not yet part of what the shoe vouches for),
-        signed by the element right now (blocking: a command's answer, never a card's)."""
+        """An integrity answer: seq and chain are the newest *finished* chained frame's (a frame
+        still waiting for the element is not yet part of what the shoe vouches for), signed by
+        the element right now (blocking: a regulator's challenge, at most one a second)."""
         o = self.outbox
         self.settle()
         buf = self._one
         frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, o.done, o.digest)
-        if ftype == frames.T_STATUS:
-            n = frames.status_into(buf, frames.HEADER_LEN, *payload)
-        else:
-            n = frames.integrity_into(buf, frames.HEADER_LEN, *payload)
+        n = frames.integrity_into(buf, frames.HEADER_LEN, *payload)
         try:
             n = sign_into(self.element, o.slot, buf, frames.HEADER_LEN + n)
         except ElementError:
@@ -525,9 +564,11 @@ class ShoeApp:
             return
         self.send_frame(buf, 0, n)
 
-    def send_status(self):
+    def _status_into(self, buf):
+        """A status body at buf[0:] (seq and chain: the newest finished frame's); its length."""
         s = self.shoe
         o = self.outbox
+        frames.head_into(buf, 0, frames.T_STATUS, o.key_id, o.shoe, self.boot, o.done, o.digest)
         pending = o.pending()
         # Squeeze: a status answers any unsigned hello, so who draws next (and how far the round
         # has gone) would tell the cable what the withheld frames hide.
@@ -535,7 +576,7 @@ class ShoeApp:
         if self.flash_low():
             flags |= frames.S_FLASH_LOW
         hidden = flags & frames.S_WITHHELD
-        self._send_one(frames.T_STATUS, s.phase, s.shoe_no, s.round_no,
-                       0 if hidden else s.position, 0 if hidden else s.due(),
-                       self.port.counter, o.acked, o.acked + 1 if pending else 0,
-                       o.done if pending else 0, self.integrity, self.port.refused, flags)
+        return frames.HEADER_LEN + frames.status_into(
+            buf, frames.HEADER_LEN, s.phase, s.shoe_no, s.round_no, 0 if hidden else s.position,
+            0 if hidden else s.due(), self.port.counter, o.acked, o.acked + 1 if pending else 0,
+            o.done if pending else 0, self.integrity, self.port.refused, flags)
