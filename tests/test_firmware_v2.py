@@ -262,10 +262,10 @@ def release_key():
 def signed_manifest(tree, key, version=20):
     """The firmware's own MANIFEST form (shoe/integrity.py), signed here with the host's tools."""
     digest = integrity.digest(str(tree))
-    signed = integrity.signed_digest(version, digest)
+    signed = integrity.signed_digest(version, "virtual", digest)
     r, s = decode_dss_signature(key.sign(signed, ec.ECDSA(Prehashed(hashes.SHA256()))))
     sig = r.to_bytes(32, "big") + s.to_bytes(32, "big")
-    (tree / "MANIFEST").write_text(f"{digest.hex()}\n{version}\n{sig.hex()}\n")
+    (tree / "MANIFEST").write_text(f"{digest.hex()}\n{version}\nvirtual\n{sig.hex()}\n")
 
 
 def ilistdir(path):

@@ -44,7 +44,7 @@ def test_build_manifest_is_the_digest_of_the_code_tree_signed_by_the_release_key
     from sabot.release.build import read_manifest
 
     certified, _, tmp, info = built
-    digest, version, signature = read_manifest(certified)
+    digest, version, board, signature = read_manifest(certified)
     assert digest == code_digest(certified) == info["manifest"]
     assert info["files"]["shoe/table.mpy"] > 1000
     # the release key's public half is in the tree (so under the digest), as X||Y
@@ -55,8 +55,9 @@ def test_build_manifest_is_the_digest_of_the_code_tree_signed_by_the_release_key
     assert "shoe/release.py" in info["files"]
     from sabot.release.build import FIRMWARE_VERSION, manifest_digest
 
-    assert version == FIRMWARE_VERSION == info["version"]
-    assert pr.verify_digest(public, manifest_digest(version, digest), bytes.fromhex(signature))
+    assert version == FIRMWARE_VERSION == info["version"] and board == "virtual"
+    assert pr.verify_digest(public, manifest_digest(version, board, digest),
+                            bytes.fromhex(signature))
     assert len(signature) == 128 and oct(os.stat(tmp / "release.pem").st_mode & 0o777) == "0o600"
     # a second build with the same key signs the same tree; another key, another release.py
     again = build("virtual", tmp / "again", release=tmp / "release.pem")
@@ -133,10 +134,10 @@ def test_a_manifest_rewritten_to_match_altered_code_is_caught_by_its_signature(b
     data = bytearray(target.read_bytes())
     data[len(data) // 3] ^= 0x01
     target.write_bytes(bytes(data))
-    _, version, old_signature = (deployed / "MANIFEST").read_text().split()
-    for manifest in (code_digest(deployed) + f"\n{version}\n" + old_signature + "\n",
+    _, version, board, old_signature = (deployed / "MANIFEST").read_text().split()
+    for manifest in (code_digest(deployed) + f"\n{version}\n{board}\n{old_signature}\n",
                      sign_manifest(keys.create(str(tmp / "implant.pem")).private_key,
-                               code_digest(deployed))):
+                                   code_digest(deployed), "virtual")):
         (deployed / "MANIFEST").write_text(manifest)
         board = VirtualBoard(tmp / "flash", code=deployed, sign_ms=SIGN_MS).start()
         try:

@@ -31,11 +31,12 @@ pytestmark = pytest.mark.board  # every test here starts a board
 ROUND = ["AS", "2H", "9S", "8D", "KD", "9C"]  # a burn, then a natural (player 9, banker 7)
 
 
-def variant_of(build_dir, release, note, version=FIRMWARE_VERSION):
+def variant_of(build_dir, release, note, version=FIRMWARE_VERSION, board="virtual"):
     """The build with one more file, signed again: a tree that differs from the running one."""
     (build_dir / "NOTES").write_text(note)
     digest = code_digest(build_dir)
-    (build_dir / "MANIFEST").write_text(sign_manifest(release_key(release), digest, version))
+    (build_dir / "MANIFEST").write_text(sign_manifest(release_key(release), digest, board,
+                                                      version))
     return {"dir": str(build_dir), "manifest": digest}
 
 
@@ -116,6 +117,11 @@ def test_a_signed_update_switches_and_another_release_key_is_refused(shoe):
         (tmp / "b4" / "MANIFEST").write_text(f"{digest}\n{old_form.hex()}\n")
         with pytest.raises(SabotError, match="manifest_malformed"):
             channel.update(port, key, config, older, "mallory", lambda m: None)
+        # a build for another board, genuinely signed: it would not boot here, and a
+        # provisioned shoe has no REPL to recover it
+        pico = variant_of(tmp / "b4", tmp / "release.pem", "for a Pico\n", board="rpi_pico")
+        with pytest.raises(SabotError, match="built_for_another_board"):
+            channel.update(port, key, config, pico, "tech", lambda m: None)
         recs = maintenance_frames(port, config)
     finally:
         port.close()
@@ -124,7 +130,8 @@ def test_a_signed_update_switches_and_another_release_key_is_refused(shoe):
         ("update_begun", "tech-ann"), ("update_applied", "tech-ann"),
         ("update_begun", "mallory"), ("update_refused", "mallory"),
         ("update_begun", "mallory"), ("update_refused", "mallory"),
-        ("update_begun", "mallory"), ("update_refused", "mallory")]
+        ("update_begun", "mallory"), ("update_refused", "mallory"),
+        ("update_begun", "tech"), ("update_refused", "tech")]
     assert recs[1]["version"] == FIRMWARE_VERSION and recs[3]["manifest"] == other["manifest"]
     for _ in range(len(ROUND)):
         dealer.step()

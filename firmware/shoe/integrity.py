@@ -2,17 +2,19 @@
 written at build time, and a seeded HMAC of the same tree for a regulator's challenge (`sabot
 verify-firmware`).
 
-MANIFEST is three lines: the tree digest (hex), the firmware version (decimal), then the release
-key's ECDSA P-256 signature (r||s, 128 hex digits) over SHA-256("sabot-manifest" version(4,
-big-endian) digest(32)). The boot check wants all: the digest must match the tree and the secure
-element must find the signature good under the release key built into the tree (shoe/release.py;
-Verify external). A tree anyone could rebuild with its own MANIFEST is then no certified code.
+MANIFEST is four lines: the tree digest (hex), the firmware version (decimal), the board it is
+built for (rpi_pico, esp32, virtual), then the release key's ECDSA P-256 signature (r||s, 128 hex
+digits) over SHA-256("sabot-manifest" version(4, big-endian) len(board)(1) board digest(32)).
+The boot check wants all: the digest must match the tree and the secure element must find the
+signature good under the release key built into the tree (shoe/release.py; Verify external). A tree anyone could rebuild with its own MANIFEST is then no certified code.
 
 The version is the anti-rollback: an old build, genuinely signed, may hold what a later one took
 out (the maintenance command that once handed the port to the REPL). The shoe keeps the highest
 version it has run in its element's monotonic counter 1 (`keep_floor`: raised at boot, never
 lowered, not even by a reflash) and takes no update older than that (shoe/update.py); a MANIFEST
-without a version, as every build before the update channel had, is malformed.
+without a version, as every build before the update channel had, is malformed. The board is the
+other half: a build for another board would not boot, and a provisioned shoe has no REPL to
+recover it, so the shoe takes no update built for another board than the one it runs.
 
 The tree is every file under the code root except the data directory and MANIFEST itself (a planted
 .py beside a .mpy would shadow it, so nothing is left out). Canonical form, in byte order of the
@@ -79,24 +81,27 @@ _FLOOR_COUNTER = 1  # the element's monotonic counter that holds the highest ver
 
 
 def manifest(root):
-    """(tree digest hex, version, signature hex) from root's MANIFEST; None when there is none or
-    it is malformed."""
+    """(tree digest hex, version, board, signature hex) from root's MANIFEST; None when there is
+    none or it is malformed."""
     try:
         with open(root.rstrip("/") + "/" + MANIFEST) as f:
             lines = f.read().split()
     except OSError:
         return None
-    if len(lines) != 3 or len(lines[0]) != 64 or len(lines[2]) != 128 or not lines[1].isdigit():
+    if len(lines) != 4 or len(lines[0]) != 64 or len(lines[3]) != 128 or not lines[1].isdigit():
         return None
     version = int(lines[1])
-    if not 1 <= version < 1 << 21:  # the counter's range
+    if not 1 <= version < 1 << 21 or not 1 <= len(lines[2]) <= 32:  # the counter's range
         return None
-    return lines[0].lower(), version, lines[2]
+    return lines[0].lower(), version, lines[2], lines[3]
 
 
-def signed_digest(version, tree_digest):
-    """What the release key signs: SHA-256("sabot-manifest" version(4) tree digest(32))."""
-    return hashlib.sha256(b"sabot-manifest" + struct.pack(">I", version) + tree_digest).digest()
+def signed_digest(version, board, tree_digest):
+    """What the release key signs: SHA-256("sabot-manifest" version(4) len(board)(1) board
+    tree digest(32))."""
+    b = board.encode()
+    return hashlib.sha256(b"sabot-manifest" + struct.pack(">IB", version, len(b)) + b
+                          + tree_digest).digest()
 
 
 def check(root, skip=(), element=None):
@@ -119,7 +124,7 @@ def check(root, skip=(), element=None):
     if element is None:
         return "no secure element to check the MANIFEST signature"
     try:
-        ok = element.verify_external(signed_digest(m[1], got), unhexlify(m[2]),
+        ok = element.verify_external(signed_digest(m[1], m[2], got), unhexlify(m[3]),
                                      release.PUBLIC_KEY)
     except Exception:
         return "secure element error checking the MANIFEST"

@@ -37,6 +37,7 @@ R_MANIFEST = 6  # no MANIFEST, or a malformed one
 R_ELEMENT = 7  # the element could not check the signature
 R_NO_CODE = 8  # a development run from source: there is no code tree to update
 R_OLDER = 9  # the build's version is older than one this shoe has run (anti-rollback)
+R_BOARD = 10  # built for another board than the one this shoe runs (it would not boot)
 
 
 class Refused(Exception):
@@ -290,6 +291,9 @@ class Update:
             return R_SIGNATURE, claimed, version
         if why is not None:
             return R_ELEMENT, claimed, version
+        running = integrity.manifest(self.root)
+        if running is None or running[2] != m[2]:
+            return R_BOARD, claimed, version
         try:
             older = version < integrity.floor(self.element)
         except Exception:

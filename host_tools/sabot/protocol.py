@@ -77,7 +77,8 @@ MAINTENANCE = ("", "update_begun", "update_applied", "update_refused", "rekey",
                "rekey_certificate")
 UPDATE_REFUSALS = ("", "interrupted", "not_a_code_tree", "code_differs_from_manifest",
                    "not_signed_by_the_release_key", "flash_write_failed", "manifest_malformed",
-                   "element_error", "no_code_tree", "older_than_running")
+                   "element_error", "no_code_tree", "older_than_running",
+                   "built_for_another_board")
 BY_LEN = 16
 WINNERS = {1: "player", 2: "banker", 3: "tie"}
 FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),

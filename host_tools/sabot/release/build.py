@@ -123,28 +123,31 @@ def release_source(public_key: Any) -> str:
             f'PUBLIC_KEY = bytes.fromhex("{xy.hex()}")\n')
 
 
-def manifest_digest(version: int, digest_hex: str) -> bytes:
-    """What the release key signs: SHA-256("sabot-manifest" version(4) tree digest(32))."""
-    return hashlib.sha256(b"sabot-manifest" + struct.pack(">I", version)
+def manifest_digest(version: int, board: str, digest_hex: str) -> bytes:
+    """What the release key signs: SHA-256("sabot-manifest" version(4) len(board)(1) board
+    tree digest(32))."""
+    b = board.encode()
+    return hashlib.sha256(b"sabot-manifest" + struct.pack(">IB", version, len(b)) + b
                           + bytes.fromhex(digest_hex)).digest()
 
 
-def sign_manifest(private_key: Any, digest_hex: str, version: int = FIRMWARE_VERSION) -> str:
-    """MANIFEST's text: the tree digest, the firmware version, then the signature (raw r||s hex)
-    over manifest_digest(version, digest)."""
+def sign_manifest(private_key: Any, digest_hex: str, board: str,
+                  version: int = FIRMWARE_VERSION) -> str:
+    """MANIFEST's text: the tree digest, the firmware version, the board, then the signature
+    (raw r||s hex) over manifest_digest(version, board, digest)."""
     from sabot.protocol import sign_digest
 
-    signature = sign_digest(private_key, manifest_digest(version, digest_hex)).hex()
-    return f"{digest_hex}\n{version}\n{signature}\n"
+    signature = sign_digest(private_key, manifest_digest(version, board, digest_hex)).hex()
+    return f"{digest_hex}\n{version}\n{board}\n{signature}\n"
 
 
-def read_manifest(root: StrPath) -> tuple[str, int, str]:
-    """(tree digest hex, version, signature hex) from a built tree's MANIFEST."""
+def read_manifest(root: StrPath) -> tuple[str, int, str, str]:
+    """(tree digest hex, version, board, signature hex) from a built tree's MANIFEST."""
     lines = (Path(root) / "MANIFEST").read_text().split()
-    if len(lines) != 3 or not lines[1].isdigit():
+    if len(lines) != 4 or not lines[1].isdigit():
         raise SabotError(f"{root}/MANIFEST is not a MANIFEST of this sabot (digest, version, "
-                         "signature): build it again")
-    return lines[0], int(lines[1]), lines[2]
+                         "board, signature): build it again")
+    return lines[0], int(lines[1]), lines[2], lines[3]
 
 
 def build(board: str, out: StrPath | None = None, release: StrPath | None = None,
@@ -180,7 +183,7 @@ def build(board: str, out: StrPath | None = None, release: StrPath | None = None
     (out / "shoe" / "release.py").write_text(release_source(key.public_key()))
     sizes["shoe/release.py"] = (out / "shoe" / "release.py").stat().st_size
     digest = code_digest(out)
-    (out / "MANIFEST").write_text(sign_manifest(key, digest))
+    (out / "MANIFEST").write_text(sign_manifest(key, digest, board))
     code = sum(sizes.values())
     flash, ram = getattr(data, "FLASH_BYTES", None), getattr(data, "RAM_BYTES", None)
     return {
