@@ -6,7 +6,8 @@ MANIFEST is four lines: the tree digest (hex), the firmware version (decimal), t
 built for (rpi_pico, esp32, virtual), then the release key's ECDSA P-256 signature (r||s, 128 hex
 digits) over SHA-256("sabot-manifest" version(4, big-endian) len(board)(1) board digest(32)).
 The boot check wants all: the digest must match the tree and the secure element must find the
-signature good under the release key built into the tree (shoe/release.py; Verify external). A tree anyone could rebuild with its own MANIFEST is then no certified code.
+signature good under the release key built into the tree (shoe/release.py; Verify external). A
+tree anyone could rebuild with its own MANIFEST is then no certified code.
 
 The version is the anti-rollback: an old build, genuinely signed, may hold what a later one took
 out (the maintenance command that once handed the port to the REPL). The shoe keeps the highest
