@@ -656,7 +656,8 @@ def test_update_and_rekey_frames_are_alarms_and_a_deleted_one_is_found(tmp_path)
                          + struct.pack(">I", 20)),
                s.chained(pr.T_MAINTENANCE, bytes([3, 0, 0, 0, 8]) + by + bytes([4]) + bytes(32)
                          + struct.pack(">I", 21)),
-               s.chained(pr.T_MAINTENANCE, bytes([4, 0, 0, 0, 9]) + by + b"\x00\x02" + bytes(64))]
+               s.chained(pr.T_MAINTENANCE, bytes([4, 0, 0, 0, 9]) + by + b"\x00\x02" + bytes(64)),
+               s.chained(pr.T_SHOE_START, b"\x00\x02\x08\x02")]  # the next shoe
     db = tmp_path / "a.db"
     v = Validator(entry, str(db))
     v.receive(b"".join(pr.encode_frame(f) for f in frames))
@@ -664,6 +665,12 @@ def test_update_and_rekey_frames_are_alarms_and_a_deleted_one_is_found(tmp_path)
     v.store.close()
     kinds = [a["kind"] for a in v.alarms]
     assert kinds[:3] == ["firmware_update", "update_refused", "rekey"]  # then missing_shoe_end
+    from sabot.pit.pages import Pit
+
+    pit = Pit(str(db), [entry])
+    pit.refresh()  # the next shoe has started: the device's alarms are still in the pit's view
+    shown = [a["kind"] for a in pit.tables()[0].alarms]
+    assert pit.tables()[0].shoe == 2 and {"firmware_update", "rekey"} <= set(shown)
     assert "tech-ann" in v.alarms[0]["detail"] and "version 20" in v.alarms[0]["detail"]
     assert "version 21: not_signed_by_the_release_key" in v.alarms[1]["detail"]
     from sabot.audit.verify import verify as audit_verify

@@ -81,19 +81,20 @@ class ShoeAccounts:
     def _on_maintenance(self, rec: dict[str, Any]) -> None:
         """Every change of the shoe's code or keys is an alarm for the pit to see, and so is an
         update the shoe refused (someone tried to install what the release key did not sign, or
-        an update broke off)."""
+        an update broke off). They belong to the shoe device, not to the shoe of cards dealt
+        (shoe None): updates come between shoes, and the dashboard keeps them in view."""
         what, by = rec["what"], rec["by"] or "nobody named"
         if what == "update_applied":
             self.alarm("firmware_update", f"the shoe switched to firmware version "
                        f"{rec['version']}, MANIFEST {rec['manifest'][:16]}... (asked by {by}, "
-                       f"command {rec['counter']})")
+                       f"command {rec['counter']})", shoe=None)
         elif what == "update_refused":
             version = f" of version {rec['version']}" if rec["version"] else ""
             self.alarm("update_refused", f"the shoe refused an update{version}: "
-                       f"{rec['reason']} (asked by {by}, command {rec['counter']})")
+                       f"{rec['reason']} (asked by {by}, command {rec['counter']})", shoe=None)
         elif what == "rekey":
             self.alarm("rekey", f"the shoe's element made result key version {rec['version']} "
-                       f"(asked by {by}, command {rec['counter']})")
+                       f"(asked by {by}, command {rec['counter']})", shoe=None)
 
     def _check_config(self, rec: dict[str, Any]) -> None:
         cfg = self.config

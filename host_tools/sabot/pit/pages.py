@@ -119,7 +119,8 @@ class Pit:
         if kind == "shoe_start" or (rec.get("shoe") is not None and rec["shoe"] != t.shoe):
             t.shoe, t.rounds, t.held, t.ended, t.tilted = rec.get("shoe"), [], None, False, False
             t.round_stored = []
-            t.alarms = [a for a in t.alarms if a["shoe"] == t.shoe]
+            # the shoe device's own alarms (an update, a rekey: shoe None) stay in view
+            t.alarms = [a for a in t.alarms if a["shoe"] in (None, t.shoe)][-20:]
         if kind == "result":
             t.rounds.append(contract_round(rec))
         elif kind == "irregularity" and rec.get("kind") in HOLDS:
