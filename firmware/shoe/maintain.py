@@ -30,6 +30,7 @@ _M_UPDATE_APPLIED = const(2)  # tree digest(32) version(4): MANIFEST's, the code
 _M_UPDATE_REFUSED = const(3)  # reason(1) tree digest(32, zero when none was read) version(4)
 _M_REKEY = const(4)  # version(2) X||Y(64): the new result key, made in the element
 _M_REKEY_CERTIFICATE = const(5)  # version(2) r||s(64): the attestation key's Sign internal
+_REJ_KEYS_EXHAUSTED = const(7)  # command_rejected: no result key slot left for a rekey
 _PH_HELD = const(3)  # shoe/dealing.py's PH_HELD (not imported: the tilted shoe loads no dealing)
 _BY_LEN = const(16)  # who asked: the name the host put in the signed command (ASCII, padded)
 
@@ -159,8 +160,11 @@ class Maintainer:
 
         try:
             version, xy, _, certificate = rekey.make(shoe.element, shoe.flash)
+        except ValueError:
+            shoe.refuse(_REJ_KEYS_EXHAUSTED, frames.C_REKEY, counter)  # every slot is used
+            return
         except Exception:
-            shoe.refuse(REJ_NOT_NOW, frames.C_REKEY, counter)  # every slot used, or the bus
+            shoe.refuse(REJ_NOT_NOW, frames.C_REKEY, counter)  # the element failed: again later
             return
         v = struct.pack(">H", version)
         # both signed by the current version, then the identity moves to the new one

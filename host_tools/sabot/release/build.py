@@ -150,6 +150,25 @@ def read_manifest(root: StrPath) -> tuple[str, int, str, str]:
     return lines[0], int(lines[1]), lines[2], lines[3]
 
 
+def _clear(out: Path) -> None:
+    """Make room for a build in `out`: an earlier build there goes, its `data/` stays (a board's
+    filesystem, `sabot board --root DIR`: identity, log, boot counter); a directory that holds
+    something else is refused, never emptied."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise SabotError(f"{out} is a file, not a build directory")
+    entries = [p for p in out.iterdir() if p.name != "data"]
+    if entries and not (out / "MANIFEST").exists():
+        raise SabotError(f"{out} holds files and no MANIFEST: not a sabot build, so it is not "
+                         "emptied for one (choose another --out)")
+    for p in entries:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
 def build(board: str, out: StrPath | None = None, release: StrPath | None = None,
           log: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """Build into build/<board>/, signed with the release key file `release` (default
@@ -157,8 +176,7 @@ def build(board: str, out: StrPath | None = None, release: StrPath | None = None
     key = release_key(release, log)
     data = board_data(board)
     out = Path(out or BUILD / board)
-    if out.exists():
-        shutil.rmtree(out)
+    _clear(out)
     (out / "shoe").mkdir(parents=True)
     arch = getattr(data, "ARCH", None)
     # shoe/release.py is the build's own (the release key's public half, below)

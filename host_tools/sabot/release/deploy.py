@@ -29,7 +29,6 @@ from sabot.link.operate import user_name
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.registry import Registry, ShoeEntry, public_from_xy
 from sabot.release.build import build
-from sabot.release.update import ShoeChannel
 
 IDENTIFY_WAIT = 3.0  # seconds for a provisioned shoe to answer a hello
 
@@ -119,21 +118,47 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
     the registered shoe expected on the port (else whichever shoe of `registry` answers); `rekey`:
     have the shoe's element make its next result key version. The info returned carries the
     shoe's `shoe_id`, `key_version`, `public_key` (PEM) and `certificate` for the registry (all
-    None for a blank shoe)."""
-    info = build(board, release=release, log=log)
-    key = keyfiles.load(key_file)
+    None for a blank shoe). The build lands in build/BOARD (what verify-firmware compares with)
+    only once the shoe took it."""
+    import shutil
+    import tempfile
+
+    from sabot.release.build import BUILD
+
+    if by and (len(by) > pr.BY_LEN or not by.isascii() or not by.isprintable()):
+        raise SabotError(f"--by {by!r}: at most {pr.BY_LEN} printable ASCII characters (it is "
+                         "signed into the command and recorded in the shoe's chain)")
+    key = keyfiles.load(key_file) if os.path.exists(key_file) else None  # checked before all
     shoe = _registered_shoe(url, baud, config, registry)
-    if shoe is not None:
-        return _update(url, baud, key, shoe, info, rekey, by, log)
+    if shoe is not None and key is None:
+        raise SabotError(f"no command key file {key_file}: a provisioned shoe takes an update "
+                         "only signed with the command key it was provisioned for")
+    with tempfile.TemporaryDirectory(prefix="sabot-deploy-") as tmp:
+        info = build(board, out=os.path.join(tmp, board), release=release, log=log)
+        if shoe is not None:
+            assert key is not None
+            done = _update(url, baud, key, shoe, info, rekey, by, log)
+        else:
+            done = _deploy_blank(url, info, config, registry, rekey, log)
+        target = BUILD / board
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(info["dir"], target)
+    return dict(done, dir=str(target))
+
+
+def _deploy_blank(url: str, info: dict[str, Any], config: ShoeEntry | None,
+                  registry: Registry | None, rekey: bool,
+                  log: Callable[[str], Any]) -> dict[str, Any]:
     try:
         # a blank shoe at its REPL answers at once (mpremote would wait 10 s for a silent one)
         listing = mpremote(url, ["exec", LISTING], timeout=PROBE_WAIT)
     except SabotError:
         who = (f"shoe {config.shoe_id:#010x}" if config is not None
-               else "no shoe of the registry" if registry and registry.shoes else "no shoe")
-        raise SabotError(f"{url}: neither a blank shoe's REPL nor {who} answered (a provisioned "
-                         "shoe is updated only through the sabot protocol: is it registered, "
-                         "--registry, --shoe-id?)") from None
+               else "a shoe of the registry" if registry and registry.shoes else "a shoe")
+        raise SabotError(f"{url}: no blank shoe's REPL and no reply from {who} in the sabot "
+                         "protocol (powered? the right port? a provisioned shoe must be in the "
+                         "registry: --registry, --shoe-id)") from None
     if rekey:
         raise SabotError(f"{url}: a blank shoe has no result key to rekey: deploy without "
                          "--rekey, then provision it (sabot provision --port URL --key FILE)")
@@ -144,25 +169,27 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
 def _registered_shoe(url: str, baud: int, config: ShoeEntry | None,
                      registry: Registry | None) -> ShoeEntry | None:
     """The registered shoe answering on the port in the sabot protocol, or None (nothing
-    answers: a blank shoe at its REPL, or no shoe)."""
-    if config is None and (registry is None or not registry.shoes):
-        return None
+    answers: a blank shoe at its REPL, or no shoe); a SabotError when a shoe answers that the
+    registry does not hold, or not with the key it holds."""
     port = ShoePort(url, baud)
     try:
-        if config is not None:
-            ch = ShoeChannel(port, None, config)  # a hello is unsigned
-            return config if ch.hello(IDENTIFY_WAIT) is not None else None
-        assert registry is not None
-
-        def registered(f: pr.Frame) -> bool:
-            entry = registry.shoes.get(f.shoe_id)
-            public = entry.public_key(f.key_id) if entry is not None else None
-            return public is not None and pr.verify(public, f)
-
-        status = port.status_where(0, registered, IDENTIFY_WAIT)
-        return registry.shoes[status.shoe_id] if status is not None else None
+        wanted = config.shoe_id if config is not None else 0  # 0: whichever shoe is there
+        status = port.status_where(wanted, lambda f: True, IDENTIFY_WAIT)
     finally:
         port.close()
+    if status is None:
+        return None
+    entry = config if config is not None else (registry.shoes.get(status.shoe_id)
+                                               if registry is not None else None)
+    where = registry.path if registry is not None else "the registry"
+    if entry is None or entry.shoe_id != status.shoe_id:
+        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but {where} does not "
+                         "hold it (provisioned with another registry? --registry FILE)")
+    public = entry.public_key(status.key_id)
+    if public is None or not pr.verify(public, status):
+        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but not with the key "
+                         f"{where} holds for it (versions {entry.key_versions or 'none'})")
+    return entry
 
 
 def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[str, Any],

@@ -137,12 +137,21 @@ class ShoeChannel:
         got = self.answer_to(counter, BEGIN_WAIT,
                              again=lambda: self.send(ftype, payload, counter), every=2.0)
         if got is None:
-            raise SabotError(f"shoe {self.config.shoe_id:#010x} did not take the {what} command "
-                             f"within {BEGIN_WAIT:g} s (a command key it does not hold?)")
+            refused = self.status["refused"]
+            again = self.hello(5.0)
+            if again is not None and again["refused"] > refused:
+                raise SabotError(f"shoe {self.config.shoe_id:#010x} refused the signed {what} "
+                                 f"command ({again['refused'] - refused} frames refused): it does "
+                                 "not hold this command key (--key: the one it was provisioned "
+                                 "for)")
+            raise SabotError(f"shoe {self.config.shoe_id:#010x} did not answer the {what} "
+                             f"command within {BEGIN_WAIT:g} s")
         kind, rec = got
         if kind == "command_rejected":
-            why = ("the shoe is mid-round or holds an irregularity: finish or resolve it first"
-                   if rec["reason"] == "not_now" else rec["reason"])
+            why = {"not_now": "the shoe is mid-round or holds an irregularity: finish or "
+                              "resolve it first",
+                   "keys_exhausted": "every result key slot of its element is used: it can "
+                                     "make no further version"}.get(rec["reason"], rec["reason"])
             raise SabotError(f"shoe {self.config.shoe_id:#010x} refused the {what}: {why}")
         return counter, rec
 
@@ -214,8 +223,10 @@ def back_after_boot(port: ShoePort, key: CommandKey, config: ShoeEntry) -> dict[
         except ConnectionError:
             port.close()  # the board dropped the port as it reset
             time.sleep(0.2)
-    raise SabotError(f"shoe {config.shoe_id:#010x} did not answer within {BOOT_WAIT:g} s of "
-                     "booting its update")
+    raise SabotError(f"shoe {config.shoe_id:#010x} recorded the update (a signed frame) and "
+                     f"reset, but its port did not answer within {BOOT_WAIT:g} s (a USB bridge "
+                     "or socat pty to restart?); once it answers, `sabot status` and `sabot "
+                     "verify-firmware` say what it runs")
 
 
 def rekey(port: ShoePort, key: CommandKey, config: ShoeEntry, by: str

@@ -250,9 +250,11 @@ def wait_for_resolution(board: VirtualBoard, state: tuple[int, ...]) -> None:
 
 def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
     """The simulated dealer draws each shoe in turn; between shoes it waits, as a dealer does, for
-    the host's new-shoe (the shoe leaves its ended phase). A board that restarts mid-shoe is
-    resumed at its own position."""
-    for i, tokens in enumerate(shoes):
+    the host's new-shoe (the shoe leaves its ended phase). A shoe is taken off the front of
+    `shoes` once it has ended; when the board goes off (a reset after an update) the dealer
+    stops, and the rest — the shoe it was dealing, resumed at the shoe's own position — is dealt
+    after the next power-on."""
+    while shoes:
         board.wait(lambda s: True, 10)
         if board.indicator and board.indicator[0] == PH_ENDED:
             print("virtual board: the shoe has ended; waiting for the host's new-shoe "
@@ -260,9 +262,13 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
             while not board.wait(lambda s: s[0] != PH_ENDED, 1.0):
                 if not board.alive():
                     return
-        print(f"virtual board: dealing shoe file {i + 1} of {len(shoes)}", file=sys.stderr,
+        print(f"virtual board: dealing a shoe file ({len(shoes)} to go)", file=sys.stderr,
               flush=True)
-        Dealer(board, tokens, on_held=wait_for_resolution).deal()
+        dealer = Dealer(board, shoes[0], on_held=wait_for_resolution)
+        while dealer.step():
+            if not board.alive():
+                return
+        shoes.pop(0)
     print("virtual board: the last shoe file has ended; the board stays up until Ctrl-C",
           file=sys.stderr, flush=True)
 
@@ -310,8 +316,7 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
               flush=True)
         try:
             if shoes:
-                deal_shoes(board, shoes)
-                shoes = None
+                deal_shoes(board, shoes)  # what it could not deal before a reset: after it
             status = board.wait_off()
         finally:
             board.stop()
