@@ -159,7 +159,7 @@ def bench_firmware():
         locked = _card_path(tmp, "lock", "lock", src)
         build = [_mpy_build(tmp + "/mpy")]
         small = {}
-        for heap in ("84K", "96K", "100K"):
+        for heap in ("96K", "100K", "104K"):
             try:
                 small[heap] = _card_path(tmp, f"h{heap}", "lock", build, heapsize=heap,
                                          ack=False)["heap_free_collected"]

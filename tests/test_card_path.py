@@ -6,9 +6,10 @@ over a whole 8-deck shoe), and a whole shoe fits a small heap (firmware compiled
 The small heap was 64 KB before the secure element; on the 64-bit unix port the element driver
 and its socket bus take ~17 KB of it as loaded .mpy (bytecode and qstrs, which a board's frozen
 firmware keeps in flash), and loading fragments the heap, so the bound was 96 KB; the command
-port's one-command check slot (verified from service(), issue 20), the status flags and the
-ring's room for a maintenance frame (30 B more a slot) put it at 100 KB: a whole shoe runs from
-98 KB up (measured; see the firmware section of tests/bench.py)."""
+port's one-command check slot and the hello's status, both made by the element step by step
+from service() (issue 20), the status flags and the ring's room for a maintenance frame (30 B
+more a slot) put it at 104 KB: a whole shoe runs from 102 KB up, 100 KB now and then (measured;
+see the firmware section of tests/bench.py)."""
 
 import re
 
@@ -96,7 +97,7 @@ def test_heap_lock_would_catch_an_allocation(mpy, tmp_path):
     assert mpy(probe).stdout.strip() == b"caught"
 
 
-SMALL_HEAP = "100K"
+SMALL_HEAP = "104K"
 
 
 @pytest.mark.board

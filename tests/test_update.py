@@ -164,8 +164,12 @@ def test_a_power_cut_mid_stream_leaves_the_old_tree(shoe):
     port = ShoePort(board.url)
     try:
         assert channel.back_after_boot(port, key, config)["integrity"] == "ok"
+        recs = maintenance_frames(port, config)
     finally:
         port.close()
+    # its update_begun does not stand alone: the boot recorded who began what never ended
+    assert [(r["what"], r.get("reason"), r["by"]) for r in recs] == [
+        ("update_begun", None, "t"), ("update_refused", "interrupted", "t")]
 
 
 def test_a_switch_cut_short_is_finished_at_boot(tmp_path):

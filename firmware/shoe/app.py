@@ -70,6 +70,17 @@ _CARD_BYTES = const(100)
 _KEPT_FRAME = const(209)  # an F record a compaction carries over: 7 + 32 + MAX_CHAINED
 
 
+def _staged(code_root):
+    """An update's staging directory is there (shoe/update.py): one a power cut interrupted."""
+    import os
+
+    try:
+        os.stat(code_root.rstrip("/") + "/update.tmp")
+        return True
+    except OSError:
+        return False
+
+
 class ShoeApp:
     # shoe/maintain.py's Maintainer, made at the first update or rekey: a class default, so the
     # instance's attribute table stays as small as the card path's 96 KB heap needs
@@ -143,6 +154,11 @@ class ShoeApp:
         self.sent = min(o.done, self.hold_from - 1) if self.hold_from else o.done
         if empty:
             self._input(IN_NEW_SHOE)
+        if self.code_root is not None and _staged(self.code_root):
+            from shoe.maintain import Maintainer  # only then: RAM
+
+            self.maint = Maintainer(self)
+            self.maint.abandoned()
         self.log.prepare()
         self.show()
 

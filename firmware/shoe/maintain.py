@@ -82,6 +82,13 @@ class Maintainer:
             return False
         return True
 
+    def abandoned(self):
+        """At boot: an update a power cut interrupted before its switch is recorded as refused
+        (interrupted), so its update_begun frame does not stand alone."""
+        got = self.update.abandoned()
+        if got is not None:
+            self._record(_M_UPDATE_REFUSED, got[0], got[1], bytes((R_INTERRUPTED,)) + bytes(36))
+
     def _record(self, what, counter, by, detail):
         add_frame(self.shoe.outbox, frames.T_MAINTENANCE, frame_payload(what, counter, by, detail))
 

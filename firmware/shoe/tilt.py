@@ -85,6 +85,8 @@ class TiltShoe:
             pass  # no element: the shoe answers nothing, the alarm stays on
         try:
             self._recover()
+            if self.outbox is not None:
+                self.maint.abandoned()  # an update a power cut interrupted: recorded
         except Exception:
             self.outbox = None  # a log that cannot be read: statuses and integrity answers only
         self.show()

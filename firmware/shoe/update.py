@@ -23,6 +23,7 @@ import os
 
 STAGE = "update.tmp"  # in the code root; a name ending in .tmp is in no code digest
 _JOURNAL = ".journal"  # in STAGE: the new tree's files, one a line (no tree path starts with .)
+_SESSION = "session.tmp"  # in STAGE, in no digest (.tmp): who began it (counter(4) by)
 _PATH_MAX = 64
 _FILE_MAX = 1 << 20
 CHUNK_DATA = 120  # the most stream bytes in one chunk: a chunk frame is then 200 bytes
@@ -96,14 +97,13 @@ def _files(base, rel=""):
 
 
 def resume(root, skip=()):
-    """At boot, before the firmware is imported: finish a journaled switch (True), or throw away
-    a staging directory that never got one (an update interrupted: the old tree runs)."""
+    """At boot, before the firmware is imported: finish a journaled switch (True). A staging
+    directory that never got one (an update a power cut interrupted: the old tree runs) is left
+    for the firmware to report and remove (`Update.abandoned`); nothing in it runs or counts."""
     root = root.rstrip("/")
     stage = root + "/" + STAGE
     journal = stage + "/" + _JOURNAL
     if not _exists(journal):
-        if _exists(stage):
-            _remove_tree(stage)
         return False
     with open(journal) as f:
         keep = [line for line in f.read().split("\n") if line]
@@ -162,6 +162,9 @@ class Update:
         self.close()
         _remove_tree(self.stage)
         os.mkdir(self.stage)
+        with open(self.stage + "/" + _SESSION, "wb") as f:
+            f.write(bytes((counter >> 24, counter >> 16 & 255, counter >> 8 & 255, counter & 255)))
+            f.write(by)
         self.open = True
         self.counter, self.by = counter, by
         self.index, self._expect, self._last = 1, bytes(head), None
@@ -171,6 +174,19 @@ class Update:
         self._prev = b""
         self._size = self._need = 0
         self._manifest_seen = False
+
+    def abandoned(self):
+        """(counter, by) of an update a power cut interrupted before its switch, its staged
+        files removed; None when there is none."""
+        if self.root is None or not _exists(self.stage):
+            return None
+        try:
+            with open(self.stage + "/" + _SESSION, "rb") as f:
+                raw = f.read()
+        except OSError:
+            raw = bytes(4)
+        self.discard()
+        return raw[0] << 24 | raw[1] << 16 | raw[2] << 8 | raw[3], raw[4:]
 
     def discard(self):
         """A refused update: its staged files go (the running tree never changed)."""
