@@ -369,7 +369,7 @@ def bench_flash():
             **{f"littlefs_log_{k}": v for k, v in lfs.items()}}
 
 
-def _flood_shoe(tmp, name, flood_rate, cards, gap):
+def _flood_shoe(tmp, name, flood_rate, cards, gap, hellos=False):
     """Cards dealt on a virtual board with the element's real timings (Sign 50 ms, Verify
     60 ms), with or without a forger flooding its link; each card's exit edge -> lamps as the
     board timed it, and the status after."""
@@ -391,7 +391,7 @@ def _flood_shoe(tmp, name, flood_rate, cards, gap):
         dealer = Dealer(board, deck.shuffled_shoe(8, seed=21))
         board.wait(lambda s: True)
         if flood_rate:
-            flood = Flood(board.host, board.port, config.shoe_id, flood_rate)
+            flood = Flood(board.host, board.port, config.shoe_id, flood_rate, hellos)
             flood.start()
             assert flood.ready.wait(10), "no status for the forger"
         dealt = []  # the dealer's view: the card's bytes sent -> the lamps seen, seconds
@@ -439,9 +439,11 @@ def bench_flood(cards=120, gap=0.05, rate=500):
     with tempfile.TemporaryDirectory() as tmp:
         quiet = _flood_shoe(tmp, "quiet", 0, cards, gap)
         flooded = _flood_shoe(tmp, "flooded", rate, cards, gap)
+        hellos = _flood_shoe(tmp, "hellos", 300, cards, gap, hellos=True)
     return {"sign_ms": 50, "verify_ms": 60, "dealer_gap_s": gap,
             **{f"quiet_{k}": v for k, v in quiet.items() if not k.startswith("forged")},
-            **{f"flood_{k}": v for k, v in flooded.items()}}
+            **{f"flood_{k}": v for k, v in flooded.items()},
+            **{f"hello_flood_{k}": v for k, v in hellos.items() if k != "refused"}}
 
 
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,

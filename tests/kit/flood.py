@@ -16,8 +16,11 @@ class Flood(threading.Thread):
     counted commands a second (new_shoe, bad signature) until stop(); reads and drops what the
     shoe sends so its link never backs up."""
 
-    def __init__(self, host, port, shoe_id, rate=500):
+    def __init__(self, host, port, shoe_id, rate=500, hellos=False):
+        """hellos: unsigned hellos instead (each answered with a signed status, at most 5 a
+        second and 4 owed)."""
         super().__init__(daemon=True)
+        self.hellos = hellos
         self.addr = (host, port)
         self.shoe_id = shoe_id
         self.rate = rate
@@ -49,8 +52,9 @@ class Flood(threading.Thread):
                     continue
                 now = time.monotonic()
                 if now >= due:
-                    sock.sendall(pr.command(self._key, self.shoe_id, self.counter,
-                                            pr.C_NEW_SHOE))
+                    sock.sendall(pr.command(None, self.shoe_id, 0, pr.C_HELLO) if self.hellos
+                                 else pr.command(self._key, self.shoe_id, self.counter,
+                                                 pr.C_NEW_SHOE))
                     self.sent += 1
                     due += gap
                     if due < now - 0.1:
