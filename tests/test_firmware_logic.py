@@ -390,12 +390,13 @@ def test_a_flood_of_forged_commands_costs_one_check_and_never_a_wait(tmp_path):
     slowest = time.monotonic() - t
     assert port.refused == 49 and port.busy()  # one taken, 49 refused before any element work
     steps = 0
+    end = time.monotonic() + 10
     while port.busy():
         t = time.monotonic()
         port.service(rec)
         slowest = max(slowest, time.monotonic() - t)
         steps += 1
-        assert steps < 10_000, "the check never ended"
+        assert t < end, "the check never ended"  # (a bound in time: a pass may take µs)
     assert slowest < 0.03  # no call waited for the 60 ms Verify
     assert steps > 2 and rec.calls == [] and port.refused == 50 and port.counter == 0
     # the genuine command, once the slot is free, is obeyed as before
