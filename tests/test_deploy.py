@@ -34,12 +34,10 @@ def env(tmp_path):
     return dict(os.environ, SABOT_ROOT=str(tree))
 
 
-def test_a_blank_board_is_deployed_provisioned_then_updated_over_a_tty(env, tmp_path):
+def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
     """The bench walk-through of README on a real tty: a blank board (an old boot.py and lib/ on
     it, a factory-fresh element) takes the firmware at its REPL (deploy removes what the build
-    does not own and keeps the data directory), is provisioned over the same port and deals;
-    then a deploy to the dealing shoe goes through the sabot protocol alone — no REPL — with
-    --rekey: its element makes result key version 2, certified by its attestation key."""
+    does not own and keeps the data directory), is provisioned over the same port and deals."""
     from sabot.registry import Registry
 
     from kit import PtyBridge
@@ -85,8 +83,32 @@ def test_a_blank_board_is_deployed_provisioned_then_updated_over_a_tty(env, tmp_
         bridge.wait_back(drops + 1)  # the hard reset dropped the tty: the new one, not the old
         r = run(env, *provision)  # once only: the shoe deals and has no REPL
         assert r.returncode == 2 and "provisioned already" in r.stderr, r.stderr
+    finally:
+        if bridge:
+            bridge.stop()
+        board.stop()
 
-        update_the_dealing_shoe(env, tty, key, reg, release, tmp_path)
+
+def test_a_dealing_shoe_is_updated_and_rekeyed_over_a_tty_with_no_repl(env, tmp_path):
+    """A provisioned shoe (its firmware in its filesystem, provisioned at the factory) updated
+    over a real tty through the sabot protocol alone — no REPL — and, with --rekey, its element
+    making result key version 2, certified by its attestation key."""
+    from sabot.release.build import build
+
+    from kit import PtyBridge
+
+    root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
+    release = ("--release-key", tmp_path / "release.pem")
+    build("virtual", root, release=tmp_path / "release.pem")
+    port = free_port_for_tests()
+    board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
+                         "--registry", reg)
+    bridge = None
+    try:
+        board.wait_line("firmware running")
+        assert wait_for(lambda: port_accepts(port))
+        bridge = PtyBridge(tmp_path, port)
+        update_the_dealing_shoe(env, bridge.path, key, reg, release, tmp_path)
     finally:
         if bridge:
             bridge.stop()

@@ -219,17 +219,6 @@ def new_shoe(reg: Registry, shoe_id: int | None) -> None:
                          f"{reg.path} when that shoe is retired)")
 
 
-def attested(store: str, shoe_id: int, version: int) -> tuple[str, str]:
-    """A virtual shoe's attestation key (PEM) and its certificate (hex) of result key `version`,
-    made now by its element."""
-    from sabot import keys
-    from sabot.registry import public_from_xy
-    from sabot.virtual import factory
-
-    _, certificate = factory.certify(store, shoe_id, version)
-    return keys.public_pem(public_from_xy(factory.attestation_xy(store))), certificate.hex()
-
-
 @commands("provision", provision_args,
           help="set up a blank shoe: its secure element, identity, registry entry",
           description="Factory provisioning. The shoe writes sabot's configuration into its "
@@ -278,6 +267,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
             sid = reg.free_id() if sid is None else sid
         shoe_id, version, pem, serial = provision(args.flash, key, sid, variant=variant)
         set_variant(args.flash, variant)
+        from sabot.virtual.factory import attested
+
         attestation, certificate = attested(element_store(args.flash), shoe_id, version)
         where = f"{args.flash} (element {element_store(args.flash)})"
     for other in reg.shoes.values():

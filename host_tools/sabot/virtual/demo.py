@@ -329,9 +329,14 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
                      store: str | None = None) -> None:
     """`sabot board --key FILE`: provision the virtual shoe for this command key (kept when it
     is) and register its result key."""
+    from sabot.virtual.board import element_store
+    from sabot.virtual.factory import attested
+
     shoe_id, version, pem, serial = provision(flash_dir, key, store=store)
+    attestation, certificate = attested(store or element_store(flash_dir), shoe_id, version)
     reg = Registry.load(registry)
-    if reg.register(shoe_id, version, pem, serial=serial)[1]:
+    if reg.register(shoe_id, version, pem, certificate, attestation_key=attestation,
+                    serial=serial)[1]:
         print(f"virtual shoe {shoe_id:#010x} registered in {reg.path}", file=sys.stderr)
 
 

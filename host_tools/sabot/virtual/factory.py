@@ -119,3 +119,13 @@ def attestation_xy(store: str | os.PathLike[str]) -> bytes:
     xy = bytearray(64)
     element(store).public_key(firmware("shoe.provision").ATTESTATION_SLOT, xy)
     return bytes(xy)
+
+
+def attested(store: str | os.PathLike[str], shoe_id: int, version: int) -> tuple[str, str]:
+    """A virtual shoe's attestation key (PEM) and its certificate (hex) of result key `version`,
+    made now by its element: what the registry needs to hold the shoe's later versions."""
+    from sabot import keys
+    from sabot.registry import public_from_xy
+
+    _, certificate = certify(store, shoe_id, version)
+    return keys.public_pem(public_from_xy(attestation_xy(store))), certificate.hex()
