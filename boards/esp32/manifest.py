@@ -5,4 +5,4 @@ include("$(PORT_DIR)/boards/manifest.py")
 include("../../firmware/manifest.py")
 module("board.py")
 module("main.py", base_path="../../firmware")
-module("maint.py", base_path="../../firmware")  # REPL helpers for maintenance
+module("maint.py", base_path="../../firmware")  # the blank shoe's REPL helpers (provisioning)

@@ -5,5 +5,5 @@ include("$(PORT_DIR)/boards/manifest.py")
 include("../../firmware/manifest.py")
 module("board.py")
 module("main.py", base_path="../../firmware")
-module("maint.py", base_path="../../firmware")  # REPL helpers for maintenance
+module("maint.py", base_path="../../firmware")  # the blank shoe's REPL helpers (provisioning)
 require("usb-device-cdc")  # the host link's own USB CDC interface (micropython-lib)

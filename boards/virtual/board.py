@@ -22,7 +22,7 @@ EMPTY = 0x82
 REVEAL = 0x83  # squeeze: the dealer releases the hands
 SUPERVISOR = 0x90  # + resolution code 1..4
 
-# The maintenance REPL (firmware/maint.py) finds flash and element as the board's main did.
+# The blank shoe's REPL helpers (firmware/maint.py) find flash and element as the board's main did.
 FLASH_DIR = os.getenv("SABOT_FLASH") or "flash"
 
 

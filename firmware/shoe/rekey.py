@@ -9,7 +9,7 @@ version(2), so the host rebuilds every byte (sabot/attestation.py) and a certifi
 shoe and version is good for no other. No bytes the host sends are ever signed: the attestation
 slot refuses external Sign, and Sign internal refuses a TempKey a Nonce or SHA put there.
 
-Runs only on a host command (maintenance), never on the card path: import it when needed."""
+Runs only on a host command (rekey), never on the card path: import it when needed."""
 
 import struct
 

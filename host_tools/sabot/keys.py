@@ -1,6 +1,7 @@
 """The host command key (docs/PROTOCOL.md "Keys"): a P-256 private key in a PEM file, the `--key
-FILE` of the command line. It signs host commands (ack, resolve, new_shoe, maintenance); its public
-half sits in the shoe's secure element (slot 1), which checks every command's signature itself.
+FILE` of the command line. It signs host commands (ack, resolve, new_shoe, update, rekey); its
+public half sits in the shoe's secure element (slot 9), which checks every command's signature
+itself.
 
 It cannot sign results and verifies nothing: verifiers hold the shoes' public keys only (the shoe
 registry). Created with mode 0600 and refused when others can read it. A version-1 shared key

@@ -181,7 +181,7 @@ def build(board: str, out: StrPath | None = None, release: StrPath | None = None
     arch = getattr(data, "ARCH", None)
     # shoe/release.py is the build's own (the release key's public half, below)
     sources = sorted(p for p in (FIRMWARE / "shoe").glob("*.py") if p.name != "release.py")
-    sources.append(FIRMWARE / "maint.py")  # the maintenance session's REPL helpers
+    sources.append(FIRMWARE / "maint.py")  # the blank shoe's REPL helpers (provisioning)
     if board != "virtual":
         (out / "shoe" / "drivers").mkdir()
         sources += sorted((FIRMWARE / "shoe" / "drivers").glob("*.py"))
