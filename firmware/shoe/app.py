@@ -27,7 +27,7 @@ from shoe.dealing import (
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.element import ElementError
-from shoe.outbox import Outbox
+from shoe.outbox import Outbox, resend
 from shoe.port import REJ_FLASH_LOW, REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
 from shoe.store import (
@@ -406,7 +406,7 @@ class ShoeApp:
             else:
                 self._asked = 0
                 self.send_frame(self._one, 0, self._asked_n + frames.SIG_LEN)
-                self._resend()
+                resend(self)
         except ElementError:
             self.element_errors += 1
             self._asked = 1  # from the start on a later pass
@@ -417,15 +417,6 @@ class ShoeApp:
         self.port.abandon()
         while 1 < self._asked < 4:
             self._answer()
-
-    def _resend(self):
-        for buf, at, n in self.outbox.unacknowledged():
-            seq = frames.seq_of(buf, at)
-            if self.hold_from and seq >= self.hold_from:
-                break
-            self.send_frame(buf, at, n)
-            if seq > self.sent:
-                self.sent = seq
 
     def busy(self):
         """Frames wait for the element or the link: the board loop should come back soon."""

@@ -226,3 +226,18 @@ class Outbox:
     def frames(self, from_seq=0):
         """The same as bytes (tests)."""
         return [bytes(b[at : at + n]) for b, at, n in self.unacknowledged(from_seq)]
+
+
+def resend(shoe, from_seq=0, to_seq=0):
+    """Send again the finished, unacknowledged frames from `from_seq` (to `to_seq`), oldest
+    first, up to a squeeze's hold (`shoe`: the dealing or the tilted shoe, with `outbox`,
+    `hold_from`, `sent` and `send_frame`); `shoe.sent` follows."""
+    for buf, at, n in shoe.outbox.unacknowledged(from_seq, to_seq):
+        seq = frames.seq_of(buf, at)
+        if shoe.hold_from and seq >= shoe.hold_from:
+            break
+        shoe.send_frame(buf, at, n)
+        if seq > shoe.sent:
+            shoe.sent = seq
+    if to_seq and shoe.sent < to_seq:
+        shoe.sent = to_seq  # acknowledged meanwhile

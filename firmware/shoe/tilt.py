@@ -8,7 +8,7 @@ import struct
 
 from shoe import cobs, frames, integrity
 from shoe.maintain import Maintainer, add_frame
-from shoe.outbox import Outbox
+from shoe.outbox import Outbox, resend
 from shoe.port import REJ_NOT_NOW, CommandPort, sign_into
 from shoe.store import (
     CHECKPOINT,
@@ -217,18 +217,8 @@ class TiltShoe:
                 pass  # a full flash: the command leaves no trace and is not obeyed
 
     def _resend(self, from_seq, to_seq):
-        o = self.outbox
-        if o is None:
-            return
-        for buf, at, n in o.unacknowledged(from_seq, to_seq):
-            seq = frames.seq_of(buf, at)
-            if self.hold_from and seq >= self.hold_from:
-                break
-            self.send_frame(buf, at, n)
-            if seq > self.sent:
-                self.sent = seq
-        if to_seq and self.sent < to_seq:
-            self.sent = to_seq  # acknowledged meanwhile
+        if self.outbox is not None:
+            resend(self, from_seq, to_seq)
 
     def _head(self, ftype):
         key_version, shoe_id = self.identity

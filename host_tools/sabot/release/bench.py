@@ -115,10 +115,12 @@ def bench_port(tokens: list[str], url: str, key: CommandKey | None, config: Shoe
     try:
         status = first_status(link, url, ANSWER_WAIT)
         assert status is not None
+        ended = (f"shoe {status['shoe']} on {url} has ended: start the next one with sabot "
+                 "new-shoe, then bench it")
         if status["phase"] == "ended" and not status["unacked_to"]:
             # ended and all of it delivered elsewhere: nothing of it can be benched here
-            raise SabotError(f"shoe {status['shoe']} on {url} has ended: start the next one "
-                             "with sabot new-shoe, then bench it")
+            raise SabotError(ended)
+        ended_before = status["phase"] == "ended"
         for i, token in enumerate(tokens):
             if status["phase"] == "ended":
                 break
@@ -138,6 +140,10 @@ def bench_port(tokens: list[str], url: str, key: CommandKey | None, config: Shoe
                 raise SabotError(f"the shoe did not take card {i + 1} ({name})")
             status = taken
         link.drain(DRAIN_WAIT)
+        if ended_before and not any(k == "shoe_start" for k, _ in records):
+            # ended before this bench, and only its tail still unacknowledged (a validator's
+            # last acks on their way): a part of a shoe cannot be benched
+            raise SabotError(ended)
     finally:
         link.close()
         v.store.close()
