@@ -91,8 +91,9 @@ def test_a_shoe_dealt_again_in_the_same_order_raises_repeated_sequence(tmp_path)
 
     first = demo()
     assert first.returncode == 0, first.stderr
-    again = demo()
-    assert again.returncode != 0 and "repeated_sequence" in again.stderr
+    again = demo()  # a notice: printed, stored, shown, the exit status unchanged
+    assert again.returncode == 0 and "repeated_sequence" in again.stderr, again.stderr
+    assert "game-protection notices" in again.stderr
     h = subprocess.run([*SABOT, "history", "--db", tmp_path / "a.db", "--alarms"],
                        capture_output=True, text=True, timeout=60)
     alarms = [json.loads(x) for x in h.stdout.splitlines()]
@@ -100,3 +101,17 @@ def test_a_shoe_dealt_again_in_the_same_order_raises_repeated_sequence(tmp_path)
     assert len(rep) == 1, alarms  # one alarm for the whole repeated run
     assert rep[0]["shoe"] == 2 and "cards 1..20 of this shoe" in rep[0]["detail"]
     assert "shoe 1" in rep[0]["detail"] and f"shoe_id {alarms[0]['shoe_id']}" in rep[0]["detail"]
+
+
+def test_notices_change_the_exit_status_only_when_asked():
+    """CONTRACTS "Exit status": player_advantage and repeated_sequence are printed, stored and
+    shown, but fail a command only with --fail-on-notice; every other alarm fails it."""
+    from sabot.cli.output import fail_on
+    from sabot.errors import NotVerified
+
+    notice = [{"kind": "player_advantage", "shoe": 1, "detail": "banker pays"}]
+    fail_on([], notice)  # no exception: exit 0
+    with pytest.raises(NotVerified, match="player_advantage"):
+        fail_on([], notice, fail_on_notice=True)
+    with pytest.raises(NotVerified, match="rules_mismatch"):
+        fail_on([], notice + [{"kind": "rules_mismatch", "shoe": 1, "detail": "x"}])

@@ -170,6 +170,12 @@ def listen_arg(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def add_fail_on_notice(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fail-on-notice", action="store_true",
+                        help="exit 1 on a game-protection notice too (player_advantage, "
+                        "repeated_sequence: printed, stored and shown either way)")
+
+
 def add_baud(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baud", type=baud_arg, default=115200,
                         help="the port's baud rate (default 115200; a Pico's USB CDC ignores it, "

@@ -64,9 +64,21 @@ def group_rejections(rejections: list[dict[str, Any]]) -> str:
     return grouped(rejections)
 
 
+# Game-protection notices: what is dealt, not whether the shoe or the record holds. Printed,
+# stored, counted and shown; they change the exit status only with --fail-on-notice.
+NOTICES = frozenset(("player_advantage", "repeated_sequence"))
+
+
 def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],
-            more: str = "") -> None:
-    """Exit 1 (NotVerified), with one line, on any rejected frame or alarm (CONTRACTS)."""
+            more: str = "", fail_on_notice: bool = False) -> None:
+    """Exit 1 (NotVerified), with one line, on any rejected frame or integrity or content alarm
+    (CONTRACTS); game-protection notices only with `fail_on_notice`."""
+    notices = [a for a in alarms if a["kind"] in NOTICES]
+    if notices and not fail_on_notice:
+        kinds = sorted({a["kind"] for a in notices})
+        print(f"{len(notices)} game-protection notices ({', '.join(kinds)}): the exit status is "
+              "not changed by them (--fail-on-notice)", file=sys.stderr)
+        alarms = [a for a in alarms if a["kind"] not in NOTICES]
     parts = []
     if rejections:
         parts.append(f"{len(rejections)} frames rejected ({group_rejections(rejections)})")

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sabot.cli.options import KEY_HELP, REGISTRY_HELP, Commands, add_baud, listen_arg
+from sabot.cli.options import (
+    KEY_HELP,
+    REGISTRY_HELP,
+    Commands,
+    add_baud,
+    add_fail_on_notice,
+    listen_arg,
+)
 from sabot.cli.output import fail_on, print_alarm
 from sabot.errors import SabotError
 
@@ -13,6 +20,7 @@ commands = Commands()
 
 
 def serve_args(p: argparse.ArgumentParser) -> None:
+    add_fail_on_notice(p)
     p.add_argument("--listen", type=listen_arg, default="127.0.0.1:8000",
                    help="HOST:PORT of the web server")
     p.add_argument("--db", required=True, help="audit database (created if missing)")
@@ -75,5 +83,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
     s = validation.summary()
     print(f"served: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{len(s['rejections'])} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
-    fail_on(s["rejections"], s["alarms"])
+    fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
     return 0

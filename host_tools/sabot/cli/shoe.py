@@ -15,6 +15,7 @@ from sabot.cli.options import (
     SHOE_ID_HELP,
     Commands,
     add_baud,
+    add_fail_on_notice,
     add_operation_args,
     seconds_arg,
 )
@@ -30,6 +31,7 @@ commands = Commands()
 
 
 def validate_args(p: argparse.ArgumentParser) -> None:
+    add_fail_on_notice(p)
     p.add_argument("--port", required=True,
                    help="pyserial URL: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
     p.add_argument("--key", required=True, help=KEY_HELP + "; verifying needs none of it")
@@ -78,7 +80,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{s['rejected']} rejected, {len(s['alarms'])} alarms"
           + (f"; shoe {ended[0]} ended" if ended else ""), file=sys.stderr)
-    fail_on(s["rejections"], s["alarms"])
+    fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sabot.cli.options import NO_KEY_HELP, REGISTRY_HELP, Commands, ranged
+from sabot.cli.options import NO_KEY_HELP, REGISTRY_HELP, Commands, add_fail_on_notice, ranged
 from sabot.cli.output import fail_on, group_rejections, print_records
 from sabot.errors import NotVerified, SabotError
 
@@ -64,6 +64,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def replay_args(p: argparse.ArgumentParser) -> None:
+    add_fail_on_notice(p)
     p.add_argument("capture", help="raw bytes kept by --capture")
     p.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
     p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
@@ -99,7 +100,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for a in out["alarms"]:
             print(f"  alarm {a['kind']} (shoe {a['shoe']}): {a['detail']}")
     fail_on(out["rejections"], out["alarms"],
-            "" if out["verified"] else f"no frame of shoe {config.shoe_id} in {args.capture}")
+            "" if out["verified"] else f"no frame of shoe {config.shoe_id} in {args.capture}",
+            fail_on_notice=args.fail_on_notice)
     return 0
 
 

@@ -7,7 +7,14 @@ import json
 import os
 from typing import Any
 
-from sabot.cli.options import REGISTRY_HELP, Commands, listen_arg, probability, ranged
+from sabot.cli.options import (
+    REGISTRY_HELP,
+    Commands,
+    add_fail_on_notice,
+    listen_arg,
+    probability,
+    ranged,
+)
 from sabot.cli.output import alarm_below, fail_on, print_records
 from sabot.errors import NotVerified
 
@@ -56,6 +63,7 @@ def cmd_deal(args: argparse.Namespace) -> int:
 
 
 def demo_args(p: argparse.ArgumentParser) -> None:
+    add_fail_on_notice(p)
     p.add_argument("--shoe", metavar="FILE",
                    help="shoe file to deal (default: a freshly shuffled 8-deck shoe)")
     p.add_argument("--seed", type=int, help="seed for the shuffle (repeatable demos)")
@@ -96,7 +104,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"in {summary['seconds']} s")
         print(f"audit log: {args.db}   history: sabot history --db {args.db}")
     fail_on(summary["rejections"], summary["alarms"], f"{summary['lost']} rounds lost"
-            if summary["lost"] else "")
+            if summary["lost"] else "", fail_on_notice=args.fail_on_notice)
     return 0
 
 
