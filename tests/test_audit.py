@@ -684,3 +684,29 @@ def test_update_and_rekey_frames_are_alarms_and_a_deleted_one_is_found(tmp_path)
     rechain(db)
     out = audit_verify(str(db), {entry.shoe_id: entry})
     assert not out["ok"] and "update_refused" in out["problem"]
+
+
+def test_the_dashboard_escapes_markup_an_edited_store_holds_in_any_column(tmp_path):
+    """Issue 21's stored XSS: the alarms table's `round` column was rendered raw. Every value a
+    page shows is escaped, numbers' columns included."""
+    from sabot.pit.pages import Pit, dashboard_html, scoreboard_html
+
+    frames, _, entry = crafted_shoe(3)
+    db = tmp_path / "a.db"
+    v = Validator(entry, str(db))
+    v.receive(b"".join(pr.encode_frame(f) for f in frames))
+    v.store.close()
+    con = sqlite3.connect(db)
+    markup = "<script>alert(1)</script>"
+    con.execute("INSERT INTO alarms (chain_no, frame_id, raised_at, key_id, shoe_id, shoe, round,"
+                " kind, detail, row_hash) VALUES (999999, 1, 0, 1, ?, 1, ?, ?, ?, x'00')",
+                (entry.shoe_id, markup, "rules_mismatch", markup))
+    con.commit()
+    con.close()
+    pit = Pit(str(db), [entry])
+    pit.refresh()
+    t = pit.tables()[0]
+    t.rounds.append({"round": markup, "player": [markup], "banker": ["AS"], "winner": "banker",
+                     "player_total": markup, "banker_total": 0, "flags": [markup]})
+    for page in (dashboard_html(pit), scoreboard_html(pit, t)):
+        assert "<script" not in page and "&lt;script&gt;" in page

@@ -183,6 +183,12 @@ def counts(rounds: list[dict[str, Any]]) -> dict[str, int]:
 
 # ---- HTML ------------------------------------------------------------------------------------
 E = html.escape
+
+
+def S(value: Any) -> str:
+    """Any stored value as page text, escaped: a store an insider edited may hold markup in any
+    column (a round, a card, a shoe number), not only in the text ones."""
+    return html.escape(str(value), quote=True)
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1rem;background:#f6f4ee;color:#222}
 h1{font-size:1.4rem;margin:.2rem 0 .8rem} h2{font-size:1rem;margin:.8rem 0 .3rem}
@@ -244,22 +250,23 @@ def dashboard_html(pit: Pit) -> str:
         d = pit.detail(t)
         last = t.rounds[-1] if t.rounds else None
         result = (f"{last['winner']} {last['player_total']}-{last['banker_total']}"
-                  + (f" ({', '.join(last['flags'])})" if last["flags"] else "")) if last else "-"
+                  + (f" ({', '.join(map(str, last['flags']))})" if last["flags"] else "")
+                  ) if last else "-"
         edges = "".join(
             f"<div class='{'fav' if e < 0 else ''}'>{E(w)} {fmt_edge(e)}</div>"
             for w, e in (t.edges or {}).items()) or "-"
         alarms = "".join(f"<div class='alarm'>{E(a['kind'])}"
-                         f"{' round ' + str(a['round']) if a['round'] else ''}: "
+                         f"{' round ' + S(a['round']) if a['round'] else ''}: "
                          f"{E(a['detail'])}</div>" for a in t.alarms[-5:]) or "none"
         state = d["state"]
         rows.append(
             f"<tr data-table='{E(t.table)}'><td><a href='/table/{E(t.table)}'>{E(t.table)}</a>"
-            f"<br><small>shoe id {t.shoe_id}</small></td>"
+            f"<br><small>shoe id {t.shoe_id:#010x}</small></td>"
             f"<td class='state state-{state.replace(' ', '-')}'>{E(state)}"
             f"{' (' + E(t.held) + ')' if t.held and state == 'held' else ''}</td>"
-            f"<td>{t.shoe if t.shoe is not None else '-'}</td>"
-            f"<td>{last['round'] if last else 0}</td><td>{E(result)}</td>"
-            f"<td>{t.remaining if t.remaining is not None else '-'}</td>"
+            f"<td>{S(t.shoe) if t.shoe is not None else '-'}</td>"
+            f"<td>{S(last['round']) if last else 0}</td><td>{E(result)}</td>"
+            f"<td>{S(t.remaining) if t.remaining is not None else '-'}</td>"
             f"<td>{edges}</td><td>{alarms}</td></tr>")
     return ("<table class='pit'><tr><th>table</th><th>state</th><th>shoe</th><th>round</th>"
             "<th>last result</th><th>cards left</th><th>house edge (remaining shoe)</th>"
@@ -287,16 +294,16 @@ def scoreboard_html(pit: Pit, t: TableView) -> str:
     for i, (rec, v) in enumerate(zip(t.rounds, r["bead_plate"])):
         pairs = " ".join(c for c, f in (("pp", "player_pair"), ("bp", "banker_pair"))
                          if f in rec["flags"])
-        beads.append(f"<span class='bead {v} {pairs}' data-i='{i}' data-v='{v}' "
-                     f"title='round {rec['round']}'>{v}</span>")
+        beads.append(f"<span class='bead {S(v)} {pairs}' data-i='{i}' data-v='{S(v)}' "
+                     f"title='round {S(rec['round'])}'>{S(v)}</span>")
     big = []
     for c, column in enumerate(r["big_road"], 1):
         for row, cell in enumerate(column, 1):
             ties = cell["ties"]
-            big.append(f"<span class='big {cell['winner']}' style='grid-column:{c};"
+            big.append(f"<span class='big {S(cell['winner'])}' style='grid-column:{c};"
                        f"grid-row:{row}' data-col='{c}' data-row='{row}' "
-                       f"data-v='{cell['winner']}' data-ties='{ties}'>"
-                       f"{'<i class=ties>' + str(ties) + '</i>' if ties else ''}</span>")
+                       f"data-v='{S(cell['winner'])}' data-ties='{S(ties)}'>"
+                       f"{'<i class=ties>' + S(ties) + '</i>' if ties else ''}</span>")
     derived = []
     for name in DERIVED:
         marks = "".join(f"<span class='{e}' style='grid-column:{c};grid-row:{row}' "
@@ -306,13 +313,14 @@ def scoreboard_html(pit: Pit, t: TableView) -> str:
                        f"<div class='grid derived {name}' id='{name}'>{marks}</div></div>")
     n = d["counts"]
     last = "".join(
-        f"<li value='{rec['round']}'>P {' '.join(rec['player'])} ({rec['player_total']}) "
-        f"B {' '.join(rec['banker'])} ({rec['banker_total']}) &rarr; "
-        f"<b class='{rec['winner'][0].upper()}-t'>{rec['winner']}</b>"
-        f"{' ' + ', '.join(rec['flags']) if rec['flags'] else ''}</li>"
+        f"<li value='{S(rec['round'])}'>P {S(' '.join(map(str, rec['player'])))} "
+        f"({S(rec['player_total'])}) B {S(' '.join(map(str, rec['banker'])))} "
+        f"({S(rec['banker_total'])}) &rarr; "
+        f"<b class='{S(str(rec['winner'])[:1].upper())}-t'>{S(rec['winner'])}</b>"
+        f"{' ' + S(', '.join(map(str, rec['flags']))) if rec['flags'] else ''}</li>"
         for rec in t.rounds[-LAST_RESULTS:][::-1])
-    shoe = f"shoe {t.shoe}" if t.shoe is not None else "waiting for a shoe"
-    return (f"<p id='where' data-shoe='{t.shoe}' data-round='{len(t.rounds)}'>{shoe}, "
+    shoe = f"shoe {S(t.shoe)}" if t.shoe is not None else "waiting for a shoe"
+    return (f"<p id='where' data-shoe='{S(t.shoe)}' data-round='{len(t.rounds)}'>{shoe}, "
             f"{len(t.rounds)} rounds &middot; <span class='state'>{E(d['state'])}</span></p>"
             f"<p class='counts' id='counts'><span class='B-t'>Banker {n['banker']}</span>"
             f"<span class='P-t'>Player {n['player']}</span><span class='T-t'>Tie {n['tie']}"
