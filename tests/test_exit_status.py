@@ -111,6 +111,11 @@ def test_bad_input_exits_2(tmp_path, capsys):
     (tmp_path / "r.jsonl").write_text("{not json\n")
     status, _, err = run(capsys, "settle", tmp_path / "r.jsonl")
     assert status == BAD_INPUT and "not JSON" in one_line(err)
+    # a registry nested thousands deep: one line, no traceback (it was a RecursionError)
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    status, _, err = run(capsys, "audit", "verify", "--db", tmp_path / "a.db", "--registry",
+                         tmp_path / "deep.json")
+    assert status == BAD_INPUT and "nested too deep" in one_line(err)
 
 
 def test_ctrl_c_exits_130(monkeypatch, capsys):

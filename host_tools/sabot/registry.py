@@ -243,6 +243,9 @@ class Registry:
             raise SabotError(f"cannot read shoe registry {path}: {e.strerror}") from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise SabotError(f"{path} is not a sabot shoe registry (not JSON)") from None
+        except RecursionError:  # arrays nested thousands deep: no registry looks like that
+            raise SabotError(f"{path} is not a sabot shoe registry (JSON nested too deep)"
+                             ) from None
         if not isinstance(doc, dict) or not isinstance(doc.get("shoes"), list):
             raise SabotError(f"{path} is not a sabot shoe registry (no \"shoes\" list)")
         shoes = {}
