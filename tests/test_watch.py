@@ -115,3 +115,20 @@ def test_notices_change_the_exit_status_only_when_asked():
         fail_on([], notice, fail_on_notice=True)
     with pytest.raises(NotVerified, match="rules_mismatch"):
         fail_on([], notice + [{"kind": "rules_mismatch", "shoe": 1, "detail": "x"}])
+
+
+def test_alarm_and_round_lines_print_the_shoe_id_as_every_command_does(capsys):
+    """One way everywhere (0x and 8 hex digits), and no `shoe ?` for the shoe device's own
+    alarms (an update, a rekey)."""
+    from sabot.cli.output import format_round, print_alarm
+
+    print_alarm({"kind": "firmware_update", "shoe": None, "round": None, "shoe_id": 7,
+                 "detail": "version 20"})
+    print_alarm({"kind": "rules_mismatch", "shoe": 2, "round": 5, "shoe_id": 7, "detail": "x"})
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["ALARM firmware_update (shoe id 0x00000007): version 20",
+                   "ALARM rules_mismatch (shoe 2, round 5, shoe id 0x00000007): x"]
+    line = format_round({"shoe_id": 7, "shoe": 1, "round": 3, "player": ["AS", "2H"],
+                         "banker": ["9S", "8D"], "player_total": 3, "banker_total": 7,
+                         "winner": "banker", "flags": []})
+    assert line.startswith("[shoe id 0x00000007] shoe 1 round   3:")

@@ -10,11 +10,16 @@ from typing import Any
 from sabot.errors import NotVerified
 
 
+def shoe_id_text(shoe_id: Any) -> str:
+    """A shoe id as every command prints it: 0x followed by 8 hex digits."""
+    return f"{shoe_id:#010x}" if isinstance(shoe_id, int) else str(shoe_id)
+
+
 def format_round(rec: dict[str, Any]) -> str:
     flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
     dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
     said = "".join(f'  "{a}"' for a in rec.get("announcements", []))
-    device = f"[shoe id {rec['shoe_id']}] " if "shoe_id" in rec else ""
+    device = f"[shoe id {shoe_id_text(rec['shoe_id'])}] " if "shoe_id" in rec else ""
     return (f"{device}shoe {rec['shoe']} round {rec['round']:>3}: "
             f"player {' '.join(rec['player']):<9} "
             f"{rec['player_total']}  banker {' '.join(rec['banker']):<9} {rec['banker_total']}  "
@@ -44,10 +49,11 @@ def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool) -> N
 
 def print_alarm(alarm: dict[str, Any]) -> None:
     """An alarm, as it happens, for the supervisor watching the terminal."""
-    where = (f"shoe {alarm['shoe']}" if alarm.get("shoe") is not None else "shoe ?") + (
-        f" round {alarm['round']}" if alarm.get("round") else "")
-    print(f"ALARM {alarm['kind']} ({where}, shoe id {alarm['shoe_id']}): {alarm['detail']}",
-          file=sys.stderr, flush=True)
+    # an alarm of no shoe of cards (an update, a rekey) is the shoe device's own
+    where = (f"shoe {alarm['shoe']}, " if alarm.get("shoe") is not None else "") + (
+        f"round {alarm['round']}, " if alarm.get("round") else "")
+    print(f"ALARM {alarm['kind']} ({where}shoe id {shoe_id_text(alarm['shoe_id'])}): "
+          f"{alarm['detail']}", file=sys.stderr, flush=True)
 
 
 def alarm_below(alarm: dict[str, Any]) -> None:
