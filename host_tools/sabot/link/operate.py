@@ -269,22 +269,40 @@ def format_status(st: dict[str, Any]) -> str:
 ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
 
 
-def identify(url: str, registry: Registry, baud: int = DEFAULT_BAUD,
-             wait: float = ANSWER_WAIT) -> ShoeEntry:
-    """Which registered shoe is on this port: a hello to any shoe, and the first status whose
-    signature the registry's public key for its shoe id verifies. For a registry of several
-    shoes when no --shoe-id is given (a pit's registry, one shoe per port)."""
-    def registered(f: pr.Frame) -> bool:
-        entry = registry.shoes.get(f.shoe_id)
-        public = entry.public_key(f.key_id) if entry is not None else None
-        return public is not None and pr.verify(public, f)
-
+def answering_shoe(url: str, registry: Registry | None, baud: int = DEFAULT_BAUD,
+                   wait: float = ANSWER_WAIT, config: ShoeEntry | None = None
+                   ) -> ShoeEntry | None:
+    """The registered shoe answering on this port: a hello to `config`'s shoe, or to any shoe
+    (shoe id 0), and its signed status checked with the registry's key. None when nothing
+    answers in the sabot protocol (a blank shoe at its REPL, or no shoe); a SabotError when a
+    shoe answers that the registry does not hold, or not with the key it holds."""
     port = ShoePort(url, baud)
     try:
-        status = port.status_where(ANY_SHOE, registered, wait)
+        wanted = config.shoe_id if config is not None else ANY_SHOE
+        status = port.status_where(wanted, lambda f: True, wait)
     finally:
         port.close()
-    if status is not None:
-        return registry.shoes[status.shoe_id]
-    raise SabotError(f"no shoe of the registry {registry.path} answered on {url} within "
-                     f"{wait:g} s (or name it with --shoe-id)")
+    if status is None:
+        return None
+    entry = config if config is not None else (registry.shoes.get(status.shoe_id)
+                                               if registry is not None else None)
+    where = registry.path if registry is not None else "the registry"
+    if entry is None or entry.shoe_id != status.shoe_id:
+        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but {where} does not "
+                         "hold it (provisioned with another registry? --registry FILE)")
+    public = entry.public_key(status.key_id)
+    if public is None or not pr.verify(public, status):
+        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but not with the key "
+                         f"{where} holds for it (versions {entry.key_versions or 'none'})")
+    return entry
+
+
+def identify(url: str, registry: Registry, baud: int = DEFAULT_BAUD,
+             wait: float = ANSWER_WAIT) -> ShoeEntry:
+    """Which registered shoe is on this port (answering_shoe), for a registry of several shoes
+    when no --shoe-id is given (a pit's registry, one shoe per port)."""
+    entry = answering_shoe(url, registry, baud, wait)
+    if entry is None:
+        raise SabotError(f"no shoe of the registry {registry.path} answered on {url} within "
+                         f"{wait:g} s (or name it with --shoe-id)")
+    return entry

@@ -148,16 +148,21 @@ class ShoePort:
         self.write(command(key.private_key if key else None, shoe_id, counter, ftype, payload))
 
     def status_where(self, shoe_id: int, accept: Callable[[Frame], bool],
-                     wait: float) -> Frame | None:
+                     wait: float, rest: list[Frame] | None = None) -> Frame | None:
         """Hello to `shoe_id` every half second until a status frame `accept` takes arrives (the
-        caller checks its signature); None when none did within `wait` seconds."""
+        caller checks its signature); None when none did within `wait` seconds. With `rest`, the
+        frames that came after the status in the same read (the shoe's resends) are added to
+        it."""
         end, asked = time.monotonic() + wait, 0.0
         while time.monotonic() < end:
             if time.monotonic() - asked > 0.5:
                 self.send_command(None, shoe_id, C_HELLO)
                 asked = time.monotonic()
-            for _, f in self.frames(0.1):
-                if isinstance(f, Frame) and f.type == T_STATUS and accept(f):
+            got = [f for _, f in self.frames(0.1) if isinstance(f, Frame)]
+            for k, f in enumerate(got):
+                if f.type == T_STATUS and accept(f):
+                    if rest is not None:
+                        rest.extend(got[k + 1 :])
                     return f
         return None
 

@@ -25,7 +25,7 @@ from sabot import keys as keyfiles
 from sabot import protocol as pr
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
-from sabot.link.operate import user_name
+from sabot.link.operate import answering_shoe, user_name
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.registry import Registry, ShoeEntry, public_from_xy
 from sabot.release.build import build
@@ -129,7 +129,7 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
         raise SabotError(f"--by {by!r}: at most {pr.BY_LEN} printable ASCII characters (it is "
                          "signed into the command and recorded in the shoe's chain)")
     key = keyfiles.load(key_file) if os.path.exists(key_file) else None  # checked before all
-    shoe = _registered_shoe(url, baud, config, registry)
+    shoe = answering_shoe(url, registry, baud, IDENTIFY_WAIT, config)
     if shoe is not None and key is None:
         raise SabotError(f"no command key file {key_file}: a provisioned shoe takes an update "
                          "only signed with the command key it was provisioned for")
@@ -164,32 +164,6 @@ def _deploy_blank(url: str, info: dict[str, Any], config: ShoeEntry | None,
                          "--rekey, then provision it (sabot provision --port URL --key FILE)")
     _copy_to_repl(url, info, listing, log)
     return dict(info, shoe_id=None, key_version=None, public_key=None, certificate=None)
-
-
-def _registered_shoe(url: str, baud: int, config: ShoeEntry | None,
-                     registry: Registry | None) -> ShoeEntry | None:
-    """The registered shoe answering on the port in the sabot protocol, or None (nothing
-    answers: a blank shoe at its REPL, or no shoe); a SabotError when a shoe answers that the
-    registry does not hold, or not with the key it holds."""
-    port = ShoePort(url, baud)
-    try:
-        wanted = config.shoe_id if config is not None else 0  # 0: whichever shoe is there
-        status = port.status_where(wanted, lambda f: True, IDENTIFY_WAIT)
-    finally:
-        port.close()
-    if status is None:
-        return None
-    entry = config if config is not None else (registry.shoes.get(status.shoe_id)
-                                               if registry is not None else None)
-    where = registry.path if registry is not None else "the registry"
-    if entry is None or entry.shoe_id != status.shoe_id:
-        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but {where} does not "
-                         "hold it (provisioned with another registry? --registry FILE)")
-    public = entry.public_key(status.key_id)
-    if public is None or not pr.verify(public, status):
-        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but not with the key "
-                         f"{where} holds for it (versions {entry.key_versions or 'none'})")
-    return entry
 
 
 def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[str, Any],

@@ -76,20 +76,13 @@ class ShoeChannel:
     def hello(self, wait: float) -> dict[str, Any] | None:
         """A hello every half second until the shoe's signed status comes (None after `wait`
         seconds); the frames it resends after the status wait in the backlog."""
-        end, asked = time.monotonic() + wait, 0.0
-        self.backlog = []
-        while time.monotonic() < end:
-            if time.monotonic() - asked > 0.5:
-                self.send(pr.C_HELLO, b"")
-                asked = time.monotonic()
-            got = [f for _, f in self.port.frames(0.1)
-                   if isinstance(f, pr.Frame) and f.shoe_id == self.config.shoe_id]
-            for k, f in enumerate(got):
-                if f.type == pr.T_STATUS and self.authentic(f):
-                    self.backlog = got[k + 1 :]
-                    self.status_frame, self.status = f, pr.decode_status(f.payload)
-                    return self.status
-        return None
+        rest: list[pr.Frame] = []
+        f = self.port.status_where(self.config.shoe_id, self.authentic, wait, rest)
+        self.backlog = [r for r in rest if r.shoe_id == self.config.shoe_id]
+        if f is None:
+            return None
+        self.status_frame, self.status = f, pr.decode_status(f.payload)
+        return self.status
 
     def send(self, ftype: int, payload: bytes, counter: int = 0) -> None:
         self.port.send_command(self.key, self.config.shoe_id, ftype, payload, counter)
