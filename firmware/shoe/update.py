@@ -67,8 +67,10 @@ def _remove_tree(path):
         if _exists(path):
             os.remove(path)
         return
-    for entry in os.ilistdir(path):
-        _remove_tree(path + "/" + entry[0])
+    # the names first: removing entries while the directory is being read can skip some (then
+    # the rmdir fails and the staging directory stays)
+    for name in [entry[0] for entry in os.ilistdir(path)]:
+        _remove_tree(path + "/" + name)
     os.rmdir(path)
 
 
