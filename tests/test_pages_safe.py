@@ -29,7 +29,7 @@ from sabot.errors import SabotError
 from sabot.game.cards import shuffled_shoe
 from sabot.link.operate import operations_path
 from sabot.pit.markup import Html, document, el, join
-from sabot.pit.pages import SECURITY_HEADERS, Pit, build_app
+from sabot.pit.pages import SECURITY_HEADERS, Pit, build_app, web_server
 from sabot.registry import Registry, ShoeEntry
 from sabot.virtual.capture_gen import ShoeSigner, shoe_frames
 
@@ -214,15 +214,11 @@ class PagesServer:
     """The pages of `sabot serve` (build_app over a Pit of `db`), served in this process."""
 
     def __init__(self, db, entries):
-        import uvicorn
-
         self.pit = Pit(str(db), entries)
-        app, _ = build_app(self.pit)
+        app, hub = build_app(self.pit)
         self.port = free_port_for_tests()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning",
-                                                    timeout_graceful_shutdown=1))
+        self.server = web_server(app, hub, "127.0.0.1", self.port)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):
@@ -516,3 +512,28 @@ def test_markup_in_every_stored_and_registry_field_never_runs_in_the_browser(bas
     finally:
         driver.quit()
 
+
+def test_stopping_the_server_with_a_page_open_ends_its_stream_without_a_traceback(base_store):
+    """Ctrl-C to `sabot serve` while a page is open: its stream used to hold the shutdown for
+    the whole graceful timeout, then be cancelled with a traceback on stderr."""
+    import logging
+
+    db, entries = base_store
+    ended = threading.Event()
+    errors = []
+    told = logging.Handler(logging.ERROR)
+    told.emit = errors.append
+    with PagesServer(db, entries) as pages:
+        logging.getLogger("uvicorn.error").addHandler(told)
+        def follow():
+            with urllib.request.urlopen(pages.url + "/events", timeout=30) as r:
+                for _ in r:
+                    pass
+            ended.set()
+
+        threading.Thread(target=follow, daemon=True).start()
+        time.sleep(0.3)
+        stopping = time.monotonic()
+    logging.getLogger("uvicorn.error").removeHandler(told)
+    assert errors == []
+    assert ended.wait(5) and time.monotonic() - stopping < 0.8

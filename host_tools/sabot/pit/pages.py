@@ -419,6 +419,7 @@ class Hub:
         self.wake: asyncio.Event | None = None
         self.changed: asyncio.Condition | None = None
         self.task: asyncio.Task[None] | None = None
+        self.closing = False  # the server is stopping: every stream ends
 
     def notify(self) -> None:
         """Thread-safe: called by a validator thread after a stored read."""
@@ -440,6 +441,14 @@ class Hub:
         if self.task is not None:
             self.task.cancel()
 
+    async def end_streams(self) -> None:
+        """Every page's stream ends now, so a stopping server has no response left to wait
+        for (its pages reconnect to the next one)."""
+        self.closing = True
+        if self.changed is not None:
+            async with self.changed:
+                self.changed.notify_all()
+
     async def _follow(self) -> None:
         assert self.wake is not None and self.changed is not None
         while True:
@@ -459,12 +468,12 @@ class Hub:
         assert self.changed is not None
         yield "retry: 1000\n\n"
         last = None
-        while True:
+        while not self.closing:
             if version() != last:
                 last = version()
                 yield f"data: {to_json(render())}\n\n"
             async with self.changed:
-                if version() == last:
+                if version() == last and not self.closing:
                     try:
                         await asyncio.wait_for(self.changed.wait(), 15)
                     except TimeoutError:
@@ -549,6 +558,21 @@ def html_response(markup: Html, status_code: int = 200) -> Response:
 def static_files() -> dict[str, bytes]:
     folder = resources.files("sabot.pit").joinpath("static")
     return {name: folder.joinpath(name).read_bytes() for name in STATIC_TYPES}
+
+
+def web_server(app: Starlette, hub: Hub, host: str, port: int) -> Any:
+    """The uvicorn server of the pages. Stopping, it first ends the pages' streams: an open page
+    would otherwise hold its response until the graceful timeout, then be cancelled with a
+    traceback."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            await hub.end_streams()
+            await super().shutdown(sockets)
+
+    return Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                 lifespan="on", timeout_graceful_shutdown=1))
 
 
 def build_app(pit: Pit) -> tuple[Starlette, Hub]:
