@@ -1,7 +1,7 @@
-"""The shoe registry (CONTRACTS "Shoe registry"): the host's own record of its shoes — table, game,
-variant, decks, side wagers and public key material; never a secret. The validator takes a shoe's
-configuration from here, not from what the shoe announces: a shoe that announces anything else
-raises a `config_mismatch` alarm. Written by `sabot provision` / `sabot deploy`."""
+"""The shoe registry (docs/INTERFACES.md "Shoe registry"): the host's own record of its shoes —
+table, game, variant, decks, side wagers and public key material; never a secret. The validator
+takes a shoe's configuration from here, not from what the shoe announces: a shoe that announces
+anything else raises a `config_mismatch` alarm. Written by `sabot provision` / `sabot deploy`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 from sabot import attestation
 from sabot.errors import SabotError
 from sabot.game.settle import GAMES, SIDE_WAGERS
+from sabot.protocol import shoe_id_text
 
 DEFAULT = "sabot-shoes.json"
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
@@ -97,7 +98,7 @@ class ShoeEntry:
         self.check()
 
     def check(self) -> None:
-        where = f"registry entry for shoe {self.shoe_id}"
+        where = f"registry entry for shoe {shoe_id_text(self.shoe_id)}"
         if (not isinstance(self.shoe_id, int) or isinstance(self.shoe_id, bool)
                 or not 0 <= self.shoe_id < 1 << 32):
             raise SabotError(f"{where}: shoe_id must be a whole number 0..4294967295")
@@ -155,7 +156,7 @@ class ShoeEntry:
         naming shoe and version). Neither a registry file nor a host can make one: the
         attestation key signs no bytes a host chooses. A shoe registered without an attestation
         key keeps version 1 (registered at provisioning) and no other."""
-        where = f"registry entry for shoe {self.shoe_id}"
+        where = f"registry entry for shoe {shoe_id_text(self.shoe_id)}"
         version = k["version"]
         if not self.attestation_key:
             if version == 1:
@@ -183,13 +184,18 @@ class ShoeEntry:
                 try:
                     return load_public_pem(k["key"])
                 except SabotError as e:
-                    raise SabotError(f"registry entry for shoe {self.shoe_id}: public key "
-                                     f"version {version}: {e}") from None
+                    raise SabotError(f"registry entry for shoe {shoe_id_text(self.shoe_id)}: "
+                                     f"public key version {version}: {e}") from None
         return None
 
     @property
     def key_versions(self) -> list[int]:
         return sorted(k["version"] for k in self.public_keys)
+
+    @property
+    def key_versions_text(self) -> str:
+        """The result key versions as a line names them: "1, 2", or "none"."""
+        return ", ".join(map(str, self.key_versions)) or "none"
 
     def add_public_key(self, version: int, pem: str, certificate: str | None = None) -> bool:
         """Register a result key version (old versions stay: old frames are signed by them);
@@ -199,7 +205,8 @@ class ShoeEntry:
         old = self.public_key(version)
         if old is not None:
             if old.public_numbers() != new.public_numbers():
-                raise SabotError(f"shoe {self.shoe_id} already has a different public key "
+                raise SabotError(f"shoe {shoe_id_text(self.shoe_id)} already has a different "
+                                 "public key "
                                  f"version {version} in the registry: a re-provisioned element? "
                                  "register it as a new shoe")
             return False
@@ -255,7 +262,7 @@ class Registry:
             except TypeError as e:
                 raise SabotError(f"{path}: a shoe entry does not fit the registry: {e}") from None
             if entry.shoe_id in shoes:
-                raise SabotError(f"{path}: shoe {entry.shoe_id} is registered twice")
+                raise SabotError(f"{path}: shoe {shoe_id_text(entry.shoe_id)} is registered twice")
             shoes[entry.shoe_id] = entry
         return cls(path, shoes)
 
@@ -263,8 +270,8 @@ class Registry:
         try:
             return self.shoes[shoe_id]
         except KeyError:
-            raise SabotError(f"shoe {shoe_id} is not in the shoe registry {self.path} "
-                             "(sabot provision registers it)") from None
+            raise SabotError(f"shoe {shoe_id_text(shoe_id)} is not in the shoe registry "
+                             f"{self.path} (sabot provision registers it)") from None
 
     def pick(self, shoe_id: int | None) -> ShoeEntry:
         """The entry of `shoe_id`; with None, the registry's only shoe (SabotError otherwise)."""
@@ -275,7 +282,7 @@ class Registry:
         if not self.shoes:
             raise SabotError(f"the shoe registry {self.path} holds no shoe (sabot provision or "
                              "sabot deploy registers one)")
-        ids = ", ".join(f"{i:#010x}" for i in sorted(self.shoes))
+        ids = ", ".join(f"{shoe_id_text(i)}" for i in sorted(self.shoes))
         raise SabotError(f"the shoe registry {self.path} holds {len(self.shoes)} shoes ({ids}): "
                          "name one with --shoe-id")
 
@@ -307,7 +314,8 @@ class Registry:
                     or load_public_pem(k["key"]).public_numbers() == same]
         if old and old.attestation_key != attestation_key and (fresh_element or attestation_key):
             if not fresh_element:
-                raise SabotError(f"shoe {shoe_id} has another attestation key in the registry: "
+                raise SabotError(f"shoe {shoe_id_text(shoe_id)} has another attestation key in "
+                                 "the registry: "
                                  "a re-provisioned element? register it as a new shoe")
             keys = []  # the old element's keys were certified by its own attestation key
         fields: dict[str, Any] = asdict(old) if old else {"shoe_id": shoe_id}

@@ -41,7 +41,7 @@ def analyze_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tie-odds", type=decks_arg, default=8,
                    help="the table's Tie odds, to 1 (default 8)")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object, as CONTRACTS.md describes")
+                   help="one JSON object (docs/INTERFACES.md)")
 
 
 @commands("analyze", analyze_args,
@@ -71,7 +71,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def roads_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="round records (default: stdin)")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object, as CONTRACTS.md describes")
+                   help="one JSON object (docs/INTERFACES.md)")
 
 
 @commands("roads", roads_args,
@@ -105,7 +105,7 @@ def settle_args(p: argparse.ArgumentParser) -> None:
 @commands("settle", settle_args, help="settle a round's wagers (JSON in, JSON out)",
           description="Reads {table, round, wagers} as JSON from FILE or stdin and prints the "
           "settlements in the order the dealer makes them: losing wagers first, then seats from "
-          "the highest number down. Money is integer cents. See CONTRACTS.md.",
+          "the highest number down. Money is integer cents. See docs/INTERFACES.md.",
           example="sabot settle request.json")
 def cmd_settle(args: argparse.Namespace) -> int:
     from sabot.game.settle import settle
@@ -132,7 +132,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
         # a value of the wrong kind somewhere in the request: one line, never a traceback
         raise SabotError(f"the request does not fit the settle format ({type(e).__name__}: "
-                         f"{' '.join(str(e).split())}); see CONTRACTS.md") from None
+                         f"{' '.join(str(e).split())}); see docs/INTERFACES.md") from None
     print(json.dumps(out))
     return 0
 

@@ -19,6 +19,7 @@ from sabot.cli.options import (
     add_baud,
     ranged,
 )
+from sabot.cli.output import shoe_id_text
 from sabot.errors import NotVerified, SabotError
 
 if TYPE_CHECKING:
@@ -157,10 +158,11 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     entry, changed = reg.register(shoe_id, info["key_version"], info["public_key"],
                                   info["certificate"], table=args.table)  # a clash: SabotError
     if changed:  # the validator takes its table and keys from here
-        print(f"registered shoe {shoe_id:#010x} (table {entry.table}, result key versions "
-              f"{entry.key_versions}) in {reg.path}", file=sys.stderr)
+        print(f"registered shoe {shoe_id_text(shoe_id)} (table {entry.table}, result key versions "
+              f"{entry.key_versions_text}) in {reg.path}", file=sys.stderr)
     else:
-        print(f"shoe {shoe_id:#010x} result key {info['key_version']}: as the registry holds it",
+        print(f"shoe {shoe_id_text(shoe_id)} result key {info['key_version']}: as the registry "
+              "holds it",
               file=sys.stderr)
     return 0
 
@@ -213,7 +215,7 @@ def new_shoe(reg: Registry, shoe_id: int | None) -> None:
     """A shoe id provisioning may give a new element: one the registry does not list yet."""
     if shoe_id is not None and shoe_id in reg.shoes:
         old = reg.shoes[shoe_id]
-        raise SabotError(f"shoe {shoe_id:#010x} is registered already (table {old.table}"
+        raise SabotError(f"shoe {shoe_id_text(shoe_id)} is registered already (table {old.table}"
                          f"{', element ' + old.serial if old.serial else ''}): a new element is "
                          "a new shoe, so give it another --shoe-id (or remove the old entry from "
                          f"{reg.path} when that shoe is retired)")
@@ -274,14 +276,14 @@ def cmd_provision(args: argparse.Namespace) -> int:
     for other in reg.shoes.values():
         if serial and other.serial == serial and other.shoe_id != shoe_id:
             raise SabotError(f"element {serial} is registered already as shoe "
-                             f"{other.shoe_id:#010x} (table {other.table}): one chip, one shoe; "
-                             "not registered")
+                             f"{shoe_id_text(other.shoe_id)} (table {other.table}): one chip, "
+                             "one shoe; not registered")
     entry, _ = reg.register(shoe_id, version, pem, certificate or None, table=args.table,
                             fresh_element=True, attestation_key=attestation,
                             game=args.game, ez=args.ez, commission_free=args.commission_free,
                             squeeze=args.squeeze, decks=args.decks,
                             side_wagers=args.side_wagers, serial=serial)
-    print(f"provisioned shoe {shoe_id:#010x} result key {version} ({args.game}"
+    print(f"provisioned shoe {shoe_id_text(shoe_id)} result key {version} ({args.game}"
           f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
           f"{', squeeze' if args.squeeze else ''}) on {where}, element serial {serial}; "
           f"registered as table {entry.table} with its public key in {reg.path}")
@@ -342,8 +344,8 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
         print(json.dumps(r))
     else:
         matches = "matches" if r["result"] == "pass" else "does not match"
-        print(f"{r['result'].upper()}: shoe {r['shoe_id']:#010x} integrity {r['integrity']}; "
-              f"seeded HMAC {matches} the build in {build_dir}")
+        print(f"{r['result'].upper()}: shoe {shoe_id_text(r['shoe_id'])} integrity "
+              f"{r['integrity']}; seeded HMAC {matches} the build in {build_dir}")
     if r["result"] != "pass":
         if r["integrity"] == "unchecked":
             raise NotVerified("firmware verification failed: the shoe runs unbuilt source, "

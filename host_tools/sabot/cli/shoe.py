@@ -49,8 +49,8 @@ def validate_args(p: argparse.ArgumentParser) -> None:
     add_baud(p)
     p.add_argument("--registry", default=None, help=REGISTRY_HELP)
     p.add_argument("--json", action="store_true",
-                   help="print each stored record as one JSON object a line (CONTRACTS round "
-                   "records and events) instead of text")
+                   help="print each stored record as one JSON object a line (round records and "
+                   "events, docs/INTERFACES.md) instead of text")
 
 
 @commands("validate", validate_args,
@@ -65,7 +65,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.json:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
-            print(format_round(rec), flush=True)
+            print(format_round(rec, config.variant), flush=True)
         elif kind != "initial_cards":
             print(format_event(rec), flush=True)
 

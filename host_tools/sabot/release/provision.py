@@ -17,6 +17,7 @@ from sabot import keys
 from sabot.errors import SabotError
 from sabot.link.operate import ANY_SHOE
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
+from sabot.protocol import shoe_id_text
 from sabot.registry import check_provisioning, public_from_xy
 from sabot.release.deploy import FRESH, PROBE_WAIT, element_state, hard_reset, mpremote
 
@@ -75,8 +76,8 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                              "deploy --port URL --board B)") from None
         dealing = _dealing_shoe(url, baud)
         if dealing is not None:
-            raise SabotError(f"{url}: shoe {dealing:#010x} is provisioned already and dealing "
-                             "(no REPL: provisioning is for a blank shoe)") from None
+            raise SabotError(f"{url}: shoe {shoe_id_text(dealing)} is provisioned already and "
+                             "dealing (no REPL: provisioning is for a blank shoe)") from None
         raise SabotError(f"nothing answers on {url}: neither a blank shoe's REPL nor a dealing "
                          "shoe") from None
     state = element_state(said, url)
@@ -86,12 +87,13 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
     if state == "foreign":
         raise SabotError(f"{url}: the shoe's element is locked with another configuration than "
                          "sabot's: it cannot be provisioned")
-    log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id:#010x}")
+    log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id_text(shoe_id)}")
     said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
                                   f"'{command_xy.hex()}')"], timeout=60)
     got_id, serial, result_xy, proof, attestation_xy, certificate = parse_provisioned(said)
     if got_id != shoe_id:
-        raise SabotError(f"the shoe answered for shoe {got_id:#010x}, not {shoe_id:#010x}")
+        raise SabotError(f"the shoe answered for shoe {shoe_id_text(got_id)}, not "
+                         f"{shoe_id_text(shoe_id)}")
     public = check_provisioning(serial, shoe_id, result_xy, command_xy, proof)
     log(f"the shoe reports its element {serial.hex()} provisioned, and result key 1 signed the "
         "provisioning statement")
