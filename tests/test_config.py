@@ -282,11 +282,15 @@ def test_a_six_deck_shoe_on_micropython_from_provision_to_the_validator(tmp_path
                           on_record=lambda k, r: records.append((k, r)))
     link = HostLink(board.url, validator, keys.load_or_create(str(key)))
     try:
+        def settle():  # as kit.Rig: every input read, every frame it made stored
+            assert board.wait_read(10) and link.ask(10) is not None
+
         def deal(*tokens):
             for t in tokens:
                 board.send(card_bytes(t))
-            assert board.wait_read(10) and link.ask(10) is not None
+            settle()
 
+        settle()  # the link's first exchange (the shoe_start the shoe made at its first boot)
         deal("AD", "5H", *(NATURAL * 6))
         starts = [r for k, r in records if k == "shoe_start"]
         assert [(r["decks"], r["variant"]["ez"]) for r in starts] == [(6, True)]
