@@ -204,15 +204,15 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                    help="side wagers the table offers, comma-separated: dragon7, panda8 (EZ), "
                    "lucky_six (commission-free), player_pair, banker_pair, house_money, "
                    "dragon_bonus_player, dragon_bonus_banker; registered for the edges and "
-                   "settlement")
+                   "settlement (default: none)")
     p.add_argument("--tie-odds", type=ranged(8, 100), default=8, metavar="N",
                    help="a winning Tie pays N to 1 (627a.12(b): at least 8; a commission-free "
                    "table pays 8)")
     p.add_argument("--dragon-bonus-paytable", type=str.upper, choices=["A", "B", "C"],
                    help="the Dragon Bonus paytable (627a.12(e)), needed when --side-wagers "
                    "offers Dragon Bonus")
-    p.add_argument("--table", default="", help="the table's name in the registry "
-                   "(default shoe-<shoe id>)")
+    p.add_argument("--table", default="", help="the table's name in the registry, 1-64 "
+                   "printable characters (default shoe-<shoe id>)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
                    "written there")
     add_baud(p)
