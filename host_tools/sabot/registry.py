@@ -27,7 +27,7 @@ from sabot.game.settle import GAMES, SIDE_WAGERS, Table
 
 DEFAULT = "sabot-shoes.json"
 # A whole pit's registry is far smaller: an entry holding all seven result key versions with
-# their certificates is about 3.4 KB, so this holds over a thousand shoes.
+# their certificates and the longest table name is 3.5 KB, so this holds over a thousand shoes.
 MAX_BYTES = 4 * 1024 * 1024
 TABLE_NAME_MAX = 64  # characters of a table name: it heads the pit's pages and names its API path
 TIE_ODDS_MAX = 100  # the regulation sets no top (at least 8 to 1); no table pays near this
