@@ -4,9 +4,10 @@ A blank shoe (its element's data zone never locked) keeps the MicroPython REPL, 
 does (firmware/main.py). Over that REPL the host runs the shoe's own provisioning
 (`maint.provision`, firmware/shoe/provision.py): the shoe writes and locks its element's
 configuration, has it make result key 1 inside, writes the command key's public half, puts its
-identity on flash and locks the data zone. The host only hands over the shoe id, the variant byte
-and the command public key; what comes back (the chip's serial, result key 1, and key 1's
-signature of a statement naming them and the command key) is checked before it is registered."""
+identity and table configuration (variant byte, deck count) on flash and locks the data zone.
+The host only hands over the shoe id, the variant byte, the deck count and the command public
+key; what comes back (the chip's serial, result key 1, and key 1's signature of a statement
+naming them and the command key) is checked before it is registered."""
 
 from __future__ import annotations
 
@@ -60,8 +61,10 @@ def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes, bytes, bytes
 
 def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                         variant: int, baud: int = DEFAULT_BAUD,
-                        log: Callable[[str], Any] = print) -> tuple[int, str, str, str, str]:
-    """Provision the blank shoe on `url` for `command_key`: (shoe_id, result key 1's public
+                        log: Callable[[str], Any] = print, decks: int = 8
+                        ) -> tuple[int, str, str, str, str]:
+    """Provision the blank shoe on `url` for `command_key`, dealing `decks` decks of the game
+    `variant` names (the shoe refuses more than its board holds): (shoe_id, result key 1's public
     PEM, the element's serial number in hex, the attestation key's PEM and its certificate of
     key 1 in hex: both "" from a shoe that reports none). The shoe reboots into its firmware
     after."""
@@ -89,7 +92,7 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                          "sabot's: it cannot be provisioned")
     log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id_text(shoe_id)}")
     said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
-                                  f"'{command_xy.hex()}')"], timeout=60)
+                                  f"'{command_xy.hex()}', {decks})"], timeout=60)
     got_id, serial, result_xy, proof, attestation_xy, certificate = parse_provisioned(said)
     if got_id != shoe_id:
         raise SabotError(f"the shoe answered for shoe {shoe_id_text(got_id)}, not "

@@ -67,7 +67,7 @@ class Session:
             self.shoe_no = rec["shoe"]
 
     def start_board(self) -> tuple[VirtualBoard, HostLink]:
-        set_variant(self.flash_dir, self.config.variant_byte)
+        set_variant(self.flash_dir, self.config.variant_byte, self.config.decks)
         self.board = VirtualBoard(self.flash_dir, sign_ms=self.sign_ms, board=self.board_name,
                                   code=self.code, chunk=self.chunk).start()
         if self.link is None:
