@@ -203,6 +203,8 @@ def cmd_soak(args: argparse.Namespace) -> int:
               "the host's recomputation"
               + (f", {s['unended']} shoes whose end was not stored" if s["unended"] else ""))
         print("faults injected: " + ", ".join(f"{k} {v}" for k, v in s["faults"].items()))
+        print(f"schedule: {len(s['schedule'])} faults and mistakes, each at the card the seed "
+              "picked (--json lists them; the same for this seed on any machine)")
         if s["mistakes"]:
             print("dealer and supervisor mistakes: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(s["mistakes"].items())))

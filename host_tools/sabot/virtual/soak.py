@@ -170,7 +170,7 @@ class SoakDealer(Dealer):
             return True
         if self.cuts and phase not in (PH_ENDED, PH_HELD) and not reveal \
                 and position < len(self.tokens):
-            # a random instant into this card's handling (mid-write included), then off
+            # the planned instant into this card's handling (mid-write included), then off
             proc = b.proc
             self.schedule.append((self.shoe, position, "power_cut"))
             b.cut_power_in(self.cuts.pop(0) * 0.004)
