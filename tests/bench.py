@@ -1,7 +1,13 @@
-"""`make bench`: speed and memory figures for README. Each section prints one line of figures.
+"""`make bench`: speed and memory figures for README. Each section prints one line of figures:
+its name, then a JSON object whose keys are the ones LABELS names for it.
 
-Run: make bench   (or .venv/bin/python tests/bench.py [section ...])"""
+Run: make bench   (or .venv/bin/python tests/bench.py [section ...])
 
+README cites every figure by its label, `section.key` (tests/test_figures.py: each label README
+names is one of LABELS; main() checks each section prints exactly its LABELS), so a figure README
+states is one this file prints."""
+
+import hashlib
 import json
 import os
 import platform
@@ -235,14 +241,83 @@ def bench_audit():
             "audit_verify_s": round(spent, 2), "frames_per_s": int(r["frames"] / spent)}
 
 
-def bench_reliability():
-    """A seeded soak of a few minutes: line faults and power cuts, and dealer and supervisor
-    mistakes, through the virtual board and the validator."""
+def _soak(shoes, seed, fault_rate, mistake_rate):
+    """A seeded soak; its schedule (every fault and mistake, by shoe and card) as a count and a
+    fingerprint, the same for the same seed on any machine."""
     from sabot.virtual.soak import run_soak
 
-    s = run_soak(5, seed=1, fault_rate=0.1, mistake_rate=0.04)
-    assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0), s
-    return s
+    s = run_soak(shoes, seed=seed, fault_rate=fault_rate, mistake_rate=mistake_rate)
+    assert (s["lost"], s["duplicated"], s["mismatched"], s["unended"]) == (0, 0, 0, 0), s
+    schedule = s.pop("schedule")
+    return {"seed": seed, "fault_rate": fault_rate, "mistake_rate": mistake_rate, **s,
+            "schedule_events": len(schedule),
+            "schedule_sha256": hashlib.sha256(json.dumps(schedule).encode()).hexdigest()[:16]}
+
+
+def bench_soak():
+    """`sabot soak --shoes 3 --seed 1` (fault rate 0.1): whole shoes through the virtual board
+    and the validator under power cuts, validator restarts, disconnects and line faults."""
+    return _soak(3, 1, 0.1, 0.0)
+
+
+def bench_reliability():
+    """A seeded soak with dealer and supervisor mistakes too: `sabot soak --shoes 5 --seed 1
+    --fault-rate 0.1 --mistake-rate 0.04`."""
+    return _soak(5, 1, 0.1, 0.04)
+
+
+def bench_demo():
+    """`sabot demo --seed 5` as a user runs it: the element emulator at a real chip's 50 ms a
+    Sign, a fresh database."""
+    import tempfile
+
+    from sabot.virtual.demo import run_demo
+
+    with tempfile.TemporaryDirectory() as tmp:
+        s, _ = run_demo(None, 5, f"{tmp}/sabot.db", f"{tmp}/sabot.key", quiet=True)
+    return {"seed": 5, "sign_ms": 50, **{k: s[k] for k in (
+        "rounds", "expected_rounds", "verified", "rejected", "lost", "seconds")}}
+
+
+def bench_build():
+    """`sabot firmware --board B` for each board: code bytes against the board's flash, the heap
+    a shoe needs against its RAM, and what a signed update to such a shoe sends."""
+    import tempfile
+
+    from sabot.release.build import build
+    from sabot.release.update import CHUNK_DATA, stream
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for board in ("rpi_pico", "esp32", "virtual"):
+            r = build(board, f"{tmp}/{board}", release=f"{tmp}/release.pem", log=lambda _: None)
+            sent = len(stream(r["dir"]))
+            out.update({f"{board}_code_bytes": r["code_bytes"],
+                        f"{board}_table_bytes": r["table_bytes"],
+                        f"{board}_flash_bytes": r["flash_bytes"],
+                        f"{board}_heap_needed_bytes": r["heap_needed_bytes"],
+                        f"{board}_ram_bytes": r["ram_bytes"],
+                        f"{board}_update_bytes": sent,
+                        f"{board}_update_chunks": -(-sent // CHUNK_DATA)})
+    return out
+
+
+def bench_suite():
+    """The test suite's size: every test (`make test`), and the in-process ones (`make check`,
+    -m "not board"), as pytest collects them (one collection, counted by marker)."""
+    count = (
+        "import sys, pytest\n"
+        "class Count:\n"
+        "    def pytest_collection_finish(self, session):\n"
+        "        board = sum(1 for i in session.items if i.get_closest_marker('board'))\n"
+        "        print('COUNT', len(session.items), len(session.items) - board)\n"
+        "sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', sys.argv[1]],\n"
+        "                    plugins=[Count()]))\n")
+    out = subprocess.run([sys.executable, "-c", count, str(ROOT / "tests")], capture_output=True,
+                         text=True, cwd=ROOT, check=True).stdout
+    tests, in_process = next(line.split()[1:] for line in out.splitlines()
+                             if line.startswith("COUNT "))
+    return {"tests": int(tests), "in_process_tests": int(in_process)}
 
 
 def bench_edges():
@@ -319,7 +394,9 @@ def bench_serve(shoes=16):
             "rounds_per_s": round(total / seconds, 1), "rounds_timed": len(delays),
             "update_delay_p50_ms": round(percentile(delays, 50) * 1000, 1),
             "update_delay_p99_ms": round(percentile(delays, 99) * 1000, 1),
-            "update_delay_max_ms": round(max(delays) * 1000, 1), **stats}
+            "update_delay_max_ms": round(max(delays) * 1000, 1),
+            **{k: stats[k] for k in ("edges_recomputes", "edges_median_ms", "edges_p99_ms",
+                                     "edges_max_ms")}}
 
 
 def _nor_shoe(tmp, log, gap):
@@ -452,13 +529,88 @@ SECTIONS["edges"] = bench_edges
 SECTIONS["serve"] = bench_serve
 SECTIONS["flash"] = bench_flash
 SECTIONS["flood"] = bench_flood
+SECTIONS["soak"] = bench_soak
+SECTIONS["demo"] = bench_demo
+SECTIONS["build"] = bench_build
+SECTIONS["suite"] = bench_suite
+
+_SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
+         "mismatched", "unended", "faults", "mistakes", "rejected", "alarms", "board_boots",
+         "seconds", "schedule_events", "schedule_sha256")
+_LAMPS = ("cards", "lamp_ms_median", "lamp_ms_p95", "lamp_ms_max", "dealer_ms_median",
+          "dealer_ms_p95", "dealer_ms_max", "seconds")
+_NOR = ("cards", "erases_per_shoe", "erases_in_card_paths", "lamp_ms_median", "lamp_ms_p95",
+        "lamp_ms_max", "seconds")
+# Every key each section prints, besides section_s (the section's own wall time, added by main).
+LABELS = {
+    "analyze": ("analyze_8_decks_all_wagers_s", "analyze_warm_s", "seen_recompute_s",
+                "baseline_13_rank_bpt_s", "speedup_vs_baseline", "total_bench_s"),
+    "firmware": ("card_path_us_per_card", "full_path_heap_bytes_per_card",
+                 "full_path_heap_bytes_whole_shoe", "full_path_heap_locked_alloc_failures",
+                 "cards", "rounds", "frames_finished", "heap_96k_free_after_shoe_bytes",
+                 "heap_100k_free_after_shoe_bytes", "heap_104k_free_after_shoe_bytes",
+                 "idle_loop_passes_allocating"),
+    "link": ("shoes", "rounds", "signed_bytes_per_round", "uart_ms_per_round_115200",
+             "validator_rounds_per_s", "validator_rounds_per_s_without_edge_and_shuffle_alarms",
+             "validator_rounds_per_s_batch_verify",
+             "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms"),
+    "audit": ("shoes", "frames", "rounds", "rows", "audit_verify_s", "frames_per_s"),
+    "reliability": _SOAK,
+    "edges": ("rounds", "recomputes", "recompute_median_ms", "recompute_max_ms",
+              "first_full_shoe_ms", "analyze_warm_ms", "baseline_13_rank_bpt_ms",
+              "speedup_vs_baseline"),
+    "serve": ("shoes", "rounds", "lost", "seconds", "rounds_per_s", "rounds_timed",
+              "update_delay_p50_ms", "update_delay_p99_ms", "update_delay_max_ms",
+              "edges_recomputes", "edges_median_ms", "edges_p99_ms", "edges_max_ms"),
+    "flash": ("erase_ms", "page_program_us", *(f"raw_log_{k}" for k in _NOR),
+              *(f"littlefs_log_{k}" for k in _NOR)),
+    "flood": ("sign_ms", "verify_ms", "dealer_gap_s", *(f"quiet_{k}" for k in _LAMPS),
+              "quiet_refused", *(f"flood_{k}" for k in _LAMPS), "flood_forged_sent",
+              "flood_forged_per_s", "flood_refused", *(f"hello_flood_{k}" for k in _LAMPS),
+              "hello_flood_forged_sent", "hello_flood_forged_per_s"),
+    "soak": _SOAK,
+    "demo": ("seed", "sign_ms", "rounds", "expected_rounds", "verified", "rejected", "lost",
+             "seconds"),
+    "build": tuple(f"{board}_{k}" for board in ("rpi_pico", "esp32", "virtual") for k in (
+        "code_bytes", "table_bytes", "flash_bytes", "heap_needed_bytes", "ram_bytes",
+        "update_bytes", "update_chunks")),
+    "suite": ("tests", "in_process_tests"),
+}
+assert set(LABELS) == set(SECTIONS)
+
+
+def machine():
+    """The machine line README quotes: CPU, cores, Python, the MicroPython unix port."""
+    from sabot.paths import micropython
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor() or "?")
+    mp = subprocess.run([micropython(), "-c", "import sys; print('%d.%d.%d' % "
+                         "sys.implementation.version[:3])"], capture_output=True,
+                        text=True).stdout.strip()
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())  # other work skews every timing
+    return (f"{platform.machine()} {os.cpu_count()} cores ({cpu}), Python "
+            f"{platform.python_version()}, MicroPython unix port {mp}, {platform.platform()}; "
+            f"load average at start {load}")
 
 
 def main(names):
-    print(f"# machine: {platform.machine()} {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, {platform.platform()}")
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        sys.exit(f"bench: no section {', '.join(unknown)} (sections: {', '.join(SECTIONS)})")
+    print(f"# machine: {machine()}")
+    print("# command: make bench  (.venv/bin/python tests/bench.py " + " ".join(names) + ")"
+          if names else "# command: make bench", flush=True)
+    t0 = time.perf_counter()
     for name in names or SECTIONS:
-        print(name, json.dumps(SECTIONS[name]()), flush=True)
+        t = time.perf_counter()
+        figures = SECTIONS[name]()
+        if set(figures) != set(LABELS[name]):  # README's labels would drift from what is printed
+            sys.exit(f"bench: section {name} printed {sorted(set(figures) - set(LABELS[name]))}"
+                     f" beyond LABELS and not {sorted(set(LABELS[name]) - set(figures))}")
+        figures["section_s"] = round(time.perf_counter() - t, 1)
+        print(name, json.dumps(figures), flush=True)
+    print(f"# total {time.perf_counter() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -401,6 +401,58 @@ def test_a_signed_command_held_back_on_the_cable_is_stale_after_a_supervisor_res
     assert app.port.refused == refused + 1 and app.port.counter == 1
 
 
+class Spinning(Exception):
+    pass
+
+
+class CountsPending:
+    """The shoe's element, counting how often the shoe asks whether it is busy: a loop that
+    waits for it without moving its job on asks forever (then this raises, not hangs the test)."""
+
+    def __init__(self, element, limit=100_000):
+        self.element = element
+        self.asked = 0
+        self.limit = limit
+
+    def __getattr__(self, name):
+        return getattr(self.element, name)
+
+    def pending(self):
+        self.asked += 1
+        if self.asked > self.limit:
+            raise Spinning("the shoe waits for the element and moves nothing on")
+        return self.element.pending()
+
+
+def test_a_supervisor_resolution_while_a_status_is_signed_and_an_ack_is_taken_goes_through(
+        tmp_path):
+    """A hello's status is under way in the element (its digest queued) and a signed ack has been
+    taken for its check when the supervisor resolves at the shoe: the resolution finishes the
+    check first, and that waits for the element. The status must be moved on meanwhile (before,
+    the shoe spun in CommandPort.finish forever, its lamps and link dead: seen in a soak)."""
+    shoe = Provisioned(tmp_path)
+    link = Link()
+    element = CountsPending(shoe.element())
+    app = ShoeApp(Flash(str(shoe.flash)), link, link, element)
+    app.start()
+    serve(app)
+    card(app, "5S")  # an exposed five: five more to burn
+    app.empty_sensor()  # shoe empty in the burn: held
+    serve(app)
+    app.host_bytes(shoe.command(frames.C_HELLO))
+    app.service()  # the status's digest is queued in the element
+    assert app._asked == 2 and element.pending()
+    app.host_bytes(shoe.ack(app.outbox.done))  # taken for its check: the element is busy
+    assert app.port._job
+    element.asked = 0
+    app.supervisor(4)  # end the shoe
+    serve(app)
+    assert app.shoe.phase == PH_ENDED and app.port.counter == 1 and not app.port._job
+    statuses = [f for f in link.take() if frames.type_of(f) == frames.T_STATUS]
+    assert statuses  # the hello was answered, signed
+    verify(shoe.public_key(), statuses[-1])
+
+
 class FailsOnce:
     """An element whose next queued step fails once (a late answer under load), then works."""
 

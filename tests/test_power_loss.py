@@ -3,6 +3,7 @@ consistent place, and whole shoes survive power cuts at random instants with not
 counted twice."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -136,15 +137,25 @@ def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_reject
     assert any(k.startswith("resolution") for k in s["mistakes"])
 
 
-def test_soak_with_mistakes_and_power_cuts_together_loses_nothing():
+def test_soak_with_mistakes_and_power_cuts_together_loses_nothing_and_a_seed_reproduces_it():
+    """Two soaks of one seed, the second's element signing 20 times slower (so every card, frame
+    and fault falls at another instant): the same faults and mistakes at the same cards, the same
+    resolutions, rounds and boots — the schedule follows the cards, not the clock."""
+    env = dict(os.environ, SABOT_SIGN_MS="40")
     r = subprocess.run([*SABOT, "soak", "--shoes", "2", "--seed", "7",
                         "--fault-rate", "0.1", "--mistake-rate", "0.05", "--json"],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
-    s = json.loads(r.stdout)
-    assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
-    assert s["stored"] == s["rounds"]
-    assert s["faults"]["power_cut"] >= 1 and sum(s["mistakes"].values()) >= 3
+    slow = json.loads(r.stdout)
+    fast = run_soak(2, seed=7, fault_rate=0.1, mistake_rate=0.05)  # the tests' 2 ms a Sign
+    for s in (slow, fast):
+        assert (s["lost"], s["duplicated"], s["mismatched"], s["unended"]) == (0, 0, 0, 0)
+        assert s["stored"] == s["rounds"]
+        assert s["faults"]["power_cut"] >= 1 and sum(s["mistakes"].values()) >= 3
+        assert any(k.startswith("resolution") for k in s["mistakes"])
+    assert fast["schedule"] == slow["schedule"] and len(fast["schedule"]) >= 8
+    for key in ("rounds", "stored", "faults", "mistakes", "board_boots"):
+        assert fast[key] == slow[key], key
 
 
 def test_a_finished_frame_whose_log_record_fails_is_signed_again_from_the_same_body(

@@ -433,8 +433,11 @@ class ShoeApp:
                 or self.port.busy() or self._asked)
 
     def settle(self):
-        """Wait for the frame the element is working on (the command port needs the element)."""
+        """Wait for what the element is working on, the frame and a hello's status under way (the
+        command port needs the element: left pending, a status would hold its check forever)."""
         self.outbox.settle()
+        while 1 < self._asked < 4:
+            self._answer()
         self._send_finished()
 
     def _finish_all(self):

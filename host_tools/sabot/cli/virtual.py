@@ -168,7 +168,10 @@ def cmd_board(args: argparse.Namespace) -> int:
 
 def soak_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shoes", type=ranged(1, 10_000), default=1, help="shoes to deal (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed for shoes and faults (default 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed for the shoes, faults and mistakes: each is due at a card the "
+                   "seed picks, so a seed deals the same schedule and rounds on any machine "
+                   "(default 0)")
     p.add_argument("--fault-rate", type=probability, default=0.1,
                    help="chance of a fault before each card (0.1)")
     p.add_argument("--mistake-rate", type=probability, default=0.0,
@@ -176,15 +179,16 @@ def soak_args(p: argparse.ArgumentParser) -> None:
                    "cards, cards not due, missing confirms, extra cut cards, shoe-empty anywhere "
                    "including the burn, every resolution (default 0)")
     p.add_argument("--json", action="store_true",
-                   help="one JSON summary: rounds, stored, lost, duplicated, faults (counts by "
-                   "kind), rejected (counts by reason)")
+                   help="one JSON summary: rounds, stored, lost, duplicated, unended, faults "
+                   "(counts by kind), rejected (counts by reason), schedule ([shoe, card, fault "
+                   "or mistake], in order)")
 
 
 @commands("soak", soak_args,
           help="deal whole shoes while injecting faults; nothing may be lost",
           description="Deals shuffled 8-deck shoes through the virtual board and the validator "
           "while cutting power, restarting the validator, dropping the link, adding line noise "
-          "and fragmenting reads at random instants.",
+          "and fragmenting reads, each at a card the seed picks.",
           example="sabot soak --shoes 5 --seed 1 --json")
 def cmd_soak(args: argparse.Namespace) -> int:
     from sabot.virtual.soak import progress_line, run_soak
@@ -196,15 +200,18 @@ def cmd_soak(args: argparse.Namespace) -> int:
     else:
         print(f"\n{s['shoes']} shoes, {s['rounds']} rounds: {s['stored']} stored, "
               f"{s['lost']} lost, {s['duplicated']} duplicated, {s['mismatched']} differing from "
-              "the host's recomputation")
+              "the host's recomputation"
+              + (f", {s['unended']} shoes whose end was not stored" if s["unended"] else ""))
         print("faults injected: " + ", ".join(f"{k} {v}" for k, v in s["faults"].items()))
+        print(f"schedule: {len(s['schedule'])} faults and mistakes, each at the card the seed "
+              "picked (--json lists them; the same for this seed on any machine)")
         if s["mistakes"]:
             print("dealer and supervisor mistakes: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(s["mistakes"].items())))
             print("alarms: " + (", ".join(f"{k} {v}" for k, v in s["alarms"].items()) or "none"))
         rejected = ", ".join(f"{k} {v}" for k, v in s["rejected"].items())
         print("frames rejected: " + (rejected or "none"))
-    if s["lost"] or s["duplicated"] or s["mismatched"]:
+    if s["lost"] or s["duplicated"] or s["mismatched"] or s["unended"]:
         raise NotVerified("results were lost, duplicated or wrong under faults")
     if not args.fault_rate and s["rejected"]:  # no line faults: an authentic shoe is never refused
         raise NotVerified("frames of an authentic shoe were rejected: "

@@ -334,10 +334,13 @@ class VirtualBoard:
                                             else None)
         self.boots += 1
         self.erases_before = self.erases  # the chip counts from 0 at each power-on
-        self.listening: queue.Queue[bool] = queue.Queue()
-        threading.Thread(target=self._read_indicators, args=(proc,), daemon=True).start()
+        # this power-on's own queue: the reader of the one before, ending late, must not say
+        # "not listening" here (start would return before this process showed its state)
+        listening: queue.Queue[bool] = queue.Queue()
+        threading.Thread(target=self._read_indicators, args=(proc, listening),
+                         daemon=True).start()
         try:
-            self.listening.get(timeout=timeout)
+            listening.get(timeout=timeout)
         except queue.Empty:
             self.kill()
             raise SabotError("the virtual board did not start listening") from None
@@ -349,7 +352,8 @@ class VirtualBoard:
             raise SabotError(f"the virtual board stopped: {err[-1] if err else 'no message'}")
         return self
 
-    def _read_indicators(self, proc: subprocess.Popen[bytes]) -> None:
+    def _read_indicators(self, proc: subprocess.Popen[bytes],
+                         listening: queue.Queue[bool]) -> None:
         for line in proc.stdout or ():
             parts = line.split()
             if parts[:1] == [b"A"] and len(parts) == 5:
@@ -372,8 +376,8 @@ class VirtualBoard:
             elif parts[:1] == [b"E"] and len(parts) == 2:
                 self.erases = self.erases_before + int(parts[1])
             elif parts[:1] == [b"L"]:
-                self.listening.put(True)
-        self.listening.put(False)
+                listening.put(True)
+        listening.put(False)
         with self.changed:
             self.changed.notify_all()
 

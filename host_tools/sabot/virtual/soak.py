@@ -1,8 +1,12 @@
-"""`sabot soak`: whole shoes through the virtual board and the validator while faults are injected
-at random instants: power cuts (the MicroPython process killed, restarted on the same flash),
-validator restarts, link disconnects, line noise (bytes flipped or inserted, both directions),
-fragmented reads and slow writes (host commands trickled out two bytes at a time). Nothing may be
-lost or stored twice, and every stored round must equal the host's recomputation."""
+"""`sabot soak`: whole shoes through the virtual board and the validator while faults are injected:
+power cuts (the MicroPython process killed, restarted on the same flash), validator restarts, link
+disconnects, line noise (bytes flipped or inserted, both directions), fragmented reads and slow
+writes (host commands trickled out two bytes at a time). Nothing may be lost or stored twice, and
+every stored round must equal the host's recomputation.
+
+The faults and the dealer's mistakes follow the cards, not the clock (`Plan`): each is due at a
+card the seed picks, counted by the shoe's own position, so a seed deals the same schedule and the
+same rounds however fast the machine runs."""
 
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from sabot.virtual.board import (
     VirtualBoard,
     card_bytes,
     provision,
+    supervisor_default,
 )
 
 VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
@@ -41,54 +46,159 @@ VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented", "slow_writes")
 # what a careless dealer or supervisor does, anywhere in a shoe, the burn included
 MISTAKES = ("unreadable_card", "card_not_due", "missing_confirm", "extra_cut_card", "shoe_empty")
+DRAIN_WAIT = 30.0  # seconds for everything a shoe made to be stored, faults and all
+NEW_SHOE_WAIT = 30.0  # seconds for the shoe to begin the next shoe the host asked for
+STALL_WAIT = 60.0  # seconds a dealt shoe may show the same state before the soak gives up
+# The clock's only say in the soak's course: how long the dealer waits for the shoe to show a card
+# taken, and for a mistake's or resolution's effect (after which it takes it there is none: a
+# refused resolution, a confirm the shoe ignores). The shoe answers in milliseconds.
+CARD_WAIT = 10.0
+CHANGE_WAIT = 2.0
+RESOLUTION_TRIES = 50
 
 
-class MistakenDealer(Dealer):
-    """A dealer who now and then gets it wrong, and a supervisor who resolves each hold with a
-    resolution drawn at random (one the shoe refuses leaves it held, and another is drawn)."""
+class Plan:
+    """What a seed plans, card by card. Before the shoe takes the card at each position (its own
+    count of cards out, kept in its flash log: a power cut does not undo it, so a fault is due at
+    the same card however the timing fell), a fault with chance `fault_rate` and a mistake with
+    chance `mistake_rate`; each supervisor's resolution in turn. Every shoe has its own streams
+    for each, seeded from (seed, shoe): a fault never shifts a mistake, nor one shoe the next."""
 
-    def __init__(self, board: VirtualBoard, tokens: list[str], rng: random.Random, rate: float,
-                 made: Counter[str]) -> None:
-        super().__init__(board, tokens, on_held=self._resolve)
-        self.rng = rng
-        self.rate = rate
+    def __init__(self, seed: int, fault_rate: float, mistake_rate: float) -> None:
+        self.seed = seed
+        self.fault_rate = fault_rate
+        self.mistake_rate = mistake_rate
+        self._faults: dict[int, list[tuple[str, float] | None]] = {}
+        self._mistakes: dict[int, list[str | None]] = {}
+        self._streams: dict[tuple[int, str], random.Random] = {}
+
+    def stream(self, shoe: int, what: str) -> random.Random:
+        key = (shoe, what)
+        if key not in self._streams:  # str seeds hash the same in every process (not hash())
+            self._streams[key] = random.Random(f"{self.seed}:{shoe}:{what}")
+        return self._streams[key]
+
+    def fault(self, shoe: int, position: int) -> tuple[str, float] | None:
+        """The fault due before card `position` of the soak's shoe `shoe` (1-based), and a number
+        in [0, 1) it uses (the instant of a power cut into the card's handling)."""
+        planned = self._faults.setdefault(shoe, [])
+        rng = self.stream(shoe, "faults")
+        while len(planned) <= position:
+            due = rng.random() < self.fault_rate
+            kind, arg = rng.choice(FAULTS), rng.random()
+            planned.append((kind, arg) if due else None)
+        return planned[position]
+
+    def mistake(self, shoe: int, position: int) -> str | None:
+        planned = self._mistakes.setdefault(shoe, [])
+        rng = self.stream(shoe, "mistakes")
+        while len(planned) <= position:
+            due = rng.random() < self.mistake_rate
+            kind = rng.choice(MISTAKES)
+            planned.append(kind if due else None)
+        return planned[position]
+
+
+class SoakDealer(Dealer):
+    """The soak's dealer: deals the shoe file, makes the mistakes the plan holds for each card
+    (and a supervisor resolves each hold with a resolution drawn in turn: one the shoe refuses
+    leaves it held, and another is drawn), and cuts the power a planned instant into a card's
+    handling. Only a card is ever cut: the dealer then waits for the board to be off, so no other
+    input (a mistake, a resolution) is lost to a cut and the shoe's course stays the seed's."""
+
+    def __init__(self, board: VirtualBoard, tokens: list[str], plan: Plan, shoe: int,
+                 made: Counter[str], schedule: list[tuple[int, int, str]]) -> None:
+        super().__init__(board, tokens,
+                         on_held=self._resolve if plan.mistake_rate else supervisor_default)
+        self.plan = plan
+        self.shoe = shoe
         self.made = made
+        self.schedule = schedule
+        self.resolutions = plan.stream(shoe, "resolutions")
+        self.mistakes: list[str] = []  # due, waiting for a moment the dealer can make them
+        self.cuts: list[float] = []  # power cuts due, each for the next card dealt
+        self.checked = -1  # the last position whose plan is taken
+
+    def due(self, position: int) -> list[str]:
+        """The link's and the validator's faults due now the shoe is at `position` (each card's
+        once); power cuts are kept for the next card dealt, mistakes for the next moment the
+        dealer can make one."""
+        faults = []
+        for at in range(self.checked + 1, position + 1):
+            if self.plan.mistake_rate and (mistake := self.plan.mistake(self.shoe, at)):
+                self.mistakes.append(mistake)
+            if fault := self.plan.fault(self.shoe, at):
+                if fault[0] == "power_cut":
+                    self.cuts.append(fault[1])
+                else:
+                    self.schedule.append((self.shoe, at, fault[0]))
+                    faults.append(fault[0])
+        self.checked = max(self.checked, position)
+        return faults
 
     def _resolve(self, board: VirtualBoard, state: tuple[int, ...]) -> None:
-        if self.rng.random() < self.rate:  # a card drawn while the shoe is held
-            self._card(board, state[2])
-        # ending the shoe is every hold's way out, but a rare one: most shoes should go on
-        code = self.rng.choices((VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE), (8, 3, 6, 1))[0]
-        self.made[f"resolution_{code}"] += 1
-        board.send(bytes([SUPERVISOR + code]))
+        """Resolutions drawn in turn until the shoe takes one."""
+        rng = self.resolutions
+        for _ in range(RESOLUTION_TRIES):
+            drawn_card = rng.random() < self.plan.mistake_rate
+            # ending the shoe is every hold's way out, but a rare one: most shoes should go on
+            code = rng.choices((VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE), (8, 3, 6, 1))[0]
+            if drawn_card:  # a card drawn while the shoe is held
+                self._card(board, state[2])
+            self.made[f"resolution_{code}"] += 1
+            self.schedule.append((self.shoe, state[2], f"resolution_{code}"))
+            board.send(bytes([SUPERVISOR + code]))
+            board.wait_read()
+            if board.wait(lambda s: s[0] != PH_HELD, CHANGE_WAIT):
+                return
 
     def _card(self, board: VirtualBoard, position: int) -> None:
         self.made["card_not_due"] += 1
+        self.schedule.append((self.shoe, position, "card_not_due"))
         if position < len(self.tokens):
             board.send(card_bytes(self.tokens[position]))
+        board.wait_read()  # taken before anything else is sent
 
     def step(self, timeout: float = 10) -> bool:
         b = self.board
-        ind = b.indicator
-        if ind is not None and ind[0] not in (PH_ENDED, PH_HELD) and not ind[6] \
-                and self.rng.random() < self.rate:
-            mistake = self.rng.choice(MISTAKES)
-            if mistake == "shoe_empty" and not (ind[0] < 2 or ind[1] == 2):
-                mistake = "missing_confirm"  # between rounds shoe-empty just ends the shoe
+        ind = b.indicator if b.wait(lambda s: True, timeout) else None
+        if ind is None:
+            return True  # board off: nothing to do now
+        phase, _, position, _, _, _, reveal = ind
+        if self.mistakes and phase not in (PH_ENDED, PH_HELD) and not reveal:
+            self._mistake(self.mistakes.pop(0), ind)
+            return True
+        if self.cuts and phase not in (PH_ENDED, PH_HELD) and not reveal \
+                and position < len(self.tokens):
+            # the planned instant into this card's handling (mid-write included), then off
+            proc = b.proc
+            self.schedule.append((self.shoe, position, "power_cut"))
+            b.cut_power_in(self.cuts.pop(0) * 0.004)
+            super().step(timeout)
+            if proc is not None:
+                proc.wait()
+            return True
+        return super().step(timeout)
+
+    def _mistake(self, mistake: str, ind: tuple[int, ...]) -> None:
+        b = self.board
+        if mistake == "shoe_empty" and not (ind[0] < 2 or ind[1] == 2):
+            mistake = "missing_confirm"  # between rounds shoe-empty just ends the shoe
+        if mistake == "card_not_due":
+            self._card(b, ind[2])
+        else:
             self.made[mistake] += 1
+            self.schedule.append((self.shoe, ind[2], mistake))
             if mistake == "unreadable_card":
                 b.send(bytes([EXIT_EDGE]))  # the card left the shoe unread
             elif mistake == "missing_confirm":
                 b.send(bytes([CONFIRM]))  # confirmed while a card may still be due
             elif mistake == "extra_cut_card":
                 b.send(card_bytes("CUT"))
-            elif mistake == "shoe_empty":
-                b.send(bytes([EMPTY]))
             else:
-                self._card(b, ind[2])
-            b.wait(lambda s: s != ind, timeout)
-        return super().step(timeout)
-DRAIN_WAIT = 30.0  # seconds for everything a shoe made to be stored, faults and all
+                b.send(bytes([EMPTY]))
+            b.wait_read()
+        b.wait(lambda s: s != ind, CHANGE_WAIT)
 
 
 class FaultyPort:
@@ -133,7 +243,7 @@ class FaultyPort:
                 if self.rng.random() < 0.5:
                     data[i] ^= 1 << self.rng.randrange(8)
                 else:
-                    data[i:i] = os.urandom(self.rng.randint(1, 8))
+                    data[i:i] = self.rng.randbytes(self.rng.randint(1, 8))
         if self.fragment_pending:
             self.fragment_pending -= 1
             n = len(data)
@@ -146,10 +256,13 @@ class Soak:
     def __init__(self, workdir: str, seed: int = 0, fault_rate: float = 0.04,
                  progress: Callable[[Soak], None] | None = None, baud: int = DEFAULT_BAUD,
                  mistake_rate: float = 0.0) -> None:
-        self.rng = random.Random(seed)
+        self.plan = Plan(seed, fault_rate, mistake_rate)
+        # what a line fault does once due (the bytes noise flips or inserts, where a read is
+        # cut): seeded too, though which frames it hits depends on how the reads fall
+        self.rng = random.Random(f"{seed}:line")
         self.workdir = workdir
-        self.fault_rate = fault_rate
-        self.mistake_rate = mistake_rate
+        self.shoes = 0  # the shoes begun
+        self.schedule: list[tuple[int, int, str]] = []  # (shoe, card, fault or mistake), in order
         self.mistakes: Counter[str] = Counter()
         self.progress = progress
         self.key = keys.create(os.path.join(workdir, "command.pem"))
@@ -158,13 +271,19 @@ class Soak:
         shoe_id, version, pem, _ = provision(self.flash, self.key)
         self.config = ShoeEntry(shoe_id)
         self.config.add_public_key(version, pem)
-        self.faults = dict.fromkeys(FAULTS, 0)
         self.rejected: Counter[str] = Counter()
         self.alarms: list[dict[str, Any]] = []
         self.board = VirtualBoard(self.flash).start()
         self.port = FaultyPort(ShoePort(self.board.url, baud), self.rng)
         self.link: HostLink
         self._new_validator()
+
+    @property
+    def faults(self) -> dict[str, int]:
+        """The faults injected so far, by kind."""
+        made = dict.fromkeys(FAULTS, 0)
+        made.update(Counter(what for _, _, what in self.schedule if what in FAULTS))
+        return made
 
     def _new_validator(self) -> None:
         self.validator = Validator(self.config, self.db)
@@ -203,13 +322,9 @@ class Soak:
         except ConnectionError:
             self.recover()
 
-    def inject(self) -> None:
-        fault = self.rng.choice(FAULTS)
-        self.faults[fault] += 1
-        if fault == "power_cut":
-            # Cut the power a random instant into the next card's handling (mid-write included).
-            self.board.cut_power_in(self.rng.random() * 0.004)
-        elif fault == "validator_restart":
+    def inject(self, fault: str) -> None:
+        """A fault of the link or the validator (a power cut is the dealer's: SoakDealer)."""
+        if fault == "validator_restart":
             self.link.close()
             self._tally()
             self.alarms += self.validator.alarms
@@ -222,7 +337,7 @@ class Soak:
             self.port.noise_pending += 1
             if self.rng.random() < 0.5:  # and noise towards the shoe
                 try:
-                    self.port.write(os.urandom(self.rng.randint(1, 12)))
+                    self.port.write(self.rng.randbytes(self.rng.randint(1, 12)))
                 except ConnectionError:
                     pass
         elif fault == "fragmented":
@@ -231,7 +346,8 @@ class Soak:
             self.port.slow_writes += 3
 
     def ensure_new_shoe(self) -> None:
-        for _ in range(100):
+        end = time.monotonic() + NEW_SHOE_WAIT
+        while time.monotonic() < end:
             self.pump()
             st = self.board.indicator
             if st and st[0] != PH_ENDED:
@@ -242,17 +358,27 @@ class Soak:
                 except ConnectionError:
                     pass
             time.sleep(0.02)
+        # dealing on would deal nothing: a shoe fewer, and a different soak from the seed's
+        raise SabotError(f"the virtual shoe did not begin a new shoe in {NEW_SHOE_WAIT:.0f} s")
 
     def run_shoe(self, tokens: list[str]) -> None:
         self.ensure_new_shoe()
-        dealer: Dealer = Dealer(self.board, tokens)
-        if self.mistake_rate:
-            dealer = MistakenDealer(self.board, tokens, self.rng, self.mistake_rate, self.mistakes)
+        self.shoes += 1
+        dealer = SoakDealer(self.board, tokens, self.plan, self.shoes, self.mistakes,
+                            self.schedule)
+        shown, since = self.board.indicator, time.monotonic()
         while True:
-            if self.rng.random() < self.fault_rate:
-                self.inject()
+            ind = self.board.indicator
+            if ind is not None and self.board.alive():
+                for fault in dealer.due(ind[2]):
+                    self.inject(fault)
+            if ind != shown:
+                shown, since = ind, time.monotonic()
+            elif time.monotonic() - since > STALL_WAIT:  # a hung shoe: say so, never deal on
+                raise SabotError(f"the virtual shoe stopped taking cards: shoe {ind and ind[3]} "
+                                 f"at card {ind and ind[2]}, unchanged for {STALL_WAIT:.0f} s")
             self.pump()
-            more = dealer.step(timeout=2)
+            more = dealer.step(timeout=CARD_WAIT)
             self.pump()
             if not more:
                 break
@@ -261,10 +387,19 @@ class Soak:
         end = time.monotonic() + DRAIN_WAIT
         while time.monotonic() < end:
             try:
-                if self.link.drain(end - time.monotonic()):
-                    break  # everything the shoe made is acknowledged, so stored
+                # The shoe holds nothing unacknowledged, and the store holds this shoe's end: a
+                # status alone can be an older one (HostLink counts answers to its hellos, and a
+                # hello owed across a reconnect is answered on the new connection).
+                if self.link.drain(end - time.monotonic()) and self.shoe_stored():
+                    break
             except ConnectionError:
                 self.recover()
+
+    def shoe_stored(self) -> bool:
+        """The validator has accounted the end of the shoe the board shows."""
+        inv = self.validator.state["inventory"]
+        ind = self.board.indicator
+        return ind is not None and inv.get("shoe") == ind[3] and bool(inv.get("ended"))
 
     def close(self) -> None:
         self.link.close()
@@ -295,29 +430,34 @@ def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: s
         finally:
             store.close()
     return {"shoes": shoes, **outcome, "faults": s.faults, "mistakes": dict(s.mistakes),
+            "schedule": [list(event) for event in s.schedule],
             "rejected": dict(s.rejected),
             "alarms": dict(Counter(a["kind"] for a in s.alarms)),
             "board_boots": s.board.boots, "seconds": round(time.monotonic() - t0, 1)}
 
 
 def judge_store(store: AuditStore, plans: list[list[str]], exact: bool) -> dict[str, int]:
-    """rounds, stored, lost, duplicated, mismatched. Exact (no dealer mistakes): every round the
-    shoe files deal must be stored as the host's rules deal it. With mistakes the shoe's own count
-    is the measure: each shoe's rounds 1..N (N from its shoe_end) stored once, each either what
-    the rules deal or stored with an alarm."""
+    """rounds, stored, lost, duplicated, mismatched, unended. Exact (no dealer mistakes): every
+    round the shoe files deal must be stored as the host's rules deal it. With mistakes the shoe's
+    own count is the measure: each shoe's rounds 1..N (N from its shoe_end) stored once, each
+    either what the rules deal or stored with an alarm. Unended: shoes dealt whose end the store
+    does not hold (their last rounds are uncounted, so this must be 0 too)."""
     results = [(rec, fid) for fid, rec in store.result_records()]
     stored = [{k: v for k, v in contract_round(r).items() if k != "shoe_id"} for r, _ in results]
     keys_stored = [(r["shoe"], r["round"]) for r in stored]
     duplicated = len(keys_stored) - len(set(keys_stored))
+    ends = {r["shoe"]: r["rounds"] for _, r in store.records(("shoe_end",))}
+    # the soak's shoes are numbered from its fresh flash's first: one missing from the store is
+    # still expected
+    shoe_nos = range(1, len(plans) + 1)
+    unended = sum(1 for no in shoe_nos if no not in ends)
     if exact:
-        shoe_nos = sorted({r["shoe"] for _, r in store.records(("shoe_start",))})
         expected = [r for no, tokens in zip(shoe_nos, plans)
                     for r in rules.deal_shoe(tokens, shoe=no)]
         return {"rounds": len(expected), "stored": len(stored), "duplicated": duplicated,
                 "lost": sum(1 for r in expected if r not in stored),
-                "mismatched": sum(1 for r in stored if r not in expected)}
+                "mismatched": sum(1 for r in stored if r not in expected), "unended": unended}
     alarmed = store.alarmed_frame_ids()
-    ends = {r["shoe"]: r["rounds"] for _, r in store.records(("shoe_end",))}
     made = sum(ends.values())
     lost = sum(1 for shoe, n in ends.items() for rnd in range(1, n + 1)
                if (shoe, rnd) not in set(keys_stored))
@@ -327,7 +467,7 @@ def judge_store(store: AuditStore, plans: list[list[str]], exact: bool) -> dict[
         if not legal and fid not in alarmed:
             mismatched += 1
     return {"rounds": made, "stored": len(stored), "duplicated": duplicated, "lost": lost,
-            "mismatched": mismatched}
+            "mismatched": mismatched, "unended": unended}
 
 
 def progress_line(soak: Soak) -> None:

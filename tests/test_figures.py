@@ -1,0 +1,112 @@
+"""README states only figures that `make bench` prints: each figure names the bench label it comes
+from, `section.key`, and every label is one tests/bench.py prints (its LABELS, which bench's main()
+checks against each section's output), so README and bench cannot drift apart unnoticed."""
+
+import functools
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# the README sections whose tables and examples are figures; anywhere, a paragraph citing the bench
+FIGURE_SECTIONS = ("Performance", "Reliability")
+# a measured-looking number: a size, a time, a rate
+FIGURE = re.compile(r"\d[\d,.]*\s?(?:ms|µs|s|KB|MB|B|%|×|rounds/s|frames/s)(?![\w/])")
+LABEL = re.compile(r"`([a-z]+)\.([a-z0-9_]+)`")
+FILE_SUFFIXES = {"py", "db", "md", "json", "txt", "pem", "key", "sock", "img", "png", "mpy"}
+
+
+@functools.cache
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "tests" / "bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _blocks(text):
+    """(section, kind, block): each table row ("row"), fenced code block ("code") and paragraph
+    ("text") on its own."""
+    section, lines, fenced = "", [], False
+    for line in text.splitlines() + [""]:
+        if line.startswith("```"):
+            if fenced:
+                yield section, "code", "\n".join(lines)
+                lines = []
+            elif lines:
+                yield section, "text", "\n".join(lines)
+                lines = []
+            fenced = not fenced
+            continue
+        if fenced:
+            lines.append(line)
+            continue
+        if line.startswith(("## ", "|")) or not line.strip():
+            if lines:
+                yield section, "text", "\n".join(lines)
+            lines = []
+            if line.startswith("## "):
+                section = line[3:].strip()
+            elif line.startswith("|") and not set(line) <= set("|-: "):
+                yield section, "row", line
+            continue
+        lines.append(line)
+
+
+def _labels(block, sections):
+    return [(s, k) for s, k in LABEL.findall(block) if s in sections and k not in FILE_SUFFIXES]
+
+
+def test_every_label_readme_names_is_one_bench_prints():
+    bench = _bench()
+    labels = {(s, k) for s, keys in bench.LABELS.items() for k in (*keys, "section_s")}
+    named = [lab for _, _, block in _blocks((ROOT / "README.md").read_text())
+             for lab in _labels(block, bench.SECTIONS)]
+    unknown = sorted({f"{s}.{k}" for s, k in named if (s, k) not in labels})
+    assert not unknown, f"README names figures tests/bench.py does not print: {unknown}"
+    assert len(set(named)) >= 40  # the figures really are labelled (not a vacuous pass)
+
+
+def _checked(section, kind, block):
+    """Whether a figure in this block must name its label: a table row or an example in the
+    figures sections (prose there may state a setting: a timeout, a rate), or any block that cites
+    the bench."""
+    cites_bench = "make bench" in block or "bench.py" in block
+    return cites_bench or (section in FIGURE_SECTIONS and kind != "text")
+
+
+def test_every_figure_in_the_figures_sections_names_its_bench_label():
+    """A table row or example in Performance or Reliability that states a figure, and any
+    paragraph anywhere that cites `make bench` and states one, names at least one label."""
+    bench = _bench()
+    unlabelled = []
+    for section, kind, block in _blocks((ROOT / "README.md").read_text()):
+        if FIGURE.findall(block) and _checked(section, kind, block) \
+                and not _labels(block, bench.SECTIONS):
+            unlabelled.append(f"[{section}] {block[:100]}")
+    assert not unlabelled, "figures without a bench label:\n" + "\n".join(unlabelled)
+
+
+def test_the_figures_say_which_machine_and_command():
+    """The Performance section names the machine and the command its figures came from, as
+    bench's own first lines print them."""
+    text = (ROOT / "README.md").read_text()
+    performance = text.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
+    assert "machine: " in performance and "command: make bench" in performance
+    source = (ROOT / "tests" / "bench.py").read_text()
+    assert 'print(f"# machine: ' in source and '"# command: make bench' in source
+
+
+def test_the_check_finds_an_unlabelled_figure_and_an_unknown_label():
+    """The checks above can fail: a figure with no label, and a label bench does not print."""
+    bench = _bench()
+    text = ("## Performance\n\n| serve rate | 222 rounds/s |\n\nthe soak: `soak.rounds_made` 12\n"
+            "\n```\nsabot soak   # 80 s\n```\n\n## Other\n\n`make bench` says 3.2 s\n")
+    blocks = list(_blocks(text))
+    assert [kind for _, kind, _ in blocks] == ["row", "text", "code", "text"]
+    row, code, cited = blocks[0], blocks[2], blocks[3]
+    for block in (row, code, cited):
+        assert FIGURE.findall(block[2]) and _checked(*block)
+        assert not _labels(block[2], bench.SECTIONS)
+    named = _labels(blocks[1][2], bench.SECTIONS)
+    assert named == [("soak", "rounds_made")] and "rounds_made" not in bench.LABELS["soak"]
