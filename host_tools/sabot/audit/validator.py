@@ -20,11 +20,9 @@ from sabot import protocol as pr
 from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.store import AuditStore
 from sabot.audit.watch import Watch
-from sabot.errors import SabotError
 from sabot.protocol import FrameError
 from sabot.registry import ShoeEntry
 
-STALE_STATUSES = 3  # statuses in a row older than the store: the shoe is behind it, no replay
 CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "player", "banker", "player_total",
                        "banker_total", "winner", "flags", "dummy")
 Verdict = tuple[pr.Frame | None, str, str | None]  # (the frame if it parsed, verdict, reason)
@@ -80,7 +78,7 @@ class Validator:
         self._tilt_seen = False
         self.live = False  # set by the host link: statuses answer our hellos
         self.awaiting_status = False  # set by the host link at each (re)connection
-        self._stale_statuses = 0  # statuses in a row older than the store (see _verify)
+        self._stale: set[bytes] = set()  # distinct statuses older than the store (see _verify)
         # Alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
         self.watch = (Watch(self.store, config.shoe_id, self.config, self.state, self._alarm)
                       if watch else None)
@@ -265,16 +263,12 @@ class Validator:
             if f.boot < st["last_boot"]:
                 raise FrameError("boot_backwards")
             if self.anchored and f.seq < st["last_seq"]:
-                # Older than what is stored: one such status is a recorded one played back on
-                # the cable (refused, counted); a shoe that only ever says so is behind the store.
-                self._stale_statuses += 1
-                if self._stale_statuses >= STALE_STATUSES:
-                    raise SabotError(f"shoe {self.shoe_id} says its newest frame is seq {f.seq} "
-                                     f"but this store already holds up to seq {st['last_seq']}: "
-                                     "a re-provisioned shoe or an altered store; validate it "
-                                     "into a new database")
+                # Older than what is stored: a recorded status played back on the cable, or a
+                # shoe behind the store. Refused and counted either way; the audit goes on (the
+                # first contact names a shoe that answers only so: behind_store).
+                if not self.statuses:
+                    self._stale.add(f.raw)
                 raise FrameError("replayed")
-            self._stale_statuses = 0
             self.status = pr.decode_status(f.payload)
             self.awaiting_status = False
             self.statuses += 1
@@ -376,6 +370,16 @@ class Validator:
         self.counts["alarms"] += 1
         if self.on_alarm:
             self.on_alarm(alarm)
+
+    def behind_store(self) -> str | None:
+        """Why no status came, when the shoe answered this validator only with statuses older
+        than its store (distinct ones: a genuine shoe's, not one recording played again)."""
+        if self.statuses or len(self._stale) < 2:
+            return None
+        stale = max(pr.parse(raw).seq for raw in self._stale)
+        return (f"shoe {self.shoe_id:#010x} says its newest frame is seq {stale} but this store "
+                f"already holds up to seq {self.state['last_seq']}: a re-provisioned shoe or an "
+                "altered store; validate it into a new database")
 
     def summary(self) -> dict[str, Any]:
         s: dict[str, Any] = dict(self.counts)
