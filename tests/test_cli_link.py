@@ -87,4 +87,6 @@ def test_10000_seeded_random_chunks_into_the_validator_accept_nothing(tmp_path):
     for c in chunks:
         accepted += sum(1 for _, verdict, _ in v.receive(c) if verdict == "accepted")
     assert len(chunks) == 10_000 and accepted == 0
-    assert v.counts["frames"] > 1000  # the noise really did reach the parser as candidate frames
+    # the noise really did reach the parser as candidate frames (its runs up to a frame's length
+    # between zeros: a longer run is line noise, dropped whole however the reads cut it)
+    assert v.counts["frames"] > 800

@@ -76,9 +76,16 @@ def test_deframer_drops_runs_longer_than_any_frame_and_resynchronises():
     GOLDEN_ENCODED = pr.encode_frame(GOLDEN_RAW)
     d = pr.Deframer()
     assert d.feed(b"\x01" * (pr.MAX_ENCODED + 1)) == []  # dropped: no frame is that long
-    # only the run's last bytes remain, a candidate the parser refuses; the next frame is whole
-    assert d.feed(b"\x01" * 5 + b"\x00" + GOLDEN_ENCODED[:10]) == [b"\x01" * 5]
+    # the whole run up to its 0x00 is noise, however the reads cut it; the next frame is whole
+    assert d.feed(b"\x01" * 5 + b"\x00" + GOLDEN_ENCODED[:10]) == []
     assert d.feed(GOLDEN_ENCODED[10:]) == [GOLDEN_ENCODED[:-1]]
+    # so a capture read in other pieces (a replay) gives the same frames
+    stream = b"\x01" * 300 + b"\x00" + b"\x02" * 9 + b"\x00" + GOLDEN_ENCODED
+    whole = pr.Deframer().feed(stream)
+    for cut in range(1, len(stream)):
+        d = pr.Deframer()
+        assert d.feed(stream[:cut]) + d.feed(stream[cut:]) == whole == [b"\x02" * 9,
+                                                                      GOLDEN_ENCODED[:-1]]
 
 
 @pytest.mark.parametrize("raw,reason", [

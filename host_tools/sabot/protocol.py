@@ -156,6 +156,9 @@ class Deframer:
 
     def __init__(self) -> None:
         self.buf = bytearray()
+        # inside a run longer than any frame: noise up to its 0x00, however the reads cut it
+        # (so a capture's replay, read in other pieces, deframes the same frames)
+        self.noise = False
 
     def feed(self, data: bytes) -> list[bytes]:
         out: list[bytes] = []
@@ -163,15 +166,18 @@ class Deframer:
         while True:
             z = data.find(b"\x00", start)
             if z < 0:
-                self.buf += data[start:]
-                if len(self.buf) > MAX_ENCODED:
-                    self.buf.clear()  # longer than any frame: noise
+                if not self.noise:
+                    self.buf += data[start:]
+                    if len(self.buf) > MAX_ENCODED:
+                        self.buf.clear()  # longer than any frame: noise
+                        self.noise = True
                 return out
-            self.buf += data[start:z]
-            if self.buf:
-                if len(self.buf) <= MAX_ENCODED:
+            if not self.noise:
+                self.buf += data[start:z]
+                if self.buf and len(self.buf) <= MAX_ENCODED:
                     out.append(bytes(self.buf))
-                self.buf.clear()
+            self.buf.clear()
+            self.noise = False
             start = z + 1
 
 

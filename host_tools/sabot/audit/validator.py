@@ -13,18 +13,20 @@ registry's — an alarm is stored with it and the audit goes on."""
 from __future__ import annotations
 
 import copy
+import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sabot import protocol as pr
 from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.store import AuditStore
 from sabot.audit.watch import Watch
-from sabot.errors import SabotError
 from sabot.protocol import FrameError
 from sabot.registry import ShoeEntry
 
-STALE_STATUSES = 3  # statuses in a row older than the store: the shoe is behind it, no replay
+if TYPE_CHECKING:
+    from sabot.audit.replay import CaptureWriter
+
 CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "player", "banker", "player_total",
                        "banker_total", "winner", "flags", "dummy")
 Verdict = tuple[pr.Frame | None, str, str | None]  # (the frame if it parsed, verdict, reason)
@@ -67,8 +69,10 @@ class Validator:
         self.resend_from = 0  # ... and from this one: what the shoe still held unacknowledged
         self.status: dict[str, Any] | None = None  # the latest authentic status
         self.statuses = 0  # how many authentic statuses arrived: answers to the link's hellos
+        # every frame received is in exactly one of verified, resent, rejected, deferred (met
+        # live before the status answering a hello: it comes again) or pending (see summary)
         self.counts = {"frames": 0, "verified": 0, "rejected": 0, "rounds": 0, "irregularities": 0,
-                       "resent": 0, "alarms": 0}
+                       "resent": 0, "deferred": 0, "alarms": 0}
         self.rejections: list[dict[str, Any]] = []
         self.alarms: list[Alarm] = []
         self.pending: pr.Frame | None = None  # an unsigned frame waiting for its seal
@@ -80,7 +84,15 @@ class Validator:
         self._tilt_seen = False
         self.live = False  # set by the host link: statuses answer our hellos
         self.awaiting_status = False  # set by the host link at each (re)connection
-        self._stale_statuses = 0  # statuses in a row older than the store (see _verify)
+        self._stale: set[bytes] = set()  # distinct statuses older than the store (see _verify)
+        # A replay anchored past frames it never saw (a capture that begins after them): the
+        # shoe's resend of one of those, authentic and asked for, is taken as a resend.
+        self.unseen_to = 0
+        # With a capture (audit/replay.py) every read this validator takes is kept, with a mark
+        # wherever the link changed how it is read (a connection: live, awaiting_status).
+        self.capture: CaptureWriter | None = None
+        self.run = secrets.token_hex(6)  # this validator in a capture's marks
+        self._captured: tuple[bool, bool] | None = None  # (live, awaiting_status) last kept
         # Alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
         self.watch = (Watch(self.store, config.shoe_id, self.config, self.state, self._alarm)
                       if watch else None)
@@ -101,11 +113,17 @@ class Validator:
         unsigned frame is decided when the next signed frame arrives: it seals it or not).
 
         The frames of one read are stored in one durable transaction (a group commit); the link
-        acknowledges them only after this returns, so an acknowledged frame is always on disk."""
+        acknowledges them only after this returns, so an acknowledged frame is always on disk.
+        A read the store refuses is not taken at all (nor kept in a capture)."""
+        if self.capture is not None and self._captured != (self.live, self.awaiting_status):
+            self.capture.mark(self)  # the link (re)connected: a replay reads on as this did
+        torn = bytes(self.deframer.buf), self.deframer.noise
         encoded = self.deframer.feed(data)
         if not encoded:
+            self._took(data)
             return []
         saved = copy.deepcopy(self.state)  # what to go back to if the batch cannot be stored
+        counted = dict(self.counts), len(self.rejections), len(self.alarms)
         pending = self.pending
         parsed = [self._parse(e) for e in encoded]
         if self.batch_verify:
@@ -119,19 +137,33 @@ class Validator:
             self.store.rollback()
             self.state = saved  # nothing of this read was stored: the shoe will send it again
             self.pending = pending
+            self.deframer.buf, self.deframer.noise = bytearray(torn[0]), torn[1]
+            self.counts = counted[0]
+            del self.rejections[counted[1]:], self.alarms[counted[2]:]
             raise
         finally:
             self._covered = set()
+        self._took(data)
         return out
 
+    def _took(self, data: bytes) -> None:
+        if self.capture is not None:
+            self.capture.write(data)
+            self._captured = (self.live, self.awaiting_status)
+
     def finish(self) -> list[Verdict]:
-        """The end of a capture: an unsigned frame nothing sealed is rejected, and a shoe that
-        started and never ended is an alarm."""
+        """The end of a capture: an unsigned frame nothing sealed is rejected, so is a frame the
+        capture ends inside (`truncated`), and a shoe that started and never ended is an
+        alarm."""
         out = []
         self.store.begin()
         if self.pending is not None:
             p, self.pending = self.pending, None
             out.append(self._reject(p.raw, p, "unsealed"))
+        if self.deframer.buf:
+            self.counts["frames"] += 1
+            out.append(self._reject(bytes(self.deframer.buf), None, "truncated"))
+            self.deframer.buf.clear()
         inv = self.state["inventory"]
         if inv and inv.get("shoe") is not None and not inv.get("ended"):
             self._frame_id = None
@@ -236,7 +268,7 @@ class Validator:
             return self._reject(frame.raw, frame, e.reason)
         if verdict == "deferred":
             self.store.add_frame(frame.raw, frame, verdict, None, _type_name(frame))
-            self.counts["deferred"] = self.counts.get("deferred", 0) + 1
+            self.counts["deferred"] += 1
             return frame, verdict, None
         self._key_id = frame.key_id
         self._frame_id = self.store.add_frame(frame.raw, frame, verdict, None, _type_name(frame))
@@ -265,16 +297,12 @@ class Validator:
             if f.boot < st["last_boot"]:
                 raise FrameError("boot_backwards")
             if self.anchored and f.seq < st["last_seq"]:
-                # Older than what is stored: one such status is a recorded one played back on
-                # the cable (refused, counted); a shoe that only ever says so is behind the store.
-                self._stale_statuses += 1
-                if self._stale_statuses >= STALE_STATUSES:
-                    raise SabotError(f"shoe {self.shoe_id} says its newest frame is seq {f.seq} "
-                                     f"but this store already holds up to seq {st['last_seq']}: "
-                                     "a re-provisioned shoe or an altered store; validate it "
-                                     "into a new database")
+                # Older than what is stored: a recorded status played back on the cable, or a
+                # shoe behind the store. Refused and counted either way; the audit goes on (the
+                # first contact names a shoe that answers only so: behind_store).
+                if not self.statuses:
+                    self._stale.add(f.raw)
                 raise FrameError("replayed")
-            self._stale_statuses = 0
             self.status = pr.decode_status(f.payload)
             self.awaiting_status = False
             self.statuses += 1
@@ -298,7 +326,8 @@ class Validator:
         if self.anchored and f.seq <= st["last_seq"]:
             # Already stored: a resend we asked for (after our hello) is expected, anything else is
             # a replay.
-            same = self.store.stored_raw(f.key_id, f.shoe_id, f.seq) == f.raw
+            stored = self.store.stored_raw(f.key_id, f.shoe_id, f.seq)
+            same = stored == f.raw or (stored is None and f.seq <= self.unseen_to)
             if same and self.resend_from <= f.seq <= self.resend_until:
                 return "resent", False
             raise FrameError("replayed")
@@ -314,6 +343,7 @@ class Validator:
             raise FrameError("chain_broken")
         if not self.anchored and f.seq != 1:
             self._gap(1, f.seq - 1, "before this validator first met the shoe")
+            self.unseen_to = f.seq - 1
         self.anchored = True
         self.resend_until = 0  # resends come oldest first, before anything new: window closed
         st["last_seq"], st["last_digest"], st["last_boot"] = f.seq, f.digest, f.boot
@@ -377,8 +407,21 @@ class Validator:
         if self.on_alarm:
             self.on_alarm(alarm)
 
+    def behind_store(self) -> str | None:
+        """Why no status came, when the shoe answered this validator only with statuses older
+        than its store (distinct ones: a genuine shoe's, not one recording played again)."""
+        if self.statuses or len(self._stale) < 2:
+            return None
+        stale = max(pr.parse(raw).seq for raw in self._stale)
+        return (f"shoe {self.shoe_id:#010x} says its newest frame is seq {stale} but this store "
+                f"already holds up to seq {self.state['last_seq']}: a re-provisioned shoe or an "
+                "altered store; validate it into a new database")
+
     def summary(self) -> dict[str, Any]:
+        """The counts (frames = verified + resent + rejected + deferred + pending: `pending` is an
+        unsigned frame still waiting for its seal), rejections and alarms."""
         s: dict[str, Any] = dict(self.counts)
+        s["pending"] = int(self.pending is not None)
         s["rejections"] = self.rejections
         s["alarms"] = self.alarms
         return s

@@ -37,7 +37,8 @@ def validate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", required=True, help=KEY_HELP + "; verifying needs none of it")
     p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
     p.add_argument("--db", required=True, help="audit database (created if missing)")
-    p.add_argument("--capture", metavar="FILE", help="keep the raw bytes received")
+    p.add_argument("--capture", metavar="FILE", help="keep what the validator takes, for sabot "
+                   "replay (appended to a capture FILE, with a mark at each connection)")
     p.add_argument("--seconds", type=seconds_arg,
                    help="stop after this many seconds (default: until Ctrl-C or SIGTERM)")
     p.add_argument("--until", choices=["shoe-end", "irregularity"],

@@ -75,7 +75,9 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def replay_args(p: argparse.ArgumentParser) -> None:
     add_fail_on_notice(p)
-    p.add_argument("capture", help="raw bytes kept by --capture")
+    p.add_argument("capture", help="what validate --capture (or demo --capture) kept: the bytes "
+                   "the validator took, with a mark at each connection; sessions appended to one "
+                   "file replay as their validators took them")
     p.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
     p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
                    help="which registered shoe (default: the registry's only shoe, or the one "
@@ -83,8 +85,10 @@ def replay_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
                    "the capture")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object: frames, verified, rejected, rounds, rejections (each "
-                   "with its reason), alarms")
+                   help="one JSON object: frames (each in exactly one of verified, resent, "
+                   "rejected, deferred, pending), rounds, rejections (each with its reason), "
+                   "alarms, sessions, connections, uncaptured (seq ranges the live validators "
+                   "had stored that the capture does not hold)")
 
 
 @commands("replay", replay_args, help="verify a capture offline",
@@ -96,15 +100,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     data = read_capture(args.capture)
     config = capture_shoe(Registry.load(args.registry, must_exist=True), args.shoe_id, data)
     out = replay(data, config)
-    if not out["frames"]:  # nothing framed at all: the wrong file, not a record that failed
+    torn = sum(1 for r in out["rejections"] if r["reason"] == "truncated")
+    if out["frames"] == torn:  # nothing framed at all: the wrong file, not a record that failed
         raise SabotError(f"{args.capture} holds no sabot frame: not a capture kept by "
                          "sabot validate --capture?")
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{out['frames']} frames: {out['verified']} verified, {out['resent']} resent "
-              f"(already verified), {out['rejected']} rejected, {out['rounds']} rounds, "
-              f"{len(out['alarms'])} alarms")
+              f"(already verified), {out['rejected']} rejected, {out['deferred']} deferred (met "
+              f"before the status answering a hello: sent again), {out['pending']} pending; "
+              f"{out['rounds']} rounds, {len(out['alarms'])} alarms; {out['sessions']} sessions, "
+              f"{out['connections']} connections")
+        for u in out["uncaptured"]:
+            print(f"  not in the capture: frames {u['first']}..{u['last']} (the live validator "
+                  "had stored them before it began, or in a session it does not hold)")
         if out["rejections"]:
             print(f"  rejected: {group_rejections(out['rejections'])}")
         for a in out["alarms"]:

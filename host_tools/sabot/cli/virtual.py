@@ -71,7 +71,8 @@ def demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", default="sabot.key",
                    help="the host command key file (signs commands; the virtual shoe is "
                    "provisioned for it), created mode 0600 if missing (default ./sabot.key)")
-    p.add_argument("--capture", metavar="FILE", help="keep the raw bytes received from the shoe")
+    p.add_argument("--capture", metavar="FILE", help="keep what the validator takes from the "
+                   "shoe, for sabot replay (appended to a capture FILE)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the demo shoe is "
                    "registered there if it is not yet")
     p.add_argument("--json", action="store_true",

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from sabot import protocol as pr
+from sabot.audit.replay import CaptureWriter
 from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
@@ -25,11 +26,18 @@ class HostLink:
     """A validator session on a shoe's port: `port` is a Port, or a URL to open as a ShoePort."""
 
     def __init__(self, port: Port | str, validator: Validator, command_key: CommandKey | None,
-                 capture: BinaryIO | None = None,
+                 capture: CaptureWriter | BinaryIO | None = None,
                  connect_timeout: float = 10.0, hello_every: float = HELLO_EVERY,
                  baud: int = DEFAULT_BAUD) -> None:
+        if capture is not None:
+            # what the validator takes, with a mark at each connection; not the port's bytes,
+            # which include the backlog dropped unread below
+            kept = validator.capture
+            validator.capture = (capture if isinstance(capture, CaptureWriter)
+                                 else kept if kept is not None and kept.file is capture
+                                 else CaptureWriter(capture))
         if isinstance(port, str):
-            self.port: Port = ShoePort(port, baud, connect_timeout, capture)
+            self.port: Port = ShoePort(port, baud, connect_timeout)
         else:
             self.port = port
             if port.closed:

@@ -65,6 +65,10 @@ def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
 def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], elapsed: float,
                 timed_out: bool) -> str | None:
     """Why no status came, once it is clear; None while it may still come."""
+    if reasons["replayed"] and elapsed >= 1.0:  # statuses refused: all older than the store?
+        behind = link.validator.behind_store()
+        if behind:
+            return behind
     if reasons["bad_signature"] and elapsed >= 1.0:
         return (f"the shoe on {url} does not sign with the public key the registry holds for "
                 f"shoe {pr.shoe_id_text(link.validator.shoe_id)} (its frames fail the signature "

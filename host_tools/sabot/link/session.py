@@ -11,8 +11,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, BinaryIO
+from typing import Any
 
+from sabot.audit.replay import CaptureWriter, open_capture
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
@@ -59,7 +60,7 @@ class ValidationSession:
     and the session goes on; without it that error ends the session."""
 
     def __init__(self, validator: Validator, url: str, key: CommandKey | None, *,
-                 capture: BinaryIO | None = None, baud: int = DEFAULT_BAUD,
+                 capture: CaptureWriter | None = None, baud: int = DEFAULT_BAUD,
                  reconnect_wait: float = RECONNECT_WAIT, pump_wait: float = TIMEOUT,
                  stopping: threading.Event | None = None,
                  say: Callable[[str], None] = _quiet,
@@ -214,15 +215,6 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def open_capture(path: str | None) -> BinaryIO | None:
-    if not path:
-        return None
-    try:
-        return open(path, "ab")
-    except OSError as e:
-        raise SabotError(f"cannot write capture {path}: {e.strerror}") from None
-
-
 def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
              capture: str | None = None, baud: int = DEFAULT_BAUD, wait: float = 5.0,
              until: str | None = None, seconds: float | None = None,
@@ -231,10 +223,12 @@ def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
              say: Callable[[str], None] = _quiet) -> tuple[dict[str, Any], list[int]]:
     """`sabot validate`: validate the shoe on `url` into `db` until Ctrl-C or SIGTERM, `seconds`
     or `until` (see ValidationSession.run); the validator's summary, and the shoes seen ended."""
+    # What the validator takes is kept, with a mark at each connection (audit/replay.py): not
+    # what the port reads, which includes the backlog the link drops unread when it opens.
     capture_file = open_capture(capture)
     with sigterm_interrupts():
         try:
-            port = open_port(url, baud, capture=capture_file)  # before any database is made
+            port = open_port(url, baud)  # before any database is made
         except BaseException:
             if capture_file:
                 capture_file.close()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sabot import keys
+from sabot.audit.replay import open_capture
 from sabot.audit.validator import Validator, contract_round
 from sabot.errors import NotVerified, SabotError
 from sabot.game import rules
@@ -49,10 +50,8 @@ class Session:
         self.config = config or ShoeEntry(shoe_id)
         self.config.add_public_key(version, pem)
         self.records: list[tuple[str, dict[str, Any]]] = []
-        try:  # before the database: a capture that cannot be written leaves none behind
-            self.capture = open(capture, "ab") if capture else None
-        except OSError as e:
-            raise SabotError(f"cannot write capture {capture}: {e.strerror}") from None
+        # before the database: a capture that cannot be written leaves none behind
+        self.capture = open_capture(capture)
         self.validator = Validator(self.config, db, on_record=self._record, on_alarm=on_alarm)
         self.progress = progress
         self.baud = baud
