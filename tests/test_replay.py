@@ -326,3 +326,32 @@ def test_a_capture_kept_over_a_tty_across_two_validate_sessions_replays_as_they_
     counts, alarms, r = replayed(capture[second:], config)
     assert (counts, alarms) == as_replayed(lives[1:], shoe_ended=False)
     assert r["uncaptured"] == [{"first": 1, "last": r["uncaptured"][0]["last"]}]
+
+
+def test_an_initial_cards_met_again_after_a_reconnect_is_deferred_not_unsealed(tmp_path):
+    """The link goes between an unsigned initial_cards and its seal: the copy resent after the
+    reconnect is sealed and taken, the first copy deferred, nothing rejected; a different
+    unsigned frame in its place still leaves the first unsealed."""
+    shoe = LiveShoe(shoes=1)
+    first = next(i for i, raw in enumerate(shoe.frames)
+                 if pr.parse(raw).type == pr.T_INITIAL_CARDS)
+    v = Validator(shoe.entry, str(tmp_path / "audit.db"))
+    rng = random.Random(5)
+    shoe.connect(v, rng, new=first + 1)  # the link ends with the initial_cards unsealed
+    assert v.pending is not None
+    shoe.make(1)  # its result, made while no link listened
+    shoe.connect(v, rng, new=4)  # the status, then both resent, then new frames
+    s = v.summary()
+    assert s["rejected"] == 0 and s["deferred"] >= 1, s
+    assert s["frames"] == accounted(s) and v.pending is None
+    v.store.close()
+
+    shoe2 = LiveShoe(shoes=1)  # the same unsigned frame with other cards in it: no copy
+    v = Validator(shoe2.entry, str(tmp_path / "other.db"))
+    shoe2.connect(v, rng, new=first + 1)
+    assert v.pending is not None
+    other = bytearray(shoe2.frames[first])
+    other[-1] ^= 0x01
+    v.receive(pr.encode_frame(bytes(other)))
+    assert [r["reason"] for r in v.rejections] == ["unsealed"]
+    v.store.close()

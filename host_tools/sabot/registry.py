@@ -1,9 +1,9 @@
-"""The shoe registry (docs/INTERFACES.md "Shoe registry"): the host's own record of its shoes — table, game,
-variant, decks, side wagers (with the tie's odds and the Dragon Bonus paytable) and public key
-material; never a secret. The validator takes a shoe's configuration from here, not from what the
-shoe announces: a shoe that announces anything else raises a `config_mismatch` alarm; the edges
-and `sabot settle --table` take the table's wagers from here. Written by `sabot provision` /
-`sabot deploy`.
+"""The shoe registry (docs/INTERFACES.md "Shoe registry"): the host's own record of its shoes —
+table, game, variant, decks, side wagers (with the tie's odds and the Dragon Bonus paytable) and
+public key material; never a secret. The validator takes a shoe's configuration from here, not
+from what the shoe announces: a shoe that announces anything else raises a `config_mismatch`
+alarm; the edges and `sabot settle --table` take the table's wagers from here. Written by `sabot
+provision` / `sabot deploy`.
 
 A registry is input like any other: a file over MAX_BYTES, nested too deep, or an entry that
 does not fit (a table name that is not a short printable one) is refused in one line."""
@@ -110,8 +110,9 @@ class ShoeEntry:
         self.check()
 
     def check(self) -> None:
-        where = ("registry entry for shoe " + (shoe_id_text(self.shoe_id) if type(self.shoe_id) is int
-                 and 0 <= self.shoe_id < 1 << 32 else _shown(self.shoe_id)))
+        sid = self.shoe_id
+        shown = shoe_id_text(sid) if type(sid) is int and 0 <= sid < 1 << 32 else _shown(sid)
+        where = f"registry entry for shoe {shown}"
         if (not isinstance(self.shoe_id, int) or isinstance(self.shoe_id, bool)
                 or not 0 <= self.shoe_id < 1 << 32):
             raise SabotError(f"{where}: shoe_id must be a whole number 0..4294967295")

@@ -240,6 +240,14 @@ class Validator:
             return [self._reject(raw, f, e.reason)]  # a pending frame waits on: not its seal
         out: list[Verdict] = []
         p = self.pending
+        if p is not None and not f.signed and f.raw == p.raw:
+            # The same unsigned frame again (resent after a reconnect, before its seal came): the
+            # later copy is the one its seal decides; the earlier is deferred, as any frame met
+            # again among the resends. A different unsigned frame still leaves p unsealed.
+            self.pending = f
+            self.store.add_frame(p.raw, p, "deferred", None, _type_name(p))
+            self.counts["deferred"] += 1
+            return [(p, "deferred", None)]
         if p is not None and not (f.signed and f.type not in pr.CHAINED and f.seq > p.seq):
             # (a status or integrity answer naming a newer frame says nothing of this one: its
             # successor, still on its way, decides)

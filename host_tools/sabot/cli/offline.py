@@ -113,9 +113,9 @@ def settle_args(p: argparse.ArgumentParser) -> None:
 @commands("settle", settle_args, help="settle a round's wagers (JSON in, JSON out)",
           description="Reads {table, round, wagers} as JSON from FILE or stdin and prints the "
           "settlements in the order the dealer makes them: losing wagers first, then seats from "
-          "the highest number down. Money is integer cents. See docs/INTERFACES.md. With --table (or "
-          "--shoe-id) the table is the one registered for that shoe (sabot provision), checked "
-          "against any the request names.",
+          "the highest number down. Money is integer cents. See docs/INTERFACES.md. With "
+          "--table (or --shoe-id) the table is the one registered for that shoe (sabot "
+          "provision), checked against any the request names.",
           example="sabot settle --table BAC-07 request.json")
 def cmd_settle(args: argparse.Namespace) -> int:
     from sabot.game.settle import registered_table, settle
