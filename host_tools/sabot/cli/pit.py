@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from sabot.cli.options import (
+    DB_HELP,
     KEY_HELP,
     REGISTRY_HELP,
     Commands,
@@ -23,7 +24,7 @@ def serve_args(p: argparse.ArgumentParser) -> None:
     add_fail_on_notice(p)
     p.add_argument("--listen", type=listen_arg, default="127.0.0.1:8000",
                    help="HOST:PORT of the web server")
-    p.add_argument("--db", required=True, help="audit database (created if missing)")
+    p.add_argument("--db", required=True, help=DB_HELP)
     p.add_argument("--registry", default=None, help=REGISTRY_HELP)
     add_baud(p)
     p.add_argument("--key", metavar="FILE", default="sabot.key",
