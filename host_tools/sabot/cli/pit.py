@@ -58,9 +58,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as e:
         raise SabotError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     from sabot import keys
+    from sabot.audit.store import refuse_unwritable
 
-    shoes = load_shoes(args.shoe or [], args.registry, registry_entry,
-                       keys.load(args.key) if args.shoe else None, args.baud)
+    key = keys.load(args.key) if args.shoe else None
+    refuse_unwritable(args.db)  # before any shoe's port is opened (or asked which shoe it is)
+    shoes = load_shoes(args.shoe or [], args.registry, registry_entry, key, args.baud)
     for shoe in shoes:
         shoe.baud = args.baud
     states = {s.config.shoe_id: s for s in shoes}

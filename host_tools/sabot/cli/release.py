@@ -339,6 +339,10 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     build_dir = args.build or str(BUILD / args.board)
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
+    if args.db:  # the check's log refuses before the shoe is asked, not after
+        from sabot.audit.store import refuse_unwritable
+
+        refuse_unwritable(args.db)
     try:
         config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
         r = verify_firmware(args.port, args.seed, config, build_dir, baud=args.baud)

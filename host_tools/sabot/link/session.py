@@ -251,7 +251,10 @@ def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
         try:
             link = session.open(port, wait)
             link.on_key_refused = say  # said once, as soon as the shoe's count shows it
-            link.check_key()
+            try:
+                link.check_key()
+            except ConnectionError:
+                pass  # the link went as it was asked: run() gets it back, and judges on
             session.run(until, end)
         except KeyboardInterrupt:
             pass
