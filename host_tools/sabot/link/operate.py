@@ -138,11 +138,13 @@ def at_repl(heard: bytes) -> bool:
 
 
 def at_repl_line(url: str) -> str:
-    """A shoe at its REPL: blank, its first deploy interrupted or never run."""
+    """A shoe at its REPL: blank, its first deploy or its provisioning interrupted or never
+    run (a provisioned shoe offers no REPL)."""
     return (f"{url}: the shoe is at its MicroPython REPL, not running the sabot firmware: a "
-            "blank shoe (its element never provisioned), whose first deploy was interrupted or "
-            f"never run; it deals and signs nothing. Run sabot deploy --port {url} --board "
-            "BOARD (again), then sabot provision")
+            "blank shoe (its element not provisioned) whose first deploy or provisioning was "
+            "interrupted or never run; it deals and signs nothing. Run sabot deploy --port "
+            f"{url} --board BOARD (again: it copies the whole build), then sabot provision "
+            f"--port {url} --key FILE")
 
 
 def open_port(url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
