@@ -14,9 +14,7 @@ all: test
 
 $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.txt
-	$(BIN)/python -m pip install -q -e host_tools
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt -e host_tools
 	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/rp2 \
 		micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/esp32 \
@@ -53,9 +51,14 @@ lint: $(STAMP)
 # directories, ports and element stores; a module fixture runs once on each worker that takes
 # one of its tests.
 TEST_WORKERS ?= 4
-test: $(STAMP) socat /usr/bin/chromedriver lint
+# The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
+# run, once the tests are done.
+test: $(STAMP) socat /usr/bin/chromedriver
 	$(BIN)/sabot table check
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests
+	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests; rc=$$?; \
+	wait $$pid; lrc=$$?; echo "lint (ruff, mypy):"; cat $$lint; rm -f $$lint; \
+	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
 # the tests that run in this process alone (no board, MicroPython or other subprocess), on two
 # workers: the validator fuzz and the settle-vs-analyzer check alone take half a minute

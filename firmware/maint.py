@@ -6,10 +6,10 @@ print, so keep the formats exactly:
                       a blank element, which verifies nothing yet, the digest alone: its reason
                       is then "no secure element to check the MANIFEST signature")
   maint.state()   ->  STATE blank | configured | provisioned | foreign   the element's
-  maint.provision(shoe_id, variant, "<hex X||Y>")   factory provisioning of a blank shoe for the
+  maint.provision(shoe_id, variant, "<hex X||Y>", decks)   factory provisioning of a blank shoe
                   ->  PROVISIONED <shoe_id> <hex serial> <hex X||Y> <hex r||s> <hex attestation
-                      X||Y> <hex certificate>     command key (shoe/provision.py)
-                  |   REFUSED <reason>
+                      X||Y> <hex certificate>     for the command key, dealing `decks` decks (at
+                  |   REFUSED <reason>            most, and by default, the board's DECKS)
 
 Nothing here ever sees a private key: the element makes and keeps it. Once provisioned the shoe
 offers no REPL: updates and rekeys are commands of the sabot protocol (shoe/maintain.py)."""
@@ -34,12 +34,17 @@ def _hex(b):
     return "".join("%02x" % x for x in b)
 
 
-def provision(shoe_id, variant, command_hex):
+def provision(shoe_id, variant, command_hex, decks=None):
     """`sabot provision --port`: only a blank shoe has a REPL to run this in."""
     import os
 
     from shoe import provision as factory
 
+    if decks is None:
+        decks = board.DECKS
+    if not 1 <= decks <= board.DECKS:  # the board's data: what its shoe holds
+        print("REFUSED this board's shoe holds 1 to %d decks, not %d" % (board.DECKS, decks))
+        return
     try:
         os.mkdir(board.FLASH_DIR)  # a blank shoe's filesystem may not have it yet
     except OSError:
@@ -47,7 +52,7 @@ def provision(shoe_id, variant, command_hex):
     try:
         command_xy = unhexlify(command_hex)
         serial, xy, proof, attestation, certificate = factory.provision(
-            _element(), Flash(board.FLASH_DIR), shoe_id, variant, command_xy)
+            _element(), Flash(board.FLASH_DIR), shoe_id, variant, command_xy, decks)
     except (factory.Refused, ValueError) as e:
         print("REFUSED", e)
         return

@@ -66,7 +66,7 @@ def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
         bridge = PtyBridge(tmp_path, port)
         tty = bridge.path
         provision = ("provision", "--port", tty, "--key", key, "--registry", reg, "--table",
-                     "BAC-09", "--ez", "--side-wagers", "dragon7,panda8")
+                     "BAC-09", "--ez", "--side-wagers", "dragon7,panda8", "--decks", "6")
         r = run(env, *provision)  # nothing to run the provisioning yet
         assert r.returncode == 2 and "deploy it first" in r.stderr, r.stderr
         # a shoe at its REPL (blank, or its first deploy interrupted) is said to be one, with
@@ -90,6 +90,8 @@ def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
         assert r.returncode == 0, r.stderr
         entry = Registry.load(str(reg)).pick(None)
         assert entry.table == "BAC-09" and entry.ez and entry.side_wagers == ["dragon7", "panda8"]
+        # the shoe's own maint.provision wrote its configuration: EZ Baccarat (6), 6 decks
+        assert entry.decks == 6 and (root / "data" / "variant").read_bytes() == b"\x06\x06"
         assert len(entry.serial) == 18 and entry.serial in r.stdout and entry.key_versions == [1]
         assert (root / "data" / "identity").exists() and not (root / "data" / "key").exists()
         assert oct(os.stat(key).st_mode & 0o777) == "0o600"

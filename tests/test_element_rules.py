@@ -213,7 +213,8 @@ def test_an_interrupted_provisioning_starts_again(tmp_path):
     serial, xy, proof, _, _ = factory.provision(store, tmp_path / "flash", 3, 2, COMMAND_XY)
     check_provisioning(serial, 3, xy, COMMAND_XY, proof)
     flash = store_mod.Flash(str(tmp_path / "flash"))
-    assert store_mod.load_identity(flash) == (1, 3) and flash.read("variant") == b"\x02"
+    assert store_mod.load_identity(flash) == (1, 3)
+    assert flash.read("variant") == b"\x02\x08"  # the variant byte, the deck count
 
 
 def configured_with(tmp_path, patch, data_lock=True, name="el"):

@@ -3,6 +3,7 @@ frame, an alarm, a store that does not hold), 2 on bad input, usage or I/O, 130 
 each failure one line on stderr. Real runs of `sabot.cli.main` in-process, on captures and stores
 made by capture_gen's signer (no board)."""
 
+import json
 import sys
 
 import pytest
@@ -116,6 +117,18 @@ def test_bad_input_exits_2(tmp_path, capsys):
     status, _, err = run(capsys, "audit", "verify", "--db", tmp_path / "a.db", "--registry",
                          tmp_path / "deep.json")
     assert status == BAD_INPUT and "nested too deep" in one_line(err)
+    # a huge registry is not read whole, and a table name with a line break or an escape
+    # sequence in it is no name: one line each
+    (tmp_path / "huge.json").write_text('{"shoes": [], "pad": "' + " " * (5 << 20) + '"}')
+    status, _, err = run(capsys, "replay", tmp_path / "r.jsonl", "--registry",
+                         tmp_path / "huge.json")
+    assert status == BAD_INPUT and "over 4 MB" in one_line(err)
+    for name in ("BAC\n07", "BAC\x1b[2J07"):
+        (tmp_path / "odd.json").write_text(json.dumps({"shoes": [{"shoe_id": 7, "table": name}]}))
+        status, _, err = run(capsys, "replay", tmp_path / "r.jsonl", "--registry",
+                             tmp_path / "odd.json")
+        assert status == BAD_INPUT and "unprintable character" in one_line(err), name
+        assert "\x1b" not in err
 
 
 def test_ctrl_c_exits_130(monkeypatch, capsys):

@@ -4,35 +4,20 @@ its roads compared with `sabot roads` over the same rounds; a live update; a 4-s
 round lost."""
 
 import json
-import shutil
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from kit import SABOT
+from kit.browser import browser, csp_violations
 from kit.serve_rig import ServeRig, SSEClient
 
 pytestmark = pytest.mark.board  # every test here starts a process
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
-def browser(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
-        pytest.fail("chromium and chromium-driver are missing: run `make test` (it installs them)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--no-first-run",
-              f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000"):
-        opts.add_argument(a)
-    return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
 
 
 READ_PAGE = """
@@ -95,6 +80,11 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
         assert table in pit and "ended" in pit and "banker" in pit
         driver.set_window_size(1400, 400)
         driver.save_screenshot(str(docs / "dashboard.png"))
+        # The pages ran as served under their Content-Security-Policy: scripts and styles from
+        # files, nothing refused (the live updates above are the script running).
+        assert csp_violations(driver) == []
+        with urllib.request.urlopen(f"{rig.url}/table/{table}", timeout=10) as r:
+            assert "script-src 'self'" in r.headers["Content-Security-Policy"]
     finally:
         driver.quit()
         rig.stop()

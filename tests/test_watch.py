@@ -26,7 +26,8 @@ def test_offered_wagers_follow_the_tables_rules():
     assert ez["banker"] == "ez_banker" and ez["dragon7"] == "dragon7"
     free = offered_wagers(ShoeEntry(3, commission_free=True, side_wagers=["lucky_six"]))
     assert free["banker"] == "nocomm_banker"
-    db = offered_wagers(ShoeEntry(4, side_wagers=["dragon_bonus_player"]))
+    db = offered_wagers(ShoeEntry(4, side_wagers=["dragon_bonus_player"],
+                                  dragon_bonus_paytable="A"))
     assert db["dragon_bonus_player"] == "dragon_bonus_a_player"
 
 

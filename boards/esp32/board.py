@@ -6,7 +6,7 @@ FLASH_BYTES = 4 * 1024 * 1024
 RAM_BYTES = 320 * 1024
 FLASH_DIR = "/data"
 
-DECKS = 8
+DECKS = 8  # the most decks this shoe holds; each shoe deals its provisioned count
 MIN_CONFIDENCE = 0x80
 
 # Card recognition module on UART2, 115200 8N1

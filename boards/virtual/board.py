@@ -13,7 +13,7 @@ $SABOT_ELEMENT."""
 import os
 
 NAME = "virtual"
-DECKS = 8
+DECKS = 8  # the most decks this shoe holds; each shoe deals its provisioned count
 MIN_CONFIDENCE = 0x80  # recognition confidence below this is an unreadable card
 
 EXIT_EDGE = 0x80

@@ -92,6 +92,8 @@ class ShoeApp:
 
     def __init__(self, flash, link, indicators, element, decks=8, min_confidence=0x80,
                  code_root=None, code_skip=()):
+        """`decks`: the board's DECKS, the most its shoe holds; the shoe deals the deck count it
+        was provisioned with (flash `variant`, read below), this only when none was written."""
         self.flash = flash
         self.link = link
         # a link whose driver takes part of a frame (shoe/drivers/hw.py) keeps the rest and says
@@ -100,6 +102,14 @@ class ShoeApp:
         self.indicators = indicators
         self.element = element
         self.min_confidence = min_confidence
+        # The table's configuration, written at provisioning (shoe/provision.py): the variant
+        # byte, then the deck count (a shoe provisioned before it had one byte: the board's).
+        # A count the board cannot hold is not taken: the shoe_start announces what is dealt,
+        # and the host's config_mismatch names the difference.
+        raw = flash.read("variant")
+        self.variant = raw[0] if raw else frames.V_DEFAULT
+        if raw and len(raw) > 1 and 1 <= raw[1] <= decks:
+            decks = raw[1]
         self.shoe = Shoe(decks)
         self.decoder = SensorDecoder()
         self.latch = READ_NONE
@@ -111,8 +121,6 @@ class ShoeApp:
         self.element_errors = 0
         self.boot = 0
         self.restart = False  # an update switched the code: the board boots it (machine.reset)
-        raw = flash.read("variant")
-        self.variant = raw[0] if raw else frames.V_DEFAULT
         self.code_root = code_root
         self.code_skip = code_skip
         self.integrity = frames.INTEGRITY_UNCHECKED

@@ -63,7 +63,8 @@ C_UPDATE_DATA = const(0x88)  # unsigned: one chunk, authenticated by the chain C
 C_REKEY = const(0x89)  # signed, counted: the element makes the next result key version
 
 
-# Variant id (flash file "variant", one byte, signed in every shoe_start frame)
+# Variant id (flash file "variant": this byte, then the deck count; both signed in every
+# shoe_start frame)
 # bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat
 V_EZ = const(4)
 V_COMMISSION_FREE = const(8)

@@ -165,13 +165,16 @@ def state(element):
     return "provisioned" if data_locked else "configured"
 
 
-def provision(element, flash, shoe_id, variant, command_xy):
-    """Provision a blank shoe for the host command key (its public X||Y): returns (serial(9),
+def provision(element, flash, shoe_id, variant, command_xy, decks=8):
+    """Provision a blank shoe for the host command key (its public X||Y), dealing `decks` decks
+    of the game `variant` names (flash `variant`: those two bytes): returns (serial(9),
     result key 1's X||Y, proof r||s: key 1's signature of statement(...), the attestation key's
     X||Y, and its certificate r||s of result key 1: shoe/rekey.py certify), all of which the host
     checks before it registers the shoe. Raises Refused."""
     if len(command_xy) != 64:
         raise Refused("the command key must be a P-256 public key (64 bytes X||Y)")
+    if not 0 <= variant <= 255 or not 1 <= decks <= 8:
+        raise Refused("a shoe deals 1 to 8 decks of a game its variant byte names")
     now = state(element)
     if now == "foreign":
         raise Refused("the element is locked with another configuration than sabot's")
@@ -193,7 +196,7 @@ def provision(element, flash, shoe_id, variant, command_xy):
     write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 0), blocks[64:68])
     write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 1), blocks[68:72])
     write_identity(flash, shoe_id, 1)
-    flash.write_atomic("variant", bytes((variant,)))
+    flash.write_atomic("variant", bytes((variant, decks)))  # what every shoe_start announces
     # The commit point. No CRC: it would cover the private key, which nobody outside the chip
     # knows (CryptoAuthLib's atcab_lock_data_zone() locks so too); what matters is read back.
     lock(element, LOCK_DATA | LOCK_NO_CRC)

@@ -1,5 +1,5 @@
 """The errors the CLI turns into a one-line message, and the exit status each one means
-(CONTRACTS "Exit status"): the class says which, so no caller matches a message's text."""
+(docs/INTERFACES.md "Exit status"): the class says which, so no caller matches a message's text."""
 
 from __future__ import annotations
 

@@ -27,6 +27,13 @@ ZERO_CHAIN = bytes(DIGEST_LEN)
 MAX_FRAME = 200
 MAX_ENCODED = MAX_FRAME + 3
 
+
+def shoe_id_text(shoe_id: int | None) -> str:
+    """A shoe id (the header's 32-bit field) as every line a person reads names it: 0x and 8 hex
+    digits, e.g. 0xdeadbeef. JSON keeps the integer; an input takes decimal or 0x hex."""
+    return f"{shoe_id:#010x}" if isinstance(shoe_id, int) else "unknown"
+
+
 # ---- frame types: shoe -> host, chained ------------------------------------------------------
 T_SHOE_START, T_BURN, T_INITIAL_CARDS, T_RESULT = 0x01, 0x02, 0x03, 0x04
 T_IRREGULARITY, T_RESOLUTION, T_SHOE_END, T_COMMAND_REJECTED = 0x05, 0x06, 0x07, 0x08

@@ -1,7 +1,12 @@
-"""The shoe registry (CONTRACTS "Shoe registry"): the host's own record of its shoes — table, game,
-variant, decks, side wagers and public key material; never a secret. The validator takes a shoe's
-configuration from here, not from what the shoe announces: a shoe that announces anything else
-raises a `config_mismatch` alarm. Written by `sabot provision` / `sabot deploy`."""
+"""The shoe registry (docs/INTERFACES.md "Shoe registry"): the host's own record of its shoes — table, game,
+variant, decks, side wagers (with the tie's odds and the Dragon Bonus paytable) and public key
+material; never a secret. The validator takes a shoe's configuration from here, not from what the
+shoe announces: a shoe that announces anything else raises a `config_mismatch` alarm; the edges
+and `sabot settle --table` take the table's wagers from here. Written by `sabot provision` /
+`sabot deploy`.
+
+A registry is input like any other: a file over MAX_BYTES, nested too deep, or an entry that
+does not fit (a table name that is not a short printable one) is refused in one line."""
 
 from __future__ import annotations
 
@@ -18,9 +23,15 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 
 from sabot import attestation
 from sabot.errors import SabotError
-from sabot.game.settle import GAMES, SIDE_WAGERS
+from sabot.game.settle import GAMES, SIDE_WAGERS, Table
+from sabot.protocol import shoe_id_text
 
 DEFAULT = "sabot-shoes.json"
+# A whole pit's registry is far smaller: an entry holding all seven result key versions with
+# their certificates and the longest table name is 3.5 KB, so this holds over a thousand shoes.
+MAX_BYTES = 4 * 1024 * 1024
+TABLE_NAME_MAX = 64  # characters of a table name: it heads the pit's pages and names its API path
+TIE_ODDS_MAX = 100  # the regulation sets no top (at least 8 to 1); no table pays near this
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
 ALGORITHM = "ecdsa-p256"
 
@@ -84,6 +95,8 @@ class ShoeEntry:
     squeeze: bool = False
     decks: int = 8
     side_wagers: list[str] = field(default_factory=list)
+    tie_odds: int = 8  # a winning Tie pays this to 1 (627a.12(b): at least 8; 631c.5(j): 8)
+    dragon_bonus_paytable: str | None = None  # A, B or C (627a.12(e)): with Dragon Bonus only
     public_keys: list[dict[str, Any]] = field(default_factory=list)
     serial: str = ""  # the element's serial number (hex), recorded at provisioning
     # the element's attestation public key (PEM), recorded at provisioning: it certifies every
@@ -97,15 +110,17 @@ class ShoeEntry:
         self.check()
 
     def check(self) -> None:
-        where = f"registry entry for shoe {self.shoe_id}"
+        where = ("registry entry for shoe " + (shoe_id_text(self.shoe_id) if type(self.shoe_id) is int
+                 and 0 <= self.shoe_id < 1 << 32 else _shown(self.shoe_id)))
         if (not isinstance(self.shoe_id, int) or isinstance(self.shoe_id, bool)
                 or not 0 <= self.shoe_id < 1 << 32):
             raise SabotError(f"{where}: shoe_id must be a whole number 0..4294967295")
         for name in ("ez", "commission_free", "squeeze"):
             if not isinstance(getattr(self, name), bool):
                 raise SabotError(f"{where}: {name} must be true or false")
-        if not isinstance(self.table, str):
-            raise SabotError(f"{where}: table must be a name")
+        problem = table_name_problem(self.table)
+        if problem:
+            raise SabotError(f"{where}: {problem}")
         if not isinstance(self.serial, str) or len(self.serial) not in (0, 18) or any(
                 c not in "0123456789abcdef" for c in self.serial):
             raise SabotError(f"{where}: serial must be the element's 9-byte serial in lower-case "
@@ -122,16 +137,16 @@ class ShoeEntry:
                                  "its serial is needed")
         if not isinstance(self.side_wagers, list) or not isinstance(self.public_keys, list):
             raise SabotError(f"{where}: side_wagers and public_keys must be lists")
-        if self.game not in GAMES:
+        if not isinstance(self.game, str) or self.game not in GAMES:
             raise SabotError(f"{where}: game must be one of {', '.join(GAMES)}")
         if self.ez and self.commission_free:
             raise SabotError(f"{where}: EZ and commission-free are different games; pick one")
         if (not isinstance(self.decks, int) or isinstance(self.decks, bool)
                 or not 1 <= self.decks <= 8):
             raise SabotError(f"{where}: decks must be 1 to 8")
-        for w in self.side_wagers:
-            if w not in SIDE_WAGERS:
-                raise SabotError(f"{where}: unknown side wager {w!r}")
+        problem = wagers_problem(self.table_config())
+        if problem:
+            raise SabotError(f"{where}: {problem}")
         versions = set()
         for k in self.public_keys:
             if (not isinstance(k, dict) or not isinstance(k.get("version"), int)
@@ -155,7 +170,7 @@ class ShoeEntry:
         naming shoe and version). Neither a registry file nor a host can make one: the
         attestation key signs no bytes a host chooses. A shoe registered without an attestation
         key keeps version 1 (registered at provisioning) and no other."""
-        where = f"registry entry for shoe {self.shoe_id}"
+        where = f"registry entry for shoe {shoe_id_text(self.shoe_id)}"
         version = k["version"]
         if not self.attestation_key:
             if version == 1:
@@ -183,13 +198,18 @@ class ShoeEntry:
                 try:
                     return load_public_pem(k["key"])
                 except SabotError as e:
-                    raise SabotError(f"registry entry for shoe {self.shoe_id}: public key "
-                                     f"version {version}: {e}") from None
+                    raise SabotError(f"registry entry for shoe {shoe_id_text(self.shoe_id)}: "
+                                     f"public key version {version}: {e}") from None
         return None
 
     @property
     def key_versions(self) -> list[int]:
         return sorted(k["version"] for k in self.public_keys)
+
+    @property
+    def key_versions_text(self) -> str:
+        """The result key versions as a line names them: "1, 2", or "none"."""
+        return ", ".join(map(str, self.key_versions)) or "none"
 
     def add_public_key(self, version: int, pem: str, certificate: str | None = None) -> bool:
         """Register a result key version (old versions stay: old frames are signed by them);
@@ -199,7 +219,8 @@ class ShoeEntry:
         old = self.public_key(version)
         if old is not None:
             if old.public_numbers() != new.public_numbers():
-                raise SabotError(f"shoe {self.shoe_id} already has a different public key "
+                raise SabotError(f"shoe {shoe_id_text(self.shoe_id)} already has a different "
+                                 "public key "
                                  f"version {version} in the registry: a re-provisioned element? "
                                  "register it as a new shoe")
             return False
@@ -210,6 +231,17 @@ class ShoeEntry:
         self.public_keys.append(entry)
         self.public_keys.sort(key=lambda k: k["version"])
         return True
+
+    def table_config(self) -> dict[str, Any]:
+        """The table as `sabot settle` takes it (settle.Table): game, EZ or commission-free, the
+        tie's odds, the side wagers and their Dragon Bonus paytable. What the edges and
+        settlement of this shoe's rounds use."""
+        cfg: dict[str, Any] = {"game": self.game, "ez": self.ez,
+                               "commission_free": self.commission_free,
+                               "tie_odds": self.tie_odds, "side_wagers": list(self.side_wagers)}
+        if self.dragon_bonus_paytable is not None:
+            cfg["dragon_bonus_paytable"] = self.dragon_bonus_paytable
+        return cfg
 
     @property
     def variant(self) -> dict[str, Any]:
@@ -223,7 +255,58 @@ class ShoeEntry:
                 | self.squeeze << 4)
 
 
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MB" if n >= 1024 * 1024 else f"{n:,} bytes"
+
+
+def _shown(value: object, most: int = 40) -> str:
+    """A value from a registry, as an error line quotes it: escaped, and cut short."""
+    text = repr(value[:most] if isinstance(value, str) else value)
+    return text if len(text) <= most + 2 else text[:most] + "..."
+
+
+def wagers_problem(cfg: dict[str, Any]) -> str | None:
+    """What is wrong with a table's wagers (ShoeEntry.table_config), or None: each side wager
+    known, once, and offered where the game has it (Dragon 7 and Panda 8 on EZ tables, Lucky
+    Six on commission-free ones, Dragon Bonus with its paytable), the tie's odds 8 to
+    TIE_ODDS_MAX (8 on a commission-free table): what settlement (settle.Table) takes."""
+    side = cfg["side_wagers"]
+    for w in side:
+        if not isinstance(w, str) or w not in SIDE_WAGERS:
+            return f"unknown side wager {_shown(w)}"
+    if len(set(side)) < len(side):
+        return "a side wager is listed twice"
+    odds = cfg["tie_odds"]
+    if isinstance(odds, int) and not isinstance(odds, bool) and odds > TIE_ODDS_MAX:
+        return f"tie_odds must be 8 to {TIE_ODDS_MAX}"
+    if "dragon_bonus_paytable" in cfg and not any(w.startswith("dragon_bonus") for w in side):
+        return "a dragon_bonus_paytable is named but the table offers no Dragon Bonus wager"
+    try:
+        Table(cfg)
+    except SabotError as e:
+        return str(e).removeprefix("table: ")
+    return None
+
+
+def table_name_problem(name: object) -> str | None:
+    """What is wrong with a table name, or None: a table name is 1 to TABLE_NAME_MAX printable
+    characters (no control character, line break or bidirectional override: it is printed on
+    one line and heads the pit's pages, which escape any markup), no space at either end (two
+    names that look alike)."""
+    if not isinstance(name, str):
+        return "table must be a name"
+    if not 1 <= len(name) <= TABLE_NAME_MAX:
+        return f"table name {_shown(name)} must be 1 to {TABLE_NAME_MAX} characters"
+    if not name.isprintable():
+        return f"table name {_shown(name)} holds a control or other unprintable character"
+    if name != name.strip():
+        return f"table name {_shown(name)} must not begin or end with a space"
+    return None
+
+
 class Registry:
+    max_bytes = MAX_BYTES  # the largest registry file read or written
+
     def __init__(self, path: str, shoes: dict[int, ShoeEntry] | None = None) -> None:
         self.path = path
         self.shoes = shoes or {}
@@ -232,8 +315,12 @@ class Registry:
     def load(cls, path: str | None = None, must_exist: bool = False) -> Registry:
         path = path or DEFAULT
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
+            with open(path, "rb") as f:
+                raw = f.read(cls.max_bytes + 1)  # never more: a registry is small
+            if len(raw) > cls.max_bytes:
+                raise SabotError(f"{path} is not a sabot shoe registry (over "
+                                 f"{_size(cls.max_bytes)}: no pit's registry is)")
+            doc = json.loads(raw.decode("utf-8"))
         except FileNotFoundError:
             if must_exist:
                 raise SabotError(f"no shoe registry at {path} (sabot provision writes it)"
@@ -243,6 +330,9 @@ class Registry:
             raise SabotError(f"cannot read shoe registry {path}: {e.strerror}") from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise SabotError(f"{path} is not a sabot shoe registry (not JSON)") from None
+        except ValueError:  # a number of thousands of digits: Python's int conversion limit
+            raise SabotError(f"{path} is not a sabot shoe registry (a number too long)"
+                             ) from None
         except RecursionError:  # arrays nested thousands deep: no registry looks like that
             raise SabotError(f"{path} is not a sabot shoe registry (JSON nested too deep)"
                              ) from None
@@ -255,7 +345,7 @@ class Registry:
             except TypeError as e:
                 raise SabotError(f"{path}: a shoe entry does not fit the registry: {e}") from None
             if entry.shoe_id in shoes:
-                raise SabotError(f"{path}: shoe {entry.shoe_id} is registered twice")
+                raise SabotError(f"{path}: shoe {shoe_id_text(entry.shoe_id)} is registered twice")
             shoes[entry.shoe_id] = entry
         return cls(path, shoes)
 
@@ -263,8 +353,8 @@ class Registry:
         try:
             return self.shoes[shoe_id]
         except KeyError:
-            raise SabotError(f"shoe {shoe_id} is not in the shoe registry {self.path} "
-                             "(sabot provision registers it)") from None
+            raise SabotError(f"shoe {shoe_id_text(shoe_id)} is not in the shoe registry "
+                             f"{self.path} (sabot provision registers it)") from None
 
     def pick(self, shoe_id: int | None) -> ShoeEntry:
         """The entry of `shoe_id`; with None, the registry's only shoe (SabotError otherwise)."""
@@ -275,9 +365,23 @@ class Registry:
         if not self.shoes:
             raise SabotError(f"the shoe registry {self.path} holds no shoe (sabot provision or "
                              "sabot deploy registers one)")
-        ids = ", ".join(f"{i:#010x}" for i in sorted(self.shoes))
+        ids = ", ".join(f"{shoe_id_text(i)}" for i in sorted(self.shoes))
         raise SabotError(f"the shoe registry {self.path} holds {len(self.shoes)} shoes ({ids}): "
                          "name one with --shoe-id")
+
+    def at_table(self, table: str) -> ShoeEntry:
+        """The shoe registered at `table` (any of them, when several share one configuration);
+        SabotError when none is, or when its shoes are configured differently."""
+        at = [e for _, e in sorted(self.shoes.items()) if e.table == table]
+        if not at:
+            names = ", ".join(sorted({e.table for e in self.shoes.values()})) or "none"
+            raise SabotError(f"no shoe in the shoe registry {self.path} is at table "
+                             f"{_shown(table)} (its tables: {names})")
+        if any(e.table_config() != at[0].table_config() for e in at):
+            ids = ", ".join(f"{e.shoe_id:#010x}" for e in at)
+            raise SabotError(f"the shoes at table {table} ({ids}) are registered with different "
+                             "wagers: name one with --shoe-id")
+        return at[0]
 
     def free_id(self) -> int:
         """A random shoe id (below 2**31) that no shoe of this registry has."""
@@ -307,7 +411,8 @@ class Registry:
                     or load_public_pem(k["key"]).public_numbers() == same]
         if old and old.attestation_key != attestation_key and (fresh_element or attestation_key):
             if not fresh_element:
-                raise SabotError(f"shoe {shoe_id} has another attestation key in the registry: "
+                raise SabotError(f"shoe {shoe_id_text(shoe_id)} has another attestation key in "
+                                 "the registry: "
                                  "a re-provisioned element? register it as a new shoe")
             keys = []  # the old element's keys were certified by its own attestation key
         fields: dict[str, Any] = asdict(old) if old else {"shoe_id": shoe_id}
@@ -326,14 +431,19 @@ class Registry:
         old = self.shoes.get(entry.shoe_id)
         if old is not None and not entry.public_keys:
             entry.public_keys = old.public_keys  # rewriting the table keeps the key history
+        shoes = dict(self.shoes)
+        shoes[entry.shoe_id] = entry
+        doc = {"shoes": [asdict(e) for _, e in sorted(shoes.items())]}
+        text = json.dumps(doc, indent=1) + "\n"
+        if len(text.encode()) > self.max_bytes:  # it could not be read again
+            raise SabotError(f"cannot write shoe registry {self.path}: it would be over "
+                             f"{_size(self.max_bytes)}")
         self.shoes[entry.shoe_id] = entry
-        doc = {"shoes": [asdict(e) for _, e in sorted(self.shoes.items())]}
         folder = os.path.dirname(os.path.abspath(self.path))
         try:
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sabot-shoes-")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1)
-                f.write("\n")
+                f.write(text)
             os.replace(tmp, self.path)
         except OSError as e:
             raise SabotError(f"cannot write shoe registry {self.path}: {e.strerror}") from None

@@ -4,7 +4,7 @@ base: ROOT, FIRMWARE, SABOT, SIGN_MS · procs: MicroPython and `sabot board` pro
 front of a board, polling, ports · shoes: signed frames without a board, provisioned virtual shoes,
 the validator on a live board (Rig) · ports: an in-process shoe port over a socket pair · fw: the
 firmware's own kit (a provisioned shoe, its element in-process) · serve_rig: `sabot serve` over
-virtual shoes."""
+virtual shoes · browser: headless Chromium for the pages, its CSP reports."""
 
 from kit.base import FIRMWARE, ROOT, SABOT, SIGN_MS
 from kit.procs import (

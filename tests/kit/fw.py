@@ -36,7 +36,7 @@ SHOE_ID = 9
 class Shoe:
     """A provisioned shoe: flash directory, element store, command key."""
 
-    def __init__(self, tmp, shoe_id=SHOE_ID, version=1, variant=None):
+    def __init__(self, tmp, shoe_id=SHOE_ID, version=1, variant=None, decks=8):
         tmp = Path(tmp)
         self.flash = tmp / "flash"
         self.flash.mkdir(parents=True, exist_ok=True)
@@ -44,7 +44,7 @@ class Shoe:
         self.command_key = ec.generate_private_key(ec.SECP256R1())
         command_xy = keys.xy(self.command_key.public_key())
         factory.provision(self.store, self.flash, shoe_id,
-                          frames.V_DEFAULT if variant is None else variant, command_xy)
+                          frames.V_DEFAULT if variant is None else variant, command_xy, decks)
         for _ in range(1, version):
             factory.rekey(self.store, self.flash)
         self.shoe_id = shoe_id

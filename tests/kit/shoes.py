@@ -37,7 +37,7 @@ def registry_of(tmp, *shoe_ids, name="shoes.json"):
     return tmp / name
 
 
-def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
+def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None, decks=8):
     """A virtual shoe provisioned for a new command key, as `sabot provision` does it: (command
     key, flash dir, registry entry with the configuration and result key, registry path)."""
     from sabot import keys
@@ -48,10 +48,10 @@ def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
     key = keys.load_or_create(str(tmp / key_file))
     flash = str(tmp / "flash")
     sid, version, pem, _ = provision(flash, key, shoe_id)
-    if variant is not None:
-        set_variant(flash, variant)
+    variant = 2 if variant is None else variant
+    set_variant(flash, variant, decks)
     # the registry's word on this shoe: the configuration it was provisioned with, its key
-    config = ShoeEntry(sid, **decode_variant(variant or 2))
+    config = ShoeEntry(sid, decks=decks, **decode_variant(variant))
     config.add_public_key(version, pem)
     reg = Registry.load(str(tmp / "sabot-shoes.json"))
     reg.put(config)
@@ -61,13 +61,13 @@ def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None):
 class Rig:
     """A virtual shoe with the validator on its link, driven input by input."""
 
-    def __init__(self, tmp, variant=None):
+    def __init__(self, tmp, variant=None, decks=8):
         from sabot.audit.validator import Validator
         from sabot.link.host import HostLink
         from sabot.virtual.board import VirtualBoard
 
         self.tmp = tmp
-        self.key, flash, self.config, self.registry = provision_shoe(tmp, variant)
+        self.key, flash, self.config, self.registry = provision_shoe(tmp, variant, decks=decks)
         self.shoe_id = self.config.shoe_id
         self.board = VirtualBoard(flash, port=free_port_for_tests(), sign_ms=SIGN_MS).start()
         try:

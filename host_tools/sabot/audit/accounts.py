@@ -32,6 +32,11 @@ def expected_announcements(rec: dict[str, Any], variant: dict[str, Any]) -> list
     return out
 
 
+def _listed(items: Sequence[str | None]) -> str:
+    """Cards, flags or announcements in an alarm's detail: "AS, 2H" ("--" a card not read)."""
+    return ", ".join("--" if i is None else i for i in items) or "none"
+
+
 def new_shoe_accounts(shoe: int | None, partial: bool = False) -> dict[str, Any]:
     """The host's accounting of one shoe: every card that left it, as the shoe's frames say."""
     return {"shoe": shoe, "round": 0, "counts": {}, "unknown": 0, "initial": None, "burned": False,
@@ -112,7 +117,8 @@ class ShoeAccounts:
         cut_short = held.get("kind") == "cards_exhausted"  # the shoe ran out during the burn
         if (first is None or "CUT" in cards or len(cards) > 1 + BURN_VALUES[first[0]]
                 or (len(cards) < 1 + BURN_VALUES[first[0]] and not cut_short)):
-            self.alarm("burn_mismatch", f"burn {cards} does not follow the burn procedure",
+            self.alarm("burn_mismatch", f"burn {_listed(cards)} does not follow the burn "
+                       "procedure",
                        shoe=rec["shoe"])
         self._count([c for c in cards if c != "CUT"], inv, rec)  # the cut card is no card
         inv["burned"] = True
@@ -165,10 +171,12 @@ class ShoeAccounts:
             self.alarm("rules_mismatch", "the third-card rule deals these cards otherwise",
                        **where)
         elif any(rec[k] != want[k] for k in ("player_total", "banker_total", "winner", "flags")):
-            self.alarm("rules_mismatch", f"the shoe says {rec['winner']} {rec['flags']}; the "
-                       f"rules say {want['winner']} {want['flags']}", **where)
+            self.alarm("rules_mismatch", f"the shoe says {rec['winner']} "
+                       f"({_listed(rec['flags'])}); the rules say {want['winner']} "
+                       f"({_listed(want['flags'])})", **where)
         elif rec["announcements"] != expected_announcements(want, self.config.variant):
-            self.alarm("announcement_mismatch", f"announced {rec['announcements']}", **where)
+            self.alarm("announcement_mismatch", f"announced {_listed(rec['announcements'])}",
+                       **where)
         if not inv["partial"] and rec["round"] != inv["round"] + 1:
             self.alarm("round_out_of_order", f"round {rec['round']} after {inv['round']}",
                        **where)
@@ -194,7 +202,7 @@ class ShoeAccounts:
             diff = sorted(c for c in set(counted) | set(rec["inventory"])
                           if counted.get(c, 0) != rec["inventory"].get(c, 0))
             self.alarm("inventory_mismatch", f"the shoe's inventory and the frames differ in "
-                       f"{diff or 'unknown cards'}", shoe=rec["shoe"])
+                       f"{_listed(diff) if diff else 'unknown cards'}", shoe=rec["shoe"])
 
     def _count(self, cards: Sequence[str | None], inv: dict[str, Any],
                rec: dict[str, Any]) -> None:

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; its exit status (CONTRACTS "Exit status"): OK, NOT_VERIFIED when the
+    """Run one command; its exit status (docs/INTERFACES.md): OK, NOT_VERIFIED when the
     record did not verify (errors.NotVerified), BAD_INPUT on bad input, usage or I/O (any other
     SabotError, a lost link, a file that will not do), INTERRUPTED on Ctrl-C or SIGTERM."""
     parser = build_parser()

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from sabot.cli.options import Commands, decks_arg
+from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, decks_arg
 from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
@@ -41,7 +41,7 @@ def analyze_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tie-odds", type=decks_arg, default=8,
                    help="the table's Tie odds, to 1 (default 8)")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object, as CONTRACTS.md describes")
+                   help="one JSON object (docs/INTERFACES.md)")
 
 
 @commands("analyze", analyze_args,
@@ -71,7 +71,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def roads_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="round records (default: stdin)")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object, as CONTRACTS.md describes")
+                   help="one JSON object (docs/INTERFACES.md)")
 
 
 @commands("roads", roads_args,
@@ -100,16 +100,36 @@ def cmd_roads(args: argparse.Namespace) -> int:
 
 def settle_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="request file (default: stdin)")
+    at = p.add_mutually_exclusive_group()
+    at.add_argument("--table", metavar="NAME",
+                    help="a table of the shoe registry: its game, variant, tie odds, side wagers "
+                    "and Dragon Bonus paytable are the request's table; what the request's own "
+                    "table says must agree")
+    at.add_argument("--shoe-id", type=SHOE_ID, help="the same, for the table of this registered "
+                    "shoe (decimal or 0x hex)")
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; with --table or --shoe-id")
 
 
 @commands("settle", settle_args, help="settle a round's wagers (JSON in, JSON out)",
           description="Reads {table, round, wagers} as JSON from FILE or stdin and prints the "
           "settlements in the order the dealer makes them: losing wagers first, then seats from "
-          "the highest number down. Money is integer cents. See CONTRACTS.md.",
-          example="sabot settle request.json")
+          "the highest number down. Money is integer cents. See docs/INTERFACES.md. With --table (or "
+          "--shoe-id) the table is the one registered for that shoe (sabot provision), checked "
+          "against any the request names.",
+          example="sabot settle --table BAC-07 request.json")
 def cmd_settle(args: argparse.Namespace) -> int:
-    from sabot.game.settle import settle
+    from sabot.game.settle import registered_table, settle
 
+    registered = None
+    if args.table is not None or args.shoe_id is not None:  # before the request is read
+        from sabot.registry import Registry
+
+        reg = Registry.load(args.registry, must_exist=True)
+        entry = reg.at_table(args.table) if args.table is not None else reg.get(args.shoe_id)
+        registered = entry
+    elif args.registry is not None:
+        raise SabotError("--registry is for --table or --shoe-id: name the registered table "
+                         "to settle at")
     try:
         if args.file and args.file != "-":
             with open(args.file, encoding="utf-8") as f:
@@ -126,13 +146,18 @@ def cmd_settle(args: argparse.Namespace) -> int:
         raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
                          ) from None
     try:
+        if registered is not None:
+            if not isinstance(request, dict):
+                raise SabotError("expected a JSON object with table, round and wagers")
+            request = dict(request, table=registered_table(
+                request.get("table"), registered.table_config(), registered.table))
         out = settle(request)
     except SabotError:
         raise
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
         # a value of the wrong kind somewhere in the request: one line, never a traceback
         raise SabotError(f"the request does not fit the settle format ({type(e).__name__}: "
-                         f"{' '.join(str(e).split())}); see CONTRACTS.md") from None
+                         f"{' '.join(str(e).split())}); see docs/INTERFACES.md") from None
     print(json.dumps(out))
     return 0
 

@@ -5,25 +5,58 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Container
 from typing import Any
 
 from sabot.errors import NotVerified
 
 
 def shoe_id_text(shoe_id: Any) -> str:
-    """A shoe id as every command prints it: 0x followed by 8 hex digits."""
-    return f"{shoe_id:#010x}" if isinstance(shoe_id, int) else str(shoe_id)
+    """A shoe id as every command prints it (protocol.shoe_id_text: 0x and 8 hex digits)."""
+    from sabot.protocol import shoe_id_text as text  # lazily: `sabot analyze` never needs it
+
+    return text(shoe_id)
 
 
-def format_round(rec: dict[str, Any]) -> str:
-    flags = f"  ({', '.join(rec['flags'])})" if rec["flags"] else ""
+# What a round line names only where the table has it (as game/settle.Table offers the wagers):
+# Dragon 7 and Panda 8 on EZ tables, Lucky Six on commission-free ones (631c.5).
+VARIANT_FLAGS = {"dragon7": "ez", "panda8": "ez", "lucky_six": "commission_free"}
+
+
+def round_flags(flags: list[str], variant: dict[str, Any] | None) -> list[str]:
+    """The round's flags a line shows at a table of this variant (all of them where the variant
+    is not known); the JSON record keeps every flag."""
+    if variant is None:
+        return list(flags)
+    return [f for f in flags if f not in VARIANT_FLAGS or variant.get(VARIANT_FLAGS[f])]
+
+
+def variant_text(variant: dict[str, Any]) -> str:
+    """"baccarat, EZ", "minibaccarat, commission-free, squeeze": a shoe_start's variant."""
+    return ", ".join([str(variant.get("game"))] + [
+        name for key, name in (("ez", "EZ"), ("commission_free", "commission-free"),
+                               ("squeeze", "squeeze")) if variant.get(key)])
+
+
+def _cards(cards: list[str | None]) -> str:
+    return " ".join(c if c is not None else "--" for c in cards)  # -- a card not read
+
+
+def _device(rec: dict[str, Any]) -> str:
+    return f"[shoe id {shoe_id_text(rec['shoe_id'])}] " if "shoe_id" in rec else ""
+
+
+def format_round(rec: dict[str, Any], variant: dict[str, Any] | None = None) -> str:
+    """One line per round: its cards and totals, the winner, the flags the table's `variant`
+    has, and what the shoe announced (the announcements it signed)."""
+    flags = round_flags(rec["flags"], variant)
+    shown = f"  ({', '.join(flags)})" if flags else ""
     dummy = "  [dummy hand, no bets]" if rec.get("dummy") else ""
     said = "".join(f'  "{a}"' for a in rec.get("announcements", []))
-    device = f"[shoe id {shoe_id_text(rec['shoe_id'])}] " if "shoe_id" in rec else ""
-    return (f"{device}shoe {rec['shoe']} round {rec['round']:>3}: "
-            f"player {' '.join(rec['player']):<9} "
-            f"{rec['player_total']}  banker {' '.join(rec['banker']):<9} {rec['banker_total']}  "
-            f"-> {rec['winner']}{flags}{dummy}{said}")
+    return (f"{_device(rec)}shoe {rec['shoe']} round {rec['round']:>3}: "
+            f"player {_cards(rec['player']):<9} "
+            f"{rec['player_total']}  banker {_cards(rec['banker']):<9} {rec['banker_total']}  "
+            f"-> {rec['winner']}{shown}{dummy}{said}")
 
 
 def record_json(kind: str, rec: dict[str, Any]) -> str:
@@ -32,28 +65,61 @@ def record_json(kind: str, rec: dict[str, Any]) -> str:
     return json.dumps(contract_round(rec) if kind == "result" else rec)
 
 
+def _value(key: str, value: Any) -> str:
+    """A record's field as a line shows it: cards and lists comma-separated, never a repr."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        if key == "variant":
+            return variant_text(value)
+        return ",".join(f"{k}:{_value(k, v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ",".join("--" if v is None else _value(key, v) for v in value) or "none"
+    return str(value)
+
+
 def format_event(rec: dict[str, Any]) -> str:
-    rest = {k: v for k, v in rec.items() if k not in ("event", "inventory") and v is not None}
-    return f"{rec['event']}: " + " ".join(f"{k}={v}" for k, v in rest.items())
+    """An event (shoe start, burn, irregularity, resolution, shoe end, ...) on one line:
+    `[shoe id 0x...] burn: shoe=1 cards=5C,TH,8H`."""
+    first = [k for k in ("shoe", "round", "player", "banker") if k in rec]
+    rest = first + [k for k in rec if k not in first]
+    fields = " ".join(f"{k}={_value(k, rec[k])}" for k in rest
+                      if k not in ("event", "inventory", "shoe_id") and rec[k] is not None)
+    return f"{_device(rec)}{rec['event']}: {fields}"
 
 
-def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool) -> None:
+def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool,
+                  variant: dict[str, Any] | None = None,
+                  shown: Container[str] | None = None) -> None:
+    """Each record of `shown` kinds (default: all) as a line, or a JSON object a line. Round
+    lines follow `variant` (the registry's word on the table), else the variant of the shoe's
+    own shoe_start record among `records`."""
+    started: dict[Any, dict[str, Any]] = {}  # (shoe id, shoe) -> the variant it started with
     for kind, rec in records:
+        if kind == "shoe_start":
+            started[rec.get("shoe_id"), rec["shoe"]] = rec["variant"]
+        if shown is not None and kind not in shown:
+            continue
         if as_json:
             print(record_json(kind, rec))
         elif kind == "result":
-            print(format_round(rec))
+            print(format_round(rec, variant or started.get((rec.get("shoe_id"), rec["shoe"]))))
         else:
             print(format_event(rec))
 
 
-def print_alarm(alarm: dict[str, Any]) -> None:
-    """An alarm, as it happens, for the supervisor watching the terminal."""
-    # an alarm of no shoe of cards (an update, a rekey) is the shoe device's own
+def alarm_text(alarm: dict[str, Any]) -> str:
+    """`kind (shoe 2, round 5, shoe id 0x...): detail`; an alarm of no shoe of cards (an update, a
+    rekey) is the shoe device's own: `kind (shoe id 0x...): detail`."""
     where = (f"shoe {alarm['shoe']}, " if alarm.get("shoe") is not None else "") + (
         f"round {alarm['round']}, " if alarm.get("round") else "")
-    print(f"ALARM {alarm['kind']} ({where}shoe id {shoe_id_text(alarm['shoe_id'])}): "
-          f"{alarm['detail']}", file=sys.stderr, flush=True)
+    return (f"{alarm['kind']} ({where}shoe id {shoe_id_text(alarm.get('shoe_id'))}): "
+            f"{alarm['detail']}")
+
+
+def print_alarm(alarm: dict[str, Any]) -> None:
+    """An alarm, as it happens, for the supervisor watching the terminal."""
+    print(f"ALARM {alarm_text(alarm)}", file=sys.stderr, flush=True)
 
 
 def alarm_below(alarm: dict[str, Any]) -> None:
@@ -78,7 +144,7 @@ NOTICES = frozenset(("player_advantage", "repeated_sequence"))
 def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],
             more: str = "", fail_on_notice: bool = False) -> None:
     """Exit 1 (NotVerified), with one line, on any rejected frame or integrity or content alarm
-    (CONTRACTS); game-protection notices only with `fail_on_notice`."""
+    (docs/INTERFACES.md); game-protection notices only with `fail_on_notice`."""
     notices = [a for a in alarms if a["kind"] in NOTICES]
     if notices and not fail_on_notice:
         kinds = sorted({a["kind"] for a in notices})

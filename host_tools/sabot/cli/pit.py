@@ -43,10 +43,8 @@ def serve_args(p: argparse.ArgumentParser) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Validate every --shoe (as `sabot validate` does, one thread each, one shared writer store)
     and serve the pit dashboard, the tables' scoreboards and the API from that store."""
-    import uvicorn
-
     from sabot.link.session import registry_entry
-    from sabot.pit.pages import Pit, build_app
+    from sabot.pit.pages import Pit, build_app, web_server
     from sabot.pit.serve import Validation, load_shoes
 
     host, port = args.listen
@@ -74,9 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"sabot serve: http://{host}:{port}/ ({len(shoes)} shoe"
           f"{'' if len(shoes) == 1 else 's'}, audit "
           f"{args.db})", file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port,
-                                           log_level="warning", lifespan="on",
-                                           timeout_graceful_shutdown=1))
+    server = web_server(app, hub, host, port)
     try:
         server.run()
     except KeyboardInterrupt:  # uvicorn has shut the web side down and passes Ctrl-C on

@@ -20,6 +20,7 @@ from sabot.cli.options import (
     add_baud,
     ranged,
 )
+from sabot.cli.output import shoe_id_text
 from sabot.errors import NotVerified, SabotError
 
 if TYPE_CHECKING:
@@ -170,10 +171,11 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     entry, changed = reg.register(shoe_id, info["key_version"], info["public_key"],
                                   info["certificate"], table=args.table)  # a clash: SabotError
     if changed:  # the validator takes its table and keys from here
-        print(f"registered shoe {shoe_id:#010x} (table {entry.table}, result key versions "
-              f"{entry.key_versions}) in {reg.path}", file=sys.stderr)
+        print(f"registered shoe {shoe_id_text(shoe_id)} (table {entry.table}, result key versions "
+              f"{entry.key_versions_text}) in {reg.path}", file=sys.stderr)
     else:
-        print(f"shoe {shoe_id:#010x} result key {info['key_version']}: as the registry holds it",
+        print(f"shoe {shoe_id_text(shoe_id)} result key {info['key_version']}: as the registry "
+              "holds it",
               file=sys.stderr)
     return 0
 
@@ -211,12 +213,21 @@ def provision_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--squeeze", action="store_true",
                    help="631a.9(d): card identities stay off the link until the dealer's reveal")
     p.add_argument("--decks", type=ranged(1, 8), default=8,
-                   help="decks the shoe holds, 1-8 (default 8)")
+                   help="decks the shoe deals, 1-8 (default 8): written to the shoe, announced "
+                   "in every shoe_start and registered")
     p.add_argument("--side-wagers", type=side_wagers, default=[], metavar="W,...",
-                   help="side wagers the table offers, comma-separated (dragon7, panda8, "
-                   "lucky_six, player_pair, banker_pair, ...)")
-    p.add_argument("--table", default="", help="the table's name in the registry "
-                   "(default shoe-<shoe id>)")
+                   help="side wagers the table offers, comma-separated: dragon7, panda8 (EZ), "
+                   "lucky_six (commission-free), player_pair, banker_pair, house_money, "
+                   "dragon_bonus_player, dragon_bonus_banker; registered for the edges and "
+                   "settlement (default: none)")
+    p.add_argument("--tie-odds", type=ranged(8, 100), default=8, metavar="N",
+                   help="a winning Tie pays N to 1 (627a.12(b): at least 8; a commission-free "
+                   "table pays 8)")
+    p.add_argument("--dragon-bonus-paytable", type=str.upper, choices=["A", "B", "C"],
+                   help="the Dragon Bonus paytable (627a.12(e)), needed when --side-wagers "
+                   "offers Dragon Bonus")
+    p.add_argument("--table", default="", help="the table's name in the registry, 1-64 "
+                   "printable characters (default shoe-<shoe id>)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
                    "written there")
     add_baud(p)
@@ -226,7 +237,7 @@ def new_shoe(reg: Registry, shoe_id: int | None) -> None:
     """A shoe id provisioning may give a new element: one the registry does not list yet."""
     if shoe_id is not None and shoe_id in reg.shoes:
         old = reg.shoes[shoe_id]
-        raise SabotError(f"shoe {shoe_id:#010x} is registered already (table {old.table}"
+        raise SabotError(f"shoe {shoe_id_text(shoe_id)} is registered already (table {old.table}"
                          f"{', element ' + old.serial if old.serial else ''}): a new element is "
                          "a new shoe, so give it another --shoe-id (or remove the old entry from "
                          f"{reg.path} when that shoe is retired)")
@@ -247,13 +258,26 @@ def cmd_provision(args: argparse.Namespace) -> int:
     import os
 
     from sabot import keys
-    from sabot.game.settle import Table
     from sabot.protocol import variant_byte
-    from sabot.registry import Registry
+    from sabot.registry import Registry, table_name_problem, wagers_problem
 
     variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
-    Table({"game": args.game, "ez": args.ez, "commission_free": args.commission_free,
-           "side_wagers": args.side_wagers})  # a wager the game does not offer: one line
+    dragon_bonus = [w for w in args.side_wagers if w.startswith("dragon_bonus")]
+    if dragon_bonus and args.dragon_bonus_paytable is None:
+        raise SabotError(f"--side-wagers offers {', '.join(dragon_bonus)}: name its paytable "
+                         "with --dragon-bonus-paytable A, B or C (627a.12(e))")
+    if args.dragon_bonus_paytable and not dragon_bonus:
+        raise SabotError("--dragon-bonus-paytable is for a table offering Dragon Bonus "
+                         "(dragon_bonus_player, dragon_bonus_banker in --side-wagers)")
+    config = {"game": args.game, "ez": args.ez, "commission_free": args.commission_free,
+              "squeeze": args.squeeze, "decks": args.decks, "side_wagers": args.side_wagers,
+              "tie_odds": args.tie_odds, "dragon_bonus_paytable": args.dragon_bonus_paytable}
+    # everything the registry would refuse, refused before the shoe is touched (provisioning
+    # cannot be undone): a name that is no table name, a wager the game does not offer
+    problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
+        {k: v for k, v in config.items() if v is not None})
+    if problem:
+        raise SabotError(f"not provisioned: {problem}")
     if args.flash and os.path.exists(args.flash) and not os.path.isdir(args.flash):
         raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
                          "flash directory")
@@ -269,7 +293,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
         shoe_id, pem, serial, attestation, certificate = provision_over_port(
             args.port, key, args.shoe_id if args.shoe_id is not None else reg.free_id(), variant,
-            args.baud, log=lambda m: print(m, file=sys.stderr))
+            args.baud, log=lambda m: print(m, file=sys.stderr), decks=args.decks)
         version, where = 1, args.port
     else:
         from sabot.virtual.board import element_store, kept, provision, set_variant
@@ -279,7 +303,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
             new_shoe(reg, sid)
             sid = reg.free_id() if sid is None else sid
         shoe_id, version, pem, serial = provision(args.flash, key, sid, variant=variant)
-        set_variant(args.flash, variant)
+        set_variant(args.flash, variant, args.decks)  # a kept shoe takes the new one too
         from sabot.virtual.factory import attested
 
         attestation, certificate = attested(element_store(args.flash), shoe_id, version)
@@ -287,17 +311,19 @@ def cmd_provision(args: argparse.Namespace) -> int:
     for other in reg.shoes.values():
         if serial and other.serial == serial and other.shoe_id != shoe_id:
             raise SabotError(f"element {serial} is registered already as shoe "
-                             f"{other.shoe_id:#010x} (table {other.table}): one chip, one shoe; "
-                             "not registered")
+                             f"{shoe_id_text(other.shoe_id)} (table {other.table}): one chip, "
+                             "one shoe; not registered")
     entry, _ = reg.register(shoe_id, version, pem, certificate or None, table=args.table,
-                            fresh_element=True, attestation_key=attestation,
-                            game=args.game, ez=args.ez, commission_free=args.commission_free,
-                            squeeze=args.squeeze, decks=args.decks,
-                            side_wagers=args.side_wagers, serial=serial)
-    print(f"provisioned shoe {shoe_id:#010x} result key {version} ({args.game}"
+                            fresh_element=True, attestation_key=attestation, serial=serial,
+                            **config)
+    wagers = ", ".join(entry.side_wagers) or "none"
+    if entry.dragon_bonus_paytable:
+        wagers += f" (Dragon Bonus paytable {entry.dragon_bonus_paytable})"
+    print(f"provisioned shoe {shoe_id_text(shoe_id)} result key {version} ({args.game}"
           f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
-          f"{', squeeze' if args.squeeze else ''}) on {where}, element serial {serial}; "
-          f"registered as table {entry.table} with its public key in {reg.path}")
+          f"{', squeeze' if args.squeeze else ''}, {args.decks} decks, tie {args.tie_odds} to 1, "
+          f"side wagers {wagers}) on {where}, element serial {serial}; registered as table "
+          f"{entry.table} with its public key in {reg.path}")
     return 0
 
 
@@ -359,8 +385,8 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
         print(json.dumps(r))
     else:
         matches = "matches" if r["result"] == "pass" else "does not match"
-        print(f"{r['result'].upper()}: shoe {r['shoe_id']:#010x} integrity {r['integrity']}; "
-              f"seeded HMAC {matches} the build in {build_dir}")
+        print(f"{r['result'].upper()}: shoe {shoe_id_text(r['shoe_id'])} integrity "
+              f"{r['integrity']}; seeded HMAC {matches} the build in {build_dir}")
     if r["result"] != "pass":
         if r["integrity"] == "unchecked":
             raise NotVerified("firmware verification failed: the shoe runs unbuilt source, "

@@ -28,6 +28,7 @@ from sabot.cli.output import (
     record_json,
 )
 from sabot.errors import SabotError
+from sabot.protocol import shoe_id_text
 
 commands = Commands()
 
@@ -51,8 +52,8 @@ def validate_args(p: argparse.ArgumentParser) -> None:
     add_baud(p)
     p.add_argument("--registry", default=None, help=REGISTRY_HELP)
     p.add_argument("--json", action="store_true",
-                   help="print each stored record as one JSON object a line (CONTRACTS round "
-                   "records and events) instead of text")
+                   help="print each stored record as one JSON object a line (round records and "
+                   "events, docs/INTERFACES.md) instead of text")
 
 
 @commands("validate", validate_args,
@@ -72,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.json:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
-            print(format_round(rec), flush=True)
+            print(format_round(rec, config.variant), flush=True)
         elif kind != "initial_cards":
             print(format_event(rec), flush=True)
 
@@ -91,8 +92,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
           file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
     if refused:
-        raise SabotError(f"nothing acknowledged: shoe {config.shoe_id:#010x} refused every "
-                         f"command signed with {args.key} (not the command key it was "
+        raise SabotError(f"nothing acknowledged: shoe {shoe_id_text(config.shoe_id)} refused "
+                         f"every command signed with {args.key} (not the command key it was "
                          "provisioned with); what was verified is stored")
     return 0
 

@@ -6,7 +6,13 @@ import argparse
 import json
 
 from sabot.cli.options import NO_KEY_HELP, REGISTRY_HELP, Commands, add_fail_on_notice, ranged
-from sabot.cli.output import fail_on, group_rejections, print_records
+from sabot.cli.output import (
+    alarm_text,
+    fail_on,
+    group_rejections,
+    print_records,
+    shoe_id_text,
+)
 from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
@@ -23,7 +29,8 @@ def history_args(p: argparse.ArgumentParser) -> None:
                    help="list the operator log instead (who started shoes and gave resolutions, "
                    "from which host), one JSON object per line")
     p.add_argument("--json", action="store_true",
-                   help="one JSON round record or event per line (CONTRACTS) instead of text")
+                   help="one JSON round record or event per line (docs/INTERFACES.md) instead of "
+                   "text")
 
 
 @commands("history", history_args, help="reconstruct hands from the audit store",
@@ -53,13 +60,16 @@ def cmd_history(args: argparse.Namespace) -> int:
         if args.round is None:
             kinds += ("shoe_start", "burn", "shoe_end")
         recs = store.records(kinds, args.shoe, args.round, args.shoe_id)
+        # each shoe's own shoe_start names its variant: what its round lines show
+        starts = [] if args.json or args.round is None else store.records(
+            ("shoe_start",), args.shoe, None, args.shoe_id)
     finally:
         store.close()
     if not args.json and args.round is None:
         recs = [(k, r) for k, r in recs if k != "initial_cards"]
     if not recs:
         raise SabotError("no such hand in the audit log")
-    print_records(recs, args.json)
+    print_records(starts + recs, args.json, shown=None if args.round is None else kinds)
     return 0
 
 
@@ -98,9 +108,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if out["rejections"]:
             print(f"  rejected: {group_rejections(out['rejections'])}")
         for a in out["alarms"]:
-            print(f"  alarm {a['kind']} (shoe {a['shoe']}): {a['detail']}")
+            print(f"  alarm {alarm_text(a)}")
     fail_on(out["rejections"], out["alarms"],
-            "" if out["verified"] else f"no frame of shoe {config.shoe_id} in {args.capture}",
+            "" if out["verified"] else f"no frame of shoe {shoe_id_text(config.shoe_id)} in "
+                                       f"{args.capture}",
             fail_on_notice=args.fail_on_notice)
     return 0
 
@@ -131,7 +142,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from sabot.registry import Registry
 
     r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes)
-    holes = ", ".join(f"shoe {h['shoe_id']:#010x} seq {h['first']}..{h['last']}"
+    holes = ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
                       for h in r["holes"])
     if args.json:
         print(json.dumps(r))

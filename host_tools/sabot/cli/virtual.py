@@ -44,7 +44,7 @@ def deal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("shoefile",
                    help="shoe file: cards in dealing order, CUT for the cut card, # comments")
     p.add_argument("--json", action="store_true",
-                   help="one JSON round record per line, as CONTRACTS.md describes")
+                   help="one JSON round record per line (docs/INTERFACES.md)")
     p.add_argument("--events", action="store_true",
                    help="also print shoe events (burn, initial cards, end)")
 
@@ -59,7 +59,7 @@ def cmd_deal(args: argparse.Namespace) -> int:
 
     records = run_deal(args.shoefile)
     wanted = ("result", "irregularity", "resolution") if not args.events else None
-    print_records([(k, r) for k, r in records if wanted is None or k in wanted], args.json)
+    print_records(records, args.json, shown=wanted)
     return 0
 
 
@@ -214,5 +214,6 @@ def cmd_soak(args: argparse.Namespace) -> int:
     if s["lost"] or s["duplicated"] or s["mismatched"]:
         raise NotVerified("results were lost, duplicated or wrong under faults")
     if not args.fault_rate and s["rejected"]:  # no line faults: an authentic shoe is never refused
-        raise NotVerified(f"frames of an authentic shoe were rejected: {s['rejected']}")
+        raise NotVerified("frames of an authentic shoe were rejected: "
+                          + ", ".join(f"{k} {v}" for k, v in s["rejected"].items()))
     return 0

@@ -5,7 +5,9 @@ side, a tie adds 1 to the `ties` of the last cell, and ties before the first Ban
 are counted on the first cell. A record of ties only has no cell, so its Big Road and derived roads
 are empty. The derived roads (Big Eye Boy k = 1, Small Road k = 2, Cockroach Pig k = 3) depend only
 on column lengths of earlier columns, so computing them from the finished Big Road gives the same
-entries as computing them live, one cell at a time."""
+entries as computing them live, one cell at a time. A winner that is none of banker, player or tie
+(a record an insider edited) is an unknown bead, `?`, and no cell: the pages still show the other
+rounds' roads, and `sabot audit verify` names the edit."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any, TypedDict
 from sabot.errors import SabotError
 
 BEAD = {"banker": "B", "player": "P", "tie": "T"}
+UNKNOWN = "?"  # the bead of a winner that is none of BEAD's
 DERIVED = {"big_eye_boy": 1, "small_road": 2, "cockroach_pig": 3}
 
 
@@ -24,17 +27,24 @@ class Cell(TypedDict):
     ties: int
 
 
-def bead_plate(winners: Iterable[str]) -> list[str]:
-    """"B"/"P"/"T" for each round's winner ("banker"/"player"/"tie"), in order."""
-    return [BEAD[w] for w in winners]
+def bead(winner: Any) -> str:
+    """"B"/"P"/"T" for a round's winner ("banker"/"player"/"tie"), UNKNOWN for anything else."""
+    return BEAD.get(winner, UNKNOWN) if isinstance(winner, str) else UNKNOWN
 
 
-def big_road(winners: Iterable[str]) -> list[list[Cell]]:
+def bead_plate(winners: Iterable[Any]) -> list[str]:
+    """Each round's bead, in order."""
+    return [bead(w) for w in winners]
+
+
+def big_road(winners: Iterable[Any]) -> list[list[Cell]]:
     """Logical columns of the Big Road for the rounds' winners, in order."""
     columns: list[list[Cell]] = []
     early_ties = 0
     for w in winners:
-        mark = BEAD[w]
+        mark = bead(w)
+        if mark == UNKNOWN:
+            continue
         if mark == "T":
             if columns:
                 columns[-1][-1]["ties"] += 1
@@ -77,7 +87,7 @@ def derived_road(columns: Sequence[Sequence[Any]], k: int) -> list[str]:
     return out
 
 
-def roads(winners: Iterable[str]) -> dict[str, Any]:
+def roads(winners: Iterable[Any]) -> dict[str, Any]:
     """Every road for the rounds' winners, as CONTRACTS.md prints them."""
     ws = list(winners)
     big = big_road(ws)

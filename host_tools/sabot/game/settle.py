@@ -45,6 +45,9 @@ class Table:
             or self.tie_odds < 8
         ):
             raise SabotError("table.tie_odds must be a whole number of at least 8 (627a.12(b))")
+        if self.commission_free and self.tie_odds != 8:
+            raise SabotError("table.tie_odds: a commission-free table pays a tie at 8 to 1 "
+                             "(631c.5(j))")
         side = cfg.get("side_wagers", [])
         if not isinstance(side, list) or not all(isinstance(w, str) for w in side):
             raise SabotError('table.side_wagers must be a list of wager names, e.g. '
@@ -80,6 +83,40 @@ class Table:
             assert self.paytable is not None  # __init__ refuses Dragon Bonus without a paytable
             return f"dragon_bonus_{self.paytable.lower()}_{wager.rsplit('_', 1)[1]}"
         return wager
+
+
+# What a shoe registry holds of a table (registry.ShoeEntry.table_config); the rest (vigorish)
+# is the request's.
+REGISTERED = ("game", "ez", "commission_free", "tie_odds", "side_wagers",
+              "dragon_bonus_paytable")
+
+
+def registered_table(request_table: object, registered: dict[str, Any], name: str
+                     ) -> dict[str, Any]:
+    """The table a request is settled with at a registered table: the registry's configuration
+    (`registered`), and what the registry does not hold from the request. A field the request
+    names otherwise than the registry is refused (SabotError): the request was written for
+    another table, and settling it by either would pay someone wrongly."""
+    if request_table is None:
+        request_table = {}
+    if not isinstance(request_table, dict):
+        raise SabotError("table: expected an object")
+    for key, said in request_table.items():
+        if key not in REGISTERED:
+            continue
+        want = registered.get(key)
+        if key == "side_wagers" and isinstance(said, list) and all(
+                isinstance(w, str) for w in said):
+            same = sorted(said) == sorted(want or [])
+        else:
+            same = said == want and type(said) is type(want)
+        if not same:
+            shown = repr(said)
+            shown = shown if len(shown) <= 60 else shown[:60] + "..."
+            raise SabotError(f"table.{key} {shown} disagrees with table {name} in the shoe "
+                             f"registry ({want!r}): drop it from the request or settle at "
+                             "the table it names")
+    return dict(request_table, **registered)
 
 
 def vigorish(win_cents: int) -> int:

@@ -176,10 +176,10 @@ class HostLink:
     def key_refusal(self) -> str:
         """The line that says the shoe refuses our command key."""
         where = f" {self.command_key.path}" if self.command_key and self.command_key.path else ""
-        return (f"shoe {self.validator.shoe_id:#010x} refuses our commands: its status counts "
-                f"{self.refused_ours} of them refused and none took effect, so nothing is "
-                f"acknowledged (the shoe keeps every frame): --key{where} is not the command key "
-                "this shoe was provisioned with")
+        return (f"shoe {pr.shoe_id_text(self.validator.shoe_id)} refuses our commands: its "
+                f"status counts {self.refused_ours} of them refused and none took effect, so "
+                f"nothing is acknowledged (the shoe keeps every frame): --key{where} is not the "
+                "command key this shoe was provisioned with")
 
     def check_key(self, timeout: float = KEY_CHECK_WAIT) -> str:
         """Find out whether the shoe takes this link's command key (key_verdict()) within

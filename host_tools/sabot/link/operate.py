@@ -62,9 +62,9 @@ def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
         if problem and not link.rx_bytes and time.monotonic() >= end:
             other = _other_shoe(link)  # silent to our shoe's hello: is another shoe there?
             if other is not None and other != link.validator.shoe_id:
-                problem = (f"shoe {other:#010x} answers on {url}, not shoe "
-                           f"{link.validator.shoe_id:#010x}: another shoe on this port, or one "
-                           "the registry does not hold (--shoe-id, --registry FILE)")
+                problem = (f"shoe {pr.shoe_id_text(other)} answers on {url}, not shoe "
+                           f"{pr.shoe_id_text(link.validator.shoe_id)}: another shoe on this "
+                           "port, or one the registry does not hold (--shoe-id, --registry FILE)")
         if problem:
             link.validator.store.discard_if_unused()  # nothing was stored: leave no database
             raise SabotError(problem)
@@ -102,20 +102,21 @@ def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], el
         return at_repl_line(url)
     if reasons["bad_signature"] and elapsed >= 1.0:
         return (f"the shoe on {url} does not sign with the public key the registry holds for "
-                f"shoe {link.validator.shoe_id:#010x} (its frames fail the signature check: "
-                "another shoe, or a re-provisioned one?)")
+                f"shoe {pr.shoe_id_text(link.validator.shoe_id)} (its frames fail the signature "
+                "check: another shoe, or a re-provisioned one?)")
     if reasons["unknown_shoe_or_key"] and elapsed >= 1.0:
         v = link.validator
         return (f"the shoe on {url} is another shoe, or signs with a key version the registry "
-                f"does not hold for shoe {v.shoe_id:#010x} (versions "
-                f"{v.config.key_versions or 'none'}): wrong --shoe-id, or run sabot deploy?")
+                f"does not hold for shoe {pr.shoe_id_text(v.shoe_id)} (versions "
+                f"{v.config.key_versions_text}): wrong --shoe-id, or run sabot deploy?")
     # a frame met before the hello's status is deferred, not verified, yet it is the shoe's own
     authentic = link.validator.counts["verified"] or link.validator.counts.get("deferred", 0)
     if link.rx_bytes >= 32 and elapsed >= 1.0 and not authentic:
         return (f"{url} does not speak the sabot protocol ({link.rx_bytes} bytes received, no "
                 "frame of a shoe among them; wrong port or baud rate?)")
     if timed_out and authentic:
-        return (f"shoe {link.validator.shoe_id:#010x} on {url} sends its frames but did not "
+        return (f"shoe {pr.shoe_id_text(link.validator.shoe_id)} on {url} sends its frames but "
+                "did not "
                 f"answer the hello within {wait:g} s (still signing what it dealt? a longer "
                 "--wait)")
     if timed_out and link.rx_bytes:
@@ -123,7 +124,8 @@ def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], el
                 f"{wait:g} s, no frame of a shoe among them; wrong port or baud rate?)")
     if timed_out:
         return (f"no shoe answered on {url} within {wait:g} s: not a byte came back (is it "
-                f"powered, at this baud rate, and is it shoe {link.validator.shoe_id:#010x}?)")
+                f"powered, at this baud rate, and is it shoe "
+                f"{pr.shoe_id_text(link.validator.shoe_id)}?)")
     return None
 
 
@@ -257,6 +259,8 @@ class Operation:
 
         after = self.link.ask_until(done, EFFECT_WAIT)
         refused = self.refusals(mark)
+        if refused and refused[0]["reason"] == "not_now":
+            raise SabotError(self._inapplicable(resolution, st))
         if refused:
             raise SabotError(f"the shoe refused {resolution} ({refused[0]['reason']}): "
                              f"{WHY_REFUSED.get(refused[0]['reason'], '')}".rstrip(": "))
@@ -273,9 +277,55 @@ class Operation:
                                 "card": rec["card"], "source": rec["source"], "port": self.url})
         return dict(self.describe(after), resolution=rec)
 
+    def _inapplicable(self, resolution: str, st: dict[str, Any]) -> str:
+        """The line for a resolution the shoe refused as not fitting its hold: what holds it and
+        the resolutions that do fit."""
+        inv = self.validator.state.get("inventory") or {}
+        held = st.get("pending") or inv.get("held")
+        what = (f"the held {held['kind']}" + (f" ({held['card']})" if held.get("card") else "")
+                if held else "what holds the shoe")
+        fits = applicable_resolutions(held, st["round"], inv, self.validator.config.decks)
+        if fits is None:
+            return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
+                    f"{RESOLUTION_RULE}")
+        others = [r for r in fits if r != resolution]
+        return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
+                f"what applies: {', '.join(others)} (sabot resolve {others[0]} --by NAME)")
+
     def close(self) -> None:
         self.link.close()
         self.validator.store.close()
+
+
+# Which resolution fits which hold, as the shoe decides it (firmware/shoe/dealing.py
+# Shoe.resolve; tests/test_interfaces.py checks the two agree): named when the shoe refuses one.
+RESOLUTION_RULE = ("void-card applies to every hold but a card_missing or cards_exhausted after "
+                   "the burn; keep-dummy only to a readable card drawn between rounds "
+                   "(card_not_due, two_cards); void-round to every hold after the burn; end-shoe "
+                   "to every hold")
+
+
+def applicable_resolutions(held: dict[str, Any] | None, status_round: int,
+                           inv: dict[str, Any], decks: int) -> list[str] | None:
+    """The resolutions the shoe takes for `held` (the irregularity's kind and card) given its
+    status's round and this host's accounting of the shoe (`inv`); None where this host did not
+    see enough of the shoe to tell (met mid-shoe, or mid-hold)."""
+    if not held or inv.get("partial"):
+        return None
+    kind, card = held["kind"], held.get("card")
+    ended = bool(inv.get("ended"))  # a card drawn after the shoe ended
+    # held in the burn: its burn frame, sent when the burn completes, has not come
+    in_burn = not ended and (kind == "cut_card_in_burn" or not inv.get("burned"))
+    between = status_round == inv.get("round", 0)  # no card of a next round out yet
+    fits = []
+    if in_burn or kind not in ("card_missing", "cards_exhausted"):
+        fits.append("void-card")
+    if (card not in (None, "CUT") and kind in ("card_not_due", "two_cards") and not in_burn
+            and not ended and between and inv.get("counts", {}).get(card, 0) <= decks):
+        fits.append("keep-dummy")
+    if not in_burn:
+        fits.append("void-round")
+    return fits + ["end-shoe"]
 
 
 WHY_REFUSED = {"not_now": "this resolution does not apply to the pending irregularity",
@@ -327,8 +377,8 @@ def format_status(st: dict[str, Any]) -> str:
     elif st["phase"] == "held":
         pending = "; an irregularity is pending"
     card = "card withheld (squeeze)" if st.get("withheld") else f"card {st['position']}"
-    line = (f"shoe id {st['shoe_id']:#010x}: shoe {st['shoe']} round {st['round']}, {card}, "
-            f"{st['phase']}{due}{pending}; {st['unacknowledged']} "
+    line = (f"shoe id {pr.shoe_id_text(st['shoe_id'])}: shoe {st['shoe']} round {st['round']}, "
+            f"{card}, {st['phase']}{due}{pending}; {st['unacknowledged']} "
             f"unacknowledged; integrity {st['integrity']}; boot {st['boot']}")
     if st.get("flash_low"):
         line += ("\nFLASH LOW: the shoe's flash cannot hold another shoe beside its "
@@ -360,12 +410,12 @@ def answering_shoe(url: str, registry: Registry | None, baud: int = DEFAULT_BAUD
                                                if registry is not None else None)
     where = registry.path if registry is not None else "the registry"
     if entry is None or entry.shoe_id != status.shoe_id:
-        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but {where} does not "
-                         "hold it (provisioned with another registry? --registry FILE)")
+        raise SabotError(f"{url}: shoe {pr.shoe_id_text(status.shoe_id)} answers, but {where} "
+                         "does not hold it (provisioned with another registry? --registry FILE)")
     public = entry.public_key(status.key_id)
     if public is None or not pr.verify(public, status):
-        raise SabotError(f"{url}: shoe {status.shoe_id:#010x} answers, but not with the key "
-                         f"{where} holds for it (versions {entry.key_versions or 'none'})")
+        raise SabotError(f"{url}: shoe {pr.shoe_id_text(status.shoe_id)} answers, but not with "
+                         f"the key {where} holds for it (versions {entry.key_versions_text})")
     return entry
 
 

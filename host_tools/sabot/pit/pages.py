@@ -4,28 +4,40 @@ read from the audit store through a read-only connection (the validators are its
 `Pit` follows the store's new rows (records and alarms by id) and keeps, per table, the current
 shoe's rounds, roads, the shoe's remaining cards and exact edges (watch.LiveEdges over the
 validator's own accounting, as stored after its latest read). Pages are rendered here, on the
-server; a few lines of JS swap in the fresh fragment each server-sent event brings."""
+server, with pit/markup.py's builders, which escape every value they are given: an insider who
+can write the store or the registry can put markup in any column or name, and it is shown as
+text. Every response carries a Content-Security-Policy that runs no inline script or style; the
+pages' one script and stylesheet are files (pit/static/), and the script only swaps in the fresh
+fragment each server-sent event brings. A value of a shape no validator stores (a winner that is
+none, a round that is a string) is shown as it is or as unknown, never a server error: finding
+the edit is `sabot audit verify`'s."""
 
 from __future__ import annotations
 
 import asyncio
-import html
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sabot.audit.store import AuditStore
 from sabot.audit.validator import contract_round
 from sabot.audit.watch import LiveEdges, offered_wagers
-from sabot.game.roads import DERIVED, roads
+from sabot.errors import SabotError
+from sabot.game.roads import BEAD, DERIVED, UNKNOWN, bead, roads
+from sabot.pit.markup import Html, document, el, join
 from sabot.protocol import HOLDS
 from sabot.registry import ShoeEntry
 
@@ -72,16 +84,34 @@ class Pit:
         self.by_id: dict[int, TableView] = {c.shoe_id: TableView(c.shoe_id, c) for c in configs}
         self.last_record = 0
         self.last_alarm = 0
+        self.problem: str | None = None  # why the newest rows could not be read, if they could not
+        self.skipped = 0  # rows naming no shoe id (an edited store): counted, shown on no table
+        self.notes = 0  # moves when what the dashboard says of the store itself changes
 
     def _store(self) -> AuditStore:
         if self.store is None:
             self.store = AuditStore(self.db, writer=False)
         return self.store
 
-    def _view(self, shoe_id: int) -> TableView:
+    def _view(self, shoe_id: Any) -> TableView | None:
+        """The table of a row's shoe id; None (the row skipped) for a value no shoe id can be."""
         if shoe_id not in self.by_id:
+            if (not isinstance(shoe_id, int) or isinstance(shoe_id, bool)
+                    or not 0 <= shoe_id < 1 << 32):
+                self.skipped += 1
+                return None
             self.by_id[shoe_id] = TableView(shoe_id, ShoeEntry(shoe_id))
         return self.by_id[shoe_id]
+
+    def _read(self, what: str, read: Callable[[], list[Any]]) -> list[Any]:
+        try:
+            return read()
+        except (SabotError, ValueError, TypeError, RecursionError) as e:
+            # a row the validators never wrote (not JSON, not an object): the pages keep what
+            # they showed and say so; which row it is, audit verify says
+            self.problem = (f"the store's {what} after the last one shown cannot be read "
+                            f"({type(e).__name__}): run sabot audit verify")
+            return []
 
     def refresh(self) -> set[int]:
         """Take the rows stored since the last call; the shoe ids whose tables changed."""
@@ -90,20 +120,25 @@ class Pit:
         except Exception:
             return set()  # the validators have not created the store yet
         changed: set[int] = set()
-        for r in store.records_since(self.last_record):
+        said, self.problem = (self.problem, self.skipped), None
+        for r in self._read("records", lambda: store.records_since(self.last_record)):
             self.last_record = r.id
             t = self._view(r.shoe_id)
+            if t is None:
+                continue
             self._apply(t, r.kind, r.record)
             t.stored_at = r.received_at
             if r.kind == "result":
                 t.round_stored.append(r.received_at)
             changed.add(r.shoe_id)
-        for a in store.alarms_since(self.last_alarm):
+        for a in self._read("alarms", lambda: store.alarms_since(self.last_alarm)):
             self.last_alarm = a["id"]
             shoe_id, shoe = a["shoe_id"], a["shoe"]
             if shoe_id is None:
                 continue
             t = self._view(shoe_id)
+            if t is None:
+                continue
             if a["kind"] == "tilt":
                 t.tilted = True
             if shoe is None or t.shoe is None or shoe == t.shoe:
@@ -113,17 +148,20 @@ class Pit:
         for shoe_id in changed:
             self._edges(self.by_id[shoe_id], store)
             self.by_id[shoe_id].version += 1
+        if (self.problem, self.skipped) != said:
+            self.notes += 1
         return changed
 
     def _apply(self, t: TableView, kind: str, rec: dict[str, Any]) -> None:
-        if kind == "shoe_start" or (rec.get("shoe") is not None and rec["shoe"] != t.shoe):
-            t.shoe, t.rounds, t.held, t.ended, t.tilted = rec.get("shoe"), [], None, False, False
+        shoe = rec.get("shoe")
+        if kind == "shoe_start" or (shoe is not None and shoe != t.shoe):
+            t.shoe, t.rounds, t.held, t.ended, t.tilted = shoe, [], None, False, False
             t.round_stored = []
             # the shoe device's own alarms (an update, a rekey: shoe None) stay in view
             t.alarms = [a for a in t.alarms if a["shoe"] in (None, t.shoe)][-20:]
         if kind == "result":
             t.rounds.append(contract_round(rec))
-        elif kind == "irregularity" and rec.get("kind") in HOLDS:
+        elif kind == "irregularity" and isinstance(rec.get("kind"), str) and rec["kind"] in HOLDS:
             t.held = rec["kind"]
         elif kind == "resolution":
             t.held = None
@@ -131,11 +169,22 @@ class Pit:
             t.ended = True
 
     def _edges(self, t: TableView, store: AuditStore) -> None:
-        inv = store.latest_inventory(t.shoe_id) or {}
-        if inv.get("partial") or inv.get("shoe") is None:
-            t.edges, t.remaining = None, None
+        t.edges, t.remaining = None, None
+        try:
+            inv = store.latest_inventory(t.shoe_id) or {}
+        except (SabotError, ValueError, RecursionError):
+            return  # accounting that is not JSON: no edges shown
+        counts = (inv.get("counts") or {}) if isinstance(inv, dict) else None
+        if (not isinstance(inv, dict) or inv.get("partial") or inv.get("shoe") is None
+                or not isinstance(counts, dict)
+                or not all(isinstance(n, int) and not isinstance(n, bool)
+                           for n in counts.values())):
             return
-        t.live.update(inv["shoe"], inv.get("counts") or {})
+        try:
+            t.live.update(inv["shoe"], counts)
+        except (SabotError, ValueError, TypeError):  # cards no shoe holds
+            t.live = LiveEdges(t.config.decks)
+            return
         every = t.live.edges()
         t.remaining = t.live.cards
         offered = offered_wagers(t.config)
@@ -161,116 +210,122 @@ class Pit:
 
     def summary(self, t: TableView) -> dict[str, Any]:
         return {"table": t.table, "shoe_id": t.shoe_id, "shoe": t.shoe,
-                "round": t.rounds[-1]["round"] if t.rounds else 0, "state": self.state(t)}
+                "round": t.rounds[-1].get("round", 0) if t.rounds else 0,
+                "state": self.state(t)}
 
     def detail(self, t: TableView) -> dict[str, Any]:
         return {"table": t.table, "shoe_id": t.shoe_id, "shoe": t.shoe, "rounds": t.rounds,
-                "roads": roads(r["winner"] for r in t.rounds),
+                "roads": roads(r.get("winner") for r in t.rounds),
                 "remaining_cards": t.remaining, "edges": t.edges, "alarms": t.alarms,
                 "state": self.state(t), "counts": counts(t.rounds), "stored_at": t.stored_at}
+
+
+def flag_list(rec: dict[str, Any]) -> list[Any]:
+    flags = rec.get("flags")
+    return flags if isinstance(flags, list) else []
 
 
 def counts(rounds: list[dict[str, Any]]) -> dict[str, int]:
     out = {"banker": 0, "player": 0, "tie": 0, "player_pair": 0, "banker_pair": 0,
            "natural": 0}
     for r in rounds:
-        out[r["winner"]] += 1
+        w = r.get("winner")
+        if isinstance(w, str) and w in BEAD:
+            out[w] += 1
+        flags = flag_list(r)
         for f in ("player_pair", "banker_pair"):
-            out[f] += f in r["flags"]
-        out["natural"] += "player_natural" in r["flags"] or "banker_natural" in r["flags"]
+            out[f] += f in flags
+        out["natural"] += "player_natural" in flags or "banker_natural" in flags
     return out
 
 
 # ---- HTML ------------------------------------------------------------------------------------
-E = html.escape
+LONGEST = 1000  # characters of one stored value shown: an edited store's megabyte is cut
+STYLESHEET, SCRIPT = "/static/pages.css", "/static/pages.js"
+DASHBOARD_HEADINGS = ("table", "state", "shoe", "round", "last result", "cards left",
+                      "house edge (remaining shoe)", "alarms")
 
 
-def S(value: Any) -> str:
-    """Any stored value as page text, escaped: a store an insider edited may hold markup in any
-    column (a round, a card, a shoe number), not only in the text ones."""
-    return html.escape(str(value), quote=True)
-CSS = """
-body{font-family:system-ui,sans-serif;margin:1rem;background:#f6f4ee;color:#222}
-h1{font-size:1.4rem;margin:.2rem 0 .8rem} h2{font-size:1rem;margin:.8rem 0 .3rem}
-table.pit{border-collapse:collapse;width:100%;background:#fff}
-.pit th,.pit td{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
-.state{font-weight:bold} .state-dealing{color:#176b2c} .state-held{color:#b36b00}
-.state-tilted,.state-link-lost{color:#b00020} .state-ended{color:#555}
-.fav{color:#b00020;font-weight:bold} .alarm{color:#b00020}
-.grid{display:grid;grid-auto-flow:column;grid-template-rows:repeat(6,22px);
- grid-auto-columns:22px;gap:1px;background:#ddd;border:1px solid #bbb;width:max-content;
- min-height:138px;min-width:200px;padding:1px}
-.grid>span{width:22px;height:22px;display:flex;align-items:center;justify-content:center;
- box-sizing:border-box;font-size:12px;font-weight:bold;position:relative}
-.bead{border-radius:50%;color:#fff} .bead.B{background:#c8102e} .bead.P{background:#1f4fc4}
-.bead.T{background:#1b8a3a}
-.big{border-radius:50%;border:3px solid;background:#fff} .big.B{border-color:#c8102e}
-.big.P{border-color:#1f4fc4}
-.big .ties{position:absolute;font-size:10px;color:#1b8a3a}
-.pp::after,.bp::before{content:"";position:absolute;width:6px;height:6px;border-radius:50%}
-.bp::before{background:#c8102e;top:0;left:0} .pp::after{background:#1f4fc4;bottom:0;right:0}
-.derived{grid-template-rows:repeat(6,12px);grid-auto-columns:12px;min-height:78px}
-.derived>span{width:12px;height:12px}
-.big_eye_boy .red{border:2px solid #c8102e;border-radius:50%}
-.big_eye_boy .blue{border:2px solid #1f4fc4;border-radius:50%}
-.small_road .red{background:#c8102e;border-radius:50%} .small_road .blue{background:#1f4fc4;
- border-radius:50%}
-.cockroach_pig .red{background:linear-gradient(135deg,transparent 40%,#c8102e 40%,#c8102e 60%,
- transparent 60%)} .cockroach_pig .blue{background:linear-gradient(135deg,transparent 40%,
- #1f4fc4 40%,#1f4fc4 60%,transparent 60%)}
-.roads{display:flex;flex-wrap:wrap;gap:1rem} .counts span{margin-right:1rem;font-weight:bold}
-.B-t{color:#c8102e} .P-t{color:#1f4fc4} .T-t{color:#1b8a3a}
-ol.last{padding-left:1.5rem;font-family:monospace}
-"""
-
-JS = """
-const src = new EventSource(%s);
-src.onmessage = (e) => {
-  const m = JSON.parse(e.data);
-  document.getElementById("live").innerHTML = m.html;
-  document.body.dataset.version = m.version;
-};
-"""
+def shown(value: Any) -> str:
+    """Any stored value as page text (the builders escape it), whatever its type."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except (RecursionError, ValueError):  # nested past repr's depth, or an int too long to print
+        text = "…"
+    return text if len(text) <= LONGEST else text[:LONGEST] + "…"
 
 
-def page(title: str, body: str, events: str) -> str:
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{E(title)}"
-            f"</title><style>{CSS}</style></head><body data-version='0'><h1>{E(title)}</h1>"
-            f"<div id='live'>{body}</div><script>{JS % json.dumps(events)}</script>"
-            "</body></html>")
+def cards_text(cards: Any) -> str:
+    return " ".join(map(shown, cards)) if isinstance(cards, list) else shown(cards)
+
+
+def flags_text(flags: Any) -> str:
+    if isinstance(flags, list):
+        return ", ".join(map(shown, flags))
+    return shown(flags) if flags else ""
+
+
+def table_path(table: str) -> str:
+    """The scoreboard's path: the name percent-encoded whole (a `/` too), so any name is one
+    path segment of this server."""
+    return "/table/" + quote(table, safe="", errors="replace")
 
 
 def fmt_edge(edge: float) -> str:
     return f"{edge:+.4%}"
 
 
+def page(title: str, body: Html, events: str) -> Html:
+    return document(
+        [el("meta", charset="utf-8"), el("title", title), el("link", rel="stylesheet",
+                                                              href=STYLESHEET)],
+        el("body", el("h1", title), el("div", body, id="live"), el("script", src=SCRIPT),
+           data_version=0, data_events=events))
+
+
+def last_result(last: dict[str, Any] | None) -> str:
+    if last is None:
+        return "-"
+    flags = flags_text(last.get("flags"))
+    return (f"{shown(last.get('winner', UNKNOWN))} {shown(last.get('player_total', UNKNOWN))}-"
+            f"{shown(last.get('banker_total', UNKNOWN))}" + (f" ({flags})" if flags else ""))
+
+
+def dashboard_row(pit: Pit, t: TableView) -> Html:
+    state = pit.state(t)
+    last = t.rounds[-1] if t.rounds else None
+    edges = [el("div", f"{w} {fmt_edge(e)}", class_="fav" if e < 0 else None)
+             for w, e in (t.edges or {}).items()] or "-"
+    alarms = [el("div", shown(a["kind"]), f" round {shown(a['round'])}" if a["round"] else "",
+                 ": ", shown(a["detail"]), class_="alarm") for a in t.alarms[-5:]] or "none"
+    return el(
+        "tr",
+        el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
+           el("small", f"shoe id {t.shoe_id:#010x}")),
+        el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
+           class_=f"state state-{state.replace(' ', '-')}"),
+        el("td", "-" if t.shoe is None else shown(t.shoe)),
+        el("td", shown(last.get("round", UNKNOWN)) if last else 0),
+        el("td", last_result(last)),
+        el("td", "-" if t.remaining is None else t.remaining),
+        el("td", edges), el("td", alarms), data_table=t.table)
+
+
+def problem(pit: Pit) -> Html | None:
+    said = [pit.problem] if pit.problem else []
+    if pit.skipped:
+        said.append(f"{pit.skipped} stored rows name no shoe id and are shown on no table: run "
+                    "sabot audit verify")
+    return el("p", "; ".join(said), class_="alarm", id="problem") if said else None
+
+
+def dashboard(pit: Pit) -> Html:
+    return join(problem(pit), el("table", el("tr", [el("th", h) for h in DASHBOARD_HEADINGS]),
+                                 [dashboard_row(pit, t) for t in pit.tables()], class_="pit"))
+
+
 def dashboard_html(pit: Pit) -> str:
-    rows = []
-    for t in pit.tables():
-        d = pit.detail(t)
-        last = t.rounds[-1] if t.rounds else None
-        result = (f"{last['winner']} {last['player_total']}-{last['banker_total']}"
-                  + (f" ({', '.join(map(str, last['flags']))})" if last["flags"] else "")
-                  ) if last else "-"
-        edges = "".join(
-            f"<div class='{'fav' if e < 0 else ''}'>{E(w)} {fmt_edge(e)}</div>"
-            for w, e in (t.edges or {}).items()) or "-"
-        alarms = "".join(f"<div class='alarm'>{E(a['kind'])}"
-                         f"{' round ' + S(a['round']) if a['round'] else ''}: "
-                         f"{E(a['detail'])}</div>" for a in t.alarms[-5:]) or "none"
-        state = d["state"]
-        rows.append(
-            f"<tr data-table='{E(t.table)}'><td><a href='/table/{E(t.table)}'>{E(t.table)}</a>"
-            f"<br><small>shoe id {t.shoe_id:#010x}</small></td>"
-            f"<td class='state state-{state.replace(' ', '-')}'>{E(state)}"
-            f"{' (' + E(t.held) + ')' if t.held and state == 'held' else ''}</td>"
-            f"<td>{S(t.shoe) if t.shoe is not None else '-'}</td>"
-            f"<td>{S(last['round']) if last else 0}</td><td>{E(result)}</td>"
-            f"<td>{S(t.remaining) if t.remaining is not None else '-'}</td>"
-            f"<td>{edges}</td><td>{alarms}</td></tr>")
-    return ("<table class='pit'><tr><th>table</th><th>state</th><th>shoe</th><th>round</th>"
-            "<th>last result</th><th>cards left</th><th>house edge (remaining shoe)</th>"
-            "<th>alarms</th></tr>" + "".join(rows) + "</table>")
+    return str(dashboard(pit))
 
 
 def derived_cells(entries: list[str]) -> list[tuple[int, int, str]]:
@@ -287,51 +342,71 @@ def derived_cells(entries: list[str]) -> list[tuple[int, int, str]]:
     return out
 
 
-def scoreboard_html(pit: Pit, t: TableView) -> str:
-    d = pit.detail(t)
-    r = d["roads"]
+def bead_plate(t: TableView, marks: list[str]) -> Html:
     beads = []
-    for i, (rec, v) in enumerate(zip(t.rounds, r["bead_plate"])):
-        pairs = " ".join(c for c, f in (("pp", "player_pair"), ("bp", "banker_pair"))
-                         if f in rec["flags"])
-        beads.append(f"<span class='bead {S(v)} {pairs}' data-i='{i}' data-v='{S(v)}' "
-                     f"title='round {S(rec['round'])}'>{S(v)}</span>")
-    big = []
-    for c, column in enumerate(r["big_road"], 1):
-        for row, cell in enumerate(column, 1):
-            ties = cell["ties"]
-            big.append(f"<span class='big {S(cell['winner'])}' style='grid-column:{c};"
-                       f"grid-row:{row}' data-col='{c}' data-row='{row}' "
-                       f"data-v='{S(cell['winner'])}' data-ties='{S(ties)}'>"
-                       f"{'<i class=ties>' + S(ties) + '</i>' if ties else ''}</span>")
-    derived = []
-    for name in DERIVED:
-        marks = "".join(f"<span class='{e}' style='grid-column:{c};grid-row:{row}' "
-                        f"data-i='{i}' data-v='{e}'></span>"
-                        for i, (c, row, e) in enumerate(derived_cells(r[name])))
-        derived.append(f"<div><h2>{name.replace('_', ' ').title()}</h2>"
-                       f"<div class='grid derived {name}' id='{name}'>{marks}</div></div>")
-    n = d["counts"]
-    last = "".join(
-        f"<li value='{S(rec['round'])}'>P {S(' '.join(map(str, rec['player'])))} "
-        f"({S(rec['player_total'])}) B {S(' '.join(map(str, rec['banker'])))} "
-        f"({S(rec['banker_total'])}) &rarr; "
-        f"<b class='{S(str(rec['winner'])[:1].upper())}-t'>{S(rec['winner'])}</b>"
-        f"{' ' + S(', '.join(map(str, rec['flags']))) if rec['flags'] else ''}</li>"
-        for rec in t.rounds[-LAST_RESULTS:][::-1])
-    shoe = f"shoe {S(t.shoe)}" if t.shoe is not None else "waiting for a shoe"
-    return (f"<p id='where' data-shoe='{S(t.shoe)}' data-round='{len(t.rounds)}'>{shoe}, "
-            f"{len(t.rounds)} rounds &middot; <span class='state'>{E(d['state'])}</span></p>"
-            f"<p class='counts' id='counts'><span class='B-t'>Banker {n['banker']}</span>"
-            f"<span class='P-t'>Player {n['player']}</span><span class='T-t'>Tie {n['tie']}"
-            f"</span><span>Banker pair {n['banker_pair']}</span><span>Player pair "
-            f"{n['player_pair']}</span><span>Naturals {n['natural']}</span></p>"
-            "<div class='roads'>"
-            f"<div><h2>Bead Plate</h2><div class='grid' id='bead_plate'>{''.join(beads)}"
-            "</div></div>"
-            f"<div><h2>Big Road</h2><div class='grid' id='big_road'>{''.join(big)}</div></div>"
-            "</div><div class='roads'>" + "".join(derived) + "</div>"
-            f"<h2>Last results</h2><ol class='last' reversed>{last}</ol>")
+    for i, (rec, v) in enumerate(zip(t.rounds, marks)):
+        flags = flag_list(rec)
+        pairs = [c for c, f in (("pp", "player_pair"), ("bp", "banker_pair")) if f in flags]
+        beads.append(el("span", v, class_=" ".join(["bead", "U" if v == UNKNOWN else v, *pairs]),
+                        data_i=i, data_v=v, title=f"round {shown(rec.get('round', UNKNOWN))}"))
+    return el("div", beads, class_="grid", id="bead_plate")
+
+
+def big_road(columns: list[list[dict[str, Any]]]) -> Html:
+    return el("div", [
+        el("div", [el("span", el("i", cell["ties"], class_="ties") if cell["ties"] else None,
+                      class_=f"big {cell['winner']}", data_col=c, data_row=row,
+                      data_v=cell["winner"], data_ties=cell["ties"])
+                   for row, cell in enumerate(column, 1)], class_="col")
+        for c, column in enumerate(columns, 1)], class_="road", id="big_road")
+
+
+def derived_road(name: str, entries: list[str]) -> Html:
+    columns: list[list[Html]] = []
+    for i, (_, row, e) in enumerate(derived_cells(entries)):
+        if row == 1:
+            columns.append([])
+        columns[-1].append(el("span", class_=e, data_i=i, data_v=e))
+    return el("div", el("h2", name.replace("_", " ").title()),
+              el("div", [el("div", col, class_="col") for col in columns],
+                 class_=f"road derived {name}", id=name))
+
+
+def last_results(rounds: list[dict[str, Any]]) -> Html:
+    items = []
+    for rec in rounds[-LAST_RESULTS:][::-1]:
+        rnd, winner, flags = rec.get("round"), rec.get("winner"), flags_text(rec.get("flags"))
+        mark = bead(winner)
+        items.append(el(
+            "li", f"P {cards_text(rec.get('player'))} ({shown(rec.get('player_total'))}) "
+            f"B {cards_text(rec.get('banker'))} ({shown(rec.get('banker_total'))}) → ",
+            el("b", shown(winner), class_="unknown-t" if mark == UNKNOWN else f"{mark}-t"),
+            f" {flags}" if flags else None,
+            value=rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None))
+    return el("ol", items, class_="last", reversed=True)
+
+
+def scoreboard(pit: Pit, t: TableView) -> Html:
+    d = pit.detail(t)
+    r, n = d["roads"], d["counts"]
+    shoe = f"shoe {shown(t.shoe)}" if t.shoe is not None else "waiting for a shoe"
+    return join(
+        el("p", f"{shoe}, {len(t.rounds)} rounds · ", el("span", d["state"], class_="state"),
+           id="where", data_shoe=shown(t.shoe), data_round=len(t.rounds)),
+        el("p", el("span", f"Banker {n['banker']}", class_="B-t"),
+           el("span", f"Player {n['player']}", class_="P-t"),
+           el("span", f"Tie {n['tie']}", class_="T-t"),
+           el("span", f"Banker pair {n['banker_pair']}"),
+           el("span", f"Player pair {n['player_pair']}"),
+           el("span", f"Naturals {n['natural']}"), class_="counts", id="counts"),
+        el("div", el("div", el("h2", "Bead Plate"), bead_plate(t, r["bead_plate"])),
+           el("div", el("h2", "Big Road"), big_road(r["big_road"])), class_="roads"),
+        el("div", [derived_road(name, r[name]) for name in DERIVED], class_="roads"),
+        el("h2", "Last results"), last_results(t.rounds))
+
+
+def scoreboard_html(pit: Pit, t: TableView) -> str:
+    return str(scoreboard(pit, t))
 
 
 # ---- the app -----------------------------------------------------------------------------------
@@ -344,6 +419,7 @@ class Hub:
         self.wake: asyncio.Event | None = None
         self.changed: asyncio.Condition | None = None
         self.task: asyncio.Task[None] | None = None
+        self.closing = False  # the server is stopping: every stream ends
 
     def notify(self) -> None:
         """Thread-safe: called by a validator thread after a stored read."""
@@ -365,6 +441,14 @@ class Hub:
         if self.task is not None:
             self.task.cancel()
 
+    async def end_streams(self) -> None:
+        """Every page's stream ends now, so a stopping server has no response left to wait
+        for (its pages reconnect to the next one)."""
+        self.closing = True
+        if self.changed is not None:
+            async with self.changed:
+                self.changed.notify_all()
+
     async def _follow(self) -> None:
         assert self.wake is not None and self.changed is not None
         while True:
@@ -373,7 +457,8 @@ class Hub:
             except TimeoutError:
                 pass
             self.wake.clear()
-            if self.pit.refresh():
+            notes = self.pit.notes
+            if self.pit.refresh() or self.pit.notes != notes:
                 async with self.changed:
                     self.changed.notify_all()
 
@@ -383,12 +468,12 @@ class Hub:
         assert self.changed is not None
         yield "retry: 1000\n\n"
         last = None
-        while True:
+        while not self.closing:
             if version() != last:
                 last = version()
-                yield f"data: {json.dumps(render())}\n\n"
+                yield f"data: {to_json(render())}\n\n"
             async with self.changed:
-                if version() == last:
+                if version() == last and not self.closing:
                     try:
                         await asyncio.wait_for(self.changed.wait(), 15)
                     except TimeoutError:
@@ -397,39 +482,145 @@ class Hub:
                 return
 
 
+# Every response: scripts and styles from this server's files only (none inline, no event
+# handler attribute), nothing framed, fetched or posted elsewhere; the browser never guesses a
+# type, and no page's address is sent on.
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+}
+STATIC_TYPES = {"pages.css": "text/css; charset=utf-8",
+                "pages.js": "text/javascript; charset=utf-8"}
+
+
+class SecurityHeaders:
+    """ASGI middleware: SECURITY_HEADERS on every HTTP response, streams included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def finite(value: Any) -> Any:
+    """`value` with NaN and infinities (JSON has no such number) as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def _text_of(value: Any) -> str:
+    """A column value JSON has no type for (a BLOB an insider wrote where text belongs)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def to_json(value: Any, ascii_only: bool = True) -> str:
+    """Strict JSON, whatever an edited store holds (a NaN is null, a BLOB its text)."""
+    try:
+        return json.dumps(value, ensure_ascii=ascii_only, allow_nan=False,
+                          separators=(",", ":"), default=_text_of)
+    except ValueError:
+        return json.dumps(finite(value), ensure_ascii=ascii_only, allow_nan=False,
+                          separators=(",", ":"), default=_text_of)
+
+
+class StoredJSON(JSONResponse):
+    """Starlette's JSON, also for values a validator never stores (a NaN, a lone surrogate)."""
+
+    def render(self, content: Any) -> bytes:
+        return to_json(content, ascii_only=False).encode("utf-8", "replace")
+
+
+def html_response(markup: Html, status_code: int = 200) -> Response:
+    return HTMLResponse(str(markup).encode("utf-8", "replace"), status_code=status_code)
+
+
+def static_files() -> dict[str, bytes]:
+    folder = resources.files("sabot.pit").joinpath("static")
+    return {name: folder.joinpath(name).read_bytes() for name in STATIC_TYPES}
+
+
+def web_server(app: Starlette, hub: Hub, host: str, port: int) -> Any:
+    """The uvicorn server of the pages. Stopping, it first ends the pages' streams: an open page
+    would otherwise hold its response until the graceful timeout, then be cancelled with a
+    traceback."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            await hub.end_streams()
+            await super().shutdown(sockets)
+
+    return Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                 lifespan="on", timeout_graceful_shutdown=1))
+
+
 def build_app(pit: Pit) -> tuple[Starlette, Hub]:
     hub = Hub(pit)
+    files = static_files()
 
     def not_found(name: str) -> Response:
-        return JSONResponse({"error": f"no table {name}"}, status_code=404)
+        return StoredJSON({"error": f"no table {name}"}, status_code=404)
 
-    async def dashboard(request: Request) -> Response:
-        return HTMLResponse(page("Pit dashboard", dashboard_html(pit), "/events"))
+    async def dashboard_page(request: Request) -> Response:
+        return html_response(page("Pit dashboard", dashboard(pit), "/events"))
 
-    async def scoreboard(request: Request) -> Response:
-        name = request.path_params["table"]
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in files:
+            return Response(f"no file {name}", status_code=404, media_type="text/plain")
+        return Response(files[name], media_type=STATIC_TYPES[name],
+                        headers={"Cache-Control": "no-cache"})
+
+    async def table_route(request: Request) -> Response:
+        """/table/NAME and its stream /table/NAME/events. A name is one path segment (its `/`
+        percent-encoded, table_path), so the stream is told by the undecoded path's end."""
+        name = request.path_params["name"]
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        if raw.endswith(b"/events"):
+            return await table_events(request, name[: -len("/events")])
         t = pit.table(name)
         if t is None:
-            return HTMLResponse(f"no table {E(name)}", status_code=404)
-        return HTMLResponse(page(f"Table {t.table}", scoreboard_html(pit, t),
-                                 f"/table/{t.table}/events"))
+            return html_response(join("no table ", name), status_code=404)
+        return html_response(page(f"Table {t.table}", scoreboard(pit, t),
+                                  table_path(t.table) + "/events"))
 
     async def api_tables(request: Request) -> Response:
-        return JSONResponse([pit.summary(t) for t in pit.tables()])
+        return StoredJSON([pit.summary(t) for t in pit.tables()])
 
     async def api_stats(request: Request) -> Response:
         """How long the live edge recomputes take in this process (validators and pages)."""
         ms = sorted(x * 1000 for x in LiveEdges.timings)
         pick = (lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 3)) if ms else (
             lambda q: None)
-        return JSONResponse({"edges_recomputes": len(ms), "edges_median_ms": pick(0.5),
-                             "edges_p99_ms": pick(0.99), "edges_max_ms": pick(1.0)})
+        return StoredJSON({"edges_recomputes": len(ms), "edges_median_ms": pick(0.5),
+                           "edges_p99_ms": pick(0.99), "edges_max_ms": pick(1.0)})
 
     async def api_table(request: Request) -> Response:
         t = pit.table(request.path_params["table"])
         if t is None:
             return not_found(request.path_params["table"])
-        return JSONResponse(pit.detail(t))
+        return StoredJSON(pit.detail(t))
 
     def sse(gen: AsyncIterator[str]) -> Response:
         return StreamingResponse(gen, media_type="text/event-stream",
@@ -437,16 +628,16 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
 
     async def dashboard_events(request: Request) -> Response:
         def version() -> int:
-            return sum(t.version for t in pit.tables())
+            return sum(t.version for t in pit.tables()) + pit.notes
 
         def render() -> dict[str, Any]:
             return {"version": version(), "html": dashboard_html(pit), "sent_at": time.time()}
         return sse(hub.stream(request, version, render))
 
-    async def table_events(request: Request) -> Response:
-        t = pit.table(request.path_params["table"])
+    async def table_events(request: Request, name: str) -> Response:
+        t = pit.table(name)
         if t is None:
-            return not_found(request.path_params["table"])
+            return not_found(name)
         view = t
 
         def render() -> dict[str, Any]:
@@ -463,9 +654,10 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
         await hub.stop()
 
     app = Starlette(routes=[
-        Route("/", dashboard), Route("/events", dashboard_events),
-        Route("/table/{table}", scoreboard), Route("/table/{table}/events", table_events),
-        Route("/api/tables", api_tables), Route("/api/tables/{table}", api_table),
+        Route("/", dashboard_page), Route("/events", dashboard_events),
+        Route("/static/{name}", static), Route("/table/{name:path}", table_route),
+        Route("/api/tables", api_tables), Route("/api/tables/{table:path}", api_table),
         Route("/api/stats", api_stats),
     ], lifespan=lifespan)
+    app.add_middleware(SecurityHeaders)
     return app, hub

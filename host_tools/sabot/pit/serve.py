@@ -164,5 +164,5 @@ def load_shoes(specs: list[str], registry: str | None,
         raise SabotError("two --shoe name the same shoe: give each its id, --shoe URL=SHOE_ID")
     tables = [s.config.table for s in shoes]
     if len(set(tables)) != len(tables):
-        raise SabotError(f"two shoes name the same table: {sorted(tables)}")
+        raise SabotError(f"two shoes name the same table: {', '.join(sorted(tables))}")
     return shoes

@@ -33,7 +33,8 @@ RELEASE_KEY = "sabot-release.pem"  # the firmware publisher's signing key, in th
 # The firmware's version, signed into every MANIFEST: raise it with each release. A shoe takes no
 # update older than the highest version it has run (anti-rollback; firmware/shoe/integrity.py).
 # 20: the first build with the update channel, where no port offers a REPL after provisioning.
-FIRMWARE_VERSION = 20
+# 21: the shoe deals the deck count it was provisioned with (flash `variant`), not its board's.
+FIRMWARE_VERSION = 21
 HEAP_NEEDED = 104 * 1024  # a whole 8-deck shoe runs in a 104 KB heap on the unix port (make bench)
 
 

@@ -161,7 +161,7 @@ def _deploy_blank(url: str, info: dict[str, Any], config: ShoeEntry | None,
         # a blank shoe at its REPL answers at once (mpremote would wait 10 s for a silent one)
         listing = mpremote(url, ["exec", LISTING], timeout=PROBE_WAIT)
     except SabotError:
-        who = (f"shoe {config.shoe_id:#010x}" if config is not None
+        who = (f"shoe {pr.shoe_id_text(config.shoe_id)}" if config is not None
                else "a shoe of the registry" if registry and registry.shoes else "a shoe")
         raise SabotError(f"{url}: no blank shoe's REPL and no reply from {who} in the sabot "
                          "protocol (powered? the right port? a provisioned shoe must be in the "
@@ -185,7 +185,8 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
             channel.update(port, key, shoe, info, by, log)
         except (ConnectionError, KeyboardInterrupt) as e:
             # an interrupted stream leaves the shoe's tree untouched (firmware/shoe/update.py)
-            state = (f"the update of shoe {shoe.shoe_id:#010x} stopped before the shoe switched"
+            state = (f"the update of shoe {pr.shoe_id_text(shoe.shoe_id)} stopped before the "
+                     "shoe switched"
                      f"{' (link lost: ' + str(e) + ')' if isinstance(e, ConnectionError) else ''}:"
                      " it runs and deals with the firmware it ran (nothing staged runs; its next "
                      "boot or update records this one as interrupted); run sabot deploy again")
@@ -195,8 +196,8 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
             raise SabotError(state) from None
         st = channel.back_after_boot(port, key, shoe)
         if st["integrity"] != "ok":
-            raise SabotError(f"shoe {shoe.shoe_id:#010x} booted the update but reports integrity "
-                             f"{st['integrity']}")
+            raise SabotError(f"shoe {pr.shoe_id_text(shoe.shoe_id)} booted the update but "
+                             f"reports integrity {st['integrity']}")
         log(f"the shoe booted it (boot {st['boot']}, integrity ok)")
         version, pem, certificate = shoe.key_versions[-1], None, None
         if rekey:
@@ -204,7 +205,8 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
             pem, certificate = keyfiles.public_pem(public_from_xy(xy)), cert.hex()
             shoe = copy.deepcopy(shoe)  # the registry's own entry changes only when it is saved
             shoe.add_public_key(version, pem, certificate)  # the attestation key's word, checked
-            log(f"made result key version {version} of shoe {shoe.shoe_id:#010x} in its element "
+            log(f"made result key version {version} of shoe {pr.shoe_id_text(shoe.shoe_id)} in "
+                "its element "
                 "(certified by its attestation key; the old versions stay registered for old "
                 "frames)")
     finally:
@@ -212,8 +214,8 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
     seed = os.urandom(16).hex()
     check = verify_firmware(url, seed, shoe, info["dir"], baud=baud)
     if check["result"] != "pass":
-        raise SabotError(f"shoe {shoe.shoe_id:#010x} runs another tree than the build (seeded "
-                         "HMAC differs)")
+        raise SabotError(f"shoe {pr.shoe_id_text(shoe.shoe_id)} runs another tree than the build "
+                         "(seeded HMAC differs)")
     log(f"checked on the shoe: its seeded HMAC of its code tree (seed {seed}) matches the build")
     current = shoe.public_key(version)
     assert pem is not None or current is not None  # the key the shoe's status verified under

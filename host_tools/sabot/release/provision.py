@@ -4,9 +4,10 @@ A blank shoe (its element's data zone never locked) keeps the MicroPython REPL, 
 does (firmware/main.py). Over that REPL the host runs the shoe's own provisioning
 (`maint.provision`, firmware/shoe/provision.py): the shoe writes and locks its element's
 configuration, has it make result key 1 inside, writes the command key's public half, puts its
-identity on flash and locks the data zone. The host only hands over the shoe id, the variant byte
-and the command public key; what comes back (the chip's serial, result key 1, and key 1's
-signature of a statement naming them and the command key) is checked before it is registered."""
+identity and table configuration (variant byte, deck count) on flash and locks the data zone.
+The host only hands over the shoe id, the variant byte, the deck count and the command public
+key; what comes back (the chip's serial, result key 1, and key 1's signature of a statement
+naming them and the command key) is checked before it is registered."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sabot import keys
 from sabot.errors import SabotError
 from sabot.link.operate import ANY_SHOE
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
+from sabot.protocol import shoe_id_text
 from sabot.registry import check_provisioning, public_from_xy
 from sabot.release.deploy import FRESH, PROBE_WAIT, element_state, hard_reset, mpremote
 
@@ -59,8 +61,10 @@ def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes, bytes, bytes
 
 def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                         variant: int, baud: int = DEFAULT_BAUD,
-                        log: Callable[[str], Any] = print) -> tuple[int, str, str, str, str]:
-    """Provision the blank shoe on `url` for `command_key`: (shoe_id, result key 1's public
+                        log: Callable[[str], Any] = print, decks: int = 8
+                        ) -> tuple[int, str, str, str, str]:
+    """Provision the blank shoe on `url` for `command_key`, dealing `decks` decks of the game
+    `variant` names (the shoe refuses more than its board holds): (shoe_id, result key 1's public
     PEM, the element's serial number in hex, the attestation key's PEM and its certificate of
     key 1 in hex: both "" from a shoe that reports none). The shoe reboots into its firmware
     after."""
@@ -75,8 +79,8 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                              "deploy --port URL --board B)") from None
         dealing = _dealing_shoe(url, baud)
         if dealing is not None:
-            raise SabotError(f"{url}: shoe {dealing:#010x} is provisioned already and dealing "
-                             "(no REPL: provisioning is for a blank shoe)") from None
+            raise SabotError(f"{url}: shoe {shoe_id_text(dealing)} is provisioned already and "
+                             "dealing (no REPL: provisioning is for a blank shoe)") from None
         raise SabotError(f"nothing answers on {url}: neither a blank shoe's REPL nor a dealing "
                          "shoe") from None
     state = element_state(said, url)
@@ -86,12 +90,13 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
     if state == "foreign":
         raise SabotError(f"{url}: the shoe's element is locked with another configuration than "
                          "sabot's: it cannot be provisioned")
-    log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id:#010x}")
+    log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id_text(shoe_id)}")
     said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
-                                  f"'{command_xy.hex()}')"], timeout=60)
+                                  f"'{command_xy.hex()}', {decks})"], timeout=60)
     got_id, serial, result_xy, proof, attestation_xy, certificate = parse_provisioned(said)
     if got_id != shoe_id:
-        raise SabotError(f"the shoe answered for shoe {got_id:#010x}, not {shoe_id:#010x}")
+        raise SabotError(f"the shoe answered for shoe {shoe_id_text(got_id)}, not "
+                         f"{shoe_id_text(shoe_id)}")
     public = check_provisioning(serial, shoe_id, result_xy, command_xy, proof)
     log(f"the shoe reports its element {serial.hex()} provisioned, and result key 1 signed the "
         "provisioning statement")

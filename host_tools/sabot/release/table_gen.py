@@ -1,6 +1,6 @@
 """Generates firmware/shoe/table.py, the shoe's precomputed decision table, from the third-card
-rule as written in the regulation (58 Pa. Code 631a.11 / 627a.10; shared/regs/README.md "The
-third-card rule").
+rule as written in the regulation (58 Pa. Code 631a.11 / 627a.10, as the regulation summary the
+project implements words it: "The third-card rule").
 
 The rule is kept here as the regulation's own words and table, and parsed, so that the table the
 shoe decides with is traceable line by line to the text. `sabot table check` regenerates and
@@ -14,8 +14,8 @@ from pathlib import Path
 from sabot.errors import SabotError
 from sabot.paths import DECISION_TABLE
 
-# Quoted from the regulation summary (shared/regs/README.md); tests check it still stands there
-# verbatim.
+# Quoted from the regulation summary (58 Pa. Code 631a.11 / 627a.10); tests/test_table.py checks it
+# still stands there verbatim where the summary is beside the checkout.
 THIRD_CARD_RULE = """\
 - If either hand's first two cards total 8 or 9 (a Natural), both hands stand.
 - Player: two-card total 0–5 draws, 6–7 stands.

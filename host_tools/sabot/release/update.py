@@ -123,7 +123,8 @@ class ShoeChannel:
         """A counted command and the shoe's maintenance record of it (SabotError when refused or
         unanswered). The counter is the shoe's status counter + 1: a hello first."""
         if self.hello(5.0) is None:
-            raise SabotError(f"{self.port.url}: shoe {self.config.shoe_id:#010x} did not answer")
+            raise SabotError(f"{self.port.url}: shoe {pr.shoe_id_text(self.config.shoe_id)} did "
+                             "not answer")
         assert self.status is not None
         counter = self.status["host_counter"] + 1
         self.send(ftype, payload, counter)
@@ -133,19 +134,21 @@ class ShoeChannel:
             refused = self.status["refused"]
             again = self.hello(5.0)
             if again is not None and again["refused"] > refused:
-                raise SabotError(f"shoe {self.config.shoe_id:#010x} refused the signed {what} "
+                raise SabotError(f"shoe {pr.shoe_id_text(self.config.shoe_id)} refused the "
+                                 f"signed {what} "
                                  f"command ({again['refused'] - refused} frames refused): it does "
                                  "not hold this command key (--key: the one it was provisioned "
                                  "for)")
-            raise SabotError(f"shoe {self.config.shoe_id:#010x} did not answer the {what} "
-                             f"command within {BEGIN_WAIT:g} s")
+            raise SabotError(f"shoe {pr.shoe_id_text(self.config.shoe_id)} did not answer the "
+                             f"{what} command within {BEGIN_WAIT:g} s")
         kind, rec = got
         if kind == "command_rejected":
             why = {"not_now": "the shoe is mid-round or holds an irregularity: finish or "
                               "resolve it first",
                    "keys_exhausted": "every result key slot of its element is used: it can "
                                      "make no further version"}.get(rec["reason"], rec["reason"])
-            raise SabotError(f"shoe {self.config.shoe_id:#010x} refused the {what}: {why}")
+            raise SabotError(f"shoe {pr.shoe_id_text(self.config.shoe_id)} refused the {what}: "
+                             f"{why}")
         return counter, rec
 
 
@@ -159,7 +162,8 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
     counter, rec = ch.command(pr.C_UPDATE, struct.pack(">I", len(data)) + head
                               + pr.maintenance_by(by), "update")
     if rec["what"] == "update_refused":
-        raise SabotError(f"shoe {config.shoe_id:#010x} refused the update: {rec['reason']}")
+        raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} refused the update: "
+                         f"{rec['reason']}")
     log(f"update begun (command {counter}): sending {len(data):,} B in {len(chunks)} chunks")
     step = max(1, len(chunks) // 10)
     for i, nxt, piece in chunks:
@@ -188,11 +192,12 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
             log(f"  sent {i} of {len(chunks)} chunks ({min(i * CHUNK_DATA, len(data)):,} B)")
     got = ch.answer_to(counter, CHECK_WAIT)
     if got is None:
-        raise SabotError(f"shoe {config.shoe_id:#010x} sent no outcome of the update within "
-                         f"{CHECK_WAIT:g} s")
+        raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} sent no outcome of the update "
+                         f"within {CHECK_WAIT:g} s")
     rec = got[1]
     if rec["what"] == "update_refused":
-        raise SabotError(f"shoe {config.shoe_id:#010x} refused the update: {rec['reason']} "
+        raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} refused the update: "
+                         f"{rec['reason']} "
                          f"(MANIFEST {rec['manifest'][:16]}...); it still runs its firmware")
     if rec["manifest"] != info["manifest"]:
         raise SabotError(f"the shoe switched to MANIFEST {rec['manifest'][:16]}..., not the "
@@ -216,7 +221,8 @@ def back_after_boot(port: ShoePort, key: CommandKey, config: ShoeEntry) -> dict[
         except ConnectionError:
             port.close()  # the board dropped the port as it reset
             time.sleep(0.2)
-    raise SabotError(f"shoe {config.shoe_id:#010x} recorded the update (a signed frame) and "
+    raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} recorded the update (a signed "
+                     "frame) and "
                      f"reset, but its port did not answer within {BOOT_WAIT:g} s (a USB bridge "
                      "or socat pty to restart?); once it answers, `sabot status` and `sabot "
                      "verify-firmware` say what it runs")

@@ -51,8 +51,8 @@ def verify_firmware(url: str, seed_hex: str, config: ShoeEntry, build_dir: str,
                     if key is None:
                         raise SabotError(f"the integrity answer is signed with key version "
                                          f"{f.key_id}, which the registry does not hold for shoe "
-                                         f"{config.shoe_id:#010x} (versions "
-                                         f"{config.key_versions or 'none'})")
+                                         f"{pr.shoe_id_text(config.shoe_id)} (versions "
+                                         f"{config.key_versions_text})")
                     if not pr.verify(key, f):
                         raise SabotError("the integrity answer is not signed by this shoe's key")
                     state, got = f.payload[0], f.payload[1:]

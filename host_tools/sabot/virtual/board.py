@@ -74,9 +74,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def set_variant(flash_dir: str, variant: int) -> None:
+def set_variant(flash_dir: str, variant: int, decks: int = 8) -> None:
+    """The table configuration a virtual shoe deals (its flash `variant`: variant byte, decks),
+    as provisioning writes it (firmware/shoe/provision.py)."""
     with open(os.path.join(flash_dir, "variant"), "wb") as f:
-        f.write(bytes([variant]))
+        f.write(bytes([variant, decks]))
 
 
 IDENTITY = struct.Struct(">IH")  # the flash file `identity`: shoe_id, result key version

@@ -59,18 +59,32 @@ def status_payload(phase: int = 2, shoe: int = 1, rnd: int = 0, position: int = 
                        unacked_from, unacked_to, integrity, refused)
 
 
-def result_payload(rec: dict[str, Any]) -> bytes:
+def announcements(rec: dict[str, Any], variant: int = 2) -> int:
+    """The announcement bits a shoe of `variant` signs for a round (firmware/shoe/app.py): tie
+    hand at every table, Dragon 7 and Panda 8 at EZ ones, Lucky Six at commission-free ones."""
+    table = pr.decode_variant(variant)
+    flags = set(rec["flags"])
+    calls = {"tie hand"} if rec["winner"] == "tie" else set()
+    if table["ez"]:
+        calls |= {name for flag, name in (("dragon7", "Dragon 7"), ("panda8", "Panda 8"))
+                  if flag in flags}
+    if table["commission_free"] and "lucky_six" in flags:
+        calls.add("Lucky Six")
+    return sum(bit for bit, name in pr.ANNOUNCEMENTS if name in calls)
+
+
+def result_payload(rec: dict[str, Any], variant: int = 2) -> bytes:
     player, banker = rec["player"], rec["banker"]
     outcome = _WINNER_BITS[rec["winner"]] | sum(_FLAG_BITS[f] for f in rec["flags"])
-    announcements = 1 if rec["winner"] == "tie" else 0  # a plain Baccarat table
     return (struct.pack(">HHBB", rec["shoe"], rec["round"], len(player) << 4 | len(banker), 0)
             + bytes(card_index(c) for c in player + banker)
-            + struct.pack(">HB", outcome, announcements))
+            + struct.pack(">HB", outcome, announcements(rec, variant)))
 
 
 def shoe_frames(signer: ShoeSigner, tokens: list[str], shoe: int, decks: int = 8,
                 variant: int = 2) -> tuple[list[bytes], int]:
-    """(raw frames, rounds) of one whole shoe dealt by the default shoe procedure."""
+    """(raw frames, rounds) of one whole shoe dealt by the default shoe procedure, as a shoe
+    provisioned for `decks` decks of the game `variant` names announces them."""
     out = [signer.chained(pr.T_SHOE_START, struct.pack(">HBB", shoe, decks, variant))]
     cards = [t for t in tokens if t != CUT]
     burn = cards[: 1 + BURN_VALUES[cards[0][0]]]
@@ -84,7 +98,7 @@ def shoe_frames(signer: ShoeSigner, tokens: list[str], shoe: int, decks: int = 8
         p, b = rec["player"], rec["banker"]
         out.append(signer.chained(pr.T_INITIAL_CARDS, struct.pack(">HH", shoe, rec["round"])
                                   + bytes(card_index(c) for c in (p[0], b[0], p[1], b[1]))))
-        out.append(signer.chained(pr.T_RESULT, result_payload(rec)))
+        out.append(signer.chained(pr.T_RESULT, result_payload(rec, variant)))
         for c in p + b:
             inventory[card_index(c)] += 1
     position = sum(inventory) + 1  # the cut card came out too

@@ -20,7 +20,7 @@ from sabot.game.cards import read_shoe_file, shuffled_shoe
 from sabot.keys import CommandKey
 from sabot.link.host import HostLink
 from sabot.link.transport import DEFAULT_BAUD
-from sabot.protocol import PH_ENDED, PH_HELD
+from sabot.protocol import PH_ENDED, PH_HELD, shoe_id_text
 from sabot.registry import Registry, ShoeEntry
 from sabot.virtual.board import SIGN_MS, Dealer, VirtualBoard, provision, set_variant
 
@@ -67,7 +67,7 @@ class Session:
             self.shoe_no = rec["shoe"]
 
     def start_board(self) -> tuple[VirtualBoard, HostLink]:
-        set_variant(self.flash_dir, self.config.variant_byte)
+        set_variant(self.flash_dir, self.config.variant_byte, self.config.decks)
         self.board = VirtualBoard(self.flash_dir, sign_ms=self.sign_ms, board=self.board_name,
                                   code=self.code, chunk=self.chunk).start()
         if self.link is None:
@@ -337,7 +337,7 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
     reg = Registry.load(registry)
     if reg.register(shoe_id, version, pem, certificate, attestation_key=attestation,
                     serial=serial)[1]:
-        print(f"virtual shoe {shoe_id:#010x} registered in {reg.path}", file=sys.stderr)
+        print(f"virtual shoe {shoe_id_text(shoe_id)} registered in {reg.path}", file=sys.stderr)
 
 
 def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = None,

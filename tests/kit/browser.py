@@ -1,0 +1,30 @@
+"""Debian's headless Chromium through Selenium, for the pages of `sabot serve`: one browser with
+its console kept, and the Content-Security-Policy violations that console reported."""
+
+import shutil
+
+import pytest
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.fail("chromium and chromium-driver are missing: run `make test` (it installs them)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run",
+              f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for CSP reports
+    return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+
+
+def csp_violations(driver):
+    """The console's Content-Security-Policy refusals since the last call (reading clears it)."""
+    return [e["message"] for e in driver.get_log("browser")
+            if "Content Security Policy" in e["message"]]
