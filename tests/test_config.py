@@ -246,7 +246,7 @@ def test_settle_refuses_a_request_whose_table_disagrees_with_the_registry(tmp_pa
     path = registered_table(tmp_path, table="BAC-07", tie_odds=9)
     base = {"round": BY_SEVEN, "wagers": [{"seat": 1, "wager": "player", "amount_cents": 100}]}
     for table, said in [({"tie_odds": 8}, "table.tie_odds 8 disagrees with table BAC-07"),
-                        ({"ez": True}, "table.ez True disagrees"),
+                        ({"ez": True}, "table.ez true disagrees"),
                         ({"side_wagers": ["house_money"]}, "table.side_wagers")]:
         r = cli("settle", "--table", "BAC-07", "--registry", path,
                 stdin=json.dumps(dict(base, table=table)))

@@ -8,6 +8,7 @@ cents. Everything is checked before anything is settled: a refusal settles nothi
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from typing import Any, cast
 
@@ -91,6 +92,16 @@ REGISTERED = ("game", "ez", "commission_free", "tie_odds", "side_wagers",
               "dragon_bonus_paytable")
 
 
+def _said(value: Any) -> str:
+    """A request's or registry's value as an error line quotes it: a list as its items, in JSON
+    words, cut short."""
+    if isinstance(value, list):
+        text = "[" + ", ".join(_said(v) for v in value) + "]" if value else "none"
+    else:
+        text = json.dumps(value)
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
 def registered_table(request_table: object, registered: dict[str, Any], name: str
                      ) -> dict[str, Any]:
     """The table a request is settled with at a registered table: the registry's configuration
@@ -111,10 +122,9 @@ def registered_table(request_table: object, registered: dict[str, Any], name: st
         else:
             same = said == want and type(said) is type(want)
         if not same:
-            shown = repr(said)
-            shown = shown if len(shown) <= 60 else shown[:60] + "..."
+            shown = _said(said)
             raise SabotError(f"table.{key} {shown} disagrees with table {name} in the shoe "
-                             f"registry ({want!r}): drop it from the request or settle at "
+                             f"registry ({_said(want)}): drop it from the request or settle at "
                              "the table it names")
     return dict(request_table, **registered)
 
@@ -155,7 +165,7 @@ def _summary(round_rec: object) -> tuple[wagers.Summary, bool]:
         for k in ("player_total", "banker_total", "winner"):
             if k in round_rec and round_rec[k] != want[k]:
                 raise SabotError(
-                    f"round: {k} {round_rec[k]!r} disagrees with the cards ({want[k]!r})"
+                    f"round: {k} {_said(round_rec[k])} disagrees with the cards ({_said(want[k])})"
                 )
     s = wagers.Summary(
         rules.point_count(player),
