@@ -11,7 +11,7 @@ from sabot import keys
 from sabot.cli import HelpFormatter, build_parser
 from sabot.errors import SabotError
 
-from kit import SABOT
+from kit import SABOT, registry_of
 
 TABLE = {"game": "baccarat", "vigorish": "at_payout"}
 ROUND = {"player": ["AS", "4H", "KC"], "banker": ["KD", "7C"]}
@@ -112,7 +112,8 @@ def test_other_bad_arguments_fail_in_one_line(cli, tmp_path):
     r = cli("audit", "verify", "--db", tmp_path / "none.db", "--registry", tmp_path / "no.json")
     one_line_failure(r)
     assert "no shoe registry" in r.stderr  # not taken for an altered store
-    r = cli("status", "--port", "socket://127.0.0.1:1", "--key", tmp_path)
+    r = cli("status", "--port", "socket://127.0.0.1:1", "--key", tmp_path, "--db",
+            tmp_path / "s.db")
     one_line_failure(r)
     assert "is a directory" in r.stderr and "chmod" not in r.stderr
     one_line_failure(cli("validate", "--port", "socket://127.0.0.1:1", "--key", key, "--db",
@@ -125,7 +126,8 @@ def test_a_version_1_key_file_is_refused_in_one_line(cli, tmp_path):
     old.chmod(0o600)
     with pytest.raises(SabotError, match="is a version-1 shared key file; make a command key"):
         keys.load(str(old))
-    for cmd in (["status", "--port", "socket://127.0.0.1:1", "--key", old],
+    for cmd in (["status", "--port", "socket://127.0.0.1:1", "--key", old, "--db",
+                 tmp_path / "s.db"],
                 ["demo", "--db", tmp_path / "d.db", "--key", old]):
         r = cli(*cmd)
         one_line_failure(r)
@@ -213,3 +215,138 @@ def test_version_and_every_help_has_a_description_defaults_and_an_example(cli):
                 assert "default" in shown, (name, action.dest)
             if "--json" in action.option_strings:
                 assert action.help and len(action.help) > 10, name
+
+
+# ---- honest commands (issue 21 item 4): --db named, refusals before the port, files untouched
+
+PORT_COMMANDS = (["status"], ["new-shoe", "--by", "x"], ["resolve", "void-card", "--by", "x"],
+                 ["validate"])
+
+
+def test_every_command_validating_a_shoes_link_needs_db_and_says_so(cli, tmp_path):
+    """One rule, stated in each --help: no default store for a shoe's link (a forgotten --db
+    split one shoe's chain across ./sabot.db and the real store); demo alone keeps one."""
+    import os
+
+    from sabot.cli.options import DB_RULE
+
+    key = tmp_path / "k"
+    keys.create(str(key))
+    here = set(os.listdir("."))
+    url = ("--port", "socket://127.0.0.1:1")
+    for cmd in [*PORT_COMMANDS, ["bench", tmp_path / "shoe.txt"],
+                ["serve", "--listen", "127.0.0.1:1"]]:
+        r = cli(*cmd, *(url if cmd[0] != "serve" else ()), "--key", key)
+        one_line_failure(r)
+        assert r.returncode == 2 and "--db" in r.stderr, (cmd, r.stderr)
+    assert set(os.listdir(".")) == here  # no ./sabot.db, no lock, nothing
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0]
+    for name in ("validate", "serve", "status", "new-shoe", "resolve", "bench", "demo"):
+        text = " ".join(sub.choices[name].format_help().split()).replace("- ", "-")
+        assert " ".join(DB_RULE.split(";")[0].split()) in text, name
+        if name != "demo":  # its own virtual shoe: ./sabot.db, said so
+            assert "--db DB" in text and "(default" not in text.split("--db DB")[-1][:60], name
+    assert "default ./sabot.db" in " ".join(sub.choices["demo"].format_help().split())
+
+
+def test_a_refused_command_never_opens_the_shoes_port(cli, tmp_path):
+    """Every check that can refuse (the key file, the registry, the audit database in use or not
+    a sabot store) is made before the port is opened: opening it would knock the link of the
+    validator already on it off. Here the 'shoe' is a listening socket: nothing connects."""
+    import socket
+    import sqlite3
+
+    from sabot.audit.store import AuditStore
+
+    key = tmp_path / "k"
+    keys.create(str(key))
+    one, two = registry_of(tmp_path, 7), registry_of(tmp_path, 7, 8, name="two.json")
+    held = AuditStore(str(tmp_path / "held.db"))  # another validator's store
+    foreign = tmp_path / "foreign.db"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE invoices (n)")
+    con.commit()
+    con.close()
+    in_use = (["--key", key, "--db", tmp_path / "held.db", "--registry", one],
+              "in use by another validator")
+    cases = [(cmd, *in_use) for cmd in [*PORT_COMMANDS, ["bench", tmp_path / "shoe.txt"]]] + [
+        # a registry of two shoes and no --shoe-id: the store is refused before the port is
+        # asked which shoe it is
+        (["validate"], ["--key", key, "--db", tmp_path / "held.db", "--registry", two],
+         "in use by another validator"),  # (command, options, what its one line says)
+        (["status"], ["--key", key, "--db", foreign, "--registry", two],
+         "not a sabot audit database"),
+        (["status"], ["--key", key, "--db", tmp_path / "a.db", "--registry",
+                      tmp_path / "none.json"], "no shoe registry"),
+        (["status"], ["--key", key, "--db", tmp_path / "a.db", "--registry", two, "--shoe-id",
+                      "9"], "not in the shoe registry"),
+        (["status"], ["--key", key, "--db", tmp_path / "no" / "a.db", "--registry", one],
+         "no directory"),
+        (["status"], ["--key", tmp_path / "none.pem", "--db", tmp_path / "a.db", "--registry",
+                      one], "cannot read key file"),
+    ]
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        srv.setblocking(False)
+        url = f"socket://127.0.0.1:{srv.getsockname()[1]}"
+        try:
+            for cmd, extra, said in cases:
+                r = cli(*cmd, "--port", url, *extra)
+                one_line_failure(r)
+                assert r.returncode == 2 and said in r.stderr, (cmd, extra, r.stderr)
+                with pytest.raises(BlockingIOError):
+                    srv.accept()  # the port was never opened
+        finally:
+            held.close()
+    assert not (tmp_path / "a.db").exists()
+
+
+def test_a_foreign_file_given_as_db_is_left_exactly_as_it_was(cli, tmp_path):
+    """A SQLite file of another program (or any file) named as --db is refused in one line
+    before anything touches it or what is beside it: no switch to WAL, no lock file; and the
+    demo refuses before it makes a key, provisions a shoe or registers a table."""
+    import os
+    import sqlite3
+
+    foreign, text = tmp_path / "ledger.db", tmp_path / "notes.txt"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE ledger (amount_cents)")
+    con.execute("INSERT INTO ledger VALUES (500)")
+    con.commit()
+    con.close()
+    text.write_text("not a database\n")
+    key = tmp_path / "k"
+    keys.create(str(key))
+    registry = registry_of(tmp_path, 7)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    for db in (foreign, text):
+        for cmd in (["validate", "--port", "socket://127.0.0.1:1", "--key", key, "--registry",
+                     registry], ["status", "--port", "socket://127.0.0.1:1", "--key", key,
+                                 "--registry", registry],
+                    ["demo", "--key", tmp_path / "demo.pem", "--registry",
+                     tmp_path / "demo-shoes.json"]):
+            r = cli(*cmd, "--db", db)
+            one_line_failure(r)
+            assert r.returncode == 2 and "is not a sabot audit database" in r.stderr, r.stderr
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert after == before and sorted(os.listdir(tmp_path)) == sorted(before)  # no .lock, -wal,
+    con = sqlite3.connect(f"file:{foreign}?mode=ro", uri=True)  # .flash, key or registry
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    con.close()
+
+
+def test_a_demo_on_a_store_in_use_provisions_and_registers_nothing(cli, tmp_path):
+    from sabot.audit.store import AuditStore
+
+    held = AuditStore(str(tmp_path / "held.db"))
+    try:
+        r = cli("demo", "--db", tmp_path / "held.db", "--key", tmp_path / "demo.pem",
+                "--registry", tmp_path / "shoes.json")
+    finally:
+        held.close()
+    one_line_failure(r)
+    assert r.returncode == 2 and "in use by another validator" in r.stderr
+    assert not any(p.name.startswith(("demo", "shoes", "held.db.flash")) for p in
+                   tmp_path.iterdir())

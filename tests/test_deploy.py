@@ -12,7 +12,15 @@ import sys
 
 import pytest
 
-from kit import ROOT, SABOT, BoardProcess, free_port_for_tests, port_accepts, wait_for
+from kit import (
+    ROOT,
+    SABOT,
+    BoardProcess,
+    free_port_for_tests,
+    port_accepts,
+    registry_of,
+    wait_for,
+)
 
 pytestmark = pytest.mark.board  # every test here starts a process
 
@@ -61,6 +69,13 @@ def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
                      "BAC-09", "--ez", "--side-wagers", "dragon7,panda8", "--decks", "6")
         r = run(env, *provision)  # nothing to run the provisioning yet
         assert r.returncode == 2 and "deploy it first" in r.stderr, r.stderr
+        # a shoe at its REPL (blank, or its first deploy interrupted) is said to be one, with
+        # what to do, by the commands that expect a dealing shoe
+        pit = registry_of(tmp_path, 7, 8, name="pit.json")
+        r = run(env, "status", "--port", tty, "--key", key, "--db", tmp_path / "s.db",
+                "--registry", pit)
+        assert r.returncode == 2 and "at its MicroPython REPL" in r.stderr, r.stderr
+        assert "sabot deploy --port" in r.stderr and not (tmp_path / "s.db").exists()
         r = run(env, "deploy", "--port", tty, "--board", "virtual", "--key", key, "--baud",
                 "115200", "--registry", reg, *release)
         assert r.returncode == 0, r.stderr + board.said()
@@ -118,15 +133,21 @@ def test_a_dealing_shoe_is_updated_and_rekeyed_over_a_tty_with_no_repl(env, tmp_
 
 
 def update_the_dealing_shoe(env, tty, key, reg, release, tmp_path):
-    """The dealing shoe: updated through the protocol, its element making the next key."""
+    """The dealing shoe: updated through the protocol, its element making the next key. The
+    registry holds another shoe too: with no --shoe-id, the shoe's signed answer says which one
+    is on the port (as for status and validate)."""
     from sabot.registry import Registry
 
+    (ours,) = Registry.load(str(reg)).shoes
+    registry_of(tmp_path, 0x0BAD_0002, name=reg.name)  # a second shoe, on another table
     r = run(env, "deploy", "--port", tty, "--board", "virtual", "--key", key, "--rekey",
             "--by", "tech-ann", "--registry", reg, *release)
     assert r.returncode == 0, r.stderr
     assert "update begun" in r.stderr and "made result key version 2" in r.stderr
     assert "seeded HMAC" in r.stderr and "mpremote" not in r.stderr
-    assert Registry.load(str(reg)).pick(None).key_versions == [1, 2]  # the old one kept
+    shoes = Registry.load(str(reg)).shoes
+    assert shoes[ours].key_versions == [1, 2]  # the old one kept
+    assert shoes[0x0BAD_0002].key_versions == [1]  # the other shoe's entry as it was
     st = run(env, "status", "--port", tty, "--key", key, "--db", tmp_path / "a.db",
              "--registry", reg, "--json")  # the same audit chain goes on under version 2
     assert json.loads(st.stdout)["integrity"] == "ok", st.stderr

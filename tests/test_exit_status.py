@@ -149,3 +149,32 @@ def test_errors_carry_their_exit_status():
     assert NotVerified("x").exit_status == NOT_VERIFIED
     assert isinstance(NotVerified("x"), SabotError)
     assert NoIntegrityAnswer("x").exit_status == BAD_INPUT  # a silent shoe: I/O, not a verdict
+
+
+def test_a_command_refused_before_the_shoe_is_asked_exits_2(tmp_path, capsys):
+    """A forgotten --db, a store another validator holds, a file that is not a sabot store: bad
+    input (2), never a verdict on the record (1), each in one line (issue 21 item 4)."""
+    import sqlite3
+
+    from sabot import keys
+    from sabot.audit.store import AuditStore
+
+    key = tmp_path / "k"
+    keys.create(str(key))
+    port = ("--port", "socket://127.0.0.1:1", "--key", key, "--registry", tmp_path / "none.json")
+    with pytest.raises(SystemExit) as e:
+        main(["status", *map(str, port)])
+    assert e.value.code == BAD_INPUT and "--db" in one_line(capsys.readouterr().err)
+    con = sqlite3.connect(tmp_path / "other.db")  # another program's database
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    held = AuditStore(str(tmp_path / "held.db"))
+    try:
+        for db, said in (("held.db", "in use by another validator"),
+                         ("other.db", "not a sabot audit database")):
+            for cmd in ("validate", "status"):
+                status, _, err = run(capsys, cmd, *port, "--db", tmp_path / db)
+                assert status == BAD_INPUT and said in one_line(err), (cmd, err)
+    finally:
+        held.close()

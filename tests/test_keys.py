@@ -144,7 +144,7 @@ def test_full_repl_access_finds_no_private_key(tmp_path):
         board.wait_line("firmware running")
         secrets = secrets_of(tmp_path, root)
         # the shoe signs through its element (a status answers the hello), then its memory
-        st = subprocess.run([*SABOT, "status", "--port", url,
+        st = subprocess.run([*SABOT, "status", "--port", url, "--db", tmp_path / "a.db",
                              "--key", key, "--registry", reg, "--json"],
                             capture_output=True, text=True, timeout=60)
         assert st.returncode == 0 and '"phase"' in st.stdout, st.stderr

@@ -20,6 +20,23 @@ def signing_shoe(shoe_id=0x5AB0_0001, **config):
     return ShoeSigner(key, shoe_id), entry
 
 
+def registry_of(tmp, *shoe_ids, name="shoes.json"):
+    """A registry file holding these shoes (added to what it holds), each with the public key of
+    no shoe here; its path."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+    from sabot.registry import Registry, ShoeEntry
+
+    reg = Registry.load(str(tmp / name))
+    for shoe_id in shoe_ids:
+        entry = ShoeEntry(shoe_id)
+        entry.add_public_key(1, keys.public_pem(
+            ec.generate_private_key(ec.SECP256R1()).public_key()))
+        reg.put(entry)
+    return tmp / name
+
+
 def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None, decks=8):
     """A virtual shoe provisioned for a new command key, as `sabot provision` does it: (command
     key, flash dir, registry entry with the configuration and result key, registry path)."""

@@ -22,6 +22,7 @@ import json
 import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -113,6 +114,77 @@ def _sqlite_reason(e: sqlite3.Error) -> str:
     return text
 
 
+def _lock_path(path: str) -> str:
+    return os.path.realpath(path) + ".lock"  # one lock whatever the path's spelling
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def refuse_unwritable(path: str) -> None:
+    """A one-line SabotError when `path` cannot become (or stay) this validator's store, found
+    without creating or changing any file: a directory, a directory that does not exist, a store
+    another validator holds, a file that is not a sabot audit store of this schema. So a command
+    refuses before it opens a shoe's port, and a foreign SQLite file keeps its journal mode and
+    gets no lock file. (A store whose tables only its WAL holds yet passes; opening checks
+    again.)"""
+    if os.path.isdir(path):
+        raise SabotError(f"audit database {path} is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise SabotError(f"audit database {path}: no directory {parent}")
+    _refuse_held(path)  # first: a store being written is not read as a plain file below
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        return  # a new store
+    except OSError as e:
+        raise SabotError(f"audit database {path}: {e.strerror}") from None
+    if not magic:
+        return  # an empty file is an empty database: it becomes the store
+    if magic != SQLITE_MAGIC:
+        raise SabotError(f"{path} is not a sabot audit database (not even SQLite): a validator "
+                         "writes only its own store")
+    # immutable: read as a plain file, no journal, -wal, -shm or lock touched or made
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro&immutable=1"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+        try:
+            have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            row = (con.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+                   if "meta" in have else None)
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise SabotError(f"{path} is not a sabot audit database ({_sqlite_reason(e)})") from None
+    if have and "meta" not in have:
+        raise SabotError(f"{path} is not a sabot audit database (its tables are another "
+                         "program's): a validator writes only its own store")
+    if row and row[0] != SCHEMA_VERSION:
+        raise SabotError(f"{path} is a {row[0]} audit database (an older link protocol); this "
+                         f"sabot writes {SCHEMA_VERSION}: validate into a new database")
+
+
+def _refuse_held(path: str) -> None:
+    """Refused when a writer holds the store's lock (the lock file is never made here)."""
+    try:
+        fd = os.open(_lock_path(path), os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise SabotError(f"audit database {path}: cannot open its lock file ({e.strerror})"
+                         ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+        raise SabotError(f"audit database {path} is in use by another validator (pid {holder})"
+                         ) from None
+    finally:
+        os.close(fd)  # and with it a lock taken here
+
+
 class StoreUnreadable(SabotError):
     """A read the database refused (a damaged page, a file locked or gone): `reason` is the
     database's own words."""
@@ -149,6 +221,8 @@ class AuditStore:
         self.db: sqlite3.Connection
         self.created = writer and not os.path.exists(self.path)
         if writer:
+            refuse_unwritable(self.path)  # before the lock file and WAL: a foreign file untouched
+            lock_existed = os.path.exists(_lock_path(self.path))
             self._take_lock()
             try:
                 self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10,
@@ -156,8 +230,13 @@ class AuditStore:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
                 self._create()
-            except sqlite3.Error as e:
+            except (sqlite3.Error, SabotError) as e:
                 self.close()
+                if not lock_existed:  # a refused open leaves no lock file it made
+                    with contextlib.suppress(OSError):
+                        os.remove(_lock_path(self.path))
+                if isinstance(e, SabotError):
+                    raise
                 raise SabotError(f"audit database {self.path}: {_sqlite_reason(e)}") from None
         else:
             if not os.path.exists(self.path):
@@ -185,7 +264,7 @@ class AuditStore:
         self.head_hash = head[1] if head else GENESIS
 
     def _take_lock(self) -> None:
-        lock_path = os.path.realpath(self.path) + ".lock"  # one lock whatever the path's spelling
+        lock_path = _lock_path(self.path)
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
@@ -498,7 +577,7 @@ class AuditStore:
         """Close, and remove the database if this run created it and stored nothing in it (a
         port nobody answered on leaves no empty database behind)."""
         unused = self.created and self.head_no <= 1 and not self._pending
-        lock = os.path.realpath(self.path) + ".lock"
+        lock = _lock_path(self.path)
         self.close()
         if unused:
             for p in (self.path, self.path + "-wal", self.path + "-shm", lock):

@@ -21,6 +21,14 @@ NO_KEY_HELP = ("accepted for compatibility and not needed: frames are verified w
                "registry's public keys (no secret)")
 SHOE_ID_HELP = ("which registered shoe (decimal or 0x hex; default: the registry's only shoe, or "
                 "with several the one that answers on the port)")
+# One rule for every command that validates a shoe's link (validate, serve, status, new-shoe,
+# resolve, bench --port): the store is named, never defaulted, so a forgotten --db cannot split a
+# shoe's audit chain across two stores. Only demo, whose virtual shoe is its own, has a default.
+DB_RULE = ("every command that validates a shoe's link (validate, serve, status, new-shoe, "
+           "resolve, bench --port) needs --db: no default, so one shoe's audit chain never "
+           "splits across two stores; only demo, whose virtual shoe is its own, defaults to "
+           "./sabot.db")
+DB_HELP = "the audit database, created if missing; required: " + DB_RULE
 RELEASE_KEY_HELP = ("the release key that signs MANIFEST, created mode 0600 if missing "
                     "(default ./sabot-release.pem)")
 
@@ -187,8 +195,8 @@ def add_operation_args(parser: argparse.ArgumentParser) -> None:
                         help="the shoe's port: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
     parser.add_argument("--key", required=True, help=KEY_HELP)
     parser.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
-    parser.add_argument("--db", default="sabot.db",
-                        help="audit database: frames arriving meanwhile are verified and stored "
-                        "there, the operation in its operator log (default ./sabot.db)")
+    parser.add_argument("--db", required=True,
+                        help="the audit database: frames arriving meanwhile are verified and "
+                        "stored there, the operation in its operator log; required: " + DB_RULE)
     parser.add_argument("--registry", default=None, help=REGISTRY_HELP)
     add_baud(parser)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from sabot.cli.options import (
+    DB_HELP,
     KEY_HELP,
     REGISTRY_HELP,
     Commands,
@@ -23,7 +24,7 @@ def serve_args(p: argparse.ArgumentParser) -> None:
     add_fail_on_notice(p)
     p.add_argument("--listen", type=listen_arg, default="127.0.0.1:8000",
                    help="HOST:PORT of the web server")
-    p.add_argument("--db", required=True, help="audit database (created if missing)")
+    p.add_argument("--db", required=True, help=DB_HELP)
     p.add_argument("--registry", default=None, help=REGISTRY_HELP)
     add_baud(p)
     p.add_argument("--key", metavar="FILE", default="sabot.key",
@@ -55,9 +56,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as e:
         raise SabotError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     from sabot import keys
+    from sabot.audit.store import refuse_unwritable
 
-    shoes = load_shoes(args.shoe or [], args.registry, registry_entry,
-                       keys.load(args.key) if args.shoe else None, args.baud)
+    key = keys.load(args.key) if args.shoe else None
+    refuse_unwritable(args.db)  # before any shoe's port is opened (or asked which shoe it is)
+    shoes = load_shoes(args.shoe or [], args.registry, registry_entry, key, args.baud)
     for shoe in shoes:
         shoe.baud = args.baud
     states = {s.config.shoe_id: s for s in shoes}

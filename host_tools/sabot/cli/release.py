@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from sabot.cli.options import (
+    DB_RULE,
     KEY_HELP,
     NO_KEY_HELP,
     REGISTRY_HELP,
@@ -72,8 +73,8 @@ def bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + " (with --port)")
     p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
     p.add_argument("--db",
-                   help="the shoe's audit database, so its chain goes on (default ./sabot.db, "
-                   "as status, new-shoe and resolve)")
+                   help="with --port: the shoe's audit database, so its chain goes on; "
+                   "required with --port: " + DB_RULE)
     add_baud(p)
     p.add_argument("--json", action="store_true",
                    help="print {\"verdict\", \"rounds\": [{round, verdict, detail}]} instead "
@@ -89,6 +90,18 @@ def bench_args(p: argparse.ArgumentParser) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from sabot.release.bench import run_bench
 
+    if args.port:
+        from sabot import keys
+        from sabot.audit.store import refuse_unwritable
+        from sabot.registry import Registry
+
+        if not args.db:
+            raise SabotError("bench --port validates the shoe's link: name its audit database "
+                             "with --db (" + DB_RULE + ")")
+        if args.key:  # every check that can refuse, before the port is opened
+            keys.load(args.key)
+        refuse_unwritable(args.db)
+        Registry.load(args.registry, must_exist=True).pick(args.shoe_id)
     passed, verdicts = run_bench(args.shoefile, args.port, args.key, args.db, args.json,
                                  baud=args.baud, registry=args.registry, shoe_id=args.shoe_id)
     if args.json:
@@ -352,6 +365,10 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
     build_dir = args.build or str(BUILD / args.board)
     if not os.path.exists(os.path.join(build_dir, "MANIFEST")):
         raise SabotError(f"no build in {build_dir}: run `make firmware BOARD={args.board}` first")
+    if args.db:  # the check's log refuses before the shoe is asked, not after
+        from sabot.audit.store import refuse_unwritable
+
+        refuse_unwritable(args.db)
     try:
         config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
         r = verify_firmware(args.port, args.seed, config, build_dir, baud=args.baud)

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from sabot.cli.options import (
+    DB_HELP,
     KEY_HELP,
     REGISTRY_HELP,
     SHOE_ID,
@@ -26,6 +27,8 @@ from sabot.cli.output import (
     print_alarm,
     record_json,
 )
+from sabot.errors import SabotError
+from sabot.protocol import shoe_id_text
 
 commands = Commands()
 
@@ -36,7 +39,7 @@ def validate_args(p: argparse.ArgumentParser) -> None:
                    help="pyserial URL: /dev/ttyACM0, socket://127.0.0.1:7000, ...")
     p.add_argument("--key", required=True, help=KEY_HELP + "; verifying needs none of it")
     p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
-    p.add_argument("--db", required=True, help="audit database (created if missing)")
+    p.add_argument("--db", required=True, help=DB_HELP)
     p.add_argument("--capture", metavar="FILE", help="keep what the validator takes, for sabot "
                    "replay (appended to a capture FILE, with a mark at each connection)")
     p.add_argument("--seconds", type=seconds_arg,
@@ -56,11 +59,16 @@ def validate_args(p: argparse.ArgumentParser) -> None:
 
 @commands("validate", validate_args,
           help="validate a shoe's link: verify, recompute, store, acknowledge",
+          description="Validates a shoe's link: every frame verified with the registry's public "
+          "keys, recomputed with the host's rules, stored in --db and acknowledged. A shoe that "
+          "refuses --key (its status counts our signed acknowledgements refused and takes none) "
+          "is said within seconds; validation goes on storing what it verifies, and exits 2 "
+          "at the end: nothing was acknowledged.",
           example="sabot validate --port /dev/ttyACM0 --key host.pem --shoe-id 7 --db audit.db "
           "--until shoe-end")
 def cmd_validate(args: argparse.Namespace) -> int:
     from sabot import keys
-    from sabot.link.session import registry_entry, validate
+    from sabot.link.session import validate
 
     def show(kind: str, rec: dict[str, Any]) -> None:
         if args.json:
@@ -73,26 +81,48 @@ def cmd_validate(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    key = keys.load(args.key)
-    config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
-    s, ended = validate(args.port, key, config, args.db, capture=args.capture, baud=args.baud,
-                        wait=args.wait, until=args.until, seconds=args.seconds, on_record=show,
-                        on_alarm=print_alarm, say=say)
+    config = _shoe(args)
+    s, ended = validate(args.port, keys.load(args.key), config, args.db, capture=args.capture,
+                        baud=args.baud, wait=args.wait, until=args.until, seconds=args.seconds,
+                        on_record=show, on_alarm=print_alarm, say=say)
+    refused = s["command_key"] == "refused"
     print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{s['rejected']} rejected, {len(s['alarms'])} alarms"
-          + (f"; shoe {ended[0]} ended" if ended else ""), file=sys.stderr)
+          + (f"; shoe {ended[0]} ended" if ended else "")
+          + ("; none acknowledged (the shoe refuses our command key)" if refused else ""),
+          file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
+    if refused:
+        raise SabotError(f"nothing acknowledged: shoe {shoe_id_text(config.shoe_id)} refused "
+                         f"every command signed with {args.key} (not the command key it was "
+                         "provisioned with); what was verified is stored")
     return 0
+
+
+def _shoe(args: argparse.Namespace) -> Any:
+    """The registered shoe on --port, after every check that can refuse without it: the key
+    file, the registry and the audit database are all tried before the port is opened (opening
+    it knocks the link of a validator already on it off)."""
+    from sabot import keys
+    from sabot.audit.store import refuse_unwritable
+    from sabot.link.operate import ANSWER_WAIT, identify
+    from sabot.registry import Registry
+
+    keys.load(args.key)
+    refuse_unwritable(args.db)
+    reg = Registry.load(args.registry, must_exist=True)
+    if args.shoe_id is None and len(reg.shoes) > 1:  # the shoe on the port says which it is
+        return identify(args.port, reg, args.baud, getattr(args, "wait", ANSWER_WAIT))
+    return reg.pick(args.shoe_id)
 
 
 def _operation(args: argparse.Namespace) -> Any:
     from sabot import keys
     from sabot.link.operate import Operation
-    from sabot.link.session import registry_entry
 
-    key = keys.load(args.key)
-    config = registry_entry(args.registry, args.shoe_id, args.port, args.baud)
-    return Operation(args.port, key, args.db, config, args.baud, on_alarm=print_alarm)
+    config = _shoe(args)
+    return Operation(args.port, keys.load(args.key), args.db, config, args.baud,
+                     on_alarm=print_alarm)
 
 
 def status_args(p: argparse.ArgumentParser) -> None:
@@ -101,13 +131,18 @@ def status_args(p: argparse.ArgumentParser) -> None:
                    help="seconds to wait for the answer (default 5)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object: phase, shoe, round, position, due, unacknowledged, "
-                   "integrity, boot, shoe_id, acked, host_counter, refused (and pending when "
-                   "an irregularity holds the shoe)")
+                   "integrity, boot, shoe_id, acked, host_counter, refused, command_key "
+                   "(accepted, refused or untested; and pending when an irregularity holds the "
+                   "shoe)")
 
 
 @commands("status", status_args, help="the shoe's live state over its port",
           description="Asks the shoe where it stands (an authenticated hello) and prints its "
-          "phase, shoe, round, card position, unacknowledged frames, integrity and boot counter.",
+          "phase, shoe, round, card position, unacknowledged frames, integrity and boot counter. "
+          "It also tells whether the shoe takes our command key: a signed ack of what the store "
+          "holds, judged by the shoe's count of refused commands; a shoe that refuses --key "
+          "(not the one it was provisioned with) is said in one line and exits 2, its status "
+          "printed all the same.",
           example="sabot status --port /dev/ttyACM0 --key host.pem --db audit.db")
 def cmd_status(args: argparse.Namespace) -> int:
     from sabot.link.operate import format_status
@@ -115,9 +150,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     op = _operation(args)
     try:
         st = op.status(args.wait)
+        refusal = op.link.key_refusal()
     finally:
         op.close()
-    print(json.dumps(st) if args.json else format_status(st))
+    print(json.dumps(st) if args.json else format_status(st), flush=True)
+    if st["command_key"] == "refused":  # the status is authentic; nothing was acknowledged
+        raise SabotError(refusal)
     return 0
 
 

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from sabot.cli.options import (
+    DB_RULE,
     REGISTRY_HELP,
     Commands,
     add_fail_on_notice,
@@ -67,7 +68,9 @@ def demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shoe", metavar="FILE",
                    help="shoe file to deal (default: a freshly shuffled 8-deck shoe)")
     p.add_argument("--seed", type=int, help="seed for the shuffle (repeatable demos)")
-    p.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
+    p.add_argument("--db", default="sabot.db",
+                   help="audit database (default ./sabot.db: the demo's virtual shoe is its own; "
+                   + DB_RULE.split(";")[0] + ")")
     p.add_argument("--key", default="sabot.key",
                    help="the host command key file (signs commands; the virtual shoe is "
                    "provisioned for it), created mode 0600 if missing (default ./sabot.key)")
@@ -88,8 +91,12 @@ def demo_args(p: argparse.ArgumentParser) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     import tempfile
 
+    from sabot.audit.store import refuse_unwritable
     from sabot.virtual.demo import run_demo
 
+    # before the key, the shoe's flash and the registry are touched: a store in use, or a file
+    # that is not a sabot store, refuses the demo with nothing provisioned or registered
+    refuse_unwritable(args.db)
     with tempfile.TemporaryDirectory(prefix="sabot-demo-") as tmp:
         summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture,
                               quiet=args.json, registry=args.registry,

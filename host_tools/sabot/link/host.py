@@ -20,6 +20,15 @@ ASK_EVERY = 0.1  # seconds between hellos while waiting for the shoe to get some
 # seconds between two signed commands: the shoe checks one at a time (a Verify in its element,
 # ~60 ms), at most 4 a second, and refuses what comes while one waits (docs/PROTOCOL.md)
 SIGNED_GAP = 0.3
+# A shoe refuses a command whose signature fails without a word but a count (status `refused`):
+# a signed command of ours is judged by a status answering a hello sent after it, at least
+# SETTLE seconds after it went (the shoe has checked it by then), and the command key is called
+# refused once KEY_EVIDENCE of them are counted refused and none took effect (one may be lost
+# to noise on the line).
+SETTLE = 0.25
+KEY_EVIDENCE = 2
+HEARD = 1024  # bytes of what the port said first, kept to tell a MicroPython REPL by
+KEY_CHECK_WAIT = 3.0  # seconds check_key() tries before it calls the key untested
 
 
 class HostLink:
@@ -54,8 +63,20 @@ class HostLink:
         self.signed_at = -SIGNED_GAP  # when the last signed command went
         self.hellos = 0
         self.rx_bytes = 0  # everything read from the port, frames or not
+        self.heard = bytearray()  # the first HEARD bytes of it: what speaks, when no shoe does
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
+        # the shoe's word on our signed commands (key_verdict)
+        self._refused_base: tuple[int, int] | None = None  # (boot, status refused) before them
+        self._signed: list[tuple[int, float]] = []  # each one sent: (hellos before it, when)
+        self._acks_due: list[int] = []  # acks beyond what the shoe had acknowledged when sent
+        self._counter_due = 0  # the counter of our latest counted command
+        self._judged = 0  # how many of them the latest status judged
+        self.key_taken = False  # the shoe did what a signed command of ours asked
+        self.key_cleared = False  # a judged command of ours was not counted refused
+        self.refused_ours = 0  # judged commands of ours the shoe's refused count covers
+        self.on_key_refused: Callable[[str], None] | None = None  # told once, with the line
+        self._told = False
         try:
             self._drop_backlog()
             self.hello()
@@ -68,6 +89,8 @@ class HostLink:
         self.port.reopen(timeout)
         self.validator.awaiting_status = True
         self._forget_hellos()  # their answers went with the old connection
+        # judged afresh: the shoe may have rebooted
+        self._refused_base, self._signed, self._judged = None, [], 0
         self._drop_backlog()
         self.hello()
 
@@ -106,7 +129,82 @@ class HostLink:
             key = self.command_key.private_key
             time.sleep(max(0.0, self.signed_at + SIGNED_GAP - time.monotonic()))
             self.signed_at = time.monotonic()
+            self._sent_signed(ftype, counter, payload)
         self.write(pr.command(key, self.validator.shoe_id, counter, ftype, payload))
+
+    def _sent_signed(self, ftype: int, counter: int, payload: bytes) -> None:
+        """Remember a signed command for key_verdict(), from this link's first status on (its
+        refused count is the baseline)."""
+        st = self.validator.status
+        if st is None or self.status_boot is None:
+            return
+        if self._refused_base is None:
+            self._refused_base = (self.status_boot, st["refused"])
+        self._signed.append((self.hellos, time.monotonic()))
+        if ftype == pr.C_ACK:
+            seq = int.from_bytes(payload[:4], "big")
+            if seq > st["acked"]:
+                self._acks_due.append(seq)
+        elif counter:
+            self._counter_due = counter
+
+    def _judge(self, now: float) -> None:
+        """What the latest status says of our signed commands (see SETTLE)."""
+        st = self.validator.status
+        if st is None or self._refused_base is None:
+            return
+        boot, base = self._refused_base
+        if self.status_boot != boot:  # rebooted: its count started again
+            self._refused_base, self._signed, self._judged = None, [], 0
+            return
+        if (any(st["acked"] >= seq for seq in self._acks_due)
+                or (self._counter_due and st["host_counter"] >= self._counter_due)):
+            self.key_taken = True
+        answered = self.validator.statuses - self.statuses_before  # hellos answered so far
+        judged = sum(1 for hellos, at in self._signed if hellos < answered and now - at >= SETTLE)
+        self._judged = judged
+        self.refused_ours = min(judged, max(0, st["refused"] - base))
+        if judged > self.refused_ours:
+            self.key_cleared = True
+        if self.key_verdict() == "refused" and not self._told:
+            self._told = True
+            if self.on_key_refused:
+                self.on_key_refused(self.key_refusal())
+
+    def key_verdict(self) -> str:
+        """"accepted" when the shoe did what one of our signed commands asked, or did not count
+        a judged one refused; "refused" when it counted KEY_EVIDENCE or more refused and every
+        judged one; "untested" while neither holds."""
+        if self.key_taken or self.key_cleared:
+            return "accepted"
+        if self.refused_ours >= KEY_EVIDENCE:
+            return "refused"
+        return "untested"
+
+    def key_refusal(self) -> str:
+        """The line that says the shoe refuses our command key."""
+        where = f" {self.command_key.path}" if self.command_key and self.command_key.path else ""
+        return (f"shoe {pr.shoe_id_text(self.validator.shoe_id)} refuses our commands: its "
+                f"status counts {self.refused_ours} of them refused and none took effect, so "
+                f"nothing is acknowledged (the shoe keeps every frame): --key{where} is not the "
+                "command key this shoe was provisioned with")
+
+    def check_key(self, timeout: float = KEY_CHECK_WAIT) -> str:
+        """Find out whether the shoe takes this link's command key (key_verdict()) within
+        `timeout` seconds: a signed ack of what the store holds (an ack only moves forward, so
+        at worst it does nothing), then a hello once the shoe has checked it; again while the
+        answer leaves it open. "untested" with no command key, or no answer in time."""
+        end = time.monotonic() + timeout
+        while (self.command_key is not None and self.key_verdict() == "untested"
+               and time.monotonic() < end):
+            if self._judged >= len(self._signed):  # all judged, and still open: one more
+                time.sleep(max(0.0, self.signed_at + SIGNED_GAP - time.monotonic()))
+                self._ack(self.validator.state["last_seq"])
+                if self._judged >= len(self._signed):
+                    return "untested"  # no status yet on this link: nothing to judge it by
+            time.sleep(max(0.0, min(self._signed[-1][1] + SETTLE, end) - time.monotonic()))
+            self.ask(max(min(ANSWER_WAIT, end - time.monotonic()), 0.05))
+        return self.key_verdict()
 
     def hello(self) -> None:
         """Pyserial drops what arrived before the port opened: ask the shoe where it stands and to
@@ -134,11 +232,21 @@ class HostLink:
             return []
         self.last_rx = now
         self.rx_bytes += sum(len(c) for c in chunks)
+        if len(self.heard) < HEARD:
+            self.heard += b"".join(chunks)[: HEARD - len(self.heard)]
         # One receive per read: the validator commits each read's frames as one group.
         results = [v for chunk in chunks for v in self.validator.receive(chunk)]
+        statuses = False
         for f, v, _ in results:
             if v == "accepted" and f is not None and f.type == pr.T_STATUS:
                 self.status_boot = f.boot
+                statuses = True
+            elif (v == "accepted" and f is not None and f.type == pr.T_COMMAND_REJECTED
+                  and self._counter_due
+                  and f.payload[2:6] == self._counter_due.to_bytes(4, "big")):
+                self.key_taken = True  # ours, refused for its moment: its signature held
+        if statuses:
+            self._judge(now)
         if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
             self.hello()  # something was lost on the line: the shoe resends the oldest unacked on
         last = self.validator.state["last_seq"]

@@ -11,6 +11,7 @@ shoe's signed resolution frame only says that the host gave it."""
 from __future__ import annotations
 
 import getpass
+import io
 import json
 import os
 import socket
@@ -29,6 +30,7 @@ from sabot.registry import Registry, ShoeEntry
 
 ANSWER_WAIT = 5.0  # seconds for a shoe to answer its first hello
 EFFECT_WAIT = 5.0  # seconds for a command to show in the shoe's status
+ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
 RESOLUTIONS = {"void-card": 1, "keep-dummy": 2, "void-round": 3, "end-shoe": 4}
 
 
@@ -57,14 +59,47 @@ def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
         reasons = Counter(r["reason"] for r in link.validator.rejections)
         elapsed = time.monotonic() - start
         problem = _why_silent(link, url, wait, reasons, elapsed, time.monotonic() >= end)
+        if problem and not link.rx_bytes and time.monotonic() >= end:
+            other = _other_shoe(link)  # silent to our shoe's hello: is another shoe there?
+            if other is not None and other != link.validator.shoe_id:
+                problem = (f"shoe {pr.shoe_id_text(other)} answers on {url}, not shoe "
+                           f"{pr.shoe_id_text(link.validator.shoe_id)}: another shoe on this "
+                           "port, or one the registry does not hold (--shoe-id, --registry FILE)")
         if problem:
             link.validator.store.discard_if_unused()  # nothing was stored: leave no database
             raise SabotError(problem)
 
 
+def _other_shoe(link: HostLink, wait: float = 1.0) -> int | None:
+    """The id of a shoe that answers a hello to any shoe (shoe id 0) on the link's port, or
+    None. Read here, not by the validator: another shoe's frames are no evidence of this one."""
+    deframer = pr.Deframer()
+    end = time.monotonic() + wait
+    try:
+        link.write(pr.command(None, ANY_SHOE, 0, pr.C_HELLO))
+        return _status_of_any(link, deframer, end)
+    except ConnectionError:
+        return None
+
+
+def _status_of_any(link: HostLink, deframer: pr.Deframer, end: float) -> int | None:
+    while time.monotonic() < end:
+        for chunk in link.port.read_chunks(0.1):
+            for encoded in deframer.feed(chunk):
+                try:
+                    f = pr.parse(pr.decode_frame(encoded))
+                except pr.FrameError:
+                    continue
+                if f.type == pr.T_STATUS:
+                    return f.shoe_id
+    return None
+
+
 def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], elapsed: float,
                 timed_out: bool) -> str | None:
     """Why no status came, once it is clear; None while it may still come."""
+    if at_repl(bytes(getattr(link, "heard", b""))) and elapsed >= 0.5:
+        return at_repl_line(url)
     if reasons["replayed"] and elapsed >= 1.0:  # statuses refused: all older than the store?
         behind = link.validator.behind_store()
         if behind:
@@ -88,16 +123,42 @@ def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], el
                 "did not "
                 f"answer the hello within {wait:g} s (still signing what it dealt? a longer "
                 "--wait)")
+    if timed_out and link.rx_bytes:
+        return (f"{url} does not speak the sabot protocol ({link.rx_bytes} bytes received in "
+                f"{wait:g} s, no frame of a shoe among them; wrong port or baud rate?)")
     if timed_out:
-        return (f"no shoe answered on {url} within {wait:g} s (is it powered, at this baud rate, "
-                f"and is it shoe {pr.shoe_id_text(link.validator.shoe_id)}?)")
+        return (f"no shoe answered on {url} within {wait:g} s: not a byte came back (is it "
+                f"powered, at this baud rate, and is it shoe "
+                f"{pr.shoe_id_text(link.validator.shoe_id)}?)")
     return None
+
+
+# What a MicroPython REPL says to the bytes of a hello (its Ctrl-A: the raw REPL), or at all
+REPL_SAYS = (b"raw REPL; CTRL-B to exit", b"MicroPython v", b"MicroPython ", b">>> ",
+             b'Type "help()" for more information')
+
+
+def at_repl(heard: bytes) -> bool:
+    """Whether what came back is a MicroPython REPL talking."""
+    return any(marker in heard for marker in REPL_SAYS)
+
+
+def at_repl_line(url: str) -> str:
+    """A shoe at its REPL: blank, its first deploy or its provisioning interrupted or never
+    run (a provisioned shoe offers no REPL)."""
+    return (f"{url}: the shoe is at its MicroPython REPL, not running the sabot firmware: a "
+            "blank shoe (its element not provisioned) whose first deploy or provisioning was "
+            "interrupted or never run; it deals and signs nothing. Run sabot deploy --port "
+            f"{url} --board BOARD (again: it copies the whole build), then sabot provision "
+            f"--port {url} --key FILE")
 
 
 def open_port(url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
               capture: Any = None) -> ShoePort:
-    """Open the port before anything else is created: a port that cannot be opened leaves no
-    empty database behind."""
+    """The shoe's port (ShoePort: retried until `open_timeout`). Its callers open their store
+    first, so a store that refuses never touches the port (opening it knocks the link of a
+    validator already on it off), and drop that store when the port fails (no empty database
+    left behind)."""
     return ShoePort(url, baud, open_timeout, capture)
 
 
@@ -113,17 +174,19 @@ class Operation:
         self.db = db
         self.records: list[tuple[str, dict[str, Any]]] = []
         self.on_record_user = on_record
-        port = open_port(url, baud, open_timeout)
+        # the store first: one in use, or not a sabot store, refuses before the port is opened
+        # (opening it knocks the link of the validator on it off)
+        self.validator = Validator(config, db, on_record=self._record, on_alarm=on_alarm)
         try:
-            self.validator = Validator(config, db, on_record=self._record, on_alarm=on_alarm)
+            port = open_port(url, baud, open_timeout)
         except BaseException:
-            port.close()
+            self.validator.store.discard_if_unused()  # nothing stored: no database left behind
             raise
         try:
             self.link = HostLink(port, self.validator, key)
         except BaseException:
             port.close()
-            self.validator.store.close()
+            self.validator.store.discard_if_unused()
             raise
 
     def _record(self, kind: str, rec: dict[str, Any]) -> None:
@@ -135,9 +198,16 @@ class Operation:
         return [r for k, r in self.records[since:] if k == "command_rejected"]
 
     def status(self, wait: float = ANSWER_WAIT) -> dict[str, Any]:
+        """The shoe's status, and its word on our command key ("command_key": accepted, refused
+        or untested; HostLink.check_key)."""
         st = first_status(self.link, self.url, wait)
         assert st is not None
-        return self.describe(st)
+        verdict = self.link.check_key()
+        return dict(self.describe(self.validator.status or st), command_key=verdict)
+
+    def _commands_taken(self, st: dict[str, Any]) -> None:
+        if st["command_key"] == "refused":
+            raise SabotError(self.link.key_refusal())
 
     def describe(self, st: dict[str, Any]) -> dict[str, Any]:
         unacked = st["unacked_to"] - st["unacked_from"] + 1 if st["unacked_from"] else 0
@@ -154,6 +224,7 @@ class Operation:
 
     def new_shoe(self, by: str) -> dict[str, Any]:
         st = self.status()
+        self._commands_taken(st)
         if st["phase"] == "burn_first" and st["position"] == 0:
             return dict(st, started=False)
         if st["phase"] != "ended":
@@ -179,6 +250,7 @@ class Operation:
     def resolve(self, resolution: str, by: str) -> dict[str, Any]:
         code = RESOLUTIONS[resolution]
         st = self.status()
+        self._commands_taken(st)
         if st["phase"] != "held":
             raise SabotError(f"no irregularity is pending on shoe {st['shoe']} (phase "
                              f"{st['phase']}, round {st['round']}): nothing to resolve")
@@ -319,22 +391,23 @@ def format_status(st: dict[str, Any]) -> str:
     return line
 
 
-ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
-
-
 def answering_shoe(url: str, registry: Registry | None, baud: int = DEFAULT_BAUD,
-                   wait: float = ANSWER_WAIT, config: ShoeEntry | None = None
-                   ) -> ShoeEntry | None:
+                   wait: float = ANSWER_WAIT, config: ShoeEntry | None = None,
+                   heard: bytearray | None = None) -> ShoeEntry | None:
     """The registered shoe answering on this port: a hello to `config`'s shoe, or to any shoe
     (shoe id 0), and its signed status checked with the registry's key. None when nothing
-    answers in the sabot protocol (a blank shoe at its REPL, or no shoe); a SabotError when a
-    shoe answers that the registry does not hold, or not with the key it holds."""
-    port = ShoePort(url, baud)
+    answers in the sabot protocol (a blank shoe at its REPL, another device, or no shoe; what
+    came back is added to `heard`: silence_line says which); a SabotError when a shoe answers
+    that the registry does not hold, or not with the key it holds."""
+    got = io.BytesIO()
+    port = ShoePort(url, baud, capture=got)
     try:
-        wanted = config.shoe_id if config is not None else ANY_SHOE
-        status = port.status_where(wanted, lambda f: True, wait)
+        status = _hello_answer(port, config.shoe_id if config is not None else ANY_SHOE, wait,
+                               got)
     finally:
         port.close()
+        if heard is not None:
+            heard += got.getvalue()
     if status is None:
         return None
     entry = config if config is not None else (registry.shoes.get(status.shoe_id)
@@ -350,12 +423,49 @@ def answering_shoe(url: str, registry: Registry | None, baud: int = DEFAULT_BAUD
     return entry
 
 
+def _hello_answer(port: ShoePort, shoe_id: int, wait: float, got: io.BytesIO) -> pr.Frame | None:
+    """The status answering a hello to `shoe_id` (sent every half second), or None after `wait`
+    seconds, or as soon as what came back (`got`, the port's capture) is plainly no shoe's: a
+    REPL's words, or a second of bytes without a frame."""
+    start = time.monotonic()
+    asked = 0.0
+    framed = False
+    while time.monotonic() - start < wait:
+        if time.monotonic() - asked > 0.5:
+            port.send_command(None, shoe_id, pr.C_HELLO)
+            asked = time.monotonic()
+        for _, f in port.frames(0.1):
+            if isinstance(f, pr.Frame):
+                framed = True
+                if f.type == pr.T_STATUS:
+                    return f
+        heard = got.getvalue()
+        if at_repl(heard) or (len(heard) >= 32 and not framed
+                              and time.monotonic() - start >= 1.0):
+            return None
+    return None
+
+
+def silence_line(url: str, heard: bytes, wait: float, who: str = "a shoe") -> str:
+    """Why no sabot shoe answered on `url`, from what came back (`heard`): a MicroPython REPL,
+    bytes that are no frame of a shoe, or nothing at all; each with what to do."""
+    if at_repl(heard):
+        return at_repl_line(url)
+    if heard:
+        return (f"{url} does not speak the sabot protocol ({len(heard)} bytes came back in "
+                f"{wait:g} s, no frame of a shoe among them: another device on this port, or "
+                "the wrong baud rate?)")
+    return (f"no reply from {who} on {url} within {wait:g} s: not a byte came back (powered? "
+            "the right port?)")
+
+
 def identify(url: str, registry: Registry, baud: int = DEFAULT_BAUD,
              wait: float = ANSWER_WAIT) -> ShoeEntry:
     """Which registered shoe is on this port (answering_shoe), for a registry of several shoes
     when no --shoe-id is given (a pit's registry, one shoe per port)."""
-    entry = answering_shoe(url, registry, baud, wait)
+    heard = bytearray()
+    entry = answering_shoe(url, registry, baud, wait, heard=heard)
     if entry is None:
-        raise SabotError(f"no shoe of the registry {registry.path} answered on {url} within "
-                         f"{wait:g} s (or name it with --shoe-id)")
+        raise SabotError(silence_line(url, bytes(heard), wait,
+                                      f"any shoe of the registry {registry.path}"))
     return entry

@@ -222,26 +222,33 @@ def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
              on_alarm: Callable[[dict[str, Any]], None] | None = None,
              say: Callable[[str], None] = _quiet) -> tuple[dict[str, Any], list[int]]:
     """`sabot validate`: validate the shoe on `url` into `db` until Ctrl-C or SIGTERM, `seconds`
-    or `until` (see ValidationSession.run); the validator's summary, and the shoes seen ended."""
-    # What the validator takes is kept, with a mark at each connection (audit/replay.py): not
-    # what the port reads, which includes the backlog the link drops unread when it opens.
-    capture_file = open_capture(capture)
+    or `until` (see ValidationSession.run); the validator's summary, with the shoe's word on
+    our command key ("command_key": HostLink.key_verdict), and the shoes seen ended."""
     with sigterm_interrupts():
+        # the store first: one in use or not a sabot store refuses before the port is opened
+        validator = Validator(config, db, on_record=on_record, on_alarm=on_alarm)
         try:
-            port = open_port(url, baud)  # before any database is made
+            # What the validator takes is kept, with a mark at each connection (audit/replay.py):
+            # not what the port reads, which includes the backlog the link drops unread.
+            capture_file = open_capture(capture)
+            try:
+                port = open_port(url, baud)
+            except BaseException:
+                if capture_file:
+                    capture_file.close()
+                raise
         except BaseException:
-            if capture_file:
-                capture_file.close()
-            raise
-        try:
-            validator = Validator(config, db, on_record=on_record, on_alarm=on_alarm)
-        except BaseException:
-            port.close()
+            validator.store.discard_if_unused()  # nothing stored: no database left behind
             raise
         end = time.monotonic() + seconds if seconds else None
         session = ValidationSession(validator, url, key, capture=capture_file, baud=baud, say=say)
         try:
-            session.open(port, wait)
+            link = session.open(port, wait)
+            link.on_key_refused = say  # said once, as soon as the shoe's count shows it
+            try:
+                link.check_key()
+            except ConnectionError:
+                pass  # the link went as it was asked: run() gets it back, and judges on
             session.run(until, end)
         except KeyboardInterrupt:
             pass
@@ -250,4 +257,5 @@ def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
             validator.store.close()
             if capture_file:
                 capture_file.close()
-    return validator.summary(), session.ended
+    verdict = session.link.key_verdict() if session.link else "untested"
+    return dict(validator.summary(), command_key=verdict), session.ended

@@ -25,7 +25,7 @@ from sabot import keys as keyfiles
 from sabot import protocol as pr
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
-from sabot.link.operate import answering_shoe, user_name
+from sabot.link.operate import answering_shoe, at_repl, silence_line, user_name
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.registry import Registry, ShoeEntry, public_from_xy
 from sabot.release.build import build
@@ -54,6 +54,9 @@ def mpremote(url: str, *commands: list[str], timeout: float = 120,
         code = proc.wait()
     finally:
         timer.cancel()
+        if proc.poll() is None:  # interrupted (Ctrl-C): the session goes with this command
+            proc.kill()
+            proc.wait()
         for s in (proc.stdout, proc.stderr):
             if s:
                 s.close()
@@ -129,7 +132,11 @@ def deploy(url: str, board: str, key_file: str, log: Callable[[str], Any] = prin
         raise SabotError(f"--by {by!r}: at most {pr.BY_LEN} printable ASCII characters (it is "
                          "signed into the command and recorded in the shoe's chain)")
     key = keyfiles.load(key_file) if os.path.exists(key_file) else None  # checked before all
-    shoe = answering_shoe(url, registry, baud, IDENTIFY_WAIT, config)
+    heard = bytearray()
+    # with no --shoe-id, the registered shoe that answers a hello to any shoe is the one updated
+    shoe = answering_shoe(url, registry, baud, IDENTIFY_WAIT, config, heard=heard)
+    if shoe is None and heard and not at_repl(bytes(heard)):  # no REPL to copy to either
+        raise SabotError(silence_line(url, bytes(heard), IDENTIFY_WAIT))
     if shoe is not None and key is None:
         raise SabotError(f"no command key file {key_file}: a provisioned shoe takes an update "
                          "only signed with the command key it was provisioned for")
@@ -174,7 +181,19 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
     by = by or user_name()
     port = ShoePort(url, baud)
     try:
-        channel.update(port, key, shoe, info, by, log)
+        try:
+            channel.update(port, key, shoe, info, by, log)
+        except (ConnectionError, KeyboardInterrupt) as e:
+            # an interrupted stream leaves the shoe's tree untouched (firmware/shoe/update.py)
+            state = (f"the update of shoe {pr.shoe_id_text(shoe.shoe_id)} stopped before the "
+                     "shoe switched"
+                     f"{' (link lost: ' + str(e) + ')' if isinstance(e, ConnectionError) else ''}:"
+                     " it runs and deals with the firmware it ran (nothing staged runs; its next "
+                     "boot or update records this one as interrupted); run sabot deploy again")
+            if isinstance(e, KeyboardInterrupt):
+                log(state)
+                raise
+            raise SabotError(state) from None
         st = channel.back_after_boot(port, key, shoe)
         if st["integrity"] != "ok":
             raise SabotError(f"shoe {pr.shoe_id_text(shoe.shoe_id)} booted the update but "
@@ -243,7 +262,26 @@ def _copy_to_repl(url: str, info: dict[str, Any], listing: str,
             elif name == "MANIFEST":
                 log("  copied MANIFEST")
 
-    mpremote(url, *cmds, on_line=progress)
+    done: list[str] = []
+
+    def copied(line: str) -> None:
+        words = line.split()
+        if words[:1] == ["cp"]:
+            done.append(words[-1])
+        progress(line)
+
+    try:
+        mpremote(url, *cmds, on_line=copied)
+    except (SabotError, KeyboardInterrupt) as e:
+        # what the shoe is left as: still blank, at its REPL, with part of the build
+        state = (f"the copy to {url} stopped after {len(done)} of {len(copy)} files"
+                 f"{' (' + str(e) + ')' if isinstance(e, SabotError) else ''}: the shoe is still "
+                 "blank and at its REPL, with part of the build (it runs none of it: nothing is "
+                 f"provisioned); run sabot deploy --port {url} --board {info['board']} again")
+        if isinstance(e, KeyboardInterrupt):
+            log(state)
+            raise
+        raise SabotError(state) from None
     # one session: the element's state, then the boot check of the tree (with the element)
     check = mpremote(url, ["exec", FRESH + "import maint; maint.state(); maint.check()"])
     state = element_state(check, url)

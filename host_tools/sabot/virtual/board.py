@@ -228,6 +228,33 @@ class Element:
 
 
 BLANK_EXIT = 5  # boards/virtual/main.py: a factory-fresh shoe, whose port is the REPL's
+FLASH_LOCK = ".board.lock"  # in the flash directory (the data dir: in no code digest, no deploy
+# touches it): held by the board that has the flash, from its first power-on until stop()
+
+
+def lock_flash(flash_dir: str) -> int:
+    """One board to a flash directory, as one chip is soldered to one board: an exclusive lock on
+    FLASH_LOCK, its file descriptor (closing it lets go; so does the process ending). A flash
+    another board has is refused in one line, before its element or firmware starts."""
+    path = os.path.join(flash_dir, FLASH_LOCK)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        raise SabotError(f"no flash directory {flash_dir}: provision the virtual shoe (sabot "
+                         "provision --flash DIR)") from None
+    except OSError as e:
+        raise SabotError(f"flash directory {flash_dir}: cannot make its lock ({e.strerror})"
+                         ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise SabotError(f"flash directory {flash_dir} is in use by another board (pid "
+                         f"{holder}): one board to a flash, as one chip to a board") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
 
 
 class Blank(SabotError):
@@ -271,6 +298,7 @@ class VirtualBoard:
         self.element = Element(element or element_store(self.flash_dir), sign_ms)
         self.host = host
         self.port = port or free_port()
+        self.flash_lock: int | None = None  # lock_flash's, from the first power-on to stop()
         self.proc: subprocess.Popen[bytes] | None = None
         self.indicator: tuple[int, ...] | None = None  # phase due position shoe round alarm reveal
         # (player total, banker total, winner, announcement bits) per result
@@ -290,11 +318,21 @@ class VirtualBoard:
 
     def start(self, timeout: float = 10, flash_bytes: int | None = None) -> VirtualBoard:
         """Power on. `flash_bytes` caps every file the board writes (a full flash, for tests)."""
+        took = self.flash_lock is None  # kept across power cuts: the flash stays this board's
+        if took:
+            self.flash_lock = lock_flash(self.flash_dir)
         try:
             return self._start(timeout, flash_bytes)
         except BaseException:
             self.element.stop()  # a board that will not come up leaves no element process behind
+            if took:
+                self._unlock_flash()
             raise
+
+    def _unlock_flash(self) -> None:
+        if self.flash_lock is not None:
+            os.close(self.flash_lock)
+            self.flash_lock = None
 
     def _start(self, timeout: float, flash_bytes: int | None) -> VirtualBoard:
         address = self.element.start(timeout)
@@ -453,6 +491,7 @@ class VirtualBoard:
             self._stop_board()
         finally:
             self.element.stop()
+            self._unlock_flash()
 
     def _stop_board(self) -> None:
         if self.proc is None:
