@@ -372,8 +372,11 @@ class VirtualBoard:
                                             else None)
         self.boots += 1
         self.erases_before = self.erases  # the chip counts from 0 at each power-on
+        # this power-on's own queue: the reader of a process killed just before (a power cut)
+        # may still be putting its end, which is no word on this one
         self.listening: queue.Queue[bool] = queue.Queue()
-        threading.Thread(target=self._read_indicators, args=(proc,), daemon=True).start()
+        threading.Thread(target=self._read_indicators, args=(proc, self.listening),
+                         daemon=True).start()
         try:
             self.listening.get(timeout=timeout)
         except queue.Empty:
@@ -387,7 +390,8 @@ class VirtualBoard:
             raise SabotError(f"the virtual board stopped: {err[-1] if err else 'no message'}")
         return self
 
-    def _read_indicators(self, proc: subprocess.Popen[bytes]) -> None:
+    def _read_indicators(self, proc: subprocess.Popen[bytes],
+                         listening: queue.Queue[bool]) -> None:
         for line in proc.stdout or ():
             parts = line.split()
             if parts[:1] == [b"A"] and len(parts) == 5:
@@ -410,8 +414,8 @@ class VirtualBoard:
             elif parts[:1] == [b"E"] and len(parts) == 2:
                 self.erases = self.erases_before + int(parts[1])
             elif parts[:1] == [b"L"]:
-                self.listening.put(True)
-        self.listening.put(False)
+                listening.put(True)
+        listening.put(False)
         with self.changed:
             self.changed.notify_all()
 
