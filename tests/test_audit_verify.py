@@ -444,3 +444,44 @@ def test_an_old_store_is_refused_in_one_line_by_every_reader_and_writer(cli, ope
 
     with pytest.raises(SabotError, match=r"sabot-audit/3 audit database .*new database"):
         AuditStore(str(db))  # nor does a validator append to it
+
+
+# ---- beyond a store's own reach (docs/SECURITY.md), pinned down so the claim stays exact -------
+def test_the_whole_tail_of_one_shoe_is_beyond_the_stores_own_reach(pit, tmp_path):
+    """Nothing one shoe signs refers to another: A's newest rounds deleted with every row derived
+    from them and every later status of A pass, though B's rows stored after them stay. So does
+    every row of B deleted — then only the registry says B should be there, and verify names it.
+    The shoe's own status, another host's store and the outside anchor (issue 23) close this."""
+    ids = newest_of_a(pit)
+    first = min(map(int, ids.split(",")))
+    out = check(pit, edited(
+        pit, tmp_path, f"DELETE FROM records WHERE frame_id IN ({ids})",
+        f"DELETE FROM alarms WHERE frame_id IN ({ids})",
+        f"DELETE FROM frames WHERE shoe_id={A} AND id >= {first}",
+        f"DELETE FROM link_state WHERE shoe_id={A} AND chain_no > (SELECT chain_no FROM frames"
+        f" WHERE id < {first} ORDER BY id DESC LIMIT 1)"))
+    assert out["ok"] and out["absent"] == [], out["problem"]
+    out = check(pit, edited(pit, tmp_path, *(f"DELETE FROM {t} WHERE shoe_id={B}" for t in
+                                             ("records", "alarms", "frames", "link_state"))))
+    assert out["ok"] and out["absent"] == [B], out["problem"]
+
+
+def test_frames_a_status_named_that_never_reached_the_store_are_named(cli, tmp_path):
+    """A store that ends after a status naming frames it never got (the session ended before
+    the shoe resent them, or they were deleted with everything after): named, and non-zero
+    unless --allow-holes, as a hole is."""
+    s, entry = signing_shoe(A)
+    reg = tmp_path / "shoes.json"
+    Registry(str(reg)).put(entry)
+    frames = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
+              s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4]))]
+    frames += [s.chained(pr.T_IRREGULARITY, b"\x00\x01\x00\x00" + bytes([8, 255, 0, 3]))
+               for _ in range(3)]
+    v = Validator(entry, str(tmp_path / "a.db"), watch=False)
+    v.receive(framed(*frames[:3], status(s, frames, 5, 3)))
+    v.store.close()
+    r = cli("audit", "verify", "--db", tmp_path / "a.db", "--registry", reg)
+    assert r.returncode == 1 and "missing at the store's end" in r.stderr, r.stderr
+    assert f"shoe {A:#010x} seq 4..5" in r.stderr
+    r = cli("audit", "verify", "--db", tmp_path / "a.db", "--registry", reg, "--allow-holes")
+    assert r.returncode == 0 and "never reached this store" in r.stdout, r.stderr

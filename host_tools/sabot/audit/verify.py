@@ -60,6 +60,7 @@ NOTICES = frozenset(("player_advantage", "repeated_sequence"))  # watch.py's: no
 FRAMELESS = frozenset(("missing_shoe_end",))  # a capture ending mid-shoe (Validator.finish)
 VERDICTS = frozenset(("accepted", "rejected", "deferred", "resent"))
 NOT_A_FRAME = frozenset(("bad_framing", "too_long", "too_short", "bad_version"))
+SEQUENCE = frozenset(("replayed", "boot_backwards", "sequence_gap", "chain_broken"))
 _GAP = re.compile(r"frames (\d+)\.\.(\d+) were never seen here")
 
 
@@ -311,6 +312,9 @@ class _Walk:
         self._seal(f, authentic)
         shoe = self._shoe(f.shoe_id)
         if verdict == "rejected":
+            if not f.signed and reason in SEQUENCE:
+                # decided once the next frame sealed it: that frame is stored right after it
+                self.unsealed, authentic = (rid, f), True
             self._rejected(rid, f, reason, shoe, authentic)
             return
         if not f.signed and f.type != pr.T_INITIAL_CARDS:
@@ -392,8 +396,9 @@ class _Walk:
             raise Broken(f"frame id {rid} is stored as rejected for {reason!r}, no reason a "
                          "validator gives")
         if not ok:
-            what = "its signature holds" if reason == "bad_signature" and authentic else \
-                "its signature fails" if f.signed and known and not authentic else \
+            what = "the registry holds no key for it" if not known else \
+                "its signature holds" if reason == "bad_signature" and authentic else \
+                "its signature fails" if f.signed and not authentic else \
                 "the frames stored before it say otherwise"
             raise Broken(f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq} {_type_name(f)}) "
                          f"is stored as rejected for {reason}, but {what}: its verdict was "
@@ -431,7 +436,8 @@ class _Walk:
         elif s["acked"] > st["last_seq"]:
             held.append(self._gap(shoe, st["last_seq"] + 1, s["acked"]))
             st["last_seq"], st["last_digest"] = s["acked"], b""
-        shoe.said = max(shoe.said, f.seq)
+        if not s["withheld"]:  # (a squeeze withholds the hand's finished frames until shown)
+            shoe.said = max(shoe.said, f.seq)
         shoe.raised = []
         for kind, detail in held:
             shoe.emit(kind, detail)
