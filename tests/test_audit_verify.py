@@ -314,6 +314,24 @@ def test_a_link_state_row_deleted_in_the_middle_is_found(pit, tmp_path):
     found(check(pit, db), "link state")
 
 
+def test_a_tilt_raised_again_by_a_later_session_passes_and_the_first_is_required(tmp_path):
+    """A validator raises tilt at the first tilted status it sees; a later session on the same
+    store raises it again while the shoe is still tilted. Both stores are honest; without the
+    first alarm the store is not."""
+    s, entry = signing_shoe(A)
+    Registry(str(tmp_path / "shoes.json")).put(entry)
+    frames = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02")]
+    db = tmp_path / "audit.db"
+    for n in (1, 2):
+        v = Validator(entry, str(db), watch=False)
+        v.receive(framed(*frames[: 2 - n], status(s, frames, 1, 1, integrity=2)))
+        v.store.close()
+        assert [a["kind"] for a in v.alarms] == ["tilt"]
+    assert check(tmp_path, db)["ok"]
+    out = check(tmp_path, edited(tmp_path, tmp_path, "DELETE FROM alarms WHERE id = 1"))
+    found(out, "tilt", "does not hold")
+
+
 # ---- gap alarms are derived, never read ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def content(tmp_path_factory):

@@ -141,7 +141,6 @@ class _Shoe:
         self.row: tuple[Any, ...] | None = None  # its latest link_state row
         self.tilted = False  # its latest authentic status said tilt
         self.said = 0  # the newest frame an authentic status of it named
-        self.frames = 0
         self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
         # seq -> what an operator entry may name there: ("resolve", record) given from the host,
         # ("new_shoe", record, the shoe that ended before it)
@@ -475,7 +474,6 @@ class _Walk:
         shoe.anchored = True
         st["last_seq"], st["last_digest"], st["last_boot"] = f.seq, f.digest, f.boot
         shoe.stored[f.seq] = f.digest
-        shoe.frames += 1
         self.counts["frames"] += 1
         shoe.raised = []
         for kind, detail in held:
