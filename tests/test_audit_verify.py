@@ -332,6 +332,26 @@ def test_a_tilt_raised_again_by_a_later_session_passes_and_the_first_is_required
     found(out, "tilt", "does not hold")
 
 
+def test_an_unsigned_frame_met_again_before_its_seal_is_stored_deferred_and_verifies(tmp_path):
+    """After a reconnect the shoe resends an initial_cards whose seal had not come: the first copy
+    is stored deferred, the second is sealed and taken (validator.py); an honest store."""
+    s, entry = signing_shoe(A)
+    Registry(str(tmp_path / "shoes.json")).put(entry)
+    cards = bytes([8 * 4, 7 * 4 + 1, 12 * 4, 8 * 4 + 3])  # 9S 8H KS 9C: P 9S KS, B 8H 9C
+    frames = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
+              s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4])),
+              s.chained(pr.T_INITIAL_CARDS, struct.pack(">HH", 1, 1) + cards),
+              s.chained(pr.T_RESULT, struct.pack(">HH", 1, 1) + bytes([0x22, 0])
+                        + bytes([cards[0], cards[2], cards[1], cards[3]]) + b"\x00\x05\x00")]
+    v = Validator(entry, str(tmp_path / "audit.db"), watch=False)
+    v.receive(framed(*frames[:3]))
+    v.receive(framed(frames[2], frames[3]))
+    v.store.close()
+    assert v.counts["deferred"] == 1 and v.counts["rejected"] == 0 and v.alarms == []
+    out = check(tmp_path, tmp_path / "audit.db")
+    assert out["ok"] and out["frames"] == 4, out["problem"]
+
+
 # ---- gap alarms are derived, never read ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def content(tmp_path_factory):

@@ -142,6 +142,7 @@ class _Shoe:
         self.tilted = False  # its latest authentic status said tilt
         self.said = 0  # the newest frame an authentic status of it named
         self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
+        self.unseen = 0  # met at its first frame past seq 1: the seqs before it (resends)
         # seq -> what an operator entry may name there: ("resolve", record) given from the host,
         # ("new_shoe", record, the shoe that ended before it)
         self.effects: dict[int, tuple[Any, ...]] = {}
@@ -285,17 +286,15 @@ class _Walk:
         self._end_of_read(received_at)
         self.last_frame_id = rid
         columns = (key_id, shoe_id, boot, seq, type_name)
+        if columns == (None,) * 5 and verdict == "rejected":  # the validator could not parse it
+            self._seal(None, False)
+            self._not_a_frame(rid, raw, reason)
+            return
         try:
             f = pr.parse(raw)
         except pr.FrameError as e:
-            self._seal(None, False)
-            if verdict != "rejected":
-                raise Broken(f"frame id {rid} is not a frame ({e.reason})") from None
-            if columns != (None,) * 5:
-                raise Broken(f"frame id {rid}: its columns name a frame header its bytes do not "
-                             "hold") from None
-            self._not_a_frame(rid, raw, reason, e.reason)
-            return
+            raise Broken(f"frame id {rid} is stored as a shoe's frame, but its bytes are none "
+                         f"({e.reason})") from None
         header = (f.key_id, f.shoe_id, f.boot, f.seq, pr.TYPES.get(f.type) or _type_name(f))
         if columns != header:
             differ = _differ(("key_id", "shoe_id", "boot", "seq", "type"), columns, header)
@@ -318,16 +317,21 @@ class _Walk:
             return
         if not f.signed and f.type != pr.T_INITIAL_CARDS:
             raise Broken(f"frame id {rid} is an unsigned {_type_name(f)}: no shoe frame")
-        if not f.signed:
+        if not f.signed and verdict != "deferred":
             self.unsealed = (rid, f)
         if verdict == "resent":
-            if f.type not in pr.CHAINED or shoe.stored.get(f.seq) != f.digest \
-                    or f.seq > shoe.st["last_seq"]:
+            # a copy of a stored frame, or (a replay anchored past them) of one never seen here
+            unseen = f.seq not in shoe.stored and f.seq <= shoe.unseen
+            if f.type not in pr.CHAINED or f.seq > shoe.st["last_seq"] or not (
+                    shoe.stored.get(f.seq) == f.digest or unseen):
                 raise Broken(f"frame id {rid} is stored as resent, but it is no copy of a frame "
                              f"of shoe {_sid(f.shoe_id)} stored before it")
             return
         if verdict == "deferred":
-            if f.type not in pr.CHAINED or (shoe.anchored and f.seq <= shoe.st["last_seq"] + 1):
+            # not taken (it comes again): only an unsigned one met again before its seal, or a
+            # frame met live before the status, or past a gap, answering the link's hello
+            if f.type not in pr.CHAINED or (f.signed and shoe.anchored
+                                            and f.seq <= shoe.st["last_seq"] + 1):
                 raise Broken(f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq}) is stored as "
                              "deferred, but a validator would have decided it")
             return
@@ -351,13 +355,20 @@ class _Walk:
             raise Broken(f"frame id {pid} (shoe {_sid(p.shoe_id)} seq {p.seq}, unsigned) is not "
                          "sealed by the frame stored after it: its content is not the shoe's")
 
-    def _not_a_frame(self, rid: int, raw: bytes, reason: str | None, why: str) -> None:
+    def _not_a_frame(self, rid: int, raw: bytes, reason: str | None) -> None:
+        """A rejected frame the validator could not parse: its bytes say why (as the validator
+        stored them: still COBS-encoded when that failed, decoded otherwise)."""
+        if reason == "truncated":
+            return  # a capture ending inside a frame (Validator.finish): no frame to judge
         try:
-            pr.decode_frame(raw)
-            cobs_ok = True
-        except pr.FrameError:
-            cobs_ok = False
-        if reason != why and not (reason == "bad_framing" and not cobs_ok):
+            if reason == "bad_framing":
+                pr.decode_frame(raw)
+            else:
+                pr.parse(raw)
+            why = "a frame"
+        except pr.FrameError as e:
+            why = e.reason
+        if why != reason:
             raise Broken(f"frame id {rid} is stored as rejected ({reason}), but its bytes say "
                          f"{why}")
 
@@ -464,6 +475,7 @@ class _Walk:
         if not shoe.anchored:
             if f.seq != 1:
                 held.append(self._gap(shoe, 1, f.seq - 1))
+                shoe.unseen = f.seq - 1
         elif f.seq <= st["last_seq"]:
             raise Broken(f"{where}: seq {f.seq} is stored again after seq {st['last_seq']}")
         elif f.seq != st["last_seq"] + 1:
