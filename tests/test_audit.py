@@ -539,28 +539,11 @@ def test_a_store_ahead_of_its_shoe_is_named_and_nothing_stops(tmp_path):
 
 
 def rechain(db):
-    """What an insider with write access does after an edit: renumber and rehash every row."""
-    from sabot.audit.store import COLUMNS, GENESIS, row_hash
+    """What an insider with write access does after an edit: renumber and rehash every row
+    (test_audit_verify.py)."""
+    from test_audit_verify import rechain as insider
 
-    con = sqlite3.connect(db)
-    for t in COLUMNS:
-        for op in ("u", "d"):
-            con.execute(f"DROP TRIGGER IF EXISTS {t}_append_only_{op}")
-    store = AuditStore(str(db), writer=False)
-    rows = list(store.rows())
-    store.close()
-    prev = GENESIS
-    for no, (table, rid, _, values, _) in enumerate(rows, 1):
-        prev = row_hash(prev, table, no, rid, values)
-        con.execute(f"UPDATE {table} SET chain_no=?, row_hash=? WHERE id=?", (-no, prev, rid))
-    for t in COLUMNS:
-        con.execute(f"UPDATE {t} SET chain_no = -chain_no")
-    from sabot.audit.store import TRIGGERS
-
-    for sql in TRIGGERS.values():
-        con.execute(sql)
-    con.commit()
-    con.close()
+    insider(db)
 
 
 @pytest.mark.board

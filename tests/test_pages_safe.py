@@ -27,7 +27,6 @@ from sabot import protocol as pr
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.game.cards import shuffled_shoe
-from sabot.link.operate import operations_path
 from sabot.pit.markup import Html, document, el, join
 from sabot.pit.pages import SECURITY_HEADERS, Pit, build_app, web_server
 from sabot.registry import Registry, ShoeEntry
@@ -177,11 +176,13 @@ def edit_every_field(db, value, entries):
                  col("integrity_checks.result", required=True), b"\0"))
     con.execute("INSERT INTO meta (chain_no, name, value, row_hash) VALUES (?,?,?,?)",
                 (chain_no(), bind(str(value("meta.name"))), col("meta.value"), b"\0"))
+    con.execute("INSERT INTO operations (chain_no, logged_at, shoe_id, seq, operation, entry,"
+                " row_hash) VALUES (?,0,?,?,?,?,?)",  # the operator log, in the store
+                (chain_no(), c, col("operations.seq"), col("operations.operation", required=True),
+                 dumps({k: value(f"operations.{k}") for k in (
+                     "at", "host", "user", "operation", "by", "shoe_id", "shoe", "what")}), b"\0"))
     con.commit()
     con.close()
-    with open(operations_path(str(db)), "a") as f:  # the operator log beside the store
-        f.write(dumps({k: value(f"operations.{k}") for k in (
-            "at", "host", "user", "operation", "by", "shoe_id", "shoe", "what")}) + "\n")
 
 
 def markup_registry(tmp_path, first_id):

@@ -2,10 +2,11 @@
 
 Every frame received is kept raw with its verdict; accepted rounds and events are kept decoded (so
 `sabot history` can reconstruct any hand in a dispute, 627a.11(c), 631a.12(c)), with the alarms
-raised on them and the validator's link state after each read. Every row of every table carries a
-place in one chain (`chain_no`) and a hash over its content and the previous row's hash: an
-inserted, altered or deleted row breaks the chain, and triggers refuse UPDATE and DELETE outright.
-`sabot audit verify` (audit/verify.py) re-checks all of it from the raw frames.
+raised on them, the validator's link state after each read and the operator log (who started a
+shoe or gave a resolution, naming the signed frame that shows it). Every row of every table
+carries a place in one chain (`chain_no`) and a hash over its content and the previous row's hash:
+an inserted, altered or deleted row breaks the chain, and triggers refuse UPDATE and DELETE
+outright. `sabot audit verify` (audit/verify.py) re-checks all of it from the raw frames.
 
 One validator writes a database at a time (a lock file beside it says which); readers open it
 read-only and never write to a file that is not a sabot database. This module is the only one that
@@ -28,7 +29,11 @@ from typing import Any, NamedTuple, Protocol
 
 from sabot.errors import SabotError
 
-SCHEMA_VERSION = "sabot-audit/3"  # 3: protocol v2 (signatures, digest chains)
+SCHEMA_VERSION = "sabot-audit/4"  # 4: the operator log in the chain; 3: protocol v2
+# what an older store lacks, for the line that refuses it (an append-only chained store is not
+# migrated: its own triggers forbid rewriting its schema row, and an old operator log names no
+# frame that audit verify could check it against)
+OLDER = {"sabot-audit/3": "its operator log is a file beside it, outside the row chain"}
 GENESIS = bytes(32)  # the hash before the first row
 
 # Each table's columns, in the order they are hashed (after chain_no, before row_hash).
@@ -42,9 +47,13 @@ COLUMNS = {
                    "inventory"),
     "integrity_checks": ("checked_at", "shoe_id", "seed", "expected", "answer", "integrity",
                          "result"),
+    # the operator log: `entry` is the JSON object `history --operations` prints; (shoe_id, seq)
+    # names the shoe's signed frame that shows what the operator did
+    "operations": ("logged_at", "shoe_id", "seq", "operation", "entry"),
 }
 _TYPES = {"received_at": "REAL NOT NULL", "raised_at": "REAL NOT NULL",
-          "checked_at": "REAL NOT NULL",
+          "checked_at": "REAL NOT NULL", "logged_at": "REAL NOT NULL",
+          "operation": "TEXT NOT NULL", "entry": "TEXT NOT NULL",
           "raw": "BLOB NOT NULL", "last_digest": "BLOB NOT NULL", "verdict": "TEXT NOT NULL",
           "kind": "TEXT NOT NULL", "record": "TEXT NOT NULL", "name": "TEXT NOT NULL UNIQUE",
           "result": "TEXT NOT NULL", "inventory": "TEXT NOT NULL"}
@@ -72,17 +81,16 @@ INDEXES = ("CREATE INDEX IF NOT EXISTS records_by_round ON records (shoe_id, sho
 def row_hash(prev: bytes, table: str, chain_no: int, rid: int, values: Sequence[Any]) -> bytes:
     """The hash that chains a row to the one before it: over the table, its place, its id and its
     content, each value length-prefixed and typed so no two rows encode alike."""
-    h = hashlib.sha256(prev)
-    h.update(f"{table}:{chain_no}:{rid}".encode())
+    parts = [prev, f"{table}:{chain_no}:{rid}".encode()]  # hashed as one: fewer calls
     for v in values:
         if v is None:
-            h.update(b"N")
-            continue
-        data = v if isinstance(v, bytes) else repr(v).encode()
-        h.update(b"B" if isinstance(v, bytes) else b"V")
-        h.update(len(data).to_bytes(4, "big"))
-        h.update(data)
-    return h.digest()
+            parts.append(b"N")
+        elif isinstance(v, bytes):
+            parts += (b"B", len(v).to_bytes(4, "big"), v)
+        else:
+            data = repr(v).encode()
+            parts += (b"V", len(data).to_bytes(4, "big"), data)
+    return hashlib.sha256(b"".join(parts)).digest()
 
 
 class FrameHeader(Protocol):
@@ -162,8 +170,7 @@ def refuse_unwritable(path: str) -> None:
         raise SabotError(f"{path} is not a sabot audit database (its tables are another "
                          "program's): a validator writes only its own store")
     if row and row[0] != SCHEMA_VERSION:
-        raise SabotError(f"{path} is a {row[0]} audit database (an older link protocol); this "
-                         f"sabot writes {SCHEMA_VERSION}: validate into a new database")
+        raise SabotError(_not_this_schema(path, row[0]))
 
 
 def _refuse_held(path: str) -> None:
@@ -183,6 +190,16 @@ def _refuse_held(path: str) -> None:
                          ) from None
     finally:
         os.close(fd)  # and with it a lock taken here
+
+
+def _not_this_schema(path: str, version: Any) -> str:
+    """The one line refusing a database this sabot does not read or write."""
+    if not isinstance(version, str) or not version.startswith("sabot-audit/"):
+        return f"{path} is not a sabot audit database"
+    why = OLDER.get(version, "an older link protocol")
+    return (f"{path} is a {version} audit database ({why}); this sabot reads and writes "
+            f"{SCHEMA_VERSION}: validate into a new database, and read or verify that one with "
+            "the sabot that wrote it")
 
 
 class StoreUnreadable(SabotError):
@@ -252,7 +269,7 @@ class AuditStore:
             if not version or version[0] != SCHEMA_VERSION:
                 with contextlib.suppress(Exception):
                     self.db.close()
-                raise SabotError(f"{self.path} is not a sabot audit database")
+                raise SabotError(_not_this_schema(self.path, version and version[0]))
         try:
             head = self.db.execute(
                 " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
@@ -288,9 +305,7 @@ class AuditStore:
         if have:
             row = self.db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
             if row and row[0] != SCHEMA_VERSION:
-                raise SabotError(f"{self.path} is a {row[0]} audit database (an older link "
-                                 f"protocol); this sabot writes {SCHEMA_VERSION}: validate into "
-                                 "a new database")
+                raise SabotError(_not_this_schema(self.path, row[0]))
         self.db.execute("BEGIN IMMEDIATE")
         for t in COLUMNS:
             self.db.execute(_table_sql(t))
@@ -393,6 +408,14 @@ class AuditStore:
         if current != values:
             self._add("link_state", values)
 
+    def log_operation(self, entry: Mapping[str, Any], shoe_id: int, seq: int) -> None:
+        """One operator action, durable before the command returns: `entry` as `history
+        --operations` prints it (who, from which login and host, what), and the seq of the
+        shoe's signed frame that shows it was done (its resolution, its new shoe's start)."""
+        self.begin()
+        self._add("operations", (self._now, shoe_id, seq, entry["operation"], json.dumps(entry)))
+        self.commit()
+
     def log_integrity(self, r: Mapping[str, Any]) -> None:
         self.begin()
         self._add("integrity_checks", (time.time(), r["shoe_id"], r["seed"], r["expected"],
@@ -478,13 +501,6 @@ class AuditStore:
                                    " ORDER BY id").fetchall()
         return [(fid, json.loads(text)) for fid, text in rows]
 
-    def records_by_frame(self) -> dict[int, tuple[str, dict[str, Any]]]:
-        """frame id -> (kind, record) of every stored record, each exactly as its frame decoded."""
-        with self._reading():
-            rows = self.db.execute("SELECT frame_id, kind, record FROM records"
-                                   " ORDER BY id").fetchall()
-        return {fid: (kind, json.loads(text)) for fid, kind, text in rows}
-
     def alarms(self, shoe_id: int | None = None, shoe: int | None = None) -> list[dict[str, Any]]:
         q = "SELECT kind, shoe_id, shoe, round, detail, frame_id FROM alarms WHERE 1=1"
         args: list[object] = []
@@ -512,33 +528,14 @@ class AuditStore:
         with self._reading():
             return {fid for (fid,) in self.db.execute("SELECT frame_id FROM alarms")}
 
-    def alarm_kinds_by_frame(self) -> dict[int | None, list[str]]:
-        """frame id -> the kinds of the alarms stored on it, in the order stored (a kind twice
-        when stored twice)."""
-        out: dict[int | None, list[str]] = {}
+    def operations(self, shoe_id: int | None = None) -> list[dict[str, Any]]:
+        """The operator log in the order written, each entry as it was logged."""
+        q, args = "SELECT entry FROM operations", []
+        if shoe_id is not None:
+            q, args = q + " WHERE shoe_id=?", [shoe_id]
         with self._reading():
-            for fid, kind in self.db.execute("SELECT frame_id, kind FROM alarms ORDER BY id"):
-                out.setdefault(fid, []).append(kind)
-        return out
-
-    def accepted_frames(self) -> Iterator[tuple[int, bytes, str | None]]:
-        """(id, raw, type name) of every accepted frame, in id order (the order received)."""
-        with self._reading():
-            yield from self.db.execute(
-                "SELECT id, raw, type FROM frames WHERE verdict='accepted' ORDER BY id")
-
-    def gap_statuses(self, shoe_id: int, after: bytes, before: bytes) -> list[bytes]:
-        """The raw status frames carrying a sequence_gap alarm of shoe device `shoe_id`, stored
-        between the frames whose raw bytes are `after` and `before` (the first frame stored with
-        each)."""
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT s.raw FROM alarms a JOIN frames s ON s.id = a.frame_id"
-                " WHERE a.kind='sequence_gap' AND s.type='status' AND a.shoe_id=?"
-                " AND s.id > (SELECT id FROM frames WHERE raw=? LIMIT 1)"
-                " AND s.id < (SELECT id FROM frames WHERE raw=? LIMIT 1)",
-                (shoe_id, after, before)).fetchall()
-        return [raw for (raw,) in rows]
+            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
+        return [json.loads(text) for (text,) in rows]
 
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         """Every row of every table in chain order: (table, id, chain_no, values, row_hash)."""

@@ -39,6 +39,7 @@ def contract_round(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 LINK_KEY = 0  # link state is kept per shoe, whatever result key version signs its frames
+TILT_DETAIL = "the shoe's code does not match its MANIFEST: it deals nothing"
 
 
 class Validator:
@@ -362,10 +363,11 @@ class Validator:
         whose state this validator does not have — can never be seen here: re-anchor after them,
         with an alarm, instead of rejecting every later frame as a gap."""
         st = self.state
+        # one alarm per tilt this validator sees begin (audit verify derives the same from the
+        # stored statuses: after a status that did not say tilt, or as its first)
         if status["integrity"] == "tilt" and not self._tilt_seen:
-            self._tilt_seen = True
-            self._deferred.append(("tilt", "the shoe's code does not match its MANIFEST: it "
-                                   "deals nothing"))
+            self._deferred.append(("tilt", TILT_DETAIL))
+        self._tilt_seen = status["integrity"] == "tilt"
         if not self.anchored:
             # The first status a validator gets: the shoe holds frames from unacked_from on;
             # everything before was acknowledged elsewhere and can never be seen here.

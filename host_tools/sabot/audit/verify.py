@@ -1,30 +1,67 @@
 """`sabot audit verify`: re-verify an audit store from its raw frames and check its own row chain.
 
-What it proves, and what it cannot (docs/SECURITY.md): every stored row still has the hash that
-chains it to the row before (an inserted, altered or deleted row breaks the chain where it
-happened); every trigger that makes the store append-only is still there, word for word; every
-accepted frame still carries a valid signature of the shoe's result key (from the shoe registry:
-public keys only) or, unsigned (initial_cards), is sealed by the next accepted frame of its shoe,
-follows its predecessor in seq and digest chain (or a stored sequence_gap alarm says why not),
-and decodes to exactly the record stored for it; every stored
-round is the one the host's rules deal, or a stored alarm says it is not. Someone who rewrites
-the whole tail of every table and recomputes the chain is caught only by the shoe itself: the shoe
-holds its frames until they are acknowledged, and its status reports the seq it was acknowledged
-to."""
+The row chain has no secret: an insider who can write the database can recompute it after any
+edit. So everything a store says is derived again from what no insider can make — the frames the
+shoe signed and the statuses it signed — walking the store once in chain order, as its validators
+wrote it, and compared row by row, column by column:
+- every trigger that makes the store append-only is still there, word for word, and every row
+  still chains to the one before;
+- every frame row's columns are its raw frame's header; every accepted frame carries a valid
+  signature of the shoe's result key (public keys from the registry) or, unsigned (initial_cards),
+  is sealed by the frame stored right after it; it follows its predecessor in seq and digest chain,
+  or the shoe's own status said the frames between were acknowledged elsewhere;
+- each rejected frame's stored reason holds for its bytes (a bad signature really fails, a
+  replayed frame really is authentic and old, ...);
+- each accepted chained frame has exactly one record, stored right after it, every column what
+  the frame says;
+- the alarms on each frame are exactly those its validator raised: the content alarms (the
+  shoe's accounting run again), `sequence_gap` (derived from the frames' seqs and the authentic
+  statuses, never read from the alarms table) and `tilt` (from the statuses), every column;
+- every link_state row is the validator's state at that point, and every read that changed it
+  stored it;
+- every authentic status's newest frame is stored or the store names it as missing; every
+  operator entry names the signed frame that shows what it says, and every resolution the shoe
+  signed as given from the host has its entry.
+What it cannot prove — rows no shoe signed and nothing later signed refers to — is listed in
+docs/SECURITY.md ("Rewriting the audit store")."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from sabot import protocol as pr
 from sabot.audit.accounts import ShoeAccounts
-from sabot.audit.store import COLUMNS, GENESIS, TRIGGERS, AuditStore, StoreUnreadable, row_hash
+from sabot.audit.store import (
+    COLUMNS,
+    GENESIS,
+    SCHEMA_VERSION,
+    TRIGGERS,
+    AuditStore,
+    StoreUnreadable,
+    row_hash,
+)
+from sabot.audit.validator import LINK_KEY, TILT_DETAIL
 from sabot.errors import SabotError
-from sabot.game import rules
 from sabot.registry import ShoeEntry
+
+# the alarms a frame's content raises: derived again from the frames, they must be those stored
+CONTENT_ALARMS = frozenset((
+    "rules_mismatch", "announcement_mismatch", "burn_mismatch", "missing_burn",
+    "round_out_of_order", "initial_cards_mismatch", "dummy_mismatch", "resolution_mismatch",
+    "inventory_exceeded", "inventory_mismatch", "config_mismatch", "malformed_payload",
+    "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end", "firmware_update",
+    "update_refused", "rekey"))
+DERIVED = CONTENT_ALARMS | {"sequence_gap", "tilt"}
+NOTICES = frozenset(("player_advantage", "repeated_sequence"))  # watch.py's: not derived here
+FRAMELESS = frozenset(("missing_shoe_end",))  # a capture ending mid-shoe (Validator.finish)
+VERDICTS = frozenset(("accepted", "rejected", "deferred", "resent"))
+NOT_A_FRAME = frozenset(("bad_framing", "too_long", "too_short", "bad_version"))
+SEQUENCE = frozenset(("replayed", "boot_backwards", "sequence_gap", "chain_broken"))
+_GAP = re.compile(r"frames (\d+)\.\.(\d+) were never seen here")
 
 
 class Broken(Exception):
@@ -36,23 +73,22 @@ def _norm(sql: str) -> str:
 
 
 def verify(path: str, configs: Mapping[int, ShoeEntry]) -> dict[str, Any]:
-    """{"ok", "frames", "rounds", "rows", "problem"} for the store at `path`; `configs` maps shoe
-    ids to their registry entries: their public keys verify every signature, their configuration
-    derives the alarms again."""
+    """{"ok", "frames", "rounds", "rows", "holes", "unstored", "starts", "absent", "problem"} for
+    the store at `path`; `configs` maps shoe ids to their registry entries: their public keys
+    verify every signature, their configuration derives the alarms again."""
     store = AuditStore(path, writer=False)
-    counts: dict[str, Any] = {"frames": 0, "rounds": 0, "rows": 0, "holes": []}
+    walk = _Walk(configs)
     try:
         _check_triggers(store)
-        counts["rows"] = _check_chain(store)
-        _check_frames(store, configs, counts)
-        _check_alarms(store, configs)
+        _check_chain_places(store)
+        walk.run(store)
     except StoreUnreadable as e:
-        return {"ok": False, **counts, "problem": f"the store cannot be read ({e.reason})"}
+        return {"ok": False, **walk.counts, "problem": f"the store cannot be read ({e.reason})"}
     except Broken as e:
-        return {"ok": False, **counts, "problem": str(e)}
+        return {"ok": False, **walk.counts, "problem": str(e)}
     finally:
         store.close()
-    return {"ok": True, **counts, "problem": None}
+    return {"ok": True, **walk.counts, "problem": None}
 
 
 def _check_triggers(store: AuditStore) -> None:
@@ -70,182 +106,577 @@ def _check_triggers(store: AuditStore) -> None:
             raise Broken(f"table {table} is missing")
 
 
-def _check_chain(store: AuditStore) -> int:
-    prev, expect = GENESIS, 1
-    for table, rid, no, values, h in store.rows():
-        if no != expect:
-            raise Broken(f"row {expect} of the chain is missing (deleted); the next is {table} "
-                         f"id {rid}")
-        if row_hash(prev, table, no, rid, values) != h:
-            raise Broken(f"{table} id {rid} (row {no} of the chain) was altered or inserted")
-        prev, expect = h, expect + 1
+def _check_chain_places(store: AuditStore) -> None:
     for table, (n, seen) in store.chain_counts().items():  # a row outside the chain (chain_no
         if n != seen:  # reused) cannot hide either
             raise Broken(f"{table} holds rows outside the chain")
-    return expect - 1
 
 
-def _signed_by_shoe(configs: Mapping[int, ShoeEntry], f: pr.Frame, fid: int) -> None:
-    """Broken unless the frame carries a valid signature of its shoe's result key version."""
-    entry = configs.get(f.shoe_id)
-    if entry is None:
-        raise Broken(f"shoe {f.shoe_id} is not in the shoe registry: its frames cannot be "
-                     "verified (pass the registry that holds its public keys: --registry FILE)")
-    try:
-        key = entry.public_key(f.key_id)
-    except SabotError as e:
-        raise Broken(str(e)) from None
-    if key is None:
-        raise Broken(f"the registry holds no public key version {f.key_id} for shoe "
-                     f"{f.shoe_id}: frame id {fid} cannot be verified")
-    if not pr.verify(key, f):
-        raise Broken(f"frame id {fid} (shoe {f.shoe_id} seq {f.seq}) does not carry a valid "
-                     f"signature of the shoe's key version {f.key_id}")
+def _type_name(f: pr.Frame) -> str:
+    return pr.TYPES.get(f.type, f"0x{f.type:02x}")
 
 
-def _check_frames(store: AuditStore, configs: Mapping[int, ShoeEntry],
-                  counts: dict[str, Any]) -> None:
-    alarms = {fid: set(kinds) for fid, kinds in store.alarm_kinds_by_frame().items()}
-    records = store.records_by_frame()
-    last: dict[int, pr.Frame] = {}
-    unsealed: dict[int, tuple[int, pr.Frame]] = {}  # shoe id -> an accepted unsigned frame
-    seen: set[int] = set()
-    for fid, raw, type_name in store.accepted_frames():
-        if type_name is None:
-            continue
+def _sid(shoe_id: Any) -> str:
+    return f"{shoe_id:#010x}" if isinstance(shoe_id, int) else repr(shoe_id)
+
+
+def _differ(names: tuple[str, ...], have: tuple[Any, ...], want: tuple[Any, ...]) -> str:
+    return ", ".join(n for n, a, b in zip(names, have, want, strict=True) if a != b)
+
+
+class _Shoe:
+    """One shoe device as its validators saw it, derived again from its stored frames: the link
+    state they stored after each read (last seq, digest and boot, the host counter, the shoe's
+    accounts) and what only the walk needs."""
+
+    def __init__(self, shoe_id: int, config: ShoeEntry) -> None:
+        self.shoe_id = shoe_id
+        self.config = config
+        self.st: dict[str, Any] = {"last_seq": 0, "last_digest": b"", "last_boot": 0,
+                                   "host_counter": 0, "inventory": {}}
+        self.raised: list[tuple[Any, ...]] = []  # alarms derived for the frame at hand
+        self.accounts = ShoeAccounts(config, self.st, self._alarm)
+        self.anchored = False  # an accepted chained frame or status of it is stored
+        self.linked = False  # a link_state row of it is stored: a restarted validator anchors
+        self.row: tuple[Any, ...] | None = None  # its latest link_state row
+        self.tilted = False  # its latest authentic status said tilt
+        self.said = 0  # the newest frame an authentic status of it named
+        self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
+        self.unseen = 0  # met at its first frame past seq 1: the seqs before it (resends)
+        # seq -> what an operator entry may name there: ("resolve", record) given from the host,
+        # ("new_shoe", record, the shoe that ended before it)
+        self.effects: dict[int, tuple[Any, ...]] = {}
+
+    def _alarm(self, kind: str, detail: str, **where: Any) -> None:
+        inv = self.st.get("inventory") or {}
+        self.raised.append((kind, where.get("shoe", inv.get("shoe")), where.get("round"), detail))
+
+    def emit(self, kind: str, detail: Any) -> None:
+        """An alarm the validator held until the frame was stored (a gap, a tilt): raised with the
+        accounts as they are once the frame's sequence is decided."""
+        self._alarm(kind, detail)
+
+    def link_values(self) -> tuple[Any, ...]:
+        st = self.st
+        return (LINK_KEY, self.shoe_id, st["last_seq"], st["last_digest"], st["last_boot"],
+                st["host_counter"], json.dumps(st["inventory"], sort_keys=True))
+
+
+class _Frame(NamedTuple):
+    """An accepted frame being checked: the rows stored with it follow it in the chain."""
+
+    id: int
+    frame: pr.Frame
+    shoe: _Shoe
+    received_at: float
+    record: tuple[Any, ...] | None  # the record row it must have, or None
+    derived: list[tuple[Any, ...]]  # (kind, shoe, round, detail) of the alarms it raises
+
+
+def _alarm_key(kind: str, shoe: Any, rnd: Any, detail: Any) -> tuple[Any, ...]:
+    if kind == "sequence_gap":  # the range is derived; the reason in brackets is the validator's
+        m = _GAP.match(detail) if isinstance(detail, str) else None
+        detail = (int(m[1]), int(m[2])) if m else detail
+    return (kind, shoe, rnd, detail)
+
+
+def _gap_text(detail: Any) -> str:
+    return f"frames {detail[0]}..{detail[1]}" if isinstance(detail, tuple) else repr(detail)
+
+
+class _Walk:
+    """One pass over every row of the store in chain order."""
+
+    def __init__(self, configs: Mapping[int, ShoeEntry]) -> None:
+        self.configs = configs
+        self.counts: dict[str, Any] = {"frames": 0, "rounds": 0, "rows": 0, "holes": [],
+                                       "unstored": [], "starts": [], "absent": []}
+        self.shoes: dict[int, _Shoe] = {}
+        self.keys: dict[tuple[int, int], Any] = {}
+        self.frame: _Frame | None = None  # the accepted frame whose rows follow
+        self.stored_alarms: list[tuple[int, tuple[Any, ...]]] = []  # (alarm id, key) on it
+        self.record_seen = False
+        self.optional: tuple[Any, ...] | None = None  # an alarm the frame may carry or not
+        self.unsealed: tuple[int, pr.Frame] | None = None  # an unsigned frame: sealed by the next
+        self.batch: Any = object()  # the receive time of the read being walked (one per read)
+        self.touched: set[int] = set()  # shoes whose state a frame of this read changed
+        self.last_frame_id = 0
+        self.claimed: set[tuple[int, int]] = set()  # (shoe id, seq) an operator entry names
+        self.meta: list[tuple[Any, ...]] = []
+
+    def run(self, store: AuditStore) -> None:
+        prev, expect = GENESIS, 1
+        last_ids: dict[str, int] = {}
+        for table, rid, no, values, h in store.rows():
+            if no != expect:
+                raise Broken(f"row {expect} of the chain is missing (deleted); the next is {table}"
+                             f" id {rid}")
+            if row_hash(prev, table, no, rid, values) != h:
+                raise Broken(f"{table} id {rid} (row {no} of the chain) was altered or inserted")
+            # a table's ids are handed out one by one in the order its rows are stored (not
+            # proof against an insider who renumbers, only against one who does not)
+            if rid != last_ids.get(table, 0) + 1:
+                raise Broken(f"{table} id {rid} (row {no} of the chain) follows id "
+                             f"{last_ids.get(table, 0)}: a row was deleted, or moved")
+            last_ids[table] = rid
+            prev, expect = h, expect + 1
+            self.counts["rows"] = no
+            getattr(self, f"_{table}")(rid, values)
+        self._close_frame()
+        self._end_of_read(None)
+        self._finish()
+
+    def _shoe(self, shoe_id: int) -> _Shoe:
+        shoe = self.shoes.get(shoe_id)
+        if shoe is None:
+            shoe = self.shoes[shoe_id] = _Shoe(shoe_id, self.configs.get(shoe_id)
+                                               or ShoeEntry(shoe_id))
+        return shoe
+
+    def _key(self, f: pr.Frame) -> Any:
+        """The registry's public key for the frame's shoe and key version, or None."""
+        k = (f.shoe_id, f.key_id)
+        if k not in self.keys:
+            entry = self.configs.get(f.shoe_id)
+            try:
+                self.keys[k] = entry.public_key(f.key_id) if entry else None
+            except SabotError as e:
+                raise Broken(str(e)) from None
+        return self.keys[k]
+
+    def _authentic(self, f: pr.Frame) -> bool:
+        """Whether the frame carries a valid signature of its shoe's key version."""
+        if not f.signed:
+            return False
+        key = self._key(f)
+        return key is not None and pr.verify(key, f)
+
+    def _signed_by_shoe(self, f: pr.Frame, fid: int, authentic: bool) -> None:
+        """Broken unless the frame carries a valid signature of its shoe's result key version."""
+        if f.shoe_id not in self.configs:
+            raise Broken(f"shoe {_sid(f.shoe_id)} is not in the shoe registry: its frames cannot "
+                         "be verified (pass the registry that holds its public keys: "
+                         "--registry FILE)")
+        if self._key(f) is None:
+            raise Broken(f"the registry holds no public key version {f.key_id} for shoe "
+                         f"{_sid(f.shoe_id)}: frame id {fid} cannot be verified")
+        if not authentic:
+            raise Broken(f"frame id {fid} (shoe {_sid(f.shoe_id)} seq {f.seq}) does not carry a "
+                         f"valid signature of the shoe's key version {f.key_id}")
+
+    # ---- reads: one batch of frames, stored with its records, alarms and link state ---------
+    def _end_of_read(self, at: Any) -> None:
+        """A row of another read begins (or the store ends): the read before stored the state it
+        left its shoe in."""
+        if at == self.batch:
+            return
+        for shoe_id in sorted(self.touched):
+            shoe = self.shoes[shoe_id]
+            if shoe.row != shoe.link_values():
+                raise Broken(f"the link state of shoe {_sid(shoe_id)} after the read ending with "
+                             f"frame id {self.last_frame_id} is not stored (its link_state row "
+                             "was deleted or altered)")
+        self.touched = set()
+        self.batch = at
+
+    # ---- frames --------------------------------------------------------------------------
+    def _frames(self, rid: int, values: tuple[Any, ...]) -> None:
+        received_at, raw, key_id, shoe_id, boot, seq, type_name, verdict, reason = values
+        self._close_frame()
+        self._end_of_read(received_at)
+        self.last_frame_id = rid
+        columns = (key_id, shoe_id, boot, seq, type_name)
+        if columns == (None,) * 5 and verdict == "rejected":  # the validator could not parse it
+            self._seal(None, False)
+            self._not_a_frame(rid, raw, reason)
+            return
         try:
             f = pr.parse(raw)
         except pr.FrameError as e:
-            raise Broken(f"frame id {fid} is not a frame ({e.reason})") from None
-        shoe = f.shoe_id
-        waiting = unsealed.pop(shoe, None)
-        if f.signed:
-            _signed_by_shoe(configs, f, fid)
-        if waiting is not None and not (f.signed and f.chain == waiting[1].digest):
-            raise Broken(f"frame id {waiting[0]} (shoe {shoe} seq {waiting[1].seq}, unsigned) is "
-                         "not sealed by the next frame of its shoe: its content is not the "
-                         "shoe's")
-        if not f.signed:
-            if f.type != pr.T_INITIAL_CARDS:
-                raise Broken(f"frame id {fid} is an unsigned {type_name}: no shoe frame")
-            unsealed[shoe] = (fid, f)
-        if type_name in ("status", "integrity"):
-            continue
-        seen.add(fid)
-        counts["frames"] += 1
-        prev = last.get(shoe)
-        if prev is not None:
-            # A hole is genuine only where the shoe itself said so: an authentic status, stored
-            # between the two, acknowledging past the hole (frames acknowledged elsewhere).
-            if f.seq != prev.seq + 1:
-                if not _shoe_said_acknowledged(store, configs, prev, f):
-                    raise Broken(f"frame id {fid}: seq {f.seq} follows {prev.seq} and no status "
-                                 "of the shoe says the frames between were acknowledged "
-                                 "(deleted?)")
-                # Explained, but a store cannot tell frames acknowledged to another host from
-                # frames deleted here with a later genuine status moved in: named, never silent.
-                counts["holes"].append({"shoe_id": shoe, "first": prev.seq + 1,
-                                        "last": f.seq - 1})
-            if f.seq == prev.seq + 1 and f.chain != prev.digest:
-                raise Broken(f"frame id {fid}: its chain is not the digest of frame seq "
-                             f"{prev.seq}")
-        last[shoe] = f
-        try:
-            kind, rec = pr.decode_payload(f)
-        except pr.FrameError:
-            if "malformed_payload" not in alarms.get(fid, set()):
-                raise Broken(f"frame id {fid} is unreadable and no alarm says so") from None
-            continue
-        stored = records.get(fid)
-        if stored is None or stored[0] != kind or stored[1] != rec:
-            raise Broken(f"the record of frame id {fid} (shoe {f.shoe_id} seq {f.seq}) is not "
-                         "what the frame says")
-        if kind == "result":
-            counts["rounds"] += 1
-            if not _legal(rec) and "rules_mismatch" not in alarms.get(fid, set()):
-                raise Broken(f"frame id {fid}: round {rec['round']} is not what the rules deal "
-                             "and no alarm says so")
-    for fid, f in sorted(unsealed.values()):
-        raise Broken(f"frame id {fid} (shoe {f.shoe_id} seq {f.seq}, unsigned) is sealed by no "
-                     "later frame of its shoe")
-    for fid in sorted(set(records) - seen):
-        raise Broken(f"a record points at frame id {fid}, which is no accepted frame")
-
-
-# the alarms a frame's content raises: derived again from the frames, they must be those stored
-CONTENT_ALARMS = frozenset((
-    "rules_mismatch", "announcement_mismatch", "burn_mismatch", "missing_burn",
-    "round_out_of_order", "initial_cards_mismatch", "dummy_mismatch", "resolution_mismatch",
-    "inventory_exceeded", "inventory_mismatch", "config_mismatch", "malformed_payload",
-    "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end", "firmware_update",
-    "update_refused", "rekey"))
-
-
-def _check_alarms(store: AuditStore, configs: Mapping[int, ShoeEntry]) -> None:
-    """Run every accepted frame's content through a fresh accounting per shoe device, in the order
-    the frames were stored, and compare the alarms it raises with the stored ones, frame by frame
-    (player_advantage / repeated_sequence are not derived here)."""
-    stored: Counter[tuple[int | None, str]] = Counter()
-    gaps: set[int] = set()
-    for fid, kinds in store.alarm_kinds_by_frame().items():
-        if fid is None:
-            continue
-        stored.update((fid, kind) for kind in kinds if kind in CONTENT_ALARMS)
-        if "sequence_gap" in kinds:
-            gaps.add(fid)
-    derived: Counter[tuple[int | None, str]] = Counter()
-    raised: list[str] = []  # the kinds the frame being accounted raises
-
-    def alarm(kind: str, detail: str, **where: Any) -> None:
-        raised.append(kind)
-
-    accounts: dict[int, ShoeAccounts] = {}
-    for fid, raw, type_name in store.accepted_frames():
-        f = pr.parse(raw)
-        shoe = accounts.get(f.shoe_id)
-        if shoe is None:
-            shoe = accounts[f.shoe_id] = ShoeAccounts(
-                configs.get(f.shoe_id) or ShoeEntry(f.shoe_id), {"inventory": {}}, alarm)
-        if fid in gaps:  # where the live validator could not see all: partial, as it was
-            shoe.mark_partial()
-        if type_name in ("status", "integrity"):
-            continue
-        raised.clear()
-        try:
-            kind, rec = pr.decode_payload(f)
-        except pr.FrameError:
-            raised.append("malformed_payload")
+            raise Broken(f"frame id {rid} is stored as a shoe's frame, but its bytes are none "
+                         f"({e.reason})") from None
+        header = (f.key_id, f.shoe_id, f.boot, f.seq, pr.TYPES.get(f.type) or _type_name(f))
+        if columns != header:
+            differ = _differ(("key_id", "shoe_id", "boot", "seq", "type"), columns, header)
+            raise Broken(f"frame id {rid}: its columns (key_id, shoe_id, boot, seq, type) are not "
+                         f"its frame's header (shoe {_sid(f.shoe_id)} seq {f.seq} {header[4]}): "
+                         f"they differ in {differ}")
+        if verdict not in VERDICTS or (reason is not None) != (verdict == "rejected"):
+            raise Broken(f"frame id {rid}: verdict {verdict!r} with reason {reason!r} is none a "
+                         "validator gives")
+        authentic = self._authentic(f)
+        if verdict != "rejected" and f.signed:
+            self._signed_by_shoe(f, rid, authentic)  # (before the frame it may seal: named first)
+        self._seal(f, authentic)
+        shoe = self._shoe(f.shoe_id)
+        if verdict == "rejected":
+            if not f.signed and reason in SEQUENCE:
+                # decided once the next frame sealed it: that frame is stored right after it
+                self.unsealed, authentic = (rid, f), True
+            self._rejected(rid, f, reason, shoe, authentic)
+            return
+        if not f.signed and f.type != pr.T_INITIAL_CARDS:
+            raise Broken(f"frame id {rid} is an unsigned {_type_name(f)}: no shoe frame")
+        if not f.signed and verdict != "deferred":
+            self.unsealed = (rid, f)
+        if verdict == "resent":
+            # a copy of a stored frame, or (a replay anchored past them) of one never seen here
+            unseen = f.seq not in shoe.stored and f.seq <= shoe.unseen
+            if f.type not in pr.CHAINED or f.seq > shoe.st["last_seq"] or not (
+                    shoe.stored.get(f.seq) == f.digest or unseen):
+                raise Broken(f"frame id {rid} is stored as resent, but it is no copy of a frame "
+                             f"of shoe {_sid(f.shoe_id)} stored before it")
+            return
+        if verdict == "deferred":
+            # not taken (it comes again): only an unsigned one met again before its seal, or a
+            # frame met live before the status, or past a gap, answering the link's hello
+            if f.type not in pr.CHAINED or (f.signed and shoe.anchored
+                                            and f.seq <= shoe.st["last_seq"] + 1):
+                raise Broken(f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq}) is stored as "
+                             "deferred, but a validator would have decided it")
+            return
+        if f.type == pr.T_STATUS:
+            self._status(rid, f, shoe, received_at)
+        elif f.type == pr.T_INTEGRITY:
+            pass  # answers a verify-firmware challenge: its signature is all a store can check
+        elif f.type in pr.CHAINED:
+            self._chained(rid, f, shoe, received_at)
         else:
-            shoe.account(kind, rec)
-        derived.update((fid, k) for k in raised)
-    for key in sorted(set(stored) | set(derived), key=lambda k: (k[0] or 0, k[1])):
-        if stored.get(key, 0) < derived.get(key, 0):
-            raise Broken(f"frame id {key[0]} raises a {key[1]} alarm the store does not hold "
-                         "(deleted?)")
-        if stored.get(key, 0) > derived.get(key, 0):
-            raise Broken(f"the store holds a {key[1]} alarm on frame id {key[0]} that its frames "
-                         "do not raise (inserted?)")
+            raise Broken(f"frame id {rid} is an accepted {_type_name(f)}: no shoe frame")
+
+    def _seal(self, f: pr.Frame | None, authentic: bool) -> None:
+        """An unsigned frame is stored when the next frame of its shoe seals it, right after it."""
+        if self.unsealed is None:
+            return
+        pid, p = self.unsealed
+        self.unsealed = None
+        if f is None or f.shoe_id != p.shoe_id or not authentic \
+                or f.chain != p.digest or f.seq != p.seq + (f.type in pr.CHAINED):
+            raise Broken(f"frame id {pid} (shoe {_sid(p.shoe_id)} seq {p.seq}, unsigned) is not "
+                         "sealed by the frame stored after it: its content is not the shoe's")
+
+    def _not_a_frame(self, rid: int, raw: bytes, reason: str | None) -> None:
+        """A rejected frame the validator could not parse: its bytes say why (as the validator
+        stored them: still COBS-encoded when that failed, decoded otherwise)."""
+        if reason == "truncated":
+            return  # a capture ending inside a frame (Validator.finish): no frame to judge
+        try:
+            if reason == "bad_framing":
+                pr.decode_frame(raw)
+            else:
+                pr.parse(raw)
+            why = "a frame"
+        except pr.FrameError as e:
+            why = e.reason
+        if why != reason:
+            raise Broken(f"frame id {rid} is stored as rejected ({reason}), but its bytes say "
+                         f"{why}")
+
+    def _rejected(self, rid: int, f: pr.Frame, reason: str, shoe: _Shoe,
+                  authentic: bool) -> None:
+        """A rejected frame's reason, derived again where its bytes and the state decide it."""
+        st = shoe.st
+        known = self._key(f) is not None
+        anchored = shoe.anchored or shoe.linked
+        chained = f.type in pr.CHAINED
+        if reason == "unknown_shoe_or_key":
+            return  # also a registered shoe's frame on another shoe's port: its verdict is local
+        if reason == "unknown_type":
+            ok = known and ((not f.signed and f.type != pr.T_INITIAL_CARDS) or (
+                authentic and not chained and f.type not in (pr.T_STATUS, pr.T_INTEGRITY)))
+        elif reason == "bad_signature":
+            ok = known and f.signed and not authentic
+        elif reason == "unsealed":
+            ok = known and not f.signed and f.type == pr.T_INITIAL_CARDS
+        elif reason == "malformed_payload":
+            ok = authentic and f.type == pr.T_STATUS and not _status_of(f)
+        elif reason == "replayed":
+            ok = authentic and anchored and (f.seq < st["last_seq"] if f.type == pr.T_STATUS
+                                             else chained and f.seq <= st["last_seq"])
+        elif reason == "boot_backwards":
+            ok = authentic and f.boot < st["last_boot"]
+        elif reason == "sequence_gap":
+            ok = authentic and chained and anchored and f.seq > st["last_seq"] + 1
+        elif reason == "chain_broken":
+            ok = (authentic and chained and anchored and f.seq == st["last_seq"] + 1
+                  and bool(st["last_digest"]) and f.chain != st["last_digest"])
+        elif reason in NOT_A_FRAME:
+            ok = False  # it parses
+        else:
+            raise Broken(f"frame id {rid} is stored as rejected for {reason!r}, no reason a "
+                         "validator gives")
+        if not ok:
+            what = "the registry holds no key for it" if not known else \
+                "its signature holds" if reason == "bad_signature" and authentic else \
+                "its signature fails" if f.signed and not authentic else \
+                "the frames stored before it say otherwise"
+            raise Broken(f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq} {_type_name(f)}) "
+                         f"is stored as rejected for {reason}, but {what}: its verdict was "
+                         "rewritten")
+
+    def _status(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float) -> None:
+        """The validator's reading of an authentic status: the host counter, a tilt, frames the
+        shoe no longer holds (acknowledged elsewhere: a gap, derived here, never read)."""
+        st = shoe.st
+        s = _status_of(f)
+        where = f"frame id {rid} (a status of shoe {_sid(f.shoe_id)})"
+        if s is None:
+            raise Broken(f"{where} is accepted, but its payload is no status")
+        if f.boot < st["last_boot"] or ((shoe.anchored or shoe.linked)
+                                        and f.seq < st["last_seq"]):
+            raise Broken(f"{where} names seq {f.seq} boot {f.boot}, older than the frames stored "
+                         "before it: a validator would have rejected it")
+        if f.seq == st["last_seq"] and st["last_digest"] and f.chain != st["last_digest"]:
+            raise Broken(f"{where} names seq {f.seq} with another digest than the stored frame's")
+        held: list[tuple[str, Any]] = []
+        tilt = s["integrity"] == "tilt"
+        if tilt and not shoe.tilted:
+            held.append(("tilt", TILT_DETAIL))
+        # a tilt going on: the first status a later validator session gets raises it again,
+        # and a store does not say where its sessions began
+        again = tilt and shoe.tilted
+        shoe.tilted = tilt
+        st["host_counter"] = s["host_counter"]
+        if not shoe.anchored:
+            first = s["unacked_from"] or s["acked"] + 1
+            if first > 1:
+                held.append(self._gap(shoe, 1, first - 1))
+            st["last_seq"], st["last_digest"] = first - 1, b""
+            shoe.anchored = True
+        elif s["acked"] > st["last_seq"]:
+            held.append(self._gap(shoe, st["last_seq"] + 1, s["acked"]))
+            st["last_seq"], st["last_digest"] = s["acked"], b""
+        if not s["withheld"]:  # (a squeeze withholds the hand's finished frames until shown)
+            shoe.said = max(shoe.said, f.seq)
+        shoe.raised = []
+        for kind, detail in held:
+            shoe.emit(kind, detail)
+        self._opened(rid, f, shoe, at, None)
+        if again:
+            self.optional = _alarm_key("tilt", (st["inventory"] or {}).get("shoe"), None,
+                                       TILT_DETAIL)
+
+    def _gap(self, shoe: _Shoe, first: int, last: int) -> tuple[str, Any]:
+        """Frames that can never be seen here: the accounts are partial, as the validator's."""
+        shoe.accounts.mark_partial()
+        hole = {"shoe_id": shoe.shoe_id, "first": first, "last": last}
+        if first == 1:  # the store met the shoe later: its head, not a hole in it
+            self.counts["starts"].append({"shoe_id": shoe.shoe_id, "seq": last + 1})
+        else:
+            self.counts["holes"].append(hole)
+        return "sequence_gap", (first, last)
+
+    def _chained(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float) -> None:
+        st = shoe.st
+        where = f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq})"
+        held: list[tuple[str, Any]] = []
+        if f.boot < st["last_boot"]:
+            raise Broken(f"{where}: boot {f.boot} after boot {st['last_boot']}")
+        if not shoe.anchored:
+            if f.seq != 1:
+                held.append(self._gap(shoe, 1, f.seq - 1))
+                shoe.unseen = f.seq - 1
+        elif f.seq <= st["last_seq"]:
+            raise Broken(f"{where}: seq {f.seq} is stored again after seq {st['last_seq']}")
+        elif f.seq != st["last_seq"] + 1:
+            raise Broken(f"{where}: seq {f.seq} follows {st['last_seq']} and no status of the "
+                         "shoe says the frames between were acknowledged elsewhere (deleted?)")
+        elif st["last_digest"] and f.chain != st["last_digest"]:
+            raise Broken(f"{where}: its chain is not the digest of frame seq {st['last_seq']}")
+        shoe.anchored = True
+        st["last_seq"], st["last_digest"], st["last_boot"] = f.seq, f.digest, f.boot
+        shoe.stored[f.seq] = f.digest
+        self.counts["frames"] += 1
+        shoe.raised = []
+        for kind, detail in held:
+            shoe.emit(kind, detail)
+        try:
+            kind, rec = pr.decode_payload(f)
+        except pr.FrameError:
+            shoe.emit("malformed_payload", "an authentic frame whose payload does not fit its "
+                      f"type {_type_name(f)}")
+            self._opened(rid, f, shoe, at, None)
+            return
+        record = (rid, f.key_id, f.shoe_id, f.seq, kind, rec.get("shoe"), rec.get("round"),
+                  json.dumps(rec, sort_keys=True))
+        if kind == "resolution" and rec["source"] == "host":
+            shoe.effects[f.seq] = ("resolve", rec)
+        elif kind == "shoe_start":
+            shoe.effects[f.seq] = ("new_shoe", rec, (st["inventory"] or {}).get("shoe"))
+        elif kind == "result":
+            self.counts["rounds"] += 1
+        shoe.accounts.account(kind, rec)
+        self._opened(rid, f, shoe, at, record)
+
+    def _opened(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float,
+                record: tuple[Any, ...] | None) -> None:
+        self.touched.add(shoe.shoe_id)
+        self.frame = _Frame(rid, f, shoe, at, record, shoe.raised)
+        self.stored_alarms = []
+        self.record_seen = False
+        self.optional = None
+
+    def _close_frame(self) -> None:
+        """The rows stored with the frame before: exactly its record and its alarms."""
+        fr = self.frame
+        if fr is None:
+            return
+        self.frame = None
+        if fr.record is not None and not self.record_seen:
+            raise Broken(f"frame id {fr.id} (shoe {_sid(fr.frame.shoe_id)} seq {fr.frame.seq}) "
+                         "has no record (deleted?)")
+        if not fr.derived and not self.stored_alarms:
+            return  # (most frames)
+        derived = Counter(_alarm_key(*a) for a in fr.derived)
+        stored = Counter(key for _, key in self.stored_alarms)
+        if self.optional is not None and stored[self.optional] == derived[self.optional] + 1:
+            derived[self.optional] += 1
+        if derived == stored:
+            return
+        kinds_d = Counter(k[0] for k in derived.elements())
+        kinds_s = Counter(k[0] for k in stored.elements())
+        where = (f"frame id {fr.id} (shoe {_sid(fr.frame.shoe_id)} seq {fr.frame.seq} "
+                 f"{_type_name(fr.frame)})")
+        for key in sorted(derived - stored, key=repr):
+            if key[0] == "sequence_gap" and kinds_d[key[0]] > kinds_s[key[0]]:
+                raise Broken(f"{where} shows {_gap_text(key[3])} of the shoe were never stored "
+                             "here, and no sequence_gap alarm says so (deleted?)")
+            if kinds_d[key[0]] > kinds_s[key[0]]:
+                raise Broken(f"{where} raises a {key[0]} alarm ({self._say(key)}) the store does "
+                             "not hold (deleted?)")
+        for key in sorted(stored - derived, key=repr):
+            if kinds_s[key[0]] > kinds_d[key[0]]:
+                raise Broken(f"the store holds a {key[0]} alarm on {where} that its frames do "
+                             "not raise (inserted?)")
+            want = next(k for k in derived if k[0] == key[0] and derived[k] > stored[k])
+            raise Broken(f"the {key[0]} alarm on {where} is not what its frame raises: stored "
+                         f"{self._say(key)}; derived {self._say(want)}")
+
+    @staticmethod
+    def _say(key: tuple[Any, ...]) -> str:
+        kind, shoe, rnd, detail = key
+        text = _gap_text(detail) if kind == "sequence_gap" else repr(detail)
+        return f"shoe {shoe}, round {rnd}: {text}"
+
+    # ---- the rows stored with a frame ----------------------------------------------------
+    def _records(self, rid: int, values: tuple[Any, ...]) -> None:
+        fr = self.frame
+        if fr is None or values[0] != fr.id or fr.record is None or self.record_seen:
+            raise Broken(f"records id {rid} (frame id {values[0]}, shoe {_sid(values[2])} seq "
+                         f"{values[3]}) is not the record of the frame stored before it: a record "
+                         "no accepted frame says (inserted or moved?)")
+        if values != fr.record:
+            raise Broken(f"the record of frame id {fr.id} (shoe {_sid(fr.frame.shoe_id)} seq "
+                         f"{fr.frame.seq}) is not what the frame says: it differs in "
+                         f"{_differ(COLUMNS['records'], values, fr.record)}")
+        self.record_seen = True
+
+    def _alarms(self, rid: int, values: tuple[Any, ...]) -> None:
+        frame_id, raised_at, key_id, shoe_id, shoe, rnd, kind, detail = values
+        if frame_id is None:  # a capture that ended mid-shoe: raised after its last frame
+            self._close_frame()
+            self._end_of_read(raised_at)
+            if kind not in FRAMELESS:
+                raise Broken(f"alarm id {rid}: a {kind} alarm on no frame (inserted?)")
+            return
+        fr = self.frame
+        if fr is None or frame_id != fr.id:
+            raise Broken(f"alarm id {rid} ({kind} on frame id {frame_id}) is not stored with "
+                         "that accepted frame (inserted or moved?)")
+        if (raised_at, key_id, shoe_id) != (fr.received_at, fr.frame.key_id, fr.frame.shoe_id):
+            raise Broken(f"the {kind} alarm id {rid} on frame id {frame_id} does not carry its "
+                         "frame's shoe id, key version and receive time (moved or altered?)")
+        if kind in DERIVED:
+            self.stored_alarms.append((rid, _alarm_key(kind, shoe, rnd, detail)))
+        elif kind not in NOTICES:
+            raise Broken(f"alarm id {rid}: {kind!r} is no alarm a validator raises (inserted?)")
+
+    def _link_state(self, rid: int, values: tuple[Any, ...]) -> None:
+        shoe = self._shoe(values[1])
+        want = shoe.link_values()
+        if values != want:
+            raise Broken(f"link_state id {rid} (shoe {_sid(values[1])}) is not the link state its "
+                         "frames leave the validator in at that point: it differs in "
+                         f"{_differ(COLUMNS['link_state'], values, want)}")
+        if values == shoe.row:
+            raise Broken(f"link_state id {rid} (shoe {_sid(values[1])}) repeats the link state "
+                         "stored before it, which no validator stores twice (inserted?)")
+        shoe.row = values
+        shoe.linked = True
+
+    # ---- rows of their own ---------------------------------------------------------------
+    def _meta(self, rid: int, values: tuple[Any, ...]) -> None:
+        self._close_frame()
+        self._end_of_read(None)
+        if self.meta or tuple(values) != ("schema", SCHEMA_VERSION):
+            raise Broken(f"meta id {rid} {values!r} is not the store's schema row (inserted?)")
+        self.meta.append(values)
+
+    def _integrity_checks(self, rid: int, values: tuple[Any, ...]) -> None:
+        self._close_frame()  # verify-firmware's answers: no shoe frame is stored with them
+        self._end_of_read(None)
+
+    def _operations(self, rid: int, values: tuple[Any, ...]) -> None:
+        """An operator entry names the signed frame that shows what it says was done."""
+        self._close_frame()
+        self._end_of_read(None)
+        _, shoe_id, seq, operation, text = values
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            entry = None
+        where = f"operator entry id {rid}"
+        if not isinstance(entry, dict) or entry.get("operation") != operation \
+                or entry.get("shoe_id") != shoe_id:
+            raise Broken(f"{where} is not the entry its columns say (altered?)")
+        by = entry.get("by")
+        shoe = self.shoes.get(shoe_id)
+        effect = shoe.effects.get(seq) if shoe is not None else None
+        if effect is None or effect[0] != operation:
+            raise Broken(f"{where} ({operation} by {by}) names frame seq {seq} of shoe "
+                         f"{_sid(shoe_id)}, which is no {operation} the shoe signed before it "
+                         "(inserted?)")
+        rec = effect[1]
+        said: tuple[Any, ...]
+        signed: tuple[Any, ...]
+        if operation == "resolve":
+            said = tuple(entry.get(k) for k in ("resolution", "shoe", "round", "irregularity",
+                                                "card", "source"))
+            signed = (rec["resolution"], rec["shoe"], rec["round"], rec["kind"], rec["card"],
+                      rec["source"])
+        else:
+            said = (entry.get("shoe"), entry.get("ended_shoe"))
+            signed = (rec["shoe"], effect[2] if effect[2] is not None else entry.get("ended_shoe"))
+        if said != signed:
+            raise Broken(f"{where} ({operation} by {by}) says {said}, the shoe signed {signed} "
+                         "(altered?)")
+        if (shoe_id, seq) in self.claimed:
+            raise Broken(f"{where} ({operation} by {by}) is a second entry for the shoe's frame "
+                         f"seq {seq} (inserted?)")
+        self.claimed.add((shoe_id, seq))
+
+    def _finish(self) -> None:
+        if self.unsealed is not None:
+            pid, p = self.unsealed
+            raise Broken(f"frame id {pid} (shoe {_sid(p.shoe_id)} seq {p.seq}, unsigned) is "
+                         "sealed by no later frame of its shoe")
+        for shoe_id, shoe in sorted(self.shoes.items()):
+            for seq, effect in sorted(shoe.effects.items()):
+                if effect[0] == "resolve" and (shoe_id, seq) not in self.claimed:
+                    rec = effect[1]
+                    raise Broken(f"the shoe's signed {rec['resolution']} (shoe {_sid(shoe_id)} "
+                                 f"seq {seq}: shoe {rec['shoe']} round {rec['round']}), given "
+                                 "from the host, has no operator entry (deleted?)")
+            if shoe.said > shoe.st["last_seq"]:
+                self.counts["unstored"].append({"shoe_id": shoe_id,
+                                                "first": shoe.st["last_seq"] + 1,
+                                                "last": shoe.said})
+        self.counts["absent"] = sorted(s for s in self.configs
+                                       if s not in self.shoes or not self.shoes[s].anchored)
 
 
-def _shoe_said_acknowledged(store: AuditStore, configs: Mapping[int, ShoeEntry], prev: pr.Frame,
-                            f: pr.Frame) -> bool:
-    """An authentic status of the same shoe, stored between the two frames, with a
-    sequence_gap alarm on it, whose `acked` covers every frame between them."""
-    for raw in store.gap_statuses(f.shoe_id, prev.raw, f.raw):
-        s = pr.parse(raw)
-        entry = configs.get(s.shoe_id)
-        key = entry.public_key(s.key_id) if entry else None
-        if s.shoe_id == f.shoe_id and key is not None and pr.verify(key, s) and \
-                pr.decode_status(s.payload)["acked"] >= f.seq - 1:
-            return True
-    return False
-
-
-def _legal(rec: dict[str, Any]) -> bool:
-    player, banker = rec["player"], rec["banker"]
-    if None in player or None in banker or "CUT" in player + banker:
-        return False
-    if rules.redeal(player, banker) != (player, banker):
-        return False
-    want = rules.round_outcome(player, banker)
-    return all(rec[k] == want[k] for k in ("player_total", "banker_total", "winner", "flags"))
+def _status_of(f: pr.Frame) -> dict[str, Any] | None:
+    try:
+        return pr.decode_status(f.payload)
+    except pr.FrameError:
+        return None

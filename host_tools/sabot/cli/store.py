@@ -27,7 +27,7 @@ def history_args(p: argparse.ArgumentParser) -> None:
                    help="list the stored alarms instead, one JSON object per line")
     p.add_argument("--operations", action="store_true",
                    help="list the operator log instead (who started shoes and gave resolutions, "
-                   "from which host), one JSON object per line")
+                   "from which host; kept in the audit store), one JSON object per line")
     p.add_argument("--json", action="store_true",
                    help="one JSON round record or event per line (docs/INTERFACES.md) instead of "
                    "text")
@@ -38,19 +38,12 @@ def history_args(p: argparse.ArgumentParser) -> None:
 def cmd_history(args: argparse.Namespace) -> int:
     from sabot.audit.store import AuditStore
 
-    if args.operations:
-        import os
-
-        from sabot.link.operate import read_operations
-
-        if not os.path.exists(args.db):
-            raise SabotError(f"no audit database at {args.db}")
-        for op in read_operations(args.db):
-            if args.shoe_id is None or op.get("shoe_id") == args.shoe_id:
-                print(json.dumps(op))
-        return 0
     store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
     try:
+        if args.operations:
+            for op in store.operations(args.shoe_id):
+                print(json.dumps(op))
+            return 0
         if args.alarms:
             for a in store.alarms(args.shoe_id, args.shoe):
                 if args.round is None or a["round"] == args.round:
@@ -132,7 +125,8 @@ def audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", action="append", metavar="FILE", help=NO_KEY_HELP)
     p.add_argument("--allow-holes", action="store_true",
                    help="exit 0 although the store has seq holes the shoe's own status explains "
-                   "as acknowledged to another host (named in the output either way)")
+                   "as acknowledged to another host, or ends before frames a status named "
+                   "(named in the output either way)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
                    "every signature, and the alarms are derived again with each shoe's entry")
     p.add_argument("--json", action="store_true",
@@ -141,28 +135,49 @@ def audit_args(p: argparse.ArgumentParser) -> None:
 
 @commands("audit", audit_args, help="check an audit store: sabot audit verify",
           description="verify: re-verifies every stored frame from its raw bytes (signature, "
-          "sealing, sequence, digest chain), recomputes every round with the host's rules and "
-          "checks the store's own row chain and append-only triggers. Exit 0 and 'ok: F frames, "
-          "R rounds' when all holds; otherwise non-zero and the first broken row. It needs the "
-          "shoe registry's public keys only. Example: sabot audit verify --db audit.db "
-          "--registry sabot-shoes.json",
+          "sealing, sequence, digest chain) and derives everything else again from the frames "
+          "and the shoe's signed statuses: every record and its columns, every alarm (gaps and "
+          "tilts included), the validator's link state, each rejected frame's reason, the "
+          "operator log against the frames it names; it checks the store's own row chain and "
+          "append-only triggers. Exit 0 and 'ok: F frames, R rounds' when all holds; otherwise "
+          "non-zero and the first broken row. It needs the shoe registry's public keys only. "
+          "What no store can prove about itself: docs/SECURITY.md. Example: sabot audit verify "
+          "--db audit.db --registry sabot-shoes.json",
           example="sabot audit verify --db audit.db --registry sabot-shoes.json")
 def cmd_audit(args: argparse.Namespace) -> int:
     from sabot.audit.verify import verify
     from sabot.registry import Registry
 
     r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes)
-    holes = ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
-                      for h in r["holes"])
+
+    def seqs(holes: list[dict[str, int]]) -> str:
+        return ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
+                         for h in holes)
+
+    holes, unstored = seqs(r["holes"]), seqs(r["unstored"])
     if args.json:
         print(json.dumps(r))
     elif r["ok"]:
+        notes = [f"holes the shoe said were acknowledged elsewhere: {holes}" if holes else "",
+                 f"frames a status named that never reached this store: {unstored}"
+                 if unstored else "",
+                 "first met mid-way: " + ", ".join(f"shoe {shoe_id_text(s['shoe_id'])} at seq "
+                                                  f"{s['seq']}" for s in r["starts"])
+                 if r["starts"] else "",
+                 "no frame here of registered shoe " + ", ".join(shoe_id_text(s)
+                                                                 for s in r["absent"])
+                 if r["absent"] else ""]
         print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)"
-              + (f"; holes the shoe said were acknowledged elsewhere: {holes}" if holes else ""))
+              + "".join(f"; {n}" for n in notes if n))
     if not r["ok"]:
         raise NotVerified(f"the audit store does not hold: {r['problem']}")
     if holes and not args.allow_holes:
         raise NotVerified(f"holes in the store ({holes}): the shoe said another host "
                           "acknowledged them, which a store alone cannot tell from a deletion; "
                           "check that host's store, then pass --allow-holes")
+    if unstored and not args.allow_holes:
+        raise NotVerified(f"frames missing at the store's end ({unstored}): the shoe's own "
+                          "status named them, but they were never stored here (the session "
+                          "ended before they came, or they were deleted); check the store that "
+                          "took them, then pass --allow-holes")
     return 0

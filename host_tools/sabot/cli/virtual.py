@@ -221,6 +221,9 @@ def cmd_soak(args: argparse.Namespace) -> int:
         print("frames rejected: " + (rejected or "none"))
     if s["lost"] or s["duplicated"] or s["mismatched"] or s["unended"]:
         raise NotVerified("results were lost, duplicated or wrong under faults")
+    if s["audit_verify"] != "ok":
+        raise NotVerified(f"the soak's audit store does not pass audit verify: "
+                          f"{s['audit_verify']}")
     if not args.fault_rate and s["rejected"]:  # no line faults: an authentic shoe is never refused
         raise NotVerified("frames of an authentic shoe were rejected: "
                           + ", ".join(f"{k} {v}" for k, v in s["rejected"].items()))

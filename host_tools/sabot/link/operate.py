@@ -4,16 +4,16 @@ first-contact checks `sabot validate` shares with them.
 Every operation runs a validator on the link (so frames arriving meanwhile are verified, stored
 and acknowledged like under `sabot validate`), sends authenticated commands with a counter above
 the shoe's last accepted one, and waits for the shoe's own word that the command took effect.
-Who gave a resolution or started a shoe is recorded on the host, in the operator log beside the
-audit database (`DB.operations.jsonl`, one JSON object a line; `sabot history --operations`): the
-shoe's signed resolution frame only says that the host gave it."""
+Who gave a resolution or started a shoe is recorded on the host, in the audit store's operator log
+(chained with every other row; `sabot history --operations`), each entry naming the shoe's signed
+frame that shows it was done: the shoe's resolution frame only says that the host gave it, and its
+new shoe's start says nothing of who asked. `sabot audit verify` checks each entry against that
+frame, and that every resolution the shoe signed as given from the host has its entry."""
 
 from __future__ import annotations
 
 import getpass
 import io
-import json
-import os
 import socket
 import time
 from collections import Counter
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sabot import protocol as pr
+from sabot.audit.store import AuditStore
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
@@ -173,6 +174,7 @@ class Operation:
         self.key = key
         self.db = db
         self.records: list[tuple[str, dict[str, Any]]] = []
+        self.seqs: list[int] = []  # the seq of each record's frame
         self.on_record_user = on_record
         # the store first: one in use, or not a sabot store, refuses before the port is opened
         # (opening it knocks the link of the validator on it off)
@@ -191,6 +193,7 @@ class Operation:
 
     def _record(self, kind: str, rec: dict[str, Any]) -> None:
         self.records.append((kind, rec))
+        self.seqs.append(self.validator.state["last_seq"])  # the frame being accounted
         if self.on_record_user:
             self.on_record_user(kind, rec)
 
@@ -240,11 +243,17 @@ class Operation:
             raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
         if after is None or after["phase"] == "ended":
             raise SabotError(f"the shoe did not start a new shoe within {EFFECT_WAIT:g} s")
+        # its signed start came before the status that shows it, unless the line lost it
+        self.link.pump_until(lambda: self._since(mark, "shoe_start") is not None, EFFECT_WAIT)
+        start = self._since(mark, "shoe_start")
+        if start is None:
+            raise SabotError(f"shoe {after['shoe']} started, but its shoe_start frame did not "
+                             f"arrive within {EFFECT_WAIT:g} s: nothing was logged (sabot "
+                             "validate stores it when the shoe resends it)")
         out = self.describe(after)
-        log_operation(self.db, {"operation": "new_shoe", "by": by,
-                                "shoe_id": self.validator.shoe_id,
-                                "ended_shoe": st["shoe"], "shoe": after["shoe"],
-                                "port": self.url})
+        self.log({"operation": "new_shoe", "by": by, "shoe_id": self.validator.shoe_id,
+                  "ended_shoe": st["shoe"], "shoe": start[0]["shoe"], "port": self.url},
+                 start[1])
         return dict(out, started=True)
 
     def resolve(self, resolution: str, by: str) -> dict[str, Any]:
@@ -269,16 +278,15 @@ class Operation:
             raise SabotError(f"the shoe refused {resolution} ({refused[0]['reason']}): "
                              f"{WHY_REFUSED.get(refused[0]['reason'], '')}".rstrip(": "))
         # the signed resolution may follow the status that shows its effect: wait for it
-        self.link.pump_until(lambda: any(k == "resolution" for k, _ in self.records[mark:]),
-                             EFFECT_WAIT)
-        recs = [r for k, r in self.records[mark:] if k == "resolution"]
-        if after is None or not recs:
+        self.link.pump_until(lambda: self._since(mark, "resolution") is not None, EFFECT_WAIT)
+        found = self._since(mark, "resolution")
+        if after is None or found is None:
             raise SabotError(f"the shoe did not report the resolution within {EFFECT_WAIT:g} s")
-        rec = recs[0]
-        log_operation(self.db, {"operation": "resolve", "resolution": rec["resolution"],
-                                "by": by, "shoe_id": self.validator.shoe_id, "shoe": rec["shoe"],
-                                "round": rec["round"], "irregularity": rec["kind"],
-                                "card": rec["card"], "source": rec["source"], "port": self.url})
+        rec, seq = found
+        self.log({"operation": "resolve", "resolution": rec["resolution"], "by": by,
+                  "shoe_id": self.validator.shoe_id, "shoe": rec["shoe"], "round": rec["round"],
+                  "irregularity": rec["kind"], "card": rec["card"], "source": rec["source"],
+                  "port": self.url}, seq)
         return dict(self.describe(after), resolution=rec)
 
     def _inapplicable(self, resolution: str, st: dict[str, Any]) -> str:
@@ -295,6 +303,17 @@ class Operation:
         others = [r for r in fits if r != resolution]
         return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
                 f"what applies: {', '.join(others)} (sabot resolve {others[0]} --by NAME)")
+
+    def _since(self, mark: int, kind: str) -> tuple[dict[str, Any], int] | None:
+        """The first record of `kind` stored since `mark`, with its frame's seq."""
+        for i in range(mark, len(self.records)):
+            if self.records[i][0] == kind:
+                return self.records[i][1], self.seqs[i]
+        return None
+
+    def log(self, entry: dict[str, Any], seq: int) -> None:
+        """The operator log's entry, in this session's audit store, naming the frame `seq`."""
+        log_operation(self.validator.store, entry, seq)
 
     def close(self) -> None:
         self.link.close()
@@ -338,31 +357,12 @@ WHY_REFUSED = {"not_now": "this resolution does not apply to the pending irregul
                "this shoe was provisioned with?)"}
 
 
-def operations_path(db: str) -> str:
-    return str(db) + ".operations.jsonl"
-
-
-def log_operation(db: str, entry: dict[str, Any]) -> None:
-    """Append one operator action to the operator log beside the audit database, with the time,
-    the host it was given from and the account that gave it."""
+def log_operation(store: AuditStore, entry: dict[str, Any], seq: int) -> None:
+    """One operator action into the audit store's operator log, with the time, the host it was
+    given from and the account that gave it, naming the seq of the shoe's frame that shows it."""
     line = dict({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
                  "user": user_name()}, **entry)
-    path = operations_path(db)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    with os.fdopen(fd, "a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def read_operations(db: str) -> list[dict[str, Any]]:
-    try:
-        with open(operations_path(db), encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as e:
-        raise SabotError(f"cannot read the operator log {operations_path(db)}: {e}") from None
+    store.log_operation(line, entry["shoe_id"], seq)
 
 
 def user_name() -> str:

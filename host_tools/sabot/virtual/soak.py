@@ -22,6 +22,7 @@ from typing import Any
 from sabot import keys
 from sabot.audit.store import AuditStore
 from sabot.audit.validator import Validator, contract_round
+from sabot.audit.verify import verify
 from sabot.errors import SabotError
 from sabot.game import rules
 from sabot.game.cards import shuffled_shoe
@@ -429,7 +430,10 @@ def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: s
             outcome = judge_store(store, plans, exact=not mistake_rate)
         finally:
             store.close()
-    return {"shoes": shoes, **outcome, "faults": s.faults, "mistakes": dict(s.mistakes),
+        # what faults leave behind is an honest store all the same: its own audit must hold
+        audited = verify(s.db, {s.config.shoe_id: s.config})
+    return {"shoes": shoes, **outcome, "audit_verify": audited["problem"] or "ok",
+            "faults": s.faults, "mistakes": dict(s.mistakes),
             "schedule": [list(event) for event in s.schedule],
             "rejected": dict(s.rejected),
             "alarms": dict(Counter(a["kind"] for a in s.alarms)),
