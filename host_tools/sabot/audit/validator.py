@@ -34,7 +34,7 @@ Alarm = dict[str, Any]
 
 
 def contract_round(rec: dict[str, Any]) -> dict[str, Any]:
-    """A round record with exactly the keys CONTRACTS.md promises (the audit log keeps more)."""
+    """A round record with exactly the keys docs/INTERFACES.md promises (the log keeps more)."""
     return {k: rec[k] for k in CONTRACT_ROUND_KEYS if k in rec}
 
 

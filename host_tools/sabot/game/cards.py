@@ -1,5 +1,5 @@
-"""Card notation (CONTRACTS.md): two characters, rank then suit, e.g. `TS`; input also takes `10`
-and lower case. Cards are also numbered 0..51 as rank_index * 4 + suit_index, the firmware's
+"""Card notation (docs/INTERFACES.md): two characters, rank then suit, e.g. `TS`; input also takes
+`10` and lower case. Cards are also numbered 0..51 as rank_index * 4 + suit_index, the firmware's
 encoding."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
 CUT = "CUT"
-# Burn procedure values (CONTRACTS: A = 1, 2-9 face value, T/J/Q/K = 10) differ from point values.
+# Burn procedure values (docs/INTERFACES.md: A = 1, 2-9 face value, T/J/Q/K = 10) differ from
+# point values.
 BURN_VALUES = dict(zip(RANKS, (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 10, 10), strict=True))
 
 

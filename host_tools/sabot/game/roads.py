@@ -1,4 +1,4 @@
-"""Baccarat scoreboards ("roads") from round records (CONTRACTS.md "Roads").
+"""Baccarat scoreboards ("roads") from round records (docs/INTERFACES.md "Roads").
 
 The Big Road is kept as logical columns (no dragon tail): a column holds consecutive wins of one
 side, a tie adds 1 to the `ties` of the last cell, and ties before the first Banker or Player win
@@ -88,7 +88,7 @@ def derived_road(columns: Sequence[Sequence[Any]], k: int) -> list[str]:
 
 
 def roads(winners: Iterable[Any]) -> dict[str, Any]:
-    """Every road for the rounds' winners, as CONTRACTS.md prints them."""
+    """Every road for the rounds' winners, as docs/INTERFACES.md prints them."""
     ws = list(winners)
     big = big_road(ws)
     result: dict[str, Any] = {"bead_plate": bead_plate(ws), "big_road": big}

@@ -96,7 +96,7 @@ def redeal(player: list[str], banker: list[str]) -> tuple[list[str], list[str]] 
 
 
 def round_outcome(player: Sequence[str], banker: Sequence[str]) -> dict[str, Any]:
-    """Winner, totals and flags of a finished round, as CONTRACTS.md names them."""
+    """Winner, totals and flags of a finished round, as docs/INTERFACES.md names them."""
     p, b = point_count(player), point_count(banker)
     winner = "player" if p > b else "banker" if b > p else "tie"
     flags = []
@@ -133,7 +133,8 @@ class ShoeExhausted(Exception):
 
 
 def deal_shoe(tokens: Sequence[str], shoe: int = 1) -> list[dict[str, Any]]:
-    """Round records for a whole shoe file under the default shoe procedure (CONTRACTS.md): the
+    """Round records for a whole shoe file under the default shoe procedure (docs/INTERFACES.md):
+    the
     first card is burned with as many more as its burn value; rounds follow; when CUT comes out
     during a round that round is finished and one more is dealt, when it comes out between rounds
     exactly one more is dealt. A round cut short by the end of the cards is not reported."""

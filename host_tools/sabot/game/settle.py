@@ -224,7 +224,7 @@ def _check_wagers(table: Table, items: object, initial: bool) -> dict[tuple[int,
 
 
 def settle(request: object) -> dict[str, Any]:
-    """The CONTRACTS.md `sabot settle` answer for one request object."""
+    """The docs/INTERFACES.md `sabot settle` answer for one request object."""
     if not isinstance(request, dict):
         raise SabotError("expected a JSON object with table, round and wagers")
     table = Table(request.get("table", {}))

@@ -1,5 +1,5 @@
 """`sabot serve`: every shoe given validated in one process, and the pit's pages served from the
-same audit store (CONTRACTS "`sabot serve`").
+same audit store (docs/INTERFACES.md "`sabot serve`").
 
 Writing: one thread per shoe, each a validation session (link/session.py) as `sabot validate`
 runs it, all writing through ONE AuditStore guarded by one lock. One store, because the contract
