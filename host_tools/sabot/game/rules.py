@@ -134,8 +134,7 @@ class ShoeExhausted(Exception):
 
 def deal_shoe(tokens: Sequence[str], shoe: int = 1) -> list[dict[str, Any]]:
     """Round records for a whole shoe file under the default shoe procedure (docs/INTERFACES.md):
-    the
-    first card is burned with as many more as its burn value; rounds follow; when CUT comes out
+    the first card is burned with as many more as its burn value; rounds follow; when CUT comes out
     during a round that round is finished and one more is dealt, when it comes out between rounds
     exactly one more is dealt. A round cut short by the end of the cards is not reported."""
     state = {"pos": 0, "cut": False}
