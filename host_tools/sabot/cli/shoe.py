@@ -183,7 +183,11 @@ def cmd_new_shoe(args: argparse.Namespace) -> int:
         print(json.dumps(st))
     elif st["started"]:
         print(f"shoe {st['shoe']} started: {format_status(st)}")
-        print("deal the new shoe's first card (it is exposed and burned)")
+        if st.get("phase") == "held":  # the dealer was quicker: an irregularity holds it now
+            print("an irregularity holds the shoe: resolve it (sabot resolve RESOLUTION --by "
+                  "NAME)")
+        else:
+            print("deal the new shoe's first card (it is exposed and burned)")
     else:
         print(f"shoe {st['shoe']} is fresh and waits for its first card: nothing to do")
     return 0

@@ -372,12 +372,32 @@ def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = 
     print(f"virtual board listening on {board.url} (flash {flash_dir}); Ctrl-C stops it",
           file=sys.stderr, flush=True)
     try:
-        if shoes:
-            deal_shoes(board, shoes)
-        while board.alive():
-            time.sleep(0.2)
+        while True:
+            if shoes:
+                deal_shoes(board, shoes)  # resumes where the shoe's own log says it stood
+            while board.alive():
+                time.sleep(0.2)
+            if not _powered_on_again(board):
+                return
     finally:
         board.stop()
+
+
+def _powered_on_again(board: VirtualBoard) -> bool:
+    """A board whose firmware ended: after machine.reset() (a crash: the shoe resets, as a Pico
+    does) it is powered on again and said so; any other end is one line and a non-zero exit."""
+    from sabot.virtual.board import RESET_EXIT
+
+    code = board.proc.returncode if board.proc is not None else None
+    if code == RESET_EXIT:
+        print("virtual board: the shoe reset (machine.reset()); powering it on again",
+              file=sys.stderr, flush=True)
+        board.start()
+        return True
+    if code in (0, None):
+        return False
+    raise SabotError(f"the virtual board's firmware ended with exit status {code} (see its "
+                     "lines above)")
 
 
 def _check_listen(host: str, port: int) -> None:
