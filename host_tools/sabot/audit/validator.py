@@ -132,6 +132,9 @@ class Validator:
         if self.pending is not None:
             p, self.pending = self.pending, None
             out.append(self._reject(p.raw, p, "unsealed"))
+        if self.watch is not None:  # a repeated run the capture ends in is reported now
+            self._frame_id = None
+            self.watch.finish()
         inv = self.state["inventory"]
         if inv and inv.get("shoe") is not None and not inv.get("ended"):
             self._frame_id = None
