@@ -46,7 +46,7 @@ KERNEL := host_tools/sabot/game/_outcomes.so
 $(KERNEL): host_tools/sabot/game/outcomes.c
 	@command -v cc >/dev/null 2>&1 || { $(SUDO) apt-get install -y -q gcc libc6-dev >/dev/null || \
 		{ $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q gcc libc6-dev >/dev/null; }; }
-	cc -O2 -Wall -Wextra -shared -fPIC -o $@ $< -DSOURCE_CRC=$$($(PYTHON) -c \
+	cc -O3 -funroll-loops -Wall -Wextra -shared -fPIC -o $@ $< -DSOURCE_CRC=$$($(PYTHON) -c \
 		"import sys, zlib; print(zlib.crc32(open(sys.argv[1], 'rb').read()))" $<)u
 
 demo: $(STAMP) $(KERNEL)

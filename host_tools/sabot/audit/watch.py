@@ -2,17 +2,24 @@
 after every record it has accounted, so `validate`, `demo`, `serve` and `replay` raise the same
 alarms.
 
-* `player_advantage`: after every round, the exact house edge (edges.RemainingShoe, a few ms) of
-  every wager the table offers — Banker, Player, Tie and the registry's side wagers, under the
-  table's rules (settle.Table.rule_name) — for the cards still in the shoe. The shoe's remaining
-  cards are the validator's own per-shoe accounting (`inventory["counts"]`: burn, dealt,
-  irregularity and voided cards), so every card the shoe has read is out. A wager whose edge drops
-  below 0 raises one alarm per shoe while it stays favourable (again if it turns favourable again).
+* `player_advantage`: after every round, the exact house edge of every wager the table offers —
+  Banker, Player, Tie and the registry's side wagers, under the table's rules
+  (settle.Table.rule_name) — for the cards still in the shoe. The shoe's remaining cards are the
+  validator's own per-shoe accounting (`inventory["counts"]`: burn, dealt, irregularity and
+  voided cards), so every card the shoe has read is out. A wager whose edge drops below 0 raises
+  one alarm per shoe while it stays favourable (again if it turns favourable again). Nothing is
+  skipped or estimated: each round the offered wagers' expected returns are worked out exactly
+  (edges.RemainingShoe.expected, the compiled kernel's integers: tens of µs, so the watch keeps
+  up with the validator at full speed), and an edge is the exact fraction's nearest float.
 * `repeated_sequence`: 20 or more consecutive cards (rank and suit) dealt in the same order as in
   an earlier shoe of the audit store: a shuffle that was not one. Each 20-card window's rolling
   hash is looked up in an index of every earlier shoe's windows (built from the store once,
   extended as cards arrive): constant work per card, whatever the store holds. A hit is confirmed
-  on the cards themselves; one alarm per run of matching cards.
+  on the cards themselves. One alarm per run of matching cards, raised when the run ends (the
+  next card differs, the shoe ends, or what was received ends: Validator.finish), stating the
+  whole run: its first and last card here and in each earlier shoe (and table) it repeats. So a
+  whole repeated shoe is one alarm at its end, not one at its 20th card; a validator started in
+  the middle of a run finds where the run began from the cards.
 """
 
 from __future__ import annotations
@@ -273,6 +280,7 @@ class Watch:
         # ours) -> [first window here, last window here, the round it was first seen in]
         self.runs: dict[tuple[ShoeKey, int], list[Any]] = {}
         self.run_shoe: ShoeKey | None = None
+        self._index: SequenceIndex | None = None  # the store's, looked up at the first card
         inv = state.get("inventory") or {}
         if inv.get("shoe") is not None and not inv.get("ended"):  # restarted mid-shoe
             for a in store.alarms(shoe_id, inv["shoe"]):
@@ -303,7 +311,9 @@ class Watch:
         self._report(ended)
 
     def _sequence(self, me: ShoeKey, codes: list[int], rec: dict[str, Any]) -> None:
-        index = sequence_index(self.store)
+        index = self._index
+        if index is None:
+            index = self._index = sequence_index(self.store)
         if me != self.run_shoe:
             self.run_shoe = me
             index.tables[self.shoe_id] = self.table
@@ -313,6 +323,8 @@ class Watch:
             return
         for start, other, pos in index.add(me, codes):
             self._extend(index, me, start, other, pos, rec)
+        if not self.runs:
+            return
         newest = index.length(me) - WINDOW
         ended = {key: run for key, run in self.runs.items() if run[1] < newest}
         if ended:  # the cards that came since differ: those runs are over
@@ -338,7 +350,7 @@ class Watch:
         for (other, offset), (first, last, rnd) in sorted(
                 ended.items(), key=lambda kv: (kv[1][0], kv[1][1], kv[0][0], kv[0][1])):
             spans.setdefault((first, last + WINDOW), [rnd]).append((other, offset))
-        tables = sequence_index(self.store).tables
+        tables = sequence_index(self.store).tables  # every table validated into this store
         for (first, end), (rnd, *others) in spans.items():
             where = "; and as ".join(
                 f"cards {first + off + 1}..{end + off} of shoe {o[1]} of shoe id 0x{o[0]:08x}"
