@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "host_tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sabot.game import rules  # noqa: E402  (after the path set-up above)
-from sabot.game.analyze import analyze, first_four_classes  # noqa: E402
+from sabot.game.analyze import analyze  # noqa: E402
 
 
 def baseline_rank_enumeration(decks=8):
@@ -85,19 +85,63 @@ def best_of(fn, repeat):
     return best
 
 
+def _c_enumerator(tmp):
+    """tests/enumerate_bpt.c built here (the same recursion as baseline_rank_enumeration, in C)."""
+    exe = f"{tmp}/enumerate_bpt"
+    subprocess.run(["cc", "-O2", "-o", exe, str(ROOT / "tests/enumerate_bpt.c")], check=True)
+    return exe
+
+
+def _wall(argv, repeat, env=None):
+    """The best wall time of a whole process over `repeat` runs, and its last output."""
+    best, out = float("inf"), ""
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
 def bench_analyze():
+    """`sabot analyze --decks 8`: the calculation (analyze(8) in this process, the kernel loaded;
+    and the first one in a fresh process, its tables and kernel loaded too), the whole command
+    as a user runs it (.venv/bin/sabot, Python's start included, bytecode cached), against a
+    C enumerator (tests/enumerate_bpt.c, cc -O2: its own timing of the calculation, and its whole
+    process) and the same enumeration in Python."""
+    import tempfile
+
     t0 = time.perf_counter()
-    first_four_classes.cache_clear()
-    cold = best_of(lambda: (first_four_classes.cache_clear(), analyze(8)), 3)
-    warm = best_of(lambda: analyze(8), 5)
-    seen = best_of(lambda: analyze(8, ["AS", "9H", "KD", "7C", "2S", "QH"]), 5)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT / "host_tools")  # this tree's sabot, whatever the venv points at
+    sabot = [str(Path(sys.executable).with_name("sabot")), "analyze", "--decks", "8"]
+    first = ("import time; t = time.perf_counter(); from sabot.game.analyze import analyze; "
+             "analyze(8); print(time.perf_counter() - t)")
+    warm = best_of(lambda: analyze(8), 20)
+    seen = best_of(lambda: analyze(8, ["AS", "9H", "KD", "7C", "2S", "QH"]), 20)
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = _c_enumerator(tmp)
+        c_wall, c_out = _wall([exe, "8"], 20)
+        c_calc = min(float(_wall([exe, "8"], 1)[1].split()[-1]) for _ in range(20))
+    counts = dict(line.split() for line in c_out.splitlines()[:3])
+    assert {k: int(v) for k, v in counts.items()} == analyze(8)["outcomes"], counts
+    _wall(sabot, 1, env)  # bytecode written once, as after any first run
+    command, out = _wall(sabot, 20, env)
+    assert out.startswith("8 decks, 416 cards left"), out
+    fresh = min(float(_wall([sys.executable, "-c", first], 1, env)[1]) for _ in range(10))
+    python_start, _ = _wall([sys.executable, "-c", "pass"], 20, env)
     tb = time.perf_counter()
     base = baseline_rank_enumeration()
     baseline = time.perf_counter() - tb
     assert base == analyze(8)["outcomes"], "baseline disagrees with the analyzer"
-    return {"analyze_8_decks_all_wagers_s": round(cold, 4), "analyze_warm_s": round(warm, 4),
-            "seen_recompute_s": round(seen, 4), "baseline_13_rank_bpt_s": round(baseline, 3),
-            "speedup_vs_baseline": round(baseline / cold, 1),
+    return {"analyze_calculation_ms": round(warm * 1000, 3),
+            "analyze_seen_ms": round(seen * 1000, 3),
+            "analyze_first_in_a_process_ms": round(fresh * 1000, 2),
+            "c_enumerator_calculation_ms": round(c_calc * 1000, 2),
+            "calculation_speedup_vs_c": round(c_calc / warm, 1),
+            "sabot_analyze_command_ms": round(command * 1000, 1),
+            "python_start_ms": round(python_start * 1000, 1),
+            "c_enumerator_command_ms": round(c_wall * 1000, 1),
+            "baseline_13_rank_bpt_python_s": round(baseline, 3),
             "total_bench_s": round(time.perf_counter() - t0, 1)}
 
 
@@ -193,21 +237,30 @@ def bench_firmware():
 def bench_link():
     """Signed bytes per round and validator throughput (verify signatures, recompute, store
     durably) from a capture of version-2 frames, one core: every signature checked (the
-    validator's default), and one per run of digest-linked frames of a read (batch_verify)."""
+    validator's default), and one per run of digest-linked frames of a read (batch_verify); with
+    the watch (watch.py: every offered wager's exact edge after each round, the kernel counting,
+    and the shuffle index), without it, and with the watch counting in Python."""
     import tempfile
 
     from sabot.audit.validator import Validator
+    from sabot.game import edges
     from sabot.virtual import capture_gen
 
+    assert edges.kernel() is not None, "the kernel is not built (make builds it)"
     with tempfile.TemporaryDirectory() as tmp:
         entry, cap, rounds = capture_gen.generate(tmp, 20, seed=1)
         best: dict[tuple[bool, bool], float] = {}  # (watch.py's alarms, batch verify) -> rounds/s
-        for i in range(12):
-            watch, batch = i % 2 == 0, (i // 2) % 2 == 0
-            v = Validator(entry, f"{tmp}/audit{i}.db", watch=watch, batch_verify=batch)
-            t = time.perf_counter()
-            v.receive(cap)
-            rate = v.counts["rounds"] / (time.perf_counter() - t)
+        runs = [(i % 2 == 0, (i // 2) % 2 == 0) for i in range(16)] + [("python", False)] * 2
+        for i, (watch, batch) in enumerate(runs):
+            if watch == "python":  # the same integers, counted without the kernel
+                edges._KERNEL[:] = [None]
+            try:
+                v = Validator(entry, f"{tmp}/audit{i}.db", watch=bool(watch), batch_verify=batch)
+                t = time.perf_counter()
+                v.receive(cap)
+                rate = v.counts["rounds"] / (time.perf_counter() - t)
+            finally:
+                edges._KERNEL[:] = []
             best[watch, batch] = max(best.get((watch, batch), 0.0), rate)
             assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
             v.store.close()
@@ -215,6 +268,8 @@ def bench_link():
             "uart_ms_per_round_115200": round(len(cap) / rounds * 10 / 115200 * 1000, 1),
             "validator_rounds_per_s": int(best[True, False]),
             "validator_rounds_per_s_without_edge_and_shuffle_alarms": int(best[False, False]),
+            "watch_us_per_round": round(1e6 / best[True, False] - 1e6 / best[False, False], 1),
+            "validator_rounds_per_s_edges_counted_in_python": int(best["python", False]),
             "validator_rounds_per_s_batch_verify": int(best[True, True]),
             "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms":
                 int(best[False, True])}
@@ -320,42 +375,74 @@ def bench_suite():
     return {"tests": int(tests), "in_process_tests": int(in_process)}
 
 
+def _ideal_bound_recomputes(states, wagers):
+    """How many of a shoe's rounds even an ideal bound would still recompute: after a recompute,
+    rounds are skipped while, for every wager, (cards out since) x (the largest exact change one
+    card makes to its edge there) stays below its distance to 0; an optimistic count (a sound
+    bound is wider, and grows as the shoe empties)."""
+    recomputes, base = 0, None
+    for cards_left, edges_now, per_card in states:
+        if base is None or any((base[0] - cards_left) * per_card_then >= abs(edge_then)
+                               for edge_then, per_card_then in base[1]):
+            recomputes += 1
+            base = (cards_left, [(edges_now[w], per_card[w]) for w in wagers])
+    return recomputes
+
+
 def bench_edges():
     """Live edges (RemainingShoe) through a whole dealt 8-deck shoe: all 17 exact house edges
-    recomputed after the burn and after every round's cards leave; the yardstick is the 13-rank
-    recursive B/P/T enumeration of a full shoe."""
+    recomputed after the burn and after every round's cards leave, with the kernel and counting
+    in Python; the yardstick is the 13-rank recursive B/P/T enumeration of a full shoe. And the
+    case against skipping recomputes with a bound: the rounds an ideal per-card bound would
+    still recompute (the exact change one card of each value makes, worked out with the
+    kernel)."""
     from statistics import median
 
     from sabot.game import cards
-    from sabot.game.edges import RemainingShoe
+    from sabot.game.edges import ANALYZED_WAGERS, RemainingShoe, kernel
 
+    assert kernel() is not None, "the kernel is not built (make builds it)"
     tokens = cards.shuffled_shoe(8, seed=14)
     rounds = rules.deal_shoe(tokens)
     dealt = [c for c in tokens if c != cards.CUT]
     burned = dealt[: cards.BURN_VALUES[dealt[0][0]] + 1]
-    shoe = RemainingShoe(8)
-    first = time.perf_counter()
-    shoe.exact_edges()
-    first = time.perf_counter() - first
-    times = []
-    for leaving in [burned] + [r["player"] + r["banker"] for r in rounds]:
-        shoe.remove_all(leaving)
-        t = time.perf_counter()
-        shoe.exact_edges()
-        times.append(time.perf_counter() - t)
-    seen = dealt[: 416 - shoe.cards]
-    reference = analyze(8, seen)["wagers"]
-    assert shoe.house_edges() == {w: e["house_edge"] for w, e in reference.items()}
+    times: dict[bool, list[float]] = {}
+    states = []  # (cards left, edges, each wager's largest change for one card out)
+    for compiled in (True, False):
+        shoe = RemainingShoe(8, compiled=compiled)
+        times[compiled] = []
+        for leaving in [burned] + [r["player"] + r["banker"] for r in rounds]:
+            shoe.remove_all(leaving)
+            t = time.perf_counter()
+            now = shoe.house_edges()
+            times[compiled].append(time.perf_counter() - t)
+            if compiled and shoe.cards > 6:
+                change = dict.fromkeys(ANALYZED_WAGERS, 0.0)
+                for rank in "A23456789T":
+                    r = cards.RANKS.index(rank)
+                    if shoe.rank_counts[r]:
+                        one_out = list(shoe.rank_counts)
+                        one_out[r] -= 1
+                        then = RemainingShoe(8, rank_counts=one_out).house_edges()
+                        for w in change:
+                            change[w] = max(change[w], abs(then[w] - now[w]))
+                states.append((shoe.cards, now, change))
+        seen = dealt[: 416 - shoe.cards]
+        reference = analyze(8, seen)["wagers"]
+        assert shoe.house_edges() == {w: e["house_edge"] for w, e in reference.items()}
     tb = time.perf_counter()
     baseline_rank_enumeration()
     baseline = time.perf_counter() - tb
-    return {"rounds": len(rounds), "recomputes": len(times),
-            "recompute_median_ms": round(median(times) * 1000, 2),
-            "recompute_max_ms": round(max(times) * 1000, 2),
-            "first_full_shoe_ms": round(first * 1000, 1),
-            "analyze_warm_ms": round(best_of(lambda: analyze(8, seen), 5) * 1000, 1),
+    return {"rounds": len(rounds), "recomputes": len(times[True]),
+            "recompute_median_ms": round(median(times[True]) * 1000, 3),
+            "recompute_max_ms": round(max(times[True]) * 1000, 3),
+            "python_recompute_median_ms": round(median(times[False]) * 1000, 2),
+            "python_recompute_max_ms": round(max(times[False]) * 1000, 2),
+            "ideal_bound_recomputes_banker_player_tie":
+                _ideal_bound_recomputes(states, ("banker", "player", "tie")),
+            "ideal_bound_recomputes_all_17": _ideal_bound_recomputes(states, ANALYZED_WAGERS),
             "baseline_13_rank_bpt_ms": round(baseline * 1000, 1),
-            "speedup_vs_baseline": round(baseline / median(times), 1)}
+            "speedup_vs_baseline": round(baseline / median(times[True]), 1)}
 
 
 def bench_serve(shoes=16):

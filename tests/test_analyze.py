@@ -1,16 +1,24 @@
-"""`sabot analyze`: exact counts and house edges against published figures and brute force."""
+"""`sabot analyze`: exact counts and house edges against published figures and brute force; the
+one counting (game/edges.py) in its two implementations, the compiled kernel and Python, held to
+each other; its generated tables held to their derivation; the command's start kept light."""
 
 import json
 import random
+import shutil
+import subprocess
+import sys
 from fractions import Fraction
 from itertools import permutations
+from pathlib import Path
 
 import pytest
 
 from sabot.errors import SabotError
-from sabot.game import rules, wagers
+from sabot.game import edges, outcome_tables, rules, wagers
 from sabot.game.analyze import analyze, outcome_counts, pair_counts
 from sabot.game.edges import RemainingShoe
+
+from kit import ROOT
 
 
 def test_wizard_of_odds_eight_deck_counts():
@@ -51,8 +59,70 @@ def test_closed_form_equals_brute_force_on_a_small_shoe():
     for c in deck:
         value_counts[rules.point_value(c)] += 1
         rank_counts["A23456789TJQK".index(c[0])] += 1
-    assert outcome_counts(value_counts) == main
+    assert edges.kernel() is not None, "the kernel is not built: `make` builds it"
+    assert outcome_counts(value_counts) == main  # the kernel's counts
+    python = RemainingShoe(rank_counts=rank_counts, compiled=False).outcome_counts()
+    assert {(i % 100 // 10, i % 10, *edges.KINDS[i // 100]): n
+            for i, n in enumerate(python) if n} == main
     assert {k: v for k, v in pair_counts(rank_counts).items() if v} == pairs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_kernel_and_the_python_counting_give_the_same_integers(seed):
+    """Every outcome count and every wager's expected return, on partial shoes of every size
+    (one card to the whole eight decks out), with the Tie at 8, 9 and odds too wide for 64 bits
+    (Python sums that one)."""
+    assert edges.kernel() is not None, "the kernel is not built: `make` builds it"
+    rng = random.Random(seed)
+    for _ in range(6):
+        decks = rng.randint(1, 8)
+        seen = random_partial_shoe(rng, decks)
+        tie_odds = rng.choice([8, 9, 2**70])
+        fast = RemainingShoe(decks, seen, tie_odds)
+        slow = RemainingShoe(decks, seen, tie_odds, compiled=False)
+        assert fast.expected(("tie", "banker")) == slow.expected(("tie", "banker"))
+        assert fast.outcome_counts() == slow.outcome_counts()
+        assert fast.expected() == slow.expected()
+        assert fast.house_edges() == {w: float(e) for w, e in slow.exact_edges().items()}
+
+
+def test_the_kernel_is_used_only_when_built_from_the_source_beside_it(tmp_path):
+    """A stale build (outcomes.c edited since) or none at all: Python counts."""
+    here = Path(edges.__file__).parent
+    for name in ("outcomes.c", "_outcomes.so"):
+        shutil.copy(here / name, tmp_path / name)
+    assert edges._load_kernel(str(tmp_path)) is not None
+    source = tmp_path / "outcomes.c"
+    source.write_text(source.read_text() + "/* edited */\n")
+    assert edges._load_kernel(str(tmp_path)) is None
+    (tmp_path / "_outcomes.so").unlink()
+    assert edges._load_kernel(str(tmp_path)) is None
+
+
+def test_the_generated_tables_equal_a_fresh_derivation():
+    """outcome_tables.py is what its derivations give now (the classes of first four cards,
+    wagers.net_return); its docstring says how to write it again."""
+    text = (Path(outcome_tables.__file__)).read_text()
+    assert text == edges.tables_source()
+    assert outcome_tables.ANALYZED_WAGERS == wagers.ANALYZED_WAGERS
+    assert edges.return_tables(9) == edges.derive_return_tables(9)
+
+
+@pytest.mark.board  # a fresh interpreter: what one `sabot analyze` imports
+def test_sabot_analyze_starts_light():
+    """The command imports argparse, the analysis and the kernel, not every command's modules
+    (dataclasses and inspect, shutil's compression modules, Fraction and Decimal, the audit,
+    link or crypto code)."""
+    code = ("import sys; from sabot.cli import main; main(['analyze', '--decks', '8']); "
+            "print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=ROOT, env={"PYTHONPATH": str(ROOT / "host_tools")})
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stderr.split())
+    assert "sabot.game.edges" in loaded and "ctypes" in loaded
+    heavy = {"dataclasses", "inspect", "shutil", "bz2", "lzma", "fractions", "decimal",
+             "sabot.game.wagers", "sabot.audit", "sabot.link", "cryptography", "sqlite3"}
+    assert not loaded & heavy, loaded & heavy
 
 
 def test_seen_cards_are_removed_and_edges_are_exact_fractions_of_counts():

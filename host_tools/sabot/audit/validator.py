@@ -165,6 +165,9 @@ class Validator:
             self.counts["frames"] += 1
             out.append(self._reject(bytes(self.deframer.buf), None, "truncated"))
             self.deframer.buf.clear()
+        if self.watch is not None:  # a repeated run the capture ends in is reported now
+            self._frame_id = None
+            self.watch.finish()
         inv = self.state["inventory"]
         if inv and inv.get("shoe") is not None and not inv.get("ended"):
             self._frame_id = None

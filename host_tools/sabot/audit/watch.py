@@ -2,17 +2,24 @@
 after every record it has accounted, so `validate`, `demo`, `serve` and `replay` raise the same
 alarms.
 
-* `player_advantage`: after every round, the exact house edge (edges.RemainingShoe, a few ms) of
-  every wager the table offers — Banker, Player, Tie and the registry's side wagers, under the
-  table's rules (settle.Table.rule_name) — for the cards still in the shoe. The shoe's remaining
-  cards are the validator's own per-shoe accounting (`inventory["counts"]`: burn, dealt,
-  irregularity and voided cards), so every card the shoe has read is out. A wager whose edge drops
-  below 0 raises one alarm per shoe while it stays favourable (again if it turns favourable again).
+* `player_advantage`: after every round, the exact house edge of every wager the table offers —
+  Banker, Player, Tie and the registry's side wagers, under the table's rules
+  (settle.Table.rule_name) — for the cards still in the shoe. The shoe's remaining cards are the
+  validator's own per-shoe accounting (`inventory["counts"]`: burn, dealt, irregularity and
+  voided cards), so every card the shoe has read is out. A wager whose edge drops below 0 raises
+  one alarm per shoe while it stays favourable (again if it turns favourable again). Nothing is
+  skipped or estimated: each round the offered wagers' expected returns are worked out exactly
+  (edges.RemainingShoe.expected, the compiled kernel's integers: tens of µs, so the watch keeps
+  up with the validator at full speed), and an edge is the exact fraction's nearest float.
 * `repeated_sequence`: 20 or more consecutive cards (rank and suit) dealt in the same order as in
   an earlier shoe of the audit store: a shuffle that was not one. Each 20-card window's rolling
   hash is looked up in an index of every earlier shoe's windows (built from the store once,
   extended as cards arrive): constant work per card, whatever the store holds. A hit is confirmed
-  on the cards themselves; one alarm per run of matching cards.
+  on the cards themselves. One alarm per run of matching cards, raised when the run ends (the
+  next card differs, the shoe ends, or what was received ends: Validator.finish), stating the
+  whole run: its first and last card here and in each earlier shoe (and table) it repeats. So a
+  whole repeated shoe is one alarm at its end, not one at its 20th card; a validator started in
+  the middle of a run finds where the run began from the cards.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain, compress, repeat
+from operator import ne
 from typing import Any, ClassVar
 
 from sabot.audit.store import AuditStore
@@ -71,24 +80,35 @@ class LiveEdges:
         self.decks = decks
         self.tie_odds = tie_odds
         self.shoe: Any = None
-        self.applied: dict[str, int] = {}
+        # the counts map as last applied: its cards in the map's order, and their copies out
+        self._cards: list[str] = []
+        self._copies: list[int] = []
         self.remaining: RemainingShoe | None = RemainingShoe(decks, tie_odds=tie_odds)
 
     def update(self, shoe: Any, counts: Mapping[str, int]) -> None:
-        """Bring the remaining shoe to `counts` (a new shoe, or fewer cards out: start over)."""
-        if shoe != self.shoe or any(counts.get(c, 0) < n for c, n in self.applied.items()):
-            self.shoe, self.applied = shoe, {}
+        """Bring the remaining shoe to `counts` (a new shoe, or fewer cards out: start over).
+        The validator's counts map only grows within a shoe, a card's copies and new cards at
+        its end, so the cards that changed are found by comparing in C (compress, map), not by
+        a Python loop over the 52 cards."""
+        cards, copies = list(counts), list(counts.values())
+        known = len(self._cards)
+        fresh = shoe != self.shoe or cards[:known] != self._cards
+        if not fresh:
+            before = self._copies
+            changed: Iterable[int] = list(compress(range(len(cards)), chain(
+                map(ne, copies, before), repeat(True, len(cards) - known))))
+            more = [copies[i] - (before[i] if i < known else 0) for i in changed]
+            fresh = any(m < 0 for m in more)  # fewer out than before: count again
+        if fresh:
+            self.shoe = shoe
             self.remaining = RemainingShoe(self.decks, tie_odds=self.tie_odds)
-        for card, n in counts.items():
-            more = n - self.applied.get(card, 0)
-            if more <= 0:
-                continue
-            self.applied[card] = n
-            if self.remaining is None:
+            changed, more = range(len(cards)), copies
+        self._cards, self._copies = cards, copies
+        for i, m in zip(changed, more):
+            if m <= 0 or self.remaining is None:
                 continue
             try:
-                for _ in range(more):
-                    self.remaining.remove(card)
+                self.remaining.remove(cards[i], m)
             except SabotError:  # more copies than the decks hold: inventory_exceeded says so
                 self.remaining = None
 
@@ -106,12 +126,25 @@ class LiveEdges:
         LiveEdges.timings.append(time.thread_time() - t)
         return edges
 
+    def favourable(self, names: tuple[str, ...]) -> dict[str, float] | None:
+        """Of these analyzed wagers, those whose exact house edge is below 0, with that edge;
+        None as edges() is. The same exact integers as edges(), only for these wagers."""
+        if self.remaining is None or self.remaining.cards < MIN_CARDS:
+            return None
+        expected = self.remaining.expected(names)
+        out = {name: e for name, e in expected.items() if e > 0}
+        if not out:
+            return {}
+        d = self.remaining.denominator()
+        return {name: -e / d for name, e in out.items()}  # the float edges() has
+
+
+_CODES = {r + s: i * 4 + j + 1 for i, r in enumerate(RANKS) for j, s in enumerate(SUITS)}
+
 
 def card_code(card: Any) -> int | None:
     """1..52 for a canonical card code, None for anything else (an unread card, the cut card)."""
-    if not isinstance(card, str) or len(card) != 2 or card[0] not in RANKS or card[1] not in SUITS:
-        return None
-    return RANKS.index(card[0]) * 4 + SUITS.index(card[1]) + 1
+    return _CODES.get(card) if isinstance(card, str) else None
 
 
 def record_cards(kind: str, rec: Mapping[str, Any]) -> list[int]:
@@ -136,6 +169,41 @@ class SequenceIndex:
         self.number: dict[ShoeKey, int] = {}
         self.hashes: list[int] = []  # rolling state: the hash of each shoe's last window
         self.windows: dict[int, int | list[int]] = {}
+        self.tables: dict[int, str] = {}  # shoe id -> table, of the shoes validated here
+
+    def _matches(self, me: int, start: int, h: int) -> list[tuple[int, ShoeKey, int]]:
+        """Other shoes' windows with hash h holding the same cards as this shoe's at start."""
+        places = self.windows.get(h)
+        if places is None:
+            return []
+        window = self.cards[me][start:start + WINDOW]
+        return [(start, self.keys[other], pos)
+                for other, pos in ((p >> 16, p & 0xFFFF)
+                                   for p in ([places] if isinstance(places, int) else places))
+                if other != me and self.cards[other][pos:pos + WINDOW] == window]
+
+    def tail(self, shoe: ShoeKey) -> list[tuple[int, ShoeKey, int]]:
+        """add's hits for the shoe's last window, already added (a run under way when a
+        validator starts)."""
+        with self.lock:
+            me = self.number.get(shoe)
+            if me is None or len(self.cards[me]) < WINDOW:
+                return []
+            return self._matches(me, len(self.cards[me]) - WINDOW, self.hashes[me])
+
+    def first_of_run(self, shoe: ShoeKey, other: ShoeKey, start: int, pos: int) -> int:
+        """Where the run of cards dealt in the same order here (from start) and there (from pos)
+        begins here: the cards before are compared back to the first that differs."""
+        with self.lock:
+            here, there = self.cards[self.number[shoe]], self.cards[self.number[other]]
+            while start > 0 and pos > 0 and here[start - 1] == there[pos - 1]:
+                start, pos = start - 1, pos - 1
+            return start
+
+    def length(self, shoe: ShoeKey) -> int:
+        with self.lock:
+            me = self.number.get(shoe)
+            return 0 if me is None else len(self.cards[me])
 
     @classmethod
     def from_store(cls, store: AuditStore) -> SequenceIndex:
@@ -167,19 +235,16 @@ class SequenceIndex:
                 if len(seq) < WINDOW:
                     continue
                 start = len(seq) - WINDOW
-                window = seq[start:]
                 here = me << 16 | start
                 places = self.windows.get(h)
                 if places is None:
                     self.windows[h] = here
                     continue
+                hits += self._matches(me, start, h)
                 if isinstance(places, int):
-                    places = self.windows[h] = [places]
-                for place in places:
-                    other, pos = place >> 16, place & 0xFFFF
-                    if other != me and self.cards[other][pos:pos + WINDOW] == window:
-                        hits.append((start, self.keys[other], pos))
-                places.append(here)
+                    self.windows[h] = [places, here]
+                else:
+                    places.append(here)
         return hits
 
 
@@ -204,13 +269,18 @@ class Watch:
         self.shoe_id = shoe_id
         self.alarm = alarm
         self.offered = offered_wagers(config)
+        self.analyzed = tuple(dict.fromkeys(self.offered.values()))  # the edges to work out
         self.edges = LiveEdges(config.decks)
         self.store = store  # its sequence index is built when the first card arrives: a
         # validator that only asks the shoe something (status, verify-firmware) never reads it
         self.last_seq = state.get("last_seq", 0)  # records up to here are in the index already
         self.favourable: set[str] = set()
-        self.runs: set[tuple[ShoeKey, ShoeKey, int]] = set()  # (this, other, offset) alarmed
-        self.latest: dict[str, float] | None = None  # the edges after the last round
+        self.table = config.table
+        # repeated runs under way in this shoe (run_shoe): (other shoe, its position minus
+        # ours) -> [first window here, last window here, the round it was first seen in]
+        self.runs: dict[tuple[ShoeKey, int], list[Any]] = {}
+        self.run_shoe: ShoeKey | None = None
+        self._index: SequenceIndex | None = None  # the store's, looked up at the first card
         inv = state.get("inventory") or {}
         if inv.get("shoe") is not None and not inv.get("ended"):  # restarted mid-shoe
             for a in store.alarms(shoe_id, inv["shoe"]):
@@ -221,41 +291,88 @@ class Watch:
         """One accounted record of frame `seq`: extend the sequence index, and after a round check
         the edges. A frame seen again (a batch the store rolled back) adds no cards twice."""
         shoe = inv.get("shoe")
+        me = (self.shoe_id, shoe) if shoe is not None else None
+        if kind == "shoe_start" or (me is not None and me != self.run_shoe):
+            self.finish()  # the shoe the runs were in has ended
         if kind == "shoe_start":
             self.favourable.clear()
-        if shoe is not None and seq > self.last_seq:
-            self._sequence((self.shoe_id, shoe), record_cards(kind, rec), rec)
+        if me is not None and seq > self.last_seq:
+            self._sequence(me, record_cards(kind, rec), rec)
         self.last_seq = max(self.last_seq, seq)
         if kind == "result" and not inv.get("partial"):
             self._edges(shoe, rec, inv)
+        elif kind == "shoe_end":
+            self.finish()
+
+    def finish(self) -> None:
+        """The shoe ended (or what was received did): every repeated run under way is
+        reported."""
+        ended, self.runs = self.runs, {}
+        self._report(ended)
 
     def _sequence(self, me: ShoeKey, codes: list[int], rec: dict[str, Any]) -> None:
+        index = self._index
+        if index is None:
+            index = self._index = sequence_index(self.store)
+        if me != self.run_shoe:
+            self.run_shoe = me
+            index.tables[self.shoe_id] = self.table
+            for start, other, pos in index.tail(me):  # a run under way when we started
+                self._extend(index, me, start, other, pos, rec)
         if not codes:
             return
-        for start, other, pos in sequence_index(self.store).add(me, codes):
-            run = (me, other, pos - start)
-            if run in self.runs:
-                continue  # the same repeated run, one card further
-            self.runs.add(run)
+        for start, other, pos in index.add(me, codes):
+            self._extend(index, me, start, other, pos, rec)
+        if not self.runs:
+            return
+        newest = index.length(me) - WINDOW
+        ended = {key: run for key, run in self.runs.items() if run[1] < newest}
+        if ended:  # the cards that came since differ: those runs are over
+            for key in ended:
+                del self.runs[key]
+            self._report(ended)
+
+    def _extend(self, index: SequenceIndex, me: ShoeKey, start: int, other: ShoeKey, pos: int,
+                rec: dict[str, Any]) -> None:
+        key = (other, pos - start)
+        run = self.runs.get(key)
+        if run is not None and run[1] == start - 1:
+            run[1] = start  # the same run, one card further
+        elif run is None:
+            self.runs[key] = [index.first_of_run(me, other, start, pos), start, rec.get("round")]
+
+    def _report(self, ended: dict[tuple[ShoeKey, int], list[Any]]) -> None:
+        """One alarm per repeated run: the cards here, first to last, and where each earlier
+        shoe dealt them (runs of the same cards here against several shoes are one run)."""
+        if not ended or self.run_shoe is None:
+            return
+        spans: dict[tuple[int, int], list[Any]] = {}
+        for (other, offset), (first, last, rnd) in sorted(
+                ended.items(), key=lambda kv: (kv[1][0], kv[1][1], kv[0][0], kv[0][1])):
+            spans.setdefault((first, last + WINDOW), [rnd]).append((other, offset))
+        tables = sequence_index(self.store).tables  # every table validated into this store
+        for (first, end), (rnd, *others) in spans.items():
+            where = "; and as ".join(
+                f"cards {first + off + 1}..{end + off} of shoe {o[1]} of shoe id 0x{o[0]:08x}"
+                + (f" (table {tables[o[0]]})" if o[0] in tables else "")
+                for o, off in others)
             self.alarm("repeated_sequence",
-                       f"cards {start + 1}..{start + WINDOW} of this shoe were dealt in the same "
-                       f"order as cards {pos + 1}..{pos + WINDOW} of shoe_id {other[0]} shoe "
-                       f"{other[1]}", shoe=me[1], round=rec.get("round"))
+                       f"cards {first + 1}..{end} of this shoe ({end - first} cards, table "
+                       f"{self.table}) were dealt in the same order as {where}",
+                       shoe=self.run_shoe[1], round=rnd)
 
     def _edges(self, shoe: Any, rec: dict[str, Any], inv: dict[str, Any]) -> None:
         self.edges.update(shoe, inv.get("counts") or {})
-        edges = self.edges.edges()
-        self.latest = edges
-        if edges is None:
+        below = self.edges.favourable(self.analyzed)
+        if below is None:
             return
         for wager, name in self.offered.items():
-            edge = edges[name]
-            if edge >= 0:
+            if name not in below:
                 self.favourable.discard(wager)
                 continue
             if wager in self.favourable:
                 continue
             self.favourable.add(wager)
             self.alarm("player_advantage",
-                       f"{wager} ({name}) house edge {edge:.6%} with {self.edges.cards} cards "
-                       f"left: the player has the edge", shoe=shoe, round=rec.get("round"))
+                       f"{wager} ({name}) house edge {below[name]:.6%} with {self.edges.cards} "
+                       f"cards left: the player has the edge", shoe=shoe, round=rec.get("round"))

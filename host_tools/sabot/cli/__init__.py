@@ -1,6 +1,10 @@
 """The `sabot` command line: each area module (offline, virtual, shoe, store, pit, release)
 registers its own commands; this module puts them in one parser, in the order `sabot --help`
-lists them, and runs the one asked for."""
+lists them, and runs the one asked for.
+
+Starting is kept light for every command: the area modules import only argparse and what their
+parsers need (a handler imports its work when it runs), and only the command being run gets its
+options added."""
 
 from __future__ import annotations
 
@@ -21,7 +25,9 @@ ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serv
          "history", "status", "new-shoe", "resolve", "shuffle")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `command`, only that command's options are added (the others are
+    there by name and help line, for `sabot --help` and a misspelt name)."""
     p = Parser(
         prog="sabot", formatter_class=HelpFormatter,
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
@@ -32,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                            parser_class=Parser)
     every = {c.name: c for area in AREAS for c in area.commands}
     for name in sorted(every, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
-        every[name].add_to(sub)
+        every[name].add_to(sub, options=command is None or name == command)
     return p
 
 
@@ -40,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit status (docs/INTERFACES.md): OK, NOT_VERIFIED when the
     record did not verify (errors.NotVerified), BAD_INPUT on bad input, usage or I/O (any other
     SabotError, a lost link, a file that will not do), INTERRUPTED on Ctrl-C or SIGTERM."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    # the command is the first word that is no option (`sabot --help`, `sabot --version`: none)
+    parser = build_parser(next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
     try:
         return args.func(args) or OK

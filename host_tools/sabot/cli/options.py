@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sabot.errors import BAD_INPUT
@@ -40,8 +41,28 @@ class Parser(argparse.ArgumentParser):
         self.exit(BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def terminal_columns() -> int:
+    """shutil.get_terminal_size().columns, without importing shutil (and the compression modules
+    it imports) for every command: argparse makes a formatter at every add_argument."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout (None) or not a terminal
+            columns = 0
+    return columns or 80
+
+
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Every option's default in its help, unless the help already says it."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -78,25 +99,29 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
-@dataclass
 class Command:
     """One subcommand: its name, the options its parser takes, its handler, its help line, its
-    --help description (default: the help line) and an example for the --help epilog."""
+    --help description (default: the help line) and an example for the --help epilog. (A plain
+    class: a dataclass would import inspect for every command run.)"""
 
-    name: str
-    options: Options
-    handler: Handler
-    help: str
-    example: str
-    description: str | None = None
+    def __init__(self, name: str, options: Options, handler: Handler, help: str, example: str,
+                 description: str | None = None) -> None:
+        self.name = name
+        self.options = options
+        self.handler = handler
+        self.help = help
+        self.example = example
+        self.description = description
 
-    def add_to(self, sub: Any) -> argparse.ArgumentParser:
-        """Its parser, added to the `sub` subparsers."""
+    def add_to(self, sub: Any, options: bool = True) -> argparse.ArgumentParser:
+        """Its parser, added to the `sub` subparsers; options=False: its name and help line
+        only (a command not run this time: `sabot --help` lists it)."""
         p: argparse.ArgumentParser = sub.add_parser(
             self.name, help=self.help, formatter_class=HelpFormatter,
             description=self.description or self.help[0].upper() + self.help[1:],
             epilog=f"example: {self.example}")
-        self.options(p)
+        if options:
+            self.options(p)
         p.set_defaults(func=self.handler)
         return p
 
