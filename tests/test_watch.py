@@ -160,7 +160,7 @@ FAVOURABLE_AFTER = {
 # Tables offering every side wager the registry knows, under each game's rules.
 TABLES = (
     {"side_wagers": ["player_pair", "banker_pair", "house_money", "dragon_bonus_player",
-                     "dragon_bonus_banker"]},
+                     "dragon_bonus_banker"], "dragon_bonus_paytable": "A"},
     {"ez": True, "side_wagers": ["dragon7", "panda8", "player_pair"]},
     {"commission_free": True, "side_wagers": ["lucky_six", "banker_pair", "house_money"]},
 )

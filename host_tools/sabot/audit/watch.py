@@ -53,12 +53,11 @@ AlarmFn = Callable[..., None]  # the validator's alarm(kind, detail, **where)
 
 
 def offered_wagers(config: ShoeEntry) -> dict[str, str]:
-    """The table's wagers -> the analyzer's names under its rules (EZ Banker, 631c.5 Banker,
-    Dragon Bonus paytable A when the registry names none)."""
+    """The table's wagers -> the analyzer's names under its rules (EZ Banker, 631c.5 Banker, the
+    registry's Dragon Bonus paytable; A for an old entry that names none)."""
     side = list(config.side_wagers)
-    cfg: dict[str, Any] = {"game": config.game, "ez": config.ez,
-                           "commission_free": config.commission_free, "side_wagers": side}
-    if any(w.startswith("dragon_bonus") for w in side):
+    cfg: dict[str, Any] = config.table_config()
+    if any(w.startswith("dragon_bonus") for w in side) and not cfg.get("dragon_bonus_paytable"):
         cfg["dragon_bonus_paytable"] = "A"
     try:
         table = Table(cfg)
@@ -270,7 +269,7 @@ class Watch:
         self.alarm = alarm
         self.offered = offered_wagers(config)
         self.analyzed = tuple(dict.fromkeys(self.offered.values()))  # the edges to work out
-        self.edges = LiveEdges(config.decks)
+        self.edges = LiveEdges(config.decks, config.tie_odds)
         self.store = store  # its sequence index is built when the first card arrives: a
         # validator that only asks the shoe something (status, verify-firmware) never reads it
         self.last_seq = state.get("last_seq", 0)  # records up to here are in the index already

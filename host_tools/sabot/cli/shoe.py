@@ -26,9 +26,9 @@ from sabot.cli.output import (
     format_round,
     print_alarm,
     record_json,
+    shoe_id_text,
 )
 from sabot.errors import SabotError
-from sabot.protocol import shoe_id_text
 
 commands = Commands()
 

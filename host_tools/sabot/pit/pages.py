@@ -66,7 +66,7 @@ class TableView:
     live: LiveEdges = field(init=False)
 
     def __post_init__(self) -> None:
-        self.live = LiveEdges(self.config.decks)
+        self.live = LiveEdges(self.config.decks, self.config.tie_odds)
 
     @property
     def table(self) -> str:
@@ -183,7 +183,7 @@ class Pit:
         try:
             t.live.update(inv["shoe"], counts)
         except (SabotError, ValueError, TypeError):  # cards no shoe holds
-            t.live = LiveEdges(t.config.decks)
+            t.live = LiveEdges(t.config.decks, t.config.tie_odds)
             return
         every = t.live.edges()
         t.remaining = t.live.cards
