@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from sabot.errors import SabotError
+from sabot.locks import try_lock
 
 SCHEMA_VERSION = "sabot-audit/4"  # 4: the operator log in the chain; 3: protocol v2
 # what an older store lacks, for the line that refuses it (an append-only chained store is not
@@ -287,15 +288,11 @@ class AuditStore:
         except OSError as e:
             raise SabotError(f"audit database {self.path}: cannot create its lock file "
                              f"({e.strerror})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+        holder = try_lock(fd)
+        if holder is not None:
             os.close(fd)
             raise SabotError(f"audit database {self.path} is in use by another validator "
-                             f"(pid {holder})") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+                             f"(pid {holder})")
         self._lock = fd
 
     def _create(self) -> None:

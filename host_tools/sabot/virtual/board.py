@@ -27,6 +27,7 @@ from typing import IO, Any, NamedTuple
 from sabot import keys, registry
 from sabot.errors import SabotError
 from sabot.game.cards import CUT
+from sabot.locks import try_lock
 from sabot.paths import BOARDS, FIRMWARE, micropython
 from sabot.protocol import (
     CARD_MISSING,
@@ -245,15 +246,11 @@ def lock_flash(flash_dir: str) -> int:
     except OSError as e:
         raise SabotError(f"flash directory {flash_dir}: cannot make its lock ({e.strerror})"
                          ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+    holder = try_lock(fd)
+    if holder is not None:
         os.close(fd)
         raise SabotError(f"flash directory {flash_dir} is in use by another board (pid "
-                         f"{holder}): one board to a flash, as one chip to a board") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
+                         f"{holder}): one board to a flash, as one chip to a board")
     return fd
 
 
