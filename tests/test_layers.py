@@ -1,7 +1,7 @@
 """The host package's layers: every module's imports, those inside functions included, only go down
-errors/paths/locks → game → core (protocol, keys, registry) → audit → link → pit | virtual → release →
-cli. A module that imports from a layer above it, or from its sibling (pit and virtual), fails
-here, naming both."""
+errors/paths/locks → game → core (protocol, keys, registry) → audit → link → pit | virtual →
+release → cli. A module that imports from a layer above it, or from its sibling (pit and
+virtual), fails here, naming both."""
 
 import ast
 from pathlib import Path

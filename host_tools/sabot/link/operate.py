@@ -101,6 +101,8 @@ def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], el
     """Why no status came, once it is clear; None while it may still come."""
     if at_repl(bytes(getattr(link, "heard", b""))) and elapsed >= 0.5:
         return at_repl_line(url)
+    if elapsed >= 0.5 and _echoes(bytes(getattr(link, "heard", b""))):
+        return echo_line(url)
     if reasons["replayed"] and elapsed >= 1.0:  # statuses refused: all older than the store?
         behind = link.validator.behind_store()
         if behind:
@@ -132,6 +134,22 @@ def _why_silent(link: HostLink, url: str, wait: float, reasons: Counter[str], el
                 f"powered, at this baud rate, and is it shoe "
                 f"{pr.shoe_id_text(link.validator.shoe_id)}?)")
     return None
+
+
+def echo_line(url: str) -> str:
+    return (f"{url} sends back what we send it (our own hello came back): a loopback or an "
+            "echoing terminal, not a shoe; wrong port?")
+
+
+def _echoes(heard: bytes) -> bool:
+    """Whether what came back holds a host command (a hello): ours, echoed; no shoe sends one."""
+    for encoded in pr.Deframer().feed(heard):
+        try:
+            if pr.parse(pr.decode_frame(encoded)).type >= pr.C_HELLO:
+                return True
+        except pr.FrameError:
+            continue
+    return False
 
 
 # What a MicroPython REPL says to the bytes of a hello (its Ctrl-A: the raw REPL), or at all
@@ -451,6 +469,8 @@ def silence_line(url: str, heard: bytes, wait: float, who: str = "a shoe") -> st
     bytes that are no frame of a shoe, or nothing at all; each with what to do."""
     if at_repl(heard):
         return at_repl_line(url)
+    if _echoes(heard):
+        return echo_line(url)
     if heard:
         return (f"{url} does not speak the sabot protocol ({len(heard)} bytes came back in "
                 f"{wait:g} s, no frame of a shoe among them: another device on this port, or "
