@@ -12,12 +12,14 @@ SHOES  ?= 3
 
 all: test
 
+# uv (from PyPI, pinned) installs the pinned set in a few seconds where pip takes half a minute
 $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt -e host_tools
-	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/rp2 \
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==0.13.9
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt -e host_tools
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --target $(VENV)/stubs/rp2 \
 		micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
-	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/stubs/esp32 \
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --target $(VENV)/stubs/esp32 \
 		micropython-esp32-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 	@touch $@
 
@@ -67,7 +69,7 @@ TEST_WORKERS ?= 4
 test: $(STAMP) $(KERNEL) socat /usr/bin/chromedriver
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests; rc=$$?; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=12 tests; rc=$$?; \
 	wait $$pid; lrc=$$?; echo "lint (ruff, mypy):"; cat $$lint; rm -f $$lint; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
