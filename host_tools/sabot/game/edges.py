@@ -30,8 +30,8 @@ against them by a test, so no command derives them at start.
 
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 from array import array
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -329,7 +329,7 @@ class _Kernel:
         return (self.ctypes.c_int64 * len(flat)).from_buffer_copy(flat)
 
 
-_KERNEL_LOCK = threading.Lock()
+_KERNEL_LOCK = _thread.allocate_lock()  # threading's Lock, without importing threading
 _KERNEL: list[_Kernel | None] = []  # [the kernel, or None without one], once looked for
 
 
