@@ -288,17 +288,10 @@ def test_an_update_is_refused_while_a_round_is_held(rig):
 def demo_db(tmp_path_factory):
     """An audit store of two whole shoes, validated from a capture (capture_gen: signed as a
     version-2 shoe signs), and the registry that holds the shoe's public key: no secret."""
-    from sabot.registry import Registry
-    from sabot.virtual import capture_gen
+    from kit import validated_capture
 
     d = tmp_path_factory.mktemp("demo")
-    entry, cap, _ = capture_gen.generate(str(d), 2, seed=5)
-    (d / "cap.bin").write_bytes(cap)
-    Registry(str(d / "shoes.json")).put(entry)
-    v = Validator(entry, str(d / "audit.db"))
-    v.receive(cap)
-    v.finish()
-    v.store.close()
+    v = validated_capture(d, 2, seed=5)
     assert v.counts["rejected"] == 0 and not v.alarms
     (d / "result.pem").unlink()  # the verifiers below hold public keys only
     return d

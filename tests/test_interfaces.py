@@ -109,18 +109,10 @@ SHOE_ID = 0x5AB0_7E57  # 1521516119: ten digits in decimal, unmistakable in a li
 def store(tmp_path_factory):
     """Two whole shoes of a plain Baccarat table, validated from a capture into an audit store,
     with the registry holding the shoe's public key."""
-    from sabot.audit.validator import Validator
-    from sabot.registry import Registry
-    from sabot.virtual import capture_gen
+    from kit import validated_capture
 
     d = tmp_path_factory.mktemp("interfaces")
-    entry, cap, _ = capture_gen.generate(str(d), 2, seed=3, shoe_id=SHOE_ID)
-    (d / "cap.bin").write_bytes(cap)
-    Registry(str(d / "shoes.json")).put(entry)
-    v = Validator(entry, str(d / "audit.db"))
-    v.receive(cap)
-    v.finish()
-    v.store.close()
+    validated_capture(d, 2, seed=3, shoe_id=SHOE_ID)
     return d
 
 

@@ -16,10 +16,18 @@ from kit.procs import (
     run_micropython,
     wait_for,
 )
-from kit.shoes import Rig, flip_a_stored_result, provision_shoe, registry_of, signing_shoe
+from kit.shoes import (
+    Rig,
+    flip_a_stored_result,
+    provision_shoe,
+    registry_of,
+    signing_shoe,
+    validated_capture,
+)
 
 __all__ = [
     "FIRMWARE", "ROOT", "SABOT", "SIGN_MS", "BoardProcess", "PtyBridge", "Rig",
     "flip_a_stored_result", "free_port_for_tests", "micropython_bin", "port_accepts",
-    "provision_shoe", "registry_of", "run_micropython", "signing_shoe", "wait_for",
+    "provision_shoe", "registry_of", "run_micropython", "signing_shoe", "validated_capture",
+    "wait_for",
 ]

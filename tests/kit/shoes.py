@@ -121,6 +121,23 @@ class Rig:
         assert self.validator.counts["rejected"] == 0, self.validator.rejections
 
 
+def validated_capture(d, shoes, seed, **config):
+    """`shoes` whole shoes from capture_gen (signed as a version-2 shoe signs) in d/cap.bin,
+    validated into d/audit.db, the shoe's public key in d/shoes.json; the Validator."""
+    from sabot.audit.validator import Validator
+    from sabot.registry import Registry
+    from sabot.virtual import capture_gen
+
+    entry, cap, _ = capture_gen.generate(str(d), shoes, seed=seed, **config)
+    (d / "cap.bin").write_bytes(cap)
+    Registry(str(d / "shoes.json")).put(entry)
+    v = Validator(entry, str(d / "audit.db"))
+    v.receive(cap)
+    v.finish()
+    v.store.close()
+    return v
+
+
 def flip_a_stored_result(db):
     """An insider's edit of a store: the append-only trigger dropped, one bit of the first stored
     result frame's signature flipped. The edited frame's id."""
