@@ -272,7 +272,25 @@ def bench_link():
             "validator_rounds_per_s_edges_counted_in_python": int(best["python", False]),
             "validator_rounds_per_s_batch_verify": int(best[True, True]),
             "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms":
-                int(best[False, True])}
+                int(best[False, True]),
+            "p256_verify_us": _p256_verify_us()}
+
+
+def _p256_verify_us(n=2000):
+    """One ECDSA P-256 verification with pyca/cryptography, best of 3 runs of n: the floor under
+    a validator that verifies every signature on one core."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    sig = key.sign(b"frame" * 20, ec.ECDSA(hashes.SHA256()))
+    pub, best = key.public_key(), float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(n):
+            pub.verify(sig, b"frame" * 20, ec.ECDSA(hashes.SHA256()))
+        best = min(best, (time.perf_counter() - t) / n)
+    return round(best * 1e6, 1)
 
 
 def bench_audit():
@@ -643,7 +661,8 @@ LABELS = {
              "validator_rounds_per_s", "validator_rounds_per_s_without_edge_and_shuffle_alarms",
              "watch_us_per_round", "validator_rounds_per_s_edges_counted_in_python",
              "validator_rounds_per_s_batch_verify",
-             "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms"),
+             "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms",
+             "p256_verify_us"),
     "audit": ("shoes", "frames", "rounds", "rows", "audit_verify_s", "frames_per_s"),
     "reliability": _SOAK,
     "edges": ("rounds", "recomputes", "recompute_median_ms", "recompute_max_ms",
