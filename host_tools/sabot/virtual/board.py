@@ -7,6 +7,7 @@ socket."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import os
 import queue
@@ -375,10 +376,13 @@ class VirtualBoard:
         threading.Thread(target=self._read_indicators, args=(proc, listening),
                          daemon=True).start()
         try:
-            listening.get(timeout=timeout)
+            up = listening.get(timeout=timeout)
         except queue.Empty:
             self.kill()
             raise SabotError("the virtual board did not start listening") from None
+        if not up:  # its output ended before it listened: it is ending, say how
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout)
         if proc.poll() is not None:
             said = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace")
             err = said.strip().splitlines()
