@@ -58,18 +58,19 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # every test, in parallel (pytest-xdist): most of the time is spent waiting on boards and other
-# processes, so more workers than cores; idle workers steal queued tests from busy ones, so the
-# minute-long deploy and soak tests do not leave the others waiting at the end (on 2 cores:
-# -n 4 --dist worksteal 2 min 40 s, -n 3 3 min 9 s, -n 3 load 3 min 28 s). Each test has its own
-# directories, ports and element stores; a module fixture runs once on each worker that takes
-# one of its tests.
-TEST_WORKERS ?= 4
+# processes, so more workers than cores. Tests go out one at a time (--dist load --maxschedchunk 1),
+# the ones marked `long` first (tests/conftest.py), so no worker is left finishing a soak at the
+# end (on 2 cores: -n 4 --dist worksteal in file order 3 min 22 s, -n 4 long first 3 min 0 s,
+# -n 6 long first 2 min 52 s). Each test has its own directories, ports and element stores; a
+# module fixture runs on each worker each time it takes up that module's tests.
+TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
 test: $(STAMP) $(KERNEL) socat /usr/bin/chromedriver
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=12 tests; rc=$$?; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist load --maxschedchunk 1 \
+		--durations=12 tests; rc=$$?; \
 	wait $$pid; lrc=$$?; echo "lint (ruff, mypy):"; cat $$lint; rm -f $$lint; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 

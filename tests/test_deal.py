@@ -34,6 +34,7 @@ def test_random_eight_deck_shoes_agree_with_host_rules(tmp_path, seed):
     assert got == want
 
 
+@pytest.mark.long
 def test_cut_card_between_rounds_during_a_round_and_during_the_burn(tmp_path):
     deck = cards.shuffled_shoe(1, seed=9, cut_from_end=0)[:-1]  # one deck, no cut card yet
     want_counts = set()

@@ -42,6 +42,7 @@ def env(tmp_path):
     return dict(os.environ, SABOT_ROOT=str(tree))
 
 
+@pytest.mark.long
 def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
     """The bench walk-through of README on a real tty: a blank board (an old boot.py and lib/ on
     it, a factory-fresh element) takes the firmware at its REPL (deploy removes what the build

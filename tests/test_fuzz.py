@@ -52,6 +52,7 @@ def genuine(tmp_path_factory=None):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(noise=st.lists(st.binary(max_size=60), min_size=1, max_size=8), where=st.integers(0, 30),
        flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 7)), max_size=4))
+@pytest.mark.long
 def test_validator_never_accepts_what_was_not_sent_and_resyncs(noise, where, flips):
     g = genuine()
     parts = list(g["parts"][:40])

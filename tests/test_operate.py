@@ -35,6 +35,7 @@ def status(tty, key, db):
     return json.loads(r.stdout)
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_two_shoes_by_hand_over_a_tty_with_status_a_resolution_and_new_shoe(tmp_path):
     key, flash, db = tmp_path / "host.pem", tmp_path / "flash", tmp_path / "audit.db"
@@ -153,6 +154,7 @@ def registry(tmp_path, shoe_id=7, name="shoes.json"):
     return tmp_path / name
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_silence_and_garbage_each_get_one_line_and_fail(tmp_path):
     keys.create(str(tmp_path / "k"))

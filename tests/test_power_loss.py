@@ -51,6 +51,7 @@ def boot(mpy, flash, element):
     return [int(x) for x in re.findall(rb"\d+", r.stdout)]
 
 
+@pytest.mark.long
 def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, element,
                                                              tmp_path):
     flash, shoe, _ = shoe_flash
@@ -77,6 +78,7 @@ def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, el
     assert len(set(positions)) > 10  # the cuts really landed across many cards
 
 
+@pytest.mark.long
 def test_soak_with_faults_loses_and_duplicates_nothing():
     r = subprocess.run([*SABOT, "soak", "--shoes", "1", "--seed", "3",
                         "--fault-rate", "0.15", "--json"], capture_output=True, text=True,
@@ -89,6 +91,7 @@ def test_soak_with_faults_loses_and_duplicates_nothing():
     assert s["board_boots"] >= 3
 
 
+@pytest.mark.long
 def test_one_8_deck_shoe_soaked_at_a_30_percent_fault_rate_loses_nothing():
     s = run_soak(1, seed=8, fault_rate=0.3)
     assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
@@ -121,6 +124,7 @@ def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
         board.stop()
 
 
+@pytest.mark.long
 def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_rejecting_nothing():
     """Unreadable cards, cards not due, missing confirms, extra cut cards, shoe-empty in the burn
     and mid-round, every resolution at random — and no line faults: an authentic shoe's frames are

@@ -80,6 +80,7 @@ def test_host_frames_equal_the_firmware_frames_for_every_card_and_confidence():
                                                                  conf)
 
 
+@pytest.mark.long
 def test_every_1_and_2_bit_error_of_every_card_frame_is_refused_by_the_decoder():
     # Each kind at five confidences, rotating so that every confidence 0x00-0xFF is used: 270
     # frames, 874,800 corrupted ones. Each goes to a fresh decoder, then a genuine frame that must

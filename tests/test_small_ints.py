@@ -10,6 +10,8 @@ import random
 import sys
 import zlib
 
+import pytest
+
 from shoe import frames, store
 from shoe.app import ShoeApp
 from shoe.dealing import PH_ENDED
@@ -108,6 +110,7 @@ def card(app, token):
         app.service()
 
 
+@pytest.mark.long
 def test_a_whole_shoe_with_acks_and_hellos_holds_no_int_beyond_30_bits(tmp_path):
     """The shoe's id needs 32 bits (0xFFFFFFF7): the firmware carries it as bytes. The watched
     run is the dealing (card path, finishing frames with the element, sending), the host's acks
