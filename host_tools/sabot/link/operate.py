@@ -420,7 +420,7 @@ def answering_shoe(url: str, registry: Registry | None, baud: int = DEFAULT_BAUD
     got = io.BytesIO()
     port = ShoePort(url, baud, capture=got)
     try:
-        status = _hello_answer(port, config.shoe_id if config is not None else ANY_SHOE, wait,
+        status = hello_answer(port, config.shoe_id if config is not None else ANY_SHOE, wait,
                                got)
     finally:
         port.close()
@@ -441,7 +441,7 @@ def answering_shoe(url: str, registry: Registry | None, baud: int = DEFAULT_BAUD
     return entry
 
 
-def _hello_answer(port: ShoePort, shoe_id: int, wait: float, got: io.BytesIO) -> pr.Frame | None:
+def hello_answer(port: ShoePort, shoe_id: int, wait: float, got: io.BytesIO) -> pr.Frame | None:
     """The status answering a hello to `shoe_id` (sent every half second), or None after `wait`
     seconds, or as soon as what came back (`got`, the port's capture) is plainly no shoe's: a
     REPL's words, or a second of bytes without a frame."""

@@ -11,12 +11,13 @@ naming them and the command key) is checked before it is registered."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from typing import Any
 
 from sabot import keys
 from sabot.errors import SabotError
-from sabot.link.operate import ANY_SHOE
+from sabot.link.operate import ANY_SHOE, hello_answer
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.protocol import shoe_id_text
 from sabot.registry import check_provisioning, public_from_xy
@@ -24,13 +25,15 @@ from sabot.release.deploy import FRESH, PROBE_WAIT, element_state, hard_reset, m
 
 
 def _dealing_shoe(url: str, baud: int) -> int | None:
-    """The id of a shoe answering a hello in the sabot protocol on `url`, or None."""
+    """The id of a shoe answering a hello in the sabot protocol on `url`, or None: as soon as a
+    REPL talks back (a blank shoe), after two seconds of nothing else."""
+    got = io.BytesIO()
     try:
-        port = ShoePort(url, baud, open_timeout=0)
+        port = ShoePort(url, baud, open_timeout=0, capture=got)
     except SabotError:
         return None
     try:
-        status = port.status_where(ANY_SHOE, lambda f: True, 2.0)
+        status = hello_answer(port, ANY_SHOE, 2.0, got)
     finally:
         port.close()
     return None if status is None else status.shoe_id
@@ -69,6 +72,11 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
     key 1 in hex: both "" from a shoe that reports none). The shoe reboots into its firmware
     after."""
     command_xy = keys.xy(command_key.public_key())
+    # a dealing shoe says so at once to a hello (mpremote would wait 10 s for its raw REPL)
+    dealing = _dealing_shoe(url, baud)
+    if dealing is not None:
+        raise SabotError(f"{url}: shoe {shoe_id_text(dealing)} is provisioned already and "
+                         "dealing (no REPL: provisioning is for a blank shoe)")
     try:
         # longer than deploy's probe: importing maint reads the element (a busy bench machine)
         said = mpremote(url, ["exec", FRESH + "import maint; maint.state()"],
@@ -77,10 +85,6 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
         if "no module named 'maint'" in str(e):
             raise SabotError(f"{url}: the shoe holds no sabot firmware: deploy it first (sabot "
                              "deploy --port URL --board B)") from None
-        dealing = _dealing_shoe(url, baud)
-        if dealing is not None:
-            raise SabotError(f"{url}: shoe {shoe_id_text(dealing)} is provisioned already and "
-                             "dealing (no REPL: provisioning is for a blank shoe)") from None
         raise SabotError(f"nothing answers on {url}: neither a blank shoe's REPL nor a dealing "
                          "shoe") from None
     state = element_state(said, url)
