@@ -12,11 +12,14 @@ SHOES  ?= 3
 
 all: test
 
-# uv (from PyPI, pinned) installs the pinned set in a few seconds where pip takes half a minute
+# uv (from PyPI, pinned) installs the pinned set in a few seconds where pip takes half a minute.
+# sabot is installed editable as a plain path in a .pth (editable_mode=compat): setuptools' default
+# import hook costs every command's start pathlib, importlib.util and fnmatch (about 20 ms).
 $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv==0.13.9
-	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt -e host_tools
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt \
+		-C editable_mode=compat -e host_tools
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --target $(VENV)/stubs/rp2 \
 		micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --target $(VENV)/stubs/esp32 \

@@ -26,8 +26,8 @@ ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serv
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with `command`, only that command's options are added (the others are
-    there by name and help line, for `sabot --help` and a misspelt name)."""
+    """The whole parser; with `command`, only that command's parser (any other word: every
+    command by name and help line, for `sabot --help` and a misspelt name)."""
     p = Parser(
         prog="sabot", formatter_class=HelpFormatter,
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
@@ -37,8 +37,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
                            parser_class=Parser)
     every = {c.name: c for area in AREAS for c in area.commands}
+    if command in every:  # the only one parse_args will meet (each parser costs its start time)
+        every[command].add_to(sub)
+        return p
     for name in sorted(every, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
-        every[name].add_to(sub, options=command is None or name == command)
+        every[name].add_to(sub, options=command is None)
     return p
 
 

@@ -4,7 +4,6 @@ settling wagers and shuffling a shoe file."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, decks_arg
@@ -50,6 +49,8 @@ def analyze_args(p: argparse.ArgumentParser) -> None:
           "P3 B3 of the shoe is counted once.",
           example="sabot analyze --decks 8 --seen dealt.txt --json")
 def cmd_analyze(args: argparse.Namespace) -> int:
+    import json  # here, not at the top: no command's start pays for it
+
     from sabot.game.analyze import analyze
     from sabot.game.cards import read_shoe_file
 
@@ -81,6 +82,8 @@ def roads_args(p: argparse.ArgumentParser) -> None:
           example="sabot roads rounds.jsonl --json   (rounds from: sabot history --db audit.db "
           "--json)")
 def cmd_roads(args: argparse.Namespace) -> int:
+    import json
+
     from sabot.game.roads import format_roads, roads, winners_from_lines
 
     try:
@@ -118,6 +121,8 @@ def settle_args(p: argparse.ArgumentParser) -> None:
           "provision), checked against any the request names.",
           example="sabot settle --table BAC-07 request.json")
 def cmd_settle(args: argparse.Namespace) -> int:
+    import json
+
     from sabot.game.settle import registered_table, settle
 
     registered = None

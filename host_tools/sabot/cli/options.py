@@ -8,9 +8,12 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from sabot.errors import BAD_INPUT
+
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
+if TYPE_CHECKING:
+    from typing import Any
 
 Handler = Callable[[argparse.Namespace], int]
 Options = Callable[[argparse.ArgumentParser], None]

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Container
-from typing import Any
 
 from sabot.errors import NotVerified
+
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def shoe_id_text(shoe_id: Any) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
 from sabot.cli.options import (
     DB_RULE,
@@ -23,6 +22,7 @@ from sabot.cli.options import (
 from sabot.cli.output import shoe_id_text
 from sabot.errors import NotVerified, SabotError
 
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
     from sabot.registry import Registry
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from sabot.cli.options import (
     DB_HELP,
@@ -29,6 +28,10 @@ from sabot.cli.output import (
     shoe_id_text,
 )
 from sabot.errors import SabotError
+
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
+if TYPE_CHECKING:
+    from typing import Any
 
 commands = Commands()
 

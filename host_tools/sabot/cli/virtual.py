@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
 
 from sabot.cli.options import (
     DB_RULE,
@@ -18,6 +17,10 @@ from sabot.cli.options import (
 )
 from sabot.cli.output import alarm_below, fail_on, print_records
 from sabot.errors import NotVerified
+
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
+if TYPE_CHECKING:
+    from typing import Any
 
 commands = Commands()
 

@@ -5,10 +5,10 @@ encoding."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from sabot.errors import SabotError
 
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
     from _typeshed import StrPath
 

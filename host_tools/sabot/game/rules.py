@@ -7,10 +7,13 @@ lookup table or any firmware code: if the two ever disagree, the validator rejec
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from sabot.errors import SabotError
 from sabot.game.cards import BURN_VALUES, CUT
+
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def point_value(card: str) -> int:
