@@ -52,7 +52,13 @@ $(KERNEL): host_tools/sabot/game/outcomes.c
 	cc -O3 -funroll-loops -Wall -Wextra -shared -fPIC -o $@ $< -DSOURCE_CRC=$$($(PYTHON) -c \
 		"import sys, zlib; print(zlib.crc32(open(sys.argv[1], 'rb').read()))" $<)u
 
+# Bytecode written ahead (each file again only once changed), as an installed package has it:
+# where the environment sets PYTHONDONTWRITEBYTECODE, every sabot process would otherwise compile
+# what it imports (a quarter of a second for validate's modules, in each of the tests' hundreds).
+COMPILE := @$(BIN)/python -m compileall -q host_tools/sabot
+
 demo: $(STAMP) $(KERNEL)
+	$(COMPILE)
 	$(BIN)/sabot demo
 
 # ruff and mypy read the root pyproject.toml: the same check as `ruff check .` and `mypy` here.
@@ -70,6 +76,7 @@ TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
 test: $(STAMP) $(KERNEL) socat /usr/bin/chromedriver
+	$(COMPILE)
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist load --maxschedchunk 1 \
@@ -80,6 +87,7 @@ test: $(STAMP) $(KERNEL) socat /usr/bin/chromedriver
 # the tests that run in this process alone (no board, MicroPython or other subprocess), on three
 # workers (some wait on sockets beside the CPU-bound ones: -n 2 took 63 s, -n 3 52 s on 2 cores)
 check: $(STAMP) $(KERNEL)
+	$(COMPILE)
 	$(BIN)/python -m pytest -q -n 3 --dist worksteal -m "not board" tests
 
 # speed and memory figures of the tools and firmware (`make figures` is the same; `sabot bench`

@@ -4,6 +4,7 @@ its roads compared with `sabot roads` over the same rounds; a live update; a 4-s
 round lost."""
 
 import json
+import signal
 import subprocess
 import time
 import urllib.request
@@ -103,14 +104,25 @@ def test_a_page_sees_every_round_within_a_second_of_its_frame_being_stored(tmp_p
         assert sse.events and sse.events[-1][1]["round"] == len(rig.expected(0))
         assert max(sse.delays) < 1.0, sse.delays
         assert len(sse.delays) == len(rig.expected(0))  # every round reached the page
-        # The shoe's port goes away: the pit sees the table's link lost.
+        # The shoe's port goes away: the pit sees the table's link lost, since when and why,
+        # and serve's log says so with the time, the table and its port.
         rig.boards[0].stop()
         end = time.monotonic() + 10
         while rig.get("/api/tables")[0]["state"] != "link lost":
             assert time.monotonic() < end, rig.get("/api/tables")
             time.sleep(0.1)
+        link = rig.get("/api/tables")[0]["link"]
+        assert link["state"] == "lost" and link["reason"] and link["since"].endswith("Z"), link
+        with urllib.request.urlopen(f"{rig.url}/", timeout=10) as r:
+            page = r.read().decode()
+        assert f"since {link['since']}: " in page
+        lost = [line for line in rig.log_text().splitlines() if "link lost (" in line]
+        assert lost and f"{rig.tables[0]} ({rig.boards[0].url}): link lost (" in lost[0], lost
     finally:
-        rig.stop()
+        code = rig.stop(signal.SIGTERM)
+    # a service manager's stop: the summary, and the exit status of a clean audit
+    assert code == 0, rig.log_text()
+    assert "served: " in rig.log_text() and "frames verified" in rig.log_text()
 
 
 def test_four_shoes_at_full_speed_lose_no_round_and_the_api_answers(tmp_path):

@@ -62,7 +62,8 @@ class ServeRig:
         raise AssertionError(f"sabot serve did not answer: {self.log_text()}")
 
     def log_text(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return (self.tmp / "serve.log").read_text()
 
     def get(self, path):
@@ -98,10 +99,10 @@ class ServeRig:
         recs = self.get(f"/api/tables/{self.tables[i]}")["rounds"]
         return [{k: v for k, v in r.items() if k != "shoe_id"} for r in recs]
 
-    def stop(self):
-        """Ctrl-C to serve; its exit status."""
+    def stop(self, signal=2):
+        """Ctrl-C (or another signal) to serve; its exit status."""
         if self.proc.poll() is None:
-            self.proc.send_signal(2)
+            self.proc.send_signal(signal)
             try:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:

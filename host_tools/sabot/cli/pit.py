@@ -43,7 +43,7 @@ def serve_args(p: argparse.ArgumentParser) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Validate every --shoe (as `sabot validate` does, one thread each, one shared writer store)
     and serve the pit dashboard, the tables' scoreboards and the API from that store."""
-    from sabot.link.session import registry_entry
+    from sabot.link.session import registry_entry, sigterm_interrupts
     from sabot.pit.pages import Pit, build_app, web_server
     from sabot.pit.serve import Validation, load_shoes
 
@@ -64,8 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for shoe in shoes:
         shoe.baud = args.baud
     states = {s.config.shoe_id: s for s in shoes}
-    pit = Pit(args.db, [s.config for s in shoes],
-              lambda sid: states[sid].link_state if sid in states else "up")
+    pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link)
     app, hub = build_app(pit)
     validation = Validation(args.db, shoes, hub.notify, print_alarm)
     validation.start()
@@ -74,8 +73,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"{args.db})", file=sys.stderr, flush=True)
     server = web_server(app, hub, host, port)
     try:
-        server.run()
-    except KeyboardInterrupt:  # uvicorn has shut the web side down and passes Ctrl-C on
+        # uvicorn shuts the web side down on Ctrl-C or SIGTERM (a service manager's stop), then
+        # passes the signal on: either is a KeyboardInterrupt here, and serve ends with its summary
+        with sigterm_interrupts():
+            server.run()
+    except KeyboardInterrupt:
         pass
     finally:
         validation.stop()

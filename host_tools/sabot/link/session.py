@@ -79,6 +79,8 @@ class ValidationSession:
         self.on_store_error = on_store_error
         self.link: HostLink | None = None
         self.link_state = "connecting"  # connecting, up, lost
+        self.link_reason = ""  # why the link is lost (the port's own words), "" when up
+        self.link_since = time.time()  # when link_state last changed
         self.refused: list[dict[str, Any]] = []  # every rejected frame, with its reason
         self.ended: list[int] = []  # shoes seen ended (a shoe_end stored, or the shoe's status)
         self.held: list[dict[str, Any]] = []  # irregularities holding the shoe, until resolved
@@ -95,8 +97,17 @@ class ValidationSession:
         if self._on_record:
             self._on_record(kind, rec)
 
-    def _state(self, state: str) -> None:
-        self.link_state = state
+    def _state(self, state: str, reason: str = "") -> None:
+        """The link's state, and why it is lost: said once per change (a shoe that stays away
+        is tried every RETRY_PAUSE, with one line for as long as the reason stays the same)."""
+        if state != self.link_state:
+            self.link_since = time.time()
+            if state == "up" and self.link_state == "lost":
+                self.say("link back")
+        if state == "lost" and (self.link_state != "lost" or reason != self.link_reason):
+            self.say(f"link lost ({reason or 'no reason given'}); reconnecting (the shoe keeps "
+                     "what it has not delivered)")
+        self.link_state, self.link_reason = state, reason if state == "lost" else ""
         self.on_change()
 
     def open(self, port: Port, wait: float) -> HostLink:
@@ -113,8 +124,8 @@ class ValidationSession:
             try:
                 self.link = HostLink(self.url, self.validator, self.key, self.capture,
                                      connect_timeout=self.reconnect_wait, baud=self.baud)
-            except (SabotError, ConnectionError):
-                self._state("lost")
+            except (SabotError, ConnectionError) as e:
+                self._state("lost", _reason(e))
                 self.stopping.wait(RETRY_PAUSE)
                 continue
             self._state("up")
@@ -136,8 +147,8 @@ class ValidationSession:
                 break
             try:
                 results = link.pump(self.pump_wait)
-            except ConnectionError:
-                link = self._get_back(link, end)
+            except ConnectionError as e:
+                link = self._get_back(link, end, _reason(e))
                 continue
             except SabotError as e:  # the store refused a write: nothing of it was acknowledged
                 if self.on_store_error is None:
@@ -169,32 +180,36 @@ class ValidationSession:
             return True
         return False
 
-    def _get_back(self, link: HostLink, end: float | None) -> HostLink | None:
+    def _get_back(self, link: HostLink, end: float | None, reason: str) -> HostLink | None:
         """The lost link back (None when stopped, or `end` passed, first). The audit never stops
         on its own: a shoe off for a minute (a power cut) is waited for; it keeps everything it
         has not delivered."""
-        self._state("lost")
-        self.say("link lost; reconnecting (the shoe keeps what it has not delivered)")
+        self._state("lost", reason)
         while not self.stopping.is_set():
             wait = self.reconnect_wait
             if end is not None:
                 wait = max(0.1, min(wait, end - time.monotonic()))
             try:
                 link.reconnect(timeout=wait)
-            except (SabotError, ConnectionError):
+            except (SabotError, ConnectionError) as e:
                 if end is not None and time.monotonic() >= end:
                     return None
-                self._state("lost")
+                self._state("lost", _reason(e))
                 self.stopping.wait(RETRY_PAUSE)
                 continue
             self._state("up")
-            self.say("link back")
             return link
         return None
 
     def close(self) -> None:
         if self.link is not None:
             self.link.close()
+
+
+def _reason(e: BaseException) -> str:
+    """Why a link went or would not come back, in the port's own words."""
+    text = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    return text or type(e).__name__
 
 
 @contextmanager

@@ -77,10 +77,11 @@ class Pit:
     """Every table served, followed from the audit store's new rows."""
 
     def __init__(self, db: str, configs: list[ShoeEntry],
-                 link_state: Callable[[int], str] | None = None) -> None:
+                 link: Callable[[int], dict[str, Any]] | None = None) -> None:
         self.db = db
         self.store: AuditStore | None = None
-        self.link_state = link_state or (lambda shoe_id: "up")
+        # each shoe's link: {"state": connecting | up | lost, "reason": why lost, "since": time}
+        self.link = link or (lambda shoe_id: {"state": "up", "reason": "", "since": None})
         self.by_id: dict[int, TableView] = {c.shoe_id: TableView(c.shoe_id, c) for c in configs}
         self.last_record = 0
         self.last_alarm = 0
@@ -192,7 +193,7 @@ class Pit:
 
     # ---- views -----------------------------------------------------------------------------
     def state(self, t: TableView) -> str:
-        if self.link_state(t.shoe_id) == "lost":
+        if self.link(t.shoe_id)["state"] == "lost":
             return "link lost"
         if t.tilted:
             return "tilted"
@@ -208,16 +209,26 @@ class Pit:
     def tables(self) -> list[TableView]:
         return sorted(self.by_id.values(), key=lambda t: t.table)
 
+    def link_json(self, t: TableView) -> dict[str, Any]:
+        """The table's link for the API: its state, why it is lost ("" when up), and since when
+        (UTC, ISO 8601; null before the first try)."""
+        link = self.link(t.shoe_id)
+        since = link["since"]
+        return {"state": link["state"], "reason": link["reason"],
+                "since": None if since is None else time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                  time.gmtime(since))}
+
     def summary(self, t: TableView) -> dict[str, Any]:
         return {"table": t.table, "shoe_id": t.shoe_id, "shoe": t.shoe,
                 "round": t.rounds[-1].get("round", 0) if t.rounds else 0,
-                "state": self.state(t)}
+                "state": self.state(t), "link": self.link_json(t)}
 
     def detail(self, t: TableView) -> dict[str, Any]:
         return {"table": t.table, "shoe_id": t.shoe_id, "shoe": t.shoe, "rounds": t.rounds,
                 "roads": roads(r.get("winner") for r in t.rounds),
                 "remaining_cards": t.remaining, "edges": t.edges, "alarms": t.alarms,
-                "state": self.state(t), "counts": counts(t.rounds), "stored_at": t.stored_at}
+                "state": self.state(t), "link": self.link_json(t), "counts": counts(t.rounds),
+                "stored_at": t.stored_at}
 
 
 def flag_list(rec: dict[str, Any]) -> list[Any]:
@@ -303,12 +314,18 @@ def dashboard_row(pit: Pit, t: TableView) -> Html:
         el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
            el("small", f"shoe id {t.shoe_id:#010x}")),
         el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
+           link_lost(pit.link_json(t)) if state == "link lost" else None,
            class_=f"state state-{state.replace(' ', '-')}"),
         el("td", "-" if t.shoe is None else shown(t.shoe)),
         el("td", shown(last.get("round", UNKNOWN)) if last else 0),
         el("td", last_result(last)),
         el("td", "-" if t.remaining is None else t.remaining),
         el("td", edges), el("td", alarms), data_table=t.table)
+
+
+def link_lost(link: dict[str, Any]) -> Html:
+    """Since when and why a table's link is lost, under its state (the pit's eyes only)."""
+    return join(el("br"), el("small", f"since {shown(link['since'])}: {shown(link['reason'])}"))
 
 
 def problem(pit: Pit) -> Html | None:

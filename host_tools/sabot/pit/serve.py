@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,14 @@ class Shoe:
         return self.session.link_state if self.session else "connecting"
 
     @property
+    def link(self) -> dict[str, Any]:
+        """The link as the dashboard shows it: its state, why it is lost, and since when."""
+        s = self.session
+        if s is None:
+            return {"state": "connecting", "reason": "", "since": None}
+        return {"state": s.link_state, "reason": s.link_reason, "since": s.link_since}
+
+    @property
     def refused(self) -> list[dict[str, Any]]:
         return self.session.refused if self.session else []
 
@@ -107,7 +116,7 @@ class Validation:
             s.session = ValidationSession(
                 s.validator, s.url, s.key, baud=s.baud, reconnect_wait=RECONNECT_WAIT,
                 pump_wait=0.1, stopping=self.stop_event, on_change=self.notify,
-                on_store_error=_told(s.config.table))
+                say=_said(s.config.table, s.url), on_store_error=_told(s.config.table))
             t = threading.Thread(target=self._run, args=(s.session,), daemon=True,
                                  name=f"validate-{s.config.table}")
             t.start()
@@ -140,6 +149,16 @@ class Validation:
             verified += v["verified"]
         return {"rounds": rounds, "verified": verified, "rejections": rejections,
                 "alarms": alarms}
+
+
+def _said(table: str, url: str) -> Callable[[str], None]:
+    """A table's link and rejection lines, on stderr with the time and the shoe's port: a
+    service manager's journal says when each table's link went, where, and why."""
+    def say(text: str) -> None:
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        print(f"sabot serve: {when} {table} ({url}): {text}", file=sys.stderr, flush=True)
+
+    return say
 
 
 def _told(table: str) -> Callable[[SabotError], None]:
