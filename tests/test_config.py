@@ -18,7 +18,7 @@ from sabot import keys
 from sabot import protocol as pr
 from sabot.audit.store import AuditStore
 from sabot.audit.validator import Validator
-from sabot.errors import BAD_INPUT
+from sabot.errors import BAD_INPUT, SabotError
 from sabot.protocol import decode_variant, variant_byte
 from sabot.registry import Registry, ShoeEntry
 from sabot.virtual.capture_gen import ShoeSigner, shoe_frames
@@ -162,7 +162,7 @@ def test_provision_registers_the_tables_configuration_and_writes_the_shoes(tmp_p
     r = cli("provision", "--key", tmp_path / "host.pem", "--flash", flash, "--registry", reg,
             "--table", "BAC-07", "--decks", "6", "--side-wagers",
             "dragon_bonus_player,dragon_bonus_banker,house_money", "--dragon-bonus-paytable", "b",
-            "--tie-odds", "9")
+            "--tie-odds", "9", "--limits", "2.50-500")
     assert r.returncode == 0, r.stderr
     assert "6 decks, tie 9 to 1" in r.stdout and "Dragon Bonus paytable B" in r.stdout
     entry = Registry.load(str(reg)).pick(None)
@@ -172,6 +172,7 @@ def test_provision_registers_the_tables_configuration_and_writes_the_shoes(tmp_p
     assert (flash / "variant").read_bytes() == bytes((variant_byte(), 6))
     raw = json.loads(reg.read_text())["shoes"][0]
     assert raw["tie_odds"] == 9 and raw["dragon_bonus_paytable"] == "B"
+    assert (raw["min_bet_cents"], raw["max_bet_cents"]) == (250, 50000)  # whole cents
     # the edges' and settlement's table: what the registry holds
     assert entry.table_config() == {
         "game": "baccarat", "ez": False, "commission_free": False, "tie_odds": 9,
@@ -196,6 +197,10 @@ def test_provision_registers_the_tables_configuration_and_writes_the_shoes(tmp_p
     (["--table", "BAC\x1b[2J07"], "unprintable character"),
     (["--table", "BAC-07 "], "must not begin or end with a space"),
     (["--table", "T" * 65], "1 to 64 characters"),
+    (["--limits", "500-25"], "no more than the maximum"),
+    (["--limits", "25"], "want MIN-MAX in dollars"),
+    (["--limits", "2.505-5"], "not an amount in dollars"),
+    (["--limits", "0-5"], "at least 1 cent"),
 ])
 def test_provision_refuses_a_configuration_before_touching_the_shoe(tmp_path, cli, args, said):
     key, flash, reg = tmp_path / "host.pem", tmp_path / "flash", tmp_path / "shoes.json"
@@ -304,3 +309,15 @@ def test_a_six_deck_shoe_on_micropython_from_provision_to_the_validator(tmp_path
         link.close()
         board.stop()
         validator.store.close()
+
+
+@pytest.mark.parametrize("low,high,said", [
+    (2500, None, "both limits, or neither"), (0, 100, "from 1"), (True, 100, "whole number"),
+    (500, 25, "above the maximum"),
+])
+def test_a_registry_with_limits_that_are_no_limits_is_refused(tmp_path, low, high, said):
+    key = ec.generate_private_key(ec.SECP256R1()).public_key()
+    entry = entry_for(7, key, 2, 8)
+    entry.min_bet_cents, entry.max_bet_cents = low, high
+    with pytest.raises(SabotError, match=said):
+        entry.check()

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sabot.game.roads import big_road, derived_road, roads
+from sabot.game.roads import ask, big_road, derived_road, roads, streaks
 
 WORD = {"B": "banker", "P": "player", "T": "tie"}
 
@@ -37,10 +37,35 @@ def test_ties_before_the_first_win_count_on_the_first_cell():
 
 def test_a_record_of_ties_only_has_no_cells():
     r = roads(ws("TTT"))
+    none = {"big_eye_boy": None, "small_road": None, "cockroach_pig": None}
     assert r == {"bead_plate": ["T", "T", "T"], "big_road": [], "big_eye_boy": [],
-                 "small_road": [], "cockroach_pig": []}
+                 "small_road": [], "cockroach_pig": [],
+                 "ask": {"banker": none, "player": none}}
     assert roads([]) == {"bead_plate": [], "big_road": [], "big_eye_boy": [], "small_road": [],
-                         "cockroach_pig": []}
+                         "cockroach_pig": [], "ask": {"banker": none, "player": none}}
+
+
+def test_banker_and_player_ask_worked_by_hand():
+    # Big Road columns B B | P | B | P P (lengths 2, 1, 1, 2).
+    # Banker next opens column 5: row 1 compares columns 4 and 4 - k: 2 vs 1 (k = 1) blue,
+    # 2 vs 1 (k = 2) blue, 2 vs 2 (k = 3) red.
+    # Player next is column 4 row 3: L = length of column 4 - k; 1 (k = 1) and 1 (k = 2) are
+    # below r - 1 = 2: red; 2 (k = 3) is r - 1: blue.
+    r = roads(ws("BBPBPP"))
+    assert r["ask"] == {
+        "banker": {"big_eye_boy": "blue", "small_road": "blue", "cockroach_pig": "red"},
+        "player": {"big_eye_boy": "red", "small_road": "red", "cockroach_pig": "blue"}}
+    # B | P: Banker next opens column 3 (columns 2 and 1 alike: red); Player next is column 2
+    # row 2, the Big Eye Boy's first entry (L = 1 = r - 1: blue); too early for the others
+    assert roads(ws("BP"))["ask"] == {
+        "banker": {"big_eye_boy": "red", "small_road": None, "cockroach_pig": None},
+        "player": {"big_eye_boy": "blue", "small_road": None, "cockroach_pig": None}}
+
+
+def test_streaks_from_the_big_road():
+    assert streaks(big_road(ws("BBBTPPBPPPPT"))) == {
+        "current": {"winner": "P", "length": 4}, "longest_banker": 3, "longest_player": 4}
+    assert streaks([]) == {"current": None, "longest_banker": 0, "longest_player": 0}
 
 
 def test_a_tie_marks_the_last_cell_and_does_not_break_a_column():
@@ -142,7 +167,8 @@ def test_cli_file_and_stdin_skip_events(cli, tmp_path):
     f = tmp_path / "rounds.jsonl"
     f.write_text(text)
     expected = {"bead_plate": LONG.split(), "big_road": LONG_BIG, "big_eye_boy": LONG_BIG_EYE,
-                "small_road": LONG_SMALL, "cockroach_pig": LONG_COCKROACH}
+                "small_road": LONG_SMALL, "cockroach_pig": LONG_COCKROACH,
+                "ask": ask(ws(LONG))}
     for r in (cli("roads", str(f), "--json"), cli("roads", "--json", stdin=text)):
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout) == expected

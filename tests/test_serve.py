@@ -30,7 +30,18 @@ return {version: +document.body.dataset.version, round: +where.dataset.round,
         big_road: q("#big_road span.big").map(
             e => [+e.dataset.col, +e.dataset.row, e.dataset.v, +e.dataset.ties]),
         big_eye_boy: marks("#big_eye_boy span"), small_road: marks("#small_road span"),
-        cockroach_pig: marks("#cockroach_pig span")};
+        cockroach_pig: marks("#cockroach_pig span"),
+        ask: Object.fromEntries(["banker", "player"].map(side => [side, Object.fromEntries(
+            q(`#ask_${side} .askmark`).map(e => [e.dataset.road, e.dataset.v]))]))};
+"""
+
+# Whether the scoreboard fills the window without scrolling: the page's own size against the
+# viewport's, and the share of the width the Big Road takes.
+LAYOUT = """
+const root = document.scrollingElement, big = document.getElementById("big_road");
+return {page_w: root.scrollWidth, page_h: root.scrollHeight, w: innerWidth, h: innerHeight,
+        big_w: big.getBoundingClientRect().width, big_h: big.getBoundingClientRect().height,
+        text: document.getElementById("live").innerText};
 """
 
 
@@ -44,11 +55,37 @@ def read_page(driver):
     roads = {"big_road": [[rows[r] for r in sorted(rows)] for _, rows in sorted(columns.items())]}
     for name in ("bead_plate", "big_eye_boy", "small_road", "cockroach_pig"):
         roads[name] = [v for _, v in sorted(page[name])]
+    roads["ask"] = {side: {road: None if v == "none" else v for road, v in marks.items()}
+                    for side, marks in page["ask"].items()}
     return page["version"], page["round"], roads
 
 
+def check_full_screen(driver, w, h, dragons):
+    """The scoreboard in a w x h viewport: the whole window, no scrolling, the Big Road over half
+    the width, the registry's limits and the offered side wagers' counts; its screenshot into
+    docs/ (README shows it)."""
+    outer = [w, h]
+    end = time.monotonic() + 10
+    while True:  # the window, grown by its frame, until the viewport itself is w x h
+        driver.set_window_size(*outer)
+        time.sleep(0.2)  # a resize is applied after the call returns
+        inner = driver.execute_script("return [innerWidth, innerHeight]")
+        if inner == [w, h] or time.monotonic() > end:
+            break
+        outer = [outer[0] + w - inner[0], outer[1] + h - inner[1]]
+    lay = driver.execute_script(LAYOUT)
+    assert (lay["w"], lay["h"]) == (w, h), lay
+    assert lay["page_w"] <= w and lay["page_h"] <= h, lay
+    assert lay["big_w"] > 0.5 * w and lay["big_h"] > 0.2 * h, lay
+    assert "Min $25 · Max $5,000" in lay["text"] and f"Dragon 7 {dragons}" in lay["text"]
+    assert "Panda 8 " in lay["text"] and "Lucky Six" not in lay["text"]
+    assert "Banker ask" in lay["text"] and "cards dealt " in lay["text"]
+    driver.save_screenshot(str(ROOT / "docs" / f"scoreboard-{w}x{h}.png"))
+
+
 def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_updates_live(tmp_path):
-    rig = ServeRig(tmp_path, shoes=1, seed=42)
+    rig = ServeRig(tmp_path, shoes=1, seed=42, ez=True, side_wagers=["dragon7", "panda8"],
+                   limits=(2500, 500000))
     driver = browser(tmp_path)
     try:
         table = rig.tables[0]
@@ -71,16 +108,29 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
                            text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         want = json.loads(r.stdout)
-        assert drawn == want
+        # the five roads and the Banker and Player asks, read off the page, are sabot roads'
+        assert drawn == want and set(want["ask"]) == {"banker", "player"}
         assert rig.get(f"/api/tables/{table}")["roads"] == want
+        # As a casino shows it, on a 1920x1080 screen and a 1280x720 table display: the whole
+        # window and no scrolling, the table's limits from the registry, the side wagers'
+        # counts it offers, and no state of the pit's own.
+        rounds = rig.get(f"/api/tables/{table}")["rounds"]
+        for w, h in ((1920, 1080), (1280, 720)):
+            check_full_screen(driver, w, h, sum("dragon7" in r["flags"] for r in rounds))
         docs = ROOT / "docs"
-        driver.set_window_size(1400, 1000)
-        driver.save_screenshot(str(docs / "scoreboard.png"))
         driver.get(rig.url + "/")
         pit = driver.execute_script("return document.querySelector('table.pit').innerText")
         assert table in pit and "ended" in pit and "banker" in pit
         driver.set_window_size(1400, 400)
         driver.save_screenshot(str(docs / "dashboard.png"))
+        # a lost link is the pit's business: the players' page says only that the table paused
+        rig.boards[0].stop()
+        driver.get(f"{rig.url}/table/{table}")
+        end = time.monotonic() + 10
+        while "paused" not in driver.execute_script(LAYOUT)["text"]:
+            assert time.monotonic() < end, driver.execute_script(LAYOUT)["text"]
+            time.sleep(0.1)
+        assert "link" not in driver.execute_script(LAYOUT)["text"]
         # The pages ran as served under their Content-Security-Policy: scripts and styles from
         # files, nothing refused (the live updates above are the script running).
         assert csp_violations(driver) == []

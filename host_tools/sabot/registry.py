@@ -97,6 +97,10 @@ class ShoeEntry:
     side_wagers: list[str] = field(default_factory=list)
     tie_odds: int = 8  # a winning Tie pays this to 1 (627a.12(b): at least 8; 631c.5(j): 8)
     dragon_bonus_paytable: str | None = None  # A, B or C (627a.12(e)): with Dragon Bonus only
+    # the table's limits on a main wager, in cents (the players' scoreboard shows them); None:
+    # not registered
+    min_bet_cents: int | None = None
+    max_bet_cents: int | None = None
     public_keys: list[dict[str, Any]] = field(default_factory=list)
     serial: str = ""  # the element's serial number (hex), recorded at provisioning
     # the element's attestation public key (PEM), recorded at provisioning: it certifies every
@@ -145,7 +149,8 @@ class ShoeEntry:
         if (not isinstance(self.decks, int) or isinstance(self.decks, bool)
                 or not 1 <= self.decks <= 8):
             raise SabotError(f"{where}: decks must be 1 to 8")
-        problem = wagers_problem(self.table_config())
+        problem = wagers_problem(self.table_config()) or limits_problem(self.min_bet_cents,
+                                                                          self.max_bet_cents)
         if problem:
             raise SabotError(f"{where}: {problem}")
         versions = set()
@@ -286,6 +291,20 @@ def wagers_problem(cfg: dict[str, Any]) -> str | None:
         Table(cfg)
     except SabotError as e:
         return str(e).removeprefix("table: ")
+    return None
+
+
+def limits_problem(low: object, high: object) -> str | None:
+    """What is wrong with a table's limits (min_bet_cents, max_bet_cents), or None: both or
+    neither, whole numbers of cents from 1, the minimum no more than the maximum."""
+    if low is None and high is None:
+        return None
+    for name, v in (("min_bet_cents", low), ("max_bet_cents", high)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            return f"{name} must be a whole number of cents from 1 (both limits, or neither)"
+    assert isinstance(low, int) and isinstance(high, int)
+    if low > high:
+        return f"the minimum bet ({low} cents) is above the maximum ({high} cents)"
     return None
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sabot import keys
 from sabot.game import cards, rules
+from sabot.protocol import variant_byte
 from sabot.registry import Registry, ShoeEntry
 from sabot.virtual.board import Dealer, VirtualBoard, provision
 
@@ -19,7 +20,7 @@ from kit.procs import free_port_for_tests
 
 
 class ServeRig:
-    def __init__(self, tmp, shoes=1, seed=100, side_wagers=()):
+    def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None)):
         self.tmp = Path(tmp)
         self.db = self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
@@ -28,9 +29,11 @@ class ServeRig:
         self.key = keys.create(str(self.tmp / "host.pem"))  # one command key for the pit
         for i in range(shoes):
             shoe_id, version, pem, _ = provision(str(self.tmp / f"flash{i}"), self.key,
-                                              0x5AB0_0001 + i)
+                                              0x5AB0_0001 + i,
+                                              variant=variant_byte("baccarat", ez, False, False))
             table = f"BAC-{i + 1:02d}"
-            entry = ShoeEntry(shoe_id, table=table, side_wagers=list(side_wagers))
+            entry = ShoeEntry(shoe_id, table=table, side_wagers=list(side_wagers), ez=ez,
+                              min_bet_cents=limits[0], max_bet_cents=limits[1])
             entry.add_public_key(version, pem)
             reg.put(entry)
             board = VirtualBoard(str(self.tmp / f"flash{i}"), port=free_port_for_tests(),

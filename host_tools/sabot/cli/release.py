@@ -226,11 +226,34 @@ def provision_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dragon-bonus-paytable", type=str.upper, choices=["A", "B", "C"],
                    help="the Dragon Bonus paytable (627a.12(e)), needed when --side-wagers "
                    "offers Dragon Bonus")
+    p.add_argument("--limits", type=table_limits, metavar="MIN-MAX", default=(None, None),
+                   help="the table's minimum and maximum main wager in dollars, e.g. 25-5000 "
+                   "or 2.50-500: registered, shown on the players' scoreboard (default: none)")
     p.add_argument("--table", default="", help="the table's name in the registry, 1-64 "
                    "printable characters (default shoe-<shoe id>)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
                    "written there")
     add_baud(p)
+
+
+def dollars_to_cents(text: str) -> int:
+    """"25" or "2.50" dollars as whole cents (no float: 0.1 + 0.2 is not money)."""
+    whole, _, frac = text.strip().partition(".")
+    if not whole.isdigit() or not (frac == "" or (frac.isdigit() and len(frac) <= 2)):
+        raise argparse.ArgumentTypeError(f"not an amount in dollars: {text!r}")
+    return int(whole) * 100 + int(frac.ljust(2, "0") or 0)
+
+
+def table_limits(text: str) -> tuple[int, int]:
+    """--limits MIN-MAX in dollars: (min_bet_cents, max_bet_cents)."""
+    low, sep, high = text.partition("-")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"want MIN-MAX in dollars, e.g. 25-5000; got {text!r}")
+    cents = dollars_to_cents(low), dollars_to_cents(high)
+    if not 1 <= cents[0] <= cents[1]:
+        raise argparse.ArgumentTypeError(f"the minimum must be at least 1 cent and no more than "
+                                         f"the maximum; got {text!r}")
+    return cents
 
 
 def new_shoe(reg: Registry, shoe_id: int | None) -> None:
@@ -271,7 +294,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
                          "(dragon_bonus_player, dragon_bonus_banker in --side-wagers)")
     config = {"game": args.game, "ez": args.ez, "commission_free": args.commission_free,
               "squeeze": args.squeeze, "decks": args.decks, "side_wagers": args.side_wagers,
-              "tie_odds": args.tie_odds, "dragon_bonus_paytable": args.dragon_bonus_paytable}
+              "tie_odds": args.tie_odds, "dragon_bonus_paytable": args.dragon_bonus_paytable,
+              "min_bet_cents": args.limits[0], "max_bet_cents": args.limits[1]}
     # everything the registry would refuse, refused before the shoe is touched (provisioning
     # cannot be undone): a name that is no table name, a wager the game does not offer
     problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(

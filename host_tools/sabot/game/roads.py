@@ -87,13 +87,41 @@ def derived_road(columns: Sequence[Sequence[Any]], k: int) -> list[str]:
     return out
 
 
+def ask(winners: Sequence[Any]) -> dict[str, dict[str, str | None]]:
+    """Banker ask and Player ask: the entry each derived road would get were the next round won
+    by Banker, or by Player ("red", "blue", or None where that win gives the road no entry). A
+    win adds one Big Road cell, and a cell at most one entry to each derived road."""
+    big = big_road(winners)
+    out: dict[str, dict[str, str | None]] = {}
+    for side in ("banker", "player"):
+        after = big_road([*winners, side])
+        out[side] = {}
+        for name, k in DERIVED.items():
+            entries = derived_road(after, k)
+            out[side][name] = entries[-1] if len(entries) > len(derived_road(big, k)) else None
+    return out
+
+
+def streaks(columns: Sequence[Sequence[Cell]]) -> dict[str, Any]:
+    """From the Big Road: the streak now (its side, "B" or "P", and length; ties do not break
+    one) and the longest Banker and Player streaks of the shoe."""
+    longest = {"B": 0, "P": 0}
+    for col in columns:
+        side = col[0]["winner"]
+        longest[side] = max(longest[side], len(col))
+    now = {"winner": columns[-1][0]["winner"], "length": len(columns[-1])} if columns else None
+    return {"current": now, "longest_banker": longest["B"], "longest_player": longest["P"]}
+
+
 def roads(winners: Iterable[Any]) -> dict[str, Any]:
-    """Every road for the rounds' winners, as docs/INTERFACES.md prints them."""
+    """Every road for the rounds' winners, as docs/INTERFACES.md prints them, with the Banker
+    and Player asks."""
     ws = list(winners)
     big = big_road(ws)
     result: dict[str, Any] = {"bead_plate": bead_plate(ws), "big_road": big}
     for name, k in DERIVED.items():
         result[name] = derived_road(big, k)
+    result["ask"] = ask(ws)
     return result
 
 
@@ -128,4 +156,12 @@ def format_roads(r: dict[str, Any]) -> str:
     for name in DERIVED:
         marks = "".join("R" if e == "red" else "b" for e in r[name])
         lines.append(f"{name.replace('_', ' ') + ':':<15}{marks}")
+    for side in ("banker", "player"):
+        asked = " ".join(f"{name.replace('_', ' ')} {_mark(e)}"
+                         for name, e in r["ask"][side].items())
+        lines.append(f"{side + ' ask:':<15}{asked}")
     return "\n".join(lines)
+
+
+def _mark(entry: str | None) -> str:
+    return "-" if entry is None else "R" if entry == "red" else "b"

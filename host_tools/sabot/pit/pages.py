@@ -36,7 +36,7 @@ from sabot.audit.store import AuditStore
 from sabot.audit.validator import contract_round
 from sabot.audit.watch import LiveEdges, offered_wagers
 from sabot.errors import SabotError
-from sabot.game.roads import BEAD, DERIVED, UNKNOWN, bead, roads
+from sabot.game.roads import BEAD, DERIVED, UNKNOWN, bead, roads, streaks
 from sabot.pit.markup import Html, document, el, join
 from sabot.protocol import HOLDS
 from sabot.registry import ShoeEntry
@@ -236,15 +236,17 @@ def flag_list(rec: dict[str, Any]) -> list[Any]:
     return flags if isinstance(flags, list) else []
 
 
+SIDE_COUNTED = ("player_pair", "banker_pair", "dragon7", "panda8", "lucky_six")
+
+
 def counts(rounds: list[dict[str, Any]]) -> dict[str, int]:
-    out = {"banker": 0, "player": 0, "tie": 0, "player_pair": 0, "banker_pair": 0,
-           "natural": 0}
+    out = {"banker": 0, "player": 0, "tie": 0, "natural": 0, **dict.fromkeys(SIDE_COUNTED, 0)}
     for r in rounds:
         w = r.get("winner")
         if isinstance(w, str) and w in BEAD:
             out[w] += 1
         flags = flag_list(r)
-        for f in ("player_pair", "banker_pair"):
+        for f in SIDE_COUNTED:
             out[f] += f in flags
         out["natural"] += "player_natural" in flags or "banker_natural" in flags
     return out
@@ -286,12 +288,15 @@ def fmt_edge(edge: float) -> str:
     return f"{edge:+.4%}"
 
 
-def page(title: str, body: Html, events: str) -> Html:
+def page(title: str, body: Html, events: str, kind: str = "pit") -> Html:
+    """A whole page: `kind` "pit" (the dashboard) or "scoreboard" (a table's display, laid out
+    to fill the screen it is shown on)."""
     return document(
-        [el("meta", charset="utf-8"), el("title", title), el("link", rel="stylesheet",
-                                                              href=STYLESHEET)],
+        [el("meta", charset="utf-8"), el("title", title),
+         el("meta", name="viewport", content="width=device-width, initial-scale=1"),
+         el("link", rel="stylesheet", href=STYLESHEET)],
         el("body", el("h1", title), el("div", body, id="live"), el("script", src=SCRIPT),
-           data_version=0, data_events=events))
+           data_version=0, data_events=events, class_=kind))
 
 
 def last_result(last: dict[str, Any] | None) -> str:
@@ -403,23 +408,82 @@ def last_results(rounds: list[dict[str, Any]]) -> Html:
     return el("ol", items, class_="last", reversed=True)
 
 
+# What players are told of a table's state: nothing of the pit's own (a lost link, a tilt, a
+# held irregularity are the pit's to handle; the table is paused for the players).
+PLAYER_STATE = {"dealing": "dealing", "waiting": "waiting for the next shoe",
+                "ended": "shoe ended", "held": "paused", "tilted": "paused",
+                "link lost": "paused"}
+SIDE_NAMES = {"dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
+
+
+def money(cents: int) -> str:
+    """$25, $2.50, $5,000: whole dollars without cents."""
+    dollars, rest = divmod(cents, 100)
+    return f"${dollars:,}" + (f".{rest:02d}" if rest else "")
+
+
+def percent(n: int, total: int) -> str:
+    return f"{100 * n / total:.0f}%" if total else "-"
+
+
+def ask_panel(asked: dict[str, dict[str, str | None]]) -> Html:
+    """Banker ask and Player ask: each derived road's entry were the next round won by that
+    side, drawn as the road draws it (an empty place where it gives none)."""
+    rows = []
+    for side, label in (("banker", "Banker ask"), ("player", "Player ask")):
+        marks = [el("span", el("span", class_=e) if e else None, class_=f"askmark {name}",
+                    data_road=name, data_v=e or "none", title=name.replace("_", " "))
+                 for name, e in asked[side].items()]
+        rows.append(el("div", el("b", label, class_="B-t" if side == "banker" else "P-t"),
+                       marks, class_="ask", id=f"ask_{side}"))
+    return el("div", rows, class_="asks")
+
+
 def scoreboard(pit: Pit, t: TableView) -> Html:
     d = pit.detail(t)
     r, n = d["roads"], d["counts"]
-    shoe = f"shoe {shown(t.shoe)}" if t.shoe is not None else "waiting for a shoe"
+    c = t.config
+    decided = n["banker"] + n["player"] + n["tie"]
+    streak = streaks(r["big_road"])
+    now = streak["current"]
+    in_shoe = c.decks * 52
+    dealt = None if t.remaining is None else in_shoe - t.remaining
+    head = [el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
+            el("span", f"round {len(t.rounds)}"),
+            el("span", PLAYER_STATE.get(pit.state(t), "paused"), class_="state")]
+    if c.min_bet_cents is not None and c.max_bet_cents is not None:
+        head.append(el("span", f"Min {money(c.min_bet_cents)} · Max {money(c.max_bet_cents)}",
+                       class_="limits", id="limits"))
+    progress = el("label", el("progress", value=dealt or 0, max=in_shoe),
+                  "cards dealt -" if dealt is None else f"cards dealt {dealt} of {in_shoe}",
+                  class_="progress", id="progress")
+    stats = [el("span", f"Banker {n['banker']} · {percent(n['banker'], decided)}",
+                class_="B-t"),
+             el("span", f"Player {n['player']} · {percent(n['player'], decided)}",
+                class_="P-t"),
+             el("span", f"Tie {n['tie']} · {percent(n['tie'], decided)}", class_="T-t"),
+             el("span", f"Banker pair {n['banker_pair']}"),
+             el("span", f"Player pair {n['player_pair']}"),
+             el("span", f"Naturals {n['natural']}")]
+    stats += [el("span", f"{SIDE_NAMES[w]} {n[w]}", data_side=w)
+              for w in SIDE_NAMES if w in c.side_wagers]
+    streak_line = [el("span", "streak " + ("-" if now is None else
+                                          f"{'Banker' if now['winner'] == 'B' else 'Player'} "
+                                          f"{now['length']}"), id="streak"),
+                   el("span", f"longest Banker {streak['longest_banker']}"),
+                   el("span", f"longest Player {streak['longest_player']}")]
     return join(
-        el("p", f"{shoe}, {len(t.rounds)} rounds · ", el("span", d["state"], class_="state"),
-           id="where", data_shoe=shown(t.shoe), data_round=len(t.rounds)),
-        el("p", el("span", f"Banker {n['banker']}", class_="B-t"),
-           el("span", f"Player {n['player']}", class_="P-t"),
-           el("span", f"Tie {n['tie']}", class_="T-t"),
-           el("span", f"Banker pair {n['banker_pair']}"),
-           el("span", f"Player pair {n['player_pair']}"),
-           el("span", f"Naturals {n['natural']}"), class_="counts", id="counts"),
-        el("div", el("div", el("h2", "Bead Plate"), bead_plate(t, r["bead_plate"])),
-           el("div", el("h2", "Big Road"), big_road(r["big_road"])), class_="roads"),
-        el("div", [derived_road(name, r[name]) for name in DERIVED], class_="roads"),
-        el("h2", "Last results"), last_results(t.rounds))
+        el("div", head, progress, id="where", class_="where", data_shoe=shown(t.shoe),
+           data_round=len(t.rounds)),
+        el("div", el("div", el("h2", "Bead Plate"), bead_plate(t, r["bead_plate"]),
+                     class_="beads"),
+           el("div", el("h2", "Big Road"), big_road(r["big_road"]), class_="bigroad"),
+           class_="roads top"),
+        el("div", [derived_road(name, r[name]) for name in DERIVED], ask_panel(r["ask"]),
+           class_="roads derived-row"),
+        el("div", el("p", stats, class_="counts", id="counts"),
+           el("p", streak_line, class_="counts streaks"), class_="stats"),
+        el("div", el("h2", "Last results"), last_results(t.rounds), class_="lastbox"))
 
 
 def scoreboard_html(pit: Pit, t: TableView) -> str:
@@ -620,7 +684,7 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
         if t is None:
             return html_response(join("no table ", name), status_code=404)
         return html_response(page(f"Table {t.table}", scoreboard(pit, t),
-                                  table_path(t.table) + "/events"))
+                                  table_path(t.table) + "/events", "scoreboard"))
 
     async def api_tables(request: Request) -> Response:
         return StoredJSON([pit.summary(t) for t in pit.tables()])

@@ -9,10 +9,19 @@
   if (!events || !live) {
     return;
   }
+  // the roads show their newest columns: each road scrolled to its end (a shoe's big road can
+  // be wider than the screen)
+  const toEnd = () => {
+    for (const road of live.querySelectorAll(".road")) {
+      road.scrollLeft = road.scrollWidth;
+    }
+  };
+  toEnd();
   const source = new EventSource(events);
   source.onmessage = (e) => {
     const m = JSON.parse(e.data);
     live.innerHTML = m.html;
+    toEnd();
     document.body.dataset.version = m.version;
     document.body.dataset.updates = +(document.body.dataset.updates || 0) + 1;
   };
