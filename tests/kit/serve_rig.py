@@ -20,7 +20,8 @@ from kit.procs import free_port_for_tests
 
 
 class ServeRig:
-    def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None)):
+    def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None),
+                 accounts=None, tokens=None):
         self.tmp = Path(tmp)
         self.db = self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
@@ -39,7 +40,7 @@ class ServeRig:
             board = VirtualBoard(str(self.tmp / f"flash{i}"), port=free_port_for_tests(),
                                  sign_ms=5)
             self.boards.append(board.start())
-            self.tokens.append(cards.shuffled_shoe(8, seed + i))
+            self.tokens.append(tokens or cards.shuffled_shoe(8, seed + i))
             self.tables.append(table)
             self.shoe_ids.append(shoe_id)
         self.port = free_port_for_tests()
@@ -49,7 +50,8 @@ class ServeRig:
         self.log = open(self.tmp / "serve.log", "w")
         self.proc = subprocess.Popen(
             [*SABOT, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
-             "--registry", str(self.registry), "--key", str(self.key.path), *shoe_args],
+             "--registry", str(self.registry), "--key", str(self.key.path), *shoe_args,
+             *(["--accounts", str(accounts)] if accounts else [])],
             stderr=self.log, cwd=self.tmp)
         self.wait_up()
         self.dealers = []

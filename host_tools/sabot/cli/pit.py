@@ -32,19 +32,27 @@ def serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shoe", action="append", metavar="URL[=SHOE_ID]",
                    help="a shoe's port and its registered id, e.g. socket://127.0.0.1:7000=7 "
                    "(repeat for every shoe; a plain URL: the shoe on it says which it is)")
+    p.add_argument("--accounts", metavar="FILE", default=None,
+                   help="the operator accounts (sabot accounts add): with it, a supervisor "
+                   "logged in at /login resolves a held table and starts its next shoe from the "
+                   "dashboard or POST /api/operate; without it the pages are read-only")
 
 
 @commands("serve", serve_args, help="validate several shoes and serve the pit's live pages",
           description="Validates every --shoe (each on its own port, as `sabot validate`) into "
           "one audit store and serves from it: / (pit dashboard), /table/NAME (the players' "
-          "scoreboard, live), /api/tables, /api/tables/NAME.",
+          "scoreboard, live), /api/tables, /api/tables/NAME; with --accounts, /login, "
+          "/operations (the operator log) and POST /api/login, /api/operate (a supervisor's "
+          "resolve and new-shoe, sent on serve's own link to the shoe).",
           example="sabot serve --listen 127.0.0.1:8000 --db pit.db --shoe "
           "socket://127.0.0.1:7000=7 --shoe /dev/ttyACM0=9 --key host.pem")
 def cmd_serve(args: argparse.Namespace) -> int:
     """Validate every --shoe (as `sabot validate` does, one thread each, one shared writer store)
     and serve the pit dashboard, the tables' scoreboards and the API from that store."""
     from sabot.link.session import registry_entry, sigterm_interrupts
-    from sabot.pit.pages import Pit, build_app, web_server
+    from sabot.pit.accounts import Accounts
+    from sabot.pit.console import Console, operations_of
+    from sabot.pit.pages import Pit, build_app, html_response, page, web_server
     from sabot.pit.serve import Validation, load_shoes
 
     host, port = args.listen
@@ -59,14 +67,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from sabot.audit.store import refuse_unwritable
 
     key = keys.load(args.key) if args.shoe else None
+    accounts = Accounts.load(args.accounts) if args.accounts else None
     refuse_unwritable(args.db)  # before any shoe's port is opened (or asked which shoe it is)
     shoes = load_shoes(args.shoe or [], args.registry, registry_entry, key, args.baud)
     for shoe in shoes:
         shoe.baud = args.baud
     states = {s.config.shoe_id: s for s in shoes}
     pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link)
-    app, hub = build_app(pit)
-    validation = Validation(args.db, shoes, hub.notify, print_alarm)
+    validation = Validation(args.db, shoes, on_alarm=print_alarm)
+    console = Console(accounts, validation.operate if accounts else None, pit.table,
+                      operations_of(args.db), lambda title, body: html_response(
+                          page(title, body, "")))
+    app, hub = build_app(pit, console)
+    validation.notify = hub.notify
     validation.start()
     print(f"sabot serve: http://{host}:{port}/ ({len(shoes)} shoe"
           f"{'' if len(shoes) == 1 else 's'}, audit "
@@ -85,4 +98,52 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"served: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{len(s['rejections'])} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
+    return 0
+
+
+def accounts_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["add", "list"],
+                   help="add: an account (or its new role and password); list: name and role "
+                   "of each")
+    p.add_argument("--accounts", metavar="FILE", required=True,
+                   help="the accounts file (created mode 0600; serve --accounts FILE reads it)")
+    p.add_argument("--name", help="the operator's name, 1-16 printable ASCII characters (it "
+                   "is signed into the shoe's commands and logged)")
+    p.add_argument("--role", choices=["dealer", "supervisor", "it"],
+                   help="dealer: sees the pit; supervisor: also resolves irregularities and "
+                   "starts shoes; it: reads the operator log")
+    p.add_argument("--password-stdin", action="store_true",
+                   help="read the password from standard input's first line (default: asked "
+                   "twice at the terminal)")
+
+
+@commands("accounts", accounts_args, help="the operators who may log in to sabot serve",
+          description="Operator accounts for `sabot serve --accounts FILE`: each a name, a "
+          "role and an argon2id hash of its password (never the password). A supervisor logs in "
+          "at /login and resolves a held table or starts its next shoe from the dashboard.",
+          example="sabot accounts add --accounts pit-accounts.json --name alice --role "
+          "supervisor")
+def cmd_accounts(args: argparse.Namespace) -> int:
+    from sabot.pit.accounts import Accounts
+
+    if args.action == "list":
+        accounts = Accounts.load(args.accounts)
+        for name, user in sorted(accounts.users.items()):
+            print(f"{name}\t{user['role']}")
+        return 0
+    if not args.name or not args.role:
+        raise SabotError("accounts add needs --name NAME and --role dealer|supervisor|it")
+    accounts = Accounts.load(args.accounts, must_exist=False)
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        import getpass
+
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise SabotError("the two passwords differ: nothing written")
+    new = accounts.add(args.name, args.role, password)
+    accounts.save()
+    print(f"{'added' if new else 'updated'} account {args.name} ({args.role}) in "
+          f"{args.accounts}", file=sys.stderr)
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import getpass
 import io
 import socket
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -182,36 +183,65 @@ def open_port(url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
 
 
 class Operation:
-    """A validator session on a shoe's port for one operator command."""
+    """A validator session on a shoe's port for one operator command; or (Operation.on_link)
+    one command on a link a validation session holds (`sabot serve`'s)."""
 
     def __init__(self, url: str, key: CommandKey, db: str, config: ShoeEntry,
                  baud: int = DEFAULT_BAUD, open_timeout: float = 5.0,
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
-        self.url = url
-        self.key = key
-        self.db = db
-        self.records: list[tuple[str, dict[str, Any]]] = []
-        self.seqs: list[int] = []  # the seq of each record's frame
-        self.on_record_user = on_record
         # the store first: one in use, or not a sabot store, refuses before the port is opened
         # (opening it knocks the link of the validator on it off)
-        self.validator = Validator(config, db, on_record=self._record, on_alarm=on_alarm)
+        validator = Validator(config, db, on_alarm=on_alarm)
         try:
             port = open_port(url, baud, open_timeout)
         except BaseException:
-            self.validator.store.discard_if_unused()  # nothing stored: no database left behind
+            validator.store.discard_if_unused()  # nothing stored: no database left behind
             raise
         try:
-            self.link = HostLink(port, self.validator, key)
+            link = HostLink(port, validator, key)
         except BaseException:
             port.close()
-            self.validator.store.discard_if_unused()
+            validator.store.discard_if_unused()
             raise
+        self._attach(url, validator, link, on_record)
+
+    @classmethod
+    def on_link(cls, url: str, validator: Validator, link: HostLink,
+                lock: threading.Lock | None = None,
+                logged: dict[str, Any] | None = None) -> Operation:
+        """An operation on a link another session holds, run in that session's thread (which
+        alone talks on it); `lock` guards the store it shares with other threads; `logged` is
+        added to the operator log's entry (who gave the command, and from where). detach()
+        when done."""
+        op = cls.__new__(cls)
+        op._attach(url, validator, link, None, lock, logged)
+        return op
+
+    def _attach(self, url: str, validator: Validator, link: HostLink,
+                on_record: Callable[[str, dict[str, Any]], None] | None,
+                lock: threading.Lock | None = None,
+                logged: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self.validator = validator
+        self.link = link
+        self.lock = lock
+        self.logged = logged or {}
+        self.records: list[tuple[str, dict[str, Any]]] = []
+        self.seqs: list[int] = []  # the seq of each record's frame
+        self.on_record_user = on_record
+        self._chained = validator.on_record  # the session's own hook goes on being called
+        validator.on_record = self._record
+
+    def detach(self) -> None:
+        """The validator's record hook as it was before this operation."""
+        self.validator.on_record = self._chained
 
     def _record(self, kind: str, rec: dict[str, Any]) -> None:
         self.records.append((kind, rec))
         self.seqs.append(self.validator.state["last_seq"])  # the frame being accounted
+        if self._chained:
+            self._chained(kind, rec)
         if self.on_record_user:
             self.on_record_user(kind, rec)
 
@@ -331,7 +361,12 @@ class Operation:
 
     def log(self, entry: dict[str, Any], seq: int) -> None:
         """The operator log's entry, in this session's audit store, naming the frame `seq`."""
-        log_operation(self.validator.store, entry, seq)
+        entry = dict(entry, **self.logged)
+        if self.lock is None:
+            log_operation(self.validator.store, entry, seq)
+            return
+        with self.lock:
+            log_operation(self.validator.store, entry, seq)
 
     def close(self) -> None:
         self.link.close()

@@ -5,11 +5,13 @@ long (the shoe keeps what it has not delivered). `sabot validate` runs one in th
 
 from __future__ import annotations
 
+import queue
 import signal
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
@@ -86,6 +88,37 @@ class ValidationSession:
         self.held: list[dict[str, Any]] = []  # irregularities holding the shoe, until resolved
         self._on_record = validator.on_record
         validator.on_record = self._record
+        # work another thread asks of this session's link (serve's operations), done in the
+        # session's own thread between reads: one thread ever talks on the link
+        self._asked: queue.Queue[tuple[Callable[[HostLink], Any], Future[Any]]] = queue.Queue()
+
+    def call(self, work: Callable[[HostLink], Any], timeout: float) -> Any:
+        """`work(link)` done by the session's thread, its result (or its exception) here; a
+        SabotError when the link is not up to do it, or it took longer than `timeout`."""
+        if self.link_state != "up":
+            raise SabotError(f"the shoe's link is {self.link_state}"
+                             + (f" ({self.link_reason})" if self.link_reason else ""))
+        done: Future[Any] = Future()
+        self._asked.put((work, done))
+        try:
+            return done.result(timeout)
+        except TimeoutError:
+            done.cancel()
+            raise SabotError(f"the shoe's session did not get to it within {timeout:g} "
+                             "s") from None
+
+    def _do_asked(self, link: HostLink) -> None:
+        while True:
+            try:
+                work, done = self._asked.get_nowait()
+            except queue.Empty:
+                return
+            if not done.set_running_or_notify_cancel():
+                continue
+            try:
+                done.set_result(work(link))
+            except BaseException as e:  # the asker gets it; a lost link is found by the pump
+                done.set_exception(e)
 
     def _record(self, kind: str, rec: dict[str, Any]) -> None:
         if kind == "shoe_end":
@@ -145,6 +178,7 @@ class ValidationSession:
                 break
             if until and self._reached(until):
                 break
+            self._do_asked(link)
             try:
                 results = link.pump(self.pump_wait)
             except ConnectionError as e:

@@ -37,6 +37,7 @@ from sabot.audit.validator import contract_round
 from sabot.audit.watch import LiveEdges, offered_wagers
 from sabot.errors import SabotError
 from sabot.game.roads import BEAD, DERIVED, UNKNOWN, bead, roads, streaks
+from sabot.pit.console import Console
 from sabot.pit.markup import Html, document, el, join
 from sabot.protocol import HOLDS
 from sabot.registry import ShoeEntry
@@ -307,7 +308,10 @@ def last_result(last: dict[str, Any] | None) -> str:
             f"{shown(last.get('banker_total', UNKNOWN))}" + (f" ({flags})" if flags else ""))
 
 
-def dashboard_row(pit: Pit, t: TableView) -> Html:
+Controls = Callable[[str, str], "Html | None"]  # (table, state) -> an operator's buttons
+
+
+def dashboard_row(pit: Pit, t: TableView, controls: Controls | None = None) -> Html:
     state = pit.state(t)
     last = t.rounds[-1] if t.rounds else None
     edges = [el("div", f"{w} {fmt_edge(e)}", class_="fav" if e < 0 else None)
@@ -320,6 +324,7 @@ def dashboard_row(pit: Pit, t: TableView) -> Html:
            el("small", f"shoe id {t.shoe_id:#010x}")),
         el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
            link_lost(pit.link_json(t)) if state == "link lost" else None,
+           controls(t.table, state) if controls else None,
            class_=f"state state-{state.replace(' ', '-')}"),
         el("td", "-" if t.shoe is None else shown(t.shoe)),
         el("td", shown(last.get("round", UNKNOWN)) if last else 0),
@@ -341,13 +346,16 @@ def problem(pit: Pit) -> Html | None:
     return el("p", "; ".join(said), class_="alarm", id="problem") if said else None
 
 
-def dashboard(pit: Pit) -> Html:
-    return join(problem(pit), el("table", el("tr", [el("th", h) for h in DASHBOARD_HEADINGS]),
-                                 [dashboard_row(pit, t) for t in pit.tables()], class_="pit"))
+def dashboard(pit: Pit, controls: Controls | None = None, bar: Html | None = None) -> Html:
+    """The pit's tables; `controls`: an operator's buttons for each (pit/console.py), `bar`: who
+    is logged in."""
+    return join(bar, problem(pit),
+                el("table", el("tr", [el("th", h) for h in DASHBOARD_HEADINGS]),
+                   [dashboard_row(pit, t, controls) for t in pit.tables()], class_="pit"))
 
 
-def dashboard_html(pit: Pit) -> str:
-    return str(dashboard(pit))
+def dashboard_html(pit: Pit, controls: Controls | None = None, bar: Html | None = None) -> str:
+    return str(dashboard(pit, controls, bar))
 
 
 def derived_cells(entries: list[str]) -> list[tuple[int, int, str]]:
@@ -569,10 +577,10 @@ class Hub:
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "form-action 'none'; frame-ancestors 'none'",
+    "form-action 'self'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # none off this server; its own forms keep their Origin
 }
 STATIC_TYPES = {"pages.css": "text/css; charset=utf-8",
                 "pages.js": "text/javascript; charset=utf-8"}
@@ -656,15 +664,30 @@ def web_server(app: Starlette, hub: Hub, host: str, port: int) -> Any:
                                  lifespan="on", timeout_graceful_shutdown=1))
 
 
-def build_app(pit: Pit) -> tuple[Starlette, Hub]:
+def operator_view(console: Console | None, request: Request
+                  ) -> tuple[Controls | None, Html | None]:
+    """The dashboard as this request's session sees it: its buttons for each table, and who is
+    logged in (nothing of either without a console)."""
+    if console is None:
+        return None, None
+    s = console.session(request)
+    return (lambda table, state: console.controls(s, table, state)), console.bar(s)
+
+
+def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]:
+    """The pages, the API and (with a `console`) the pit's operations."""
     hub = Hub(pit)
     files = static_files()
+
+    def operator(request: Request) -> tuple[Controls | None, Html | None]:
+        return operator_view(console, request)
 
     def not_found(name: str) -> Response:
         return StoredJSON({"error": f"no table {name}"}, status_code=404)
 
     async def dashboard_page(request: Request) -> Response:
-        return html_response(page("Pit dashboard", dashboard(pit), "/events"))
+        return html_response(page("Pit dashboard", dashboard(pit, *operator(request)),
+                                  "/events"))
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -708,11 +731,14 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
                                  headers={"Cache-Control": "no-cache"})
 
     async def dashboard_events(request: Request) -> Response:
+        controls, bar = operator(request)  # the stream's page is this session's
+
         def version() -> int:
             return sum(t.version for t in pit.tables()) + pit.notes
 
         def render() -> dict[str, Any]:
-            return {"version": version(), "html": dashboard_html(pit), "sent_at": time.time()}
+            return {"version": version(), "html": dashboard_html(pit, controls, bar),
+                    "sent_at": time.time()}
         return sse(hub.stream(request, version, render))
 
     async def table_events(request: Request, name: str) -> Response:
@@ -739,6 +765,7 @@ def build_app(pit: Pit) -> tuple[Starlette, Hub]:
         Route("/static/{name}", static), Route("/table/{name:path}", table_route),
         Route("/api/tables", api_tables), Route("/api/tables/{table:path}", api_table),
         Route("/api/stats", api_stats),
+        *(console.routes() if console else []),
     ], lifespan=lifespan)
     app.add_middleware(SecurityHeaders)
     return app, hub

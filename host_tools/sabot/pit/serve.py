@@ -30,6 +30,7 @@ from sabot.link.session import ValidationSession
 from sabot.registry import ShoeEntry
 
 RECONNECT_WAIT = 2.0  # seconds of each attempt to reach a shoe whose link is lost
+OPERATION_WAIT = 30.0  # seconds an operator's command may take, status and effect included
 
 
 def parse_shoe(text: str) -> tuple[str, int | None]:
@@ -135,6 +136,39 @@ class Validation:
             t.join(timeout=5)
         with self.lock:
             self.store.close()
+
+    def operate(self, shoe_id: int, action: str, resolution: str | None, by: str,
+                logged: dict[str, Any]) -> dict[str, Any]:
+        """An operator's command to one shoe (action "resolve" with its `resolution`, or
+        "new-shoe"), sent by that shoe's own session thread on the link it holds, signed with
+        serve's command key, and logged in the chained operator log with `by` and `logged` (the
+        account, its role, and where the request came from). What the shoe then reports (as
+        `sabot resolve` / `sabot new-shoe` print it), or a one-line SabotError."""
+        from sabot.link.operate import RESOLUTIONS, Operation
+
+        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        if shoe is None or shoe.session is None or shoe.validator is None:
+            raise SabotError("no such shoe is served here")
+        if shoe.key is None:
+            raise SabotError("serve holds no command key")
+        if action == "resolve" and resolution not in RESOLUTIONS:
+            raise SabotError(f"resolution must be one of {', '.join(RESOLUTIONS)}")
+        validator = shoe.validator
+
+        def work(link: Any) -> dict[str, Any]:
+            op = Operation.on_link(shoe.url, validator, link, self.lock, logged)
+            try:
+                if action == "resolve":
+                    assert resolution is not None
+                    return op.resolve(resolution, by)
+                return op.new_shoe(by)
+            finally:
+                op.detach()
+
+        if action not in ("resolve", "new-shoe"):
+            raise SabotError(f"no operation {action!r}: resolve or new-shoe")
+        done: dict[str, Any] = shoe.session.call(work, OPERATION_WAIT)
+        return done
 
     def summary(self) -> dict[str, Any]:
         rejections: list[dict[str, Any]] = []

@@ -1,0 +1,187 @@
+"""Who may operate the pit from `sabot serve`: operator accounts, their sessions and the limit on
+login attempts.
+
+An accounts file (`--accounts FILE`, JSON, mode 0600, written by `sabot accounts add`) holds each
+operator's name, role and password hash (argon2id, argon2-cffi's defaults: RFC 9106's second
+recommended profile); never a password. Roles: a `dealer` sees the pit (logging in changes
+nothing); a `supervisor` also resolves a held table's irregularity and starts its next shoe; `it`
+sees the operator log, and operates no table. A session is a random token in an HttpOnly,
+SameSite=Strict cookie, held in serve's memory only (a restart logs everyone out), with its own
+CSRF token that every form and API call must carry. Failed logins are limited per account name
+and per client address, so guessing a password takes years, not minutes."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sabot.errors import SabotError
+
+ROLES = ("dealer", "supervisor", "it")
+OPERATE = frozenset({"supervisor"})  # the roles that resolve and start shoes
+SEE_LOG = frozenset({"supervisor", "it"})  # the roles that read the operator log
+NAME_MAX = 16  # an account name is signed into the shoe's command as its `by` (protocol.BY_LEN)
+SESSION_S = 8 * 3600  # a session lasts one shift at most
+IDLE_S = 30 * 60  # and ends after half an hour without a request
+FAILURES = 5  # failed logins allowed per window, per account name and per client address
+WINDOW_S = 15 * 60
+
+
+def name_problem(name: object) -> str | None:
+    if (not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX or not name.isascii()
+            or not name.isprintable() or name != name.strip()):
+        return (f"an account name is 1 to {NAME_MAX} printable ASCII characters, no space at "
+                "either end (it is signed into the shoe's commands)")
+    return None
+
+
+def _hasher() -> Any:
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
+
+
+class Accounts:
+    """The accounts file: {"accounts": [{"name", "role", "hash"}]}."""
+
+    def __init__(self, path: str, users: dict[str, dict[str, str]]) -> None:
+        self.path = path
+        self.users = users
+        self._dummy = ""  # a hash to verify against for an unknown name (the same time taken)
+
+    @classmethod
+    def load(cls, path: str, must_exist: bool = True) -> Accounts:
+        if not os.path.exists(path):
+            if must_exist:
+                raise SabotError(f"no accounts file {path} (sabot accounts add --accounts "
+                                 f"{path} --name NAME --role supervisor creates it)")
+            return cls(path, {})
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise SabotError(f"accounts file {path}: not readable JSON ({e})") from None
+        users: dict[str, dict[str, str]] = {}
+        rows = doc.get("accounts") if isinstance(doc, dict) else None
+        if not isinstance(rows, list):
+            raise SabotError(f"accounts file {path}: wants {{\"accounts\": [...]}}")
+        for row in rows:
+            if (not isinstance(row, dict) or name_problem(row.get("name"))
+                    or row.get("role") not in ROLES or not isinstance(row.get("hash"), str)
+                    or not row["hash"].startswith("$argon2")):
+                raise SabotError(f"accounts file {path}: an entry is not {{\"name\", \"role\" "
+                                 f"({', '.join(ROLES)}), \"hash\" (argon2)}}")
+            if row["name"] in users:
+                raise SabotError(f"accounts file {path}: {row['name']} is listed twice")
+            users[row["name"]] = {"role": row["role"], "hash": row["hash"]}
+        return cls(path, users)
+
+    def save(self) -> None:
+        """Written whole, then renamed over the old file (never half a file), mode 0600."""
+        doc = {"accounts": [{"name": n, **u} for n, u in sorted(self.users.items())]}
+        tmp = f"{self.path}.tmp{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, self.path)
+
+    def add(self, name: str, role: str, password: str) -> bool:
+        """Add the account, or replace its role and password; whether it was new."""
+        problem = name_problem(name)
+        if problem:
+            raise SabotError(problem)
+        if role not in ROLES:
+            raise SabotError(f"role must be one of {', '.join(ROLES)}")
+        if len(password) < 12:
+            raise SabotError("a password is at least 12 characters")
+        new = name not in self.users
+        self.users[name] = {"role": role, "hash": _hasher().hash(password)}
+        return new
+
+    def check(self, name: str, password: str) -> str | None:
+        """The account's role when the password is its, else None (an unknown name costs the
+        same hash as a wrong password: the answer's time does not tell which)."""
+        from argon2.exceptions import InvalidHashError, VerificationError
+
+        hasher = _hasher()
+        user = self.users.get(name)
+        if user is None:
+            if not self._dummy:
+                self._dummy = hasher.hash(secrets.token_hex(16))
+            target = self._dummy
+        else:
+            target = user["hash"]
+        try:
+            hasher.verify(target, password)
+        except (VerificationError, InvalidHashError):
+            return None
+        return user["role"] if user is not None else None
+
+
+@dataclass
+class Session:
+    name: str
+    role: str
+    csrf: str
+    started: float
+    seen: float
+    client: str
+
+
+class Sessions:
+    """serve's logged-in operators, and the limit on failed logins. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._by_token: dict[str, Session] = {}
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, name: str, role: str, client: str) -> tuple[str, Session]:
+        token = secrets.token_urlsafe(32)
+        now = time.time()
+        s = Session(name, role, secrets.token_urlsafe(32), now, now, client)
+        with self._lock:
+            self._by_token[token] = s
+        return token, s
+
+    def get(self, token: str | None) -> Session | None:
+        if not token:
+            return None
+        now = time.time()
+        with self._lock:
+            s = self._by_token.get(token)
+            if s is None:
+                return None
+            if now - s.started > SESSION_S or now - s.seen > IDLE_S:
+                del self._by_token[token]
+                return None
+            s.seen = now
+            return s
+
+    def end(self, token: str | None) -> None:
+        with self._lock:
+            self._by_token.pop(token or "", None)
+
+    def blocked(self, name: str, client: str) -> float:
+        """Seconds until a login for `name` from `client` is taken again (0: now)."""
+        now = time.time()
+        with self._lock:
+            waits = []
+            for key in (f"name:{name}", f"from:{client}"):
+                recent = [t for t in self._failures.get(key, []) if now - t < WINDOW_S]
+                self._failures[key] = recent
+                if len(recent) >= FAILURES:
+                    waits.append(WINDOW_S - (now - recent[0]))
+            return max(waits, default=0.0)
+
+    def failed(self, name: str, client: str) -> None:
+        now = time.time()
+        with self._lock:
+            for key in (f"name:{name}", f"from:{client}"):
+                self._failures.setdefault(key, []).append(now)

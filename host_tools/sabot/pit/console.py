@@ -1,0 +1,321 @@
+"""The pit operating from `sabot serve`: operators log in (pit/accounts.py) and a supervisor
+resolves a held table's irregularity or starts its next shoe, from the dashboard or through the
+API; serve's own session on that shoe sends the command (signed with serve's command key) and
+the chained operator log records who gave it and from where.
+
+Nothing read-only changes anything: every change is a POST, and a POST is taken only with a live
+session's cookie (HttpOnly, SameSite=Strict) and that session's CSRF token (a form's hidden
+field, or the API's X-CSRF-Token header), from this server's own origin when the browser names
+one. A role that may not do a thing is refused (403) before the shoe is asked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from sabot.errors import SabotError
+from sabot.pit.accounts import OPERATE, SEE_LOG, Accounts, Session, Sessions, name_problem
+from sabot.pit.markup import Html, el, join
+
+COOKIE = "sabot_session"
+LOGIN_COOKIE = "sabot_login"  # the login form's own token (a login CSRF is refused too)
+RESOLUTIONS = ("void-card", "keep-dummy", "void-round", "end-shoe")
+BODY_MAX = 4096  # bytes of a form or API request: a login or a command is small
+
+# operate(shoe_id, action, resolution, by, logged) -> what the shoe reported, or SabotError
+Operate = Callable[[int, str, "str | None", str, dict[str, Any]], dict[str, Any]]
+
+
+class Console:
+    def __init__(self, accounts: Accounts | None, operate: Operate | None,
+                 tables: Callable[[str], Any], operations: Callable[[], list[dict[str, Any]]],
+                 page: Callable[[str, Html], Response]) -> None:
+        self.accounts = accounts
+        self.sessions = Sessions()
+        self.operate = operate
+        self.tables = tables  # table name -> its TableView (or None)
+        self.operations = operations  # the operator log, oldest first
+        self.page = page  # a titled page of this server (its headers, stylesheet)
+
+    # ---- who is asking -------------------------------------------------------------------
+    @staticmethod
+    def client(request: Request) -> str:
+        return request.client.host if request.client else "unknown"
+
+    def session(self, request: Request) -> Session | None:
+        return self.sessions.get(request.cookies.get(COOKIE))
+
+    def _same_origin(self, request: Request) -> bool:
+        origin = request.headers.get("origin")
+        if origin is None:  # a script, or a browser that names none: the token decides
+            return True
+        host = request.headers.get("host", "")
+        return origin in (f"http://{host}", f"https://{host}")
+
+    async def _body(self, request: Request) -> bytes:
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > BODY_MAX:
+                raise SabotError("request too large")
+        return body
+
+    async def _form(self, request: Request) -> dict[str, str]:
+        fields = parse_qs((await self._body(request)).decode("utf-8", "replace"))
+        return {k: v[0] for k, v in fields.items()}
+
+    # ---- the dashboard's part ------------------------------------------------------------
+    def bar(self, s: Session | None) -> Html:
+        """Who is logged in, above the dashboard; or the way to log in."""
+        if self.accounts is None:
+            return el("p", "read-only: serve was started without --accounts", class_="who")
+        if s is None:
+            return el("p", el("a", "log in", href="/login"), " to operate the pit",
+                      class_="who")
+        return el("form", f"{s.name} ({s.role}) ",
+                  el("input", type="hidden", name="csrf", value=s.csrf),
+                  el("button", "log out", type="submit"),
+                  el("a", "operator log", href="/operations") if s.role in SEE_LOG else None,
+                  method="post", action="/logout", class_="who")
+
+    def controls(self, s: Session | None, table: str, state: str) -> Html | None:
+        """A supervisor's buttons for one table: the resolutions of a held one, the next shoe
+        of an ended one (the shoe still decides: a resolution that does not fit is refused,
+        with what does)."""
+        if s is None or s.role not in OPERATE:
+            return None
+        if state == "held":
+            choices = [("resolve", r) for r in RESOLUTIONS]
+        elif state == "ended":
+            choices = [("new-shoe", "")]
+        else:
+            return None
+        return join(*[el("form", el("input", type="hidden", name="csrf", value=s.csrf),
+                         el("input", type="hidden", name="table", value=table),
+                         el("input", type="hidden", name="action", value=action),
+                         el("input", type="hidden", name="resolution", value=r)
+                         if r else None,
+                         el("button", r or "start the next shoe", type="submit",
+                            data_action=action, data_resolution=r or None),
+                         method="post", action="/operate", class_="operate")
+                      for action, r in choices])
+
+    # ---- routes --------------------------------------------------------------------------
+    def routes(self) -> list[Route]:
+        return [Route("/login", self.login_page, methods=["GET"]),
+                Route("/login", self.login_form, methods=["POST"]),
+                Route("/logout", self.logout, methods=["POST"]),
+                Route("/operate", self.operate_form, methods=["POST"]),
+                Route("/operations", self.operations_page, methods=["GET"]),
+                Route("/api/login", self.api_login, methods=["POST"]),
+                Route("/api/logout", self.api_logout, methods=["POST"]),
+                Route("/api/operate", self.api_operate, methods=["POST"])]
+
+    def _login_form(self, said: str = "", status: int = 200) -> Response:
+        import secrets
+
+        token = secrets.token_urlsafe(16)
+        body = join(el("p", said, class_="alarm") if said else None, el(
+            "form", el("label", "name ", el("input", name="name", autocomplete="username",
+                                             required=True)), el("br"),
+            el("label", "password ", el("input", name="password", type="password",
+                                        autocomplete="current-password", required=True)),
+            el("br"), el("input", type="hidden", name="login", value=token),
+            el("button", "log in", type="submit"), method="post", action="/login"))
+        response = self.page("Log in to the pit", body)
+        response.status_code = status
+        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login")
+        return response
+
+    async def login_page(self, request: Request) -> Response:
+        if self.accounts is None:
+            return self.page("Log in to the pit",
+                             el("p", "serve was started without --accounts: nobody operates "
+                                "the pit from here"))
+        return self._login_form()
+
+    async def _check_login(self, name: str, password: str, client: str) -> tuple[str | None, str]:
+        """(role, "") for a good login; (None, why) otherwise."""
+        if self.accounts is None:
+            return None, "serve was started without --accounts"
+        if name_problem(name) or not password:
+            return None, "wrong name or password"
+        wait = self.sessions.blocked(name, client)
+        if wait:
+            return None, f"too many failed logins: try again in {int(wait) + 1} s"
+        role = await asyncio.to_thread(self.accounts.check, name, password)
+        if role is None:
+            self.sessions.failed(name, client)
+            return None, "wrong name or password"
+        return role, ""
+
+    async def login_form(self, request: Request) -> Response:
+        try:
+            form = await self._form(request)
+        except SabotError as e:
+            return self._login_form(str(e), 413)
+        if not form.get("login") or form.get("login") != request.cookies.get(LOGIN_COOKIE):
+            return self._login_form("the login form expired: log in again", 403)
+        name, client = form.get("name", ""), self.client(request)
+        role, why = await self._check_login(name, form.get("password", ""), client)
+        if role is None:
+            return self._login_form(why, 429 if why.startswith("too many") else 401)
+        token, _ = self.sessions.start(name, role, client)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        s = self.session(request)
+        form = await self._form(request)
+        if s is not None and form.get("csrf") == s.csrf:
+            self.sessions.end(request.cookies.get(COOKIE))
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    def _allowed(self, request: Request, s: Session | None, csrf: str | None,
+                 need: frozenset[str]) -> tuple[int, str]:
+        """(0, "") when this request may do it; else its status and why."""
+        if s is None:
+            return 401, "log in first (POST /api/login, or /login in a browser)"
+        if not csrf or csrf != s.csrf or not self._same_origin(request):
+            return 403, "the request does not carry this session's CSRF token"
+        if s.role not in need:
+            return 403, f"a {s.role} account may not operate a table (a supervisor's may)"
+        return 0, ""
+
+    async def _do(self, request: Request, s: Session, fields: dict[str, Any]
+                  ) -> tuple[int, dict[str, Any]]:
+        table, action = fields.get("table"), fields.get("action")
+        resolution = fields.get("resolution") or None
+        t = self.tables(table) if isinstance(table, str) else None
+        if t is None:
+            return 404, {"error": f"no table {table!r}"}
+        if action not in ("resolve", "new-shoe"):
+            return 400, {"error": "action must be resolve or new-shoe"}
+        if self.operate is None:
+            return 409, {"error": "serve holds no shoe link to operate"}
+        logged = {"account": s.name, "role": s.role, "from": self.client(request),
+                  "via": "serve", "user_agent": request.headers.get("user-agent", "")[:120]}
+        try:
+            done = await asyncio.to_thread(self.operate, t.shoe_id, action, resolution,
+                                           s.name, logged)
+        except SabotError as e:
+            return 409, {"error": str(e)}
+        except (ConnectionError, OSError) as e:
+            return 409, {"error": f"link lost: {e}"}
+        return 200, {"table": t.table, "action": action, "resolution": resolution,
+                     "by": s.name, "shoe": done}
+
+    async def operate_form(self, request: Request) -> Response:
+        s = self.session(request)
+        try:
+            form = await self._form(request)
+        except SabotError as e:
+            return self.page("Not done", el("p", str(e), class_="alarm"))
+        status, why = self._allowed(request, s, form.get("csrf"), OPERATE)
+        if status:
+            response = self.page("Not done", join(el("p", why, class_="alarm"),
+                                                  el("a", "back to the pit", href="/")))
+            response.status_code = status
+            return response
+        assert s is not None
+        status, out = await self._do(request, s, form)
+        if status != 200:
+            body = el("p", f"{form.get('table', '')}: {out['error']}", class_="alarm")
+        else:
+            sh = out["shoe"]
+            what = (f"resolved {out['resolution']}" if out["action"] == "resolve" else
+                    "started the next shoe" if sh.get("started", True) else
+                    "the next shoe was already started")
+            body = el("p", f"{out['table']}: {what} — shoe {sh.get('shoe')}, phase "
+                      f"{sh.get('phase')}, round {sh.get('round')} (logged as {s.name})",
+                      id="done")
+        response = self.page("Done" if status == 200 else "Not done",
+                             join(body, el("a", "back to the pit", href="/")))
+        response.status_code = status
+        return response
+
+    async def operations_page(self, request: Request) -> Response:
+        s = self.session(request)
+        if s is None or s.role not in SEE_LOG:
+            response = self.page("Operator log", el("p", "log in as a supervisor or IT to read "
+                                                     "the operator log", class_="alarm"))
+            response.status_code = 401 if s is None else 403
+            return response
+        rows = [el("tr", [el("td", json.dumps(op.get(k), ensure_ascii=False)[:200])
+                          for k in ("at", "operation", "account", "by", "from", "shoe_id",
+                                    "shoe", "round", "resolution")])
+                for op in reversed(self.operations()[-500:])]
+        return self.page("Operator log", el("table", el("tr", [el("th", h) for h in (
+            "at", "operation", "account", "by", "from", "shoe id", "shoe", "round",
+            "resolution")]), rows, class_="pit"))
+
+    # ---- the API, for scripts ------------------------------------------------------------
+    async def _json(self, request: Request) -> dict[str, Any] | None:
+        try:
+            doc = json.loads(await self._body(request))
+        except (SabotError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    async def api_login(self, request: Request) -> Response:
+        doc = await self._json(request)
+        if doc is None:
+            return JSONResponse({"error": "want {\"name\": ..., \"password\": ...}"}, 400)
+        name, client = str(doc.get("name", "")), self.client(request)
+        role, why = await self._check_login(name, str(doc.get("password", "")), client)
+        if role is None:
+            return JSONResponse({"error": why}, 429 if why.startswith("too many") else 401)
+        token, s = self.sessions.start(name, role, client)
+        response = JSONResponse({"name": name, "role": role, "csrf": s.csrf,
+                                 "expires": int(s.started + 8 * 3600)})
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def api_logout(self, request: Request) -> Response:
+        s = self.session(request)
+        if s is not None and request.headers.get("x-csrf-token") == s.csrf:
+            self.sessions.end(request.cookies.get(COOKIE))
+        response = JSONResponse({"logged_out": True})
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    async def api_operate(self, request: Request) -> Response:
+        s = self.session(request)
+        status, why = self._allowed(request, s, request.headers.get("x-csrf-token"), OPERATE)
+        if status:
+            return JSONResponse({"error": why}, status)
+        assert s is not None
+        doc = await self._json(request)
+        if doc is None:
+            return JSONResponse({"error": "want {\"table\", \"action\": resolve | new-shoe, "
+                                          "\"resolution\"}"}, 400)
+        status, out = await self._do(request, s, doc)
+        return JSONResponse(out, status)
+
+
+def operations_of(store_path: str) -> Callable[[], list[dict[str, Any]]]:
+    """The operator log as a page reads it (its own read-only connection each time)."""
+    def read() -> list[dict[str, Any]]:
+        from sabot.audit.store import AuditStore
+
+        try:
+            store = AuditStore(store_path, writer=False)
+        except SabotError:
+            return []
+        try:
+            return store.operations()
+        finally:
+            store.close()
+
+    return read
