@@ -103,11 +103,12 @@ class Client:
             urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         self.csrf = None
 
-    def post(self, path, doc, csrf=True):
-        headers = {"Content-Type": "application/json"}
+    def post(self, path, doc, csrf=True, **headers):
+        headers = {"Content-Type": "application/json", **headers}
         if csrf and self.csrf:
             headers["X-CSRF-Token"] = self.csrf
-        req = urllib.request.Request(self.url + path, json.dumps(doc).encode(), headers)
+        body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+        req = urllib.request.Request(self.url + path, body, headers)
         try:
             with self.opener.open(req, timeout=60) as r:
                 return r.status, json.loads(r.read())
@@ -177,6 +178,14 @@ def test_a_dealer_no_token_and_no_session_are_refused_and_logins_are_limited(tmp
         status, out = alice.post("/api/operate", {"table": rig.tables[0], "action": "resolve",
                                                   "resolution": "end-shoe"}, csrf=False)
         assert status == 403 and "CSRF" in out["error"]
+        for wrong in (["end-shoe"], {"a": 1}, "end_shoe", 7):  # a 400, never a fault
+            status, out = alice.post("/api/operate", {"table": rig.tables[0],
+                                                      "action": "resolve", "resolution": wrong})
+            assert status == 400 and "resolution" in out["error"], (wrong, status, out)
+        # another site's form can post text/plain, never JSON: not a login either way
+        status, out = Client(rig.url).post("/api/login", b'{"name": "dan", "password": "x"}',
+                                           **{"Content-Type": "text/plain"})
+        assert status == 415
         # nothing refused reached the shoe: still held, nothing logged
         assert rig.get("/api/tables") == before and rig.get("/api/tables")[0]["state"] == "held"
         # the shoe itself still decides: a resolution that does not fit its hold is refused
@@ -184,16 +193,25 @@ def test_a_dealer_no_token_and_no_session_are_refused_and_logins_are_limited(tmp
                                                   "resolution": "keep-dummy"})
         assert status == 409 and "does not apply" in out["error"], out
         status, out = alice.post("/api/operate", {"table": rig.tables[0], "action": "resolve",
-                                                  "resolution": "end-shoe"})
+                                                  "resolution": "end-shoe"},
+                                 **{"X-Forwarded-For": "203.0.113.66"})  # not the address
         assert status == 200 and out["shoe"]["phase"] == "ended", out
-        # five wrong passwords for an account: the next try, even the right one, waits
-        guesser = Client(rig.url)
-        for _ in range(5):
-            assert guesser.login("alice", "not the password")[0] == 401
-        status, out = guesser.login("alice", PASSWORDS["alice"])
+        # twelve wrong passwords at once for an account (an address given in X-Forwarded-For
+        # changes nothing): five are checked, the rest wait, and so does the right one after
+        from concurrent.futures import ThreadPoolExecutor
+
+        def guess(i):
+            return Client(rig.url).post("/api/login", {"name": "alice", "password": f"guess {i}"},
+                                        **{"X-Forwarded-For": f"10.0.0.{i}"})[0]
+
+        with ThreadPoolExecutor(12) as pool:
+            answers = sorted(pool.map(guess, range(12)))
+        assert answers == [401] * 5 + [429] * 7, answers
+        status, out = Client(rig.url).login("alice", PASSWORDS["alice"])
         assert status == 429 and "too many failed logins" in out["error"]
     finally:
         rig.stop()
     ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
                          capture_output=True, text=True, timeout=60)
-    assert [json.loads(x)["operation"] for x in ops.stdout.splitlines()] == ["resolve"]
+    entries = [json.loads(x) for x in ops.stdout.splitlines()]
+    assert [e["operation"] for e in entries] == ["resolve"] and entries[0]["from"] == "127.0.0.1"

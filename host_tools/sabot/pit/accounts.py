@@ -8,10 +8,13 @@ nothing); a `supervisor` also resolves a held table's irregularity and starts it
 sees the operator log, and operates no table. A session is a random token in an HttpOnly,
 SameSite=Strict cookie, held in serve's memory only (a restart logs everyone out), with its own
 CSRF token that every form and API call must carry. Failed logins are limited per account name
-and per client address, so guessing a password takes years, not minutes."""
+and per client address (counted when a check begins: a burst sent at once gets no more tries), so
+guessing a password takes years, not minutes; a burst of logins takes at most HASHING checks at a
+time, beside the tables' operations, which have their own thread."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -29,6 +32,7 @@ NAME_MAX = 16  # an account name is signed into the shoe's command as its `by` (
 SESSION_S = 8 * 3600  # a session lasts one shift at most
 IDLE_S = 30 * 60  # and ends after half an hour without a request
 FAILURES = 5  # failed logins allowed per window, per account name and per client address
+HASHING = 2  # password checks at once (each argon2id check is 64 MiB and a core for ~0.1 s)
 WINDOW_S = 15 * 60
 
 
@@ -168,20 +172,28 @@ class Sessions:
         with self._lock:
             self._by_token.pop(token or "", None)
 
-    def blocked(self, name: str, client: str) -> float:
-        """Seconds until a login for `name` from `client` is taken again (0: now)."""
+    def attempt(self, name: str, client: str) -> tuple[float, float]:
+        """A login for `name` from `client` begins: (0, its mark) when it may be checked, counted
+        as a failure from now on (so attempts sent at once cannot all pass before one fails);
+        (seconds to wait, 0) when the window's failures are used up."""
         now = time.time()
+        keys = (f"name:{name}", f"from:{client}")
         with self._lock:
             waits = []
-            for key in (f"name:{name}", f"from:{client}"):
+            for key in keys:
                 recent = [t for t in self._failures.get(key, []) if now - t < WINDOW_S]
                 self._failures[key] = recent
                 if len(recent) >= FAILURES:
                     waits.append(WINDOW_S - (now - recent[0]))
-            return max(waits, default=0.0)
+            if waits:
+                return max(waits), 0.0
+            for key in keys:
+                self._failures[key].append(now)
+            return 0.0, now
 
-    def failed(self, name: str, client: str) -> None:
-        now = time.time()
+    def succeeded(self, name: str, client: str, mark: float) -> None:
+        """The login begun at `mark` was good: it is no failure."""
         with self._lock:
             for key in (f"name:{name}", f"from:{client}"):
-                self._failures.setdefault(key, []).append(now)
+                with contextlib.suppress(ValueError):
+                    self._failures.get(key, []).remove(mark)

@@ -21,7 +21,15 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from sabot.errors import SabotError
-from sabot.pit.accounts import OPERATE, SEE_LOG, Accounts, Session, Sessions, name_problem
+from sabot.pit.accounts import (
+    HASHING,
+    OPERATE,
+    SEE_LOG,
+    Accounts,
+    Session,
+    Sessions,
+    name_problem,
+)
 from sabot.pit.markup import Html, el, join
 
 COOKIE = "sabot_session"
@@ -43,6 +51,11 @@ class Console:
         self.tables = tables  # table name -> its TableView (or None)
         self.operations = operations  # the operator log, oldest first
         self.page = page  # a titled page of this server (its headers, stylesheet)
+        # the tables' commands on a thread of their own: a burst of logins cannot delay them
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._operating = ThreadPoolExecutor(max_workers=4, thread_name_prefix="operate")
+        self._hashing = asyncio.Semaphore(HASHING)
 
     # ---- who is asking -------------------------------------------------------------------
     @staticmethod
@@ -147,13 +160,14 @@ class Console:
             return None, "serve was started without --accounts"
         if name_problem(name) or not password:
             return None, "wrong name or password"
-        wait = self.sessions.blocked(name, client)
+        wait, mark = self.sessions.attempt(name, client)
         if wait:
             return None, f"too many failed logins: try again in {int(wait) + 1} s"
-        role = await asyncio.to_thread(self.accounts.check, name, password)
+        async with self._hashing:
+            role = await asyncio.to_thread(self.accounts.check, name, password)
         if role is None:
-            self.sessions.failed(name, client)
             return None, "wrong name or password"
+        self.sessions.succeeded(name, client, mark)
         return role, ""
 
     async def login_form(self, request: Request) -> Response:
@@ -174,12 +188,16 @@ class Console:
         return response
 
     async def logout(self, request: Request) -> Response:
+        """Only with the session's token: another site's form cannot log an operator out."""
         s = self.session(request)
-        form = await self._form(request)
-        if s is not None and form.get("csrf") == s.csrf:
-            self.sessions.end(request.cookies.get(COOKIE))
+        try:
+            form = await self._form(request)
+        except SabotError:
+            form = {}
         response = RedirectResponse("/", status_code=303)
-        response.delete_cookie(COOKIE, path="/")
+        if s is not None and form.get("csrf") == s.csrf and self._same_origin(request):
+            self.sessions.end(request.cookies.get(COOKIE))
+            response.delete_cookie(COOKIE, path="/")
         return response
 
     def _allowed(self, request: Request, s: Session | None, csrf: str | None,
@@ -197,18 +215,23 @@ class Console:
                   ) -> tuple[int, dict[str, Any]]:
         table, action = fields.get("table"), fields.get("action")
         resolution = fields.get("resolution") or None
+        if not all(isinstance(v, str) for v in (table, action)) or not isinstance(
+                resolution, str | None):
+            return 400, {"error": "table, action and resolution are strings"}
         t = self.tables(table) if isinstance(table, str) else None
         if t is None:
             return 404, {"error": f"no table {table!r}"}
         if action not in ("resolve", "new-shoe"):
             return 400, {"error": "action must be resolve or new-shoe"}
+        if action == "resolve" and resolution not in RESOLUTIONS:
+            return 400, {"error": f"resolution must be one of {', '.join(RESOLUTIONS)}"}
         if self.operate is None:
             return 409, {"error": "serve holds no shoe link to operate"}
         logged = {"account": s.name, "role": s.role, "from": self.client(request),
                   "via": "serve", "user_agent": request.headers.get("user-agent", "")[:120]}
         try:
-            done = await asyncio.to_thread(self.operate, t.shoe_id, action, resolution,
-                                           s.name, logged)
+            done = await asyncio.get_running_loop().run_in_executor(
+                self._operating, self.operate, t.shoe_id, action, resolution, s.name, logged)
         except SabotError as e:
             return 409, {"error": str(e)}
         except (ConnectionError, OSError) as e:
@@ -221,7 +244,9 @@ class Console:
         try:
             form = await self._form(request)
         except SabotError as e:
-            return self.page("Not done", el("p", str(e), class_="alarm"))
+            response = self.page("Not done", el("p", str(e), class_="alarm"))
+            response.status_code = 413
+            return response
         status, why = self._allowed(request, s, form.get("csrf"), OPERATE)
         if status:
             response = self.page("Not done", join(el("p", why, class_="alarm"),
@@ -269,6 +294,11 @@ class Console:
         return doc if isinstance(doc, dict) else None
 
     async def api_login(self, request: Request) -> Response:
+        """JSON only, from this origin when the browser names one: another site's form (which
+        can send text/plain, never application/json) cannot log a browser in as its own."""
+        if (request.headers.get("content-type", "").split(";")[0].strip() != "application/json"
+                or not self._same_origin(request)):
+            return JSONResponse({"error": "POST application/json from this server's origin"}, 415)
         doc = await self._json(request)
         if doc is None:
             return JSONResponse({"error": "want {\"name\": ..., \"password\": ...}"}, 400)
@@ -284,8 +314,9 @@ class Console:
 
     async def api_logout(self, request: Request) -> Response:
         s = self.session(request)
-        if s is not None and request.headers.get("x-csrf-token") == s.csrf:
-            self.sessions.end(request.cookies.get(COOKIE))
+        if s is None or request.headers.get("x-csrf-token") != s.csrf:
+            return JSONResponse({"error": "no session, or not its CSRF token"}, 403)
+        self.sessions.end(request.cookies.get(COOKIE))
         response = JSONResponse({"logged_out": True})
         response.delete_cookie(COOKIE, path="/")
         return response

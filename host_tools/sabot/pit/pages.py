@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -28,7 +29,13 @@ from urllib.parse import quote
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -596,15 +603,25 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = False
 
         async def with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
                     headers[name] = value
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        try:
+            await self.app(scope, receive, with_headers)
+        except Exception as e:  # a fault of ours: one line in serve's log, a 500 with headers
+            print(f"sabot serve: internal error on {scope.get('method')} {scope.get('path')}: "
+                  f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            if not started:
+                await PlainTextResponse("internal error", status_code=500)(scope, receive,
+                                                                          with_headers)
 
 
 def finite(value: Any) -> Any:
@@ -660,8 +677,11 @@ def web_server(app: Starlette, hub: Hub, host: str, port: int) -> Any:
             await hub.end_streams()
             await super().shutdown(sockets)
 
+    # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from any local process as
+    # the client's address (the operator log's `from`, the login limit's per-address count)
     return Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                 lifespan="on", timeout_graceful_shutdown=1))
+                                 lifespan="on", timeout_graceful_shutdown=1,
+                                 proxy_headers=False))
 
 
 def operator_view(console: Console | None, request: Request
