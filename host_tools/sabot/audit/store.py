@@ -526,13 +526,14 @@ class AuditStore:
             return {fid for (fid,) in self.db.execute("SELECT frame_id FROM alarms")}
 
     def operations(self, shoe_id: int | None = None) -> list[dict[str, Any]]:
-        """The operator log in the order written, each entry as it was logged."""
-        q, args = "SELECT entry FROM operations", []
+        """The operator log in the order written, each entry as it was logged, with `seq`: the
+        shoe's signed frame that shows it done."""
+        q, args = "SELECT seq, entry FROM operations", []
         if shoe_id is not None:
             q, args = q + " WHERE shoe_id=?", [shoe_id]
         with self._reading():
             rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [json.loads(text) for (text,) in rows]
+        return [dict(json.loads(text), seq=seq) for seq, text in rows]
 
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         """Every row of every table in chain order: (table, id, chain_no, values, row_hash)."""

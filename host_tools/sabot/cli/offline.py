@@ -173,7 +173,8 @@ def shuffle_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cut", type=decks_arg, metavar="POS",
                    help="the cut card's position, in cards from the end of the shoe (default: "
                    "about a sixth of the cards); 0: no cut card, the shoe is dealt until it runs "
-                   "out and the supervisor ends it (sabot resolve end-shoe)")
+                   "out: mid-round it holds (cards_exhausted) until the supervisor ends it "
+                   "(sabot resolve end-shoe); at a round's end it ends there")
     p.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
 
 

@@ -77,7 +77,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     validation = Validation(args.db, shoes, on_alarm=print_alarm)
     console = Console(accounts, validation.operate if accounts else None, pit.table,
                       operations_of(args.db), lambda title, body: html_response(
-                          page(title, body, "")))
+                          page(title, body, "")),
+                      lambda sid: states[sid].config.table if sid in states else None)
     app, hub = build_app(pit, console)
     validation.notify = hub.notify
     validation.start()
@@ -136,6 +137,9 @@ def cmd_accounts(args: argparse.Namespace) -> int:
     accounts = Accounts.load(args.accounts, must_exist=False)
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
+    elif not sys.stdin.isatty():
+        raise SabotError("no terminal to ask the password at: give it on standard input's first "
+                         "line with --password-stdin")
     else:
         import getpass
 

@@ -216,6 +216,7 @@ class Operation:
         when done."""
         op = cls.__new__(cls)
         op._attach(url, validator, link, None, lock, logged)
+        op.cli = False  # its refusals name no command line: the asker is not at one
         return op
 
     def _attach(self, url: str, validator: Validator, link: HostLink,
@@ -225,6 +226,7 @@ class Operation:
         self.url = url
         self.validator = validator
         self.link = link
+        self.cli = True
         self.lock = lock
         self.logged = logged or {}
         self.records: list[tuple[str, dict[str, Any]]] = []
@@ -284,12 +286,18 @@ class Operation:
                              "after it ends (an irregularity can end it: sabot resolve end-shoe)")
         mark = len(self.records)
         self.link.new_shoe()
-        after = self.link.ask_until(lambda s: s["phase"] != "ended" or bool(self.refusals(mark)),
-                                    EFFECT_WAIT)
+
+        def started(s: dict[str, Any]) -> bool:
+            # a short shoe dealt at once may have ended again before the status shows it: its
+            # number (or its signed start) says it began
+            return (s["phase"] != "ended" or s["shoe"] != st["shoe"] or bool(self.refusals(mark))
+                    or self._since(mark, "shoe_start") is not None)
+
+        after = self.link.ask_until(started, EFFECT_WAIT)
         refused = self.refusals(mark)
         if refused:
             raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
-        if after is None or after["phase"] == "ended":
+        if after is None or not started(after):
             raise SabotError(f"the shoe did not start a new shoe within {EFFECT_WAIT:g} s")
         # its signed start came before the status that shows it, unless the line lost it
         self.link.pump_until(lambda: self._since(mark, "shoe_start") is not None, EFFECT_WAIT)
@@ -349,8 +357,9 @@ class Operation:
             return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
                     f"{RESOLUTION_RULE}")
         others = [r for r in fits if r != resolution]
+        how = f" (sabot resolve {others[0]} --by NAME)" if self.cli else ""
         return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
-                f"what applies: {', '.join(others)} (sabot resolve {others[0]} --by NAME)")
+                f"what applies: {', '.join(others)}{how}")
 
     def _since(self, mark: int, kind: str) -> tuple[dict[str, Any], int] | None:
         """The first record of `kind` stored since `mark`, with its frame's seq."""

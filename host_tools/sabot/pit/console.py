@@ -32,6 +32,7 @@ from sabot.pit.accounts import (
 )
 from sabot.pit.markup import Html, el, join
 
+ROLE_NAMES = {"dealer": "dealer", "supervisor": "supervisor", "it": "IT"}
 COOKIE = "sabot_session"
 LOGIN_COOKIE = "sabot_login"  # the login form's own token (a login CSRF is refused too)
 RESOLUTIONS = ("void-card", "keep-dummy", "void-round", "end-shoe")
@@ -44,12 +45,14 @@ Operate = Callable[[int, str, "str | None", str, dict[str, Any]], dict[str, Any]
 class Console:
     def __init__(self, accounts: Accounts | None, operate: Operate | None,
                  tables: Callable[[str], Any], operations: Callable[[], list[dict[str, Any]]],
-                 page: Callable[[str, Html], Response]) -> None:
+                 page: Callable[[str, Html], Response],
+                 table_of: Callable[[int], str | None] = lambda shoe_id: None) -> None:
         self.accounts = accounts
         self.sessions = Sessions()
         self.operate = operate
         self.tables = tables  # table name -> its TableView (or None)
         self.operations = operations  # the operator log, oldest first
+        self.table_of = table_of  # a shoe id's table name, where serve has it
         self.page = page  # a titled page of this server (its headers, stylesheet)
         # the tables' commands on a thread of their own: a burst of logins cannot delay them
         from concurrent.futures import ThreadPoolExecutor
@@ -92,10 +95,13 @@ class Console:
         if s is None:
             return el("p", el("a", "log in", href="/login"), " to operate the pit",
                       class_="who")
-        return el("form", f"{s.name} ({s.role}) ",
+        return el("form", f"{s.name} ({ROLE_NAMES[s.role]}) ",
                   el("input", type="hidden", name="csrf", value=s.csrf),
                   el("button", "log out", type="submit"),
-                  el("a", "operator log", href="/operations") if s.role in SEE_LOG else None,
+                  join(" · ", el("a", "operator log", href="/operations"))
+                  if s.role in SEE_LOG else None,
+                  " · this account sees the pit and operates no table"
+                  if s.role not in OPERATE else None,
                   method="post", action="/logout", class_="who")
 
     def controls(self, s: Session | None, table: str, state: str) -> Html | None:
@@ -208,7 +214,8 @@ class Console:
         if not csrf or csrf != s.csrf or not self._same_origin(request):
             return 403, "the request does not carry this session's CSRF token"
         if s.role not in need:
-            return 403, f"a {s.role} account may not operate a table (a supervisor's may)"
+            return 403, (f"{s.name}'s account ({ROLE_NAMES[s.role]}) may not operate a table; "
+                         "a supervisor's may")
         return 0, ""
 
     async def _do(self, request: Request, s: Session, fields: dict[str, Any]
@@ -277,13 +284,12 @@ class Console:
                                                      "the operator log", class_="alarm"))
             response.status_code = 401 if s is None else 403
             return response
-        rows = [el("tr", [el("td", json.dumps(op.get(k), ensure_ascii=False)[:200])
-                          for k in ("at", "operation", "account", "by", "from", "shoe_id",
-                                    "shoe", "round", "resolution")])
+        rows = [el("tr", [el("td", cell) for cell in log_row(op, self.table_of)])
                 for op in reversed(self.operations()[-500:])]
-        return self.page("Operator log", el("table", el("tr", [el("th", h) for h in (
-            "at", "operation", "account", "by", "from", "shoe id", "shoe", "round",
-            "resolution")]), rows, class_="pit"))
+        return self.page("Operator log", join(
+            el("p", el("a", "back to the pit", href="/"), " · the newest 500, newest first; all "
+               "of them: sabot history --db DB --operations"),
+            el("table", el("tr", [el("th", h) for h in LOG_HEADINGS]), rows, class_="pit")))
 
     # ---- the API, for scripts ------------------------------------------------------------
     async def _json(self, request: Request) -> dict[str, Any] | None:
@@ -298,7 +304,8 @@ class Console:
         can send text/plain, never application/json) cannot log a browser in as its own."""
         if (request.headers.get("content-type", "").split(";")[0].strip() != "application/json"
                 or not self._same_origin(request)):
-            return JSONResponse({"error": "POST application/json from this server's origin"}, 415)
+            return JSONResponse({"error": "POST JSON with Content-Type: application/json, from "
+                                          "this server's origin"}, 415)
         doc = await self._json(request)
         if doc is None:
             return JSONResponse({"error": "want {\"name\": ..., \"password\": ...}"}, 400)
@@ -333,6 +340,26 @@ class Console:
                                           "\"resolution\"}"}, 400)
         status, out = await self._do(request, s, doc)
         return JSONResponse(out, status)
+
+
+LOG_HEADINGS = ("at", "table", "operation", "resolution", "shoe id", "shoe", "round", "account",
+                "role", "from", "frame (seq)")
+
+
+def log_row(op: dict[str, Any], table_of: Callable[[int], str | None]) -> list[str]:
+    """An operator-log entry as the page's cells: plain text ("" where the entry has none; an
+    entry from the command line has no account: its OS user stands in)."""
+    def text(v: Any) -> str:
+        return "" if v is None else str(v)[:200]
+
+    sid = op.get("shoe_id")
+    shoe_id = f"{sid:#010x}" if isinstance(sid, int) and not isinstance(sid, bool) else text(sid)
+    return [text(op.get("at")), text(table_of(sid) if isinstance(sid, int) else None),
+            text(op.get("operation")).replace("_", "-"),
+            text(op.get("resolution")).replace("_", "-"), shoe_id, text(op.get("shoe")),
+            text(op.get("round")), text(op.get("account") or op.get("user")),
+            text(op.get("role") or ("command line" if op.get("user") else None)),
+            text(op.get("from") or op.get("host")), text(op.get("seq"))]
 
 
 def operations_of(store_path: str) -> Callable[[], list[dict[str, Any]]]:

@@ -19,7 +19,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -409,10 +409,14 @@ def derived_road(name: str, entries: list[str]) -> Html:
                  class_=f"road derived {name}", id=name))
 
 
-def last_results(rounds: list[dict[str, Any]]) -> Html:
+def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = ()) -> Html:
+    """The newest rounds, each with the flags players are told of: naturals and pairs, and the
+    side wagers the table offers (`offered`); not a Lucky Six on a table with no such wager."""
+    told = {"player_natural", "banker_natural", "player_pair", "banker_pair", *offered}
     items = []
     for rec in rounds[-LAST_RESULTS:][::-1]:
-        rnd, winner, flags = rec.get("round"), rec.get("winner"), flags_text(rec.get("flags"))
+        flags = flags_text([f for f in flag_list(rec) if isinstance(f, str) and f in told])
+        rnd, winner = rec.get("round"), rec.get("winner")
         mark = bead(winner)
         items.append(el(
             "li", f"P {cards_text(rec.get('player'))} ({shown(rec.get('player_total'))}) "
@@ -498,7 +502,8 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
            class_="roads derived-row"),
         el("div", el("p", stats, class_="counts", id="counts"),
            el("p", streak_line, class_="counts streaks"), class_="stats"),
-        el("div", el("h2", "Last results"), last_results(t.rounds), class_="lastbox"))
+        el("div", el("h2", "Last results"), last_results(t.rounds, c.side_wagers),
+           class_="lastbox"))
 
 
 def scoreboard_html(pit: Pit, t: TableView) -> str:
