@@ -26,6 +26,12 @@ SUPERVISOR = 0x90  # + resolution code 1..4
 FLASH_DIR = os.getenv("SABOT_FLASH") or "flash"
 
 
+# The emulator is another process on a machine shared with other work: its answer can wait for
+# a core far longer than a chip's bus ever makes a driver wait (a loaded test run stalled it past
+# the 50 ms a board allows). The slack only lengthens how long a silent element is waited for.
+SOCKET_SLACK_MS = 1000
+
+
 def element(spec=None, patient=False):
     """The secure element behind the emulator's socket: `spec`, else $SABOT_ELEMENT. Impatient:
     the emulator answers as soon as its configured time is up (see shoe/element.py)."""
@@ -36,4 +42,4 @@ def element(spec=None, patient=False):
     spec = spec or os.getenv("SABOT_ELEMENT")
     if not spec:
         raise ValueError("no secure element: --element unix:PATH|tcp:HOST:PORT or SABOT_ELEMENT")
-    return Element(SocketI2C(spec), patient=patient)
+    return Element(SocketI2C(spec), patient=patient, slack_ms=SOCKET_SLACK_MS)
