@@ -183,6 +183,11 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
     try:
         try:
             channel.update(port, key, shoe, info, by, log)
+        except channel.OutcomeUnseen as e:
+            # every chunk taken: the shoe switched (its reset dropped the port with the outcome)
+            # or refused; what it boots, and the seeded HMAC below, say which
+            log(f"the link went ({e}) after the shoe took the whole build, before its outcome "
+                "was read: asking the shoe what it runs")
         except (ConnectionError, KeyboardInterrupt) as e:
             # an interrupted stream leaves the shoe's tree untouched (firmware/shoe/update.py)
             state = (f"the update of shoe {pr.shoe_id_text(shoe.shoe_id)} stopped before the "

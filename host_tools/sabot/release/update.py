@@ -152,6 +152,12 @@ class ShoeChannel:
         return counter, rec
 
 
+class OutcomeUnseen(ConnectionError):
+    """The link went after the shoe took every chunk, before its outcome was read: the shoe may
+    have switched and be booting the update (a board's reset can drop the outcome frame with
+    the port), or refused it. Its next status and its code tree's HMAC tell which."""
+
+
 def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, Any],
            by: str, log: Callable[[str], Any]) -> dict[str, Any]:
     """Send the build in `info` (release/build.py's) to the shoe; the shoe's signed outcome.
@@ -190,7 +196,10 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
                              "runs its firmware")
         if i % step == 0 or i == len(chunks):
             log(f"  sent {i} of {len(chunks)} chunks ({min(i * CHUNK_DATA, len(data)):,} B)")
-    got = ch.answer_to(counter, CHECK_WAIT)
+    try:
+        got = ch.answer_to(counter, CHECK_WAIT)
+    except ConnectionError as e:
+        raise OutcomeUnseen(str(e)) from None
     if got is None:
         raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} sent no outcome of the update "
                          f"within {CHECK_WAIT:g} s")
