@@ -64,9 +64,9 @@ def wait_state(rig, state, timeout=20):
         time.sleep(0.1)
 
 
-def press(driver, css, timeout=60):
+def press(driver, css, timeout=60, until=("Done", "Not done")):
     """Click a dashboard button (found again if a live update replaced it) and wait for the page
-    its form brings; that page's text."""
+    its form brings (its title one of `until`); that page's text."""
     from selenium.common.exceptions import StaleElementReferenceException
 
     end = time.monotonic() + timeout
@@ -76,7 +76,7 @@ def press(driver, css, timeout=60):
             break
         except StaleElementReferenceException:
             assert time.monotonic() < end
-    while driver.title not in ("Done", "Not done"):
+    while driver.title not in until:
         assert time.monotonic() < end, driver.title
         time.sleep(0.1)
     return text_of(driver, "body")
@@ -134,7 +134,12 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
         driver.find_element("name", "password").send_keys(PASSWORDS["alice"])
         driver.find_element("css selector", "button[type=submit]").click()
         assert "alice (supervisor)" in text_of(driver, "form.who")
-        done = press(driver, "button[data-resolution=end-shoe]")
+        # end-shoe cannot be taken back: a second page asks first, and cancelling sends nothing
+        press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
+        driver.find_element("link text", "cancel: back to the pit").click()
+        assert rig.get("/api/tables")[0]["state"] == "held"
+        press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
+        done = press(driver, "button[data-confirm=end-shoe]")
         assert "resolved end-shoe" in done and "phase ended" in done, done
         wait_state(rig, "ended")
         driver.get(rig.url + "/")

@@ -36,6 +36,12 @@ ROLE_NAMES = {"dealer": "dealer", "supervisor": "supervisor", "it": "IT"}
 COOKIE = "sabot_session"
 LOGIN_COOKIE = "sabot_login"  # the login form's own token (a login CSRF is refused too)
 RESOLUTIONS = ("void-card", "keep-dummy", "void-round", "end-shoe")
+# what a supervisor confirms on a second page before the dashboard sends it (a slip of the mouse
+# must not end a shoe); the API takes its caller at its word
+CONFIRM = {"end-shoe": "ends the shoe here: a round in progress is voided and the shoe is "
+                       "reshuffled",
+           "void-round": "voids the round in progress: its cards are set aside and it is dealt "
+                         "again"}
 BODY_MAX = 4096  # bytes of a form or API request: a login or a command is small
 
 # operate(shoe_id, action, resolution, by, logged) -> what the shoe reported, or SabotError
@@ -261,6 +267,10 @@ class Console:
             response.status_code = status
             return response
         assert s is not None
+        resolution = form.get("resolution") or ""
+        if (form.get("action") == "resolve" and resolution in CONFIRM
+                and form.get("confirm") != "yes"):
+            return self._confirm(s, form.get("table", ""), resolution)
         status, out = await self._do(request, s, form)
         if status != 200:
             body = el("p", f"{form.get('table', '')}: {out['error']}", class_="alarm")
@@ -276,6 +286,19 @@ class Console:
                              join(body, el("a", "back to the pit", href="/")))
         response.status_code = status
         return response
+
+    def _confirm(self, s: Session, table: str, resolution: str) -> Response:
+        """The second page of a resolution that cannot be taken back."""
+        return self.page(f"Confirm {resolution}", join(
+            el("p", f"{table}: {resolution} {CONFIRM[resolution]}. Logged as {s.name}."),
+            el("form", el("input", type="hidden", name="csrf", value=s.csrf),
+               el("input", type="hidden", name="table", value=table),
+               el("input", type="hidden", name="action", value="resolve"),
+               el("input", type="hidden", name="resolution", value=resolution),
+               el("input", type="hidden", name="confirm", value="yes"),
+               el("button", f"confirm {resolution}", type="submit", data_confirm=resolution),
+               " ", el("a", "cancel: back to the pit", href="/"),
+               method="post", action="/operate", class_="operate")))
 
     async def operations_page(self, request: Request) -> Response:
         s = self.session(request)
