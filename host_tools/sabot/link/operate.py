@@ -32,6 +32,9 @@ from sabot.registry import Registry, ShoeEntry
 
 ANSWER_WAIT = 5.0  # seconds for a shoe to answer its first hello
 EFFECT_WAIT = 5.0  # seconds for a command to show in the shoe's status
+# seconds for its signed frame once the status shows it done: the frame is on its way (the
+# element signs it), and the operator log's entry must name it, or audit verify will miss it
+FRAME_WAIT = 20.0
 ANY_SHOE = 0  # a hello to shoe id 0 is answered by whichever shoe is on the port
 RESOLUTIONS = {"void-card": 1, "keep-dummy": 2, "void-round": 3, "end-shoe": 4}
 
@@ -300,11 +303,11 @@ class Operation:
         if after is None or not started(after):
             raise SabotError(f"the shoe did not start a new shoe within {EFFECT_WAIT:g} s")
         # its signed start came before the status that shows it, unless the line lost it
-        self.link.pump_until(lambda: self._since(mark, "shoe_start") is not None, EFFECT_WAIT)
+        self.link.pump_until(lambda: self._since(mark, "shoe_start") is not None, FRAME_WAIT)
         start = self._since(mark, "shoe_start")
         if start is None:
             raise SabotError(f"shoe {after['shoe']} started, but its shoe_start frame did not "
-                             f"arrive within {EFFECT_WAIT:g} s: nothing was logged (sabot "
+                             f"arrive within {FRAME_WAIT:g} s: nothing was logged (sabot "
                              "validate stores it when the shoe resends it)")
         out = self.describe(after)
         self.log({"operation": "new_shoe", "by": by, "shoe_id": self.validator.shoe_id,
@@ -333,11 +336,15 @@ class Operation:
         if refused:
             raise SabotError(f"the shoe refused {resolution} ({refused[0]['reason']}): "
                              f"{WHY_REFUSED.get(refused[0]['reason'], '')}".rstrip(": "))
-        # the signed resolution may follow the status that shows its effect: wait for it
-        self.link.pump_until(lambda: self._since(mark, "resolution") is not None, EFFECT_WAIT)
-        found = self._since(mark, "resolution")
-        if after is None or found is None:
+        if after is None:
             raise SabotError(f"the shoe did not report the resolution within {EFFECT_WAIT:g} s")
+        # the signed resolution may follow the status that shows its effect: wait for it
+        self.link.pump_until(lambda: self._since(mark, "resolution") is not None, FRAME_WAIT)
+        found = self._since(mark, "resolution")
+        if found is None:
+            raise SabotError(f"the shoe resolved it, but its signed resolution frame did not "
+                             f"arrive within {FRAME_WAIT:g} s: nothing was logged (sabot "
+                             "validate stores it when the shoe resends it)")
         rec, seq = found
         self.log({"operation": "resolve", "resolution": rec["resolution"], "by": by,
                   "shoe_id": self.validator.shoe_id, "shoe": rec["shoe"], "round": rec["round"],

@@ -30,7 +30,7 @@ from sabot.link.session import ValidationSession
 from sabot.registry import ShoeEntry
 
 RECONNECT_WAIT = 2.0  # seconds of each attempt to reach a shoe whose link is lost
-OPERATION_WAIT = 30.0  # seconds an operator's command may take, status and effect included
+OPERATION_WAIT = 45.0  # seconds an operator's command may take: its status, effect and frame
 
 
 def parse_shoe(text: str) -> tuple[str, int | None]:
