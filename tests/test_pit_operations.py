@@ -17,7 +17,7 @@ import pytest
 from sabot.game import cards, rules
 from sabot.virtual.board import PH_ENDED, PH_HELD
 
-from kit import SABOT
+from kit import ROOT, SABOT
 from kit.browser import browser, csp_violations
 from kit.serve_rig import ServeRig
 
@@ -134,6 +134,8 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
         driver.find_element("name", "password").send_keys(PASSWORDS["alice"])
         driver.find_element("css selector", "button[type=submit]").click()
         assert "alice (supervisor)" in text_of(driver, "form.who")
+        driver.set_window_size(1400, 450)
+        driver.save_screenshot(str(ROOT / "docs" / "dashboard-supervisor.png"))  # README's
         # end-shoe cannot be taken back: a second page asks first, and cancelling sends nothing
         press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
         driver.find_element("link text", "cancel: back to the pit").click()

@@ -122,7 +122,7 @@ class Console:
             choices = [("new-shoe", "")]
         else:
             return None
-        return join(*[el("form", el("input", type="hidden", name="csrf", value=s.csrf),
+        return join(el("br"), *[el("form", el("input", type="hidden", name="csrf", value=s.csrf),
                          el("input", type="hidden", name="table", value=table),
                          el("input", type="hidden", name="action", value=action),
                          el("input", type="hidden", name="resolution", value=r)
