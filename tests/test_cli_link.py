@@ -16,6 +16,7 @@ from sabot.registry import Registry
 from kit import SABOT, BoardProcess, free_port_for_tests, registry_of, signing_shoe
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # ./sabot-shoes.json: this test's shoe alone

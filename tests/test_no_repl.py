@@ -81,6 +81,7 @@ def test_a_full_flash_crash_ends_in_a_reset_and_the_tilt_never_a_repl(board, tmp
     assert board.proc.wait(10) == 4
 
 
+@pytest.mark.long
 def test_a_provisioned_shoe_that_lost_its_identity_is_not_blank(tmp_path):
     """Only the element's lock state makes a shoe blank: a provisioned one whose identity file is
     deleted tilts and floods bring no REPL, on the virtual --root board as on a

@@ -134,6 +134,11 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
         driver.find_element("name", "password").send_keys(PASSWORDS["alice"])
         driver.find_element("css selector", "button[type=submit]").click()
         assert "alice (supervisor)" in text_of(driver, "form.who")
+        # only what fits the hold is offered: cards exhausted mid-round is voided or ends the shoe
+        offered = driver.execute_script(
+            "return [...document.querySelectorAll('button[data-resolution]')]"
+            ".map(b => b.dataset.resolution)")
+        assert offered == ["void-round", "end-shoe"], offered
         driver.set_window_size(1400, 450)
         driver.save_screenshot(str(ROOT / "docs" / "dashboard-supervisor.png"))  # README's
         # end-shoe cannot be taken back: a second page asks first, and cancelling sends nothing

@@ -78,7 +78,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     console = Console(accounts, validation.operate if accounts else None, pit.table,
                       operations_of(args.db), lambda title, body: html_response(
                           page(title, body, "")),
-                      lambda sid: states[sid].config.table if sid in states else None)
+                      lambda sid: states[sid].config.table if sid in states else None,
+                      lambda table: next((validation.applicable(s.config.shoe_id)
+                                          for s in shoes if s.config.table == table), None))
     app, hub = build_app(pit, console)
     validation.notify = hub.notify
     validation.start()

@@ -52,13 +52,15 @@ class Console:
     def __init__(self, accounts: Accounts | None, operate: Operate | None,
                  tables: Callable[[str], Any], operations: Callable[[], list[dict[str, Any]]],
                  page: Callable[[str, Html], Response],
-                 table_of: Callable[[int], str | None] = lambda shoe_id: None) -> None:
+                 table_of: Callable[[int], str | None] = lambda shoe_id: None,
+                 fits: Callable[[str], list[str] | None] = lambda table: None) -> None:
         self.accounts = accounts
         self.sessions = Sessions()
         self.operate = operate
         self.tables = tables  # table name -> its TableView (or None)
         self.operations = operations  # the operator log, oldest first
         self.table_of = table_of  # a shoe id's table name, where serve has it
+        self.fits = fits  # a held table's resolutions that apply (None: serve cannot tell)
         self.page = page  # a titled page of this server (its headers, stylesheet)
         # the tables' commands on a thread of their own: a burst of logins cannot delay them
         from concurrent.futures import ThreadPoolExecutor
@@ -111,13 +113,13 @@ class Console:
                   method="post", action="/logout", class_="who")
 
     def controls(self, s: Session | None, table: str, state: str) -> Html | None:
-        """A supervisor's buttons for one table: the resolutions of a held one, the next shoe
-        of an ended one (the shoe still decides: a resolution that does not fit is refused,
-        with what does)."""
+        """A supervisor's buttons for one table: the resolutions that apply to a held one (all
+        four where serve cannot tell: the shoe still decides, and refuses one that does not fit
+        with what does), the next shoe of an ended one."""
         if s is None or s.role not in OPERATE:
             return None
         if state == "held":
-            choices = [("resolve", r) for r in RESOLUTIONS]
+            choices = [("resolve", r) for r in (self.fits(table) or RESOLUTIONS)]
         elif state == "ended":
             choices = [("new-shoe", "")]
         else:

@@ -170,6 +170,23 @@ class Validation:
         done: dict[str, Any] = shoe.session.call(work, OPERATION_WAIT)
         return done
 
+    def applicable(self, shoe_id: int) -> list[str] | None:
+        """The resolutions the held shoe takes, as the shoe decides it, from this serve's
+        accounting of its frames (serve asks for no status while it validates: a round with its
+        initial cards stored is in progress); None where it cannot tell (met mid-shoe, nothing
+        held)."""
+        from sabot.link.operate import applicable_resolutions
+
+        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        if shoe is None or shoe.validator is None:
+            return None
+        with self.lock:
+            inv = dict(shoe.validator.state.get("inventory") or {})
+        if not inv.get("held"):
+            return None
+        in_round = inv.get("round", 0) + (inv.get("initial") is not None)
+        return applicable_resolutions(inv["held"], in_round, inv, shoe.config.decks)
+
     def summary(self) -> dict[str, Any]:
         rejections: list[dict[str, Any]] = []
         alarms: list[dict[str, Any]] = []
