@@ -110,8 +110,8 @@ def accounts_args(p: argparse.ArgumentParser) -> None:
                    "of each")
     p.add_argument("--accounts", metavar="FILE", required=True,
                    help="the accounts file (created mode 0600; serve --accounts FILE reads it)")
-    p.add_argument("--name", help="the operator's name, 1-16 printable ASCII characters (it "
-                   "is signed into the shoe's commands and logged)")
+    p.add_argument("--name", help="the operator's name, 1-16 printable ASCII characters (the "
+                   "operator log names it with each command it gives)")
     p.add_argument("--role", choices=["dealer", "supervisor", "it"],
                    help="dealer: sees the pit; supervisor: also resolves irregularities and "
                    "starts shoes; it: reads the operator log")

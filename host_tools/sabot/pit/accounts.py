@@ -28,7 +28,7 @@ from sabot.errors import SabotError
 ROLES = ("dealer", "supervisor", "it")
 OPERATE = frozenset({"supervisor"})  # the roles that resolve and start shoes
 SEE_LOG = frozenset({"supervisor", "it"})  # the roles that read the operator log
-NAME_MAX = 16  # an account name is signed into the shoe's command as its `by` (protocol.BY_LEN)
+NAME_MAX = 16  # as a signed maintenance command's `by` (protocol.BY_LEN): one name everywhere
 SESSION_S = 8 * 3600  # a session lasts one shift at most
 IDLE_S = 30 * 60  # and ends after half an hour without a request
 FAILURES = 5  # failed logins allowed per window, per account name and per client address
@@ -40,7 +40,7 @@ def name_problem(name: object) -> str | None:
     if (not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX or not name.isascii()
             or not name.isprintable() or name != name.strip()):
         return (f"an account name is 1 to {NAME_MAX} printable ASCII characters, no space at "
-                "either end (it is signed into the shoe's commands)")
+                "either end (the operator log names it with each command it gives)")
     return None
 
 
