@@ -8,7 +8,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test check lint bench figures firmware deploy table clean venv socat
+.PHONY: all demo test check lint bench figures firmware deploy table clean venv socat postgres
 
 all: test
 
@@ -40,6 +40,16 @@ socat:
 		$$SUDO apt-get install -y -q socat >/dev/null 2>&1 || \
 		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q socat >/dev/null; }; }
 	@command -v socat >/dev/null 2>&1 || { echo "socat is missing and could not be installed"; exit 2; }
+
+# The PostgreSQL audit store's tests start their own servers (tests/kit/pg.py: initdb and pg_ctl in
+# a temporary directory, loopback only): Debian's postgresql provides them. Its own cluster is
+# not started by this (the tests make theirs).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get install -y -q postgresql >/dev/null 2>&1 || \
+		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q postgresql >/dev/null; }; }
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { echo "postgresql is missing and could not be installed"; exit 2; }
 
 # The exact-edge kernel: game/outcomes.c, arithmetic only (its tables come from game/*.py), built
 # with Debian's C compiler (installed when missing); edges.py loads it only when its compiled-in
@@ -75,7 +85,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
-test: $(STAMP) $(KERNEL) socat /usr/bin/chromedriver
+test: $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
 	$(COMPILE)
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \

@@ -21,9 +21,9 @@ from kit.procs import free_port_for_tests
 
 class ServeRig:
     def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None),
-                 accounts=None, tokens=None):
+                 accounts=None, tokens=None, db=None):
         self.tmp = Path(tmp)
-        self.db = self.tmp / "audit.db"
+        self.db = db or self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
         reg = Registry.load(str(self.registry))
         self.boards, self.tokens, self.tables, self.shoe_ids = [], [], [], []

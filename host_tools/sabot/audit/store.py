@@ -136,7 +136,13 @@ def refuse_unwritable(path: str) -> None:
     another validator holds, a file that is not a sabot audit store of this schema. So a command
     refuses before it opens a shoe's port, and a foreign SQLite file keeps its journal mode and
     gets no lock file. (A store whose tables only its WAL holds yet passes; opening checks
-    again.)"""
+    again.) A `postgresql://` URL: its server answers, and the database is empty or a store of
+    this schema no other validator writes."""
+    if is_server_url(path):
+        from sabot.audit.store_pg import refuse_unwritable_url
+
+        refuse_unwritable_url(path)
+        return
     if os.path.isdir(path):
         raise SabotError(f"audit database {path} is a directory")
     parent = os.path.dirname(os.path.abspath(path))
@@ -222,9 +228,44 @@ class StoredRecord(NamedTuple):
     received_at: float
 
 
+def is_server_url(path: object) -> bool:
+    """Whether `--db` names a PostgreSQL server's database rather than a SQLite file."""
+    return str(path).startswith(("postgresql://", "postgres://"))
+
+
+def shown_db(path: str) -> str:
+    """`--db` as a line may print it: a server URL without its password."""
+    if not is_server_url(path):
+        return path
+    from sabot.audit.store_pg import shown_url
+
+    return shown_url(path)
+
+
 class AuditStore:
     """The audit store. `threads=True` opens a connection any thread may use (one at a time: the
-    caller serialises them, as `sabot serve` does with one lock over its validators)."""
+    caller serialises them, as `sabot serve` does with one lock over its validators).
+
+    A `postgresql://` URL is the same store in a PostgreSQL database (audit/store_pg.py): the
+    same tables, rows, chain and methods; what differs is how the database is reached, locked,
+    made append-only and described."""
+
+    ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)  # the database's own faults
+    BEGIN_WRITE = "BEGIN IMMEDIATE"  # a batch's transaction, taking the write lock at once
+
+    def __new__(cls, path: str, *args: Any, **kwargs: Any) -> AuditStore:
+        if cls is AuditStore and is_server_url(path):
+            from sabot.audit.store_pg import PgAuditStore
+
+            return super().__new__(PgAuditStore)
+        return super().__new__(cls)
+
+    def _reason(self, e: BaseException) -> str:
+        return _sqlite_reason(e) if isinstance(e, sqlite3.Error) else str(e)
+
+    def expected_triggers(self) -> dict[str, str]:
+        """name -> the definition every trigger of this store must have (audit verify)."""
+        return TRIGGERS
 
     def __init__(self, path: str, durable: bool = True, writer: bool = True,
                  threads: bool = False) -> None:
@@ -303,7 +344,7 @@ class AuditStore:
             row = self.db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
             if row and row[0] != SCHEMA_VERSION:
                 raise SabotError(_not_this_schema(self.path, row[0]))
-        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute(self.BEGIN_WRITE)
         for t in COLUMNS:
             self.db.execute(_table_sql(t))
         for sql in INDEXES:
@@ -348,18 +389,18 @@ class AuditStore:
             prev = row_hash(prev, table, no, rid, values[: len(cols)])
             rows.setdefault(table, []).append((rid, no, *values[: len(cols)], prev))
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(self.BEGIN_WRITE)
             for table, batch in rows.items():
                 cols = COLUMNS[table]
                 marks = ", ".join("?" * (len(cols) + 3))
                 self.db.executemany(f"INSERT INTO {table} (id, chain_no, {', '.join(cols)},"
                                     f" row_hash) VALUES ({marks})", batch)
             self.db.execute("COMMIT")
-        except sqlite3.Error as e:
-            with contextlib.suppress(sqlite3.Error):
+        except self.ERRORS as e:
+            with contextlib.suppress(*self.ERRORS):
                 self.db.execute("ROLLBACK")
             self.rollback()
-            raise SabotError(f"audit database {self.path}: {_sqlite_reason(e)}; "
+            raise SabotError(f"audit database {self.path}: {self._reason(e)}; "
                              "nothing of this read was stored or acknowledged") from None
         self.head_no, self.head_hash = no, prev
         self._next_ids = next_id
@@ -425,8 +466,8 @@ class AuditStore:
         """A database fault while reading becomes StoreUnreadable: one line, never a traceback."""
         try:
             yield
-        except sqlite3.Error as e:
-            raise StoreUnreadable(self.path, str(e)) from None
+        except self.ERRORS as e:
+            raise StoreUnreadable(self.path, str(e).strip().splitlines()[0]) from None
 
     def stored_raw(self, key_id: int, shoe_id: int, seq: int) -> bytes | None:
         if (key_id, shoe_id, seq) in self._batch_raw:  # stored earlier in this same batch

@@ -39,7 +39,6 @@ from sabot.audit.store import (
     COLUMNS,
     GENESIS,
     SCHEMA_VERSION,
-    TRIGGERS,
     AuditStore,
     StoreUnreadable,
     row_hash,
@@ -93,12 +92,13 @@ def verify(path: str, configs: Mapping[int, ShoeEntry]) -> dict[str, Any]:
 
 def _check_triggers(store: AuditStore) -> None:
     have = {name: _norm(sql) for name, sql in store.triggers().items()}
-    for name, sql in TRIGGERS.items():
+    expected = store.expected_triggers()
+    for name, sql in expected.items():
         if name not in have:
             raise Broken(f"trigger {name} is missing: the store was opened to edits")
         if have[name] != _norm(sql):
             raise Broken(f"trigger {name} was altered: {have[name]}")
-    for name in sorted(set(have) - set(TRIGGERS)):  # e.g. one that silently drops new alarms
+    for name in sorted(set(have) - set(expected)):  # e.g. one that silently drops new alarms
         raise Broken(f"trigger {name} is not the store's: {have[name]}")
     tables = store.tables()
     for table in COLUMNS:

@@ -32,7 +32,9 @@ DB_RULE = ("every command that validates a shoe's link (validate, serve, status,
            "resolve, bench --port) needs --db: no default, so one shoe's audit chain never "
            "splits across two stores; only demo, whose virtual shoe is its own, defaults to "
            "./sabot.db")
-DB_HELP = "the audit database, created if missing; required: " + DB_RULE
+DB_HELP = ("the audit database: a SQLite file, created if missing, or a PostgreSQL database's "
+           "URL (postgresql://USER@HOST:PORT/DB, its tables made if it has none); required: "
+           + DB_RULE)
 RELEASE_KEY_HELP = ("the release key that signs MANIFEST, created mode 0600 if missing "
                     "(default ./sabot-release.pem)")
 

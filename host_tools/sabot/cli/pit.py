@@ -64,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as e:
         raise SabotError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     from sabot import keys
-    from sabot.audit.store import refuse_unwritable
+    from sabot.audit.store import refuse_unwritable, shown_db
 
     key = keys.load(args.key) if args.shoe else None
     accounts = Accounts.load(args.accounts) if args.accounts else None
@@ -86,7 +86,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     validation.start()
     print(f"sabot serve: http://{host}:{port}/ ({len(shoes)} shoe"
           f"{'' if len(shoes) == 1 else 's'}, audit "
-          f"{args.db})", file=sys.stderr, flush=True)
+          f"{shown_db(args.db)})", file=sys.stderr, flush=True)
     server = web_server(app, hub, host, port)
     try:
         # uvicorn shuts the web side down on Ctrl-C or SIGTERM (a service manager's stop), then

@@ -1,0 +1,268 @@
+"""The audit store in a PostgreSQL database (`--db postgresql://...`, psycopg 3): the same tables,
+rows, row chain and methods as the SQLite store (audit/store.py, the only other module that knows
+the schema), reached over libpq.
+
+What differs, and why:
+- One writer per database, as with SQLite's lock file: a session-level advisory lock, held for
+  as long as the writer's connection lives (a crashed writer's lock goes with its connection).
+- Append-only by a trigger function that refuses UPDATE, DELETE and TRUNCATE on every table,
+  enabled ALWAYS: it fires on a streaming or logical replica's replayed rows too
+  (session_replication_role = replica does not switch it off). `audit verify` checks every
+  trigger's definition, its enabled state and the function's body, so a trigger dropped,
+  disabled or emptied is found.
+- A batch is one transaction committed with synchronous_commit as the server has it (on by
+  default: the commit is on disk, and on a synchronous standby when one is configured, before
+  the validator acknowledges anything).
+- Integers are BIGINT (a shoe id is 32 bits unsigned), blobs BYTEA, times DOUBLE PRECISION:
+  read back they are the same Python values, so every row hash is computed alike on both.
+The password of a URL is never printed: errors name the URL without it."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import psycopg
+
+from sabot.audit.store import (
+    _INTS,
+    _TYPES,
+    COLUMNS,
+    GENESIS,
+    INDEXES,
+    SCHEMA_VERSION,
+    AuditStore,
+    _not_this_schema,
+)
+from sabot.errors import SabotError
+
+FUNCTION = "sabot_append_only"
+# the writer's advisory lock: one per database (the key is the name's hash, not a magic number)
+LOCK_KEY = int.from_bytes(hashlib.sha256(b"sabot audit writer").digest()[:8], "big", signed=True)
+_PG_TYPES = {"REAL": "DOUBLE PRECISION", "BLOB": "BYTEA", "INTEGER": "BIGINT", "TEXT": "TEXT"}
+
+
+def shown_url(url: str) -> str:
+    """The URL as a line may print it: its password left out."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.hostname or ""
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _pg_type(sqlite_type: str) -> str:
+    first, _, rest = sqlite_type.partition(" ")
+    return f"{_PG_TYPES[first]} {rest}".strip()
+
+
+def table_sql(name: str) -> str:
+    cols = ", ".join(f"{c} {_pg_type(_TYPES.get(c, 'INTEGER' if c in _INTS else 'TEXT'))}"
+                     for c in COLUMNS[name])
+    extra = ", UNIQUE (key_id, shoe_id, seq)" if name == "records" else ""
+    return (f"CREATE TABLE IF NOT EXISTS {name} (id BIGINT PRIMARY KEY, "
+            f"chain_no BIGINT NOT NULL UNIQUE, {cols}, row_hash BYTEA NOT NULL{extra})")
+
+
+FUNCTION_SQL = (f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS "
+                "$body$ BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $body$")
+# name -> (table, when): one trigger per table and operation
+TRIGGER_ON = {f"{t}_append_only_{op}": (t, op) for t in COLUMNS for op in ("u", "d", "t")}
+_WHEN = {"u": "BEFORE UPDATE ON {t} FOR EACH ROW", "d": "BEFORE DELETE ON {t} FOR EACH ROW",
+         "t": "BEFORE TRUNCATE ON {t} FOR EACH STATEMENT"}
+
+
+def trigger_sql(name: str) -> str:
+    table, op = TRIGGER_ON[name]
+    return (f"CREATE TRIGGER {name} {_WHEN[op].format(t=table)} EXECUTE FUNCTION "
+            f"{FUNCTION}()")
+
+
+class _Connection:
+    """psycopg with the SQLite store's calling convention: `?` placeholders, execute() giving a
+    cursor. (The store's SQL has no `?` or `%` of its own.)"""
+
+    def __init__(self, url: str) -> None:
+        self.con = psycopg.connect(url, autocommit=True, connect_timeout=10)
+
+    def execute(self, sql: str, args: Sequence[Any] | None = None) -> Any:
+        if args is None:
+            return self.con.execute(sql.encode())  # no placeholders to read: sent as it is
+        return self.con.execute(sql.replace("?", "%s"), args)
+
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        with self.con.cursor() as cur:
+            cur.executemany(sql.replace("?", "%s"), rows)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class PgAuditStore(AuditStore):
+    ERRORS = (psycopg.Error,)
+    BEGIN_WRITE = "BEGIN"  # the advisory lock makes this the database's one writer
+
+    def __init__(self, path: str, durable: bool = True, writer: bool = True,
+                 threads: bool = False) -> None:
+        self.path = shown_url(str(path))  # what lines print
+        self.url = str(path)
+        self.writer = writer
+        self._lock = None
+        self._pending = []
+        self._next_frame_id = None
+        self._batch_raw = {}
+        self._next_ids = {}
+        self.head_no, self.head_hash = 0, GENESIS
+        self.created = False
+        try:
+            self.db = _Connection(self.url)  # type: ignore[assignment]
+        except psycopg.Error as e:
+            raise SabotError(f"audit database {self.path}: cannot connect "
+                             f"({self._reason(e)})") from None
+        try:
+            if writer:
+                if not self.db.execute("SELECT pg_try_advisory_lock(?)", (LOCK_KEY,)
+                                       ).fetchone()[0]:
+                    raise SabotError(f"audit database {self.path} is in use by another "
+                                     "validator")
+                if not durable:
+                    self.db.execute("SET synchronous_commit = off")
+                self._create()
+            else:
+                self.db.execute("SET default_transaction_read_only = on")
+                self._check_schema(must_exist=True)
+            head = self.db.execute(
+                " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
+                + " ORDER BY chain_no DESC LIMIT 1").fetchone()
+        except psycopg.Error as e:
+            self.close()
+            raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
+        except SabotError:
+            self.close()
+            raise
+        self.head_no = head[0] if head else 0
+        self.head_hash = bytes(head[1]) if head else GENESIS
+
+    def _reason(self, e: BaseException) -> str:
+        text = str(e).strip().splitlines()
+        return text[0] if text else type(e).__name__
+
+    def _check_schema(self, must_exist: bool = False) -> set[str]:
+        have = self.tables()
+        if not have and must_exist:
+            raise SabotError(f"no audit database at {self.path} (no sabot tables)")
+        if have and "meta" not in have:
+            raise SabotError(f"{self.path} is not a sabot audit database (its tables are another "
+                             "program's): a validator writes only its own store")
+        if have:
+            row = self.db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+            if not row or row[0] != SCHEMA_VERSION:
+                raise SabotError(_not_this_schema(self.path, row and row[0]))
+        return have
+
+    def _create(self) -> None:
+        have = self._check_schema()
+        if have:
+            return
+        self.created = True
+        self.db.execute("BEGIN")
+        for t in COLUMNS:
+            self.db.execute(table_sql(t))
+        for sql in INDEXES:
+            self.db.execute(sql)
+        self.db.execute(FUNCTION_SQL)
+        for name, (table, _) in TRIGGER_ON.items():
+            self.db.execute(trigger_sql(name))
+            # ALWAYS: it fires on replicated rows too (session_replication_role = replica)
+            self.db.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {name}")
+        self.db.execute("COMMIT")
+        self.head_no, self.head_hash = 0, GENESIS
+        self.begin()
+        self._add("meta", ("schema", SCHEMA_VERSION))
+        self.commit()
+
+    # ---- what the database says of itself ------------------------------------------------
+    def tables(self) -> set[str]:
+        with self._reading():
+            return {r[0] for r in self.db.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema()", ())}
+
+    def triggers(self) -> dict[str, str]:
+        """name -> each trigger's definition and whether it fires always (A), on the primary
+        only (O), on replicas only (R) or never (D); and the function's own body."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT t.tgname, pg_get_triggerdef(t.oid), t.tgenabled FROM pg_trigger t"
+                " JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE NOT t.tgisinternal"
+                " AND n.nspname = current_schema()", ()).fetchall()
+            body = self.db.execute(
+                "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+                " WHERE p.proname = ? AND n.nspname = current_schema()", (FUNCTION,)).fetchall()
+        out = {name: f"{definition} [{enabled}]" for name, definition, enabled in rows}
+        for (src,) in body:
+            out[f"function {FUNCTION}"] = src
+        return out
+
+    def expected_triggers(self) -> dict[str, str]:
+        schema = self.db.execute("SELECT current_schema()", ()).fetchone()[0]
+        out = {}
+        for name, (table, op) in TRIGGER_ON.items():
+            out[name] = (f"CREATE TRIGGER {name} {_WHEN[op].format(t=f'{schema}.{table}')} "
+                         f"EXECUTE FUNCTION {FUNCTION}() [A]")
+        out[f"function {FUNCTION}"] = " BEGIN RAISE EXCEPTION 'the audit log is append-only'; END "
+        return out
+
+    def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
+        for table, rid, no, values, h in super().rows():  # BYTEA comes back as bytes already
+            yield table, rid, no, values, bytes(h)
+
+    def discard_if_unused(self) -> None:
+        """Close; the tables this run created go again when it stored nothing in them."""
+        unused = self.created and self.head_no <= 1 and not self._pending
+        if unused:
+            with contextlib.suppress(psycopg.Error):
+                self.db.execute("DROP TABLE " + ", ".join(COLUMNS)
+                                + f"; DROP FUNCTION {FUNCTION}()")
+        self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.db.close()
+
+
+def refuse_unwritable_url(url: str) -> None:
+    """refuse_unwritable for a server's database: it answers, it is empty or a sabot store of
+    this schema, and no other validator writes it; nothing created or changed."""
+    shown = shown_url(url)
+    try:
+        con = _Connection(url)
+    except psycopg.Error as e:
+        lines = str(e).strip().splitlines()
+        raise SabotError(f"audit database {shown}: cannot connect "
+                         f"({lines[0] if lines else type(e).__name__})") from None
+    try:
+        have = {r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema()", ())}
+        if have and "meta" not in have:
+            raise SabotError(f"{shown} is not a sabot audit database (its tables are another "
+                             "program's): a validator writes only its own store")
+        if have:
+            row = con.execute("SELECT value FROM meta WHERE name='schema'", ()).fetchone()
+            if not row or row[0] != SCHEMA_VERSION:
+                raise SabotError(_not_this_schema(shown, row and row[0]))
+        if not con.execute("SELECT pg_try_advisory_lock(?)", (LOCK_KEY,)).fetchone()[0]:
+            raise SabotError(f"audit database {shown} is in use by another validator")
+    except psycopg.Error as e:
+        raise SabotError(f"audit database {shown}: {str(e).strip().splitlines()[0]}") from None
+    finally:
+        con.close()  # and with it the lock taken here
