@@ -5,7 +5,10 @@ store's signed frames and authentic statuses prove is now derived again and comp
 and column by column. What lies beyond a store's own reach is pinned down at the end
 (docs/SECURITY.md).
 
-The stores are written by real Validators from frames signed as a shoe signs them (no board)."""
+The stores are written by real Validators from frames signed as a shoe signs them (no board).
+The same tests run on both backends: each store of a module fixture (a pit, a shoe's content
+alarms, an operated shoe) is a SQLite file and, again, a database on a real PostgreSQL server
+(kit/pg.py), edited there with the same SQL."""
 
 import json
 import shutil
@@ -15,7 +18,7 @@ import struct
 import pytest
 
 from sabot import protocol as pr
-from sabot.audit.store import COLUMNS, GENESIS, TRIGGERS, AuditStore, row_hash
+from sabot.audit.store import COLUMNS, GENESIS, TRIGGERS, AuditStore, is_server_url, row_hash
 from sabot.audit.validator import Validator
 from sabot.audit.verify import verify as audit_verify
 from sabot.game.cards import shuffled_shoe
@@ -27,14 +30,103 @@ from kit import signing_shoe
 A, B = 0x5AB0_000A, 0x5AB0_000B
 
 
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql",
+                                                                marks=pytest.mark.board)])
+def backend(request):
+    """None for SQLite files; for PostgreSQL, a server of this module's own."""
+    if request.param == "sqlite":
+        yield None
+        return
+    from kit.pg import PgServer
+
+    server = PgServer()
+    yield server
+    server.stop()
+
+
+def new_store(d, backend):
+    """Where the store of fixture directory `d` is made: d/audit.db, or a fresh database whose
+    URL d/db.url keeps."""
+    if backend is None:
+        return str(d / "audit.db")
+    url = backend.database()
+    (d / "db.url").write_text(url)
+    return url
+
+
+def store_of(d):
+    url = d / "db.url"
+    return url.read_text() if url.exists() else str(d / "audit.db")
+
+
+class PgConnection:
+    """A PostgreSQL database with sqlite3's calling convention (`?`, execute, commit)."""
+
+    def __init__(self, url):
+        from sabot.audit.store_pg import _Connection
+
+        self.db = _Connection(url)
+
+    def execute(self, sql, args=None):
+        return self.db.execute(sql, args)
+
+    def commit(self):
+        pass  # autocommit
+
+    def close(self):
+        self.db.close()
+
+
+def connect(db):
+    return PgConnection(db) if is_server_url(db) else sqlite3.connect(db)
+
+
+def drop_triggers(con, db):
+    if is_server_url(db):
+        from sabot.audit.store_pg import TRIGGER_ON
+
+        for name, (table, _) in TRIGGER_ON.items():
+            con.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+        return
+    for t in COLUMNS:
+        for op in ("u", "d"):
+            con.execute(f"DROP TRIGGER IF EXISTS {t}_append_only_{op}")
+
+
+def restore_triggers(con, db):
+    """The triggers put back word for word."""
+    if is_server_url(db):
+        from sabot.audit.store_pg import TRIGGER_ON, trigger_sql
+
+        for name, (table, _) in TRIGGER_ON.items():
+            con.execute(trigger_sql(name))
+            con.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {name}")
+        return
+    for sql in TRIGGERS.values():
+        con.execute(sql)
+
+
+def copy_store(db, tmp_path):
+    if not is_server_url(db):
+        shutil.copy(db, tmp_path / "edited.db")
+        return str(tmp_path / "edited.db")
+    import secrets
+
+    import psycopg
+
+    base, _, name = db.rpartition("/")
+    copy = f"{name}_edited_{secrets.token_hex(6)}"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as con:
+        con.execute(f"CREATE DATABASE {copy} TEMPLATE {name}".encode())
+    return f"{base}/{copy}"
+
+
 def rechain(db):
     """What an insider with write access does after an edit: renumber every table's ids one by
     one (and the frame ids records and alarms name), renumber and rehash every row of the chain,
     put the triggers back word for word."""
-    con = sqlite3.connect(db)
-    for t in COLUMNS:
-        for op in ("u", "d"):
-            con.execute(f"DROP TRIGGER IF EXISTS {t}_append_only_{op}")
+    con = connect(db)
+    drop_triggers(con, db)
     for t in COLUMNS:
         ids = [i for (i,) in con.execute(f"SELECT id FROM {t} ORDER BY chain_no")]
         for new, old in enumerate(ids, 1):
@@ -55,8 +147,7 @@ def rechain(db):
         con.execute(f"UPDATE {table} SET chain_no=?, row_hash=? WHERE id=?", (-no, prev, rid))
     for t in COLUMNS:
         con.execute(f"UPDATE {t} SET chain_no = -chain_no")
-    for sql in TRIGGERS.values():
-        con.execute(sql)
+    restore_triggers(con, db)
     con.commit()
     con.close()
 
@@ -64,12 +155,9 @@ def rechain(db):
 def edited(store_dir, tmp_path, *steps):
     """A copy of the store with each step (SQL, or a function of the connection) run on it,
     triggers dropped, and the chain recomputed."""
-    db = tmp_path / "edited.db"
-    shutil.copy(store_dir / "audit.db", db)
-    con = sqlite3.connect(db)
-    for t in COLUMNS:
-        for op in ("u", "d"):
-            con.execute(f"DROP TRIGGER IF EXISTS {t}_append_only_{op}")
+    db = copy_store(store_of(store_dir), tmp_path)
+    con = connect(db)
+    drop_triggers(con, db)
     for step in steps:
         if callable(step):
             step(con)
@@ -96,7 +184,8 @@ def inserted_after(table, frame_id, columns, select):
         con.execute(f"UPDATE {table} SET id = -(id + 1) WHERE id > ?", (after,))
         con.execute(f"UPDATE {table} SET id = -id WHERE id < 0")
         con.execute(f"INSERT INTO {table} (id, chain_no, {columns}, row_hash) SELECT {after + 1},"
-                    f" {place + 1}, {select}, x'00' FROM frames f WHERE f.id = {frame_id}")
+                    f" {place + 1}, {select}, ? FROM frames f WHERE f.id = {frame_id}",
+                    (b"\x00",))
 
     return step
 
@@ -121,7 +210,7 @@ def framed(*raws):
 
 # ---- a pit's store: two tables on one store, as `sabot serve` writes it ----------------------
 @pytest.fixture(scope="module")
-def pit(tmp_path_factory):
+def pit(tmp_path_factory, backend):
     """Shoes A and B, each validated by its own Validator on one AuditStore, their reads
     interleaved as serve's are: B's registry entry says EZ (its shoe does not: config_mismatch),
     B's shoe tilts for one status, a frame of B arrives with a damaged signature and a frame
@@ -135,7 +224,7 @@ def pit(tmp_path_factory):
     reg.put(eb)
     fa, _ = shoe_frames(sa, shuffled_shoe(2, seed=3), 1)
     fb, _ = shoe_frames(sb, shuffled_shoe(2, seed=4), 1)
-    store = AuditStore(str(d / "audit.db"))
+    store = AuditStore(new_store(d, backend))
     va, vb = Validator(ea, store, watch=False), Validator(eb, store, watch=False)
     damaged = fb[11][:-1] + bytes([fb[11][-1] ^ 1])  # a result: signed
     va.receive(framed(*fa[:10]))
@@ -151,13 +240,13 @@ def pit(tmp_path_factory):
     kinds = [a["kind"] for a in va.alarms + vb.alarms]
     assert va.alarms == [] and "config_mismatch" in kinds and "tilt" in kinds
     assert [r["reason"] for r in vb.rejections] == ["bad_signature", "too_short"]
-    assert check(d, d / "audit.db")["ok"]
+    assert check(d, store_of(d))["ok"]
     return d
 
 
 def a_result(pit, n=0):
     """(frame id, seq) of A's n-th result."""
-    con = sqlite3.connect(pit / "audit.db")
+    con = connect(store_of(pit))
     row = con.execute("SELECT frame_id, seq FROM records WHERE kind='result' AND shoe_id=?"
                       " ORDER BY id LIMIT 1 OFFSET ?", (A, n)).fetchone()
     con.close()
@@ -170,7 +259,7 @@ def found(out, *words):
 
 
 def test_the_pit_store_as_written_verifies(pit):
-    out = check(pit, pit / "audit.db")
+    out = check(pit, store_of(pit))
     assert out["ok"] and out["rounds"] > 10, out
 
 
@@ -200,7 +289,7 @@ def test_a_record_whose_seq_and_shoe_columns_were_rewritten_is_found(pit, tmp_pa
 
 def test_an_invented_round_beside_the_genuine_record_of_its_frame_is_found(pit, tmp_path):
     fid, seq = a_result(pit, 3)
-    con = sqlite3.connect(pit / "audit.db")
+    con = connect(store_of(pit))
     rec = json.loads(con.execute(f"SELECT record FROM records WHERE frame_id={fid}").fetchone()[0])
     con.close()
     fake = json.dumps(dict(rec, round=8, winner="player", player=["9S", "KD"]), sort_keys=True)
@@ -233,7 +322,7 @@ def test_an_alarm_moved_to_another_shoe_id_is_found(pit, tmp_path):
 # one table's newest rounds, and a whole shoe, deleted while the other table's later rows stay
 def newest_of_a(pit):
     """The frame ids of A's last round and its shoe_end."""
-    con = sqlite3.connect(pit / "audit.db")
+    con = connect(store_of(pit))
     ids = [r[0] for r in con.execute("SELECT id FROM frames WHERE shoe_id=? AND verdict="
                                      "'accepted' AND type!='status' ORDER BY id DESC LIMIT 3",
                                      (A,))]
@@ -294,7 +383,7 @@ ALARM = "frame_id, raised_at, key_id, shoe_id, shoe, round, kind, detail"
 
 
 def test_a_tilt_alarm_on_a_status_that_says_ok_is_found(pit, tmp_path):
-    con = sqlite3.connect(pit / "audit.db")
+    con = connect(store_of(pit))
     fid = con.execute(f"SELECT id FROM frames WHERE type='status' AND shoe_id={A}").fetchone()[0]
     con.close()
     db = edited(pit, tmp_path, inserted_after(
@@ -354,7 +443,7 @@ def test_an_unsigned_frame_met_again_before_its_seal_is_stored_deferred_and_veri
 
 # ---- gap alarms are derived, never read ---------------------------------------------------------
 @pytest.fixture(scope="module")
-def content(tmp_path_factory):
+def content(tmp_path_factory, backend):
     """A shoe whose frames raise missing_burn, missing_initial_cards (a round before the burn,
     with no initial cards), round_out_of_order (round 3 after 1) and inventory_mismatch (the
     shoe_end counts nothing)."""
@@ -371,13 +460,13 @@ def content(tmp_path_factory):
               s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4])),  # AS, 2S
               s.chained(pr.T_INITIAL_CARDS, struct.pack(">HH", 1, 3) + cards), result(3),
               s.chained(pr.T_SHOE_END, b"\x00\x01\x00\x03\x00\x09" + bytes(52) + b"\x00\x00")]
-    v = Validator(entry, str(d / "audit.db"), watch=False)
+    v = Validator(entry, new_store(d, backend), watch=False)
     v.receive(framed(*frames))
     v.store.close()
     assert {"missing_burn", "missing_initial_cards", "round_out_of_order",
             "inventory_mismatch"} <= {a["kind"] for a in v.alarms}
     assert "sequence_gap" not in {a["kind"] for a in v.alarms}
-    assert check(d, d / "audit.db")["ok"]
+    assert check(d, store_of(d))["ok"]
     return d
 
 
@@ -395,7 +484,7 @@ def test_an_inserted_gap_alarm_no_longer_hides_deleted_content_alarms(content, t
 
 # ---- the operator log: in the chain, each entry checked against the frame the shoe signed ------
 @pytest.fixture(scope="module")
-def operated(tmp_path_factory):
+def operated(tmp_path_factory, backend):
     """A shoe held by a card not due, resolved from the host (void-card by sue), ended, and its
     next shoe started from the host (by tech): the operator log as `sabot resolve` and `sabot
     new-shoe` write it (link/operate.py)."""
@@ -417,7 +506,7 @@ def operated(tmp_path_factory):
               s.chained(pr.T_SHOE_END, struct.pack(">HHH", 1, 0, 4) + bytes(inventory)
                         + b"\x00\x00"),
               s.chained(pr.T_SHOE_START, b"\x00\x02\x08\x02")]
-    v = Validator(entry, str(d / "audit.db"), watch=False)
+    v = Validator(entry, new_store(d, backend), watch=False)
     v.receive(framed(*frames[:4]))
     log_operation(v.store, {"operation": "resolve", "resolution": "void_card", "by": "sue",
                             "shoe_id": A, "shoe": 1, "round": 0, "irregularity": "card_not_due",
@@ -426,17 +515,17 @@ def operated(tmp_path_factory):
     log_operation(v.store, {"operation": "new_shoe", "by": "tech", "shoe_id": A,
                             "ended_shoe": 1, "shoe": 2, "port": "/dev/ttyACM0"}, 6)
     v.store.close()
-    assert v.alarms == [] and check(d, d / "audit.db")["ok"]
+    assert v.alarms == [] and check(d, store_of(d))["ok"]
     return d
 
 
 def test_history_operations_prints_the_operator_log_from_the_store(cli, operated):
-    r = cli("history", "--db", operated / "audit.db", "--operations")
+    r = cli("history", "--db", store_of(operated), "--operations")
     ops = [json.loads(line) for line in r.stdout.splitlines()]
     assert r.returncode == 0 and [(o["operation"], o["by"]) for o in ops] == [
         ("resolve", "sue"), ("new_shoe", "tech")]
     assert {"at", "host", "user", "port"} <= set(ops[0]) and ops[0]["card"] == "2H"
-    r = cli("history", "--db", operated / "audit.db", "--operations", "--shoe-id", A + 1)
+    r = cli("history", "--db", store_of(operated), "--operations", "--shoe-id", A + 1)
     assert r.returncode == 0 and r.stdout == ""
 
 
@@ -449,8 +538,13 @@ def test_a_deleted_operator_entry_for_a_resolution_the_shoe_signed_is_found(oper
                                          ("card", "9S"), ("shoe", 2)])
 def test_an_operator_entry_altered_against_the_shoes_signed_resolution_is_found(
         operated, tmp_path, field, value):
-    db = edited(operated, tmp_path, f"UPDATE operations SET entry = json_set(entry, '$.{field}',"
-                                    f" json('{json.dumps(value)}')) WHERE operation='resolve'")
+    def alter(con):  # the entry's JSON rewritten with one field changed (the same SQL on both)
+        rid, text = con.execute("SELECT id, entry FROM operations WHERE operation='resolve'"
+                                ).fetchone()
+        con.execute("UPDATE operations SET entry=? WHERE id=?",
+                    (json.dumps(dict(json.loads(text), **{field: value})), rid))
+
+    db = edited(operated, tmp_path, alter)
     found(check(operated, db), "operator entry", "the shoe signed")
 
 
