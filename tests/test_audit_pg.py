@@ -132,15 +132,17 @@ def test_audit_verify_on_postgresql_finds_an_insiders_edit(server, capture, edit
     assert code != 0 and said in out and "Traceback" not in out, out
 
 
-def test_a_second_writer_another_programs_database_and_no_server_are_one_line(server, capture):
+def test_a_second_validator_of_a_shoe_another_programs_database_and_no_server_are_one_line(
+        server, capture):
     entry = capture[0]
     url = server.database()
     first = Validator(entry, url)
     try:
-        with pytest.raises(SabotError, match="in use by another validator"):
-            Validator(entry, url)
+        with pytest.raises(SabotError, match="in use by another validator of shoe 0x"):
+            Validator(entry, url)  # another writer, the same shoe
     finally:
         first.store.close()
+    Validator(entry, url).store.close()  # its claim went with its connection
     foreign = server.database()
     with psycopg.connect(foreign, autocommit=True) as con:
         con.execute(b"CREATE TABLE payroll (name TEXT)")
@@ -176,3 +178,48 @@ def test_serve_validates_into_postgresql_and_its_pages_read_it(server, tmp_path)
     assert code == 0 and "audit postgresql://sabot@127.0.0.1" in rig.log_text()
     code, said = verify(url, rig.registry)
     assert code == 0, said
+
+
+@pytest.mark.long
+def test_pits_writing_one_database_at_once_keep_one_chain_that_verifies(server, tmp_path):
+    """Three writers (three pits' serve processes, each its own connection) validate a shoe each
+    into one database at the same time, read by read: every round of every shoe is stored once
+    and the one row chain they share verifies."""
+    import threading
+
+    url = server.database()
+    reg = Registry(str(tmp_path / "shoes.json"))
+    shoes = []
+    for i in range(3):
+        d = tmp_path / f"pit{i}"
+        d.mkdir()
+        entry, cap, rounds = capture_gen.generate(str(d), 1, seed=30 + i, shoe_id=0x5AB0_0100 + i)
+        reg.put(entry)
+        shoes.append((entry, cap, rounds))
+    errors = []
+
+    def pit(entry, cap):
+        try:
+            v = Validator(entry, url)  # a writer of its own
+            for at in range(0, len(cap), 397):  # reads of a link, cut anywhere
+                v.receive(cap[at:at + 397])
+            v.finish()
+            v.store.close()
+            assert v.counts["rejected"] == 0
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=pit, args=(e, c)) for e, c, _ in shoes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    code, said = verify(url, tmp_path / "shoes.json")
+    assert code == 0 and f"{sum(r for _, _, r in shoes)} rounds" in said, said
+    store = AuditStore(url, writer=False)
+    try:
+        for entry, _, rounds in shoes:
+            assert len(store.records(["result"], shoe_id=entry.shoe_id)) == rounds
+    finally:
+        store.close()

@@ -263,6 +263,10 @@ class AuditStore:
     def _reason(self, e: BaseException) -> str:
         return _sqlite_reason(e) if isinstance(e, sqlite3.Error) else str(e)
 
+    def claim(self, shoe_id: int) -> None:
+        """This writer validates `shoe_id` (a Validator says so as it starts): nothing to do for a
+        SQLite file, which has one writer (its lock file) whatever the shoes."""
+
     def expected_triggers(self) -> dict[str, str]:
         """name -> the definition every trigger of this store must have (audit verify)."""
         return TRIGGERS

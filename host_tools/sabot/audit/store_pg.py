@@ -3,8 +3,14 @@ rows, row chain and methods as the SQLite store (audit/store.py, the only other 
 the schema), reached over libpq.
 
 What differs, and why:
-- One writer per database, as with SQLite's lock file: a session-level advisory lock, held for
-  as long as the writer's connection lives (a crashed writer's lock goes with its connection).
+- Many writers at once (one `sabot serve` per pit, each with its shoes), one validator per shoe:
+  each Validator claims its shoe with a session-level advisory lock, held for as long as its
+  writer's connection lives (a crashed writer's claims go with its connection). The row chain is
+  one sequence for the whole database: a batch's commit takes a transaction-level advisory lock,
+  reads the chain's head and the tables' newest ids inside it, and only then numbers, hashes and
+  inserts its rows, so concurrent commits are put in one order and every row follows the one
+  before it, whoever wrote that one. The lock is held for one batch's inserts (a millisecond or
+  two), never across a read from a shoe.
 - Append-only by a trigger function that refuses UPDATE, DELETE and TRUNCATE on every table,
   enabled ALWAYS: it fires on a streaming or logical replica's replayed rows too
   (session_replication_role = replica does not switch it off). `audit verify` checks every
@@ -36,12 +42,19 @@ from sabot.audit.store import (
     SCHEMA_VERSION,
     AuditStore,
     _not_this_schema,
+    row_hash,
 )
 from sabot.errors import SabotError
 
 FUNCTION = "sabot_append_only"
-# the writer's advisory lock: one per database (the key is the name's hash, not a magic number)
-LOCK_KEY = int.from_bytes(hashlib.sha256(b"sabot audit writer").digest()[:8], "big", signed=True)
+# advisory lock keys (a name's hash, not a magic number): the chain's, held for each commit, and
+# one per shoe, held by the writer validating it
+LOCK_KEY = int.from_bytes(hashlib.sha256(b"sabot audit chain").digest()[:8], "big", signed=True)
+
+
+def shoe_key(shoe_id: int) -> int:
+    return int.from_bytes(hashlib.sha256(b"sabot shoe %d" % shoe_id).digest()[:8], "big",
+                          signed=True)
 _PG_TYPES = {"REAL": "DOUBLE PRECISION", "BLOB": "BYTEA", "INTEGER": "BIGINT", "TEXT": "TEXT"}
 
 
@@ -128,10 +141,6 @@ class PgAuditStore(AuditStore):
                              f"({self._reason(e)})") from None
         try:
             if writer:
-                if not self.db.execute("SELECT pg_try_advisory_lock(?)", (LOCK_KEY,)
-                                       ).fetchone()[0]:
-                    raise SabotError(f"audit database {self.path} is in use by another "
-                                     "validator")
                 if not durable:
                     self.db.execute("SET synchronous_commit = off")
                 self._create()
@@ -167,12 +176,30 @@ class PgAuditStore(AuditStore):
                 raise SabotError(_not_this_schema(self.path, row and row[0]))
         return have
 
+    def claim(self, shoe_id: int) -> None:
+        """One validator per shoe in the whole database: a second writer validating the same
+        shoe would acknowledge its frames twice over."""
+        if not self.writer:
+            return
+        try:
+            got = self.db.execute("SELECT pg_try_advisory_lock(?)", (shoe_key(shoe_id),)
+                                  ).fetchone()[0]
+        except psycopg.Error as e:
+            raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
+        if not got:
+            raise SabotError(f"audit database {self.path} is in use by another validator of "
+                             f"shoe {shoe_id:#010x}")
+
     def _create(self) -> None:
-        have = self._check_schema()
-        if have:
+        if self._check_schema():
+            return
+        self.db.execute("BEGIN")
+        self.db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))  # one writer makes them
+        if self.tables():  # another writer made them first
+            self.db.execute("COMMIT")
+            self._check_schema()
             return
         self.created = True
-        self.db.execute("BEGIN")
         for t in COLUMNS:
             self.db.execute(table_sql(t))
         for sql in INDEXES:
@@ -182,11 +209,13 @@ class PgAuditStore(AuditStore):
             self.db.execute(trigger_sql(name))
             # ALWAYS: it fires on replicated rows too (session_replication_role = replica)
             self.db.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {name}")
+        # the schema row in the same transaction: no other writer ever sees the tables without it
+        schema = ("schema", SCHEMA_VERSION)
+        head = row_hash(GENESIS, "meta", 1, 1, schema)
+        self.db.execute("INSERT INTO meta (id, chain_no, name, value, row_hash)"
+                        " VALUES (1, 1, ?, ?, ?)", (*schema, head))
         self.db.execute("COMMIT")
-        self.head_no, self.head_hash = 0, GENESIS
-        self.begin()
-        self._add("meta", ("schema", SCHEMA_VERSION))
-        self.commit()
+        self.head_no, self.head_hash = 1, head
 
     # ---- what the database says of itself ------------------------------------------------
     def tables(self) -> set[str]:
@@ -221,17 +250,71 @@ class PgAuditStore(AuditStore):
         out[f"function {FUNCTION}"] = " BEGIN RAISE EXCEPTION 'the audit log is append-only'; END "
         return out
 
+    # ---- writing: the chain's head read under its lock, at each commit ----------------------
+    def commit(self) -> None:
+        """The batch's rows, numbered after the chain's head as it stands now (another writer's
+        rows may have come since this writer's last batch): frames keep the order the validator
+        gave them, their ids (and the frame ids this batch's records and alarms name) moved up
+        past the newest frame stored. One durable transaction, or nothing (SabotError)."""
+        try:
+            self.db.execute("BEGIN")
+            self.db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+            head = self.db.execute(
+                " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
+                + " ORDER BY chain_no DESC LIMIT 1", ()).fetchone()
+            no, prev = (head[0], bytes(head[1])) if head else (0, GENESIS)
+            ids = {t: self._max_id(t) for t in {t for t, _ in self._pending}}
+            fids = [v[-1] for t, v in self._pending if t == "frames"]
+            first = min(fids) if fids else 0
+            shift = ids["frames"] + 1 - first if fids else 0
+            rows: dict[str, list[tuple[Any, ...]]] = {}
+            for table, values in self._pending:
+                no += 1
+                cols = COLUMNS[table]
+                vals = list(values[: len(cols)])
+                if table == "frames":
+                    rid = values[-1] + shift
+                else:
+                    ids[table] += 1
+                    rid = ids[table]
+                    if table in ("records", "alarms") and vals[0] is not None and fids \
+                            and vals[0] >= first:
+                        vals[0] += shift  # the frame of this batch it names, where it went
+                prev = row_hash(prev, table, no, rid, vals)
+                rows.setdefault(table, []).append((rid, no, *vals, prev))
+            for table, batch in rows.items():
+                cols = COLUMNS[table]
+                marks = ", ".join("?" * (len(cols) + 3))
+                self.db.executemany(f"INSERT INTO {table} (id, chain_no, {', '.join(cols)},"
+                                    f" row_hash) VALUES ({marks})", batch)
+            self.db.execute("COMMIT")
+        except psycopg.Error as e:
+            with contextlib.suppress(psycopg.Error):
+                self.db.execute("ROLLBACK")
+            self.rollback()
+            raise SabotError(f"audit database {self.path}: {self._reason(e)}; "
+                             "nothing of this read was stored or acknowledged") from None
+        self.head_no, self.head_hash = no, prev
+        self._next_frame_id = None  # asked again at the next batch: other writers store frames
+        self._pending = []
+
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         for table, rid, no, values, h in super().rows():  # BYTEA comes back as bytes already
             yield table, rid, no, values, bytes(h)
 
     def discard_if_unused(self) -> None:
-        """Close; the tables this run created go again when it stored nothing in them."""
-        unused = self.created and self.head_no <= 1 and not self._pending
-        if unused:
+        """Close; the tables this run created go again when nobody stored anything in them (its
+        schema row aside), checked under the chain's lock."""
+        if self.created and not self._pending:
             with contextlib.suppress(psycopg.Error):
-                self.db.execute("DROP TABLE " + ", ".join(COLUMNS)
-                                + f"; DROP FUNCTION {FUNCTION}()")
+                self.db.execute("BEGIN")
+                self.db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+                rows = sum(self.db.execute(f"SELECT COUNT(*) FROM {t}", ()).fetchone()[0]
+                           for t in COLUMNS)
+                if rows <= 1:
+                    self.db.execute("DROP TABLE " + ", ".join(COLUMNS)
+                                    + f"; DROP FUNCTION {FUNCTION}()")
+                self.db.execute("COMMIT")
         self.close()
 
     def close(self) -> None:
@@ -241,7 +324,8 @@ class PgAuditStore(AuditStore):
 
 def refuse_unwritable_url(url: str) -> None:
     """refuse_unwritable for a server's database: it answers, it is empty or a sabot store of
-    this schema, and no other validator writes it; nothing created or changed."""
+    this schema (other writers may write it: each claims its own shoes); nothing created or
+    changed."""
     shown = shown_url(url)
     try:
         con = _Connection(url)
@@ -260,8 +344,6 @@ def refuse_unwritable_url(url: str) -> None:
             row = con.execute("SELECT value FROM meta WHERE name='schema'", ()).fetchone()
             if not row or row[0] != SCHEMA_VERSION:
                 raise SabotError(_not_this_schema(shown, row and row[0]))
-        if not con.execute("SELECT pg_try_advisory_lock(?)", (LOCK_KEY,)).fetchone()[0]:
-            raise SabotError(f"audit database {shown} is in use by another validator")
     except psycopg.Error as e:
         raise SabotError(f"audit database {shown}: {str(e).strip().splitlines()[0]}") from None
     finally:

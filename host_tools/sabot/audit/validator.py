@@ -60,6 +60,7 @@ class Validator:
         # "Validator verdicts": sound for the bodies, but a signature damaged on the line is then
         # stored as it came, and audit verify names it). False, the default: every signature.
         self.batch_verify = batch_verify
+        self.store.claim(config.shoe_id)  # one validator per shoe, however many write the store
         st = self.store.link(LINK_KEY, config.shoe_id)
         # The link state and the accounts it carries (state["inventory"]): stored after each read
         self.accounts = ShoeAccounts(config, st or {"last_seq": 0, "last_digest": b"",
