@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kit import FIRMWARE, ROOT, SIGN_MS, Rig, free_port_for_tests, micropython_bin, run_micropython
+from kit.pg import RUN_DIR, stop_shared
 
 
 def pytest_configure(config):
@@ -19,9 +20,20 @@ def pytest_configure(config):
     # set before collection, because sabot.virtual.board reads it when it is first imported.
     config._sabot_env = pytest.MonkeyPatch()
     config._sabot_env.setenv("SABOT_SIGN_MS", str(SIGN_MS))
+    # One PostgreSQL server for the whole run (kit/pg.py), started by the first test that needs
+    # it, in a directory the workers inherit; stopped here at the end.
+    if not hasattr(config, "workerinput") and RUN_DIR not in os.environ:
+        import tempfile
+
+        config._sabot_pg_run = tempfile.mkdtemp(prefix="sabot-pgrun-")
+        os.chmod(config._sabot_pg_run, 0o711)  # the server's own user (nobody) passes through
+        config._sabot_env.setenv(RUN_DIR, config._sabot_pg_run)
 
 
 def pytest_unconfigure(config):
+    run = getattr(config, "_sabot_pg_run", None)
+    if run is not None:
+        stop_shared(run)
     env = getattr(config, "_sabot_env", None)
     if env is not None:
         env.undo()

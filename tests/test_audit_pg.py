@@ -18,16 +18,14 @@ from sabot.registry import Registry
 from sabot.virtual import capture_gen
 
 from kit import SABOT
-from kit.pg import PgServer
+from kit.pg import shared_server
 
 pytestmark = pytest.mark.board  # the server is a process
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = PgServer()
-    yield s
-    s.stop()
+    return shared_server()  # the run's one server (tests/conftest.py stops it)
 
 
 @pytest.fixture(scope="module")

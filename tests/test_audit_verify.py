@@ -37,11 +37,9 @@ def backend(request):
     if request.param == "sqlite":
         yield None
         return
-    from kit.pg import PgServer
+    from kit.pg import shared_server
 
-    server = PgServer()
-    yield server
-    server.stop()
+    yield shared_server()  # the run's one server (tests/conftest.py stops it)
 
 
 def new_store(d, backend):

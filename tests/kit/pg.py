@@ -3,7 +3,6 @@ postgresql when missing) in a temporary directory, on loopback only, run as `nob
 tests run as root (initdb refuses root). No mock stands for it."""
 
 import glob
-import itertools
 import os
 import shutil
 import subprocess
@@ -26,14 +25,15 @@ def pg_bin():
 
 
 class PgServer:
-    """initdb, then pg_ctl start on 127.0.0.1:PORT; database() makes a fresh database, its URL."""
+    """initdb, then pg_ctl start on 127.0.0.1:PORT, in `dir` (a fresh temporary one by default);
+    database() makes a fresh database, its URL."""
 
-    def __init__(self):
+    def __init__(self, dir=None, port=None):
         self.bin = pg_bin()
-        self.dir = tempfile.mkdtemp(prefix="sabot-pg-")
-        self.port = free_port_for_tests()
+        self.dir = dir or tempfile.mkdtemp(prefix="sabot-pg-")
+        self.port = port or free_port_for_tests()
         self.user = "sabot"
-        self._names = itertools.count(1)
+        self.data = os.path.join(self.dir, "data")
         self._as = None
         if os.geteuid() == 0:  # initdb refuses root: the server runs as nobody
             import pwd
@@ -47,12 +47,13 @@ class PgServer:
                 os.setgid(gid)
                 os.setuid(uid)
             self._as = drop
-        data = os.path.join(self.dir, "data")
-        self._run("initdb", "-D", data, "-U", self.user, "--auth=trust", "-E", "UTF8",
+
+    def start(self):
+        self._run("initdb", "-D", self.data, "-U", self.user, "--auth=trust", "-E", "UTF8",
                   "--no-instructions")
-        self._run("pg_ctl", "-D", data, "-l", os.path.join(self.dir, "log"), "-w", "-t", "60",
-                  "-o", f"-k {self.dir} -h 127.0.0.1 -p {self.port}", "start")
-        self.data = data
+        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-t",
+                  "60", "-o", f"-k {self.dir} -h 127.0.0.1 -p {self.port}", "start")
+        return self
 
     def _run(self, tool, *args):
         r = subprocess.run([os.path.join(self.bin, tool), *args], capture_output=True, text=True,
@@ -64,10 +65,12 @@ class PgServer:
         return f"postgresql://{who}@127.0.0.1:{self.port}/{db}"
 
     def database(self):
-        """A fresh, empty database: its URL."""
+        """A fresh, empty database (a name no other test of the run has): its URL."""
+        import secrets
+
         import psycopg
 
-        name = f"audit{next(self._names)}"
+        name = f"audit_{secrets.token_hex(6)}"
         with psycopg.connect(self.url(), autocommit=True) as con:
             con.execute(f"CREATE DATABASE {name}".encode())
         return self.url(name)
@@ -75,3 +78,36 @@ class PgServer:
     def stop(self):
         self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+RUN_DIR = "SABOT_TEST_PG_DIR"  # set by tests/conftest.py for the whole run: one server in it
+
+
+def shared_server():
+    """The run's one server, started by the first test that needs it (workers take turns at a
+    lock in the run's directory; tests/conftest.py stops it when the run ends); a server of its
+    own outside such a run."""
+    import fcntl
+
+    run = os.environ.get(RUN_DIR)
+    if not run:
+        return PgServer().start()
+    with open(os.path.join(run, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        port_file = os.path.join(run, "port")
+        if os.path.exists(port_file):
+            with open(port_file) as f:
+                return PgServer(os.path.join(run, "server"), int(f.read()))
+        where = os.path.join(run, "server")
+        os.mkdir(where)
+        server = PgServer(where).start()
+        with open(port_file, "w") as f:
+            f.write(str(server.port))
+        return server
+
+
+def stop_shared(run):
+    """At the end of the run: the shared server stopped, if one was started."""
+    if os.path.exists(os.path.join(run, "port")):
+        PgServer(os.path.join(run, "server"), 0).stop()
+    shutil.rmtree(run, ignore_errors=True)
