@@ -51,8 +51,11 @@ class PgServer:
     def start(self):
         self._run("initdb", "-D", self.data, "-U", self.user, "--auth=trust", "-E", "UTF8",
                   "--no-instructions")
+        # fsync off: these tests are of sabot's store, never of PostgreSQL's own crash safety (a
+        # database copied per test is then a file copy, not a WAL flush and two checkpoints)
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-t",
-                  "60", "-o", f"-k {self.dir} -h 127.0.0.1 -p {self.port}", "start")
+                  "60", "-o", f"-k {self.dir} -h 127.0.0.1 -p {self.port} -c fsync=off "
+                  "-c full_page_writes=off", "start")
         return self
 
     def _run(self, tool, *args):
