@@ -68,6 +68,9 @@ class PgConnection:
     def execute(self, sql, args=None):
         return self.db.execute(sql, args)
 
+    def executemany(self, sql, rows):
+        self.db.executemany(sql, rows)
+
     def commit(self):
         pass  # autocommit
 
@@ -127,11 +130,11 @@ def rechain(db):
     drop_triggers(con, db)
     for t in COLUMNS:
         ids = [i for (i,) in con.execute(f"SELECT id FROM {t} ORDER BY chain_no")]
-        for new, old in enumerate(ids, 1):
-            con.execute(f"UPDATE {t} SET id=? WHERE id=?", (-new, old))
-            if t == "frames":
-                for ref in ("records", "alarms"):
-                    con.execute(f"UPDATE {ref} SET frame_id=? WHERE frame_id=?", (-new, old))
+        moves = [(-new, old) for new, old in enumerate(ids, 1)]
+        con.executemany(f"UPDATE {t} SET id=? WHERE id=?", moves)
+        if t == "frames":
+            for ref in ("records", "alarms"):
+                con.executemany(f"UPDATE {ref} SET frame_id=? WHERE frame_id=?", moves)
         con.execute(f"UPDATE {t} SET id = -id WHERE id < 0")
     con.execute("UPDATE records SET frame_id = -frame_id WHERE frame_id < 0")
     con.execute("UPDATE alarms SET frame_id = -frame_id WHERE frame_id < 0")
@@ -140,9 +143,12 @@ def rechain(db):
     rows = list(store.rows())
     store.close()
     prev = GENESIS
+    places: dict[str, list[tuple]] = {}
     for no, (table, rid, _, values, _) in enumerate(rows, 1):
         prev = row_hash(prev, table, no, rid, values)
-        con.execute(f"UPDATE {table} SET chain_no=?, row_hash=? WHERE id=?", (-no, prev, rid))
+        places.setdefault(table, []).append((-no, prev, rid))
+    for table, batch in places.items():
+        con.executemany(f"UPDATE {table} SET chain_no=?, row_hash=? WHERE id=?", batch)
     for t in COLUMNS:
         con.execute(f"UPDATE {t} SET chain_no = -chain_no")
     restore_triggers(con, db)

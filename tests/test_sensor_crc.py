@@ -83,8 +83,9 @@ def test_host_frames_equal_the_firmware_frames_for_every_card_and_confidence():
 @pytest.mark.long
 def test_every_1_and_2_bit_error_of_every_card_frame_is_refused_by_the_decoder():
     # Each kind at five confidences, rotating so that every confidence 0x00-0xFF is used: 270
-    # frames, 874,800 corrupted ones. Each goes to a fresh decoder, then a genuine frame that must
-    # come out (the decoder resynchronised and kept nothing of the bad one).
+    # frames, 874,800 corrupted ones, each refused by a fresh decoder; after every 8th, a genuine
+    # frame that must come out (the decoder resynchronised and kept nothing of the bad one; the
+    # MicroPython test resynchronises after every one of its own).
     confs = set()
     crc_digits = set()
     tried = 0
@@ -95,11 +96,12 @@ def test_every_1_and_2_bit_error_of_every_card_frame_is_refused_by_the_decoder()
             assert [d.feed(b) for b in frame][-1] == want and d.card == card
             confs.add(conf)
             crc_digits.update(((0, frame[7]), (1, frame[8])))
-            for bad in flips(frame):
+            for n, bad in enumerate(flips(frame)):
                 d = SensorDecoder()
                 assert all(d.feed(b) == READ_NONE for b in bad), bytes(bad)
-                assert [d.feed(b) for b in SENTINEL][-1] == READ_CARD
-                assert (d.card, d.confidence) == (26, 0x5A)  # 7D
+                if n % 8 == 0:
+                    assert [d.feed(b) for b in SENTINEL][-1] == READ_CARD
+                    assert (d.card, d.confidence) == (26, 0x5A)  # 7D
                 tried += 1
     assert tried == 270 * (80 + 80 * 79 // 2)
     assert confs == set(range(256))
