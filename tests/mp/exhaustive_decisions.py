@@ -37,16 +37,31 @@ def main():
     out = open(sys.argv[1], "wb")
     res = bytearray(300)
     if mode == "values":
-        for head in range(10000):  # P1 B1 P2 B2 values, then every P3/B3 value pair
+        # Every point-value sequence of a round (P1 B1 P2 B2, then P3/B3 values), one record per
+        # distinct round: the cards after the ones a round deals are never read (play() hands a
+        # card over only when due() asks for one), so once a round of four cards is dealt the
+        # other 99 tails deal it again, and a round of five the other 9 sixth cards. The
+        # firmware's own card count decides which are skipped; the host lays its records out by
+        # its rules' count, so a round dealt differently breaks the alignment: a mismatch.
+        one = memoryview(res)[:3]
+        for head in range(10000):
             h = head
             for k in range(4):
                 seq[3 - k] = VALUE_RANK[h % 10] * 4
                 h //= 10
-            for tail in range(100):
-                seq[4] = VALUE_RANK[tail // 10] * 4
-                seq[5] = VALUE_RANK[tail % 10] * 4
-                play(res, tail * 3)
-            out.write(res)
+            for fifth in range(10):
+                seq[4] = VALUE_RANK[fifth] * 4
+                seq[5] = VALUE_RANK[0] * 4
+                play(res, 0)
+                out.write(one)
+                dealt = (res[0] >> 2) + (res[0] & 3)
+                if dealt == 4:
+                    break
+                if dealt == 6:
+                    for sixth in range(1, 10):
+                        seq[5] = VALUE_RANK[sixth] * 4
+                        play(res, 0)
+                        out.write(one)
     else:
         for head in range(13**4):  # every rank sequence of the first four cards, varied suits
             h = head
