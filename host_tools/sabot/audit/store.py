@@ -24,7 +24,7 @@ import os
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from sabot.errors import SabotError
@@ -60,12 +60,15 @@ _TYPES = {"received_at": "REAL NOT NULL", "raised_at": "REAL NOT NULL",
           "result": "TEXT NOT NULL", "inventory": "TEXT NOT NULL"}
 
 
-def _table_sql(name: str) -> str:
-    cols = ", ".join(f"{c} {_TYPES.get(c, 'INTEGER' if c in _INTS else 'TEXT')}"
+def _table_sql(name: str, typed: Callable[[str], str] = lambda t: t) -> str:
+    """A table's CREATE TABLE; `typed` turns each column's SQLite type into another database's
+    (audit/store_pg.py)."""
+    cols = ", ".join(f"{c} {typed(_TYPES.get(c, 'INTEGER' if c in _INTS else 'TEXT'))}"
                      for c in COLUMNS[name])
     extra = ", UNIQUE (key_id, shoe_id, seq)" if name == "records" else ""
-    return (f"CREATE TABLE IF NOT EXISTS {name} (id INTEGER PRIMARY KEY, "
-            f"chain_no INTEGER NOT NULL UNIQUE, {cols}, row_hash BLOB NOT NULL{extra})")
+    return (f"CREATE TABLE IF NOT EXISTS {name} (id {typed('INTEGER PRIMARY KEY')}, "
+            f"chain_no {typed('INTEGER NOT NULL UNIQUE')}, {cols}, "
+            f"row_hash {typed('BLOB NOT NULL')}{extra})")
 
 
 _INTS = {"key_id", "shoe_id", "boot", "seq", "frame_id", "shoe", "round", "last_seq", "last_boot",
@@ -379,21 +382,9 @@ class AuditStore:
         """Write the batch's rows, chained, then make them durable. A database fault raises a
         SabotError with one line: nothing of the batch is then stored (so nothing of it may be
         acknowledged), and the store is left as it was before the batch."""
-        no, prev = self.head_no, self.head_hash
-        rows: dict[str, list[tuple[Any, ...]]] = {}
-        next_id = dict(self._next_ids)
-        for table, values in self._pending:
-            no += 1
-            cols = COLUMNS[table]
-            if table == "frames":
-                rid = values[-1]  # frames keep the ids the validator already handed out
-            else:
-                rid = next_id.get(table) or self._max_id(table) + 1
-            next_id[table] = rid + 1
-            prev = row_hash(prev, table, no, rid, values[: len(cols)])
-            rows.setdefault(table, []).append((rid, no, *values[: len(cols)], prev))
         try:
             self.db.execute(self.BEGIN_WRITE)
+            no, prev, rows, next_id = self._numbered()
             for table, batch in rows.items():
                 cols = COLUMNS[table]
                 marks = ", ".join("?" * (len(cols) + 3))
@@ -409,6 +400,25 @@ class AuditStore:
         self.head_no, self.head_hash = no, prev
         self._next_ids = next_id
         self._pending = []
+
+    def _numbered(self) -> tuple[int, bytes, dict[str, list[tuple[Any, ...]]], dict[str, int]]:
+        """The batch's rows as inserted, each with its id, its place after the chain's head and
+        its hash: (the new head's place and hash, rows by table, each table's next id). The one
+        writer of a SQLite file knows the head and the ids from its own last batch."""
+        no, prev = self.head_no, self.head_hash
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        next_id = dict(self._next_ids)
+        for table, values in self._pending:
+            no += 1
+            cols = COLUMNS[table]
+            if table == "frames":
+                rid = values[-1]  # frames keep the ids the validator already handed out
+            else:
+                rid = next_id.get(table) or self._max_id(table) + 1
+            next_id[table] = rid + 1
+            prev = row_hash(prev, table, no, rid, values[: len(cols)])
+            rows.setdefault(table, []).append((rid, no, *values[: len(cols)], prev))
+        return no, prev, rows, next_id
 
     def _max_id(self, table: str) -> int:
         return int(self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])

@@ -34,14 +34,13 @@ from typing import Any
 import psycopg
 
 from sabot.audit.store import (
-    _INTS,
-    _TYPES,
     COLUMNS,
     GENESIS,
     INDEXES,
     SCHEMA_VERSION,
     AuditStore,
     _not_this_schema,
+    _table_sql,
     row_hash,
 )
 from sabot.errors import SabotError
@@ -77,11 +76,7 @@ def _pg_type(sqlite_type: str) -> str:
 
 
 def table_sql(name: str) -> str:
-    cols = ", ".join(f"{c} {_pg_type(_TYPES.get(c, 'INTEGER' if c in _INTS else 'TEXT'))}"
-                     for c in COLUMNS[name])
-    extra = ", UNIQUE (key_id, shoe_id, seq)" if name == "records" else ""
-    return (f"CREATE TABLE IF NOT EXISTS {name} (id BIGINT PRIMARY KEY, "
-            f"chain_no BIGINT NOT NULL UNIQUE, {cols}, row_hash BYTEA NOT NULL{extra})")
+    return _table_sql(name, _pg_type)
 
 
 FUNCTION_SQL = (f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS "
@@ -250,53 +245,38 @@ class PgAuditStore(AuditStore):
         out[f"function {FUNCTION}"] = " BEGIN RAISE EXCEPTION 'the audit log is append-only'; END "
         return out
 
-    # ---- writing: the chain's head read under its lock, at each commit ----------------------
-    def commit(self) -> None:
-        """The batch's rows, numbered after the chain's head as it stands now (another writer's
-        rows may have come since this writer's last batch): frames keep the order the validator
-        gave them, their ids (and the frame ids this batch's records and alarms name) moved up
-        past the newest frame stored. One durable transaction, or nothing (SabotError)."""
-        try:
-            self.db.execute("BEGIN")
-            self.db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
-            head = self.db.execute(
-                " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
-                + " ORDER BY chain_no DESC LIMIT 1", ()).fetchone()
-            no, prev = (head[0], bytes(head[1])) if head else (0, GENESIS)
-            ids = {t: self._max_id(t) for t in {t for t, _ in self._pending}}
-            fids = [v[-1] for t, v in self._pending if t == "frames"]
-            first = min(fids) if fids else 0
-            shift = ids["frames"] + 1 - first if fids else 0
-            rows: dict[str, list[tuple[Any, ...]]] = {}
-            for table, values in self._pending:
-                no += 1
-                cols = COLUMNS[table]
-                vals = list(values[: len(cols)])
-                if table == "frames":
-                    rid = values[-1] + shift
-                else:
-                    ids[table] += 1
-                    rid = ids[table]
-                    if table in ("records", "alarms") and vals[0] is not None and fids \
-                            and vals[0] >= first:
-                        vals[0] += shift  # the frame of this batch it names, where it went
-                prev = row_hash(prev, table, no, rid, vals)
-                rows.setdefault(table, []).append((rid, no, *vals, prev))
-            for table, batch in rows.items():
-                cols = COLUMNS[table]
-                marks = ", ".join("?" * (len(cols) + 3))
-                self.db.executemany(f"INSERT INTO {table} (id, chain_no, {', '.join(cols)},"
-                                    f" row_hash) VALUES ({marks})", batch)
-            self.db.execute("COMMIT")
-        except psycopg.Error as e:
-            with contextlib.suppress(psycopg.Error):
-                self.db.execute("ROLLBACK")
-            self.rollback()
-            raise SabotError(f"audit database {self.path}: {self._reason(e)}; "
-                             "nothing of this read was stored or acknowledged") from None
-        self.head_no, self.head_hash = no, prev
+    # ---- writing: the chain's head read under its lock, at each commit (AuditStore.commit) -
+    def _numbered(self) -> tuple[int, bytes, dict[str, list[tuple[Any, ...]]], dict[str, int]]:
+        """The batch's rows numbered after the chain's head as it stands now, under the chain's
+        lock (another writer's rows may have come since this writer's last batch): frames keep
+        the order the validator gave them, their ids (and the frame ids this batch's records and
+        alarms name) moved up past the newest frame stored."""
+        self.db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+        head = self.db.execute(
+            " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
+            + " ORDER BY chain_no DESC LIMIT 1", ()).fetchone()
+        no, prev = (head[0], bytes(head[1])) if head else (0, GENESIS)
+        ids = {t: self._max_id(t) for t in {t for t, _ in self._pending}}
+        fids = [v[-1] for t, v in self._pending if t == "frames"]
+        first = min(fids) if fids else 0
+        shift = ids["frames"] + 1 - first if fids else 0
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        for table, values in self._pending:
+            no += 1
+            cols = COLUMNS[table]
+            vals = list(values[: len(cols)])
+            if table == "frames":
+                rid = values[-1] + shift
+            else:
+                ids[table] += 1
+                rid = ids[table]
+                if table in ("records", "alarms") and vals[0] is not None and fids \
+                        and vals[0] >= first:
+                    vals[0] += shift  # the frame of this batch it names, where it went
+            prev = row_hash(prev, table, no, rid, vals)
+            rows.setdefault(table, []).append((rid, no, *vals, prev))
         self._next_frame_id = None  # asked again at the next batch: other writers store frames
-        self._pending = []
+        return no, prev, rows, {}
 
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         for table, rid, no, values, h in super().rows():  # BYTEA comes back as bytes already
