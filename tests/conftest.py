@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kit import FIRMWARE, ROOT, SIGN_MS, Rig, free_port_for_tests, micropython_bin, run_micropython
-from kit.pg import RUN_DIR, stop_shared
+from kit.pg import stop_shared
+from kit.run import RUN_DIR
 
 
 def pytest_configure(config):
@@ -20,12 +21,12 @@ def pytest_configure(config):
     # set before collection, because sabot.virtual.board reads it when it is first imported.
     config._sabot_env = pytest.MonkeyPatch()
     config._sabot_env.setenv("SABOT_SIGN_MS", str(SIGN_MS))
-    # One PostgreSQL server for the whole run (kit/pg.py), started by the first test that needs
-    # it, in a directory the workers inherit; stopped here at the end.
+    # What the run's workers share (kit/run.py): a directory they inherit, where the first test
+    # that needs the PostgreSQL server or the firmware build makes it; the server stopped here.
     if not hasattr(config, "workerinput") and RUN_DIR not in os.environ:
         import tempfile
 
-        config._sabot_pg_run = tempfile.mkdtemp(prefix="sabot-pgrun-")
+        config._sabot_pg_run = tempfile.mkdtemp(prefix="sabot-testrun-")
         os.chmod(config._sabot_pg_run, 0o711)  # the server's own user (nobody) passes through
         config._sabot_env.setenv(RUN_DIR, config._sabot_pg_run)
 

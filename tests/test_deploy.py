@@ -111,13 +111,12 @@ def test_a_dealing_shoe_is_updated_and_rekeyed_over_a_tty_with_no_repl(env, tmp_
     """A provisioned shoe (its firmware in its filesystem, provisioned at the factory) updated
     over a real tty through the sabot protocol alone — no REPL — and, with --rekey, its element
     making result key version 2, certified by its attestation key."""
-    from sabot.release.build import build
-
     from kit import PtyBridge
+    from kit.run import install_build
 
     root, key, reg = tmp_path / "board", tmp_path / "host.pem", tmp_path / "shoes.json"
     release = ("--release-key", tmp_path / "release.pem")
-    build("virtual", root, release=tmp_path / "release.pem")
+    install_build(root, tmp_path / "release.pem")  # the run's build (kit/run.py)
     port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
                          "--registry", reg)

@@ -22,8 +22,12 @@ pytestmark = pytest.mark.board  # every test here starts a process
 
 @pytest.fixture
 def built(tmp_path):
+    """The run's build (kit/run.py) as this test's own certified tree (and its release key), a
+    deployed copy of it, and a provisioned shoe."""
+    from kit.run import install_build
+
     certified = tmp_path / "certified"
-    info = build("virtual", certified, release=tmp_path / "release.pem")
+    info = install_build(certified, tmp_path / "release.pem")
     deployed = tmp_path / "deployed"
     shutil.copytree(certified, deployed)
     provision_shoe(tmp_path)  # flash, element and tmp_path/sabot-shoes.json

@@ -131,10 +131,11 @@ walk('.')
 
 def test_full_repl_access_finds_no_private_key(tmp_path):
     from sabot import keys
-    from sabot.release.build import build
+
+    from kit.run import install_build
 
     root, key, reg = tmp_path / "board", tmp_path / "command.pem", tmp_path / "shoes.json"
-    build("virtual", root, release=tmp_path / "release.pem")
+    install_build(root, tmp_path / "release.pem")  # the run's build (kit/run.py)
     keys.create(str(key))
     port = free_port_for_tests()
     url = f"socket://127.0.0.1:{port}"

@@ -86,12 +86,11 @@ def test_a_provisioned_shoe_that_lost_its_identity_is_not_blank(tmp_path):
     """Only the element's lock state makes a shoe blank: a provisioned one whose identity file is
     deleted tilts and floods bring no REPL, on the virtual --root board as on a
     Pico's main.py; the same shoe with its element factory-fresh would keep the REPL."""
-    from sabot.release.build import build
-
     from kit import BoardProcess, free_port_for_tests, port_accepts, wait_for
+    from kit.run import install_build
 
     root = tmp_path / "board"
-    build("virtual", root, release=tmp_path / "release.pem")
+    install_build(root, tmp_path / "release.pem")  # the run's build (kit/run.py)
     port = free_port_for_tests()
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key",
                          tmp_path / "host.pem", "--registry", tmp_path / "shoes.json")

@@ -17,7 +17,6 @@ from sabot.link.transport import ShoePort
 from sabot.release import update as channel
 from sabot.release.build import (
     FIRMWARE_VERSION,
-    build,
     code_digest,
     release_key,
     sign_manifest,
@@ -41,11 +40,11 @@ def variant_of(build_dir, release, note, version=FIRMWARE_VERSION, board="virtua
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """One build for the module (mpy-cross takes seconds), and its release key."""
-    d = tmp_path_factory.mktemp("built")
-    build("virtual", d / "tree", release=d / "release.pem")
-    return d
+def built():
+    """The run's one build (kit/run.py: mpy-cross takes seconds), and its release key."""
+    from kit.run import built_tree
+
+    return built_tree()[0]
 
 
 @pytest.fixture

@@ -83,14 +83,13 @@ class PgServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-RUN_DIR = "SABOT_TEST_PG_DIR"  # set by tests/conftest.py for the whole run: one server in it
-
-
 def shared_server():
     """The run's one server, started by the first test that needs it (workers take turns at a
     lock in the run's directory; tests/conftest.py stops it when the run ends); a server of its
     own outside such a run."""
     import fcntl
+
+    from kit.run import RUN_DIR
 
     run = os.environ.get(RUN_DIR)
     if not run:
