@@ -48,7 +48,7 @@ def genuine(tmp_path_factory=None):
     return _GENUINE
 
 
-@settings(max_examples=250, deadline=None,
+@settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(noise=st.lists(st.binary(max_size=60), min_size=1, max_size=8), where=st.integers(0, 30),
        flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 7)), max_size=4))
