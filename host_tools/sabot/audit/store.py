@@ -320,14 +320,17 @@ class AuditStore:
                     self.db.close()
                 raise SabotError(_not_this_schema(self.path, version and version[0]))
         try:
-            head = self.db.execute(
-                " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
-                + " ORDER BY chain_no DESC LIMIT 1").fetchone()
+            self.head_no, self.head_hash = self._chain_head()
         except sqlite3.Error as e:
             self.close()
             raise SabotError(f"audit database {self.path} is damaged: {e}") from None
-        self.head_no = head[0] if head else 0
-        self.head_hash = head[1] if head else GENESIS
+
+    def _chain_head(self) -> tuple[int, bytes]:
+        """The newest row's place in the chain and its hash, as the database holds them."""
+        head = self.db.execute(
+            " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
+            + " ORDER BY chain_no DESC LIMIT 1").fetchone()
+        return (head[0], bytes(head[1])) if head else (0, GENESIS)
 
     def _take_lock(self) -> None:
         lock_path = _lock_path(self.path)

@@ -142,17 +142,13 @@ class PgAuditStore(AuditStore):
             else:
                 self.db.execute("SET default_transaction_read_only = on")
                 self._check_schema(must_exist=True)
-            head = self.db.execute(
-                " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
-                + " ORDER BY chain_no DESC LIMIT 1").fetchone()
+            self.head_no, self.head_hash = self._chain_head()
         except psycopg.Error as e:
             self.close()
             raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
         except SabotError:
             self.close()
             raise
-        self.head_no = head[0] if head else 0
-        self.head_hash = bytes(head[1]) if head else GENESIS
 
     def _reason(self, e: BaseException) -> str:
         text = str(e).strip().splitlines()
@@ -252,10 +248,7 @@ class PgAuditStore(AuditStore):
         the order the validator gave them, their ids (and the frame ids this batch's records and
         alarms name) moved up past the newest frame stored."""
         self.db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
-        head = self.db.execute(
-            " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
-            + " ORDER BY chain_no DESC LIMIT 1", ()).fetchone()
-        no, prev = (head[0], bytes(head[1])) if head else (0, GENESIS)
+        no, prev = self._chain_head()
         ids = {t: self._max_id(t) for t in {t for t, _ in self._pending}}
         fids = [v[-1] for t, v in self._pending if t == "frames"]
         first = min(fids) if fids else 0

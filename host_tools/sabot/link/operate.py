@@ -303,12 +303,8 @@ class Operation:
         if after is None or not started(after):
             raise SabotError(f"the shoe did not start a new shoe within {EFFECT_WAIT:g} s")
         # its signed start came before the status that shows it, unless the line lost it
-        self.link.pump_until(lambda: self._since(mark, "shoe_start") is not None, FRAME_WAIT)
-        start = self._since(mark, "shoe_start")
-        if start is None:
-            raise SabotError(f"shoe {after['shoe']} started, but its shoe_start frame did not "
-                             f"arrive within {FRAME_WAIT:g} s: nothing was logged (sabot "
-                             "validate stores it when the shoe resends it)")
+        start = self._signed(mark, "shoe_start", f"shoe {after['shoe']} started, but its "
+                             "shoe_start frame")
         out = self.describe(after)
         self.log({"operation": "new_shoe", "by": by, "shoe_id": self.validator.shoe_id,
                   "ended_shoe": st["shoe"], "shoe": start[0]["shoe"], "port": self.url},
@@ -339,13 +335,8 @@ class Operation:
         if after is None:
             raise SabotError(f"the shoe did not report the resolution within {EFFECT_WAIT:g} s")
         # the signed resolution may follow the status that shows its effect: wait for it
-        self.link.pump_until(lambda: self._since(mark, "resolution") is not None, FRAME_WAIT)
-        found = self._since(mark, "resolution")
-        if found is None:
-            raise SabotError(f"the shoe resolved it, but its signed resolution frame did not "
-                             f"arrive within {FRAME_WAIT:g} s: nothing was logged (sabot "
-                             "validate stores it when the shoe resends it)")
-        rec, seq = found
+        rec, seq = self._signed(mark, "resolution",
+                                "the shoe resolved it, but its signed resolution frame")
         self.log({"operation": "resolve", "resolution": rec["resolution"], "by": by,
                   "shoe_id": self.validator.shoe_id, "shoe": rec["shoe"], "round": rec["round"],
                   "irregularity": rec["kind"], "card": rec["card"], "source": rec["source"],
@@ -367,6 +358,17 @@ class Operation:
         how = f" (sabot resolve {others[0]} --by NAME)" if self.cli else ""
         return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
                 f"what applies: {', '.join(others)}{how}")
+
+    def _signed(self, mark: int, kind: str, what: str) -> tuple[dict[str, Any], int]:
+        """The shoe's signed `kind` record since `mark` and its frame's seq, waited for up to
+        FRAME_WAIT (the status showed the command done); a SabotError starting with `what` when
+        it did not come: nothing is then logged."""
+        self.link.pump_until(lambda: self._since(mark, kind) is not None, FRAME_WAIT)
+        found = self._since(mark, kind)
+        if found is None:
+            raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s: nothing was logged "
+                             "(sabot validate stores it when the shoe resends it)")
+        return found
 
     def _since(self, mark: int, kind: str) -> tuple[dict[str, Any], int] | None:
         """The first record of `kind` stored since `mark`, with its frame's seq."""
