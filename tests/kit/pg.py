@@ -58,6 +58,44 @@ class PgServer:
                   "-c full_page_writes=off", "start")
         return self
 
+    def standby(self):
+        """A hot standby of this server (pg_basebackup -R: streaming from it), started, and this
+        server made to wait for it at each commit (synchronous_standby_names): a commit is
+        acknowledged only once both hold it."""
+        other = PgServer()
+        other._run("pg_basebackup", "-D", other.data, "-h", "127.0.0.1", "-p", str(self.port),
+                   "-U", self.user, "-R", "-X", "stream", "-c", "fast")
+        os.chmod(other.data, 0o700)
+        other._run("pg_ctl", "-D", other.data, "-l", os.path.join(other.dir, "log"), "-w", "-t",
+                   "60", "-o", f"-k {other.dir} -h 127.0.0.1 -p {other.port}", "start")
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as con:
+            con.execute(b"ALTER SYSTEM SET synchronous_standby_names = '*'")
+            con.execute(b"SELECT pg_reload_conf()")
+            for _ in range(300):  # until the standby streams, synchronously
+                row = con.execute(b"SELECT sync_state FROM pg_stat_replication").fetchone()
+                if row and row[0] == "sync":
+                    break
+                import time
+
+                time.sleep(0.1)
+            else:
+                raise AssertionError("the standby never became synchronous")
+        return other
+
+    def kill(self):
+        """The server's death: its postmaster killed (SIGKILL), as a machine that loses power
+        takes it; its backends go with it."""
+        import signal
+
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            pid = int(f.readline())
+        os.kill(pid, signal.SIGKILL)  # its backends notice and exit (they watch it)
+
+    def promote(self):
+        self._run("pg_ctl", "-D", self.data, "-w", "promote")
+
     def _run(self, tool, *args):
         r = subprocess.run([os.path.join(self.bin, tool), *args], capture_output=True, text=True,
                            preexec_fn=self._as, timeout=120, cwd=self.dir)
@@ -79,7 +117,9 @@ class PgServer:
         return self.url(name)
 
     def stop(self):
-        self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+        subprocess.run([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", "fast", "-w",
+                        "stop"], capture_output=True, preexec_fn=self._as, timeout=120,
+                       cwd=self.dir)  # a killed one is stopped already
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -113,3 +153,90 @@ def stop_shared(run):
     if os.path.exists(os.path.join(run, "port")):
         PgServer(os.path.join(run, "server"), 0).stop()
     shutil.rmtree(run, ignore_errors=True)
+
+
+class CuttingProxy:
+    """A TCP relay between a client and a server (real sockets both ways) that, once armed, cuts
+    every connection at the client's next COMMIT: before the server gets it ("before"), or once
+    the server has had it and before its answer comes back ("after"): a network lost under a
+    commit, either side of the moment it is decided."""
+
+    def __init__(self, port):
+        import socket
+        import threading
+
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.armed = None  # None, "before" or "after"
+        self.cuts = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, name):
+        return f"postgresql://sabot@127.0.0.1:{self.port}/{name}"
+
+    def _accept(self):
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            muted = threading.Event()  # set: nothing more of the server's reaches the client
+            threading.Thread(target=self._up, args=(client, server, muted), daemon=True).start()
+            threading.Thread(target=self._down, args=(server, client, muted),
+                             daemon=True).start()
+
+    def _cut(self, *socks):
+        import socket
+
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def _up(self, client, server, muted):
+        import time
+
+        while True:
+            try:
+                data = client.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return self._cut(client, server)
+            with self.lock:
+                cut = self.armed if b"COMMIT\x00" in data else None
+                if cut:
+                    self.armed = None
+                    self.cuts += 1
+            if cut == "before":
+                return self._cut(client, server)
+            if cut == "after":
+                muted.set()
+            try:
+                server.sendall(data)
+            except OSError:
+                return
+            if cut == "after":
+                time.sleep(0.3)  # the server commits; its answer never comes back
+                return self._cut(client, server)
+
+    def _down(self, server, client, muted):
+        while True:
+            try:
+                data = server.recv(65536)
+                if not data or muted.is_set():
+                    return self._cut(client, server)
+                client.sendall(data)
+            except OSError:
+                return
+
+    def close(self):
+        self.listener.close()

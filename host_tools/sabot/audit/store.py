@@ -22,6 +22,7 @@ import heapq
 import json
 import os
 import sqlite3
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -270,6 +271,10 @@ class AuditStore:
         """This writer validates `shoe_id` (a Validator says so as it starts): nothing to do for a
         SQLite file, which has one writer (its lock file) whatever the shoes."""
 
+    def wait_only_until(self, stopping: threading.Event) -> None:
+        """A lost database server is waited for only until `stopping` is set (a SQLite file is
+        never lost so)."""
+
     def expected_triggers(self) -> dict[str, str]:
         """name -> the definition every trigger of this store must have (audit verify)."""
         return TRIGGERS
@@ -386,20 +391,33 @@ class AuditStore:
         SabotError with one line: nothing of the batch is then stored (so nothing of it may be
         acknowledged), and the store is left as it was before the batch."""
         try:
-            self.db.execute(self.BEGIN_WRITE)
-            no, prev, rows, next_id = self._numbered()
-            for table, batch in rows.items():
-                cols = COLUMNS[table]
-                marks = ", ".join("?" * (len(cols) + 3))
-                self.db.executemany(f"INSERT INTO {table} (id, chain_no, {', '.join(cols)},"
-                                    f" row_hash) VALUES ({marks})", batch)
-            self.db.execute("COMMIT")
+            no, prev, next_id = self._write()
         except self.ERRORS as e:
-            with contextlib.suppress(*self.ERRORS):
-                self.db.execute("ROLLBACK")
-            self.rollback()
-            raise SabotError(f"audit database {self.path}: {self._reason(e)}; "
-                             "nothing of this read was stored or acknowledged") from None
+            raise self._refused(e) from None
+        self._written(no, prev, next_id)
+
+    def _write(self) -> tuple[int, bytes, dict[str, int]]:
+        """The batch's one transaction: numbered, inserted, committed (the database's own fault
+        raised as it is)."""
+        self.db.execute(self.BEGIN_WRITE)
+        no, prev, rows, next_id = self._numbered()
+        for table, batch in rows.items():
+            cols = COLUMNS[table]
+            marks = ", ".join("?" * (len(cols) + 3))
+            self.db.executemany(f"INSERT INTO {table} (id, chain_no, {', '.join(cols)},"
+                                f" row_hash) VALUES ({marks})", batch)
+        self.db.execute("COMMIT")
+        return no, prev, next_id
+
+    def _refused(self, e: BaseException) -> SabotError:
+        """The batch undone after a fault, as the one line that says so."""
+        with contextlib.suppress(*self.ERRORS):
+            self.db.execute("ROLLBACK")
+        self.rollback()
+        return SabotError(f"audit database {self.path}: {self._reason(e)}; "
+                          "nothing of this read was stored or acknowledged")
+
+    def _written(self, no: int, prev: bytes, next_id: dict[str, int]) -> None:
         self.head_no, self.head_hash = no, prev
         self._next_ids = next_id
         self._pending = []

@@ -21,17 +21,28 @@ What differs, and why:
   the validator acknowledges anything).
 - Integers are BIGINT (a shoe id is 32 bits unsigned), blobs BYTEA, times DOUBLE PRECISION:
   read back they are the same Python values, so every row hash is computed alike on both.
+- Losing the server is waited out (streaming replication's failover, docs/FLOOR.md): libpq tries
+  every host of a multi-host URL (`target_session_attrs=read-write` finds the one that is now
+  the primary); the connection's session state (its settings, the shoes it claimed) is made
+  again on the new one. A read is tried again there; a batch whose COMMIT got no answer is in
+  doubt until the new primary says whether its last row is there: found, it was committed (a
+  synchronous standby had it); not found, it is numbered again after the chain's head as it now
+  stands and written. Either way it is stored once, and acknowledged only after.
 The password of a URL is never printed: errors name the URL without it."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import sys
+import threading
+import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sabot.audit.store import (
     COLUMNS,
@@ -93,14 +104,64 @@ def trigger_sql(name: str) -> str:
             f"{FUNCTION}()")
 
 
+# libpq's settings where the URL names none: a server that vanishes mid-statement (a primary's
+# machine gone, not just its process) is noticed within seconds, not at TCP's own two hours
+_LINK_DEFAULTS = {"connect_timeout": "5", "keepalives": "1", "keepalives_idle": "5",
+                  "keepalives_interval": "2", "keepalives_count": "3",
+                  "tcp_user_timeout": "10000"}
+RECONNECT_S = 60.0  # how long a lost server is tried again before a read or write is refused
+RETRY_PAUSE = 0.2  # seconds between tries
+SAY_EVERY = 10.0  # seconds between lines while a server stays away
+
+
+def _say(text: str) -> None:
+    print(f"sabot: {text}", file=sys.stderr, flush=True)
+
+
 class _Connection:
     """psycopg with the SQLite store's calling convention: `?` placeholders, execute() giving a
-    cursor. (The store's SQL has no `?` or `%` of its own.)"""
+    cursor (the store's SQL has no `?` or `%` of its own); and a lost server tried again (every
+    host of the URL, every RETRY_PAUSE) with the session's state made again: `setup` holds the
+    statements that made it, each (sql, args, whether its one value must come back true)."""
 
-    def __init__(self, url: str) -> None:
-        self.con = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    def __init__(self, url: str, shown: str = "") -> None:
+        self.url = url
+        self.shown = shown or url
+        given = conninfo_to_dict(url)
+        self.params = {k: v for k, v in _LINK_DEFAULTS.items() if k not in given}
+        self.setup: list[tuple[str, tuple[Any, ...], bool]] = []
+        self.in_tx = False
+        self.say: Callable[[str], None] = _say
+        self.stopping: threading.Event | None = None
+        self.con = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(make_conninfo(self.url, **self.params), autocommit=True)
+
+    def lost(self) -> bool:
+        """The server is gone (or this connection to it): what reconnect() is for."""
+        return bool(self.con.closed or self.con.broken)
 
     def execute(self, sql: str, args: Sequence[Any] | None = None) -> Any:
+        word = sql.split(None, 1)[0].upper()
+        if not self.in_tx:
+            if self.lost():
+                self.reconnect()
+            if word != "BEGIN":  # a statement on its own: tried again on the new server
+                try:
+                    return self._run(sql, args)
+                except psycopg.OperationalError:
+                    if not self.lost():
+                        raise
+                self.reconnect()
+                return self._run(sql, args)
+        if word == "BEGIN":
+            self.in_tx = True
+        elif word in ("COMMIT", "ROLLBACK"):
+            self.in_tx = False
+        return self._run(sql, args)
+
+    def _run(self, sql: str, args: Sequence[Any] | None) -> Any:
         if args is None:
             return self.con.execute(sql.encode())  # no placeholders to read: sent as it is
         return self.con.execute(sql.replace("?", "%s"), args)
@@ -109,11 +170,55 @@ class _Connection:
         with self.con.cursor() as cur:
             cur.executemany(sql.replace("?", "%s"), rows)
 
+    def keep(self, sql: str, args: tuple[Any, ...] = (), must: bool = False) -> Any:
+        """Run a statement that makes the session's state, and make it again on every new
+        connection."""
+        self.setup.append((sql, args, must))
+        return self.execute(sql, args)
+
+    def reconnect(self, deadline: float | None = None) -> None:
+        """A connection again (until `deadline`, time.monotonic(); RECONNECT_S from now by
+        default), its session state made again; psycopg.OperationalError when none came in
+        time, SabotError when another writer claimed one of this one's shoes meanwhile."""
+        self.in_tx = False
+        with contextlib.suppress(Exception):
+            self.con.close()
+        start = time.monotonic()
+        deadline = deadline if deadline is not None else start + RECONNECT_S
+        said = 0.0
+        while True:
+            try:
+                con = self._connect()
+                break
+            except psycopg.OperationalError as e:
+                now = time.monotonic()
+                if now >= deadline or (self.stopping is not None and self.stopping.is_set()):
+                    raise
+                if now - said >= SAY_EVERY:
+                    lines = str(e).strip().splitlines()
+                    self.say(f"audit database {self.shown} lost "
+                             f"({lines[0] if lines else type(e).__name__}); trying it again "
+                             "(nothing is acknowledged meanwhile: the shoes keep it)")
+                    said = now
+                time.sleep(RETRY_PAUSE)
+        for sql, args, must in self.setup:
+            cur = con.execute(sql.replace("?", "%s"), args) if args else \
+                con.execute(sql.encode())
+            if must and not (cur.fetchone() or (False,))[0]:
+                con.close()
+                raise SabotError(f"audit database {self.shown}: after the server came back, "
+                                 "another validator holds one of this one's shoes")
+        self.con = con
+        if said:
+            self.say(f"audit database {self.shown} back after "
+                     f"{time.monotonic() - start:.1f} s")
+
     def close(self) -> None:
         self.con.close()
 
 
 class PgAuditStore(AuditStore):
+    db: _Connection  # type: ignore[assignment]
     ERRORS = (psycopg.Error,)
     BEGIN_WRITE = "BEGIN"  # the advisory lock makes this the database's one writer
 
@@ -123,6 +228,7 @@ class PgAuditStore(AuditStore):
         self.url = str(path)
         self.writer = writer
         self._lock = None
+        self._attempt: tuple[str, int, bytes] | None = None  # the batch being written: last row
         self._pending = []
         self._next_frame_id = None
         self._batch_raw = {}
@@ -130,17 +236,17 @@ class PgAuditStore(AuditStore):
         self.head_no, self.head_hash = 0, GENESIS
         self.created = False
         try:
-            self.db = _Connection(self.url)  # type: ignore[assignment]
+            self.db = _Connection(self.url, self.path)
         except psycopg.Error as e:
             raise SabotError(f"audit database {self.path}: cannot connect "
                              f"({self._reason(e)})") from None
         try:
             if writer:
                 if not durable:
-                    self.db.execute("SET synchronous_commit = off")
+                    self.db.keep("SET synchronous_commit = off")
                 self._create()
             else:
-                self.db.execute("SET default_transaction_read_only = on")
+                self.db.keep("SET default_transaction_read_only = on")
                 self._check_schema(must_exist=True)
             self.head_no, self.head_hash = self._chain_head()
         except psycopg.Error as e:
@@ -173,13 +279,17 @@ class PgAuditStore(AuditStore):
         if not self.writer:
             return
         try:
-            got = self.db.execute("SELECT pg_try_advisory_lock(?)", (shoe_key(shoe_id),)
-                                  ).fetchone()[0]
+            got = self.db.keep("SELECT pg_try_advisory_lock(?)", (shoe_key(shoe_id),),
+                               must=True).fetchone()[0]
         except psycopg.Error as e:
             raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
         if not got:
+            self.db.setup.pop()  # not this writer's to claim again on a new connection
             raise SabotError(f"audit database {self.path} is in use by another validator of "
                              f"shoe {shoe_id:#010x}")
+
+    def wait_only_until(self, stopping: threading.Event) -> None:
+        self.db.stopping = stopping
 
     def _create(self) -> None:
         if self._check_schema():
@@ -241,7 +351,50 @@ class PgAuditStore(AuditStore):
         out[f"function {FUNCTION}"] = " BEGIN RAISE EXCEPTION 'the audit log is append-only'; END "
         return out
 
-    # ---- writing: the chain's head read under its lock, at each commit (AuditStore.commit) -
+    # ---- writing: the chain's head read under its lock, at each commit ---------------------
+    def commit(self) -> None:
+        """AuditStore.commit, and a server lost under it waited out (see the module's words):
+        the batch is stored once whichever server answers next, or refused in one line when
+        none does in time (RECONNECT_S, and for a batch in doubt, for as long as it takes: what
+        it was must be known before anything more is written)."""
+        in_doubt = False
+        while True:
+            self._attempt = None
+            try:
+                no, prev, next_id = self._write()
+                break
+            except psycopg.Error as e:
+                if not self.db.lost():
+                    raise self._refused(e) from None
+                error = e
+            # the server went away: this batch's COMMIT may have reached it
+            in_doubt = in_doubt or self._attempt is not None
+            try:
+                self.db.reconnect(None if not in_doubt else float("inf"))
+            except psycopg.Error:
+                if not in_doubt:  # nothing of it reached the server
+                    raise self._refused(error) from None
+                self.rollback()  # stopped first: the next writer to open the store knows
+                raise SabotError(f"audit database {self.path}: lost as a read was committed, "
+                                 "and stopped before it came back; nothing of the read was "
+                                 "acknowledged, and the store says at its next opening whether "
+                                 "it holds it") from None
+            except SabotError:
+                self.rollback()
+                raise
+            if self._attempt is not None and self._landed(*self._attempt):
+                no, prev = self._attempt[1:]
+                next_id = {}
+                break
+            # not there: numbered again after the head as the new server has it
+        self._written(no, prev, next_id)
+
+    def _landed(self, table: str, no: int, row_hash: bytes) -> bool:
+        """Whether the batch whose last row is `table`'s row `no` with this hash is stored."""
+        row = self.db.execute(f"SELECT row_hash FROM {table} WHERE chain_no = ?",
+                              (no,)).fetchone()
+        return row is not None and bytes(row[0]) == row_hash
+
     def _numbered(self) -> tuple[int, bytes, dict[str, list[tuple[Any, ...]]], dict[str, int]]:
         """The batch's rows numbered after the chain's head as it stands now, under the chain's
         lock (another writer's rows may have come since this writer's last batch): frames keep
@@ -269,6 +422,7 @@ class PgAuditStore(AuditStore):
             prev = row_hash(prev, table, no, rid, vals)
             rows.setdefault(table, []).append((rid, no, *vals, prev))
         self._next_frame_id = None  # asked again at the next batch: other writers store frames
+        self._attempt = (self._pending[-1][0], no, prev) if self._pending else None
         return no, prev, rows, {}
 
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:

@@ -106,6 +106,7 @@ class Validation:
         self.shoes = shoes
         self.notify = notify or (lambda: None)
         self.stop_event = threading.Event()
+        self.store.wait_only_until(self.stop_event)  # a stop is not held up by a lost server
         self.threads: list[threading.Thread] = []
         for s in shoes:
             s.validator = LockedValidator(self.lock, s.config, self.store,
