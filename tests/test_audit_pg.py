@@ -322,3 +322,91 @@ def test_a_commit_whose_answer_is_lost_is_stored_once(server, capture, tmp_path,
         assert len(store.records(["result"])) == rounds  # none twice
     finally:
         store.close()
+
+
+@pytest.mark.long
+def test_two_pits_on_one_database_make_one_floor(server, tmp_path):
+    """Two pits' `sabot serve` (one shoe each) write one database; `sabot serve --floor` and
+    either pit host serve /floor and /api/floor: every pit and table, its state, filtered by
+    pit; each pit's own dashboard keeps to its tables; a pit that stops is shown as no longer
+    validated, under the pit it was."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    from kit.procs import free_port_for_tests
+    from kit.serve_rig import ServeRig
+
+    url = server.database()
+    pits = {}
+    floor = None
+    try:
+        for n in (1, 2):
+            d = tmp_path / f"pit{n}"
+            d.mkdir()
+            pits[n] = ServeRig(d, shoes=1, seed=60 + n, db=url, pit=f"pit-{n}",
+                               first_shoe=0x5AB0_0001 + 0x100 * n, prefix=f"P{n}")
+        everyone = Registry(str(tmp_path / "floor.json"))
+        for rig in pits.values():
+            for entry in Registry.load(str(rig.registry)).shoes.values():
+                everyone.put(entry)
+        for rig in pits.values():
+            rig.deal()
+        for rig in pits.values():
+            rig.wait_dealt()
+            rig.wait_stored()
+        port = free_port_for_tests()
+        log = open(tmp_path / "floor.log", "w")
+        floor = subprocess.Popen([*SABOT, "serve", "--floor", "--listen", f"127.0.0.1:{port}",
+                                  "--db", url, "--registry", str(tmp_path / "floor.json")],
+                                 stderr=log, cwd=tmp_path)
+
+        def get(path, base=f"http://127.0.0.1:{port}"):
+            with urllib.request.urlopen(base + path, timeout=10) as r:
+                return r.read().decode()
+
+        end = time.monotonic() + 30
+        while True:
+            try:
+                got = json.loads(get("/api/floor"))
+                if {p["pit"] for p in got["pits"]} == {"pit-1", "pit-2"}:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < end, (tmp_path / "floor.log").read_text()
+            time.sleep(0.2)
+        tables = {t["table"]: t for p in got["pits"] for t in p["tables"]}
+        assert got["tables"] == 2 and set(tables) == {"P1-01", "P2-01"}
+        assert tables["P1-01"]["pit"] == "pit-1" and tables["P2-01"]["pit"] == "pit-2"
+        assert tables["P1-01"]["state"] == tables["P2-01"]["state"] == "ended"
+        assert tables["P2-01"]["round"] == len(pits[2].expected(0))
+        one = json.loads(get("/api/floor?pit=pit-2"))
+        assert [p["pit"] for p in one["pits"]] == ["pit-2"] and one["tables"] == 1
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            get("/api/floor?pit=nope")
+        assert missing.value.code == 404
+        page = get("/floor")
+        assert "P1-01" in page and "P2-01" in page and "Alarms across the floor" in page
+        # a pit host serves the floor too (another pit's tables named as its registry knows
+        # them: pit 1's has its own shoe only), and its own dashboard only its own tables
+        on_pit1 = json.loads(get("/api/floor", pits[1].url))
+        assert {(p["pit"], t["shoe_id"]) for p in on_pit1["pits"] for t in p["tables"]} == {
+            ("pit-1", 0x5AB0_0101), ("pit-2", 0x5AB0_0201)}
+        assert [t["table"] for t in pits[1].get("/api/tables")] == ["P1-01"]
+        # pit 2 stops: its table is no longer validated, and still shown as pit 2's
+        assert pits.pop(2).stop() == 0
+        end = time.monotonic() + 10
+        while True:
+            tables = {t["table"]: t for p in json.loads(get("/api/floor"))["pits"]
+                      for t in p["tables"]}
+            if tables["P2-01"]["state"] == "no validator":
+                break
+            assert time.monotonic() < end, tables
+            time.sleep(0.2)
+        assert tables["P2-01"]["pit"] == "pit-2" and tables["P1-01"]["state"] == "ended"
+    finally:
+        if floor is not None:
+            floor.send_signal(2)
+            assert floor.wait(20) == 0
+        for rig in pits.values():
+            rig.stop()

@@ -21,7 +21,8 @@ from kit.procs import free_port_for_tests
 
 class ServeRig:
     def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None),
-                 accounts=None, tokens=None, db=None):
+                 accounts=None, tokens=None, db=None, pit="pit", first_shoe=0x5AB0_0001,
+                 prefix="BAC"):
         self.tmp = Path(tmp)
         self.db = db or self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
@@ -30,9 +31,9 @@ class ServeRig:
         self.key = keys.create(str(self.tmp / "host.pem"))  # one command key for the pit
         for i in range(shoes):
             shoe_id, version, pem, _ = provision(str(self.tmp / f"flash{i}"), self.key,
-                                              0x5AB0_0001 + i,
+                                              first_shoe + i,
                                               variant=variant_byte("baccarat", ez, False, False))
-            table = f"BAC-{i + 1:02d}"
+            table = f"{prefix}-{i + 1:02d}"
             entry = ShoeEntry(shoe_id, table=table, side_wagers=list(side_wagers), ez=ez,
                               min_bet_cents=limits[0], max_bet_cents=limits[1])
             entry.add_public_key(version, pem)
@@ -50,7 +51,8 @@ class ServeRig:
         self.log = open(self.tmp / "serve.log", "w")
         self.proc = subprocess.Popen(
             [*SABOT, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
-             "--registry", str(self.registry), "--key", str(self.key.path), *shoe_args,
+             "--registry", str(self.registry), "--key", str(self.key.path), "--pit", pit,
+             *shoe_args,
              *(["--accounts", str(accounts)] if accounts else [])],
             stderr=self.log, cwd=self.tmp)
         self.wait_up()

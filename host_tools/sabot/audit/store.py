@@ -271,6 +271,12 @@ class AuditStore:
         """This writer validates `shoe_id` (a Validator says so as it starts): nothing to do for a
         SQLite file, which has one writer (its lock file) whatever the shoes."""
 
+    def validators(self, shoe_ids: Sequence[int]) -> dict[int, str] | None:
+        """Of these shoes, those a live writer validates now, each with the writer's name (its
+        `name` as opened, e.g. "sabot serve PIT"); None where the database cannot tell (a SQLite
+        file: its one writer is its lock file's)."""
+        return None
+
     def wait_only_until(self, stopping: threading.Event) -> None:
         """A lost database server is waited for only until `stopping` is set (a SQLite file is
         never lost so)."""
@@ -280,7 +286,7 @@ class AuditStore:
         return TRIGGERS
 
     def __init__(self, path: str, durable: bool = True, writer: bool = True,
-                 threads: bool = False) -> None:
+                 threads: bool = False, name: str = "sabot") -> None:
         self.path = str(path)
         self.writer = writer
         self._lock: int | None = None

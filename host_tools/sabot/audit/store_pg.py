@@ -223,7 +223,7 @@ class PgAuditStore(AuditStore):
     BEGIN_WRITE = "BEGIN"  # the advisory lock makes this the database's one writer
 
     def __init__(self, path: str, durable: bool = True, writer: bool = True,
-                 threads: bool = False) -> None:
+                 threads: bool = False, name: str = "sabot") -> None:
         self.path = shown_url(str(path))  # what lines print
         self.url = str(path)
         self.writer = writer
@@ -241,6 +241,8 @@ class PgAuditStore(AuditStore):
             raise SabotError(f"audit database {self.path}: cannot connect "
                              f"({self._reason(e)})") from None
         try:
+            # what the floor shows as this writer's (validators()): pg_stat_activity's column
+            self.db.keep("SELECT set_config('application_name', ?, false)", (name[:63],))
             if writer:
                 if not durable:
                     self.db.keep("SET synchronous_commit = off")
@@ -287,6 +289,24 @@ class PgAuditStore(AuditStore):
             self.db.setup.pop()  # not this writer's to claim again on a new connection
             raise SabotError(f"audit database {self.path} is in use by another validator of "
                              f"shoe {shoe_id:#010x}")
+
+    def validators(self, shoe_ids: Sequence[int]) -> dict[int, str] | None:
+        """The shoes claimed now (claim(): an advisory lock held by a live connection), each
+        with the name its writer's connection gives (its application_name)."""
+        with self._reading():
+            held = self.db.execute(
+                "SELECT l.classid, l.objid, a.application_name FROM pg_locks l"
+                " JOIN pg_stat_activity a ON a.pid = l.pid"
+                " WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted"
+                " AND l.database = (SELECT oid FROM pg_database"
+                " WHERE datname = current_database())", ()).fetchall()
+        by_key = {(int(c) << 32) | int(o): name for c, o, name in held}
+        out = {}
+        for sid in shoe_ids:
+            key = shoe_key(sid) & 0xFFFF_FFFF_FFFF_FFFF  # as the lock's two unsigned halves
+            if key in by_key:
+                out[sid] = by_key[key]
+        return out
 
     def wait_only_until(self, stopping: threading.Event) -> None:
         self.db.stopping = stopping

@@ -32,6 +32,11 @@ def serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shoe", action="append", metavar="URL[=SHOE_ID]",
                    help="a shoe's port and its registered id, e.g. socket://127.0.0.1:7000=7 "
                    "(repeat for every shoe; a plain URL: the shoe on it says which it is)")
+    p.add_argument("--pit", metavar="NAME", default=None,
+                   help="this pit's name on the floor page (default: this host's name)")
+    p.add_argument("--floor", action="store_true",
+                   help="validate no shoe: serve the floor (/floor, /api/floor: every pit and "
+                   "table of the shared --db) and every table's pages, read-only")
     p.add_argument("--accounts", metavar="FILE", default=None,
                    help="the operator accounts (sabot accounts add): with it, a supervisor "
                    "logged in at /login resolves a held table and starts its next shoe from the "
@@ -41,7 +46,8 @@ def serve_args(p: argparse.ArgumentParser) -> None:
 @commands("serve", serve_args, help="validate several shoes and serve the pit's live pages",
           description="Validates every --shoe (each on its own port, as `sabot validate`) into "
           "one audit store and serves from it: / (pit dashboard), /table/NAME (the players' "
-          "scoreboard, live), /api/tables, /api/tables/NAME; with --accounts, /login, "
+          "scoreboard, live), /api/tables, /api/tables/NAME, /floor and /api/floor (every pit "
+          "writing the same --db; ?pit=NAME for one); with --accounts, /login, "
           "/operations (the operator log) and POST /api/login, /api/operate (a supervisor's "
           "resolve and new-shoe, sent on serve's own link to the shoe).",
           example="sabot serve --listen 127.0.0.1:8000 --db pit.db --shoe "
@@ -65,7 +71,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise SabotError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     from sabot import keys
     from sabot.audit.store import refuse_unwritable, shown_db
+    from sabot.registry import Registry
 
+    if args.floor:
+        return serve_floor(args, host, port)
     key = keys.load(args.key) if args.shoe else None
     accounts = Accounts.load(args.accounts) if args.accounts else None
     refuse_unwritable(args.db)  # before any shoe's port is opened (or asked which shoe it is)
@@ -73,8 +82,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for shoe in shoes:
         shoe.baud = args.baud
     states = {s.config.shoe_id: s for s in shoes}
-    pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link)
-    validation = Validation(args.db, shoes, on_alarm=print_alarm)
+    name = pit_name(args.pit)
+    pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link, name,
+              list(Registry.load(args.registry).shoes.values()))
+    validation = Validation(args.db, shoes, on_alarm=print_alarm, pit=name)
     console = Console(accounts, validation.operate if accounts else None, pit.table,
                       operations_of(args.db), lambda title, body: html_response(
                           page(title, body, "")),
@@ -84,7 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app, hub = build_app(pit, console)
     validation.notify = hub.notify
     validation.start()
-    print(f"sabot serve: http://{host}:{port}/ ({len(shoes)} shoe"
+    print(f"sabot serve: http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"
           f"{'' if len(shoes) == 1 else 's'}, audit "
           f"{shown_db(args.db)})", file=sys.stderr, flush=True)
     server = web_server(app, hub, host, port)
@@ -101,6 +112,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"served: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{len(s['rejections'])} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
+    return 0
+
+
+def pit_name(given: str | None) -> str:
+    import socket
+
+    from sabot.registry import table_name_problem
+
+    name = given if given is not None else socket.gethostname().split(".")[0]
+    problem = table_name_problem(name)
+    if problem:
+        raise SabotError(f"--pit: {problem.replace('table', 'pit')}")
+    return name
+
+
+def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
+    """serve --floor: the pages of every table in the shared store, validating none."""
+    from sabot.audit.store import AuditStore, shown_db
+    from sabot.link.session import sigterm_interrupts
+    from sabot.pit.pages import Pit, build_app, web_server
+    from sabot.registry import Registry
+
+    for given, why in ((args.shoe, "--shoe"), (args.accounts, "--accounts")):
+        if given:
+            raise SabotError(f"--floor validates and operates no shoe: give {why} to a pit's "
+                             "serve")
+    AuditStore(args.db, writer=False).close()  # one line now if it is no sabot store
+    pit = Pit(args.db, [], name=pit_name(args.pit) if args.pit else "",
+              floor=list(Registry.load(args.registry).shoes.values()))
+    app, hub = build_app(pit)
+    print(f"sabot serve: http://{host}:{port}/floor (the floor, audit {shown_db(args.db)}, "
+          "read-only)", file=sys.stderr, flush=True)
+    server = web_server(app, hub, host, port)
+    try:
+        with sigterm_interrupts():
+            server.run()
+    except KeyboardInterrupt:
+        pass
+    print(f"served the floor: {len(pit.by_id)} tables", file=sys.stderr)
     return 0
 
 

@@ -46,10 +46,13 @@ from sabot.errors import SabotError
 from sabot.game.roads import BEAD, DERIVED, UNKNOWN, bead, roads, streaks
 from sabot.pit.console import Console
 from sabot.pit.markup import Html, document, el, join
+from sabot.pit.serve import pit_of
 from sabot.protocol import HOLDS
 from sabot.registry import ShoeEntry
 
 POLL = 0.25  # seconds: the longest a page waits for a row nobody announced
+CLAIMS_EVERY = 1.0  # seconds between asking which shoes live writers validate (the floor)
+FLOOR_ALARMS = 50  # the floor's newest alarms listed
 LAST_RESULTS = 12
 BEAD_ROWS = 6
 
@@ -85,12 +88,22 @@ class Pit:
     """Every table served, followed from the audit store's new rows."""
 
     def __init__(self, db: str, configs: list[ShoeEntry],
-                 link: Callable[[int], dict[str, Any]] | None = None) -> None:
+                 link: Callable[[int], dict[str, Any] | None] | None = None,
+                 name: str = "", floor: Sequence[ShoeEntry] = ()) -> None:
         self.db = db
+        self.name = name  # this pit's (serve --pit)
         self.store: AuditStore | None = None
-        # each shoe's link: {"state": connecting | up | lost, "reason": why lost, "since": time}
+        # each of this pit's shoes' link: {"state": connecting | up | lost, "reason": why lost,
+        # "since": time}; None for a shoe this process does not validate (another pit's)
         self.link = link or (lambda shoe_id: {"state": "up", "reason": "", "since": None})
-        self.by_id: dict[int, TableView] = {c.shoe_id: TableView(c.shoe_id, c) for c in configs}
+        self.own = {c.shoe_id for c in configs}  # this pit's tables: none for serve --floor
+        self.by_id: dict[int, TableView] = {c.shoe_id: TableView(c.shoe_id, c)
+                                            for c in (*floor, *configs)}
+        # the floor: which shoes a live writer validates, and whose (store.validators());
+        # None where the store cannot tell. A pit seen once is remembered for its tables.
+        self.claims: dict[int, str] | None = None
+        self.last_pit: dict[int, str] = {}
+        self._claims_at = 0.0
         self.last_record = 0
         self.last_alarm = 0
         self.problem: str | None = None  # why the newest rows could not be read, if they could not
@@ -159,7 +172,24 @@ class Pit:
             self.by_id[shoe_id].version += 1
         if (self.problem, self.skipped) != said:
             self.notes += 1
+        self._claimed(store)
         return changed
+
+    def _claimed(self, store: AuditStore) -> None:
+        """Which shoes live writers validate, asked every CLAIMS_EVERY (the floor's states)."""
+        now = time.monotonic()
+        if now - self._claims_at < CLAIMS_EVERY:
+            return
+        self._claims_at = now
+        try:
+            claims = store.validators(sorted(self.by_id))
+        except SabotError:
+            return  # the server is away: the floor shows what it last knew
+        if claims != self.claims:
+            self.claims = claims
+            for sid, writer in (claims or {}).items():
+                self.last_pit[sid] = pit_of(writer)
+            self.notes += 1
 
     def _apply(self, t: TableView, kind: str, rec: dict[str, Any]) -> None:
         shoe = rec.get("shoe")
@@ -201,7 +231,10 @@ class Pit:
 
     # ---- views -----------------------------------------------------------------------------
     def state(self, t: TableView) -> str:
-        if self.link(t.shoe_id)["state"] == "lost":
+        link = self.link(t.shoe_id) if t.shoe_id in self.own else None
+        if link is None and self.claims is not None and t.shoe_id not in self.claims:
+            return "no validator"  # another pit's table, and no pit validates it now
+        if link is not None and link["state"] == "lost":
             return "link lost"
         if t.tilted:
             return "tilted"
@@ -215,12 +248,42 @@ class Pit:
         return next((t for t in self.by_id.values() if t.table == name), None)
 
     def tables(self) -> list[TableView]:
-        return sorted(self.by_id.values(), key=lambda t: t.table)
+        """This pit's tables (all of the store's for serve --floor, which has none)."""
+        return sorted((t for t in self.by_id.values() if not self.own or t.shoe_id in self.own),
+                      key=lambda t: t.table)
 
-    def link_json(self, t: TableView) -> dict[str, Any]:
+    def pit_of(self, t: TableView) -> str:
+        """The pit a table is in: this one's, the one whose writer validates it now, or the
+        one seen last ("" when none was)."""
+        if t.shoe_id in self.own:
+            return self.name
+        if self.claims and t.shoe_id in self.claims:
+            return pit_of(self.claims[t.shoe_id])
+        return self.last_pit.get(t.shoe_id, "")
+
+    def floor(self, only: str | None = None) -> list[tuple[str, list[TableView]]]:
+        """Every table of the store, by pit (pits by name, "" last); `only`: one pit's."""
+        pits: dict[str, list[TableView]] = {}
+        for t in sorted(self.by_id.values(), key=lambda t: t.table):
+            pits.setdefault(self.pit_of(t), []).append(t)
+        return [(p, pits[p]) for p in sorted(pits, key=lambda p: (p == "", p))
+                if only is None or p == only]
+
+    def floor_json(self, only: str | None = None) -> dict[str, Any]:
+        pits = self.floor(only)
+        alarms = [{"pit": p, "table": t.table, **a} for p, ts in pits for t in ts
+                  for a in t.alarms]
+        return {"pits": [{"pit": p, "tables": [{**self.summary(t), "pit": p,
+                                                "alarms": len(t.alarms)} for t in ts]}
+                         for p, ts in pits],
+                "tables": sum(len(ts) for _, ts in pits), "alarms": alarms[-FLOOR_ALARMS:]}
+
+    def link_json(self, t: TableView) -> dict[str, Any] | None:
         """The table's link for the API: its state, why it is lost ("" when up), and since when
-        (UTC, ISO 8601; null before the first try)."""
-        link = self.link(t.shoe_id)
+        (UTC, ISO 8601; null before the first try); null for another pit's table."""
+        link = self.link(t.shoe_id) if t.shoe_id in self.own else None
+        if link is None:
+            return None
         since = link["since"]
         return {"state": link["state"], "reason": link["reason"],
                 "since": None if since is None else time.strftime("%Y-%m-%dT%H:%M:%SZ",
@@ -330,7 +393,7 @@ def dashboard_row(pit: Pit, t: TableView, controls: Controls | None = None) -> H
         el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
            el("small", f"shoe id {t.shoe_id:#010x}")),
         el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
-           link_lost(pit.link_json(t)) if state == "link lost" else None,
+           link_lost(pit.link_json(t) or {}) if state == "link lost" else None,
            controls(t.table, state) if controls else None,
            class_=f"state state-{state.replace(' ', '-')}"),
         el("td", "-" if t.shoe is None else shown(t.shoe)),
@@ -363,6 +426,59 @@ def dashboard(pit: Pit, controls: Controls | None = None, bar: Html | None = Non
 
 def dashboard_html(pit: Pit, controls: Controls | None = None, bar: Html | None = None) -> str:
     return str(dashboard(pit, controls, bar))
+
+
+FLOOR_HEADINGS = ("pit", "table", "state", "shoe", "round", "last result", "alarms")
+
+
+def floor_path(only: str | None = None, events: bool = False) -> str:
+    path = "/floor/events" if events else "/floor"
+    return path + (f"?pit={quote(only, safe='', errors='replace')}" if only is not None else "")
+
+
+def floor_row(pit: Pit, name: str, t: TableView) -> Html:
+    state = pit.state(t)
+    last = t.rounds[-1] if t.rounds else None
+    return el(
+        "tr",
+        el("td", shown(name) if name else "-"),
+        el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
+           el("small", f"shoe id {t.shoe_id:#010x}")),
+        el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
+           class_=f"state state-{state.replace(' ', '-')}"),
+        el("td", "-" if t.shoe is None else shown(t.shoe)),
+        el("td", shown(last.get("round", UNKNOWN)) if last else 0),
+        el("td", last_result(last)),
+        el("td", len(t.alarms) or "none", class_="alarm" if t.alarms else None),
+        data_table=t.table, data_pit=name)
+
+
+def floor_view(pit: Pit, only: str | None = None) -> Html:
+    """Every pit's tables (or one pit's: `only`), their states, and the floor's newest alarms."""
+    every = pit.floor()
+    shown_pits = [(p, ts) for p, ts in every if only is None or p == only]
+    choose = [el("a", "every pit", href=floor_path(), class_="on" if only is None else None)]
+    choose += [el("a", shown(p) or "no pit", href=floor_path(p),
+                  class_="on" if p == only else None) for p, _ in every]
+    alarms = [(p, t, a) for p, ts in shown_pits for t in ts for a in t.alarms][-FLOOR_ALARMS:]
+    states: dict[str, int] = {}
+    for _, ts in shown_pits:
+        for t in ts:
+            states[pit.state(t)] = states.get(pit.state(t), 0) + 1
+    return join(
+        problem(pit),
+        el("nav", join(*[join(a, " ") for a in choose]), class_="pits"),
+        el("p", f"{sum(len(ts) for _, ts in shown_pits)} tables in {len(shown_pits)} pit"
+           f"{'' if len(shown_pits) == 1 else 's'}: "
+           + (", ".join(f"{n} {state}" for state, n in sorted(states.items())) or "none"),
+           id="floor-counts"),
+        el("table", el("tr", [el("th", h) for h in FLOOR_HEADINGS]),
+           [floor_row(pit, p, t) for p, ts in shown_pits for t in ts], class_="pit floor"),
+        el("h2", "Alarms across the floor"),
+        el("ul", [el("li", f"{shown(p) or 'no pit'} {shown(t.table)}: {shown(a['kind'])}",
+                     f" round {shown(a['round'])}" if a["round"] else "", ": ",
+                     shown(a["detail"]), class_="alarm") for p, t, a in reversed(alarms)]
+           or el("li", "none"), id="floor-alarms"))
 
 
 def derived_cells(entries: list[str]) -> list[tuple[int, int, str]]:
@@ -699,6 +815,46 @@ def operator_view(console: Console | None, request: Request
     return (lambda table, state: console.controls(s, table, state)), console.bar(s)
 
 
+def event_stream(gen: AsyncIterator[str]) -> Response:
+    return StreamingResponse(gen, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+
+
+def floor_routes(pit: Pit, hub: Hub) -> list[Route]:
+    """/floor (every pit's tables, or ?pit=NAME's), its stream, and /api/floor."""
+    def only_pit(request: Request) -> tuple[str | None, Response | None]:
+        """?pit=NAME: one pit of the floor, or a 404 when the floor has no such pit."""
+        only = request.query_params.get("pit")
+        if only is not None and only not in {p for p, _ in pit.floor()}:
+            return only, StoredJSON({"error": f"no pit {only}"}, status_code=404)
+        return only, None
+
+    async def floor_page(request: Request) -> Response:
+        only, missing = only_pit(request)
+        if missing is not None:
+            return html_response(join("no pit ", only or ""), status_code=404)
+        return html_response(page("Floor" if only is None else f"Floor: pit {only}",
+                                  floor_view(pit, only), floor_path(only, events=True)))
+
+    async def api_floor(request: Request) -> Response:
+        only, missing = only_pit(request)
+        return missing or StoredJSON(pit.floor_json(only))
+
+    async def floor_events(request: Request) -> Response:
+        only = request.query_params.get("pit")
+
+        def version() -> int:
+            return sum(t.version for t in pit.by_id.values()) + pit.notes
+
+        def render() -> dict[str, Any]:
+            return {"version": version(), "html": str(floor_view(pit, only)),
+                    "sent_at": time.time()}
+        return event_stream(hub.stream(request, version, render))
+
+    return [Route("/floor", floor_page), Route("/floor/events", floor_events),
+            Route("/api/floor", api_floor)]
+
+
 def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]:
     """The pages, the API and (with a `console`) the pit's operations."""
     hub = Hub(pit)
@@ -751,10 +907,6 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
             return not_found(request.path_params["table"])
         return StoredJSON(pit.detail(t))
 
-    def sse(gen: AsyncIterator[str]) -> Response:
-        return StreamingResponse(gen, media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})
-
     async def dashboard_events(request: Request) -> Response:
         controls, bar = operator(request)  # the stream's page is this session's
 
@@ -764,7 +916,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
         def render() -> dict[str, Any]:
             return {"version": version(), "html": dashboard_html(pit, controls, bar),
                     "sent_at": time.time()}
-        return sse(hub.stream(request, version, render))
+        return event_stream(hub.stream(request, version, render))
 
     async def table_events(request: Request, name: str) -> Response:
         t = pit.table(name)
@@ -777,7 +929,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
                     "table": view.table, "shoe": view.shoe, "round": len(view.rounds),
                     "stored_at": view.stored_at, "round_stored": view.round_stored,
                     "sent_at": time.time()}
-        return sse(hub.stream(request, lambda: view.version, render))
+        return event_stream(hub.stream(request, lambda: view.version, render))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -790,6 +942,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
         Route("/static/{name}", static), Route("/table/{name:path}", table_route),
         Route("/api/tables", api_tables), Route("/api/tables/{table:path}", api_table),
         Route("/api/stats", api_stats),
+        *floor_routes(pit, hub),
         *(console.routes() if console else []),
     ], lifespan=lifespan)
     app.add_middleware(SecurityHeaders)

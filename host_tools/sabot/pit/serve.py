@@ -48,10 +48,19 @@ def parse_shoe(text: str) -> tuple[str, int | None]:
     return text, None
 
 
-def shared_writer(path: str) -> AuditStore:
+def shared_writer(path: str, pit: str = "") -> AuditStore:
     """The one writer store, usable from every validator thread (each use under the serve
-    lock)."""
-    return AuditStore(path, threads=True)
+    lock); on a floor's database its connection says which pit writes (the floor page's)."""
+    return AuditStore(path, threads=True, name=writer_name(pit))
+
+
+def writer_name(pit: str) -> str:
+    return f"sabot serve {pit}" if pit else "sabot serve"
+
+
+def pit_of(writer: str) -> str:
+    """The pit a writer's name (writer_name) says; "" for a writer that is no pit's serve."""
+    return writer[len("sabot serve "):] if writer.startswith("sabot serve ") else ""
 
 
 class LockedValidator(Validator):
@@ -100,8 +109,9 @@ class Validation:
 
     def __init__(self, db: str, shoes: list[Shoe],
                  notify: Callable[[], None] | None = None,
-                 on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
-        self.store = shared_writer(db)
+                 on_alarm: Callable[[dict[str, Any]], None] | None = None,
+                 pit: str = "") -> None:
+        self.store = shared_writer(db, pit)
         self.lock = threading.Lock()
         self.shoes = shoes
         self.notify = notify or (lambda: None)
