@@ -324,13 +324,28 @@ def test_a_commit_whose_answer_is_lost_is_stored_once(server, capture, tmp_path,
         store.close()
 
 
+def until(read, done, seconds):
+    """read() again until done(its value) (an unanswered read counts as not done yet)."""
+    import time
+
+    end, got = time.monotonic() + seconds, None
+    while time.monotonic() < end:
+        try:
+            got = read()
+            if done(got):
+                return got
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"not within {seconds} s: {got}")
+
+
 @pytest.mark.long
 def test_two_pits_on_one_database_make_one_floor(server, tmp_path):
     """Two pits' `sabot serve` (one shoe each) write one database; `sabot serve --floor` and
     either pit host serve /floor and /api/floor: every pit and table, its state, filtered by
     pit; each pit's own dashboard keeps to its tables; a pit that stops is shown as no longer
     validated, under the pit it was."""
-    import time
     import urllib.error
     import urllib.request
 
@@ -365,16 +380,8 @@ def test_two_pits_on_one_database_make_one_floor(server, tmp_path):
             with urllib.request.urlopen(base + path, timeout=10) as r:
                 return r.read().decode()
 
-        end = time.monotonic() + 30
-        while True:
-            try:
-                got = json.loads(get("/api/floor"))
-                if {p["pit"] for p in got["pits"]} == {"pit-1", "pit-2"}:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < end, (tmp_path / "floor.log").read_text()
-            time.sleep(0.2)
+        got = until(lambda: json.loads(get("/api/floor")),
+                    lambda f: {p["pit"] for p in f["pits"]} == {"pit-1", "pit-2"}, 30)
         tables = {t["table"]: t for p in got["pits"] for t in p["tables"]}
         assert got["tables"] == 2 and set(tables) == {"P1-01", "P2-01"}
         assert tables["P1-01"]["pit"] == "pit-1" and tables["P2-01"]["pit"] == "pit-2"
@@ -395,14 +402,9 @@ def test_two_pits_on_one_database_make_one_floor(server, tmp_path):
         assert [t["table"] for t in pits[1].get("/api/tables")] == ["P1-01"]
         # pit 2 stops: its table is no longer validated, and still shown as pit 2's
         assert pits.pop(2).stop() == 0
-        end = time.monotonic() + 10
-        while True:
-            tables = {t["table"]: t for p in json.loads(get("/api/floor"))["pits"]
-                      for t in p["tables"]}
-            if tables["P2-01"]["state"] == "no validator":
-                break
-            assert time.monotonic() < end, tables
-            time.sleep(0.2)
+        tables = until(lambda: {t["table"]: t for p in json.loads(get("/api/floor"))["pits"]
+                                for t in p["tables"]},
+                       lambda ts: ts["P2-01"]["state"] == "no validator", 10)
         assert tables["P2-01"]["pit"] == "pit-2" and tables["P1-01"]["state"] == "ended"
     finally:
         if floor is not None:

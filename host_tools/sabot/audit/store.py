@@ -256,6 +256,7 @@ class AuditStore:
 
     ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)  # the database's own faults
     BEGIN_WRITE = "BEGIN IMMEDIATE"  # a batch's transaction, taking the write lock at once
+    BEGIN_SNAPSHOT = "BEGIN"  # a read transaction: WAL keeps its snapshot to the end
 
     def __new__(cls, path: str, *args: Any, **kwargs: Any) -> AuditStore:
         if cls is AuditStore and is_server_url(path):
@@ -509,6 +510,19 @@ class AuditStore:
             yield
         except self.ERRORS as e:
             raise StoreUnreadable(self.path, str(e).strip().splitlines()[0]) from None
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read inside sees the store as it stood at one moment: a batch another writer
+        commits meanwhile is not half seen (audit verify reads each table on its own, and would
+        take a live store's newest rows, in one table and not yet in another, for deletions)."""
+        with self._reading():
+            self.db.execute(self.BEGIN_SNAPSHOT)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(*self.ERRORS):
+                self.db.execute("ROLLBACK")  # it read only
 
     def stored_raw(self, key_id: int, shoe_id: int, seq: int) -> bytes | None:
         if (key_id, shoe_id, seq) in self._batch_raw:  # stored earlier in this same batch

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
+import psycopg.sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sabot.audit.store import (
@@ -98,6 +99,11 @@ _WHEN = {"u": "BEFORE UPDATE ON {t} FOR EACH ROW", "d": "BEFORE DELETE ON {t} FO
          "t": "BEFORE TRUNCATE ON {t} FOR EACH STATEMENT"}
 
 
+def _table_kind(kind: str, rules: int, children: int, secured: bool) -> str:
+    return (f"pg_class.relkind {kind}, {rules} rules, {children} tables inheriting from it, "
+            f"row security {'on' if secured else 'off'}")
+
+
 def trigger_sql(name: str) -> str:
     table, op = TRIGGER_ON[name]
     return (f"CREATE TRIGGER {name} {_WHEN[op].format(t=table)} EXECUTE FUNCTION "
@@ -133,10 +139,24 @@ class _Connection:
         self.in_tx = False
         self.say: Callable[[str], None] = _say
         self.stopping: threading.Event | None = None
+        self.schema: str | None = None
         self.con = self._connect()
 
     def _connect(self) -> psycopg.Connection[Any]:
-        return psycopg.connect(make_conninfo(self.url, **self.params), autocommit=True)
+        con = psycopg.connect(make_conninfo(self.url, **self.params), autocommit=True)
+        # the store's schema as the URL and the server's settings name it (at the first
+        # connection; every later one keeps it), alone: the catalog, left unnamed, is searched
+        # before it, and temporary tables after it. So nothing of the same name in the store's
+        # schema (a view pg_trigger, a function pg_get_triggerdef) stands for the catalog's, as
+        # it would under a search_path of "public, pg_catalog", nor a temporary table for the
+        # store's.
+        if self.schema is None:
+            row = con.execute(b"SELECT pg_catalog.current_schema()").fetchone()
+            self.schema = row[0] if row else None
+        if self.schema is not None:
+            con.execute(psycopg.sql.SQL("SET search_path = {}, pg_temp")
+                        .format(psycopg.sql.Identifier(self.schema)))
+        return con
 
     def lost(self) -> bool:
         """The server is gone (or this connection to it): what reconnect() is for."""
@@ -220,7 +240,11 @@ class _Connection:
 class PgAuditStore(AuditStore):
     db: _Connection  # type: ignore[assignment]
     ERRORS = (psycopg.Error,)
-    BEGIN_WRITE = "BEGIN"  # the advisory lock makes this the database's one writer
+    # the advisory lock makes this the database's one writer; READ COMMITTED whatever the
+    # database's default, so the head read after the lock sees the batch committed before it
+    # (under REPEATABLE READ the snapshot predates the lock: two writers number the same rows)
+    BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
+    BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
     def __init__(self, path: str, durable: bool = True, writer: bool = True,
                  threads: bool = False, name: str = "sabot") -> None:
@@ -237,6 +261,7 @@ class PgAuditStore(AuditStore):
         self.created = False
         try:
             self.db = _Connection(self.url, self.path)
+            self.schema = self.db.schema  # the store's, its catalog queries' (not search_path's)
         except psycopg.Error as e:
             raise SabotError(f"audit database {self.path}: cannot connect "
                              f"({self._reason(e)})") from None
@@ -246,6 +271,11 @@ class PgAuditStore(AuditStore):
             if writer:
                 if not durable:
                     self.db.keep("SET synchronous_commit = off")
+                elif self.db.execute("SHOW synchronous_commit").fetchone()[0] in ("off",
+                                                                                  "local"):
+                    # a database's setting an insider lowered: an acknowledged frame is on
+                    # disk, and on the synchronous standby where there is one, whatever it says
+                    self.db.keep("SET synchronous_commit = on")
                 self._create()
             else:
                 self.db.keep("SET default_transaction_read_only = on")
@@ -314,7 +344,7 @@ class PgAuditStore(AuditStore):
     def _create(self) -> None:
         if self._check_schema():
             return
-        self.db.execute("BEGIN")
+        self.db.execute(self.BEGIN_WRITE)
         self.db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))  # one writer makes them
         if self.tables():  # another writer made them first
             self.db.execute("COMMIT")
@@ -343,7 +373,7 @@ class PgAuditStore(AuditStore):
         with self._reading():
             return {r[0] for r in self.db.execute(
                 "SELECT table_name FROM information_schema.tables"
-                " WHERE table_schema = current_schema()", ())}
+                " WHERE table_schema = ?", (self.schema,))}
 
     def triggers(self) -> dict[str, str]:
         """name -> each trigger's definition and whether it fires always (A), on the primary
@@ -353,22 +383,37 @@ class PgAuditStore(AuditStore):
                 "SELECT t.tgname, pg_get_triggerdef(t.oid), t.tgenabled FROM pg_trigger t"
                 " JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n"
                 " ON n.oid = c.relnamespace WHERE NOT t.tgisinternal"
-                " AND n.nspname = current_schema()", ()).fetchall()
+                " AND n.nspname = ?", (self.schema,)).fetchall()
             body = self.db.execute(
                 "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-                " WHERE p.proname = ? AND n.nspname = current_schema()", (FUNCTION,)).fetchall()
+                " WHERE p.proname = ? AND p.pronargs = 0 AND n.nspname = ?",
+                (FUNCTION, self.schema)).fetchall()
+            # each table an ordinary table, nothing between it and its rows: a view, a foreign
+            # or partitioned table, a table inheriting rows or a rule could answer audit verify's
+            # reads otherwise than every other reader's
+            tables = self.db.execute(
+                "SELECT c.relname, c.relkind, c.relrowsecurity,"
+                " (SELECT COUNT(*) FROM pg_inherits i WHERE i.inhparent = c.oid),"
+                " (SELECT COUNT(*) FROM pg_rewrite r WHERE r.ev_class = c.oid)"
+                " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = ? AND c.relname = ANY(?)",
+                (self.schema, list(COLUMNS))).fetchall()
         out = {name: f"{definition} [{enabled}]" for name, definition, enabled in rows}
+        for name, kind, secured, children, rules in tables:
+            out[f"table {name}"] = _table_kind(kind, rules, children, secured)
         for (src,) in body:
             out[f"function {FUNCTION}"] = src
         return out
 
     def expected_triggers(self) -> dict[str, str]:
-        schema = self.db.execute("SELECT current_schema()", ()).fetchone()[0]
+        schema = self.schema
         out = {}
         for name, (table, op) in TRIGGER_ON.items():
             out[name] = (f"CREATE TRIGGER {name} {_WHEN[op].format(t=f'{schema}.{table}')} "
                          f"EXECUTE FUNCTION {FUNCTION}() [A]")
         out[f"function {FUNCTION}"] = " BEGIN RAISE EXCEPTION 'the audit log is append-only'; END "
+        for table in COLUMNS:
+            out[f"table {table}"] = _table_kind("r", 0, 0, False)
         return out
 
     # ---- writing: the chain's head read under its lock, at each commit ---------------------
@@ -483,7 +528,7 @@ def refuse_unwritable_url(url: str) -> None:
     try:
         have = {r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables"
-            " WHERE table_schema = current_schema()", ())}
+            " WHERE table_schema = ?", (con.schema,))}
         if have and "meta" not in have:
             raise SabotError(f"{shown} is not a sabot audit database (its tables are another "
                              "program's): a validator writes only its own store")

@@ -78,9 +78,10 @@ def verify(path: str, configs: Mapping[int, ShoeEntry]) -> dict[str, Any]:
     store = AuditStore(path, writer=False)
     walk = _Walk(configs)
     try:
-        _check_triggers(store)
-        _check_chain_places(store)
-        walk.run(store)
+        with store.snapshot():  # a live store: its writers' newest batches whole or not at all
+            _check_triggers(store)
+            _check_chain_places(store)
+            walk.run(store)
     except StoreUnreadable as e:
         return {"ok": False, **walk.counts, "problem": f"the store cannot be read ({e.reason})"}
     except Broken as e:
@@ -94,10 +95,11 @@ def _check_triggers(store: AuditStore) -> None:
     have = {name: _norm(sql) for name, sql in store.triggers().items()}
     expected = store.expected_triggers()
     for name, sql in expected.items():
+        what = name if name.startswith(("function ", "table ")) else f"trigger {name}"
         if name not in have:
-            raise Broken(f"trigger {name} is missing: the store was opened to edits")
+            raise Broken(f"{what} is missing: the store was opened to edits")
         if have[name] != _norm(sql):
-            raise Broken(f"trigger {name} was altered: {have[name]}")
+            raise Broken(f"{what} was altered: {have[name]}")
     for name in sorted(set(have) - set(expected)):  # e.g. one that silently drops new alarms
         raise Broken(f"trigger {name} is not the store's: {have[name]}")
     tables = store.tables()

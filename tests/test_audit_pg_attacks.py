@@ -1,0 +1,152 @@
+"""Attacks on the PostgreSQL audit store an insider review found (the database's superuser,
+every host file): each was not found by audit verify, or broke a writer, before its fix."""
+
+import subprocess
+import threading
+
+import psycopg
+import pytest
+from test_audit_pg import capture, clone, server, validated  # noqa: F401  (fixtures)
+
+from sabot.audit.store import AuditStore
+from sabot.audit.validator import Validator
+from sabot.audit.verify import verify as audit_verify
+from sabot.registry import Registry
+from sabot.virtual import capture_gen
+
+from kit import SABOT
+
+pytestmark = pytest.mark.board
+
+SPLIT_VIEW = """
+ALTER TABLE records RENAME TO records_g;
+CREATE TABLE records_f AS SELECT * FROM records_g;
+UPDATE records_f SET record = replace(record, '"winner": "banker"', '"winner": "player"')
+ WHERE id = (SELECT MIN(id) FROM records_g WHERE record LIKE '%"winner": "banker"%');
+CREATE VIEW records AS SELECT * FROM records_g WHERE current_query() ~ 'chain_no'
+ UNION ALL SELECT * FROM records_f WHERE current_query() !~ 'chain_no';
+CREATE FUNCTION public.pg_get_triggerdef(oid) RETURNS text LANGUAGE sql STABLE AS
+ $f$ SELECT replace(pg_catalog.pg_get_triggerdef($1), 'ON public.records_g ',
+ 'ON public.records ') $f$;
+CREATE VIEW public.pg_trigger AS SELECT t.oid, CASE WHEN t.tgrelid = 'records_g'::regclass
+ THEN 'records'::regclass::oid ELSE t.tgrelid END AS tgrelid, t.tgname, t.tgisinternal,
+ t.tgenabled FROM pg_catalog.pg_trigger t;
+ALTER DATABASE {db} SET search_path = public, pg_catalog;
+"""
+
+ATTACKS = {
+    # the trigger function emptied; an overload of its name keeps the genuine body
+    "overload": ("CREATE OR REPLACE FUNCTION sabot_append_only() RETURNS trigger LANGUAGE plpgsql"
+                 " AS $x$ BEGIN RETURN OLD; END $x$; CREATE FUNCTION sabot_append_only(x int)"
+                 " RETURNS void LANGUAGE plpgsql AS $b$ BEGIN RAISE EXCEPTION 'the audit log is"
+                 " append-only'; END $b$", "function sabot_append_only was altered"),
+    # triggers disabled; a view pg_trigger ahead of the catalog's says they are enabled
+    "catalog shadowed": ("ALTER TABLE records DISABLE TRIGGER USER; ALTER DATABASE {db} SET"
+                         " search_path = public, pg_catalog; CREATE VIEW public.pg_trigger AS"
+                         " SELECT oid, tgrelid, tgname, tgisinternal, 'A'::\"char\" AS tgenabled"
+                         " FROM pg_catalog.pg_trigger", "records_append_only_u was altered"),
+    # history reads a round the shoe did not deal, audit verify the genuine one
+    "split view": (SPLIT_VIEW, "records_append_only_u was altered"),
+    "a rule on insert": ("CREATE RULE quiet AS ON INSERT TO alarms DO INSTEAD NOTHING",
+                         "table alarms was altered"),
+    "a table inheriting": ("CREATE TABLE alarms_x () INHERITS (alarms)", "table alarms"),
+}
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_attack_found(validated, capture, attack):  # noqa: F811
+    url = clone(validated)
+    sql, said = ATTACKS[attack]
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(sql.format(db=url.rsplit("/", 1)[1]).encode())
+    out = audit_verify(url, Registry.load(str(capture[3])).shoes)
+    assert not out["ok"] and said in out["problem"], out
+    r = subprocess.run([*SABOT, "audit", "verify", "--db", url, "--registry", capture[3]],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and said in r.stderr, r.stderr
+
+
+@pytest.fixture(scope="module")
+def two_shoes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("two")
+    reg = Registry(str(d / "shoes.json"))
+    shoes = []
+    for i in range(2):
+        (d / str(i)).mkdir()
+        entry, cap, _ = capture_gen.generate(str(d / str(i)), 1, seed=40 + i,
+                                             shoe_id=0x5AB0_0400 + i)
+        reg.put(entry)
+        shoes.append((entry, cap))
+    return shoes, Registry.load(str(d / "shoes.json")).shoes
+
+
+def test_writers_keep_one_chain_under_a_repeatable_read_default(server, two_shoes):  # noqa: F811
+    """A database whose default isolation is REPEATABLE READ: each commit's snapshot predated
+    the chain's lock, so two writers numbered the same rows (a duplicate key: a pit's validator
+    stopped)."""
+    shoes, reg = two_shoes
+    url = server.database()
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET default_transaction_isolation"
+                    " = 'repeatable read'".encode())
+    AuditStore(url).close()
+    errors = []
+
+    def pit(entry, cap):
+        try:
+            v = Validator(entry, url)
+            for at in range(0, len(cap), 97):
+                v.receive(cap[at:at + 97])
+            v.finish()
+            v.store.close()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=pit, args=s) for s in shoes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert audit_verify(url, reg)["ok"]
+
+
+def test_audit_verify_of_a_store_being_written_sees_one_moment(server, two_shoes):  # noqa: F811
+    """Each table read on its own took a live store's newest rows, in one table and not yet in
+    the next, for deletions."""
+    shoes, reg = two_shoes
+    url = server.database()
+    v = Validator(shoes[0][0], url)
+    v.receive(shoes[0][1])
+    v.finish()
+    v.store.close()
+
+    def writer():
+        w = Validator(shoes[1][0], url)
+        for at in range(0, len(shoes[1][1]), 41):
+            w.receive(shoes[1][1][at:at + 41])
+        w.store.close()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    problems = []
+    while t.is_alive():
+        problems.append(audit_verify(url, reg)["problem"])
+    t.join()
+    assert len(problems) >= 2 and problems == [None] * len(problems), problems
+
+
+def test_a_database_set_to_commit_without_waiting_is_overruled(server):
+    """ALTER DATABASE ... SET synchronous_commit = off (or local: the standby not waited for) by
+    an insider: a durable writer commits with it on all the same, so an acknowledged frame is
+    on disk and on the synchronous standby."""
+    url = server.database()
+    name = url.rpartition("/")[2]
+    for setting in ("off", "local"):
+        with psycopg.connect(server.url(), autocommit=True) as con:
+            con.execute(f"ALTER DATABASE {name} SET synchronous_commit = {setting}".encode())
+        store = AuditStore(url)
+        try:
+            assert store.db.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+        finally:
+            store.close()
