@@ -628,6 +628,184 @@ def bench_flood(cards=120, gap=0.05, rate=500):
             **{f"hello_flood_{k}": v for k, v in hellos.items() if k != "refused"}}
 
 
+def _floor_tables(tmp, n, first=0x5AB1_0000):
+    """n tables' captures (one shoe each, host speed): [(entry, [encoded frames], rounds)]."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+    from sabot import protocol as pr
+    from sabot.game.cards import shuffled_shoe
+    from sabot.registry import ShoeEntry
+    from sabot.virtual import capture_gen
+
+    out = []
+    for i in range(n):
+        key = ec.generate_private_key(ec.SECP256R1())
+        entry = ShoeEntry(first + i, table=f"T-{i + 1:03d}")
+        entry.add_public_key(1, keys.public_pem(key.public_key()))
+        signer = capture_gen.ShoeSigner(key, first + i)
+        frames, rounds = capture_gen.shoe_frames(signer, shuffled_shoe(8, 1000 + i), 1)
+        out.append((entry, [pr.encode_frame(f) for f in frames], rounds))
+    return out
+
+
+def _floor_rate(url, tables, workers=2):
+    """Rounds per second into `url`, every signature verified: the tables validated by
+    `workers` processes at once (a pit's serve each), reads of 4 KiB as a fast link brings them."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    share = [tables[i::workers] for i in range(workers)]
+    t = time.perf_counter()
+    procs = [ctx.Process(target=_floor_writer, args=(url, part)) for part in share]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    return sum(r for _, _, r in tables) / (time.perf_counter() - t)
+
+
+def _floor_writer(url, tables):
+    from sabot.audit.store import AuditStore
+    from sabot.audit.validator import Validator
+
+    store = AuditStore(url, name="sabot serve bench")
+    for entry, frames, _ in tables:
+        v = Validator(entry, store)
+        data = b"".join(frames)
+        for at in range(0, len(data), 4096):
+            v.receive(data[at:at + 4096])
+        assert v.counts["rejected"] == 0
+    store.close()
+
+
+def _ack_latencies(url, tables, pits, period):
+    """A real floor's pace: every table a round (its initial cards and result, one read) every
+    `period` s, the tables' rounds spread evenly over it, `pits` writers (a serve each, its
+    validators sharing its store as serve's do). Each read's latency from its due time to its
+    commit's return (the acknowledgement goes right after): [seconds]."""
+    import threading
+
+    from sabot.audit.store import AuditStore
+    from sabot.audit.validator import Validator
+
+    per_pit = [tables[i::pits] for i in range(pits)]
+    lat, n = [], len(tables)
+    ready = threading.Barrier(pits)
+    start: list[float] = []
+
+    def pit(k, mine):
+        store = AuditStore(url, name=f"sabot serve pit-{k}")
+        vs = []
+        for entry, frames, _ in mine:
+            v = Validator(entry, store)
+            v.receive(frames[0] + frames[1])  # shoe start and burn, before the clock
+            vs.append(v)
+        if ready.wait() == 0:  # every pit set up: the clock starts
+            start.append(time.monotonic() + 0.2)
+        ready.wait()
+        due = [(start[0] + (i * pits + k) * period / n, i) for i in range(len(mine))]
+        for at, i in due:
+            wait = at - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            frames = mine[i][1]
+            vs[i].receive(frames[2] + frames[3])
+            lat.append(time.monotonic() - at)
+        store.close()
+
+    threads = [threading.Thread(target=pit, args=(k, mine)) for k, mine in enumerate(per_pit)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return lat
+
+
+def _failover(tmp, primary, standby, name, tables):
+    """The primary killed while a pit writes a read every 50 ms and the standby promoted at
+    once: seconds from the kill to the first read acknowledged after it, and how many rounds
+    were then stored other than once."""
+    import threading
+
+    from sabot.audit.store import AuditStore
+    from sabot.audit.validator import Validator
+
+    url = (f"postgresql://sabot@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/{name}"
+           "?target_session_attrs=read-write")
+    store = AuditStore(url, name="sabot serve failover")
+    store.db.say = lambda text: None
+    killed, acked = [], []
+
+    def feed():
+        for entry, frames, _ in tables:
+            v = Validator(entry, store)
+            for f in frames:
+                v.receive(f)
+                if killed and not acked:
+                    acked.append(time.monotonic())
+                time.sleep(0.05 / len(tables))
+
+    th = threading.Thread(target=feed)
+    th.start()
+    time.sleep(1.0)
+    killed.append(time.monotonic())
+    primary.kill()
+    standby.promote()
+    th.join()
+    store.close()
+    check = AuditStore(standby.url(name), writer=False)
+    try:
+        stored = len(check.records(["result"]))
+    finally:
+        check.close()
+    return acked[0] - killed[0], abs(stored - sum(r for _, _, r in tables))
+
+
+def bench_floor():
+    """The floor in PostgreSQL (kit/pg.py: initdb and pg_ctl, fsync on): a primary with a
+    synchronous hot standby, every signature verified."""
+    import tempfile
+
+    from sabot.audit.verify import verify
+
+    from kit.pg import PgServer
+    from kit.serve_rig import percentile
+
+    primary = PgServer(fsync=True).start()
+    standby = None
+    try:
+        standby = primary.standby()
+        with tempfile.TemporaryDirectory() as tmp:
+            tables = _floor_tables(tmp, 24)
+            url = primary.database()
+            rate = _floor_rate(url, tables)
+            t = time.perf_counter()
+            r = verify(url, {e.shoe_id: e for e, _, _ in tables})
+            spent = time.perf_counter() - t
+            assert r["ok"], r
+            frames_per_s = r["frames"] / spent
+            # a month of a 100-table floor: 16 dealing hours a day, a shoe an hour per table
+            month_frames = 100 * 30 * 16 * r["frames"] / len(tables)
+            floor = _floor_tables(tmp, 500, first=0x5AB2_0000)
+            lat = [x * 1000 for x in _ack_latencies(primary.database(), floor, 5, 30.0)]
+            name = primary.database().rpartition("/")[2]
+            failover_s, misstored = _failover(tmp, primary, standby, name,
+                                              _floor_tables(tmp, 4, first=0x5AB3_0000))
+    finally:
+        if standby is not None:
+            standby.stop()
+        primary.stop()
+    return {"rounds_per_s": int(rate), "tables": len(tables), "writers": 2,
+            "verify_frames_per_s": int(frames_per_s),
+            "verify_month_100_tables_projected_h": round(month_frames / frames_per_s / 3600, 1),
+            "ack_tables": 500, "ack_reads": len(lat),
+            "ack_p50_ms": round(percentile(lat, 50), 1),
+            "ack_p99_ms": round(percentile(lat, 99), 1),
+            "failover_s": round(failover_s, 2), "failover_misstored_rounds": misstored}
+
+
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
             "audit": bench_audit, "reliability": bench_reliability}
 SECTIONS["edges"] = bench_edges
@@ -638,6 +816,7 @@ SECTIONS["soak"] = bench_soak
 SECTIONS["demo"] = bench_demo
 SECTIONS["build"] = bench_build
 SECTIONS["suite"] = bench_suite
+SECTIONS["floor"] = bench_floor
 
 _SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
          "mismatched", "unended", "faults", "mistakes", "rejected", "alarms", "board_boots",
@@ -664,6 +843,9 @@ LABELS = {
              "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms",
              "p256_verify_us"),
     "audit": ("shoes", "frames", "rounds", "rows", "audit_verify_s", "frames_per_s"),
+    "floor": ("rounds_per_s", "tables", "writers", "verify_frames_per_s",
+              "verify_month_100_tables_projected_h", "ack_tables", "ack_reads", "ack_p50_ms",
+              "ack_p99_ms", "failover_s", "failover_misstored_rounds"),
     "reliability": _SOAK,
     "edges": ("rounds", "recomputes", "recompute_median_ms", "recompute_max_ms",
               "python_recompute_median_ms", "python_recompute_max_ms",

@@ -136,7 +136,7 @@ def test_audit_verify_of_a_store_being_written_sees_one_moment(server, two_shoes
     assert len(problems) >= 2 and problems == [None] * len(problems), problems
 
 
-def test_a_database_set_to_commit_without_waiting_is_overruled(server):
+def test_a_database_set_to_commit_without_waiting_is_overruled(server):  # noqa: F811
     """ALTER DATABASE ... SET synchronous_commit = off (or local: the standby not waited for) by
     an insider: a durable writer commits with it on all the same, so an acknowledged frame is
     on disk and on the synchronous standby."""
@@ -150,3 +150,30 @@ def test_a_database_set_to_commit_without_waiting_is_overruled(server):
             assert store.db.execute("SHOW synchronous_commit").fetchone()[0] == "on"
         finally:
             store.close()
+
+
+def test_a_pit_role_that_may_only_insert_validates_and_edits_nothing(server, capture):  # noqa: F811
+    """IT makes the store (its first writer), then gives a pit's role SELECT and INSERT only: the
+    pit's validator writes through it, and an UPDATE or DELETE is refused by the database's
+    permissions before the trigger is reached."""
+    import secrets
+
+    entry, cap, rounds, registry = capture
+    url = server.database()
+    AuditStore(url).close()  # the tables, made by IT's role
+    role = f"pit_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"CREATE ROLE {role} LOGIN".encode())
+        con.execute(f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA public TO {role}".encode())
+    as_pit = url.replace("//sabot@", f"//{role}@")
+    v = Validator(entry, as_pit)
+    v.receive(cap)
+    v.finish()
+    v.store.close()
+    assert v.counts["rounds"] == rounds and v.counts["rejected"] == 0
+    with psycopg.connect(as_pit, autocommit=True) as con:
+        for sql in ("UPDATE records SET kind = 'x'", "DELETE FROM frames",
+                    "TRUNCATE alarms"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                con.execute(sql.encode())
+    assert audit_verify(url, Registry.load(str(registry)).shoes)["ok"]

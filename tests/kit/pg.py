@@ -28,8 +28,9 @@ class PgServer:
     """initdb, then pg_ctl start on 127.0.0.1:PORT, in `dir` (a fresh temporary one by default);
     database() makes a fresh database, its URL."""
 
-    def __init__(self, dir=None, port=None):
+    def __init__(self, dir=None, port=None, fsync=False):
         self.bin = pg_bin()
+        self.fsync = fsync  # on for make bench's figures: a floor's server runs with it
         self.dir = dir or tempfile.mkdtemp(prefix="sabot-pg-")
         self.port = port or free_port_for_tests()
         self.user = "sabot"
@@ -54,15 +55,15 @@ class PgServer:
         # fsync off: these tests are of sabot's store, never of PostgreSQL's own crash safety (a
         # database copied per test is then a file copy, not a WAL flush and two checkpoints)
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-t",
-                  "60", "-o", f"-k {self.dir} -h 127.0.0.1 -p {self.port} -c fsync=off "
-                  "-c full_page_writes=off", "start")
+                  "60", "-o", f"-k {self.dir} -h 127.0.0.1 -p {self.port}"
+                  + ("" if self.fsync else " -c fsync=off -c full_page_writes=off"), "start")
         return self
 
     def standby(self):
         """A hot standby of this server (pg_basebackup -R: streaming from it), started, and this
         server made to wait for it at each commit (synchronous_standby_names): a commit is
         acknowledged only once both hold it."""
-        other = PgServer()
+        other = PgServer(fsync=self.fsync)
         other._run("pg_basebackup", "-D", other.data, "-h", "127.0.0.1", "-p", str(self.port),
                    "-U", self.user, "-R", "-X", "stream", "-c", "fast")
         os.chmod(other.data, 0o700)
