@@ -17,6 +17,10 @@ from sabot.cli.options import (
 from sabot.cli.output import fail_on, print_alarm
 from sabot.errors import SabotError
 
+TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
+if TYPE_CHECKING:
+    from typing import Any
+
 commands = Commands()
 
 
@@ -55,10 +59,10 @@ def serve_args(p: argparse.ArgumentParser) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Validate every --shoe (as `sabot validate` does, one thread each, one shared writer store)
     and serve the pit dashboard, the tables' scoreboards and the API from that store."""
-    from sabot.link.session import registry_entry, sigterm_interrupts
+    from sabot.link.session import registry_entry
     from sabot.pit.accounts import Accounts
     from sabot.pit.console import Console, operations_of
-    from sabot.pit.pages import Pit, build_app, html_response, page, web_server
+    from sabot.pit.pages import Pit, build_app, html_response, page
     from sabot.pit.serve import Validation, load_shoes
 
     host, port = args.listen
@@ -95,17 +99,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app, hub = build_app(pit, console)
     validation.notify = hub.notify
     validation.start()
-    print(f"sabot serve: http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"
-          f"{'' if len(shoes) == 1 else 's'}, audit "
-          f"{shown_db(args.db)})", file=sys.stderr, flush=True)
-    server = web_server(app, hub, host, port)
     try:
-        # uvicorn shuts the web side down on Ctrl-C or SIGTERM (a service manager's stop), then
-        # passes the signal on: either is a KeyboardInterrupt here, and serve ends with its summary
-        with sigterm_interrupts():
-            server.run()
-    except KeyboardInterrupt:
-        pass
+        run_web(app, hub, host, port, f"http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"
+                f"{'' if len(shoes) == 1 else 's'}, audit {shown_db(args.db)})")
     finally:
         validation.stop()
     s = validation.summary()
@@ -130,8 +126,7 @@ def pit_name(given: str | None) -> str:
 def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
     """serve --floor: the pages of every table in the shared store, validating none."""
     from sabot.audit.store import AuditStore, shown_db
-    from sabot.link.session import sigterm_interrupts
-    from sabot.pit.pages import Pit, build_app, web_server
+    from sabot.pit.pages import Pit, build_app
     from sabot.registry import Registry
 
     for given, why in ((args.shoe, "--shoe"), (args.accounts, "--accounts")):
@@ -142,16 +137,26 @@ def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
     pit = Pit(args.db, [], name=pit_name(args.pit) if args.pit else "",
               floor=list(Registry.load(args.registry).shoes.values()))
     app, hub = build_app(pit)
-    print(f"sabot serve: http://{host}:{port}/floor (the floor, audit {shown_db(args.db)}, "
-          "read-only)", file=sys.stderr, flush=True)
+    run_web(app, hub, host, port, f"http://{host}:{port}/floor (the floor, audit "
+            f"{shown_db(args.db)}, read-only)")
+    print(f"served the floor: {len(pit.by_id)} tables", file=sys.stderr)
+    return 0
+
+
+def run_web(app: Any, hub: Any, host: str, port: int, where: str) -> None:
+    """Say where serve is, then serve until Ctrl-C or SIGTERM (a service manager's stop):
+    uvicorn shuts the web side down on either and passes the signal on, a KeyboardInterrupt
+    here, and serve goes on to its summary."""
+    from sabot.link.session import sigterm_interrupts
+    from sabot.pit.pages import web_server
+
+    print(f"sabot serve: {where}", file=sys.stderr, flush=True)
     server = web_server(app, hub, host, port)
     try:
         with sigterm_interrupts():
             server.run()
     except KeyboardInterrupt:
         pass
-    print(f"served the floor: {len(pit.by_id)} tables", file=sys.stderr)
-    return 0
 
 
 def accounts_args(p: argparse.ArgumentParser) -> None:
