@@ -412,3 +412,36 @@ def test_two_pits_on_one_database_make_one_floor(server, tmp_path):
             assert floor.wait(20) == 0
         for rig in pits.values():
             rig.stop()
+
+
+def test_a_server_away_longer_than_the_wait_refuses_reads_until_it_is_back(server, capture,
+                                                                          monkeypatch):
+    """The server away for longer than the store waits (RECONNECT_S): each read is refused in
+    one line (a SabotError: the session goes on, nothing acknowledged), never a driver's
+    exception; once it is back the same validator stores the rest, every round once."""
+    from sabot.audit import store_pg
+
+    from kit.pg import CuttingProxy
+
+    monkeypatch.setattr(store_pg, "RECONNECT_S", 0.5)
+    entry, cap, rounds, registry = capture
+    direct = server.database()
+    relay = CuttingProxy(server.port)
+    try:
+        v = Validator(entry, relay.url(direct.rpartition("/")[2]))
+        v.store.db.say = None
+        half = len(cap) // 2
+        v.receive(cap[:half])
+        relay.away()
+        for _ in range(2):  # the link's next reads, refused: the shoe keeps them
+            with pytest.raises(SabotError, match="nothing of this read was stored"):
+                v.receive(cap[half:half + 500])
+        relay.away(False)
+        v.receive(cap[half:])
+        v.finish()
+        v.store.close()
+        assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
+    finally:
+        relay.close()
+    code, said = verify(direct, registry)
+    assert code == 0 and f"{rounds} rounds" in said, said

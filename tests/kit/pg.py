@@ -171,6 +171,8 @@ class CuttingProxy:
         self.port = self.listener.getsockname()[1]
         self.armed = None  # None, "before" or "after"
         self.cuts = 0
+        self.refusing = False  # set: the server is away (every connection cut, new ones too)
+        self.open = []
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -186,7 +188,11 @@ class CuttingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.refusing:
+                self._cut(client)
+                continue
             server = socket.create_connection(("127.0.0.1", self.target))
+            self.open += [client, server]
             muted = threading.Event()  # set: nothing more of the server's reaches the client
             threading.Thread(target=self._up, args=(client, server, muted), daemon=True).start()
             threading.Thread(target=self._down, args=(server, client, muted),
@@ -238,6 +244,13 @@ class CuttingProxy:
                 client.sendall(data)
             except OSError:
                 return
+
+    def away(self, gone=True):
+        """The server away (every connection cut, new ones refused) or back."""
+        self.refusing = gone
+        if gone:
+            self._cut(*self.open)
+            self.open = []
 
     def close(self):
         self.listener.close()

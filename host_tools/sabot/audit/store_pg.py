@@ -121,7 +121,8 @@ SAY_EVERY = 10.0  # seconds between lines while a server stays away
 
 
 def _say(text: str) -> None:
-    print(f"sabot: {text}", file=sys.stderr, flush=True)
+    print(f"sabot: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {text}",
+          file=sys.stderr, flush=True)
 
 
 class _Connection:
@@ -137,7 +138,9 @@ class _Connection:
         self.params = {k: v for k, v in _LINK_DEFAULTS.items() if k not in given}
         self.setup: list[tuple[str, tuple[Any, ...], bool]] = []
         self.in_tx = False
-        self.say: Callable[[str], None] = _say
+        self.say: Callable[[str], None] | None = _say  # None: nothing said (a page's reader)
+        self.patience = RECONNECT_S  # how long a lost server is tried again, each time
+        self.lost_since: float | None = None  # when the server was found lost (monotonic)
         self.stopping: threading.Event | None = None
         self.schema: str | None = None
         self.con = self._connect()
@@ -204,8 +207,10 @@ class _Connection:
         with contextlib.suppress(Exception):
             self.con.close()
         start = time.monotonic()
-        deadline = deadline if deadline is not None else start + RECONNECT_S
-        said = 0.0
+        if self.lost_since is None:
+            self.lost_since = start
+        deadline = deadline if deadline is not None else start + self.patience
+        said = 0.0 if self.say is not None else float("inf")
         while True:
             try:
                 con = self._connect()
@@ -214,10 +219,10 @@ class _Connection:
                 now = time.monotonic()
                 if now >= deadline or (self.stopping is not None and self.stopping.is_set()):
                     raise
-                if now - said >= SAY_EVERY:
-                    lines = str(e).strip().splitlines()
+                if self.say is not None and now - said >= SAY_EVERY:
+                    reasons = [line.strip() for line in str(e).splitlines() if line.strip()]
                     self.say(f"audit database {self.shown} lost "
-                             f"({lines[0] if lines else type(e).__name__}); trying it again "
+                             f"({'; '.join(reasons) or type(e).__name__}); trying it again "
                              "(nothing is acknowledged meanwhile: the shoes keep it)")
                     said = now
                 time.sleep(RETRY_PAUSE)
@@ -229,9 +234,10 @@ class _Connection:
                 raise SabotError(f"audit database {self.shown}: after the server came back, "
                                  "another validator holds one of this one's shoes")
         self.con = con
-        if said:
+        if self.say is not None and self.lost_since is not None:
             self.say(f"audit database {self.shown} back after "
-                     f"{time.monotonic() - start:.1f} s")
+                     f"{time.monotonic() - self.lost_since:.1f} s")
+        self.lost_since = None
 
     def close(self) -> None:
         self.con.close()
@@ -278,6 +284,9 @@ class PgAuditStore(AuditStore):
                     self.db.keep("SET synchronous_commit = on")
                 self._create()
             else:
+                # a reader (the pages) does not wait for a lost server: it says so at once and
+                # tries again at its next read; the writers say what happens
+                self.db.say, self.db.patience = None, 0.0
                 self.db.keep("SET default_transaction_read_only = on")
                 self._check_schema(must_exist=True)
             self.head_no, self.head_hash = self._chain_head()
@@ -417,6 +426,12 @@ class PgAuditStore(AuditStore):
         return out
 
     # ---- writing: the chain's head read under its lock, at each commit ---------------------
+    def begin(self) -> None:
+        try:
+            super().begin()
+        except psycopg.Error as e:  # the server away for longer than RECONNECT_S
+            raise self._refused(e) from None
+
     def commit(self) -> None:
         """AuditStore.commit, and a server lost under it waited out (see the module's words):
         the batch is stored once whichever server answers next, or refused in one line when

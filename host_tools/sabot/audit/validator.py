@@ -130,8 +130,8 @@ class Validator:
         parsed = [self._parse(e) for e in encoded]
         if self.batch_verify:
             self._covered = self._cover([f for _, f, _ in parsed if f is not None])
-        self.store.begin()
         try:
+            self.store.begin()  # a server lost here refuses the read, as at its commit
             out = [v for p in parsed for v in self._one(*p)]
             self.store.save_link(LINK_KEY, self.shoe_id, self.state)
             self.store.commit()

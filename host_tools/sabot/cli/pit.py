@@ -124,8 +124,9 @@ def pit_name(given: str | None) -> str:
 
 
 def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
-    """serve --floor: the pages of every table in the shared store, validating none."""
-    from sabot.audit.store import AuditStore, shown_db
+    """serve --floor: the pages of every table in the shared store, validating none (an
+    empty one is served as it fills)."""
+    from sabot.audit.store import refuse_unwritable, shown_db
     from sabot.pit.pages import Pit, build_app
     from sabot.registry import Registry
 
@@ -133,7 +134,7 @@ def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
         if given:
             raise SabotError(f"--floor validates and operates no shoe: give {why} to a pit's "
                              "serve")
-    AuditStore(args.db, writer=False).close()  # one line now if it is no sabot store
+    refuse_unwritable(args.db)  # one line now for no server or another program's database
     pit = Pit(args.db, [], name=pit_name(args.pit) if args.pit else "",
               floor=list(Registry.load(args.registry).shoes.values()))
     app, hub = build_app(pit)

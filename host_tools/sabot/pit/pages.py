@@ -128,7 +128,10 @@ class Pit:
     def _read(self, what: str, read: Callable[[], list[Any]]) -> list[Any]:
         try:
             return read()
-        except (SabotError, ValueError, TypeError, RecursionError) as e:
+        except SabotError as e:  # the database itself (its server lost, a damaged file)
+            self.problem = f"{e}: these pages show what they read last"
+            return []
+        except (ValueError, TypeError, RecursionError) as e:
             # a row the validators never wrote (not JSON, not an object): the pages keep what
             # they showed and say so; which row it is, audit verify says
             self.problem = (f"the store's {what} after the last one shown cannot be read "
