@@ -301,7 +301,9 @@ class Operation:
         if refused:
             raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
         if after is None or not started(after):
-            raise SabotError(f"the shoe did not start a new shoe within {EFFECT_WAIT:g} s")
+            raise SabotError(f"no status showed a new shoe within {EFFECT_WAIT:g} s: the "
+                             "command was sent and may yet take effect; check the table (its "
+                             "state, or sabot status) before sending it again")
         # its signed start came before the status that shows it, unless the line lost it
         start = self._signed(mark, "shoe_start", f"shoe {after['shoe']} started, but its "
                              "shoe_start frame")
@@ -333,7 +335,9 @@ class Operation:
             raise SabotError(f"the shoe refused {resolution} ({refused[0]['reason']}): "
                              f"{WHY_REFUSED.get(refused[0]['reason'], '')}".rstrip(": "))
         if after is None:
-            raise SabotError(f"the shoe did not report the resolution within {EFFECT_WAIT:g} s")
+            raise SabotError(f"no status showed the resolution within {EFFECT_WAIT:g} s: the "
+                             "command was sent and may yet take effect; check the table (its "
+                             "state, or sabot status) before sending it again")
         # the signed resolution may follow the status that shows its effect: wait for it
         rec, seq = self._signed(mark, "resolution",
                                 "the shoe resolved it, but its signed resolution frame")
