@@ -261,7 +261,7 @@ def test_the_primary_killed_mid_shoe_loses_no_round_and_stores_none_twice(tmp_pa
         name = one.rpartition("/")[2]
         url = (f"postgresql://sabot@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/{name}"
                "?target_session_attrs=read-write")
-        rig = ServeRig(tmp_path, shoes=2, seed=41, db=url)
+        rig = ServeRig(tmp_path, shoes=2, seed=41, db=url, cut_from_end=220)  # ~36 rounds
         rig.deal()
         end = time.monotonic() + 60
         while sum(len(t["rounds"]) for t in map(rig.get, ("/api/tables/BAC-01",
@@ -360,7 +360,8 @@ def test_two_pits_on_one_database_make_one_floor(server, tmp_path):
             d = tmp_path / f"pit{n}"
             d.mkdir()
             pits[n] = ServeRig(d, shoes=1, seed=60 + n, db=url, pit=f"pit-{n}",
-                               first_shoe=0x5AB0_0001 + 0x100 * n, prefix=f"P{n}")
+                               first_shoe=0x5AB0_0001 + 0x100 * n, prefix=f"P{n}",
+                               cut_from_end=300)  # a short shoe: about 22 rounds
         everyone = Registry(str(tmp_path / "floor.json"))
         for rig in pits.values():
             for entry in Registry.load(str(rig.registry)).shoes.values():

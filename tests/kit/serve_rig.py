@@ -22,7 +22,7 @@ from kit.procs import free_port_for_tests
 class ServeRig:
     def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None),
                  accounts=None, tokens=None, db=None, pit="pit", first_shoe=0x5AB0_0001,
-                 prefix="BAC"):
+                 prefix="BAC", cut_from_end=None):
         self.tmp = Path(tmp)
         self.db = db or self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
@@ -41,7 +41,7 @@ class ServeRig:
             board = VirtualBoard(str(self.tmp / f"flash{i}"), port=free_port_for_tests(),
                                  sign_ms=5)
             self.boards.append(board.start())
-            self.tokens.append(tokens or cards.shuffled_shoe(8, seed + i))
+            self.tokens.append(tokens or cards.shuffled_shoe(8, seed + i, cut_from_end))
             self.tables.append(table)
             self.shoe_ids.append(shoe_id)
         self.port = free_port_for_tests()
