@@ -11,6 +11,7 @@ from test_audit_pg import capture, clone, server, validated  # noqa: F401  (fixt
 from sabot.audit.store import AuditStore
 from sabot.audit.validator import Validator
 from sabot.audit.verify import verify as audit_verify
+from sabot.errors import SabotError
 from sabot.registry import Registry
 from sabot.virtual import capture_gen
 
@@ -177,3 +178,53 @@ def test_a_pit_role_that_may_only_insert_validates_and_edits_nothing(server, cap
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 con.execute(sql.encode())
     assert audit_verify(url, Registry.load(str(registry)).shoes)["ok"]
+
+
+def test_row_security_lets_a_pit_insert_only_its_own_shoes_rows(server, tmp_path):  # noqa: F811
+    """`sabot pit-role` gives each pit's role its shoes: pit A's serve stores shoe A's rounds,
+    and a validator of pit B's shoe connecting as pit A stores nothing (the row security
+    policy refuses it, in one line); audit verify holds, and finds the policy gone when an
+    insider drops it."""
+    import secrets
+
+    url = server.database()
+    AuditStore(url).close()  # IT makes the store
+    roles, shoes = [], []
+    for i in range(2):
+        d = tmp_path / f"pit{i}"
+        d.mkdir()
+        entry, cap, rounds = capture_gen.generate(str(d), 1, seed=70 + i, shoe_id=0x5AB0_0A00 + i)
+        shoes.append((entry, cap, rounds))
+        role = f"pit_{secrets.token_hex(4)}"
+        roles.append(role)
+        with psycopg.connect(url, autocommit=True) as con:
+            con.execute(f"CREATE ROLE {role} LOGIN".encode())
+        r = subprocess.run([*SABOT, "pit-role", "--db", url, "--role", role, "--shoe-id",
+                            hex(entry.shoe_id)], capture_output=True, text=True)
+        assert r.returncode == 0 and f"role {role}" in r.stdout, r.stderr
+    as_a = url.replace("//sabot@", f"//{roles[0]}@")
+    entry, cap, rounds = shoes[0]
+    v = Validator(entry, as_a)
+    v.receive(cap)
+    v.finish()
+    v.store.close()
+    assert v.counts["rounds"] == rounds
+    other = Validator(shoes[1][0], as_a)
+    with pytest.raises(SabotError, match="row-level security") as refused:
+        other.receive(shoes[1][1][:2000])
+    assert "\n" not in str(refused.value) and "nothing of this read was stored" in str(
+        refused.value)
+    other.store.close()
+    reg = Registry(str(tmp_path / "shoes.json"))
+    for e, _, _ in shoes:
+        reg.put(e)
+    r = audit_verify(url, {e.shoe_id: e for e, _, _ in shoes})
+    assert r["ok"] and r["rounds"] == rounds, r
+    bad = clone(url)
+    with psycopg.connect(bad, autocommit=True) as con:
+        con.execute(b"DROP POLICY records_pit ON records")
+    r = audit_verify(bad, {e.shoe_id: e for e, _, _ in shoes})
+    assert not r["ok"] and "policy records_pit on records is missing" in r["problem"], r
+    r = subprocess.run([*SABOT, "pit-role", "--db", str(tmp_path / "a.db"), "--role", "x",
+                        "--shoe-id", "1"], capture_output=True, text=True)
+    assert r.returncode != 0 and "SQLite" in r.stderr and "Traceback" not in r.stderr

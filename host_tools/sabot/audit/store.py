@@ -278,6 +278,14 @@ class AuditStore:
         file: its one writer is its lock file's)."""
         return None
 
+    def assign_pit(self, role: str, shoe_ids: Sequence[int]) -> None:
+        """Row security per pit (a PostgreSQL store's): `role` inserts these shoes' rows only."""
+        raise SabotError(f"{self.path} is a SQLite file, with one writer: row security per pit "
+                         "is for a floor's PostgreSQL store (--db postgresql://...)")
+
+    def pits(self) -> dict[int, str]:
+        return {}
+
     def wait_only_until(self, stopping: threading.Event) -> None:
         """A lost database server is waited for only until `stopping` is set (a SQLite file is
         never lost so)."""

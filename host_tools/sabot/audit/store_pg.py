@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import sys
 import threading
 import time
@@ -97,6 +98,35 @@ FUNCTION_SQL = (f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUA
 TRIGGER_ON = {f"{t}_append_only_{op}": (t, op) for t in COLUMNS for op in ("u", "d", "t")}
 _WHEN = {"u": "BEFORE UPDATE ON {t} FOR EACH ROW", "d": "BEFORE DELETE ON {t} FOR EACH ROW",
          "t": "BEFORE TRUNCATE ON {t} FOR EACH STATEMENT"}
+
+
+# Row security per pit: a role named in pit_shoes (sabot floor assign) inserts rows of its own
+# shoes only (and rows naming no shoe: a frame too damaged to name one); a role named there for
+# no shoe, IT's and the owner's are not held to it. Every role reads every row: each writer
+# numbers its rows after the whole chain's head.
+PIT_SHOES = "pit_shoes"
+PIT_SHOES_SQL = f"CREATE TABLE {PIT_SHOES} (shoe_id BIGINT PRIMARY KEY, role TEXT NOT NULL)"
+SHOE_TABLES = tuple(t for t, cols in COLUMNS.items() if "shoe_id" in cols)
+
+
+def _own_shoe(table: str) -> str:
+    return (f"shoe_id IS NULL OR NOT EXISTS (SELECT 1 FROM {PIT_SHOES} p WHERE "
+            f"p.role = CURRENT_USER::text) OR EXISTS (SELECT 1 FROM {PIT_SHOES} p WHERE "
+            f"p.role = CURRENT_USER::text AND p.shoe_id = {table}.shoe_id)")
+
+
+def policy_sql(table: str) -> list[str]:
+    return [f"CREATE POLICY {table}_read ON {table} FOR SELECT USING (true)",
+            f"CREATE POLICY {table}_pit ON {table} FOR INSERT WITH CHECK ({_own_shoe(table)})",
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"]
+
+
+def _policy_text(command: str, using: str | None, check: str | None) -> str:
+    """A policy as the catalog gives it back, its expressions' parentheses, spaces and case
+    left out (the server's deparser adds its own)."""
+    def bare(expr: str | None) -> str:
+        return "" if expr is None else re.sub(r"[\s()]", "", expr).lower()
+    return f"for {command} using {bare(using)} check {bare(check)}"
 
 
 def _table_kind(kind: str, rules: int, children: int, secured: bool) -> str:
@@ -350,6 +380,35 @@ class PgAuditStore(AuditStore):
     def wait_only_until(self, stopping: threading.Event) -> None:
         self.db.stopping = stopping
 
+    def assign_pit(self, role: str, shoe_ids: Sequence[int]) -> None:
+        """Row security per pit: the database role `role` may insert rows of these shoes only
+        (each shoe moved from any pit it was with) and read every row; its grants: SELECT on
+        the store's tables, INSERT on the chained ones (never UPDATE, DELETE or TRUNCATE)."""
+        try:
+            if not self.db.execute("SELECT 1 FROM pg_roles WHERE rolname = ?", (role,)
+                                   ).fetchone():
+                raise SabotError(f"no database role {role!r} on {self.path}: make it first "
+                                 f"(CREATE ROLE {role} LOGIN PASSWORD '...')")
+            ident = psycopg.sql.Identifier(role).as_string(self.db.con)
+            self.db.execute(self.BEGIN_WRITE)
+            self.db.execute(f"GRANT SELECT ON {', '.join((*COLUMNS, PIT_SHOES))} TO {ident}")
+            self.db.execute(f"GRANT INSERT ON {', '.join(COLUMNS)} TO {ident}")
+            for sid in shoe_ids:
+                self.db.execute(f"INSERT INTO {PIT_SHOES} (shoe_id, role) VALUES (?, ?)"
+                                " ON CONFLICT (shoe_id) DO UPDATE SET role = EXCLUDED.role",
+                                (sid, role))
+            self.db.execute("COMMIT")
+        except psycopg.Error as e:
+            with contextlib.suppress(psycopg.Error):
+                self.db.execute("ROLLBACK")
+            raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
+
+    def pits(self) -> dict[int, str]:
+        """shoe id -> the role that alone inserts its rows (assign_pit)."""
+        with self._reading():
+            return {int(sid): role for sid, role in self.db.execute(
+                f"SELECT shoe_id, role FROM {PIT_SHOES}", ()).fetchall()}
+
     def _create(self) -> None:
         if self._check_schema():
             return
@@ -369,6 +428,10 @@ class PgAuditStore(AuditStore):
             self.db.execute(trigger_sql(name))
             # ALWAYS: it fires on replicated rows too (session_replication_role = replica)
             self.db.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {name}")
+        self.db.execute(PIT_SHOES_SQL)
+        for table in SHOE_TABLES:
+            for sql in policy_sql(table):
+                self.db.execute(sql)
         # the schema row in the same transaction: no other writer ever sees the tables without it
         schema = ("schema", SCHEMA_VERSION)
         head = row_hash(GENESIS, "meta", 1, 1, schema)
@@ -407,7 +470,17 @@ class PgAuditStore(AuditStore):
                 " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                 " WHERE n.nspname = ? AND c.relname = ANY(?)",
                 (self.schema, list(COLUMNS))).fetchall()
+            policies = self.db.execute(
+                "SELECT c.relname, p.polname, p.polcmd, p.polpermissive, p.polroles = '{0}',"
+                " pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid)"
+                " FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid JOIN pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE n.nspname = ?", (self.schema,)).fetchall()
         out = {name: f"{definition} [{enabled}]" for name, definition, enabled in rows}
+        commands = {"r": "select", "a": "insert", "w": "update", "d": "delete", "*": "all"}
+        for table, name, cmd, permissive, public, using, check in policies:
+            out[f"policy {name} on {table}"] = (
+                _policy_text(commands.get(cmd, cmd), using, check)
+                + ("" if permissive and public else " (restrictive or for some roles)"))
         for name, kind, secured, children, rules in tables:
             out[f"table {name}"] = _table_kind(kind, rules, children, secured)
         for (src,) in body:
@@ -422,7 +495,11 @@ class PgAuditStore(AuditStore):
                          f"EXECUTE FUNCTION {FUNCTION}() [A]")
         out[f"function {FUNCTION}"] = " BEGIN RAISE EXCEPTION 'the audit log is append-only'; END "
         for table in COLUMNS:
-            out[f"table {table}"] = _table_kind("r", 0, 0, False)
+            out[f"table {table}"] = _table_kind("r", 0, 0, table in SHOE_TABLES)
+        for table in SHOE_TABLES:
+            out[f"policy {table}_read on {table}"] = _policy_text("select", "true", None)
+            out[f"policy {table}_pit on {table}"] = _policy_text("insert", None,
+                                                                 _own_shoe(table))
         return out
 
     # ---- writing: the chain's head read under its lock, at each commit ---------------------
@@ -519,7 +596,7 @@ class PgAuditStore(AuditStore):
                 rows = sum(self.db.execute(f"SELECT COUNT(*) FROM {t}", ()).fetchone()[0]
                            for t in COLUMNS)
                 if rows <= 1:
-                    self.db.execute("DROP TABLE " + ", ".join(COLUMNS)
+                    self.db.execute("DROP TABLE " + ", ".join((*COLUMNS, PIT_SHOES))
                                     + f"; DROP FUNCTION {FUNCTION}()")
                 self.db.execute("COMMIT")
         self.close()

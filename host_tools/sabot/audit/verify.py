@@ -95,13 +95,14 @@ def _check_triggers(store: AuditStore) -> None:
     have = {name: _norm(sql) for name, sql in store.triggers().items()}
     expected = store.expected_triggers()
     for name, sql in expected.items():
-        what = name if name.startswith(("function ", "table ")) else f"trigger {name}"
+        what = name if name.startswith(("function ", "table ", "policy ")) else f"trigger {name}"
         if name not in have:
             raise Broken(f"{what} is missing: the store was opened to edits")
         if have[name] != _norm(sql):
             raise Broken(f"{what} was altered: {have[name]}")
     for name in sorted(set(have) - set(expected)):  # e.g. one that silently drops new alarms
-        raise Broken(f"trigger {name} is not the store's: {have[name]}")
+        what = name if name.startswith("policy ") else f"trigger {name}"
+        raise Broken(f"{what} is not the store's: {have[name]}")
     tables = store.tables()
     for table in COLUMNS:
         if table not in tables:

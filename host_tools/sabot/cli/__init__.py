@@ -22,7 +22,7 @@ AREAS = (offline, virtual, shoe, store, pit, release)
 # `sabot --help` lists the commands in this order; a command not named here comes last
 ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serve", "replay",
          "audit", "settle", "firmware", "bench", "deploy", "verify-firmware", "provision", "soak",
-         "history", "status", "new-shoe", "resolve", "accounts", "shuffle")
+         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "shuffle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

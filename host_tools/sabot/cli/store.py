@@ -181,3 +181,36 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           "ended before they came, or they were deleted); check the store that "
                           "took them, then pass --allow-holes")
     return 0
+
+
+def pit_role_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", required=True, help="the floor's audit database (postgresql://...)")
+    p.add_argument("--role", required=True, metavar="NAME",
+                   help="the database role a pit's serve connects as (made beforehand: CREATE "
+                   "ROLE NAME LOGIN PASSWORD '...')")
+    p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF), action="append", default=[],
+                   metavar="ID", help="a shoe of that pit (repeat for each; decimal or 0x hex); "
+                   "a shoe with another pit moves here")
+
+
+@commands("pit-role", pit_role_args, help="let a pit's database role insert its shoes' rows only",
+          description="Row security per pit on a floor's PostgreSQL store: the role may read "
+          "every row and insert the rows of the shoes named, and nothing else (no UPDATE, "
+          "DELETE or TRUNCATE; no row of another pit's shoe). Run by IT with the store's "
+          "owning role; prints every shoe's pit after.",
+          example="sabot pit-role --db postgresql://it@db1/floor --role pit1 --shoe-id 0x5ab00001")
+def cmd_pit_role(args: argparse.Namespace) -> int:
+    from sabot.audit.store import AuditStore, is_server_url
+
+    if not is_server_url(args.db):
+        raise SabotError(f"{args.db} is a SQLite file, with one writer: row security per pit is "
+                         "for a floor's PostgreSQL store (--db postgresql://...)")
+    store = AuditStore(args.db)
+    try:
+        store.assign_pit(args.role, args.shoe_id)
+        pits = store.pits()
+    finally:
+        store.close()
+    for sid, role in sorted(pits.items()):
+        print(f"shoe {shoe_id_text(sid)}: role {role}")
+    return 0
