@@ -8,7 +8,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test check lint bench figures firmware deploy table clean venv socat postgres
+.PHONY: all demo test check lint bench figures firmware deploy table clean venv socat postgres golang
 
 all: test
 
@@ -51,6 +51,16 @@ postgres:
 		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q postgresql >/dev/null; }; }
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { echo "postgresql is missing and could not be installed"; exit 2; }
 
+# Go's own transparency-log code (golang.org/x/mod/sumdb/tlog and sumdb/note, Debian's
+# golang-golang-x-mod-dev, built offline in GOPATH mode): the independent implementation
+# tests/test_tlog.py checks sabot's tree, proofs and notes against.
+golang:
+	@ls /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog >/dev/null 2>&1 && command -v go >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev >/dev/null 2>&1 || \
+		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev >/dev/null; }; }
+	@command -v go >/dev/null 2>&1 || { echo "Go (golang-go, golang-golang-x-mod-dev) is missing and could not be installed"; exit 2; }
+
 # The exact-edge kernel: game/outcomes.c, arithmetic only (its tables come from game/*.py), built
 # with Debian's C compiler (installed when missing); edges.py loads it only when its compiled-in
 # CRC-32 is that of the outcomes.c beside it, and counts in Python (about 60 times slower)
@@ -86,7 +96,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
-test: $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
+test: $(STAMP) $(KERNEL) socat postgres golang /usr/bin/chromedriver
 	$(COMPILE)
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \

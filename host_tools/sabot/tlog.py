@@ -1,0 +1,226 @@
+"""A shoe's transparency log: the Merkle tree of RFC 6962 (section 2.1; RFC 9162 section 2.1
+for the proofs' verification) over the shoe's frames, and its C2SP tlog-checkpoint.
+
+No maintained Python library implements these; they are small, and this one is cross-checked
+against Go's golang.org/x/mod/sumdb/tlog (tests/test_tlog.py) and the RFC's own tree shapes.
+
+- A leaf is a frame's exact bytes; its hash SHA-256(0x00 || leaf), an inner node's
+  SHA-256(0x01 || left || right).
+- `RightEdge` is what a log's writer keeps to append and compute the root without the leaves:
+  the roots of the perfect subtrees the tree is made of, largest first (at most log2(n) + 1
+  hashes), as the shoe keeps it in its flash.
+- Proofs are made here from the leaf hashes (the host has them all: the audit store), and
+  checked with nothing but the proof, the sizes and the roots.
+- A checkpoint is the note text "<origin>\\n<size>\\n<base64 root>\\n" (extension lines after);
+  signing it is sabot/note.py's."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Sequence
+
+from sabot.errors import SabotError
+
+HASH_SIZE = 32
+EMPTY_ROOT = hashlib.sha256(b"").digest()  # RFC 6962: the root of the empty tree
+MAX_PROOF = 63  # hashes in any proof of a tree of up to 2^63 leaves (tlog-witness's limit)
+
+
+def leaf_hash(leaf: bytes) -> bytes:
+    return hashlib.sha256(b"\x00" + leaf).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def _split(n: int) -> int:
+    """The largest power of two smaller than n (n > 1): where RFC 6962 splits a tree of n."""
+    return 1 << ((n - 1).bit_length() - 1)
+
+
+def root(hashes: Sequence[bytes]) -> bytes:
+    """The tree head of the leaves whose hashes these are (RFC 6962 MTH)."""
+    if not hashes:
+        return EMPTY_ROOT
+    edge = RightEdge()
+    for h in hashes:
+        edge.append_hash(h)
+    return edge.root()
+
+
+def _subtree(hashes: Sequence[bytes], lo: int, hi: int) -> bytes:
+    n = hi - lo
+    if n == 1:
+        return hashes[lo]
+    k = _split(n)
+    return node_hash(_subtree(hashes, lo, lo + k), _subtree(hashes, lo + k, hi))
+
+
+class RightEdge:
+    """The roots of the perfect subtrees a tree of `size` leaves is made of, largest first:
+    enough to append a leaf and give the root, O(log n) hashes kept."""
+
+    def __init__(self, size: int = 0, hashes: Sequence[bytes] = ()) -> None:
+        if len(hashes) != bin(size).count("1"):
+            raise SabotError(f"a right edge of {size} leaves holds {bin(size).count('1')} "
+                             f"hashes, not {len(hashes)}")
+        self.size = size
+        self.hashes = list(hashes)
+
+    def append(self, leaf: bytes) -> None:
+        self.append_hash(leaf_hash(leaf))
+
+    def append_hash(self, h: bytes) -> None:
+        # each trailing 1 bit of the old size is a perfect subtree the new leaf completes
+        size = self.size
+        while size & 1:
+            h = node_hash(self.hashes.pop(), h)
+            size >>= 1
+        self.hashes.append(h)
+        self.size += 1
+
+    def root(self) -> bytes:
+        if not self.hashes:
+            return EMPTY_ROOT
+        h = self.hashes[-1]
+        for left in reversed(self.hashes[:-1]):
+            h = node_hash(left, h)
+        return h
+
+
+# ---- proofs ------------------------------------------------------------------------------------
+def inclusion_proof(hashes: Sequence[bytes], index: int, size: int | None = None) -> list[bytes]:
+    """The audit path of leaf `index` in the tree of the first `size` leaves (RFC 6962 PATH)."""
+    size = len(hashes) if size is None else size
+    if not 0 <= index < size <= len(hashes):
+        raise SabotError(f"no leaf {index} in a tree of {size}")
+    return _path(hashes, index, 0, size)
+
+
+def _path(hashes: Sequence[bytes], m: int, lo: int, hi: int) -> list[bytes]:
+    n = hi - lo
+    if n == 1:
+        return []
+    k = _split(n)
+    if m < k:
+        return _path(hashes, m, lo, lo + k) + [_subtree(hashes, lo + k, hi)]
+    return _path(hashes, m - k, lo + k, hi) + [_subtree(hashes, lo, lo + k)]
+
+
+def consistency_proof(hashes: Sequence[bytes], old: int, size: int | None = None) -> list[bytes]:
+    """The proof that the tree of `old` leaves is a prefix of the tree of `size` (RFC 6962
+    PROOF); empty when old is 0 or old == size."""
+    size = len(hashes) if size is None else size
+    if not 0 <= old <= size <= len(hashes):
+        raise SabotError(f"no consistency proof from {old} to {size} leaves")
+    if old in (0, size):
+        return []
+    return _subproof(hashes, old, 0, size, True)
+
+
+def _subproof(hashes: Sequence[bytes], m: int, lo: int, hi: int, whole: bool) -> list[bytes]:
+    n = hi - lo
+    if m == n:
+        return [] if whole else [_subtree(hashes, lo, hi)]
+    k = _split(n)
+    if m <= k:
+        return _subproof(hashes, m, lo, lo + k, whole) + [_subtree(hashes, lo + k, hi)]
+    return _subproof(hashes, m - k, lo + k, hi, False) + [_subtree(hashes, lo, lo + k)]
+
+
+def verify_inclusion(leaf_h: bytes, index: int, size: int, proof: Sequence[bytes],
+                     root_h: bytes) -> bool:
+    """RFC 9162 2.1.3.2: whether the leaf with hash `leaf_h` is leaf `index` of the tree of
+    `size` leaves whose root is `root_h`."""
+    if not 0 <= index < size or len(proof) > MAX_PROOF:
+        return False
+    fn, sn, r = index, size - 1, leaf_h
+    for p in proof:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            r = node_hash(r, p)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and r == root_h
+
+
+def verify_consistency(old: int, old_root: bytes, size: int, new_root: bytes,
+                       proof: Sequence[bytes]) -> bool:
+    """RFC 9162 2.1.4.2: whether the tree of `old` leaves with `old_root` is a prefix of the
+    tree of `size` leaves with `new_root`."""
+    if not 0 <= old <= size or len(proof) > MAX_PROOF:
+        return False
+    if old == 0:
+        return not proof  # every tree extends the empty one
+    if old == size:
+        return not proof and old_root == new_root
+    if not proof:
+        return False
+    path = list(proof)
+    if old & (old - 1) == 0:  # a power of two: the old root is the path's first node
+        path.insert(0, old_root)
+    fn, sn = old - 1, size - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr = node_hash(c, fr)
+            sr = node_hash(c, sr)
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            sr = node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and fr == old_root and sr == new_root
+
+
+# ---- checkpoints (C2SP tlog-checkpoint) --------------------------------------------------------
+class Checkpoint:
+    """A log's signed tree head, as note text: origin, size, root (and extension lines)."""
+
+    def __init__(self, origin: str, size: int, root_h: bytes,
+                 extensions: Sequence[str] = ()) -> None:
+        self.origin, self.size, self.root, self.extensions = origin, size, root_h, list(extensions)
+
+    def text(self) -> str:
+        return "".join(f"{line}\n" for line in (self.origin, str(self.size),
+                                                base64.b64encode(self.root).decode(),
+                                                *self.extensions))
+
+    @classmethod
+    def parse(cls, text: str) -> Checkpoint:
+        """A checkpoint's note text (signatures already split off): a SabotError naming what is
+        wrong with one that is not."""
+        if not text.endswith("\n"):
+            raise SabotError("a checkpoint ends with a newline")
+        lines = text[:-1].split("\n")
+        if len(lines) < 3:
+            raise SabotError("a checkpoint has an origin, a size and a root hash line")
+        origin, size, root_b64, *ext = lines
+        if not origin or any(not line for line in ext):
+            raise SabotError("a checkpoint's origin and extension lines are not empty")
+        if not size.isdigit() or (size != "0" and size.startswith("0")) or not size.isascii():
+            raise SabotError(f"a checkpoint's size is a decimal number, not {size!r}")
+        try:
+            h = base64.b64decode(root_b64, validate=True)
+        except ValueError:
+            h = b""
+        if len(h) != HASH_SIZE or base64.b64encode(h).decode() != root_b64:
+            raise SabotError("a checkpoint's root hash is 32 bytes of standard base64")
+        return cls(origin, int(size), h, ext)
