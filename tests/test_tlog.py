@@ -60,7 +60,7 @@ def test_every_proof_of_small_trees_holds_and_each_tampering_is_refused():
                 assert not tlog.verify_inclusion(hashes[i], i, n, [_flip(p[0]), *p[1:]], r)
                 assert not tlog.verify_inclusion(hashes[i], i, n, p[:-1], r)
             assert not tlog.verify_inclusion(hashes[i], (i + 1) % n, n, p, r) or n == 1
-        for m in range(0, n + 1):
+        for m in range(n + 1):
             old = tlog.root(hashes[:m])
             p = tlog.consistency_proof(hashes, m, n)
             assert tlog.verify_consistency(m, old, n, r, p)
