@@ -18,7 +18,7 @@ LAYERS = {
     "sabot.tlog": 2, "sabot.note": 2,
     "sabot.audit": 3,
     "sabot.link": 4,
-    "sabot.pit": 5, "sabot.virtual": 5,
+    "sabot.pit": 5, "sabot.virtual": 5, "sabot.witness": 5,
     "sabot.release": 6,
     "sabot.cli": 7, "sabot.__main__": 8,
 }

@@ -14,7 +14,7 @@ import stat
 from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from sabot.errors import SabotError
 
@@ -49,12 +49,13 @@ def xy(key: ec.EllipticCurvePublicKey) -> bytes:
     return n.x.to_bytes(32, "big") + n.y.to_bytes(32, "big")
 
 
-def private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def private_pem(key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
 
-def write_private(path: StrPath, key: ec.EllipticCurvePrivateKey) -> None:
+def write_private(path: StrPath, key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
+                  ) -> None:
     """A private key file, mode 0600, never over an existing file."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -74,6 +75,24 @@ def create(path: StrPath) -> CommandKey:
 
 def load_private(path: StrPath, what: str = "key file") -> ec.EllipticCurvePrivateKey:
     """A P-256 private key from a PEM file that only its owner can read."""
+    key = _owners_key(path, what)
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
+        raise SabotError(f"{path} is not a P-256 (secp256r1) private key")
+    return key
+
+
+def witness_key(path: StrPath) -> ed25519.Ed25519PrivateKey:
+    """A witness's Ed25519 key (its cosignatures'), created in a new 0600 file when missing."""
+    if not os.path.exists(path):
+        write_private(path, ed25519.Ed25519PrivateKey.generate())
+    key = _owners_key(path, "witness key file")
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
+        raise SabotError(f"{path} is not an Ed25519 private key (a witness's key is)")
+    return key
+
+
+def _owners_key(path: StrPath, what: str) -> object:
+    """The private key of a PEM file that only its owner can read."""
     try:
         st = os.stat(path)
     except OSError as e:
@@ -96,8 +115,6 @@ def load_private(path: StrPath, what: str = "key file") -> ec.EllipticCurvePriva
     except (ValueError, TypeError):
         raise SabotError(f"{path} is not a sabot {what} (no unencrypted PEM private key in it)"
                          ) from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
-        raise SabotError(f"{path} is not a P-256 (secp256r1) private key")
     return key
 
 

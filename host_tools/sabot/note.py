@@ -185,9 +185,15 @@ def open_note(note: str, verifiers: list[Verifier]) -> tuple[str, dict[str, int]
     """The text of a note and, by name, each trusted key whose signature verifies (with its
     cosignature's time, 0 for other types). Signatures of unknown keys are ignored; a known
     key's signature that fails, or no known key's at all, is a SabotError."""
+    text, good = verified(note, verifiers)
+    return text, {v.name: t for v, t in good}
+
+
+def verified(note: str, verifiers: list[Verifier]) -> tuple[str, list[tuple[Verifier, int]]]:
+    """open_note, with the very keys that verified (several of one name may be trusted)."""
     text, sigs = split(note)
     known = {(v.name, v.id): v for v in verifiers}
-    good: dict[str, int] = {}
+    good: list[tuple[Verifier, int]] = []
     for s in sigs:
         v = known.get((s.name, s.id))
         if v is None:
@@ -195,7 +201,7 @@ def open_note(note: str, verifiers: list[Verifier]) -> tuple[str, dict[str, int]
         t = v.verify(text, s.sig)
         if t is None:
             raise SabotError(f"the note's signature by {s.name} does not verify")
-        good[s.name] = t
+        good.append((v, t))
     if not good:
         raise SabotError("no signature on the note is by a key trusted here")
     return text, good

@@ -224,3 +224,8 @@ class Checkpoint:
         if len(h) != HASH_SIZE or base64.b64encode(h).decode() != root_b64:
             raise SabotError("a checkpoint's root hash is 32 bytes of standard base64")
         return cls(origin, int(size), h, ext)
+
+
+def origin(shoe_id: int) -> str:
+    """The origin line of a shoe's log: it names the shoe (a schema-less name, as C2SP asks)."""
+    return f"sabot.shoe/{shoe_id:08x}"

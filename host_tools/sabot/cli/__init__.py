@@ -11,18 +11,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sabot.cli import offline, pit, release, shoe, store, virtual
+from sabot.cli import offline, pit, release, shoe, store, virtual, witness
 from sabot.cli.options import HelpFormatter, Parser, VersionAction
 from sabot.errors import BAD_INPUT, INTERRUPTED, OK, SabotError
 
 __all__ = ["HelpFormatter", "build_parser", "main"]
 
-AREAS = (offline, virtual, shoe, store, pit, release)
+AREAS = (offline, virtual, shoe, store, pit, release, witness)
 
 # `sabot --help` lists the commands in this order; a command not named here comes last
 ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serve", "replay",
          "audit", "settle", "firmware", "bench", "deploy", "verify-firmware", "provision", "soak",
-         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "shuffle")
+         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "witness", "shuffle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -1,0 +1,215 @@
+"""The witness: C2SP tlog-witness add-checkpoint over each registered shoe's log.
+
+A witness is run by someone the casino is not (a regulator, a test lab). For every shoe of the
+registry it was given it trusts the shoe's result keys (the element's, signature type 0x02) for
+the checkpoints of the shoe's log (origin `tlog.origin(shoe_id)`), and it keeps, per log, the
+latest checkpoint it cosigned. A checkpoint is cosigned only when:
+- its origin is a registered shoe's (else 404) and a trusted key of that shoe signed it (403);
+- it is signed by the key that signed the first checkpoint this witness cosigned for that log
+  (403: a registry whose key was replaced later is caught here, at the first checkpoint after);
+- the old size the client gives is the witness's own latest size for that log (409, answering
+  that size as text/x.tlog.size), no larger than the new size (400);
+- the consistency proof from the witness's latest checkpoint to this one verifies (422), or, at
+  the same size, the root is the same (409: a fork).
+The check and the update of the log's row are one SQLite transaction (BEGIN IMMEDIATE), so two
+requests can never roll the log back. Every refusal of a checkpoint that a trusted key signed is
+kept as evidence (a fork, a failed proof, another key), with the request as it came."""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from sabot import note, tlog
+from sabot.errors import SabotError
+from sabot.registry import ShoeEntry
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS logs (origin TEXT PRIMARY KEY, size INTEGER NOT NULL,"
+    " root BLOB NOT NULL, checkpoint TEXT NOT NULL, key_id INTEGER NOT NULL,"
+    " cosigned_at INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS evidence (id INTEGER PRIMARY KEY, origin TEXT NOT NULL,"
+    " received_at REAL NOT NULL, reason TEXT NOT NULL, request TEXT NOT NULL)",
+)
+MAX_BODY = 64 * 1024  # an add-checkpoint request is a checkpoint and at most 63 hashes
+
+
+def default_name(key: ed25519.Ed25519PrivateKey) -> str:
+    """A witness's name when none is given: from its key, the same on every host."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw,
+                                        serialization.PublicFormat.Raw)
+    return f"sabot.witness/{hashlib.sha256(raw).hexdigest()[:16]}"
+
+
+@dataclass
+class Answer:
+    status: int
+    body: str
+    content_type: str = "text/plain; charset=utf-8"
+
+
+class Witness:
+    def __init__(self, db: str, key: ed25519.Ed25519PrivateKey, shoes: Mapping[int, ShoeEntry],
+                 name: str | None = None) -> None:
+        self.signer = note.Ed25519Signer(name or default_name(key), key, note.COSIGNATURE)
+        self.logs: dict[str, list[note.Verifier]] = {}
+        for sid, entry in shoes.items():
+            origin = tlog.origin(sid)
+            keys = (entry.public_key(k["version"]) for k in entry.public_keys)
+            self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
+        self.path = db
+        try:
+            self.db = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")  # cosigned only once it is on disk
+            for sql in SCHEMA:
+                self.db.execute(sql)
+        except sqlite3.Error as e:
+            raise SabotError(f"witness state {db}: {e}") from None
+
+    @property
+    def vkey(self) -> str:
+        return self.signer.verifier.vkey()
+
+    def latest(self, origin: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT size, root, checkpoint, key_id, cosigned_at FROM logs"
+                              " WHERE origin = ?", (origin,)).fetchone()
+        if row is None:
+            return None
+        return {"size": row[0], "root": bytes(row[1]), "checkpoint": row[2], "key_id": row[3],
+                "cosigned_at": row[4]}
+
+    def evidence(self) -> list[dict[str, Any]]:
+        return [{"origin": o, "received_at": t, "reason": r, "request": q} for o, t, r, q in
+                self.db.execute("SELECT origin, received_at, reason, request FROM evidence"
+                                " ORDER BY id")]
+
+    def add_checkpoint(self, body: bytes) -> Answer:
+        """One add-checkpoint request's body; the answer tlog-witness specifies."""
+        try:
+            old, proof, signed = parse_request(body)
+            text, _ = note.split(signed)
+            cp = tlog.Checkpoint.parse(text)
+        except SabotError as e:
+            return Answer(400, f"{e}\n")
+        trusted = self.logs.get(cp.origin)
+        if trusted is None:
+            return Answer(404, f"no log {cp.origin} is known to this witness\n")
+        try:
+            _, good = note.verified(signed, trusted)
+        except SabotError as e:
+            return Answer(403, f"{e}\n")
+        if old > cp.size:
+            return Answer(400, f"old size {old} is larger than the checkpoint's {cp.size}\n")
+        request = body.decode()
+        try:
+            self.db.execute("BEGIN IMMEDIATE")  # checked and updated as one
+            answer = self._decide(cp, old, proof, good[0][0].id, request, text)
+            self.db.execute("COMMIT")
+        except sqlite3.Error as e:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            return Answer(503, f"witness state {self.path}: {e}\n")
+        return answer
+
+    def _decide(self, cp: tlog.Checkpoint, old: int, proof: list[bytes], kid: int,
+                request: str, text: str) -> Answer:
+        row = self.latest(cp.origin)
+        have = row["size"] if row else 0
+        if old != have:
+            return Answer(409, f"{have}\n", "text/x.tlog.size")
+        if row is not None and kid != row["key_id"]:
+            return self._refuse(cp, request, 403, "signed by another key than the one that "
+                                f"signed this log's first checkpoint here (key ID {kid:08x}, "
+                                f"not {row['key_id']:08x})")
+        old_root = row["root"] if row else tlog.EMPTY_ROOT
+        if old == cp.size and row is not None and cp.root != old_root:
+            return self._refuse(cp, request, 409, f"a fork: size {cp.size} with another root "
+                                "than the one this witness cosigned")
+        if not tlog.verify_consistency(old, old_root, cp.size, cp.root, proof):
+            return self._refuse(cp, request, 422, f"the consistency proof from {old} to "
+                                f"{cp.size} does not verify")
+        now = int(time.time())
+        self.db.execute("INSERT INTO logs (origin, size, root, checkpoint, key_id, cosigned_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET"
+                        " size = excluded.size, root = excluded.root,"
+                        " checkpoint = excluded.checkpoint, cosigned_at = excluded.cosigned_at",
+                        (cp.origin, cp.size, cp.root, text, kid, now))
+        return Answer(200, self.signer.sign(text, timestamp=now))
+
+    def _refuse(self, cp: tlog.Checkpoint, request: str, status: int, reason: str) -> Answer:
+        self.db.execute("INSERT INTO evidence (origin, received_at, reason, request)"
+                        " VALUES (?, ?, ?, ?)", (cp.origin, time.time(), reason, request))
+        return Answer(status, f"{reason}\n")
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def parse_request(body: bytes) -> tuple[int, list[bytes], str]:
+    """An add-checkpoint body: "old N\\n", proof lines, an empty line, the signed checkpoint."""
+    if len(body) > MAX_BODY:
+        raise SabotError(f"a request of over {MAX_BODY} bytes")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SabotError("the request is not UTF-8") from None
+    head, sep, signed = text.partition("\n\n")
+    if not sep:
+        raise SabotError("no empty line before the checkpoint")
+    lines = head.split("\n")
+    word, _, size = lines[0].partition(" ")
+    if word != "old" or not size.isdigit() or not size.isascii() or (
+            size != "0" and size.startswith("0")):
+        raise SabotError("the first line is `old <size>`")
+    proof = []
+    for line in lines[1:]:
+        try:
+            h = base64.b64decode(line, validate=True)
+        except ValueError:
+            h = b""
+        if len(h) != tlog.HASH_SIZE:
+            raise SabotError("a consistency proof line is one base64 SHA-256 hash")
+        proof.append(h)
+    if len(proof) > tlog.MAX_PROOF:
+        raise SabotError(f"over {tlog.MAX_PROOF} consistency proof lines")
+    return int(size), proof, signed
+
+
+def request_body(old: int, proof: list[bytes], signed: str) -> bytes:
+    """What a log (a pit host) posts to add-checkpoint."""
+    return ("".join([f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof),
+                     "\n", signed])).encode()
+
+
+def app(witness: Witness) -> Any:
+    """The witness's HTTP service: POST /add-checkpoint, and GET /logs (what it holds)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def add_checkpoint(request: Request) -> Response:
+        body = await request.body()
+        a = witness.add_checkpoint(body)
+        return Response(a.body, status_code=a.status, media_type=a.content_type)
+
+    async def logs(request: Request) -> Response:
+        rows = witness.db.execute("SELECT origin, size, checkpoint, cosigned_at FROM logs"
+                                  " ORDER BY origin").fetchall()
+        return JSONResponse({"witness": witness.vkey, "logs": [
+            {"origin": o, "size": n, "checkpoint": c, "cosigned_at": t} for o, n, c, t in rows],
+            "evidence": len(witness.evidence())})
+
+    return Starlette(routes=[Route("/add-checkpoint", add_checkpoint, methods=["POST"]),
+                             Route("/logs", logs)])

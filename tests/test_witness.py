@@ -1,0 +1,196 @@
+"""The witness (sabot/witness/service.py, `sabot witness`): C2SP tlog-witness add-checkpoint over
+a registered shoe's log. It cosigns a checkpoint the shoe's key signed, consistent with the last
+one it cosigned, and answers each refusal the spec names (404 an unknown log, 403 no trusted
+signature or another key than the log's first, 400 a malformed request or an old size past the
+new, 409 an old size not its own and a fork, 422 a failed consistency proof), keeping the
+evidence of every signed checkpoint it refused; its state survives a restart; `sabot witness`
+serves it over HTTP and prints its verifier key."""
+
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+from sabot import keys, note, tlog
+from sabot.registry import Registry, ShoeEntry
+from sabot.witness.service import Witness, request_body
+
+from kit import SABOT
+from kit.procs import free_port_for_tests
+
+SHOE = 0x5AB0_0001
+
+
+class Log:
+    """A shoe's log as the shoe would head it: frames appended, checkpoints signed by its key."""
+
+    def __init__(self, key, shoe_id=SHOE, tag=b"frame"):
+        self.key, self.origin, self.tag = key, tlog.origin(shoe_id), tag
+        self.hashes = []
+        self.verifier = note.ecdsa_verifier(self.origin, key.public_key())
+
+    def grow(self, n):
+        self.hashes += [tlog.leaf_hash(self.tag + b" %d" % i)
+                        for i in range(len(self.hashes), len(self.hashes) + n)]
+
+    def checkpoint(self, size=None, key=None):
+        size = len(self.hashes) if size is None else size
+        text = tlog.Checkpoint(self.origin, size, tlog.root(self.hashes[:size])).text()
+        k = key or self.key
+        v = note.ecdsa_verifier(self.origin, k.public_key())
+        return text + "\n" + note.signature_line(self.origin, v.id, k.sign(
+            text.encode(), ec.ECDSA(hashes.SHA256())))
+
+    def request(self, old, size=None, proof=None, key=None):
+        size = len(self.hashes) if size is None else size
+        proof = tlog.consistency_proof(self.hashes, old, size) if proof is None else proof
+        return request_body(old, proof, self.checkpoint(size, key))
+
+
+def entry_for(key, shoe_id=SHOE):
+    e = ShoeEntry(shoe_id)
+    e.add_public_key(1, keys.public_pem(key.public_key()))
+    return e
+
+
+@pytest.fixture
+def shoe_key():
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+@pytest.fixture
+def witness(tmp_path, shoe_key):
+    w = Witness(str(tmp_path / "w.db"), ed25519.Ed25519PrivateKey.generate(),
+                {SHOE: entry_for(shoe_key)}, "regulator.example/w1")
+    yield w
+    w.close()
+
+
+def cosigned(witness, log, answer):
+    """The checkpoint with the witness's answer appended: verified with the witness's key."""
+    assert answer.status == 200, answer.body
+    text, good = note.open_note(log.checkpoint() + answer.body,
+                                [note.Verifier.parse(witness.vkey)])
+    assert abs(good["regulator.example/w1"] - time.time()) < 60
+    return text
+
+
+def test_it_cosigns_a_growing_log_and_only_from_its_own_latest_size(witness, shoe_key):
+    log = Log(shoe_key)
+    log.grow(4)
+    cosigned(witness, log, witness.add_checkpoint(log.request(0)))
+    log.grow(6)
+    text = cosigned(witness, log, witness.add_checkpoint(log.request(4)))
+    assert tlog.Checkpoint.parse(text).size == 10 and witness.latest(log.origin)["size"] == 10
+    stale = witness.add_checkpoint(log.request(4))  # a client behind the witness is told its size
+    assert (stale.status, stale.body, stale.content_type) == (409, "10\n", "text/x.tlog.size")
+    again = witness.add_checkpoint(log.request(10))  # the same checkpoint again: cosigned
+    assert again.status == 200
+    assert witness.evidence() == []
+
+
+def test_a_fork_a_bad_proof_and_another_key_are_refused_and_kept_as_evidence(witness,
+                                                                           shoe_key):
+    log = Log(shoe_key)
+    log.grow(8)
+    assert witness.add_checkpoint(log.request(0)).status == 200
+    fork = Log(shoe_key, tag=b"rewritten")  # the same shoe's key, another history of 8
+    fork.grow(8)
+    forked = fork.request(8)
+    a = witness.add_checkpoint(forked)
+    assert a.status == 409 and "fork" in a.body
+    log.grow(4)
+    proof = tlog.consistency_proof(log.hashes, 8, 12)
+    bad = witness.add_checkpoint(log.request(8, proof=[bytes(32), *proof[1:]]))
+    assert bad.status == 422
+    reason = [e["reason"] for e in witness.evidence()]
+    assert len(reason) == 2 and "fork" in reason[0] and "consistency" in reason[1]
+    assert witness.latest(log.origin)["size"] == 8  # nothing refused moved the log
+    assert witness.evidence()[0]["request"] == forked.decode()  # the request as it came
+
+
+def test_a_substituted_key_is_refused_though_the_registry_now_names_it(tmp_path, shoe_key):
+    """An insider replaces the shoe's version-1 key in the registry and re-signs a history: the
+    witness, restarted with that registry, trusts the new key's signature but not as this log's
+    (its first checkpoint here was signed by the genuine key)."""
+    db = str(tmp_path / "w.db")
+    wkey = ed25519.Ed25519PrivateKey.generate()
+    w = Witness(db, wkey, {SHOE: entry_for(shoe_key)}, "regulator.example/w1")
+    log = Log(shoe_key)
+    log.grow(5)
+    assert w.add_checkpoint(log.request(0)).status == 200
+    w.close()
+    forged_key = ec.generate_private_key(ec.SECP256R1())
+    w = Witness(db, wkey, {SHOE: entry_for(forged_key)}, "regulator.example/w1")
+    try:
+        assert w.latest(log.origin)["size"] == 5  # its state survived the restart
+        log.grow(3)
+        a = w.add_checkpoint(log.request(5, key=forged_key))
+        assert a.status == 403 and "another key" in a.body
+        assert len(w.evidence()) == 1
+    finally:
+        w.close()
+
+
+def test_each_malformed_or_untrusted_request_gets_its_status(witness, shoe_key):
+    log = Log(shoe_key)
+    log.grow(3)
+    stranger = Log(shoe_key, shoe_id=0x5AB0_0099)
+    stranger.grow(3)
+    assert witness.add_checkpoint(stranger.request(0)).status == 404
+    other = ec.generate_private_key(ec.SECP256R1())
+    assert witness.add_checkpoint(log.request(0, key=other)).status == 403
+    assert witness.add_checkpoint(log.request(4, size=3, proof=[])).status == 400
+    for body in (b"", b"old x\n\n" + log.checkpoint().encode(), b"\xff\xfe",
+                 b"old 0\nnot-base64!\n\n" + log.checkpoint().encode(),
+                 b"old 0\n\n" + log.checkpoint().replace("\n3\n", "\n03\n").encode()):
+        assert witness.add_checkpoint(body).status in (400, 403), body
+    assert witness.latest(log.origin) is None and witness.evidence() == []
+
+
+@pytest.mark.board
+def test_sabot_witness_serves_add_checkpoint_and_prints_its_vkey(tmp_path, shoe_key):
+    key = tmp_path / "w.key"
+    r = subprocess.run([*SABOT, "witness", "--key", str(key), "--vkey"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and oct(os.stat(key).st_mode & 0o777) == "0o600"
+    vkey = r.stdout.strip()
+    witness_verifier = note.Verifier.parse(vkey)
+    assert witness_verifier.kind == note.COSIGNATURE
+    reg = Registry(str(tmp_path / "shoes.json"))
+    reg.put(entry_for(shoe_key))
+    port = free_port_for_tests()
+    proc = subprocess.Popen([*SABOT, "witness", "--key", str(key), "--db",
+                             str(tmp_path / "w.db"), "--registry", str(tmp_path / "shoes.json"),
+                             "--listen", f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
+    try:
+        log = Log(shoe_key)
+        log.grow(7)
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(url + "/logs", timeout=5).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        req = urllib.request.Request(url + "/add-checkpoint", data=log.request(0), method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            cosig = resp.read().decode()
+        _, good = note.open_note(log.checkpoint() + cosig, [witness_verifier])
+        assert set(good) == {witness_verifier.name}
+        with pytest.raises(urllib.error.HTTPError) as stale:
+            urllib.request.urlopen(urllib.request.Request(
+                url + "/add-checkpoint", data=log.request(3, size=7, proof=tlog.consistency_proof(
+                    log.hashes, 3, 7)), method="POST"), timeout=10)
+        assert stale.value.code == 409 and stale.value.read() == b"7\n"
+        held = json.loads(urllib.request.urlopen(url + "/logs", timeout=5).read())
+        assert held["witness"] == vkey and held["logs"][0]["size"] == 7
+    finally:
+        proc.send_signal(2)
+        assert proc.wait(20) == 0, proc.stderr.read()
