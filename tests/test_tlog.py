@@ -115,10 +115,17 @@ def test_notes_sign_verify_and_refuse_what_they_should():
 # ---- against Go's sumdb/tlog and sumdb/note -------------------------------------------------
 @pytest.fixture(scope="module")
 def go_tlog(tmp_path_factory):  # a process: its tests are marked board
-    go = shutil.which("go")
-    if go is None or not Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/tlog").is_dir():
-        pytest.fail("Go's sumdb/tlog is missing: run `make test` (it installs golang-go and "
-                    "golang-golang-x-mod-dev)")
+    import time
+
+    end = time.monotonic() + 300  # make test installs it beside the tests when it is missing
+    log = Path("/tmp/sabot-go-install.log")  # the Makefile's GO_INSTALL_LOG
+    while (go := shutil.which("go")) is None or not Path(
+            "/usr/share/gocode/src/golang.org/x/mod/sumdb/tlog/tlog.go").is_file() or (
+            log.exists() and not Path(f"{log}.done").exists()):
+        if time.monotonic() > end:
+            pytest.fail("Go's sumdb/tlog is missing: run `make test` (it installs golang-go "
+                        "and golang-golang-x-mod-dev; see /tmp/sabot-go-install.log)")
+        time.sleep(1)
     out = tmp_path_factory.mktemp("go") / "tlogcheck"
     env = dict(os.environ, GO111MODULE="off", GOPATH="/usr/share/gocode",
                GOCACHE=str(out.parent / "cache"), GOFLAGS="")
