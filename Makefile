@@ -28,17 +28,20 @@ $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml pypr
 
 venv: $(STAMP)
 
+# Debian packages the tests need, installed when missing: each apt run waits for another's lock
+# (Go's install runs beside the rest, see golang:).
+APT := apt-get -o DPkg::Lock::Timeout=600
 # The browser tests drive Debian's headless Chromium with its chromedriver (no browser download).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 /usr/bin/chromedriver:
-	$(SUDO) apt-get install -y chromium chromium-driver || { $(SUDO) apt-get update && \
-		$(SUDO) apt-get install -y chromium chromium-driver; }
+	$(SUDO) $(APT) install -y chromium chromium-driver || { $(SUDO) $(APT) update && \
+		$(SUDO) $(APT) install -y chromium chromium-driver; }
 # socat bridges a pseudo-terminal to the virtual board in the tests (a shoe as a real tty).
 socat:
 	@command -v socat >/dev/null 2>&1 || { \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get install -y -q socat >/dev/null 2>&1 || \
-		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q socat >/dev/null; }; }
+		$$SUDO $(APT) install -y -q socat >/dev/null 2>&1 || \
+		{ $$SUDO $(APT) update -q >/dev/null 2>&1 && $$SUDO $(APT) install -y -q socat >/dev/null; }; }
 	@command -v socat >/dev/null 2>&1 || { echo "socat is missing and could not be installed"; exit 2; }
 
 # The PostgreSQL audit store's tests start their own servers (tests/kit/pg.py: initdb and pg_ctl in
@@ -47,23 +50,23 @@ socat:
 postgres:
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get install -y -q postgresql >/dev/null 2>&1 || \
-		{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q postgresql >/dev/null; }; }
+		$$SUDO $(APT) install -y -q postgresql >/dev/null 2>&1 || \
+		{ $$SUDO $(APT) update -q >/dev/null 2>&1 && $$SUDO $(APT) install -y -q postgresql >/dev/null; }; }
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { echo "postgresql is missing and could not be installed"; exit 2; }
 
 # Go's own transparency-log code (golang.org/x/mod/sumdb/tlog and sumdb/note, Debian's
 # golang-golang-x-mod-dev, built offline in GOPATH mode): the independent implementation
 # tests/test_tlog.py checks sabot's tree, proofs and notes against. Installed when missing in the
-# background, after every other package (so no two apt runs meet), while the tests run: its
-# tests wait for it (GO_INSTALL_LOG says how it went).
+# background, first, while the venv is made and the tests run (other installs wait for its lock):
+# its tests wait for it (GO_INSTALL_LOG says how it went).
 GO_INSTALL_LOG ?= /tmp/sabot-go-install.log
 golang:
 	@if ls /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog >/dev/null 2>&1 && command -v go >/dev/null 2>&1; then :; else \
 		echo "installing Go (golang-go, golang-golang-x-mod-dev) beside the tests: $(GO_INSTALL_LOG)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		rm -f $(GO_INSTALL_LOG).done; \
-		nohup sh -c "$$SUDO apt-get install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev || \
-			{ $$SUDO apt-get update -q && $$SUDO apt-get install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev; }; \
+		nohup sh -c "$$SUDO $(APT) install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev || \
+			{ $$SUDO $(APT) update -q && $$SUDO $(APT) install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev; }; \
 			touch $(GO_INSTALL_LOG).done" >$(GO_INSTALL_LOG) 2>&1 </dev/null & fi
 
 # The exact-edge kernel: game/outcomes.c, arithmetic only (its tables come from game/*.py), built
@@ -72,8 +75,8 @@ golang:
 # without it. The validator's watch recomputes every offered wager's exact edge after each round.
 KERNEL := host_tools/sabot/game/_outcomes.so
 $(KERNEL): host_tools/sabot/game/outcomes.c
-	@command -v cc >/dev/null 2>&1 || { $(SUDO) apt-get install -y -q gcc libc6-dev >/dev/null || \
-		{ $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q gcc libc6-dev >/dev/null; }; }
+	@command -v cc >/dev/null 2>&1 || { $(SUDO) $(APT) install -y -q gcc libc6-dev >/dev/null || \
+		{ $(SUDO) $(APT) update -q >/dev/null && $(SUDO) $(APT) install -y -q gcc libc6-dev >/dev/null; }; }
 	cc -O3 -funroll-loops -Wall -Wextra -shared -fPIC -o $@ $< -DSOURCE_CRC=$$($(PYTHON) -c \
 		"import sys, zlib; print(zlib.crc32(open(sys.argv[1], 'rb').read()))" $<)u
 
@@ -101,7 +104,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
-test: $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver golang
+test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
 	$(COMPILE)
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \
