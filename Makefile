@@ -60,13 +60,16 @@ postgres:
 # background, first, while the venv is made and the tests run (other installs wait for its lock):
 # its tests wait for it (GO_INSTALL_LOG says how it went).
 GO_INSTALL_LOG ?= /tmp/sabot-go-install.log
+# what the tests never read of it is not unpacked (its manuals, documents and Go's own test data)
+GO_LEAN := -o DPkg::Options::=--path-exclude=/usr/share/man/* -o DPkg::Options::=--path-exclude=/usr/share/doc/* \
+	-o DPkg::Options::=--path-exclude=/usr/share/go-1.*/test/* -o DPkg::Options::=--path-exclude=/usr/share/go-1.*/src/*/testdata/*
 golang:
 	@if ls /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog >/dev/null 2>&1 && command -v go >/dev/null 2>&1; then :; else \
 		echo "installing Go (golang-go, golang-golang-x-mod-dev) beside the tests: $(GO_INSTALL_LOG)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		rm -f $(GO_INSTALL_LOG).done; \
-		nohup sh -c "$$SUDO $(APT) install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev || \
-			{ $$SUDO $(APT) update -q && $$SUDO $(APT) install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev; }; \
+		nohup sh -c "$$SUDO $(APT) $(GO_LEAN) install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev || \
+			{ $$SUDO $(APT) update -q && $$SUDO $(APT) $(GO_LEAN) install -y -q --no-install-recommends golang-go golang-golang-x-mod-dev; }; \
 			touch $(GO_INSTALL_LOG).done" >$(GO_INSTALL_LOG) 2>&1 </dev/null & fi
 
 # The exact-edge kernel: game/outcomes.c, arithmetic only (its tables come from game/*.py), built
