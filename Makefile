@@ -61,8 +61,8 @@ postgres:
 # its tests wait for it (GO_INSTALL_LOG says how it went).
 GO_INSTALL_LOG ?= /tmp/sabot-go-install.log
 # what the tests never read of it is not unpacked (its manuals, documents and Go's own test data)
-GO_LEAN := -o DPkg::Options::=--path-exclude=/usr/share/man/* -o DPkg::Options::=--path-exclude=/usr/share/doc/* \
-	-o DPkg::Options::=--path-exclude=/usr/share/go-1.*/test/* -o DPkg::Options::=--path-exclude=/usr/share/go-1.*/src/*/testdata/*
+GO_LEAN := -o 'DPkg::Options::=--path-exclude=/usr/share/man/*' -o 'DPkg::Options::=--path-exclude=/usr/share/doc/*' \
+	-o 'DPkg::Options::=--path-exclude=/usr/share/go-1.*/test/*' -o 'DPkg::Options::=--path-exclude=/usr/share/go-1.*/src/*/testdata/*'
 golang:
 	@if ls /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog >/dev/null 2>&1 && command -v go >/dev/null 2>&1; then :; else \
 		echo "installing Go (golang-go, golang-golang-x-mod-dev) beside the tests: $(GO_INSTALL_LOG)"; \
