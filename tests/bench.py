@@ -806,6 +806,42 @@ def bench_floor():
             "failover_s": round(failover_s, 2), "failover_misstored_rounds": misstored}
 
 
+def bench_witness(n=1000):
+    """A witness's add-checkpoint (sabot/witness/service.py, in this process, its SQLite state
+    on disk with synchronous=FULL): a shoe's log growing a frame at a time, each checkpoint
+    signed by the shoe's key and sent with its consistency proof from the last."""
+    import tempfile
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+    from sabot import keys, note, tlog
+    from sabot.registry import ShoeEntry
+    from sabot.witness.service import Witness, request_body
+
+    shoe = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(0x5AB0_0001)
+    entry.add_public_key(1, keys.public_pem(shoe.public_key()))
+    origin = tlog.origin(entry.shoe_id)
+    signer = note.ecdsa_verifier(origin, shoe.public_key())
+    hashes_, bodies = [], []
+    for i in range(n):
+        hashes_.append(tlog.leaf_hash(b"frame %d" % i))
+        text = tlog.Checkpoint(origin, i + 1, tlog.root(hashes_)).text()
+        sig = shoe.sign(text.encode(), ec.ECDSA(hashes.SHA256()))
+        bodies.append(request_body(i, tlog.consistency_proof(hashes_, i, i + 1),
+                                   text + "\n" + note.signature_line(origin, signer.id, sig)))
+    with tempfile.TemporaryDirectory() as tmp:
+        w = Witness(f"{tmp}/w.db", ed25519.Ed25519PrivateKey.generate(), {entry.shoe_id: entry})
+        t = time.perf_counter()
+        for body in bodies:
+            assert w.add_checkpoint(body).status == 200
+        spent = time.perf_counter() - t
+        w.close()
+    return {"checkpoints": n, "add_checkpoints_per_s": int(n / spent),
+            "add_checkpoint_ms": round(spent / n * 1000, 2)}
+
+
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
             "audit": bench_audit, "reliability": bench_reliability}
 SECTIONS["edges"] = bench_edges
@@ -817,6 +853,7 @@ SECTIONS["demo"] = bench_demo
 SECTIONS["build"] = bench_build
 SECTIONS["suite"] = bench_suite
 SECTIONS["floor"] = bench_floor
+SECTIONS["witness"] = bench_witness
 
 _SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
          "mismatched", "unended", "faults", "mistakes", "rejected", "alarms", "board_boots",
@@ -843,6 +880,7 @@ LABELS = {
              "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms",
              "p256_verify_us"),
     "audit": ("shoes", "frames", "rounds", "rows", "audit_verify_s", "frames_per_s"),
+    "witness": ("checkpoints", "add_checkpoints_per_s", "add_checkpoint_ms"),
     "floor": ("rounds_per_s", "tables", "writers", "verify_frames_per_s",
               "verify_month_100_tables_projected_h", "ack_tables", "ack_reads", "ack_p50_ms",
               "ack_p99_ms", "failover_s", "failover_misstored_rounds"),
