@@ -18,7 +18,9 @@ kept as evidence (a fork, a failed proof, another key), with the request as it c
 from __future__ import annotations
 
 import base64
+import contextlib
 import sqlite3
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ SCHEMA = (
     " received_at REAL NOT NULL, reason TEXT NOT NULL, request TEXT NOT NULL)",
 )
 MAX_BODY = 64 * 1024  # an add-checkpoint request is a checkpoint and at most 63 hashes
+MAX_SIZE = 2**63 - 1  # SQLite's largest INTEGER; a tree of more needs over 63 proof hashes
 
 
 def default_name(key: ed25519.Ed25519PrivateKey) -> str:
@@ -68,6 +71,7 @@ class Witness:
             keys = (entry.public_key(k["version"]) for k in entry.public_keys)
             self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
         self.path = db
+        self._lock = threading.Lock()  # one connection: its transaction is every thread's
         try:
             self.db = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -111,15 +115,20 @@ class Witness:
             return Answer(403, f"{e}\n")
         if old > cp.size:
             return Answer(400, f"old size {old} is larger than the checkpoint's {cp.size}\n")
+        if cp.size > MAX_SIZE:
+            return Answer(400, f"a checkpoint of over {MAX_SIZE} leaves\n")
         request = body.decode()
-        try:
-            self.db.execute("BEGIN IMMEDIATE")  # checked and updated as one
-            answer = self._decide(cp, old, proof, good[0][0].id, request, text)
-            self.db.execute("COMMIT")
-        except sqlite3.Error as e:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            return Answer(503, f"witness state {self.path}: {e}\n")
+        with self._lock:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")  # checked and updated as one
+                answer = self._decide(cp, old, proof, good[0][0].id, request, text)
+                self.db.execute("COMMIT")
+            except sqlite3.Error as e:
+                return Answer(503, f"witness state {self.path}: {e}\n")
+            finally:  # whatever went wrong, the write lock is not kept
+                if self.db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.db.execute("ROLLBACK")
         return answer
 
     def _decide(self, cp: tlog.Checkpoint, old: int, proof: list[bytes], kid: int,
@@ -169,8 +178,8 @@ def parse_request(body: bytes) -> tuple[int, list[bytes], str]:
         raise SabotError("no empty line before the checkpoint")
     lines = head.split("\n")
     word, _, size = lines[0].partition(" ")
-    if word != "old" or not size.isdigit() or not size.isascii() or (
-            size != "0" and size.startswith("0")):
+    if word != "old" or not size.isdigit() or not size.isascii() or len(size) > 19 or (
+            size != "0" and size.startswith("0")) or int(size) > MAX_SIZE:
         raise SabotError("the first line is `old <size>`")
     proof = []
     for line in lines[1:]:
