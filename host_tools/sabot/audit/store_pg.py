@@ -242,10 +242,17 @@ class _Connection:
         deadline = deadline if deadline is not None else start + self.patience
         said = 0.0 if self.say is not None else float("inf")
         while True:
+            con = None
             try:
                 con = self._connect()
+                self._remake(con)
                 break
             except psycopg.OperationalError as e:
+                if con is not None:
+                    if not (con.closed or con.broken):  # the server answered: no loss to wait out
+                        con.close()
+                        raise
+                    con.close()  # lost again while its session was made: tried again whole
                 now = time.monotonic()
                 if now >= deadline or (self.stopping is not None and self.stopping.is_set()):
                     raise
@@ -256,6 +263,14 @@ class _Connection:
                              "(nothing is acknowledged meanwhile: the shoes keep it)")
                     said = now
                 time.sleep(RETRY_PAUSE)
+        self.con = con
+        if self.say is not None and self.lost_since is not None:
+            self.say(f"audit database {self.shown} back after "
+                     f"{time.monotonic() - self.lost_since:.1f} s")
+        self.lost_since = None
+
+    def _remake(self, con: psycopg.Connection[Any]) -> None:
+        """The session's state made again on a new connection (reconnect())."""
         for sql, args, must in self.setup:
             cur = con.execute(sql.replace("?", "%s"), args) if args else \
                 con.execute(sql.encode())
@@ -263,11 +278,6 @@ class _Connection:
                 con.close()
                 raise SabotError(f"audit database {self.shown}: after the server came back, "
                                  "another validator holds one of this one's shoes")
-        self.con = con
-        if self.say is not None and self.lost_since is not None:
-            self.say(f"audit database {self.shown} back after "
-                     f"{time.monotonic() - self.lost_since:.1f} s")
-        self.lost_since = None
 
     def close(self) -> None:
         self.con.close()
