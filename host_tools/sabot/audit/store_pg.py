@@ -393,7 +393,13 @@ class PgAuditStore(AuditStore):
     def assign_pit(self, role: str, shoe_ids: Sequence[int]) -> None:
         """Row security per pit: the database role `role` may insert rows of these shoes only
         (each shoe moved from any pit it was with) and read every row; its grants: SELECT on
-        the store's tables, INSERT on the chained ones (never UPDATE, DELETE or TRUNCATE)."""
+        the store's tables, INSERT on the chained ones (never UPDATE, DELETE or TRUNCATE). A
+        role named in pit_shoes for no shoe is held to none (the policy's words for IT's), so
+        a pit is never left so: one given no shoe is refused, and one whose last shoe moves to
+        another pit loses its INSERT."""
+        if not shoe_ids:
+            raise SabotError(f"no shoe named for role {role!r}: a role with no shoe in "
+                             f"{PIT_SHOES} could insert every shoe's rows")
         try:
             if not self.db.execute("SELECT 1 FROM pg_roles WHERE rolname = ?", (role,)
                                    ).fetchone():
@@ -403,10 +409,20 @@ class PgAuditStore(AuditStore):
             self.db.execute(self.BEGIN_WRITE)
             self.db.execute(f"GRANT SELECT ON {', '.join((*COLUMNS, PIT_SHOES))} TO {ident}")
             self.db.execute(f"GRANT INSERT ON {', '.join(COLUMNS)} TO {ident}")
+            moved_from = {r for (r,) in self.db.execute(
+                f"SELECT DISTINCT role FROM {PIT_SHOES} WHERE shoe_id = ANY(?) AND role <> ?",
+                (list(shoe_ids), role)).fetchall()}
             for sid in shoe_ids:
                 self.db.execute(f"INSERT INTO {PIT_SHOES} (shoe_id, role) VALUES (?, ?)"
                                 " ON CONFLICT (shoe_id) DO UPDATE SET role = EXCLUDED.role",
                                 (sid, role))
+            for pit in sorted(moved_from):
+                if self.db.execute(f"SELECT 1 FROM {PIT_SHOES} WHERE role = ?", (pit,)
+                                   ).fetchone() or not self.db.execute(
+                        "SELECT 1 FROM pg_roles WHERE rolname = ?", (pit,)).fetchone():
+                    continue
+                left = psycopg.sql.Identifier(pit).as_string(self.db.con)
+                self.db.execute(f"REVOKE INSERT ON {', '.join(COLUMNS)} FROM {left}")
             self.db.execute("COMMIT")
         except psycopg.Error as e:
             with contextlib.suppress(psycopg.Error):
