@@ -257,3 +257,24 @@ def test_a_pit_is_never_left_with_no_shoe_and_so_with_every_shoes_rows(server, t
     with pytest.raises(SabotError, match="permission denied"):
         v.receive(cap[:2000])
     v.store.close()
+
+
+def test_a_frameless_alarm_naming_no_shoe_is_found(server):  # noqa: F811
+    """Row security lets a pit's role insert rows naming no shoe (a frame too damaged to name
+    one); a missing_shoe_end alarm on no frame and no shoe, which no validator raises (it names
+    its shoe), is found by audit verify."""
+    import secrets
+
+    url = server.database()
+    AuditStore(url).close()
+    role = f"pit_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"CREATE ROLE {role} LOGIN".encode())
+    AuditStore(url).assign_pit(role, [0x5AB0_0C00])
+    store = AuditStore(url.replace("//sabot@", f"//{role}@"))
+    store.begin()
+    store.add_alarm(None, None, None, {"kind": "missing_shoe_end", "shoe": 3, "detail": "x"})
+    store.commit()
+    store.close()
+    r = audit_verify(url, {})
+    assert not r["ok"] and "no frame and no shoe" in r["problem"], r
