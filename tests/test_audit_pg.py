@@ -308,6 +308,32 @@ def test_a_commit_whose_answer_is_lost_is_stored_once(server, capture, tmp_path,
         store.close()
 
 
+def test_a_server_lost_again_as_the_session_is_made_again_is_waited_out(server, capture):
+    """The COMMIT's answer lost, then the new connection cut as its session is made again (its
+    first setting): that connection is tried again whole, the batch found stored, and the
+    validator goes on (it was refused as though the server had not come back, its batch stored
+    and unacknowledged: the shoe's resend of it then failed on the records' unique key)."""
+    from kit.pg import CuttingProxy
+
+    entry, cap, rounds, registry = capture
+    direct = server.database()
+    relay = CuttingProxy(server.port)
+    try:
+        v = Validator(entry, relay.url(direct.rpartition("/")[2]))
+        half = len(cap) // 2
+        v.receive(cap[:half])
+        relay.armed, relay.then = "after", [(b"set_config", "before")]
+        v.receive(cap[half:])
+        assert relay.cuts == 2
+        v.finish()
+        v.store.close()
+        assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
+    finally:
+        relay.close()
+    code, said = verify(direct, registry)
+    assert code == 0 and f"{rounds} rounds" in said, said
+
+
 def until(read, done, seconds):
     """read() again until done(its value) (an unanswered read counts as not done yet)."""
     import time

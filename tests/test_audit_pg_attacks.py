@@ -228,3 +228,53 @@ def test_row_security_lets_a_pit_insert_only_its_own_shoes_rows(server, tmp_path
     r = subprocess.run([*SABOT, "pit-role", "--db", str(tmp_path / "a.db"), "--role", "x",
                         "--shoe-id", "1"], capture_output=True, text=True)
     assert r.returncode != 0 and "SQLite" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_pit_is_never_left_with_no_shoe_and_so_with_every_shoes_rows(server, tmp_path):  # noqa: F811
+    """A role in pit_shoes for no shoe is held to no shoe's rows: pit-role with no --shoe-id is
+    refused, and pit A whose only shoe moves to pit B loses its INSERT (it could insert rows
+    naming pit B's shoe, and audit verify found nothing wrong with a rejected frame's)."""
+    import secrets
+
+    url = server.database()
+    AuditStore(url).close()
+    d = tmp_path / "pit"
+    d.mkdir()
+    entry, cap, _ = capture_gen.generate(str(d), 1, seed=90, shoe_id=0x5AB0_0B00)
+    pits = [f"pit_{secrets.token_hex(4)}" for _ in range(2)]
+    with psycopg.connect(url, autocommit=True) as con:
+        for role in pits:
+            con.execute(f"CREATE ROLE {role} LOGIN".encode())
+    r = subprocess.run([*SABOT, "pit-role", "--db", url, "--role", pits[0]],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "no shoe named" in r.stderr and "Traceback" not in r.stderr
+    for role, shoe in ((pits[0], 0x5AB0_0B01), (pits[1], entry.shoe_id),
+                       (pits[1], 0x5AB0_0B01)):  # pit A's only shoe goes to pit B
+        r = subprocess.run([*SABOT, "pit-role", "--db", url, "--role", role, "--shoe-id",
+                            hex(shoe)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    v = Validator(entry, url.replace("//sabot@", f"//{pits[0]}@"))
+    with pytest.raises(SabotError, match="permission denied"):
+        v.receive(cap[:2000])
+    v.store.close()
+
+
+def test_a_frameless_alarm_naming_no_shoe_is_found(server):  # noqa: F811
+    """Row security lets a pit's role insert rows naming no shoe (a frame too damaged to name
+    one); a missing_shoe_end alarm on no frame and no shoe, which no validator raises (it names
+    its shoe), is found by audit verify."""
+    import secrets
+
+    url = server.database()
+    AuditStore(url).close()
+    role = f"pit_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"CREATE ROLE {role} LOGIN".encode())
+    AuditStore(url).assign_pit(role, [0x5AB0_0C00])
+    store = AuditStore(url.replace("//sabot@", f"//{role}@"))
+    store.begin()
+    store.add_alarm(None, None, None, {"kind": "missing_shoe_end", "shoe": 3, "detail": "x"})
+    store.commit()
+    store.close()
+    r = audit_verify(url, {})
+    assert not r["ok"] and "no frame and no shoe" in r["problem"], r

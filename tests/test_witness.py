@@ -6,12 +6,14 @@ new, 409 an old size not its own and a fork, 422 a failed consistency proof), ke
 evidence of every signed checkpoint it refused; its state survives a restart; `sabot witness`
 serves it over HTTP and prints its verifier key."""
 
+import base64
 import json
 import os
 import subprocess
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from cryptography.hazmat.primitives import hashes
@@ -129,7 +131,10 @@ def test_a_substituted_key_is_refused_though_the_registry_now_names_it(tmp_path,
     forged_key = ec.generate_private_key(ec.SECP256R1())
     w = Witness(db, wkey, {SHOE: entry_for(forged_key)}, "regulator.example/w1")
     try:
-        assert w.latest(log.origin)["size"] == 5  # its state survived the restart
+        held = w.latest(log.origin)  # its state survived the restart
+        # the key itself is held, not only its 4-byte ID (a forged key ground to the genuine
+        # one's ID, some 2^32 tries, would pass an ID's comparison)
+        assert held["size"] == 5 and held["key"] == log.verifier.public
         log.grow(3)
         a = w.add_checkpoint(log.request(5, key=forged_key))
         assert a.status == 403 and "another key" in a.body
@@ -194,3 +199,52 @@ def test_sabot_witness_serves_add_checkpoint_and_prints_its_vkey(tmp_path, shoe_
     finally:
         proc.send_signal(2)
         assert proc.wait(20) == 0, proc.stderr.read()
+
+
+def test_sizes_past_what_it_holds_are_refused_in_a_line_and_leave_no_lock(witness, shoe_key):
+    """A size of 5000 digits (int() refuses over 4300) before any signature is checked, and a
+    signed checkpoint of 2^63 leaves (past SQLite's INTEGER) are 400s, not exceptions; the
+    transaction of the one that got that far is not left open for the next request."""
+    log = Log(shoe_key)
+    log.grow(3)
+    assert witness.add_checkpoint(b"old " + b"9" * 5000 + b"\n\n"
+                                  + log.checkpoint().encode()).status == 400
+    root = base64.b64encode(tlog.root(log.hashes)).decode()
+    for size in ("9" * 5000, str(2**63), str(2**64)):
+        text = f"{log.origin}\n{size}\n{root}\n"
+        a = witness.add_checkpoint(request_body(0, [], signed(log, text)))
+        assert a.status == 400, a.body
+    assert witness.add_checkpoint(log.request(0)).status == 200
+    assert witness.latest(log.origin)["size"] == 3
+
+
+def test_a_checkpoint_of_no_leaves_is_cosigned_only_with_the_empty_trees_root(witness,
+                                                                            shoe_key):
+    log = Log(shoe_key)
+    log.grow(3)
+    root = base64.b64encode(tlog.root(log.hashes)).decode()
+    a = witness.add_checkpoint(request_body(0, [], signed(log, f"{log.origin}\n0\n{root}\n")))
+    assert a.status == 422 and witness.latest(log.origin) is None
+    assert witness.add_checkpoint(log.request(0, size=0)).status == 200
+
+
+def test_threads_sharing_one_witness_never_roll_its_log_back(witness, shoe_key):
+    """Requests from old = N to N+1..N+4 at once, on one Witness (one SQLite connection): at
+    most one is cosigned, and the log then holds the size of the one that was."""
+    log = Log(shoe_key)
+    log.grow(60)
+    assert witness.add_checkpoint(log.request(0, size=1)).status == 200
+    while (have := witness.latest(log.origin)["size"]) < 50:
+        sizes = [have + 1 + i for i in range(4)]
+        bodies = [log.request(have, size=s) for s in sizes]
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda b: witness.add_checkpoint(b).status, bodies))
+        cosigned_sizes = [s for s, status in zip(sizes, got) if status == 200]
+        assert len(cosigned_sizes) == 1 and set(got) <= {200, 409}, got
+        assert witness.latest(log.origin)["size"] == cosigned_sizes[0]
+
+
+def signed(log, text):
+    """`text` signed by the log's key, as its checkpoint would be."""
+    return text + "\n" + note.signature_line(log.origin, log.verifier.id, log.key.sign(
+        text.encode(), ec.ECDSA(hashes.SHA256())))

@@ -159,10 +159,10 @@ def verify_consistency(old: int, old_root: bytes, size: int, new_root: bytes,
     tree of `size` leaves with `new_root`."""
     if not 0 <= old <= size or len(proof) > MAX_PROOF:
         return False
+    if old == size:  # first: a tree of 0 leaves has one root, EMPTY_ROOT
+        return not proof and old_root == new_root
     if old == 0:
         return not proof  # every tree extends the empty one
-    if old == size:
-        return not proof and old_root == new_root
     if not proof:
         return False
     path = list(proof)
@@ -215,7 +215,9 @@ class Checkpoint:
         origin, size, root_b64, *ext = lines
         if not origin or any(not line for line in ext):
             raise SabotError("a checkpoint's origin and extension lines are not empty")
-        if not size.isdigit() or (size != "0" and size.startswith("0")) or not size.isascii():
+        # C2SP: a uint64 (its length checked first: int() of over 4300 digits raises)
+        if not size.isdigit() or (size != "0" and size.startswith("0")) or not size.isascii() \
+                or len(size) > 20 or int(size) >= 2**64:
             raise SabotError(f"a checkpoint's size is a decimal number, not {size!r}")
         try:
             h = base64.b64decode(root_b64, validate=True)

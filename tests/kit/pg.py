@@ -160,7 +160,8 @@ class CuttingProxy:
     """A TCP relay between a client and a server (real sockets both ways) that, once armed, cuts
     every connection at the client's next COMMIT: before the server gets it ("before"), or once
     the server has had it and before its answer comes back ("after"): a network lost under a
-    commit, either side of the moment it is decided."""
+    commit, either side of the moment it is decided. `then` is the cuts after that one, each
+    (bytes the client sends, "before" or "after"), armed in turn."""
 
     def __init__(self, port):
         import socket
@@ -170,6 +171,8 @@ class CuttingProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.armed = None  # None, "before" or "after"
+        self.at = b"COMMIT\x00"  # what the armed cut waits for
+        self.then = []
         self.cuts = 0
         self.refusing = False  # set: the server is away (every connection cut, new ones too)
         self.open = []
@@ -219,10 +222,12 @@ class CuttingProxy:
             if not data:
                 return self._cut(client, server)
             with self.lock:
-                cut = self.armed if b"COMMIT\x00" in data else None
+                cut = self.armed if self.at in data else None
                 if cut:
                     self.armed = None
                     self.cuts += 1
+                    if self.then:
+                        self.at, self.armed = self.then.pop(0)
             if cut == "before":
                 return self._cut(client, server)
             if cut == "after":

@@ -242,10 +242,17 @@ class _Connection:
         deadline = deadline if deadline is not None else start + self.patience
         said = 0.0 if self.say is not None else float("inf")
         while True:
+            con = None
             try:
                 con = self._connect()
+                self._remake(con)
                 break
             except psycopg.OperationalError as e:
+                if con is not None:
+                    if not (con.closed or con.broken):  # the server answered: no loss to wait out
+                        con.close()
+                        raise
+                    con.close()  # lost again while its session was made: tried again whole
                 now = time.monotonic()
                 if now >= deadline or (self.stopping is not None and self.stopping.is_set()):
                     raise
@@ -256,6 +263,14 @@ class _Connection:
                              "(nothing is acknowledged meanwhile: the shoes keep it)")
                     said = now
                 time.sleep(RETRY_PAUSE)
+        self.con = con
+        if self.say is not None and self.lost_since is not None:
+            self.say(f"audit database {self.shown} back after "
+                     f"{time.monotonic() - self.lost_since:.1f} s")
+        self.lost_since = None
+
+    def _remake(self, con: psycopg.Connection[Any]) -> None:
+        """The session's state made again on a new connection (reconnect())."""
         for sql, args, must in self.setup:
             cur = con.execute(sql.replace("?", "%s"), args) if args else \
                 con.execute(sql.encode())
@@ -263,11 +278,6 @@ class _Connection:
                 con.close()
                 raise SabotError(f"audit database {self.shown}: after the server came back, "
                                  "another validator holds one of this one's shoes")
-        self.con = con
-        if self.say is not None and self.lost_since is not None:
-            self.say(f"audit database {self.shown} back after "
-                     f"{time.monotonic() - self.lost_since:.1f} s")
-        self.lost_since = None
 
     def close(self) -> None:
         self.con.close()
@@ -383,7 +393,13 @@ class PgAuditStore(AuditStore):
     def assign_pit(self, role: str, shoe_ids: Sequence[int]) -> None:
         """Row security per pit: the database role `role` may insert rows of these shoes only
         (each shoe moved from any pit it was with) and read every row; its grants: SELECT on
-        the store's tables, INSERT on the chained ones (never UPDATE, DELETE or TRUNCATE)."""
+        the store's tables, INSERT on the chained ones (never UPDATE, DELETE or TRUNCATE). A
+        role named in pit_shoes for no shoe is held to none (the policy's words for IT's), so
+        a pit is never left so: one given no shoe is refused, and one whose last shoe moves to
+        another pit loses its INSERT."""
+        if not shoe_ids:
+            raise SabotError(f"no shoe named for role {role!r}: a role with no shoe in "
+                             f"{PIT_SHOES} could insert every shoe's rows")
         try:
             if not self.db.execute("SELECT 1 FROM pg_roles WHERE rolname = ?", (role,)
                                    ).fetchone():
@@ -393,10 +409,20 @@ class PgAuditStore(AuditStore):
             self.db.execute(self.BEGIN_WRITE)
             self.db.execute(f"GRANT SELECT ON {', '.join((*COLUMNS, PIT_SHOES))} TO {ident}")
             self.db.execute(f"GRANT INSERT ON {', '.join(COLUMNS)} TO {ident}")
+            moved_from = {r for (r,) in self.db.execute(
+                f"SELECT DISTINCT role FROM {PIT_SHOES} WHERE shoe_id = ANY(?) AND role <> ?",
+                (list(shoe_ids), role)).fetchall()}
             for sid in shoe_ids:
                 self.db.execute(f"INSERT INTO {PIT_SHOES} (shoe_id, role) VALUES (?, ?)"
                                 " ON CONFLICT (shoe_id) DO UPDATE SET role = EXCLUDED.role",
                                 (sid, role))
+            for pit in sorted(moved_from):
+                if self.db.execute(f"SELECT 1 FROM {PIT_SHOES} WHERE role = ?", (pit,)
+                                   ).fetchone() or not self.db.execute(
+                        "SELECT 1 FROM pg_roles WHERE rolname = ?", (pit,)).fetchone():
+                    continue
+                left = psycopg.sql.Identifier(pit).as_string(self.db.con)
+                self.db.execute(f"REVOKE INSERT ON {', '.join(COLUMNS)} FROM {left}")
             self.db.execute("COMMIT")
         except psycopg.Error as e:
             with contextlib.suppress(psycopg.Error):

@@ -581,6 +581,10 @@ class _Walk:
             self._end_of_read(raised_at)
             if kind not in FRAMELESS:
                 raise Broken(f"alarm id {rid}: a {kind} alarm on no frame (inserted?)")
+            # a validator names its shoe; a pit's role may insert rows naming none
+            if shoe_id is None:
+                raise Broken(f"alarm id {rid}: a {kind} alarm on no frame and no shoe "
+                             "(inserted?)")
             return
         fr = self.frame
         if fr is None or frame_id != fr.id:

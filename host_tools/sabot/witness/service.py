@@ -18,7 +18,9 @@ kept as evidence (a fork, a failed proof, another key), with the request as it c
 from __future__ import annotations
 
 import base64
+import contextlib
 import sqlite3
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,11 +35,12 @@ from sabot.registry import ShoeEntry
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS logs (origin TEXT PRIMARY KEY, size INTEGER NOT NULL,"
     " root BLOB NOT NULL, checkpoint TEXT NOT NULL, key_id INTEGER NOT NULL,"
-    " cosigned_at INTEGER NOT NULL)",
+    " cosigned_at INTEGER NOT NULL, key BLOB)",
     "CREATE TABLE IF NOT EXISTS evidence (id INTEGER PRIMARY KEY, origin TEXT NOT NULL,"
     " received_at REAL NOT NULL, reason TEXT NOT NULL, request TEXT NOT NULL)",
 )
 MAX_BODY = 64 * 1024  # an add-checkpoint request is a checkpoint and at most 63 hashes
+MAX_SIZE = 2**63 - 1  # SQLite's largest INTEGER; a tree of more needs over 63 proof hashes
 
 
 def default_name(key: ed25519.Ed25519PrivateKey) -> str:
@@ -68,12 +71,15 @@ class Witness:
             keys = (entry.public_key(k["version"]) for k in entry.public_keys)
             self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
         self.path = db
+        self._lock = threading.Lock()  # one connection: its transaction is every thread's
         try:
             self.db = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")  # cosigned only once it is on disk
             for sql in SCHEMA:
                 self.db.execute(sql)
+            if "key" not in {r[1] for r in self.db.execute("PRAGMA table_info(logs)")}:
+                self.db.execute("ALTER TABLE logs ADD COLUMN key BLOB")  # a state from before it
         except sqlite3.Error as e:
             raise SabotError(f"witness state {db}: {e}") from None
 
@@ -82,12 +88,12 @@ class Witness:
         return self.signer.verifier.vkey()
 
     def latest(self, origin: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT size, root, checkpoint, key_id, cosigned_at FROM logs"
-                              " WHERE origin = ?", (origin,)).fetchone()
+        row = self.db.execute("SELECT size, root, checkpoint, key_id, cosigned_at, key FROM"
+                              " logs WHERE origin = ?", (origin,)).fetchone()
         if row is None:
             return None
         return {"size": row[0], "root": bytes(row[1]), "checkpoint": row[2], "key_id": row[3],
-                "cosigned_at": row[4]}
+                "cosigned_at": row[4], "key": None if row[5] is None else bytes(row[5])}
 
     def evidence(self) -> list[dict[str, Any]]:
         return [{"origin": o, "received_at": t, "reason": r, "request": q} for o, t, r, q in
@@ -111,24 +117,31 @@ class Witness:
             return Answer(403, f"{e}\n")
         if old > cp.size:
             return Answer(400, f"old size {old} is larger than the checkpoint's {cp.size}\n")
+        if cp.size > MAX_SIZE:
+            return Answer(400, f"a checkpoint of over {MAX_SIZE} leaves\n")
         request = body.decode()
-        try:
-            self.db.execute("BEGIN IMMEDIATE")  # checked and updated as one
-            answer = self._decide(cp, old, proof, good[0][0].id, request, text)
-            self.db.execute("COMMIT")
-        except sqlite3.Error as e:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            return Answer(503, f"witness state {self.path}: {e}\n")
+        with self._lock:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")  # checked and updated as one
+                answer = self._decide(cp, old, proof, good[0][0], request, text)
+                self.db.execute("COMMIT")
+            except sqlite3.Error as e:
+                return Answer(503, f"witness state {self.path}: {e}\n")
+            finally:  # whatever went wrong, the write lock is not kept
+                if self.db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.db.execute("ROLLBACK")
         return answer
 
-    def _decide(self, cp: tlog.Checkpoint, old: int, proof: list[bytes], kid: int,
+    def _decide(self, cp: tlog.Checkpoint, old: int, proof: list[bytes], key: note.Verifier,
                 request: str, text: str) -> Answer:
         row = self.latest(cp.origin)
+        kid = key.id
         have = row["size"] if row else 0
         if old != have:
             return Answer(409, f"{have}\n", "text/x.tlog.size")
-        if row is not None and kid != row["key_id"]:
+        # the key itself, not its 4-byte ID: a key ground to the same ID is another key
+        if row is not None and (kid != row["key_id"] or row["key"] not in (None, key.public)):
             return self._refuse(cp, request, 403, "signed by another key than the one that "
                                 f"signed this log's first checkpoint here (key ID {kid:08x}, "
                                 f"not {row['key_id']:08x})")
@@ -140,11 +153,12 @@ class Witness:
             return self._refuse(cp, request, 422, f"the consistency proof from {old} to "
                                 f"{cp.size} does not verify")
         now = int(time.time())
-        self.db.execute("INSERT INTO logs (origin, size, root, checkpoint, key_id, cosigned_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET"
+        self.db.execute("INSERT INTO logs (origin, size, root, checkpoint, key_id, cosigned_at,"
+                        " key) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET"
                         " size = excluded.size, root = excluded.root,"
-                        " checkpoint = excluded.checkpoint, cosigned_at = excluded.cosigned_at",
-                        (cp.origin, cp.size, cp.root, text, kid, now))
+                        " checkpoint = excluded.checkpoint, cosigned_at = excluded.cosigned_at,"
+                        " key = COALESCE(logs.key, excluded.key)",
+                        (cp.origin, cp.size, cp.root, text, kid, now, key.public))
         return Answer(200, self.signer.sign(text, timestamp=now))
 
     def _refuse(self, cp: tlog.Checkpoint, request: str, status: int, reason: str) -> Answer:
@@ -169,8 +183,8 @@ def parse_request(body: bytes) -> tuple[int, list[bytes], str]:
         raise SabotError("no empty line before the checkpoint")
     lines = head.split("\n")
     word, _, size = lines[0].partition(" ")
-    if word != "old" or not size.isdigit() or not size.isascii() or (
-            size != "0" and size.startswith("0")):
+    if word != "old" or not size.isdigit() or not size.isascii() or len(size) > 19 or (
+            size != "0" and size.startswith("0")) or int(size) > MAX_SIZE:
         raise SabotError("the first line is `old <size>`")
     proof = []
     for line in lines[1:]:
