@@ -456,3 +456,37 @@ def test_a_server_away_longer_than_the_wait_refuses_reads_until_it_is_back(serve
         relay.close()
     code, said = verify(direct, registry)
     assert code == 0 and f"{rounds} rounds" in said, said
+
+
+def test_a_claim_still_held_as_the_server_comes_back_is_waited_for(server, capture):
+    """The writer's connection cut while another session holds its shoe's claim (on a real
+    floor: its own old session, until the server sees that connection gone): the writer waits
+    for the claim instead of refusing every read, and goes on once it is free."""
+    import threading
+
+    from sabot.audit.store_pg import shoe_key
+
+    from kit.pg import CuttingProxy
+
+    entry, cap, rounds, registry = capture
+    direct = server.database()
+    relay = CuttingProxy(server.port)
+    zombie = None
+    try:
+        v = Validator(entry, relay.url(direct.rpartition("/")[2]))
+        v.store.db.say = None
+        half = len(cap) // 2
+        v.receive(cap[:half])
+        relay.away()
+        zombie = psycopg.connect(direct, autocommit=True)
+        zombie.execute("SELECT pg_advisory_lock(%s)", (shoe_key(entry.shoe_id),))
+        relay.away(False)
+        threading.Timer(1.5, zombie.close).start()
+        v.receive(cap[half:])  # waits for the claim, then stores
+        v.finish()
+        v.store.close()
+        assert v.counts["rounds"] == rounds and v.counts["rejected"] == 0
+    finally:
+        relay.close()
+    code, said = verify(direct, registry)
+    assert code == 0 and f"{rounds} rounds" in said, said

@@ -248,3 +248,23 @@ def signed(log, text):
     """`text` signed by the log's key, as its checkpoint would be."""
     return text + "\n" + note.signature_line(log.origin, log.verifier.id, log.key.sign(
         text.encode(), ec.ECDSA(hashes.SHA256())))
+
+
+def test_a_refused_request_sent_again_is_kept_once(witness, shoe_key, monkeypatch):
+    """Evidence is kept once per request, and at most EVIDENCE_MAX a log: whoever holds a signed
+    checkpoint the witness refuses cannot fill its disk by sending it again."""
+    from sabot.witness import service
+
+    log = Log(shoe_key)
+    log.grow(6)
+    assert witness.add_checkpoint(log.request(0)).status == 200
+    log.grow(2)
+    proof = tlog.consistency_proof(log.hashes, 6, 8)
+    bad = log.request(6, proof=[bytes(32), *proof[1:]])
+    for _ in range(20):
+        assert witness.add_checkpoint(bad).status == 422
+    assert len(witness.evidence()) == 1
+    monkeypatch.setattr(service, "EVIDENCE_MAX", 2)
+    for _ in range(3):  # each a new signature, so a new request: the third is not kept
+        assert witness.add_checkpoint(log.request(6, proof=[bytes(32), *proof[1:]])).status == 422
+    assert len(witness.evidence()) == 2

@@ -155,6 +155,10 @@ def _say(text: str) -> None:
           file=sys.stderr, flush=True)
 
 
+class _ClaimHeld(SabotError):
+    """A shoe's claim held by another session as a connection's state is made again."""
+
+
 class _Connection:
     """psycopg with the SQLite store's calling convention: `?` placeholders, execute() giving a
     cursor (the store's SQL has no `?` or `%` of its own); and a lost server tried again (every
@@ -247,6 +251,18 @@ class _Connection:
                 con = self._connect()
                 self._remake(con)
                 break
+            except _ClaimHeld as e:
+                # this writer's own session on the server, cut from it, may hold the claim
+                # until the server sees its connection gone (its TCP keepalive): waited for
+                if time.monotonic() >= deadline or (self.stopping is not None
+                                                    and self.stopping.is_set()):
+                    raise SabotError(str(e)) from None
+                if self.say is not None and time.monotonic() - said >= SAY_EVERY:
+                    self.say(f"{e}: waiting for it (this writer's old session holds it until "
+                             "the server sees that connection gone)")
+                    said = time.monotonic()
+                time.sleep(RETRY_PAUSE)
+                continue
             except psycopg.OperationalError as e:
                 if con is not None:
                     if not (con.closed or con.broken):  # the server answered: no loss to wait out
@@ -276,8 +292,8 @@ class _Connection:
                 con.execute(sql.encode())
             if must and not (cur.fetchone() or (False,))[0]:
                 con.close()
-                raise SabotError(f"audit database {self.shown}: after the server came back, "
-                                 "another validator holds one of this one's shoes")
+                raise _ClaimHeld(f"audit database {self.shown}: after the server came back, "
+                                 "another session holds one of this writer's shoes")
 
     def close(self) -> None:
         self.con.close()

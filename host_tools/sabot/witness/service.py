@@ -38,7 +38,10 @@ SCHEMA = (
     " cosigned_at INTEGER NOT NULL, key BLOB)",
     "CREATE TABLE IF NOT EXISTS evidence (id INTEGER PRIMARY KEY, origin TEXT NOT NULL,"
     " received_at REAL NOT NULL, reason TEXT NOT NULL, request TEXT NOT NULL)",
+    # one copy of each refused request: a client resending it fills no disk
+    "CREATE UNIQUE INDEX IF NOT EXISTS evidence_once ON evidence (origin, request)",
 )
+EVIDENCE_MAX = 1000  # refused requests kept per log; past it they are refused, not kept
 MAX_BODY = 64 * 1024  # an add-checkpoint request is a checkpoint and at most 63 hashes
 MAX_SIZE = 2**63 - 1  # SQLite's largest INTEGER; a tree of more needs over 63 proof hashes
 
@@ -162,8 +165,12 @@ class Witness:
         return Answer(200, self.signer.sign(text, timestamp=now))
 
     def _refuse(self, cp: tlog.Checkpoint, request: str, status: int, reason: str) -> Answer:
-        self.db.execute("INSERT INTO evidence (origin, received_at, reason, request)"
-                        " VALUES (?, ?, ?, ?)", (cp.origin, time.time(), reason, request))
+        kept = self.db.execute("SELECT COUNT(*) FROM evidence WHERE origin = ?",
+                               (cp.origin,)).fetchone()[0]
+        if kept < EVIDENCE_MAX:
+            self.db.execute("INSERT OR IGNORE INTO evidence (origin, received_at, reason,"
+                            " request) VALUES (?, ?, ?, ?)",
+                            (cp.origin, time.time(), reason, request))
         return Answer(status, f"{reason}\n")
 
     def close(self) -> None:
