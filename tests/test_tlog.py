@@ -107,7 +107,9 @@ def test_notes_sign_verify_and_refuse_what_they_should():
     forged = cosigned.replace("\n3\n", "\n4\n", 1)
     with pytest.raises(SabotError, match="does not verify"):
         note.open_note(forged, [shoe])
-    for bad in ("x+1234abcd+AAAA", "x y+00000000+AQ==", witness.verifier.vkey()[:-4] + "AAAA"):
+    name, kid, key = witness.verifier.vkey().split("+")
+    for bad in ("x+1234abcd+AAAA", "x y+00000000+AQ==", witness.verifier.vkey()[:-4] + "AAAA",
+                f"{name}+0x{kid[2:]}+{key}", f"{name}+_{kid[1:]}+{key}"):
         with pytest.raises(SabotError):
             note.Verifier.parse(bad)
 

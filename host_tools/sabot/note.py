@@ -77,6 +77,8 @@ class Verifier:
         try:
             check_name(name)
             blob = base64.b64decode(b64, validate=True)
+            if len(hexid) != 8 or any(c not in "0123456789abcdefABCDEF" for c in hexid):
+                raise ValueError(hexid)  # int() would take "0x1f", "+1f" or "1_f"
             want = int(hexid, 16)
         except (ValueError, SabotError):
             blob, want = b"", -1

@@ -155,7 +155,8 @@ class Witness:
         if not tlog.verify_consistency(old, old_root, cp.size, cp.root, proof):
             return self._refuse(cp, request, 422, f"the consistency proof from {old} to "
                                 f"{cp.size} does not verify")
-        now = int(time.time())
+        # never earlier than its last cosignature of this log (a clock stepped back)
+        now = max(int(time.time()), row["cosigned_at"] if row else 0)
         self.db.execute("INSERT INTO logs (origin, size, root, checkpoint, key_id, cosigned_at,"
                         " key) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET"
                         " size = excluded.size, root = excluded.root,"
