@@ -842,6 +842,55 @@ def bench_witness(n=1000):
             "add_checkpoint_ms": round(spent / n * 1000, 2)}
 
 
+def bench_receipt():
+    """A round's receipt (sabot/receipt.py) in a shoe's log of at least 100 rounds (two 8-deck
+    shoes' frames), its checkpoint cosigned by one witness (the real add-checkpoint): its size
+    and the time to verify it offline."""
+    import tempfile
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+    from sabot import keys, note, receipt, tlog
+    from sabot import protocol as pr
+    from sabot.game.cards import shuffled_shoe
+    from sabot.registry import ShoeEntry
+    from sabot.virtual import capture_gen
+    from sabot.witness.service import Witness, request_body
+
+    sid = 0x5AB0_0001
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(sid)
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    signer = capture_gen.ShoeSigner(key, sid)
+    frames, rounds = [], 0
+    for n in (1, 2):
+        f, r = capture_gen.shoe_frames(signer, shuffled_shoe(8, 40 + n), n)
+        frames += f
+        rounds += r
+    leaves = [tlog.leaf_hash(f) for f in frames]
+    origin = tlog.origin(sid)
+    text = tlog.Checkpoint(origin, len(leaves), tlog.root(leaves)).text()
+    v = note.ecdsa_verifier(origin, key.public_key())
+    cp = text + "\n" + note.signature_line(origin, v.id, key.sign(text.encode(),
+                                                                ec.ECDSA(hashes.SHA256())))
+    with tempfile.TemporaryDirectory() as tmp:
+        w = Witness(f"{tmp}/w.db", ed25519.Ed25519PrivateKey.generate(), {sid: entry})
+        cp += w.add_checkpoint(request_body(0, [], cp)).body
+        witness = note.Verifier.parse(w.vkey)
+        w.close()
+    at = len(frames) // 2 + 1
+    while frames[at][1] != pr.T_RESULT:  # the type byte: a round's result
+        at += 1
+    text = receipt.make(frames[at - 1], frames[at], at, tlog.inclusion_proof(leaves, at), cp)
+    t = time.perf_counter()
+    for _ in range(50):
+        receipt.verify(text, {sid: entry}, [witness])
+    spent = (time.perf_counter() - t) / 50
+    return {"log_rounds": rounds, "log_entries": len(frames), "receipt_bytes": len(text.encode()),
+            "receipt_verify_ms": round(spent * 1000, 2)}
+
+
 SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_link,
             "audit": bench_audit, "reliability": bench_reliability}
 SECTIONS["edges"] = bench_edges
@@ -854,6 +903,7 @@ SECTIONS["build"] = bench_build
 SECTIONS["suite"] = bench_suite
 SECTIONS["floor"] = bench_floor
 SECTIONS["witness"] = bench_witness
+SECTIONS["receipt"] = bench_receipt
 
 _SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
          "mismatched", "unended", "faults", "mistakes", "rejected", "alarms", "board_boots",
@@ -881,6 +931,7 @@ LABELS = {
              "p256_verify_us"),
     "audit": ("shoes", "frames", "rounds", "rows", "audit_verify_s", "frames_per_s"),
     "witness": ("checkpoints", "add_checkpoints_per_s", "add_checkpoint_ms"),
+    "receipt": ("log_rounds", "log_entries", "receipt_bytes", "receipt_verify_ms"),
     "floor": ("rounds_per_s", "tables", "writers", "verify_frames_per_s",
               "verify_month_100_tables_projected_h", "ack_tables", "ack_reads", "ack_p50_ms",
               "ack_p99_ms", "failover_s", "failover_misstored_rounds"),

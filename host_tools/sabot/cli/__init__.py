@@ -22,7 +22,8 @@ AREAS = (offline, virtual, shoe, store, pit, release, witness)
 # `sabot --help` lists the commands in this order; a command not named here comes last
 ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serve", "replay",
          "audit", "settle", "firmware", "bench", "deploy", "verify-firmware", "provision", "soak",
-         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "witness", "shuffle")
+         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "witness", "receipt",
+         "shuffle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -79,3 +79,43 @@ def cmd_witness(args: argparse.Namespace) -> int:
         witness.close()
     print("witness stopped", file=sys.stderr)
     return 0
+
+
+def receipt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["verify"],
+                   help="verify: check a round's receipt offline")
+    p.add_argument("file", metavar="FILE", help="the receipt (a C2SP tlog-proof, .tlog-proof)")
+    p.add_argument("--registry", required=True,
+                   help="the shoe registry whose public keys the shoe's signatures must be")
+    p.add_argument("--witness", action="append", required=True, metavar="VKEY",
+                   help="a witness the player trusts, by its verifier key (repeat for each)")
+    p.add_argument("--quorum", type=int, default=None, metavar="K",
+                   help="how many of those witnesses must have cosigned (default: all)")
+
+
+@commands("receipt", receipt_args, help="check a round's receipt offline",
+          description="verify: checks a receipt with no server's word: the round's result is "
+          "signed by the registered shoe's key, its initial cards are the ones the result "
+          "seals, the result is in the shoe's log (an inclusion proof to a checkpoint the shoe "
+          "signed) and at least K of the witnesses given cosigned that checkpoint; exit 0 and "
+          "what it proves in plain words, or non-zero and the part that does not hold.",
+          example="sabot receipt verify round10.tlog-proof --registry shoes.json --witness "
+          "regulator.example/w1+1a2b3c4d+BA...")
+def cmd_receipt(args: argparse.Namespace) -> int:
+    from sabot import receipt
+    from sabot.note import Verifier
+    from sabot.registry import Registry
+
+    witnesses = [Verifier.parse(v) for v in args.witness]
+    try:
+        with open(args.file, encoding="utf-8") as f:
+            text = f.read(receipt.MAX_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as e:
+        raise SabotError(f"cannot read receipt {args.file}: "
+                         f"{getattr(e, 'strerror', None) or 'not UTF-8 text'}") from None
+    if len(text) > receipt.MAX_BYTES:
+        raise SabotError(f"{args.file} is not a receipt (over {receipt.MAX_BYTES} bytes)")
+    got = receipt.verify(text, Registry.load(args.registry, must_exist=True).shoes, witnesses,
+                         args.quorum)
+    print(got["explanation"])
+    return 0

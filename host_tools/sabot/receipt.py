@@ -1,0 +1,155 @@
+"""A round's receipt: what a player checks offline, with no server's word.
+
+A receipt is a C2SP tlog-proof (`c2sp.org/tlog-proof@v1`) whose entry is the round's result
+frame in its shoe's transparency log:
+- `extra` holds the round's two frames as the shoe sent them: its initial cards (unsigned, sealed
+  by the result: the result's chain field is their digest) and its signed result, as
+  base64(u16 length of the first || first || second);
+- `index` and the proof lines prove the result frame is that entry of the tree the checkpoint
+  heads;
+- the checkpoint is signed by the shoe's own result key (its element; signature type 0x02) and
+  cosigned by witnesses.
+
+`verify` checks all of it against the shoe registry's keys and the witnesses the player trusts,
+and says in plain words what that proves and what it does not."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sabot import note, tlog
+from sabot import protocol as pr
+from sabot.errors import NotVerified, SabotError
+from sabot.registry import ShoeEntry
+
+HEADER = "c2sp.org/tlog-proof@v1"
+MAX_BYTES = 64 * 1024  # a receipt is a few hundred bytes and 16 cosignatures at most
+
+
+class ReceiptInvalid(NotVerified):
+    """The receipt does not hold; its words say which part."""
+
+
+def make(initial_cards: bytes, result: bytes, index: int, proof: Sequence[bytes],
+         checkpoint: str) -> str:
+    """A receipt: the round's two frames, the result's entry index and inclusion proof in the
+    tree the (signed, cosigned) checkpoint heads."""
+    extra = base64.b64encode(struct.pack(">H", len(initial_cards)) + initial_cards + result)
+    lines = [HEADER, f"extra {extra.decode()}", f"index {index}",
+             *(base64.b64encode(h).decode() for h in proof)]
+    return "\n".join(lines) + "\n\n" + checkpoint
+
+
+def _parse(text: str) -> tuple[bytes, bytes, int, list[bytes], str]:
+    head, sep, signed = text.partition("\n\n")
+    lines = head.split("\n")
+    if not sep or lines[0] != HEADER:
+        raise ReceiptInvalid(f"not a receipt: it begins with {HEADER} and has a blank line "
+                             "before its checkpoint")
+    if len(lines) < 3 or not lines[1].startswith("extra ") or not lines[2].startswith("index "):
+        raise ReceiptInvalid("not a receipt: it holds the round's frames (extra) and the "
+                             "entry's index")
+    try:
+        extra = base64.b64decode(lines[1][6:], validate=True)
+        (n,) = struct.unpack(">H", extra[:2])
+        initial, result = extra[2:2 + n], extra[2 + n:]
+        index = lines[2][6:]
+        if not index.isascii() or not index.isdigit() or (index != "0"
+                                                          and index.startswith("0")):
+            raise ValueError(index)
+        proof = [base64.b64decode(line, validate=True) for line in lines[3:]]
+    except (ValueError, struct.error):
+        raise ReceiptInvalid("not a receipt: its frames, index or proof lines do not "
+                             "decode") from None
+    if len(proof) > tlog.MAX_PROOF or any(len(h) != tlog.HASH_SIZE for h in proof) or len(
+            index) > 20:
+        raise ReceiptInvalid("not a receipt: its proof is not SHA-256 hashes")
+    return initial, result, int(index), proof, signed
+
+
+def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.Verifier],
+           quorum: int | None = None) -> dict[str, Any]:
+    """The receipt checked whole: {"round": the result record, "shoe_id", "index", "size",
+    "witnesses": names that cosigned, "explanation": plain words}; ReceiptInvalid saying
+    which part does not hold."""
+    quorum = len(witnesses) if quorum is None else quorum
+    if not 1 <= quorum <= len(witnesses):
+        raise SabotError(f"a quorum of {quorum} of {len(witnesses)} witnesses: give 1 to "
+                         f"{len(witnesses)}")
+    initial_raw, result_raw, index, proof, signed = _parse(text)
+    try:
+        initial, result = pr.parse(initial_raw), pr.parse(result_raw)
+        _, rec = pr.decode_payload(result)
+        _, first = pr.decode_payload(initial)
+    except pr.FrameError as e:
+        raise ReceiptInvalid(f"the receipt's frames are not a shoe's ({e.reason})") from None
+    if result.type != pr.T_RESULT or initial.type != pr.T_INITIAL_CARDS:
+        raise ReceiptInvalid("the receipt's frames are not a round's initial cards and result")
+    entry = shoes.get(result.shoe_id)
+    if entry is None:
+        raise ReceiptInvalid(f"shoe {pr.shoe_id_text(result.shoe_id)} is not in the registry "
+                             "given")
+    key = entry.public_key(result.key_id)
+    if key is None or not pr.verify(key, result):
+        raise ReceiptInvalid(f"the result is not signed by shoe "
+                             f"{pr.shoe_id_text(result.shoe_id)}'s key: it was altered or made "
+                             "by someone else")
+    if (initial.shoe_id, initial.boot, initial.seq + 1) != (result.shoe_id, result.boot,
+                                                            result.seq) \
+            or result.chain != initial.digest:
+        raise ReceiptInvalid("the initial cards are not the ones the signed result seals: they "
+                             "were altered")
+    dealt = [first.get("player", [None] * 2), first.get("banker", [None] * 2)]
+    if (first.get("shoe"), first.get("round")) != (rec["shoe"], rec["round"]) or \
+            dealt != [rec["player"][:2], rec["banker"][:2]]:
+        raise ReceiptInvalid("the initial cards do not begin the result's hands")
+    try:
+        cp_text, _ = note.split(signed)
+        cp = tlog.Checkpoint.parse(cp_text)
+    except SabotError as e:
+        raise ReceiptInvalid(f"the receipt's checkpoint is not one: {e}") from None
+    origin = tlog.origin(result.shoe_id)
+    if cp.origin != origin:
+        raise ReceiptInvalid(f"the checkpoint is of another log ({cp.origin}), not shoe "
+                             f"{pr.shoe_id_text(result.shoe_id)}'s")
+    shoe_keys = [note.ecdsa_verifier(origin, k) for k in
+                 (entry.public_key(v["version"]) for v in entry.public_keys) if k is not None]
+    try:
+        _, good = note.verified(signed, [*shoe_keys, *witnesses])
+    except SabotError as e:
+        raise ReceiptInvalid(f"the checkpoint's signatures do not hold: {e}") from None
+    if not any(v in shoe_keys for v, _ in good):
+        raise ReceiptInvalid("the checkpoint is not signed by the shoe: only its own element "
+                             "heads its log")
+    cosigned = {v.name: t for v, t in good if v in witnesses}
+    if len(cosigned) < quorum:
+        raise ReceiptInvalid(f"{len(cosigned)} of the witnesses trusted here cosigned the "
+                             f"checkpoint; {quorum} must")
+    if not tlog.verify_inclusion(tlog.leaf_hash(result_raw), index, cp.size, proof, cp.root):
+        raise ReceiptInvalid("the result is not in the log the checkpoint heads (its inclusion "
+                             "proof does not hold)")
+    return {"shoe_id": result.shoe_id, "round": rec, "index": index, "size": cp.size,
+            "witnesses": sorted(cosigned), "explanation": explain(rec, result.shoe_id, index,
+                                                                 cp.size, cosigned)}
+
+
+def explain(rec: dict[str, Any], shoe_id: int, index: int, size: int,
+            cosigned: Mapping[str, int]) -> str:
+    """What a verified receipt proves, and what it does not, in plain words."""
+    def hand(name: str) -> str:
+        cards = " ".join(c or "?" for c in rec[name])
+        return f"{name.capitalize()} {cards} ({rec[f'{name}_total']})"
+    winner = {"banker": "Banker wins", "player": "Player wins", "tie": "a Tie"}.get(
+        rec.get("winner") or "", "no winner")
+    when = max(cosigned.values())
+    seen = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if when else "?"
+    return (f"This is the result shoe {pr.shoe_id_text(shoe_id)} signed for round "
+            f"{rec['round']} of its shoe {rec['shoe']}: {hand('player')}, {hand('banker')}: "
+            f"{winner}. It is entry {index} of the shoe's log of {size} entries, whose head the "
+            f"shoe signed and {', '.join(sorted(cosigned))} cosigned (by {seen}). The casino's "
+            "log cannot drop or change this result without those witnesses noticing. It does "
+            "not show that the shuffle was fair, nor which cards were in the shoe.")
