@@ -7,6 +7,7 @@ cosignature is refused, saying which part does not hold. (The shoe signing its o
 is issue 23's next step: here a P-256 key stands in for its element, as in capture_gen.)"""
 
 import base64
+import json
 import struct
 import subprocess
 
@@ -138,3 +139,59 @@ def test_sabot_receipt_verify_exits_0_only_for_a_genuine_receipt(shoe):
     bad.write_text(round_receipt(shoe).replace("\nindex 21\n", "\nindex 23\n"))
     r = subprocess.run([*base, str(bad)], capture_output=True, text=True)
     assert r.returncode != 0 and "not in the log" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.board
+def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(shoe, tmp_path):
+    """pit/static/verify.html in Debian's headless Chromium, opened as a saved file (no server
+    at all): WebCrypto alone accepts the genuine receipt and refuses a flipped card, a wrong shoe
+    key, a proof to another tree and a missing cosignature, saying which."""
+    from pathlib import Path
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import sabot.pit
+
+    from kit.browser import browser
+
+    page = Path(sabot.pit.__file__).parent / "static" / "verify.html"
+    genuine = round_receipt(shoe)
+    initial, result = shoe["frames"][20], shoe["frames"][21]
+    flipped = bytearray(result)
+    flipped[pr.HEADER.size + 6] ^= 1
+    stranger = ec.generate_private_key(ec.SECP256R1())
+    other_tree = [tlog.leaf_hash(b"another history %d" % i) for i in range(len(shoe["leaves"]))]
+    witness_line = shoe["checkpoint"].split("\n\n")[1].split("\n", 1)[1]
+    cases = [
+        (genuine, None, "This is the result shoe 0x5ab00001 signed for round 10"),
+        (_with_frames(genuine, initial, bytes(flipped)), None, "Not verified: the result is not "
+         "signed by shoe"),
+        (genuine, keys.public_pem(stranger.public_key()), "Not verified: the result is not "
+         "signed by shoe"),
+        (round_receipt(shoe, checkpoint=signed_checkpoint(shoe["key"], other_tree,
+                                                          len(other_tree)) + witness_line),
+         None, "Not verified: the checkpoint's signatures do not hold"),
+        (round_receipt(shoe, checkpoint=signed_checkpoint(shoe["key"], other_tree,
+                                                          len(other_tree))),
+         None, "Not verified: 0 of the witnesses"),
+        (genuine.replace("\nindex 21\n", "\nindex 23\n"), None, "Not verified: the result is "
+         "not in the log"),
+    ]
+    registry = json.dumps({"shoes": [shoe["entry"].__dict__]})
+    driver = browser(tmp_path)
+    try:
+        driver.get(page.as_uri())
+        for text, key, words in cases:
+            driver.execute_script(
+                "document.getElementById('receipt').value = arguments[0];"
+                "document.getElementById('shoe-key').value = arguments[1];"
+                "document.getElementById('witnesses').value = arguments[2];"
+                "document.getElementById('verdict').textContent = '';"
+                "document.getElementById('check').click();",
+                text, key or registry, shoe["witness"].vkey())
+            WebDriverWait(driver, 20).until(lambda d: d.find_element(
+                "id", "verdict").text not in ("", "checking…"))
+            said = driver.find_element("id", "verdict").text
+            assert said.startswith(words), (words, said)
+    finally:
+        driver.quit()

@@ -33,6 +33,7 @@ from starlette.responses import (
     HTMLResponse,
     JSONResponse,
     PlainTextResponse,
+    RedirectResponse,
     Response,
     StreamingResponse,
 )
@@ -713,7 +714,9 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "referrer-policy": "same-origin",  # none off this server; its own forms keep their Origin
 }
-STATIC_TYPES = {"pages.css": "text/css; charset=utf-8",
+STATIC_TYPES = {"verify.html": "text/html; charset=utf-8",  # a receipt checked in the browser
+                "verify.js": "text/javascript; charset=utf-8",
+                "pages.css": "text/css; charset=utf-8",
                 "pages.js": "text/javascript; charset=utf-8"}
 
 
@@ -945,6 +948,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
         Route("/static/{name}", static), Route("/table/{name:path}", table_route),
         Route("/api/tables", api_tables), Route("/api/tables/{table:path}", api_table),
         Route("/api/stats", api_stats),
+        Route("/verify", lambda request: RedirectResponse("/static/verify.html")),
         *floor_routes(pit, hub),
         *(console.routes() if console else []),
     ], lifespan=lifespan)

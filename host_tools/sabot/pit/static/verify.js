@@ -1,0 +1,191 @@
+// A round's receipt checked in the browser, with WebCrypto alone: no server is asked anything.
+// The same checks as `sabot receipt verify` (host_tools/sabot/receipt.py): the result frame is
+// signed by the shoe's key (ECDSA P-256 over SHA-256 of its body), the initial cards are the
+// frame it seals (its chain field is their digest), the checkpoint is the shoe's log's and signed
+// by the shoe (C2SP signed-note type 0x02), enough trusted witnesses cosigned it (type 0x04,
+// Ed25519 over "cosignature/v1\ntime T\n" and the checkpoint), and the RFC 6962 inclusion proof
+// places the result in the tree the checkpoint heads.
+"use strict";
+(() => {
+  const enc = new TextEncoder();
+  const RANKS = "A23456789TJQK", SUITS = "SHDC";
+  const WINNERS = { 1: "Player wins", 2: "Banker wins", 3: "a Tie" };
+  const HEADER = 46, SIG = 64, T_INITIAL_CARDS = 3, T_RESULT = 4;
+
+  class Refused extends Error {}
+  const refuse = (why) => { throw new Refused(why); };
+
+  const b64 = (s) => {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4) refuse("not a receipt: a line is not base64");
+    return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+  };
+  const cat = (...parts) => {
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) { out.set(p, at); at += p.length; }
+    return out;
+  };
+  const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const sha256 = async (data) => new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+  const hex8 = (n) => n.toString(16).padStart(8, "0");
+  const card = (b) => (b < 52 ? RANKS[Math.floor(b / 4)] + SUITS[b % 4] : "?");
+
+  function frame(raw) {
+    if (raw.length < HEADER || raw[0] !== 2) refuse("the receipt's frames are not a shoe's");
+    const v = new DataView(raw.buffer, raw.byteOffset, raw.length);
+    const type = raw[1];
+    const signed = type !== T_INITIAL_CARDS;
+    const body = signed ? raw.slice(0, raw.length - SIG) : raw;
+    return { type, keyId: v.getUint16(2), shoeId: v.getUint32(4), boot: v.getUint16(8),
+             seq: v.getUint32(10), chain: raw.slice(14, 46), body,
+             payload: body.slice(HEADER), sig: signed ? raw.slice(raw.length - SIG) : null };
+  }
+
+  function result(f) {
+    const p = f.payload, v = new DataView(p.buffer, p.byteOffset, p.length);
+    const np = p[4] >> 4, nb = p[4] & 15;
+    if (np < 2 || np > 3 || nb < 2 || nb > 3 || p.length !== 9 + np + nb) refuse("the result frame is malformed");
+    const cards = Array.from(p.slice(6, 6 + np + nb));
+    const total = (cs) => cs.reduce((t, b) => t + Math.min(Math.floor(b / 4) + 1, 10) % 10, 0) % 10;
+    return { shoe: v.getUint16(0), round: v.getUint16(2), player: cards.slice(0, np),
+             banker: cards.slice(np), winner: WINNERS[v.getUint16(6 + np + nb) & 3] || "no winner",
+             pTotal: total(cards.slice(0, np)), bTotal: total(cards.slice(np)) };
+  }
+
+  function derToRaw(der) {  // an ASN.1 ECDSA signature as WebCrypto's r||s
+    if (der[0] !== 0x30 || der[2] !== 0x02) refuse("the checkpoint's shoe signature is malformed");
+    const rl = der[3], r = der.slice(4, 4 + rl);
+    if (der[4 + rl] !== 0x02) refuse("the checkpoint's shoe signature is malformed");
+    const s = der.slice(6 + rl, 6 + rl + der[5 + rl]);
+    const fit = (x) => { const t = x.slice(Math.max(0, x.length - 32)); return cat(new Uint8Array(32 - t.length), t); };
+    return cat(fit(r), fit(s));
+  }
+
+  const pemToDer = (pem) => b64(pem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""));
+
+  function shoeKeys(given, shoeId) {  // a PEM public key, or the registry's JSON
+    given = given.trim();
+    if (given.startsWith("{")) {
+      let reg;
+      try { reg = JSON.parse(given); } catch (e) { refuse("the registry is not JSON"); }
+      const entry = (reg.shoes || []).find((s) => s.shoe_id === shoeId);
+      if (!entry) refuse(`shoe 0x${hex8(shoeId)} is not in the registry given`);
+      return entry.public_keys.map((k) => ({ version: k.version, der: pemToDer(k.key) }));
+    }
+    return [{ version: null, der: pemToDer(given) }];
+  }
+
+  async function inclusion(leaf, index, size, proof, root) {
+    if (index >= size) return false;
+    let fn = index, sn = size - 1, r = leaf;
+    const node = (a, b) => sha256(cat(Uint8Array.of(1), a, b));
+    for (const p of proof) {
+      if (sn === 0) return false;
+      if (fn % 2 === 1 || fn === sn) {
+        r = await node(p, r);
+        if (fn % 2 === 0) while (fn !== 0 && fn % 2 === 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+      } else {
+        r = await node(r, p);
+      }
+      fn = Math.floor(fn / 2); sn = Math.floor(sn / 2);
+    }
+    return sn === 0 && same(r, root);
+  }
+
+  async function verify(text, keysGiven, vkeys, quorum) {
+    const [head, ...rest] = text.split("\n\n");
+    const signed = rest.join("\n\n");
+    const lines = head.split("\n");
+    if (lines[0] !== "c2sp.org/tlog-proof@v1" || !signed) refuse("not a receipt: it begins with c2sp.org/tlog-proof@v1");
+    if (!(lines[1] || "").startsWith("extra ") || !/^index (0|[1-9][0-9]*)$/.test(lines[2] || "")) refuse("not a receipt: no frames or index");
+    const extra = b64(lines[1].slice(6));
+    const n = (extra[0] << 8) | extra[1];
+    const initialRaw = extra.slice(2, 2 + n), resultRaw = extra.slice(2 + n);
+    const index = Number(lines[2].slice(6));
+    const proof = lines.slice(3).map(b64);
+    if (proof.some((h) => h.length !== 32)) refuse("not a receipt: its proof is not SHA-256 hashes");
+    const initial = frame(initialRaw), res = frame(resultRaw);
+    if (initial.type !== T_INITIAL_CARDS || res.type !== T_RESULT) refuse("the receipt's frames are not a round's initial cards and result");
+    const rec = result(res);
+    const shoe = `0x${hex8(res.shoeId)}`;
+    const keys = shoeKeys(keysGiven, res.shoeId);
+    const own = keys.find((k) => k.version === null || k.version === res.keyId);
+    if (!own) refuse(`the result is not signed by shoe ${shoe}'s key: it was altered or made by someone else`);
+    const frameKey = await crypto.subtle.importKey("spki", own.der, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
+    if (!await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, frameKey, res.sig, res.body))
+      refuse(`the result is not signed by shoe ${shoe}'s key: it was altered or made by someone else`);
+    if (!same(res.chain, await sha256(initial.body)) || initial.seq + 1 !== res.seq)
+      refuse("the initial cards are not the ones the signed result seals: they were altered");
+    const ip = initial.payload;
+    const first = [ip[4], ip[6], ip[5], ip[7]];
+    if (!same(Uint8Array.from(first), Uint8Array.from([...rec.player.slice(0, 2), ...rec.banker.slice(0, 2)])))
+      refuse("the initial cards do not begin the result's hands");
+    // the checkpoint: text, then its signatures
+    const at = signed.lastIndexOf("\n\n");
+    if (at < 0) refuse("the receipt's checkpoint is not one");
+    const cpText = signed.slice(0, at + 1);
+    const [origin, sizeText, rootText] = cpText.split("\n");
+    if (origin !== `sabot.shoe/${hex8(res.shoeId)}`) refuse(`the checkpoint is of another log (${origin}), not shoe ${shoe}'s`);
+    const size = Number(sizeText), root = b64(rootText);
+    const sigs = signed.slice(at + 2).split("\n").filter((l) => l).map((l) => {
+      const m = /^\u2014 (\S+) (\S+)$/.exec(l);
+      if (!m) refuse("the checkpoint's signatures do not hold: a line is not a signature");
+      const raw = b64(m[2]);
+      return { name: m[1], id: new DataView(raw.buffer).getUint32(0), sig: raw.slice(4) };
+    });
+    let shoeSigned = false;
+    for (const k of keys) {
+      const id = new DataView((await sha256(k.der)).buffer).getUint32(0);
+      for (const s of sigs.filter((s) => s.name === origin && s.id === id)) {
+        const key = await crypto.subtle.importKey("spki", k.der, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
+        if (!await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, key, derToRaw(s.sig), enc.encode(cpText)))
+          refuse(`the checkpoint's signatures do not hold: the note's signature by ${origin} does not verify`);
+        shoeSigned = true;
+      }
+    }
+    if (!shoeSigned) refuse("the checkpoint is not signed by the shoe: only its own element heads its log");
+    const cosigned = [];
+    for (const vkey of vkeys) {
+      const [name, hexId, keyB64] = vkey.split("+");
+      const blob = b64(keyB64 || "");
+      if (!name || blob[0] !== 4 || blob.length !== 33) refuse(`not a witness verifier key: ${vkey}`);
+      const id = new DataView((await sha256(cat(enc.encode(name + "\n"), blob))).buffer).getUint32(0);
+      if (hex8(id) !== hexId.toLowerCase()) refuse(`witness ${name}: its key ID is not its key's`);
+      const key = await crypto.subtle.importKey("raw", blob.slice(1), { name: "Ed25519" }, false, ["verify"]);
+      for (const s of sigs.filter((s) => s.name === name && s.id === id)) {
+        if (s.sig.length !== 72) refuse(`the checkpoint's signatures do not hold: ${name}'s is malformed`);
+        const t = new DataView(s.sig.buffer, s.sig.byteOffset).getBigUint64(0);
+        const msg = enc.encode(`cosignature/v1\ntime ${t}\n` + cpText);
+        if (!await crypto.subtle.verify({ name: "Ed25519" }, key, s.sig.slice(8), msg))
+          refuse(`the checkpoint's signatures do not hold: the note's signature by ${name} does not verify`);
+        cosigned.push(name);
+      }
+    }
+    if (cosigned.length < quorum) refuse(`${cosigned.length} of the witnesses trusted here cosigned the checkpoint; ${quorum} must`);
+    if (!await inclusion(await sha256(cat(Uint8Array.of(0), resultRaw)), index, size, proof, root))
+      refuse("the result is not in the log the checkpoint heads (its inclusion proof does not hold)");
+    const hand = (who, cs, t) => `${who} ${cs.map(card).join(" ")} (${t})`;
+    return `This is the result shoe ${shoe} signed for round ${rec.round} of its shoe ${rec.shoe}: ` +
+      `${hand("Player", rec.player, rec.pTotal)}, ${hand("Banker", rec.banker, rec.bTotal)}: ${rec.winner}. ` +
+      `It is entry ${index} of the shoe's log of ${size} entries, whose head the shoe signed and ` +
+      `${cosigned.join(", ")} cosigned. The casino's log cannot drop or change this result without ` +
+      "those witnesses noticing. It does not show that the shuffle was fair, nor which cards were in the shoe.";
+  }
+
+  const $ = (id) => document.getElementById(id);
+  $("check").addEventListener("click", async () => {
+    const out = $("verdict");
+    out.className = "";
+    out.textContent = "checking…";
+    try {
+      const vkeys = $("witnesses").value.split("\n").map((l) => l.trim()).filter((l) => l);
+      const quorum = Number($("quorum").value || vkeys.length);
+      if (!vkeys.length || quorum < 1 || quorum > vkeys.length) refuse("give the witnesses you trust, and a quorum of 1 to their number");
+      out.textContent = await verify($("receipt").value.replace(/\r\n/g, "\n"), $("shoe-key").value, vkeys, quorum);
+      out.className = "verified";
+    } catch (e) {
+      out.textContent = "Not verified: " + (e instanceof Refused ? e.message : `this receipt cannot be read (${e.message || e})`);
+      out.className = "refused";
+    }
+  });
+})();
