@@ -275,12 +275,10 @@ def test_the_primary_killed_mid_shoe_loses_no_round_and_stores_none_twice(tmp_pa
         primary.stop()
 
 
-@pytest.mark.parametrize("cut", ["before", "after"])
-def test_a_commit_whose_answer_is_lost_is_stored_once(server, capture, tmp_path, cut):
-    """The network lost under a batch's COMMIT (a real relay cuts it): before the server had it,
-    the batch is written again on the next connection; after (the server committed, the answer
-    never came), the store finds its last row there and takes it as stored. Either way the
-    validator goes on, nothing is stored twice, and audit verify finds the chain whole."""
+def through_relay(server, capture, rest):
+    """The capture validated into a fresh database through a CuttingProxy: its first half, then
+    rest(relay, validator, the other half) makes the other reads with what it does to the link.
+    Every round must then be stored once and the chain whole; the relay is returned."""
     from kit.pg import CuttingProxy
 
     entry, cap, rounds, registry = capture
@@ -288,12 +286,10 @@ def test_a_commit_whose_answer_is_lost_is_stored_once(server, capture, tmp_path,
     relay = CuttingProxy(server.port)
     try:
         v = Validator(entry, relay.url(direct.rpartition("/")[2]))
+        v.store.db.say = None
         half = len(cap) // 2
         v.receive(cap[:half])
-        relay.armed = cut
-        v.receive(cap[half:half + 500])  # its commit is cut, and waited out
-        assert relay.cuts == 1
-        v.receive(cap[half + 500:])
+        rest(relay, v, cap[half:])
         v.finish()
         v.store.close()
         assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
@@ -306,6 +302,21 @@ def test_a_commit_whose_answer_is_lost_is_stored_once(server, capture, tmp_path,
         assert len(store.records(["result"])) == rounds  # none twice
     finally:
         store.close()
+    return relay
+
+
+@pytest.mark.parametrize("cut", ["before", "after"])
+def test_a_commit_whose_answer_is_lost_is_stored_once(server, capture, cut):
+    """The network lost under a batch's COMMIT (a real relay cuts it): before the server had it,
+    the batch is written again on the next connection; after (the server committed, the answer
+    never came), the store finds its last row there and takes it as stored. Either way the
+    validator goes on, nothing is stored twice, and audit verify finds the chain whole."""
+    def rest(relay, v, data):
+        relay.armed = cut
+        v.receive(data[:500])  # its commit is cut, and waited out
+        assert relay.cuts == 1
+        v.receive(data[500:])
+    through_relay(server, capture, rest)
 
 
 def test_a_server_lost_again_as_the_session_is_made_again_is_waited_out(server, capture):
@@ -313,25 +324,11 @@ def test_a_server_lost_again_as_the_session_is_made_again_is_waited_out(server, 
     first setting): that connection is tried again whole, the batch found stored, and the
     validator goes on (it was refused as though the server had not come back, its batch stored
     and unacknowledged: the shoe's resend of it then failed on the records' unique key)."""
-    from kit.pg import CuttingProxy
-
-    entry, cap, rounds, registry = capture
-    direct = server.database()
-    relay = CuttingProxy(server.port)
-    try:
-        v = Validator(entry, relay.url(direct.rpartition("/")[2]))
-        half = len(cap) // 2
-        v.receive(cap[:half])
+    def rest(relay, v, data):
         relay.armed, relay.then = "after", [(b"set_config", "before")]
-        v.receive(cap[half:])
+        v.receive(data)
         assert relay.cuts == 2
-        v.finish()
-        v.store.close()
-        assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
-    finally:
-        relay.close()
-    code, said = verify(direct, registry)
-    assert code == 0 and f"{rounds} rounds" in said, said
+    through_relay(server, capture, rest)
 
 
 def until(read, done, seconds):
@@ -432,30 +429,16 @@ def test_a_server_away_longer_than_the_wait_refuses_reads_until_it_is_back(serve
     exception; once it is back the same validator stores the rest, every round once."""
     from sabot.audit import store_pg
 
-    from kit.pg import CuttingProxy
-
     monkeypatch.setattr(store_pg, "RECONNECT_S", 0.5)
-    entry, cap, rounds, registry = capture
-    direct = server.database()
-    relay = CuttingProxy(server.port)
-    try:
-        v = Validator(entry, relay.url(direct.rpartition("/")[2]))
-        v.store.db.say = None
-        half = len(cap) // 2
-        v.receive(cap[:half])
+
+    def rest(relay, v, data):
         relay.away()
         for _ in range(2):  # the link's next reads, refused: the shoe keeps them
             with pytest.raises(SabotError, match="nothing of this read was stored"):
-                v.receive(cap[half:half + 500])
+                v.receive(data[:500])
         relay.away(False)
-        v.receive(cap[half:])
-        v.finish()
-        v.store.close()
-        assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
-    finally:
-        relay.close()
-    code, said = verify(direct, registry)
-    assert code == 0 and f"{rounds} rounds" in said, said
+        v.receive(data)
+    through_relay(server, capture, rest)
 
 
 def test_a_claim_still_held_as_the_server_comes_back_is_waited_for(server, capture):
@@ -466,27 +449,12 @@ def test_a_claim_still_held_as_the_server_comes_back_is_waited_for(server, captu
 
     from sabot.audit.store_pg import shoe_key
 
-    from kit.pg import CuttingProxy
-
-    entry, cap, rounds, registry = capture
-    direct = server.database()
-    relay = CuttingProxy(server.port)
-    zombie = None
-    try:
-        v = Validator(entry, relay.url(direct.rpartition("/")[2]))
-        v.store.db.say = None
-        half = len(cap) // 2
-        v.receive(cap[:half])
+    def rest(relay, v, data):
         relay.away()
-        zombie = psycopg.connect(direct, autocommit=True)
-        zombie.execute("SELECT pg_advisory_lock(%s)", (shoe_key(entry.shoe_id),))
+        zombie = psycopg.connect(v.store.url.replace(f":{relay.port}/", f":{server.port}/"),
+                                 autocommit=True)
+        zombie.execute("SELECT pg_advisory_lock(%s)", (shoe_key(v.shoe_id),))
         relay.away(False)
         threading.Timer(1.5, zombie.close).start()
-        v.receive(cap[half:])  # waits for the claim, then stores
-        v.finish()
-        v.store.close()
-        assert v.counts["rounds"] == rounds and v.counts["rejected"] == 0
-    finally:
-        relay.close()
-    code, said = verify(direct, registry)
-    assert code == 0 and f"{rounds} rounds" in said, said
+        v.receive(data)  # waits for the claim, then stores
+    through_relay(server, capture, rest)
