@@ -146,11 +146,13 @@
     if (!shoeSigned) refuse("the checkpoint is not signed by the shoe: only its own element heads its log");
     const cosigned = [];
     for (const vkey of vkeys) {
-      const [name, hexId, keyB64] = vkey.split("+");
+      // NAME+KEYID+BASE64: the base64 may hold "+" itself
+      const [name, hexId, ...b64Parts] = vkey.split("+");
+      const keyB64 = b64Parts.join("+");
       const blob = b64(keyB64 || "");
       if (!name || blob[0] !== 4 || blob.length !== 33) refuse(`not a witness verifier key: ${vkey}`);
       const id = new DataView((await sha256(cat(enc.encode(name + "\n"), blob))).buffer).getUint32(0);
-      if (hex8(id) !== hexId.toLowerCase()) refuse(`witness ${name}: its key ID is not its key's`);
+      if (hex8(id) !== (hexId || "").toLowerCase()) refuse(`witness ${name}: its key ID is not its key's`);
       const key = await crypto.subtle.importKey("raw", blob.slice(1), { name: "Ed25519" }, false, ["verify"]);
       for (const s of sigs.filter((s) => s.name === name && s.id === id)) {
         if (s.sig.length !== 72) refuse(`the checkpoint's signatures do not hold: ${name}'s is malformed`);
