@@ -234,8 +234,12 @@ class Pit:
         t.edges = None if every is None else {w: every[n] for w, n in offered.items()}
 
     # ---- views -----------------------------------------------------------------------------
+    def _own_link(self, t: TableView) -> dict[str, Any] | None:
+        """The table's link when this pit validates it; None for another pit's."""
+        return self.link(t.shoe_id) if t.shoe_id in self.own else None
+
     def state(self, t: TableView) -> str:
-        link = self.link(t.shoe_id) if t.shoe_id in self.own else None
+        link = self._own_link(t)
         if link is None and self.claims is not None and t.shoe_id not in self.claims:
             return "no validator"  # another pit's table, and no pit validates it now
         if link is not None and link["state"] == "lost":
@@ -285,7 +289,7 @@ class Pit:
     def link_json(self, t: TableView) -> dict[str, Any] | None:
         """The table's link for the API: its state, why it is lost ("" when up), and since when
         (UTC, ISO 8601; null before the first try); null for another pit's table."""
-        link = self.link(t.shoe_id) if t.shoe_id in self.own else None
+        link = self._own_link(t)
         if link is None:
             return None
         since = link["since"]
@@ -468,7 +472,8 @@ def floor_view(pit: Pit, only: str | None = None) -> Html:
     states: dict[str, int] = {}
     for _, ts in shown_pits:
         for t in ts:
-            states[pit.state(t)] = states.get(pit.state(t), 0) + 1
+            state = pit.state(t)
+            states[state] = states.get(state, 0) + 1
     return join(
         problem(pit),
         el("nav", join(*[join(a, " ") for a in choose]), class_="pits"),
