@@ -77,6 +77,10 @@ def test_a_genuine_receipt_verifies_and_says_what_it_proves(shoe):
     assert "round 10 of its shoe 1" in words and "cannot drop or change" in words
     assert "fair" in words and "does not show" in words  # what it proves, and not more
     assert len(text.encode()) <= 1024 + 512  # one QR code holds up to 2,953 bytes
+    pasted = "\r\n" + text.replace("\n", "\r\n") + "\n\n"  # as mailed: CRLF, blank lines
+    assert receipt.verify(pasted, {SHOE: shoe["entry"]}, [shoe["witness"]])["index"] == 21
+    twice = receipt.verify(text, {SHOE: shoe["entry"]}, [shoe["witness"], shoe["witness"]])
+    assert twice["witnesses"] == ["regulator.example/w1"]  # one witness given twice is one
 
 
 def _refused(shoe, text, words, witnesses=None, quorum=None, entry=None):
@@ -163,7 +167,9 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
     other_tree = [tlog.leaf_hash(b"another history %d" % i) for i in range(len(shoe["leaves"]))]
     witness_line = shoe["checkpoint"].split("\n\n")[1].split("\n", 1)[1]
     cases = [
-        (genuine, None, "This is the result shoe 0x5ab00001 signed for round 10"),
+        (genuine, None, "Verified: This is the result shoe 0x5ab00001 signed for round 10"),
+        ("\n" + genuine + "\n\n", None, "Verified: This is"),  # as pasted, blank lines around it
+        (genuine, "not a key", "Not verified: the shoe's key box holds no public key"),
         (_with_frames(genuine, initial, bytes(flipped)), None, "Not verified: the result is not "
          "signed by shoe"),
         (genuine, keys.public_pem(stranger.public_key()), "Not verified: the result is not "

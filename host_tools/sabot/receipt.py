@@ -48,8 +48,8 @@ def _parse(text: str) -> tuple[bytes, bytes, int, list[bytes], str]:
     head, sep, signed = text.partition("\n\n")
     lines = head.split("\n")
     if not sep or lines[0] != HEADER:
-        raise ReceiptInvalid(f"not a receipt: it begins with {HEADER} and has a blank line "
-                             "before its checkpoint")
+        raise ReceiptInvalid(f"not a receipt: a receipt begins with {HEADER} and has a blank "
+                             "line before its checkpoint")
     if len(lines) < 3 or not lines[1].startswith("extra ") or not lines[2].startswith("index "):
         raise ReceiptInvalid("not a receipt: it holds the round's frames (extra) and the "
                              "entry's index")
@@ -76,10 +76,13 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
     """The receipt checked whole: {"round": the result record, "shoe_id", "index", "size",
     "witnesses": names that cosigned, "explanation": plain words}; ReceiptInvalid saying
     which part does not hold."""
+    witnesses = list({v.vkey(): v for v in witnesses}.values())  # one given twice counts once
     quorum = len(witnesses) if quorum is None else quorum
     if not 1 <= quorum <= len(witnesses):
         raise SabotError(f"a quorum of {quorum} of {len(witnesses)} witnesses: give 1 to "
                          f"{len(witnesses)}")
+    # as pasted, mailed or read off a QR code: line ends and blank lines around it are not its
+    text = text.replace("\r\n", "\n").strip() + "\n"
     initial_raw, result_raw, index, proof, signed = _parse(text)
     try:
         initial, result = pr.parse(initial_raw), pr.parse(result_raw)

@@ -61,7 +61,13 @@
     return cat(fit(r), fit(s));
   }
 
-  const pemToDer = (pem) => b64(pem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""));
+  const pemToDer = (pem) => {
+    try {
+      return b64(pem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""));
+    } catch (e) {
+      refuse("the shoe's key box holds no public key (PEM) nor a shoe registry (JSON)");
+    }
+  };
 
   function shoeKeys(given, shoeId) {  // a PEM public key, or the registry's JSON
     given = given.trim();
@@ -93,10 +99,11 @@
   }
 
   async function verify(text, keysGiven, vkeys, quorum) {
+    text = text.replace(/\r\n/g, "\n").trim() + "\n";  // as pasted: blank lines around it are not its
     const [head, ...rest] = text.split("\n\n");
     const signed = rest.join("\n\n");
     const lines = head.split("\n");
-    if (lines[0] !== "c2sp.org/tlog-proof@v1" || !signed) refuse("not a receipt: it begins with c2sp.org/tlog-proof@v1");
+    if (lines[0] !== "c2sp.org/tlog-proof@v1" || !signed) refuse("not a receipt: a receipt begins with c2sp.org/tlog-proof@v1");
     if (!(lines[1] || "").startsWith("extra ") || !/^index (0|[1-9][0-9]*)$/.test(lines[2] || "")) refuse("not a receipt: no frames or index");
     const extra = b64(lines[1].slice(6));
     const n = (extra[0] << 8) | extra[1];
@@ -180,10 +187,13 @@
     out.className = "";
     out.textContent = "checking…";
     try {
-      const vkeys = $("witnesses").value.split("\n").map((l) => l.trim()).filter((l) => l);
+      if (!$("receipt").value.trim()) refuse("paste the receipt first");
+      if (!$("shoe-key").value.trim()) refuse("paste the shoe's public key or the shoe registry");
+      const vkeys = [...new Set($("witnesses").value.split("\n").map((l) => l.trim()).filter((l) => l))];
+      if (!vkeys.length) refuse("paste the verifier key of at least one witness you trust");
       const quorum = Number($("quorum").value || vkeys.length);
-      if (!vkeys.length || quorum < 1 || quorum > vkeys.length) refuse("give the witnesses you trust, and a quorum of 1 to their number");
-      out.textContent = await verify($("receipt").value.replace(/\r\n/g, "\n"), $("shoe-key").value, vkeys, quorum);
+      if (!(quorum >= 1 && quorum <= vkeys.length)) refuse(`a quorum of ${$("quorum").value} of ${vkeys.length} witnesses: give 1 to ${vkeys.length}`);
+      out.textContent = "Verified: " + await verify($("receipt").value, $("shoe-key").value, vkeys, quorum);
       out.className = "verified";
     } catch (e) {
       out.textContent = "Not verified: " + (e instanceof Refused ? e.message : `this receipt cannot be read (${e.message || e})`);
