@@ -209,7 +209,7 @@ def bench_firmware():
         locked = _card_path(tmp, "lock", "lock", src)
         build = [_mpy_build(tmp + "/mpy")]
         small = {}
-        for heap in ("96K", "100K", "104K"):
+        for heap in ("104K", "108K", "112K"):
             try:
                 small[heap] = _card_path(tmp, f"h{heap}", "lock", build, heapsize=heap,
                                          ack=False)["heap_free_collected"]

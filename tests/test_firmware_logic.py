@@ -15,6 +15,7 @@ from cobs import cobs as cobs_ref
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from sabot import tlog
 from sabot.game import cards, rules
 
 from kit import FIRMWARE
@@ -452,9 +453,11 @@ def deal(app, tokens):
 
 def check_stream(shoe, sent):
     """Every frame signed by the shoe's result key (initial_cards sealed by the next), chained by
-    digests, in seq order."""
+    digests, in seq order; every checkpoint the root of the log of every chained frame before
+    it (RFC 6962, computed here by sabot.tlog)."""
     prev = bytes(32)
     seq = 0
+    leaves = []
     for f in sent:
         p = frames.parse(f)
         if frames.signed(p[0]):
@@ -463,6 +466,9 @@ def check_stream(shoe, sent):
             assert p[4] == seq + 1 and p[5] == prev
             seq = p[4]
             prev = hashlib.sha256(f[: frames.body_len(f)]).digest()
+            leaves.append(tlog.leaf_hash(f))
+        elif p[0] == frames.T_CHECKPOINT:
+            assert (p[4], p[5], p[6]) == (seq, bytes(32), tlog.root(leaves))
         else:
             assert (p[4], p[5]) == (seq, prev)  # status: the newest finished frame's
     return seq

@@ -37,6 +37,7 @@ from shoe.store import (
     R_CHECKPOINT,
     R_FINAL,
     R_INPUT,
+    R_TREE,
     frames_in,
     load_identity,
     next_boot,
@@ -148,9 +149,14 @@ class ShoeApp:
         o = self.outbox
         o.key_id, o.shoe, o.boot = key_version, frames.shoe_bytes(shoe_id), self.boot
         o.slot = result_slot(key_version)
-        # the SHA end lengths of every body the shoe makes: payloads of 4-15 bytes and shoe_end's
-        self.element.prepare([(frames.HEADER_LEN + n) % 64 for n in range(4, 16)]
-                             + [frames.MAX_BODY % 64])
+        # the SHA end lengths of every body the shoe makes (payloads of 4-15 bytes and
+        # shoe_end's), of the log's leaves (0x00 then the frame, signed or not), of its nodes
+        # (65 bytes) and of a checkpoint's note text (67-76 bytes)
+        bodies = [frames.HEADER_LEN + n for n in range(4, 16)] + [frames.MAX_BODY]
+        self.element.prepare(sorted({n % 64 for n in bodies
+                                     + [1 + n for n in bodies]
+                                     + [1 + n + frames.SIG_LEN for n in bodies]
+                                     + [65] + list(range(67, 77))}))
         self.port.start()
         empty = True
         for rtype, payload in self.log.records():
@@ -188,6 +194,8 @@ class ShoeApp:
             o.checkpoint(seq, digest)
             o.acked = acked
             self.hold_from = hold_from
+        elif rtype == R_TREE:
+            o.tree.load(payload)
 
     def _hold_if_secret(self, ftype, seq):
         """Squeeze (631a.9(d)): a frame naming a hand's cards waits for the reveal, and so does all
@@ -363,6 +371,8 @@ class ShoeApp:
 
         def keep():
             yield R_CHECKPOINT, checkpoint
+            for edge in o.tree.records():
+                yield R_TREE, edge
             for buf, at, n in o.unacknowledged():
                 yield R_FINAL, bytes(buf[at - frames.DIGEST_LEN : at + n])
 
@@ -375,9 +385,12 @@ class ShoeApp:
         o = self.outbox
         idle = not self.busy()  # a pass with nothing to finish or send: no card's path
         self.port.service(self)  # a command's check takes turns with the frames, step by step
-        if o.done < o.seq and (o.digesting or o.signing or not self.element.pending()):
+        if o.work() and (o.digesting or o.signing or o.tree.busy()
+                         or not self.element.pending()):
             try:
-                o.service()
+                # a hello's status before the log's next step: the log waits without cost, a
+                # host does not (a command's check takes turns with it: port.service goes first)
+                o.service(not self._asked)
             except ElementError:  # the element failed this step (bus noise): again next pass;
                 self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
@@ -429,8 +442,8 @@ class ShoeApp:
     def busy(self):
         """Frames wait for the element or the link: the board loop should come back soon."""
         o = self.outbox
-        return (o.done < o.seq or (self.sent < o.done and not self.hold_from)
-                or self.port.busy() or self._asked)
+        return (o.work() or (self.sent < o.done and not self.hold_from)
+                or self.port.busy() or self._asked or o.tree.unsent)
 
     def settle(self):
         """Wait for what the element is working on, the frame and a hello's status under way (the
@@ -457,6 +470,10 @@ class ShoeApp:
 
     def _send_finished(self):
         o = self.outbox
+        if self._asked == 4:
+            # a status signed while the outbox finished the frames after it (every slot was
+            # taken: _element_now): it goes first, as it was made first
+            self._answer()
         while self.sent < o.done:
             if self._link_busy is not None and self._link_busy():
                 return  # the link still sends the last frame's rest: this one on a later pass
@@ -474,6 +491,13 @@ class ShoeApp:
                     self.sent = frames.seq_of(buf, at)
                 if self.sent < seq:
                     self.sent = seq  # acknowledged meanwhile: nothing to send
+        tree = o.tree
+        if tree.unsent and self.sent >= tree.signed_size:
+            # after the frames it covers (a squeeze's withheld ones included)
+            if self._link_busy is not None and self._link_busy():
+                return
+            tree.unsent = False
+            self.send_frame(tree.frame, 0, len(tree.frame))
 
     def send_frame(self, buf, at, n):
         m = cobs.encode_into(buf, n, self._tx, at)
@@ -518,6 +542,16 @@ class ShoeApp:
                 # A regulator's challenge: HMAC(seed, code), signed by the element. Fresh seeds
                 # make recorded answers useless.
                 self._send_one(frames.T_INTEGRITY, self.integrity, self._seeded(payload))
+            return
+        if ftype == frames.C_CHECKPOINT:
+            # Anyone may ask for the shoe's log head: the shoe signs the root it computed (never
+            # one the host supplies) of every frame its log holds, or sends again the one it
+            # signed when the log has not grown since.
+            tree = self.outbox.tree
+            if tree.signed_size and tree.signed_size == tree.size:
+                tree.unsent = True
+            else:
+                tree.want = True
             return
         if ftype == frames.C_HELLO:
             # Any hello only makes the shoe say where it stands and resend what the host has

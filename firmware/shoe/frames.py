@@ -4,10 +4,11 @@ Layout (big-endian), before COBS (docs/PROTOCOL.md, version 2):
   version(1) type(1) key_id(2) shoe_id(4) boot(2) seq(4) chain(32) payload(...) signature(64)
 
 The body is every byte before the signature; its digest is SHA-256(body), and the signature (ECDSA
-P-256, raw r||s, made by the secure element) signs that digest. `initial_cards` and the commands
-hello and verify carry no signature. For the shoe's chained frames `seq` counts up by one and
-`chain` is the digest of the previous chained frame's body. Host commands carry the command
-counter in `seq` and zero `chain`.
+P-256, raw r||s, made by the secure element) signs that digest (a checkpoint's signs its note
+instead: shoe/tree.py). `initial_cards` and the commands hello, verify and checkpoint carry no
+signature. For the shoe's chained frames `seq` counts up by one and `chain` is the digest of the
+previous chained frame's body. Host commands carry the command counter in `seq` and zero
+`chain`.
 
 Frames are built in place, in caller-owned buffers (`head_into` and the `*_into` payloads, which
 return the payload's length), so the card path allocates nothing. Nothing outside this module
@@ -52,6 +53,7 @@ T_MAINTENANCE = const(0x09)  # an update or rekey: who asked (command counter, n
 T_STATUS = const(0x40)
 T_INTEGRITY = const(0x41)
 T_UPDATE_PROGRESS = const(0x42)  # unsigned: the update chunk the shoe took (pacing only)
+T_CHECKPOINT = const(0x43)  # the shoe's log head, its note signed (shoe/tree.py)
 # host -> shoe
 C_HELLO = const(0x80)
 C_ACK = const(0x81)
@@ -61,6 +63,7 @@ C_INTEGRITY = const(0x85)
 C_UPDATE = const(0x87)  # signed, counted: an update of length L whose chunk chain starts at H
 C_UPDATE_DATA = const(0x88)  # unsigned: one chunk, authenticated by the chain C_UPDATE anchors
 C_REKEY = const(0x89)  # signed, counted: the element makes the next result key version
+C_CHECKPOINT = const(0x8A)  # unsigned: sign (or send again) a checkpoint of the shoe's log
 
 
 # Variant id (flash file "variant": this byte, then the deck count; both signed in every
@@ -89,10 +92,12 @@ S_WITHHELD = const(2)  # squeeze: due and position are sent as 0 until the revea
 
 def signed(ftype):
     """Every frame is signed but initial_cards (sealed by the next signed frame), the update
-    progress answer (it only paces the host), the commands hello and verify, and update chunks
+    progress answer (it only paces the host), the commands hello, verify and checkpoint (each
+    only asks for a signed answer), and update chunks
     (each authenticated by the hash chain its signed C_UPDATE anchors: shoe/update.py)."""
     return not (ftype == T_INITIAL or ftype == C_HELLO or ftype == C_INTEGRITY
-                or ftype == C_UPDATE_DATA or ftype == T_UPDATE_PROGRESS)
+                or ftype == C_UPDATE_DATA or ftype == T_UPDATE_PROGRESS
+                or ftype == C_CHECKPOINT)
 
 
 def shoe_bytes(shoe_id):

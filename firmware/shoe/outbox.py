@@ -7,13 +7,16 @@ outside the card path, `service()` finishes the frames strictly in seq order, on
 it fills in the header (chain = the previous frame's digest), queues the element's SHA of the
 body (one command a call: start, updates, end, which also leaves the digest in TempKey), then
 for the signed types a Sign, polled on later calls; a finished frame is logged whole (record
-'F': digest, frame) before anyone may send it. The ring keeps the newest frames; older finished
+'F': digest, frame) before anyone may send it. Then, when no frame waits, the same service() makes
+each finished frame a leaf of the shoe's log and signs its checkpoints (shoe/tree.py), one
+element command a call too. The ring keeps the newest frames; older finished
 ones are read back from the log's F records, so a host away for a whole shoe costs no memory. At
 boot the app replays the log into `restore_body` / `restore_final`."""
 
 
 from shoe import frames
 from shoe.store import R_FINAL, R_INPUT, copy_into
+from shoe.tree import Tree
 
 try:
     from micropython import const
@@ -47,6 +50,7 @@ class Outbox:
         self._len = bytearray(slots)  # the frame's length in its slot (its body's until finished)
         self._seq_in = [0] * slots  # the seq each slot holds (0: none)
         self.other = None  # ends another's job in the element (the command port's check)
+        self.tree = Tree()  # the shoe's log: its right edge, its checkpoints
 
     # ---- where a frame lives ------------------------------------------------------------------
     def buf(self, seq):
@@ -69,9 +73,10 @@ class Outbox:
         offset returned, then `end(payload length)`. Allocation-free."""
         seq = self.seq + 1
         old = self._seq_in[seq % self._slots]
-        while old > self.done:
-            # Every slot holds an unfinished frame: the element has fallen far behind (or is
-            # failing). Finish the oldest now rather than lose its body.
+        tree = self.tree
+        while old > self.done or (old > tree.size and not tree.lost):
+            # Every slot holds a frame not finished, or not yet a leaf of the log: the element
+            # has fallen far behind (or is failing). Finish the oldest now rather than lose it.
             self.service()
         buf = self.building = self._ring[seq % self._slots]
         frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe, self.boot, seq)
@@ -102,9 +107,11 @@ class Outbox:
         log.commit(R_INPUT, p - 3)
 
     # ---- outside the card path: finishing -------------------------------------------------------
-    def service(self):
+    def service(self, log=True):
         """One step of finishing the oldest unfinished frame: at most one element command sent
-        or answered, never a wait. Returns the seq finished by this step, or 0."""
+        or answered, never a wait. Returns the seq finished by this step, or 0. `log` False: no
+        new step of the log's is started (the app's status or a command's check goes first;
+        a frame whose slot the log still needs never waits for that: begin() passes True)."""
         el = self.element
         seq = self.done + 1
         try:
@@ -122,13 +129,31 @@ class Outbox:
                 el.sign_start(self.slot)  # signs TempKey, where the SHA end left the digest
                 self.signing = True
                 return 0
-        except Exception:  # ElementError: this frame starts again on a later pass
+            tree = self.tree
+            if tree.busy():
+                tree.step(el, self.slot, self.key_id, self.boot)
+                return 0
+        except Exception:  # ElementError: this frame (or leaf) starts again on a later pass
             self.signing = self.digesting = False
+            self.tree.abandon()
             raise
-        if seq > self.seq:
+        # A checkpoint due is signed before the next frame is finished (at most one every
+        # ROUNDS_PER_CHECKPOINT rounds, on the host's request or at shoe end: its Sign delays
+        # frames by ~50 ms, never a card); leaves wait for a pass with no frame to finish (or
+        # for a slot they hold: begin).
+        signing = log and tree.checkpoint_due()
+        if seq > self.seq and not (log and tree.due(self.done)) and not signing:
             return 0
         if self.other is not None and el.pending():
             self.other()  # a wait for the element (begin, finish_all): its job gives way
+        if signing:
+            tree.start_checkpoint(el, self.shoe)
+            return 0
+        if seq > self.seq:
+            # no frame to finish: the log's turn
+            at = tree.size + 1
+            tree.take(el, self.buf(at), _DIGEST, self.length(at))
+            return 0
         ring = self.buf(seq)
         # The header is filled in now: the chain, and this boot's number and key (a body left
         # unfinished by a power cut is finished, and first sent, in a later boot).
@@ -154,14 +179,20 @@ class Outbox:
         return seq
 
     def finish_all(self):
-        """Finish every frame built so far, waiting for the element (not for the card path)."""
-        while self.done < self.seq:
+        """Finish every frame built so far, make each a leaf and sign a checkpoint due, waiting
+        for the element (not for the card path)."""
+        while self.done < self.seq or self.tree.due(self.done) or self.tree.busy():
             self.service()
 
     def settle(self):
-        """Wait for the frame the element is working on, so it is free for another job."""
-        while self.signing or self.digesting:
+        """Wait for the frame (or leaf) the element is working on, so it is free for another
+        job."""
+        while self.signing or self.digesting or self.tree.busy():
             self.service()
+
+    def work(self):
+        """The element has frames to finish or log work to do."""
+        return self.done < self.seq or self.tree.due(self.done) or self.tree.busy()
 
     # ---- boot: the log replayed -----------------------------------------------------------------
     def restore_body(self, body):
@@ -186,6 +217,7 @@ class Outbox:
         self.done = seq
         if seq > self.seq:
             self.seq = seq
+        self.tree.follow(memoryview(record)[_DIGEST:])
 
     def checkpoint(self, seq, digest):
         self.seq = self.done = seq

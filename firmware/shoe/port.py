@@ -47,7 +47,8 @@ _DECIDED = const(4)
 
 def uncounted(ftype):
     """Commands that change nothing: any copy, even a replayed one, may be answered."""
-    return ftype == frames.C_HELLO or ftype == frames.C_INTEGRITY
+    return (ftype == frames.C_HELLO or ftype == frames.C_INTEGRITY
+            or ftype == frames.C_CHECKPOINT)
 
 
 class CommandPort:
@@ -193,7 +194,7 @@ class CommandPort:
         if ticks_diff(now, self._window) >= 1000:
             self._window = now
             self._hellos = self._verifies = self._signed = 0
-        if ftype == frames.C_HELLO:
+        if ftype == frames.C_HELLO or ftype == frames.C_CHECKPOINT:  # each a signed answer
             self._hellos += 1
             return self._hellos > _HELLOS_PER_S
         if ftype == frames.C_INTEGRITY:

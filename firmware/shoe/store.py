@@ -39,6 +39,7 @@ R_FINAL = const(0x46)  # 'F': a finished frame (digest, frame), logged before it
 R_ACK = const(0x41)  # 'A': the host acknowledged up to seq
 R_CHECKPOINT = const(0x50)  # 'P': state carried over a compaction
 CHECKPOINT = ">HI32sII"  # shoe, seq, digest, acked, hold_from (squeeze: 0 none)
+R_TREE = const(0x54)  # 'T': the log's right edge carried over a compaction (shoe/tree.py)
 
 MAX_RECORD = const(768)  # an input with every frame it can make: 3 + 3 + 7 * (1 + 106) + 4
 PAD = const(64)

@@ -16,6 +16,7 @@ from shoe.store import (
     R_CHECKPOINT,
     R_FINAL,
     R_INPUT,
+    R_TREE,
     frames_in,
     load_identity,
     next_boot,
@@ -112,6 +113,8 @@ class TiltShoe:
                 _, seq, digest, acked, hold = struct.unpack(CHECKPOINT, payload)
                 o.checkpoint(seq, digest)
                 o.acked = acked
+            elif rtype == R_TREE:
+                o.tree.load(payload)
             if rtype != R_INPUT:
                 continue
             if payload[0] == _IN_REVEAL:

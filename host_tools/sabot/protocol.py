@@ -14,6 +14,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
+from sabot import note, tlog
 from sabot.errors import SabotError
 from sabot.game import rules
 from sabot.game.cards import card_code
@@ -41,21 +42,26 @@ T_MAINTENANCE = 0x09  # an update or a rekey: who asked, what, the MANIFEST dige
 # shoe -> host, not chained
 T_STATUS, T_INTEGRITY = 0x40, 0x41
 T_UPDATE_PROGRESS = 0x42  # unsigned, never stored: the update chunk the shoe took (pacing)
+# the shoe's log head: seq its size, chain the digest of frame `size`, payload the root; its
+# signature signs the C2SP checkpoint note (checkpoint_text), not the body
+T_CHECKPOINT = 0x43
 TYPES = {T_SHOE_START: "shoe_start", T_BURN: "burn", T_INITIAL_CARDS: "initial_cards",
          T_RESULT: "result", T_IRREGULARITY: "irregularity", T_RESOLUTION: "resolution",
          T_SHOE_END: "shoe_end", T_COMMAND_REJECTED: "command_rejected",
          T_MAINTENANCE: "maintenance", T_STATUS: "status", T_INTEGRITY: "integrity",
-         T_UPDATE_PROGRESS: "update_progress"}
+         T_UPDATE_PROGRESS: "update_progress", T_CHECKPOINT: "checkpoint"}
 CHAINED = frozenset(t for t in TYPES if t < T_STATUS)
 
 # ---- host -> shoe commands -------------------------------------------------------------------
 C_HELLO, C_ACK, C_RESOLVE, C_NEW_SHOE = 0x80, 0x81, 0x82, 0x83
 C_VERIFY = 0x85
 C_UPDATE, C_UPDATE_DATA, C_REKEY = 0x87, 0x88, 0x89
+C_CHECKPOINT = 0x8A  # unsigned: the shoe signs a checkpoint of its log (or sends its last again)
 # frames that carry no signature: initial_cards is sealed by the next signed frame of the shoe;
 # an update chunk is authenticated by the hash chain its signed C_UPDATE anchors; the update
 # progress answer only paces the sender
-UNSIGNED = frozenset((T_INITIAL_CARDS, C_HELLO, C_VERIFY, C_UPDATE_DATA, T_UPDATE_PROGRESS))
+UNSIGNED = frozenset((T_INITIAL_CARDS, C_HELLO, C_VERIFY, C_UPDATE_DATA, T_UPDATE_PROGRESS,
+                      C_CHECKPOINT))
 
 # ---- coded fields, by their wire number --------------------------------------------------------
 PHASES = ("burn_first", "burn", "dealing", "held", "ended")
@@ -196,8 +202,32 @@ def parse(raw: bytes) -> Frame:
         if len(raw) < HEADER.size + SIG_LEN:
             raise FrameError("too_short")
         body, sig = raw[:-SIG_LEN], raw[-SIG_LEN:]
-    return Frame(raw, ftype, key_id, shoe_id, boot, seq, chain, body[HEADER.size :], sig, body,
-                 sha256(body).digest())
+    payload = body[HEADER.size :]
+    if ftype == T_CHECKPOINT:
+        if len(payload) != DIGEST_LEN:
+            raise FrameError("malformed_payload")
+        # what the element signed: the note's text, whose first byte ('s') no body has (0x02)
+        signed = checkpoint_text(shoe_id, seq, payload).encode()
+    else:
+        signed = body
+    return Frame(raw, ftype, key_id, shoe_id, boot, seq, chain, payload, sig, body,
+                 sha256(signed).digest())
+
+
+def checkpoint_text(shoe_id: int, size: int, root: bytes) -> str:
+    """The C2SP checkpoint a shoe's T_CHECKPOINT frame signs (firmware/shoe/tree.py)."""
+    return tlog.Checkpoint(tlog.origin(shoe_id), size, root).text()
+
+
+def checkpoint_note(f: Frame, public_key: ec.EllipticCurvePublicKey) -> str:
+    """A checkpoint frame as the C2SP signed note it is: its text, then the shoe's signature line
+    (type 0x02: the element's r||s DER-encoded), named by the log's origin and keyed by
+    `public_key` (the registry's key of the frame's key_id)."""
+    origin = tlog.origin(f.shoe_id)
+    der = utils.encode_dss_signature(int.from_bytes(f.signature[:32], "big"),
+                                     int.from_bytes(f.signature[32:], "big"))
+    return (checkpoint_text(f.shoe_id, f.seq, f.payload) + "\n"
+            + note.signature_line(origin, note.ecdsa_verifier(origin, public_key).id, der))
 
 
 # ---- signatures and building -------------------------------------------------------------------

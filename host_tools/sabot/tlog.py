@@ -90,6 +90,38 @@ class RightEdge:
         return h
 
 
+class Prefix:
+    """A log's leaves as a verifier holds them, from leaf 0 on for as long as none is missing
+    (a shoe's chained frames from seq 1: leaf i is seq i + 1): the root at any size within them,
+    the newest in O(log n)."""
+
+    def __init__(self) -> None:
+        self.hashes: list[bytes] = []
+        self.edge = RightEdge()
+
+    def add(self, index: int, leaf: bytes) -> None:
+        """Leaf `index`'s bytes: taken when it is the next one (a leaf after a missing one never
+        is: the prefix ends there)."""
+        if index == len(self.hashes):
+            h = leaf_hash(leaf)
+            self.hashes.append(h)
+            self.edge.append_hash(h)
+
+    def root_at(self, size: int) -> bytes | None:
+        """The root of the tree of the first `size` leaves; None when they are not all held."""
+        if size < 1 or size > len(self.hashes):
+            return None
+        return self.edge.root() if size == len(self.hashes) else root(self.hashes[:size])
+
+    def cut(self, size: int) -> None:
+        """Forget every leaf from `size` on (a batch that was not stored)."""
+        if size < len(self.hashes):
+            del self.hashes[size:]
+            self.edge = RightEdge()
+            for h in self.hashes:
+                self.edge.append_hash(h)
+
+
 # ---- proofs ------------------------------------------------------------------------------------
 def inclusion_proof(hashes: Sequence[bytes], index: int, size: int | None = None) -> list[bytes]:
     """The audit path of leaf `index` in the tree of the first `size` leaves (RFC 6962 PATH)."""

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 )
 
 from sabot import keys
+from sabot import protocol as pr
 from sabot.virtual import element_emulator as em
 from sabot.virtual import factory
 from sabot.virtual.factory import ChipBus  # noqa: F401  (tests build their own chips on it)
@@ -83,12 +84,17 @@ def sign_raw(private_key, body):
 
 
 def verify(public_key, frame):
-    """The frame's signature checks under `public_key` (raises InvalidSignature otherwise)."""
+    """The frame's signature checks under `public_key` (raises InvalidSignature otherwise): over
+    its body, or a checkpoint's over its note text (firmware/shoe/tree.py)."""
     n = frames.body_len(frame)
     sig = frame[n:]
+    signed = frame[:n]
+    if frame[1] == frames.T_CHECKPOINT:
+        f = pr.parse(bytes(frame))
+        signed = pr.checkpoint_text(f.shoe_id, f.seq, f.payload).encode()
     public_key.verify(encode_dss_signature(int.from_bytes(sig[:32], "big"),
                                            int.from_bytes(sig[32:], "big")),
-                      frame[:n], ec.ECDSA(hashes.SHA256()))
+                      signed, ec.ECDSA(hashes.SHA256()))
 
 
 def payload_of(into, *args):

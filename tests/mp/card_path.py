@@ -8,11 +8,14 @@
 #   MODE measure: unlocked; gc.mem_alloc() before and after each card's whole path
 #   MODE ...-patient: the element driver never polls a busy chip (as on a board with a real
 #                 chip: a NACK raises OSError, which allocates); run the emulator with real timings
+#   MODE ...-notree: the shoe's log left out (its tree marked lost): what the log costs is the
+#                 difference (make bench)
 #   ACKFILE: a host acknowledges everything sent after each card (tests/mp/nulls.py Host)
 # Prints: "cards N results R alloc_failures F us_per_card U heap_min_free M heap_free_collected C
-# full_path_heap_bytes_per_card B full_path_heap_bytes T signed S element_errors E" (U: sensor
-# bytes + decision only; M: the lowest gc.mem_free() after a card, garbage not collected; C: free
-# after the shoe, collected).
+# full_path_heap_bytes_per_card B full_path_heap_bytes T signed S element_errors E service_us V
+# link_bytes L log_size Z" (U: sensor bytes + decision only; M: the lowest gc.mem_free() after a
+# card, garbage not collected; C: free after the shoe, collected; V: the whole shoe's time in
+# service() passes; L: bytes written to the link; Z: the leaves in the shoe's log).
 import gc
 import sys
 import time
@@ -44,6 +47,9 @@ def sensor_bytes(card):
     return encode(ord("R"), bytes((RANKS[card >> 2], SUITS[card & 3])))
 
 
+SERVICE_US = [0]
+
+
 def deal_one(app, buf, at, n):
     """The whole path of one card; returns the decision's time in µs."""
     t0 = time.ticks_us()
@@ -53,23 +59,27 @@ def deal_one(app, buf, at, n):
     spent = time.ticks_diff(time.ticks_us(), t0)
     app.commit_card(done)
     t1 = time.ticks_ms()
+    t2 = time.ticks_us()
     while app.busy():
         app.service(0)
         if time.ticks_diff(time.ticks_ms(), t1) > 5000:
             raise RuntimeError("frames never finished: %d of %d" % (app.outbox.done,
                                                                      app.outbox.seq))
+    SERVICE_US[0] += time.ticks_diff(time.ticks_us(), t2)
     return spent
 
 
 def main():
     shoe = read_shoe(sys.argv[1])
     lock = sys.argv[4].startswith("lock")
-    patient = sys.argv[4].endswith("-patient")
+    patient = "-patient" in sys.argv[4]
     lamps = Null()
     link = Null()
     gc.collect()
     app = ShoeApp(Flash(sys.argv[2]), link, lamps, board.element(sys.argv[3], patient))
     app.start()
+    if "-notree" in sys.argv[4]:
+        app.outbox.tree.lost = True
     while app.busy():
         app.service(0)
     host = Host(app, sys.argv[5]) if len(sys.argv) > 5 else None
@@ -101,9 +111,10 @@ def main():
     gc.collect()
     print("cards %d results %d alloc_failures %d us_per_card %d heap_min_free %d "
           "heap_free_collected %d full_path_heap_bytes_per_card %d full_path_heap_bytes %d "
-          "signed %d element_errors %d"
+          "signed %d element_errors %d service_us %d link_bytes %d log_size %d"
           % (cards, lamps.results, failures, spent // max(cards, 1), heap_min, gc.mem_free(),
-             allocated // max(cards, 1), allocated, app.outbox.done, app.element_errors))
+             allocated // max(cards, 1), allocated, app.outbox.done, app.element_errors,
+             SERVICE_US[0], link.bytes, app.outbox.tree.size))
 
 
 main()

@@ -542,6 +542,16 @@ class AuditStore:
                 (key_id, shoe_id, seq)).fetchone()
         return row[0] if row else None
 
+    def chained_frames(self, shoe_id: int, types: Sequence[str]) -> Iterator[tuple[int, bytes]]:
+        """(seq, raw) of the shoe's accepted frames of these types, in the order stored (seq
+        order, for the chained types): the leaves of its log (firmware/shoe/tree.py)."""
+        marks = ", ".join("?" * len(types))
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT seq, raw FROM frames WHERE shoe_id=? AND verdict='accepted' AND type IN"
+                f" ({marks}) ORDER BY id", (shoe_id, *types)).fetchall()
+        yield from ((seq, bytes(raw)) for seq, raw in rows)
+
     def link(self, key_id: int, shoe_id: int, raw: bool = False) -> Any:
         pending = [v for t, v in self._pending if t == "link_state" and v[:2] == (key_id, shoe_id)]
         if pending:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sabot import protocol as pr
+from sabot import tlog
 from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.store import AuditStore
 from sabot.audit.watch import Watch
@@ -40,6 +41,15 @@ def contract_round(rec: dict[str, Any]) -> dict[str, Any]:
 
 LINK_KEY = 0  # link state is kept per shoe, whatever result key version signs its frames
 TILT_DETAIL = "the shoe's code does not match its MANIFEST: it deals nothing"
+
+
+CHAINED_NAMES = tuple(pr.TYPES[t] for t in sorted(pr.CHAINED))
+
+
+def checkpoint_mismatch(size: int) -> str:
+    """The checkpoint_mismatch alarm's detail (audit/verify.py derives it again)."""
+    return (f"the shoe signed a checkpoint of its log at {size} frames whose root is not that "
+            "of the frames stored")
 
 
 class Validator:
@@ -98,6 +108,13 @@ class Validator:
         # Alarms on what is dealt (watch.py): player_advantage, repeated_sequence.
         self.watch = (Watch(self.store, config.shoe_id, self.config, self.state, self._alarm)
                       if watch else None)
+        # The shoe's log as this store holds it (firmware/shoe/tree.py): the leaf hashes of its
+        # chained frames from seq 1 on, as long as none is missing; a checkpoint within them is
+        # checked against them
+        self.log = tlog.Prefix()
+        for seq, raw in self.store.chained_frames(config.shoe_id, CHAINED_NAMES):
+            self.log.add(seq - 1, raw)
+        self.checkpoint: pr.Frame | None = None  # the newest checkpoint that held
 
     @property
     def state(self) -> dict[str, Any]:
@@ -127,6 +144,7 @@ class Validator:
         saved = copy.deepcopy(self.state)  # what to go back to if the batch cannot be stored
         counted = dict(self.counts), len(self.rejections), len(self.alarms)
         pending = self.pending
+        leaves, checkpoint = len(self.log.hashes), self.checkpoint
         parsed = [self._parse(e) for e in encoded]
         if self.batch_verify:
             self._covered = self._cover([f for _, f, _ in parsed if f is not None])
@@ -142,6 +160,8 @@ class Validator:
             self.deframer.buf, self.deframer.noise = bytearray(torn[0]), torn[1]
             self.counts = counted[0]
             del self.rejections[counted[1]:], self.alarms[counted[2]:]
+            self.log.cut(leaves)
+            self.checkpoint = checkpoint
             raise
         finally:
             self._covered = set()
@@ -253,9 +273,11 @@ class Validator:
             self.store.add_frame(p.raw, p, "deferred", None, _type_name(p))
             self.counts["deferred"] += 1
             return [(p, "deferred", None)]
-        if p is not None and not (f.signed and f.type not in pr.CHAINED and f.seq > p.seq):
-            # (a status or integrity answer naming a newer frame says nothing of this one: its
-            # successor, still on its way, decides)
+        if p is not None and not (f.signed and f.type not in pr.CHAINED and (
+                f.seq != p.seq or f.type == pr.T_CHECKPOINT)):
+            # (a status or integrity answer naming another frame says nothing of this one: its
+            # successor, still on its way, decides; nor does a checkpoint, whose signature
+            # covers its note, not its header's chain)
             self.pending = None
             if f.signed and f.chain == p.digest and f.seq == p.seq + (f.type in pr.CHAINED):
                 out.append(self._process(p))
@@ -285,6 +307,8 @@ class Validator:
             return frame, verdict, None
         self._key_id = frame.key_id
         self._frame_id = self.store.add_frame(frame.raw, frame, verdict, None, _type_name(frame))
+        if chained:
+            self.log.add(frame.seq - 1, frame.raw)
         for kind, detail in self._deferred:
             self._alarm(kind, detail)
         self._deferred = []
@@ -329,6 +353,9 @@ class Validator:
             return "accepted", False
         if f.type == pr.T_INTEGRITY:
             return "accepted", False  # answers a verify-firmware challenge; checked there
+        if f.type == pr.T_CHECKPOINT:
+            self._checkpoint(f)
+            return "accepted", False
         if f.type not in pr.CHAINED:
             raise FrameError("unknown_type")
         if not self.anchored and self.live and self.status is None:
@@ -410,6 +437,17 @@ class Validator:
         assert self._frame_id is not None
         return self._frame_id
 
+    def _checkpoint(self, f: pr.Frame) -> None:
+        """A checkpoint the shoe signed: its root against the log of the frames stored here,
+        when they are all here (a store that met the shoe later, or lost frames, cannot say)."""
+        root = self.log.root_at(f.seq)
+        if root is None:
+            return
+        if root != f.payload:
+            self._deferred.append(("checkpoint_mismatch", checkpoint_mismatch(f.seq)))
+        elif self.checkpoint is None or f.seq >= self.checkpoint.seq:
+            self.checkpoint = f
+
     def _alarm(self, kind: str, detail: str, **where: Any) -> None:
         inv = self.state.get("inventory") or {}
         alarm = {"kind": kind, "shoe_id": self.shoe_id,
@@ -436,6 +474,8 @@ class Validator:
         unsigned frame still waiting for its seal), rejections and alarms."""
         s: dict[str, Any] = dict(self.counts)
         s["pending"] = int(self.pending is not None)
+        # the newest checkpoint of the shoe's log that held against the stored frames: its size
+        s["checkpoint"] = self.checkpoint.seq if self.checkpoint is not None else None
         s["rejections"] = self.rejections
         s["alarms"] = self.alarms
         return s

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from sabot import protocol as pr
+from sabot import tlog
 from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.store import (
     COLUMNS,
@@ -43,7 +44,7 @@ from sabot.audit.store import (
     StoreUnreadable,
     row_hash,
 )
-from sabot.audit.validator import LINK_KEY, TILT_DETAIL
+from sabot.audit.validator import LINK_KEY, TILT_DETAIL, checkpoint_mismatch
 from sabot.errors import SabotError
 from sabot.registry import ShoeEntry
 
@@ -54,7 +55,7 @@ CONTENT_ALARMS = frozenset((
     "inventory_exceeded", "inventory_mismatch", "config_mismatch", "malformed_payload",
     "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end", "firmware_update",
     "update_refused", "rekey"))
-DERIVED = CONTENT_ALARMS | {"sequence_gap", "tilt"}
+DERIVED = CONTENT_ALARMS | {"sequence_gap", "tilt", "checkpoint_mismatch"}
 NOTICES = frozenset(("player_advantage", "repeated_sequence"))  # watch.py's: not derived here
 FRAMELESS = frozenset(("missing_shoe_end",))  # a capture ending mid-shoe (Validator.finish)
 VERDICTS = frozenset(("accepted", "rejected", "deferred", "resent"))
@@ -145,6 +146,7 @@ class _Shoe:
         self.tilted = False  # its latest authentic status said tilt
         self.said = 0  # the newest frame an authentic status of it named
         self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
+        self.log = tlog.Prefix()  # its log as stored, from seq 1 while none is missing
         self.unseen = 0  # met at its first frame past seq 1: the seqs before it (resends)
         # seq -> what an operator entry may name there: ("resolve", record) given from the host,
         # ("new_shoe", record, the shoe that ended before it)
@@ -342,6 +344,8 @@ class _Walk:
             self._status(rid, f, shoe, received_at)
         elif f.type == pr.T_INTEGRITY:
             pass  # answers a verify-firmware challenge: its signature is all a store can check
+        elif f.type == pr.T_CHECKPOINT:
+            self._checkpoint(rid, f, shoe, received_at)
         elif f.type in pr.CHAINED:
             self._chained(rid, f, shoe, received_at)
         else:
@@ -386,7 +390,8 @@ class _Walk:
             return  # also a registered shoe's frame on another shoe's port: its verdict is local
         if reason == "unknown_type":
             ok = known and ((not f.signed and f.type != pr.T_INITIAL_CARDS) or (
-                authentic and not chained and f.type not in (pr.T_STATUS, pr.T_INTEGRITY)))
+                authentic and not chained and f.type not in (pr.T_STATUS, pr.T_INTEGRITY,
+                                                             pr.T_CHECKPOINT)))
         elif reason == "bad_signature":
             ok = known and f.signed and not authentic
         elif reason == "unsealed":
@@ -459,6 +464,15 @@ class _Walk:
             self.optional = _alarm_key("tilt", (st["inventory"] or {}).get("shoe"), None,
                                        TILT_DETAIL)
 
+    def _checkpoint(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float) -> None:
+        """A checkpoint the shoe signed: where the stored frames hold its whole log, its root
+        is theirs, or the validator raised checkpoint_mismatch (its frame's alarms)."""
+        shoe.raised = []
+        root = shoe.log.root_at(f.seq)
+        if root is not None and root != f.payload:
+            shoe.emit("checkpoint_mismatch", checkpoint_mismatch(f.seq))
+        self._opened(rid, f, shoe, at, None)
+
     def _gap(self, shoe: _Shoe, first: int, last: int) -> tuple[str, Any]:
         """Frames that can never be seen here: the accounts are partial, as the validator's."""
         shoe.accounts.mark_partial()
@@ -489,6 +503,7 @@ class _Walk:
         shoe.anchored = True
         st["last_seq"], st["last_digest"], st["last_boot"] = f.seq, f.digest, f.boot
         shoe.stored[f.seq] = f.digest
+        shoe.log.add(f.seq - 1, f.raw)
         self.counts["frames"] += 1
         shoe.raised = []
         for kind, detail in held:

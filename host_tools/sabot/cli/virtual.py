@@ -113,6 +113,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{summary['rejected']} rejected, {summary['irregularities']} irregularities, "
               f"{len(summary['alarms'])} alarms, {summary['lost']} lost, "
               f"in {summary['seconds']} s")
+        if summary["checkpoint"]:
+            print(f"shoe's log: its element signed a checkpoint of {summary['checkpoint']} "
+                  "frames, and its root is that of the frames stored")
         print(f"audit log: {args.db}   history: sabot history --db {args.db}")
     fail_on(summary["rejections"], summary["alarms"], f"{summary['lost']} rounds lost"
             if summary["lost"] else "", fail_on_notice=args.fail_on_notice)

@@ -306,6 +306,20 @@ class HostLink:
                 return None
             self.pump_until(lambda: time.monotonic() >= next_ask, ASK_EVERY)
 
+    def checkpoint(self, timeout: float = 5.0) -> pr.Frame | None:
+        """Ask the shoe for a checkpoint of its log (the root it computed, signed by its element)
+        and take what it sends until one covering every frame stored here has held against them
+        (Validator.checkpoint); that frame, or None when none did within `timeout` seconds (or
+        the store does not hold the shoe's frames from seq 1 to check one)."""
+        def covered() -> bool:
+            c = self.validator.checkpoint
+            return c is not None and c.seq >= self.validator.state["last_seq"]
+
+        if not covered():
+            self._command(pr.C_CHECKPOINT, counted=False)
+            self.pump_until(covered, timeout)
+        return self.validator.checkpoint if covered() else None
+
     def drain(self, timeout: float) -> bool:
         """Until the shoe reports its shoe ended and nothing unacknowledged (so everything it made
         is stored); False if that takes longer than `timeout` seconds."""

@@ -107,6 +107,7 @@ class Session:
         if self.error:
             raise self.error
         link.drain(DRAIN_WAIT)
+        link.checkpoint()  # the shoe's own head of its log, checked against what was stored
         if self.progress:
             self.progress(self, final=True)
 
@@ -129,7 +130,8 @@ class Session:
         return {"shoe": self.shoe_no, "rounds": len(stored), "expected_rounds": len(expected),
                 "verified": v["verified"], "rejected": v["rejected"],
                 "irregularities": v["irregularities"], "lost": lost, "resent": v["resent"],
-                "rejections": v["rejections"], "alarms": v["alarms"]}
+                "rejections": v["rejections"], "alarms": v["alarms"],
+                "checkpoint": v["checkpoint"]}
 
 
 def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
