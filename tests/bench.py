@@ -817,7 +817,7 @@ def bench_witness(n=1000):
 
     from sabot import keys, note, tlog
     from sabot.registry import ShoeEntry
-    from sabot.witness.service import Witness, request_body
+    from sabot.witness.service import Witness
 
     shoe = ec.generate_private_key(ec.SECP256R1())
     entry = ShoeEntry(0x5AB0_0001)
@@ -829,7 +829,7 @@ def bench_witness(n=1000):
         hashes_.append(tlog.leaf_hash(b"frame %d" % i))
         text = tlog.Checkpoint(origin, i + 1, tlog.root(hashes_)).text()
         sig = shoe.sign(text.encode(), ec.ECDSA(hashes.SHA256()))
-        bodies.append(request_body(i, tlog.consistency_proof(hashes_, i, i + 1),
+        bodies.append(tlog.add_checkpoint_body(i, tlog.consistency_proof(hashes_, i, i + 1),
                                    text + "\n" + note.signature_line(origin, signer.id, sig)))
     with tempfile.TemporaryDirectory() as tmp:
         w = Witness(f"{tmp}/w.db", ed25519.Ed25519PrivateKey.generate(), {entry.shoe_id: entry})
@@ -856,7 +856,7 @@ def bench_receipt():
     from sabot.game.cards import shuffled_shoe
     from sabot.registry import ShoeEntry
     from sabot.virtual import capture_gen
-    from sabot.witness.service import Witness, request_body
+    from sabot.witness.service import Witness
 
     sid = 0x5AB0_0001
     key = ec.generate_private_key(ec.SECP256R1())
@@ -878,7 +878,7 @@ def bench_receipt():
                                                                 ec.ECDSA(hashes.SHA256())))
     with tempfile.TemporaryDirectory() as tmp:
         w = Witness(f"{tmp}/w.db", ed25519.Ed25519PrivateKey.generate(), {sid: entry})
-        cp += w.add_checkpoint(request_body(0, [], cp)).body
+        cp += w.add_checkpoint(tlog.add_checkpoint_body(0, [], cp)).body
         witness = note.Verifier.parse(w.vkey)
         w.close()
     at = len(frames) // 2 + 1

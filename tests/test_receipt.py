@@ -20,7 +20,7 @@ from sabot import protocol as pr
 from sabot.game.cards import shuffled_shoe
 from sabot.registry import Registry, ShoeEntry
 from sabot.virtual import capture_gen
-from sabot.witness.service import Witness, request_body
+from sabot.witness.service import Witness
 
 from kit import SABOT
 
@@ -49,7 +49,7 @@ def shoe(tmp_path_factory):
     d = tmp_path_factory.mktemp("witness")
     w = Witness(str(d / "w.db"), ed25519.Ed25519PrivateKey.generate(), {SHOE: entry},
                 "regulator.example/w1")
-    answer = w.add_checkpoint(request_body(0, [], cp))
+    answer = w.add_checkpoint(tlog.add_checkpoint_body(0, [], cp))
     assert answer.status == 200
     w.close()
     return {"key": key, "entry": entry, "frames": frames, "leaves": leaves,

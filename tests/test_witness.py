@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from sabot import keys, note, tlog
 from sabot.registry import Registry, ShoeEntry
-from sabot.witness.service import Witness, request_body
+from sabot.witness.service import Witness
 
 from kit import SABOT
 from kit.procs import free_port_for_tests
@@ -52,7 +52,7 @@ class Log:
     def request(self, old, size=None, proof=None, key=None):
         size = len(self.hashes) if size is None else size
         proof = tlog.consistency_proof(self.hashes, old, size) if proof is None else proof
-        return request_body(old, proof, self.checkpoint(size, key))
+        return tlog.add_checkpoint_body(old, proof, self.checkpoint(size, key))
 
 
 def entry_for(key, shoe_id=SHOE):
@@ -212,7 +212,7 @@ def test_sizes_past_what_it_holds_are_refused_in_a_line_and_leave_no_lock(witnes
     root = base64.b64encode(tlog.root(log.hashes)).decode()
     for size in ("9" * 5000, str(2**63), str(2**64)):
         text = f"{log.origin}\n{size}\n{root}\n"
-        a = witness.add_checkpoint(request_body(0, [], signed(log, text)))
+        a = witness.add_checkpoint(tlog.add_checkpoint_body(0, [], signed(log, text)))
         assert a.status == 400, a.body
     assert witness.add_checkpoint(log.request(0)).status == 200
     assert witness.latest(log.origin)["size"] == 3
@@ -223,7 +223,7 @@ def test_a_checkpoint_of_no_leaves_is_cosigned_only_with_the_empty_trees_root(wi
     log = Log(shoe_key)
     log.grow(3)
     root = base64.b64encode(tlog.root(log.hashes)).decode()
-    a = witness.add_checkpoint(request_body(0, [], signed(log, f"{log.origin}\n0\n{root}\n")))
+    a = witness.add_checkpoint(tlog.add_checkpoint_body(0, [], signed(log, f"{log.origin}\n0\n{root}\n")))
     assert a.status == 422 and witness.latest(log.origin) is None
     assert witness.add_checkpoint(log.request(0, size=0)).status == 200
 

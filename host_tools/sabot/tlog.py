@@ -260,6 +260,13 @@ class Checkpoint:
         return cls(origin, int(size), h, ext)
 
 
+def add_checkpoint_body(old: int, proof: Sequence[bytes], signed: str) -> bytes:
+    """A tlog-witness add-checkpoint request: "old N", the consistency proof's hashes, an empty
+    line, the signed checkpoint."""
+    return ("".join([f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof),
+                     "\n", signed])).encode()
+
+
 def origin(shoe_id: int) -> str:
     """The origin line of a shoe's log: it names the shoe (a schema-less name, as C2SP asks)."""
     return f"sabot.shoe/{shoe_id:08x}"

@@ -31,11 +31,13 @@ from typing import Any, NamedTuple, Protocol
 from sabot.errors import SabotError
 from sabot.locks import try_lock
 
-SCHEMA_VERSION = "sabot-audit/4"  # 4: the operator log in the chain; 3: protocol v2
+SCHEMA_VERSION = "sabot-audit/5"  # 5: witnesses' cosignatures; 4: the operator log in the
+# chain; 3: protocol v2
 # what an older store lacks, for the line that refuses it (an append-only chained store is not
 # migrated: its own triggers forbid rewriting its schema row, and an old operator log names no
 # frame that audit verify could check it against)
-OLDER = {"sabot-audit/3": "its operator log is a file beside it, outside the row chain"}
+OLDER = {"sabot-audit/3": "its operator log is a file beside it, outside the row chain",
+         "sabot-audit/4": "it has no place for the witnesses' cosignatures of the shoes' logs"}
 GENESIS = bytes(32)  # the hash before the first row
 
 # Each table's columns, in the order they are hashed (after chain_no, before row_hash).
@@ -52,9 +54,14 @@ COLUMNS = {
     # the operator log: `entry` is the JSON object `history --operations` prints; (shoe_id, seq)
     # names the shoe's signed frame that shows what the operator did
     "operations": ("logged_at", "shoe_id", "seq", "operation", "entry"),
+    # a witness's cosignature (its signature line) of the shoe's checkpoint stored as frame_id,
+    # a checkpoint of its log at `size` frames (audit/cosign.py)
+    "cosignatures": ("cosigned_at", "shoe_id", "size", "frame_id", "witness", "cosignature"),
 }
 _TYPES = {"received_at": "REAL NOT NULL", "raised_at": "REAL NOT NULL",
           "checked_at": "REAL NOT NULL", "logged_at": "REAL NOT NULL",
+          "cosigned_at": "REAL NOT NULL", "witness": "TEXT NOT NULL",
+          "cosignature": "TEXT NOT NULL",
           "operation": "TEXT NOT NULL", "entry": "TEXT NOT NULL",
           "raw": "BLOB NOT NULL", "last_digest": "BLOB NOT NULL", "verdict": "TEXT NOT NULL",
           "kind": "TEXT NOT NULL", "record": "TEXT NOT NULL", "name": "TEXT NOT NULL UNIQUE",
@@ -73,7 +80,7 @@ def _table_sql(name: str, typed: Callable[[str], str] = lambda t: t) -> str:
 
 
 _INTS = {"key_id", "shoe_id", "boot", "seq", "frame_id", "shoe", "round", "last_seq", "last_boot",
-         "host_counter"}
+         "host_counter", "size"}
 TRIGGERS = {f"{t}_append_only_{op[0].lower()}":
             f"CREATE TRIGGER IF NOT EXISTS {t}_append_only_{op[0].lower()} BEFORE {op} ON {t} "
             f"BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END"
@@ -503,6 +510,27 @@ class AuditStore:
         self.begin()
         self._add("operations", (self._now, shoe_id, seq, entry["operation"], json.dumps(entry)))
         self.commit()
+
+    def add_cosignature(self, frame_id: int, shoe_id: int, size: int, witness: str,
+                        line: str) -> None:
+        """A witness's cosignature line of the checkpoint stored as frame_id (in this batch)."""
+        self._add("cosignatures", (self._now, shoe_id, size, frame_id, witness, line))
+
+    def checkpoints(self, shoe_id: int) -> list[dict[str, Any]]:
+        """The shoe's stored checkpoints of its log, smallest first: {frame_id, size, raw,
+        cosignatures: {witness: its signature line}}."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT id, seq, raw FROM frames WHERE shoe_id=? AND type='checkpoint' AND"
+                " verdict='accepted' ORDER BY seq, id", (shoe_id,)).fetchall()
+            sigs = self.db.execute(
+                "SELECT frame_id, witness, cosignature FROM cosignatures WHERE shoe_id=?"
+                " ORDER BY id", (shoe_id,)).fetchall()
+        by_frame: dict[int, dict[str, str]] = {}
+        for fid, witness, line in sigs:
+            by_frame.setdefault(fid, {}).setdefault(witness, line)
+        return [{"frame_id": fid, "size": size, "raw": bytes(raw),
+                 "cosignatures": by_frame.get(fid, {})} for fid, size, raw in rows]
 
     def log_integrity(self, r: Mapping[str, Any]) -> None:
         self.begin()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sabot import protocol as pr
 from sabot import tlog
 from sabot.audit.accounts import ShoeAccounts
+from sabot.audit.cosign import Cosigned, Cosigner
 from sabot.audit.store import AuditStore
 from sabot.audit.watch import Watch
 from sabot.protocol import FrameError
@@ -59,7 +60,7 @@ class Validator:
     def __init__(self, config: ShoeEntry, store: AuditStore | str,
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
                  on_alarm: Callable[[Alarm], None] | None = None, watch: bool = True,
-                 batch_verify: bool = False) -> None:
+                 batch_verify: bool = False, cosigner: Cosigner | None = None) -> None:
         self.config = config
         self.shoe_id = config.shoe_id
         self.store = store if isinstance(store, AuditStore) else AuditStore(store)
@@ -115,6 +116,11 @@ class Validator:
         for seq, raw in self.store.chained_frames(config.shoe_id, CHAINED_NAMES):
             self.log.add(seq - 1, raw)
         self.checkpoint: pr.Frame | None = None  # the newest checkpoint that held
+        # Witnesses (audit/cosign.py): each checkpoint that holds goes to them once stored; what
+        # they answer is stored at the start of a later batch
+        self.cosigner = cosigner
+        self._held: tuple[int, pr.Frame] | None = None  # a checkpoint that held in this batch
+        self.witnessed: dict[int, list[str]] = {}  # size -> the witnesses that cosigned it
 
     @property
     def state(self) -> dict[str, Any]:
@@ -148,13 +154,18 @@ class Validator:
         parsed = [self._parse(e) for e in encoded]
         if self.batch_verify:
             self._covered = self._cover([f for _, f, _ in parsed if f is not None])
+        cosigned = self.cosigner.take() if self.cosigner is not None else []
         try:
             self.store.begin()  # a server lost here refuses the read, as at its commit
+            self._add_cosignatures(cosigned)
             out = [v for p in parsed for v in self._one(*p)]
             self.store.save_link(LINK_KEY, self.shoe_id, self.state)
             self.store.commit()
         except BaseException:
             self.store.rollback()
+            if self.cosigner is not None:
+                self.cosigner.put_back(cosigned)
+            self._held = None
             self.state = saved  # nothing of this read was stored: the shoe will send it again
             self.pending = pending
             self.deframer.buf, self.deframer.noise = bytearray(torn[0]), torn[1]
@@ -166,7 +177,41 @@ class Validator:
         finally:
             self._covered = set()
         self._took(data)
+        self._submit()
         return out
+
+    def _add_cosignatures(self, cosigned: list[Cosigned]) -> None:
+        for frame_id, size, lines in cosigned:
+            for witness, line in sorted(lines.items()):
+                self.store.add_cosignature(frame_id, self.shoe_id, size, witness, line)
+            self.witnessed[size] = sorted(set(self.witnessed.get(size, [])) | set(lines))
+
+    def _submit(self) -> None:
+        """The checkpoint that held in the batch just stored, to the witnesses."""
+        held, self._held = self._held, None
+        if held is not None and self.cosigner is not None:
+            fid, f = held
+            self.cosigner.submit(fid, pr.checkpoint_note(f, self._public_key(f)), f.seq,
+                                 self.log.hashes)
+
+    def store_cosignatures(self, wait: float = 0.0) -> None:
+        """Store what the witnesses answered (waiting up to `wait` seconds for those still
+        asked): at the end of a session, where no batch comes to carry them."""
+        if self.cosigner is None:
+            return
+        if wait:
+            self.cosigner.wait(wait)
+        cosigned = self.cosigner.take()
+        if not cosigned:
+            return
+        try:
+            self.store.begin()
+            self._add_cosignatures(cosigned)
+            self.store.commit()
+        except BaseException:
+            self.store.rollback()
+            self.cosigner.put_back(cosigned)
+            raise
 
     def _took(self, data: bytes) -> None:
         if self.capture is not None:
@@ -309,6 +354,8 @@ class Validator:
         self._frame_id = self.store.add_frame(frame.raw, frame, verdict, None, _type_name(frame))
         if chained:
             self.log.add(frame.seq - 1, frame.raw)
+        elif frame.type == pr.T_CHECKPOINT and self.checkpoint is frame:
+            self._held = (self._frame_id, frame)
         for kind, detail in self._deferred:
             self._alarm(kind, detail)
         self._deferred = []
@@ -476,6 +523,12 @@ class Validator:
         s["pending"] = int(self.pending is not None)
         # the newest checkpoint of the shoe's log that held against the stored frames: its size
         s["checkpoint"] = self.checkpoint.seq if self.checkpoint is not None else None
+        # the newest checkpoint witnesses cosigned in this session: {size, witnesses}
+        if self.witnessed:
+            size = max(self.witnessed)
+            s["cosigned"] = {"size": size, "witnesses": self.witnessed[size]}
+        else:
+            s["cosigned"] = None
         s["rejections"] = self.rejections
         s["alarms"] = self.alarms
         return s

@@ -33,8 +33,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from sabot import note, tlog
 from sabot import protocol as pr
-from sabot import tlog
 from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.store import (
     COLUMNS,
@@ -208,6 +208,10 @@ class _Walk:
         self.last_frame_id = 0
         self.claimed: set[tuple[int, int]] = set()  # (shoe id, seq) an operator entry names
         self.meta: list[tuple[Any, ...]] = []
+        # frame id -> (shoe id, size, note text) of each stored checkpoint; the cosignatures
+        # stored for them, (frame id, witness)
+        self.checkpoints: dict[int, tuple[int, int, str]] = {}
+        self.cosigned: set[tuple[int, str]] = set()
 
     def run(self, store: AuditStore) -> None:
         prev, expect = GENESIS, 1
@@ -471,6 +475,8 @@ class _Walk:
         root = shoe.log.root_at(f.seq)
         if root is not None and root != f.payload:
             shoe.emit("checkpoint_mismatch", checkpoint_mismatch(f.seq))
+        self.checkpoints[rid] = (f.shoe_id, f.seq, pr.checkpoint_text(f.shoe_id, f.seq,
+                                                                      f.payload))
         self._opened(rid, f, shoe, at, None)
 
     def _gap(self, shoe: _Shoe, first: int, last: int) -> tuple[str, Any]:
@@ -676,6 +682,28 @@ class _Walk:
             raise Broken(f"{where} ({operation} by {by}) is a second entry for the shoe's frame "
                          f"seq {seq} (inserted?)")
         self.claimed.add((shoe_id, seq))
+
+    def _cosignatures(self, rid: int, values: tuple[Any, ...]) -> None:
+        """A witness's cosignature names the stored checkpoint it cosigned (stored before the
+        frames of its batch: audit/cosign.py)."""
+        self._close_frame()
+        self._end_of_read(None)
+        _, shoe_id, size, frame_id, witness, line = values
+        where = f"cosignature id {rid} (by {witness})"
+        cp = self.checkpoints.get(frame_id)
+        if cp is None or cp[:2] != (shoe_id, size):
+            raise Broken(f"{where} names frame id {frame_id}, which is no stored checkpoint of "
+                         f"shoe {_sid(shoe_id)} at {size} frames (inserted or moved?)")
+        try:
+            _, sigs = note.split(cp[2] + "\n" + line)
+        except SabotError:
+            sigs = []
+        if len(sigs) != 1 or sigs[0].name != witness:
+            raise Broken(f"{where} is not one signature line of that witness (altered?)")
+        if (frame_id, witness) in self.cosigned:
+            raise Broken(f"{where} is a second cosignature of that witness for frame id "
+                         f"{frame_id} (inserted?)")
+        self.cosigned.add((frame_id, witness))
 
     def _finish(self) -> None:
         if self.unsealed is not None:

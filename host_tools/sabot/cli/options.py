@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from sabot.errors import BAD_INPUT
+from sabot.errors import BAD_INPUT, SabotError
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
@@ -212,6 +212,35 @@ def add_fail_on_notice(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on-notice", action="store_true",
                         help="exit 1 on a game-protection notice too (player_advantage, "
                         "repeated_sequence: printed, stored and shown either way)")
+
+
+def witness_arg(text: str) -> Any:
+    from sabot.audit.cosign import parse_witness
+
+    try:
+        return parse_witness(text)
+    except SabotError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_witness_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--witness", metavar="URL=VKEY", type=witness_arg, action="append",
+                        default=[], help="a witness of the shoes' logs (sabot witness, run by a "
+                        "regulator or a test lab): every checkpoint a shoe signs is sent to it "
+                        "with a consistency proof, and its cosignature stored; URL its address "
+                        "(http://HOST:PORT), VKEY its verifier key (sabot witness --key FILE "
+                        "--vkey); repeat it for several")
+    parser.add_argument("--quorum", metavar="K", type=ranged(1, 64), default=None,
+                        help="the cosignatures a checkpoint needs before receipts are made to "
+                        "it (default: every --witness)")
+
+
+def cosigner(args: argparse.Namespace, say: Callable[[str], None]) -> Any:
+    """The Cosigner for --witness/--quorum, or None when no witness is named."""
+    from sabot.audit.cosign import Cosigner, check_quorum
+
+    quorum = check_quorum(args.witness, args.quorum)
+    return Cosigner(args.witness, quorum, say) if args.witness else None
 
 
 def add_baud(parser: argparse.ArgumentParser) -> None:

@@ -111,6 +111,17 @@ def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool,
             print(format_event(rec))
 
 
+def witnessed_line(summary: dict[str, Any]) -> str:
+    """What a session's summary says of the shoe's log: its newest checkpoint that held against
+    the stored frames, and the witnesses that cosigned one."""
+    line = (f"shoe's log: its element signed a checkpoint of {summary['checkpoint']} frames, "
+            "and its root is that of the frames stored")
+    c = summary.get("cosigned")
+    if c:
+        line += f"; cosigned at {c['size']} frames by {', '.join(c['witnesses'])}"
+    return line
+
+
 def alarm_text(alarm: dict[str, Any]) -> str:
     """`kind (shoe 2, round 5, shoe id 0x...): detail`; an alarm of no shoe of cards (an update, a
     rekey) is the shoe device's own: `kind (shoe id 0x...): detail`."""

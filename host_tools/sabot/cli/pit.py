@@ -12,6 +12,8 @@ from sabot.cli.options import (
     Commands,
     add_baud,
     add_fail_on_notice,
+    add_witness_args,
+    cosigner,
     listen_arg,
 )
 from sabot.cli.output import fail_on, print_alarm
@@ -45,6 +47,7 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    help="the operator accounts (sabot accounts add): with it, a supervisor "
                    "logged in at /login resolves a held table and starts its next shoe from the "
                    "dashboard or POST /api/operate; without it the pages are read-only")
+    add_witness_args(p)
 
 
 @commands("serve", serve_args, help="validate several shoes and serve the pit's live pages",
@@ -89,7 +92,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     name = pit_name(args.pit)
     pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link, name,
               list(Registry.load(args.registry).shoes.values()))
-    validation = Validation(args.db, shoes, on_alarm=print_alarm, pit=name)
+    from sabot.audit.cosign import check_quorum
+
+    check_quorum(args.witness, args.quorum)  # before any shoe's port is opened
+    validation = Validation(args.db, shoes, on_alarm=print_alarm, pit=name,
+                            cosigner=lambda: cosigner(args, lambda line: print(
+                                line, file=sys.stderr, flush=True)))
     console = Console(accounts, validation.operate if accounts else None, pit.table,
                       operations_of(args.db), lambda title, body: html_response(
                           page(title, body, "")),

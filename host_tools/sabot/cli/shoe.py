@@ -17,6 +17,8 @@ from sabot.cli.options import (
     add_baud,
     add_fail_on_notice,
     add_operation_args,
+    add_witness_args,
+    cosigner,
     seconds_arg,
 )
 from sabot.cli.output import (
@@ -26,6 +28,7 @@ from sabot.cli.output import (
     print_alarm,
     record_json,
     shoe_id_text,
+    witnessed_line,
 )
 from sabot.errors import SabotError
 
@@ -58,6 +61,7 @@ def validate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print each stored record as one JSON object a line (round records and "
                    "events, docs/INTERFACES.md) instead of text")
+    add_witness_args(p)
 
 
 @commands("validate", validate_args,
@@ -84,16 +88,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    co = cosigner(args, say)
     config = _shoe(args)
     s, ended = validate(args.port, keys.load(args.key), config, args.db, capture=args.capture,
                         baud=args.baud, wait=args.wait, until=args.until, seconds=args.seconds,
-                        on_record=show, on_alarm=print_alarm, say=say)
+                        on_record=show, on_alarm=print_alarm, say=say, cosigner=co)
     refused = s["command_key"] == "refused"
     print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{s['rejected']} rejected, {len(s['alarms'])} alarms"
           + (f"; shoe {ended[0]} ended" if ended else "")
           + ("; none acknowledged (the shoe refuses our command key)" if refused else ""),
           file=sys.stderr)
+    if s["checkpoint"]:
+        print(witnessed_line(s), file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
     if refused:
         raise SabotError(f"nothing acknowledged: shoe {shoe_id_text(config.shoe_id)} refused "

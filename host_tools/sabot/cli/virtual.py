@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from sabot.cli.options import (
     DB_RULE,
     REGISTRY_HELP,
     Commands,
     add_fail_on_notice,
+    add_witness_args,
+    cosigner,
     listen_arg,
     probability,
     ranged,
 )
-from sabot.cli.output import alarm_below, fail_on, print_records
+from sabot.cli.output import alarm_below, fail_on, print_records, witnessed_line
 from sabot.errors import NotVerified
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
@@ -86,6 +89,7 @@ def demo_args(p: argparse.ArgumentParser) -> None:
                    "irregularities, lost, alarms, ...) instead of progress")
     p.add_argument("--board", choices=["virtual", "rpi_pico", "esp32"], default="virtual",
                    help=BOARD_HELP)
+    add_witness_args(p)
 
 
 @commands("demo", demo_args,
@@ -104,7 +108,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture,
                               quiet=args.json, registry=args.registry,
                               on_alarm=None if args.json else alarm_below, board=args.board,
-                              code=board_code(args.board, None, tmp))
+                              code=board_code(args.board, None, tmp),
+                              cosigner=cosigner(args, say))
     if args.json:
         print(json.dumps(summary))
     else:
@@ -114,12 +119,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{len(summary['alarms'])} alarms, {summary['lost']} lost, "
               f"in {summary['seconds']} s")
         if summary["checkpoint"]:
-            print(f"shoe's log: its element signed a checkpoint of {summary['checkpoint']} "
-                  "frames, and its root is that of the frames stored")
+            print(witnessed_line(summary))
         print(f"audit log: {args.db}   history: sabot history --db {args.db}")
     fail_on(summary["rejections"], summary["alarms"], f"{summary['lost']} rounds lost"
             if summary["lost"] else "", fail_on_notice=args.fail_on_notice)
     return 0
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def board_args(p: argparse.ArgumentParser) -> None:

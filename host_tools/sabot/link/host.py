@@ -29,6 +29,7 @@ SETTLE = 0.25
 KEY_EVIDENCE = 2
 HEARD = 1024  # bytes of what the port said first, kept to tell a MicroPython REPL by
 KEY_CHECK_WAIT = 3.0  # seconds check_key() tries before it calls the key untested
+CHECKPOINT_EVERY = 1.0  # seconds between the checkpoints a witnessed link asks for
 
 
 class HostLink:
@@ -62,6 +63,7 @@ class HostLink:
         self.ack_owed = False  # an ack held back: too soon after the last signed command
         self.signed_at = -SIGNED_GAP  # when the last signed command went
         self.hellos = 0
+        self.checkpoint_asked = 0.0  # when the last checkpoint was asked for (witnessed)
         self.rx_bytes = 0  # everything read from the port, frames or not
         self.heard = bytearray()  # the first HEARD bytes of it: what speaks, when no shoe does
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
@@ -247,6 +249,12 @@ class HostLink:
                 self.key_taken = True  # ours, refused for its moment: its signature held
         if statuses:
             self._judge(now)
+        if self.validator.cosigner is not None and now - self.checkpoint_asked > CHECKPOINT_EVERY \
+                and any(v == "accepted" and f is not None and f.type == pr.T_RESULT
+                        for f, v, _ in results):
+            # witnessed: each round's head of the log soon after it, so its receipt can be made
+            self.checkpoint_asked = now
+            self._command(pr.C_CHECKPOINT, counted=False)
         if any(v == "rejected" and r == "sequence_gap" for _, v, r in results):
             self.hello()  # something was lost on the line: the shoe resends the oldest unacked on
         last = self.validator.state["last_seq"]

@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
+from sabot.audit.cosign import Cosigner
 from sabot.audit.replay import CaptureWriter, open_capture
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
@@ -27,6 +28,7 @@ from sabot.registry import Registry, ShoeEntry
 
 RECONNECT_WAIT = 30.0  # seconds of one try to get a lost link back
 RETRY_PAUSE = 0.2  # seconds between tries
+COSIGN_WAIT = 10.0  # seconds the witnesses have at the end to answer the last checkpoints
 BURST_LINE = 1000  # rejections said in one line at most (a long burst: one line per thousand)
 
 Record = Callable[[str, dict[str, Any]], None]
@@ -269,13 +271,15 @@ def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
              until: str | None = None, seconds: float | None = None,
              on_record: Record | None = None,
              on_alarm: Callable[[dict[str, Any]], None] | None = None,
-             say: Callable[[str], None] = _quiet) -> tuple[dict[str, Any], list[int]]:
+             say: Callable[[str], None] = _quiet,
+             cosigner: Cosigner | None = None) -> tuple[dict[str, Any], list[int]]:
     """`sabot validate`: validate the shoe on `url` into `db` until Ctrl-C or SIGTERM, `seconds`
     or `until` (see ValidationSession.run); the validator's summary, with the shoe's word on
     our command key ("command_key": HostLink.key_verdict), and the shoes seen ended."""
     with sigterm_interrupts():
         # the store first: one in use or not a sabot store refuses before the port is opened
-        validator = Validator(config, db, on_record=on_record, on_alarm=on_alarm)
+        validator = Validator(config, db, on_record=on_record, on_alarm=on_alarm,
+                              cosigner=cosigner)
         try:
             # What the validator takes is kept, with a mark at each connection (audit/replay.py):
             # not what the port reads, which includes the backlog the link drops unread.
@@ -299,11 +303,16 @@ def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
             except ConnectionError:
                 pass  # the link went as it was asked: run() gets it back, and judges on
             session.run(until, end)
+            if cosigner is not None and session.link is not None:
+                session.link.checkpoint()  # the shoe's newest head, for the witnesses
         except KeyboardInterrupt:
             pass
         finally:
             port.close()
-            validator.store.close()
+            try:
+                validator.store_cosignatures(wait=COSIGN_WAIT)  # what the witnesses answered
+            finally:
+                validator.store.close()
             if capture_file:
                 capture_file.close()
     verdict = session.link.key_verdict() if session.link else "untested"

@@ -15,6 +15,7 @@ milliseconds of its frame's commit (and within 0.25 s at worst, by polling)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -22,11 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sabot.audit.cosign import Cosigner
 from sabot.audit.store import AuditStore
 from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
-from sabot.link.session import ValidationSession
+from sabot.link.session import COSIGN_WAIT, ValidationSession
 from sabot.registry import ShoeEntry
 
 RECONNECT_WAIT = 2.0  # seconds of each attempt to reach a shoe whose link is lost
@@ -75,6 +77,12 @@ class LockedValidator(Validator):
         with self.lock:
             return super().receive(data)
 
+    def store_cosignatures(self, wait: float = 0.0) -> None:
+        if wait and self.cosigner is not None:
+            self.cosigner.wait(wait)  # (outside the lock: other shoes' reads go on)
+        with self.lock:
+            super().store_cosignatures()
+
 
 @dataclass
 class Shoe:
@@ -110,7 +118,8 @@ class Validation:
     def __init__(self, db: str, shoes: list[Shoe],
                  notify: Callable[[], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None,
-                 pit: str = "") -> None:
+                 pit: str = "", cosigner: Callable[[], Cosigner | None] = lambda: None
+                 ) -> None:
         self.store = shared_writer(db, pit)
         self.lock = threading.Lock()
         self.shoes = shoes
@@ -120,7 +129,7 @@ class Validation:
         self.threads: list[threading.Thread] = []
         for s in shoes:
             s.validator = LockedValidator(self.lock, s.config, self.store,
-                                          on_alarm=on_alarm)
+                                          on_alarm=on_alarm, cosigner=cosigner())
 
     def start(self) -> None:
         for s in self.shoes:
@@ -145,6 +154,10 @@ class Validation:
         self.stop_event.set()
         for t in self.threads:
             t.join(timeout=5)
+        for s in self.shoes:
+            if s.validator is not None:
+                with contextlib.suppress(SabotError):  # (said by the store's own line)
+                    s.validator.store_cosignatures(wait=COSIGN_WAIT)
         with self.lock:
             self.store.close()
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sabot import keys
+from sabot.audit.cosign import Cosigner
 from sabot.audit.replay import open_capture
 from sabot.audit.validator import Validator, contract_round
 from sabot.errors import NotVerified, SabotError
@@ -20,6 +21,7 @@ from sabot.game import rules
 from sabot.game.cards import read_shoe_file, shuffled_shoe
 from sabot.keys import CommandKey
 from sabot.link.host import HostLink
+from sabot.link.session import COSIGN_WAIT
 from sabot.link.transport import DEFAULT_BAUD
 from sabot.protocol import PH_ENDED, PH_HELD, shoe_id_text
 from sabot.registry import Registry, ShoeEntry
@@ -36,7 +38,7 @@ class Session:
                  baud: int = DEFAULT_BAUD, config: ShoeEntry | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None,
                  sign_ms: int = SIGN_MS, board: str = "virtual", code: str | None = None,
-                 chunk: int = 0) -> None:
+                 chunk: int = 0, cosigner: Cosigner | None = None) -> None:
         """`key` is the host command key; the virtual shoe in `flash_dir` is provisioned for it
         (kept when it already is) and its result key registered in `config` (a fresh entry when
         None: the caller writes the registry). `board`, `code`, `chunk`: which board's code runs
@@ -52,7 +54,8 @@ class Session:
         self.records: list[tuple[str, dict[str, Any]]] = []
         # before the database: a capture that cannot be written leaves none behind
         self.capture = open_capture(capture)
-        self.validator = Validator(self.config, db, on_record=self._record, on_alarm=on_alarm)
+        self.validator = Validator(self.config, db, on_record=self._record, on_alarm=on_alarm,
+                                   cosigner=cosigner)
         self.progress = progress
         self.baud = baud
         self.board: VirtualBoard | None = None
@@ -108,6 +111,7 @@ class Session:
             raise self.error
         link.drain(DRAIN_WAIT)
         link.checkpoint()  # the shoe's own head of its log, checked against what was stored
+        self.validator.store_cosignatures(wait=COSIGN_WAIT)  # and the witnesses' answers
         if self.progress:
             self.progress(self, final=True)
 
@@ -131,7 +135,7 @@ class Session:
                 "verified": v["verified"], "rejected": v["rejected"],
                 "irregularities": v["irregularities"], "lost": lost, "resent": v["resent"],
                 "rejections": v["rejections"], "alarms": v["alarms"],
-                "checkpoint": v["checkpoint"]}
+                "checkpoint": v["checkpoint"], "cosigned": v["cosigned"]}
 
 
 def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
@@ -179,7 +183,7 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
              quiet: bool = False, registry: str | None = None,
              on_alarm: Callable[[dict[str, Any]], None] | None = None,
              board: str = "virtual", code: str | None = None,
-             ) -> tuple[dict[str, Any], Session]:
+             cosigner: Cosigner | None = None) -> tuple[dict[str, Any], Session]:
     """`board`: "virtual", or "rpi_pico" / "esp32" with `code`, that board's built tree, run
     over the emulated machine."""
     tokens = load_tokens(shoe, seed)
@@ -196,7 +200,8 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
                             serial=serial)
     t0 = time.monotonic()
     session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
-                      config=entry, on_alarm=on_alarm, board=board, code=code)
+                      config=entry, on_alarm=on_alarm, board=board, code=code,
+                      cosigner=cosigner)
     try:
         session.run()
     finally:

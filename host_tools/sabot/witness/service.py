@@ -208,10 +208,6 @@ def parse_request(body: bytes) -> tuple[int, list[bytes], str]:
     return int(size), proof, signed
 
 
-def request_body(old: int, proof: list[bytes], signed: str) -> bytes:
-    """What a log (a pit host) posts to add-checkpoint."""
-    return ("".join([f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof),
-                     "\n", signed])).encode()
 
 
 def app(witness: Witness) -> Any:

@@ -1,0 +1,187 @@
+"""The pit's side of the witnesses (C2SP tlog-witness): every checkpoint of a shoe's log that the
+validator has checked against the stored frames goes to each witness with the consistency proof
+from the size that witness cosigned last, and each cosignature it answers is stored beside the
+checkpoint (the store's `cosignatures` table). A checkpoint with the quorum's cosignatures is the
+shoe's published head: receipts are made to it (`sabot receipt`).
+
+A witness's last size is learnt from the witness itself: the first request says "old 0", and a
+witness that holds a later size answers 409 with it, when the request is made again from there.
+A witness that cannot be reached, or refuses, is said in one line and tried again at the next
+checkpoint; the validation never waits for it (Cosigner runs in its own thread)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sabot import note, tlog
+from sabot.errors import SabotError
+
+TIMEOUT = 5.0  # seconds a witness has to answer one request
+
+
+@dataclass(frozen=True)
+class WitnessSpec:
+    """A witness the pit submits to: its add-checkpoint URL and its verifier key."""
+
+    url: str
+    verifier: note.Verifier
+
+    @property
+    def name(self) -> str:
+        return self.verifier.name
+
+
+def parse_witness(text: str) -> WitnessSpec:
+    """URL=VKEY (as --witness takes it): a SabotError in one line for anything else."""
+    url, sep, vkey = text.partition("=")
+    if not sep or not url.startswith(("http://", "https://")):
+        raise SabotError(f"--witness takes URL=VKEY (the witness's http(s) address and its "
+                         f"verifier key: sabot witness --key FILE --vkey), not {text!r}")
+    return WitnessSpec(url.rstrip("/"), note.Verifier.parse(vkey))
+
+
+def check_quorum(witnesses: Sequence[WitnessSpec], quorum: int | None) -> int:
+    """The quorum of cosignatures a checkpoint needs (default: every witness)."""
+    if not witnesses:
+        if quorum is not None:
+            raise SabotError("--quorum needs --witness")
+        return 0
+    names = [w.name for w in witnesses]
+    if len(set(names)) != len(names):
+        raise SabotError("a witness is named twice in --witness")
+    q = len(witnesses) if quorum is None else quorum
+    if not 1 <= q <= len(witnesses):
+        raise SabotError(f"--quorum {q}: give 1 to {len(witnesses)} (the witnesses named)")
+    return q
+
+
+def post(url: str, body: bytes, timeout: float = TIMEOUT) -> tuple[int, str]:
+    """POST body to a witness's add-checkpoint: (status, text); status 0 when it cannot be
+    reached."""
+    req = urllib.request.Request(url + "/add-checkpoint", data=body, method="POST",
+                                 headers={"Content-Type": "text/plain"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read(64 * 1024).decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(64 * 1024).decode(errors="replace")
+    except (OSError, ValueError) as e:
+        return 0, str(getattr(e, "reason", e))
+
+
+def cosign(witness: WitnessSpec, signed: str, size: int, hashes: Sequence[bytes],
+           last: dict[str, int], send: Callable[[str, bytes], tuple[int, str]] = post
+           ) -> tuple[str | None, str]:
+    """One checkpoint (its signed note, over the first `size` of `hashes`) to one witness:
+    (the cosignature line, "") or (None, why not). `last` keeps the size each witness cosigned
+    last (by name); a 409 naming another size is tried again from there, once."""
+    text, _ = note.split(signed)
+    for _ in range(2):
+        old = last.get(witness.name, 0)
+        if old > size:
+            return None, (f"it holds a larger size of this log ({old}) than this checkpoint's "
+                          f"({size})")
+        proof = tlog.consistency_proof(hashes, old, size) if 0 < old < size else []
+        status, answer = send(witness.url, tlog.add_checkpoint_body(old, proof, signed))
+        if status == 409 and answer.strip().isdigit():
+            last[witness.name] = int(answer.strip())
+            continue
+        if status != 200:
+            why = answer.strip().splitlines()[0] if answer.strip() else "no answer"
+            return None, (f"could not be reached ({why})" if status == 0
+                          else f"refused it ({status}: {why})")
+        try:
+            note.verified(text + "\n" + answer, [witness.verifier])
+        except SabotError:
+            return None, "answered no cosignature of its key"
+        last[witness.name] = size
+        _, sigs = note.split(text + "\n" + answer)
+        return next(s.line for s in sigs if (s.name, s.id) == (witness.name,
+                                                                witness.verifier.id)), ""
+    return None, "kept answering another size"
+
+
+Cosigned = tuple[int, int, dict[str, str]]  # (checkpoint frame id, size, {witness: its line})
+
+
+class Cosigner:
+    """Submits checkpoints to the witnesses from a thread of its own. What they answered waits in
+    `take()` for the validator, which stores it in its next batch (the store is the validator
+    thread's alone); `say(line)` is called with each witness that did not cosign."""
+
+    def __init__(self, witnesses: Sequence[WitnessSpec], quorum: int,
+                 say: Callable[[str], None]) -> None:
+        self.witnesses = list(witnesses)
+        self.quorum = quorum
+        self.say = say
+        self._done: list[Cosigned] = []
+        self._lock = threading.Lock()
+        self.last: dict[str, int] = {}
+        self.cosigned = 0  # the newest size every witness has answered for
+        self._queue: queue.Queue[tuple[int, str, int, list[bytes]] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="cosigner")
+        self._thread.start()
+
+    def submit(self, frame_id: int, signed: str, size: int, hashes: Sequence[bytes]) -> None:
+        self._queue.put((frame_id, signed, size, list(hashes[:size])))
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            items = [self._queue.get()]
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            jobs = [j for j in items if j is not None]
+            stop = len(jobs) < len(items)
+            if jobs:
+                self._one(*jobs[-1])  # only the newest checkpoint waiting matters
+            for _ in items:
+                self._queue.task_done()
+
+    def _one(self, frame_id: int, signed: str, size: int, hashes: list[bytes]) -> None:
+        got = {}
+        for w in self.witnesses:
+            line, why = cosign(w, signed, size, hashes, self.last)
+            if line is None:
+                self.say(f"witness {w.name} ({w.url}): the checkpoint of {size} frames was not "
+                         f"cosigned: it {why}")
+            else:
+                got[w.name] = line
+        if got:
+            with self._lock:
+                self._done.append((frame_id, size, got))
+        if len(got) >= self.quorum:
+            self.cosigned = max(self.cosigned, size)
+
+    def take(self) -> list[Cosigned]:
+        """The cosignatures answered since the last take (put them back if not stored)."""
+        with self._lock:
+            done, self._done = self._done, []
+        return done
+
+    def put_back(self, done: list[Cosigned]) -> None:
+        with self._lock:
+            self._done[:0] = done
+
+    def wait(self, timeout: float = TIMEOUT * 2) -> None:
+        """Until every checkpoint submitted so far has been answered (or `timeout`)."""
+        done = threading.Event()
+
+        def joined() -> None:
+            self._queue.join()
+            done.set()
+
+        threading.Thread(target=joined, daemon=True).start()
+        done.wait(timeout)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(TIMEOUT)
