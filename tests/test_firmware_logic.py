@@ -32,8 +32,10 @@ from shoe.outbox import Outbox
 from shoe.port import CommandPort
 from shoe.sensor import READ_CARD, READ_CUT, READ_NONE, SensorDecoder, encode
 from shoe.store import (
+    R_CHECKPOINT,
     R_FINAL,
     R_INPUT,
+    R_TREE,
     Flash,
     RecordLog,
     frames_in,
@@ -508,3 +510,41 @@ def test_app_deals_a_shoe_signed_and_resumes_after_a_power_cut_at_every_record(t
             frames.parse(f)[6] for f in sent[len(finals) : again.outbox.seq]]
         assert check_stream(shoe, finals + anew) == again.outbox.seq
         assert again.unacked()[: len(finals)] == finals
+
+
+def test_the_shoes_log_goes_on_across_the_compaction_and_a_power_cut(tmp_path):
+    """Issue 23: the log is the shoe's whole life. After a whole shoe, the next shoe's start
+    compacts the flash log (the edge carried over in R_TREE records), a power cut reboots the
+    shoe from that log, and the checkpoint the host then asks for is the root of every chained
+    frame the shoe ever sent, from seq 1 — computed here by sabot.tlog from the frames alone."""
+    shoe = Provisioned(tmp_path)
+    link = Link()
+    app = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
+    app.start()
+    for token in cards.shuffled_shoe(8, seed=4):
+        deal(app, [token])
+        if app.shoe.phase == PH_ENDED:
+            break
+    assert app.shoe.phase == PH_ENDED
+    sent = split(link.data)
+    app.host_bytes(shoe.ack(app.outbox.done) + b"\x00" + shoe.command(frames.C_NEW_SHOE)
+                   + b"\x00")
+    while app.busy():
+        app.service()
+    deal(app, cards.shuffled_shoe(8, seed=5)[:40])
+    kinds = [k for k, _ in RecordLog(Flash(str(shoe.flash))).records()]
+    assert kinds[:2] == [R_CHECKPOINT, R_TREE]  # the compaction carried the edge over
+    sent += split(link.data)[len(sent):]
+    again = ShoeApp(Flash(str(shoe.flash)), Link(), Link(), shoe.element())  # power cut
+    again.start()
+    again.host_bytes(shoe.command(frames.C_CHECKPOINT, counter=0) + b"\x00")
+    while again.busy():
+        again.service()
+    chained = {frames.parse(f)[4]: f for f in sent + split(again.link.data)
+               if frames.is_chained(f)}
+    assert sorted(chained) == list(range(1, again.outbox.done + 1))
+    checkpoint = [f for f in split(again.link.data) if f[1] == frames.T_CHECKPOINT][-1]
+    p = frames.parse(checkpoint)
+    verify(shoe.public_key(), checkpoint)
+    assert p[4] == again.outbox.done > 150
+    assert p[6] == tlog.root([tlog.leaf_hash(chained[s]) for s in sorted(chained)])

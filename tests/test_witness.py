@@ -223,7 +223,8 @@ def test_a_checkpoint_of_no_leaves_is_cosigned_only_with_the_empty_trees_root(wi
     log = Log(shoe_key)
     log.grow(3)
     root = base64.b64encode(tlog.root(log.hashes)).decode()
-    a = witness.add_checkpoint(tlog.add_checkpoint_body(0, [], signed(log, f"{log.origin}\n0\n{root}\n")))
+    a = witness.add_checkpoint(tlog.add_checkpoint_body(
+        0, [], signed(log, f"{log.origin}\n0\n{root}\n")))
     assert a.status == 422 and witness.latest(log.origin) is None
     assert witness.add_checkpoint(log.request(0, size=0)).status == 200
 

@@ -622,6 +622,17 @@ class AuditStore:
             rows = self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args).fetchall()
         return [(r[0], dict(json.loads(r[1]), shoe_id=r[2])) for r in rows]
 
+    def round_frames(self, shoe_id: int, shoe: int, round_no: int) -> dict[str, tuple[int, bytes]]:
+        """kind -> (seq, raw) of the stored frames of one round (initial_cards, result), the
+        last of each kind stored (a round voided and dealt again keeps its number)."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT r.kind, r.seq, f.raw FROM records r JOIN frames f ON f.id = r.frame_id"
+                " WHERE r.shoe_id=? AND r.shoe=? AND r.round=? AND r.kind IN"
+                " ('initial_cards', 'result') ORDER BY r.seq", (shoe_id, shoe, round_no)
+            ).fetchall()
+        return {kind: (seq, bytes(raw)) for kind, seq, raw in rows}
+
     def records_since(self, record_id: int) -> list[StoredRecord]:
         """The records stored after row id `record_id`, in the order they were stored."""
         with self._reading():

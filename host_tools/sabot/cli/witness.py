@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from sabot.cli.options import REGISTRY_HELP, Commands, listen_arg
+from sabot.cli.options import REGISTRY_HELP, SHOE_ID, SHOE_ID_HELP, Commands, listen_arg, ranged
 from sabot.errors import SabotError
 
 commands = Commands()
@@ -82,30 +83,96 @@ def cmd_witness(args: argparse.Namespace) -> int:
 
 
 def receipt_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=["verify"],
-                   help="verify: check a round's receipt offline")
-    p.add_argument("file", metavar="FILE", help="the receipt (a C2SP tlog-proof, .tlog-proof)")
-    p.add_argument("--registry", required=True,
-                   help="the shoe registry whose public keys the shoe's signatures must be")
-    p.add_argument("--witness", action="append", required=True, metavar="VKEY",
-                   help="a witness the player trusts, by its verifier key (repeat for each)")
-    p.add_argument("--quorum", type=int, default=None, metavar="K",
-                   help="how many of those witnesses must have cosigned (default: all)")
+    p.add_argument("action", nargs="?", choices=["verify"],
+                   help="verify FILE: check a round's receipt offline; without it: write a "
+                   "round's receipt from the audit store (--db, --shoe, --round)")
+    p.add_argument("file", nargs="?", metavar="FILE",
+                   help="verify: the receipt (a C2SP tlog-proof, .tlog-proof)")
+    p.add_argument("--db", help="the pit's audit store (validated with --witness), to make a "
+                   "receipt from")
+    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
+    p.add_argument("--shoe", type=ranged(1, 0xFFFF), metavar="N", help="the round's shoe number")
+    p.add_argument("--round", type=ranged(1, 0xFFFF), metavar="R", help="the round's number")
+    p.add_argument("-o", "--out", metavar="FILE",
+                   help="write the receipt there (default: stdout); an existing file is "
+                   "replaced only if it is a receipt")
+    p.add_argument("--registry", default=None,
+                   help="the shoe registry whose public keys the shoe's signatures must be "
+                   "(verify: required; making: " + REGISTRY_HELP + ")")
+    p.add_argument("--witness", action="append", default=[], metavar="VKEY",
+                   help="verify: a witness the player trusts, by its verifier key (repeat for "
+                   "each)")
+    p.add_argument("--quorum", type=ranged(1, 64), default=None, metavar="K",
+                   help="verify: how many of those witnesses must have cosigned (default: all); "
+                   "making: how many cosignatures the receipt's checkpoint carries at least "
+                   "(default 1)")
 
 
-@commands("receipt", receipt_args, help="check a round's receipt offline",
-          description="verify: checks a receipt with no server's word: the round's result is "
-          "signed by the registered shoe's key, its initial cards are the ones the result "
-          "seals, the result is in the shoe's log (an inclusion proof to a checkpoint the shoe "
-          "signed) and at least K of the witnesses given cosigned that checkpoint; exit 0 and "
-          "what it proves in plain words, or non-zero and the part that does not hold.",
-          example="sabot receipt verify round10.tlog-proof --registry shoes.json --witness "
+@commands("receipt", receipt_args, help="make or check a round's receipt",
+          description="Without an action: writes round R of shoe N's receipt from the audit "
+          "store — the round's initial cards and signed result, their entry's inclusion proof "
+          "in the shoe's log and the smallest checkpoint covering it that the shoe signed and "
+          "witnesses cosigned — once one is cosigned. verify: checks a receipt with no "
+          "server's word: the round's result is signed by the registered shoe's key, its "
+          "initial cards are the ones the result seals, the result is in the shoe's log (an "
+          "inclusion proof to a checkpoint the shoe signed) and at least K of the witnesses "
+          "given cosigned that checkpoint; exit 0 and what it proves in plain words, or "
+          "non-zero and the part that does not hold.",
+          example="sabot receipt --db pit.db --shoe 1 --round 10 -o round10.tlog-proof; "
+          "sabot receipt verify round10.tlog-proof --registry shoes.json --witness "
           "regulator.example/w1+1a2b3c4d+BA...")
 def cmd_receipt(args: argparse.Namespace) -> int:
+    if args.action == "verify":
+        return verify_receipt(args)
+    from sabot import receipt
+    from sabot.audit.receipts import make_receipt
+    from sabot.audit.store import AuditStore
+    from sabot.registry import Registry
+
+    if args.file:
+        raise SabotError(f"a receipt is made with --db, --shoe and --round (or checked with "
+                         f"`sabot receipt verify {args.file}`)")
+    missing = [o for o, v in (("--db", args.db), ("--shoe", args.shoe), ("--round", args.round))
+               if v is None]
+    if missing:
+        raise SabotError(f"making a receipt needs {', '.join(missing)} (or `sabot receipt "
+                         "verify FILE` to check one)")
+    entry = Registry.load(args.registry, must_exist=True).pick(args.shoe_id)
+    if args.out and os.path.exists(args.out):
+        try:
+            with open(args.out, encoding="utf-8") as f:
+                head = f.read(len(receipt.HEADER))
+        except (OSError, UnicodeDecodeError):
+            head = ""
+        if head != receipt.HEADER:
+            raise SabotError(f"{args.out} exists and is not a receipt: not replaced")
+    store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
+    try:
+        text = make_receipt(store, entry, args.shoe, args.round, args.quorum or 1)
+    finally:
+        store.close()
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, args.out)
+        print(f"wrote {args.out}: the receipt of round {args.round} of shoe {args.shoe} "
+              f"({len(text.encode())} bytes)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def verify_receipt(args: argparse.Namespace) -> int:
     from sabot import receipt
     from sabot.note import Verifier
     from sabot.registry import Registry
 
+    if not args.file:
+        raise SabotError("sabot receipt verify FILE: the receipt to check")
+    if not args.registry or not args.witness:
+        raise SabotError("sabot receipt verify needs --registry FILE and at least one "
+                         "--witness VKEY (the witnesses the player trusts)")
     witnesses = [Verifier.parse(v) for v in args.witness]
     try:
         with open(args.file, encoding="utf-8") as f:

@@ -1,0 +1,105 @@
+"""Issue 23 end to end, from the command line: a virtual shoe provisioned (its registry given to a
+witness someone else runs), dealt by `sabot demo --witness URL=VKEY`: the shoe signs checkpoints
+of its own log, the validator checks each against the stored frames and sends it to the witness,
+which cosigns; `sabot receipt` then writes a round's receipt from the store and `sabot receipt
+verify` checks it offline — and refuses it with a card changed. A witness nobody can reach is
+said in one line, and no receipt is made."""
+
+import json
+import sqlite3
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from kit import SABOT
+from kit.procs import free_port_for_tests
+
+pytestmark = pytest.mark.board
+
+
+def run(*args, **kw):
+    return subprocess.run([*SABOT, *args], capture_output=True, text=True, timeout=180, **kw)
+
+
+@pytest.fixture
+def pit(tmp_path):
+    """A provisioned virtual shoe for the demo's store (its flash beside --db), and a witness
+    with the registry, listening."""
+    key, reg, db = tmp_path / "host.key", tmp_path / "shoes.json", tmp_path / "pit.db"
+    r = run("provision", "--key", str(key), "--flash", f"{db}.flash", "--registry", str(reg),
+            "--table", "bac1")
+    assert r.returncode == 0, r.stderr
+    wkey = tmp_path / "regulator.key"
+    vkey = run("witness", "--key", str(wkey), "--vkey").stdout.strip()
+    port = free_port_for_tests()
+    proc = subprocess.Popen([*SABOT, "witness", "--key", str(wkey), "--db",
+                             str(tmp_path / "witness.db"), "--registry", str(reg), "--listen",
+                             f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(url + "/logs", timeout=5).read()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield {"dir": tmp_path, "key": key, "reg": reg, "db": db, "vkey": vkey, "url": url}
+    proc.send_signal(2)
+    proc.wait(10)
+
+
+def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
+    r = run("demo", "--db", str(pit["db"]), "--key", str(pit["key"]), "--registry",
+            str(pit["reg"]), "--seed", "3", "--json", "--witness", f"{pit['url']}={pit['vkey']}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    with sqlite3.connect(pit["db"]) as con:
+        frames = con.execute("SELECT MAX(seq) FROM records").fetchone()[0]
+    assert s["rejected"] == 0 and s["checkpoint"] == frames  # the whole log, shoe end included
+    assert s["cosigned"]["size"] == frames and len(s["cosigned"]["witnesses"]) == 1
+    held = json.loads(urllib.request.urlopen(pit["url"] + "/logs", timeout=5).read())
+    assert [log["size"] for log in held["logs"]] == [frames]
+    assert run("audit", "verify", "--db", str(pit["db"]), "--registry",
+               str(pit["reg"])).returncode == 0
+
+    out = pit["dir"] / "round5.tlog-proof"
+    r = run("receipt", "--db", str(pit["db"]), "--registry", str(pit["reg"]), "--shoe", "1",
+            "--round", "5", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert len(out.read_bytes()) <= 1024  # fits one QR code
+    check = ("receipt", "verify", str(out), "--registry", str(pit["reg"]), "--witness",
+             pit["vkey"])
+    r = run(*check)
+    assert r.returncode == 0, r.stderr
+    assert "round 5 of its shoe 1" in r.stdout and "cannot drop or change" in r.stdout
+    rounds = [json.loads(line) for line in run("history", "--db", str(pit["db"]), "--shoe", "1",
+                                                "--round", "5", "--json").stdout.splitlines()]
+    first = rounds[0]["player"][0]
+    assert first in r.stdout
+
+    # the player's card changed in the receipt's frames: refused, and says which part
+    import base64
+
+    lines = out.read_text().split("\n")
+    extra = bytearray(base64.b64decode(lines[1][6:]))
+    extra[2 + 46 + 4] ^= 1  # the initial cards' first card
+    lines[1] = "extra " + base64.b64encode(bytes(extra)).decode()
+    out.write_text("\n".join(lines))
+    r = run(*check)
+    assert r.returncode != 0 and r.stderr.count("\n") == 1, r.stderr
+    assert "initial cards" in r.stderr
+
+
+def test_a_witness_nobody_reaches_is_said_in_one_line_and_no_receipt_is_made(pit):
+    gone = f"http://127.0.0.1:{free_port_for_tests()}"
+    r = run("demo", "--db", str(pit["db"]), "--key", str(pit["key"]), "--registry",
+            str(pit["reg"]), "--seed", "4", "--witness", f"{gone}={pit['vkey']}")
+    assert r.returncode == 0, r.stderr  # the audit went on: every round verified and stored
+    said = [line for line in r.stderr.splitlines() if "could not be reached" in line]
+    assert said and all(gone in line for line in said)
+    assert "shoe's log: its element signed a checkpoint" in r.stdout
+    r = run("receipt", "--db", str(pit["db"]), "--registry", str(pit["reg"]), "--shoe", "1",
+            "--round", "5")
+    assert r.returncode != 0 and r.stderr.count("\n") == 1, r.stderr
+    assert "no checkpoint with 1 cosignature" in r.stderr
