@@ -185,3 +185,56 @@ class Cosigner:
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join(TIMEOUT)
+
+
+# ---- a witness's state, to check a store against (audit verify --witness-state) -------------
+@dataclass(frozen=True)
+class Witnessed:
+    """One log as a witness holds it: the latest checkpoint it cosigned, and the key that signed
+    the log's first checkpoint there (DER SubjectPublicKeyInfo; None from an older witness)."""
+
+    witness: str
+    shoe_id: int
+    size: int
+    root: bytes
+    key: bytes | None
+
+
+def load_witness_state(source: str, verifiers: Sequence[note.Verifier]) -> list[Witnessed]:
+    """A witness's GET /logs, from its URL or a saved copy: each log's checkpoint, its
+    cosignature checked against `verifiers` (a copy is worth only what its witness signed). A
+    SabotError in one line for a source that cannot be read or does not hold."""
+    import base64
+    import json
+
+    try:
+        if source.startswith(("http://", "https://")):
+            url = source if source.rstrip("/").endswith("/logs") else source.rstrip("/") + "/logs"
+            with urllib.request.urlopen(url, timeout=TIMEOUT) as r:
+                state = json.loads(r.read(16 * 1024 * 1024))
+        else:
+            with open(source, encoding="utf-8") as f:
+                state = json.load(f)
+        logs = state["logs"]
+        if not isinstance(logs, list):
+            raise TypeError(logs)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SabotError(f"witness state {source}: cannot be read as a witness's /logs "
+                         f"({getattr(e, 'reason', None) or getattr(e, 'strerror', None) or e})"
+                         ) from None
+    out: list[Witnessed] = []
+    for log in logs:
+        try:
+            text, good = note.open_note(log["cosigned"], list(verifiers))
+            cp = tlog.Checkpoint.parse(text)
+            key = base64.b64decode(log["key"], validate=True) if log.get("key") else None
+        except (SabotError, KeyError, TypeError, ValueError) as e:
+            raise SabotError(f"witness state {source}: a log's checkpoint is not cosigned by "
+                             f"a witness given with --witness ({e})") from None
+        prefix = "sabot.shoe/"
+        hexid = cp.origin[len(prefix):]
+        if not cp.origin.startswith(prefix) or len(hexid) != 8 or any(
+                c not in "0123456789abcdef" for c in hexid):
+            continue  # another kind of log the witness also keeps
+        out.extend(Witnessed(name, int(hexid, 16), cp.size, cp.root, key) for name in good)
+    return out

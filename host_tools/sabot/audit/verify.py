@@ -30,12 +30,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sabot import note, tlog
 from sabot import protocol as pr
 from sabot.audit.accounts import ShoeAccounts
+from sabot.audit.cosign import Witnessed
 from sabot.audit.store import (
     COLUMNS,
     GENESIS,
@@ -72,17 +73,23 @@ def _norm(sql: str) -> str:
     return re.sub(r"\s+", " ", sql.replace("IF NOT EXISTS ", "")).strip().rstrip(";")
 
 
-def verify(path: str, configs: Mapping[int, ShoeEntry]) -> dict[str, Any]:
-    """{"ok", "frames", "rounds", "rows", "holes", "unstored", "starts", "absent", "problem"} for
-    the store at `path`; `configs` maps shoe ids to their registry entries: their public keys
-    verify every signature, their configuration derives the alarms again."""
+def verify(path: str, configs: Mapping[int, ShoeEntry],
+           witnessed: Sequence[Witnessed] = ()) -> dict[str, Any]:
+    """{"ok", "frames", "rounds", "rows", "holes", "unstored", "starts", "absent", "witnessed",
+    "problem"} for the store at `path`; `configs` maps shoe ids to their registry entries: their
+    public keys verify every signature, their configuration derives the alarms again;
+    `witnessed`: the logs witnesses cosigned (audit/cosign.py), each of which the store must
+    hold, frame for frame."""
     store = AuditStore(path, writer=False)
     walk = _Walk(configs)
+    walk.counts["witnessed"] = []
     try:
         with store.snapshot():  # a live store: its writers' newest batches whole or not at all
             _check_triggers(store)
             _check_chain_places(store)
             walk.run(store)
+            for w in witnessed:
+                walk.witnessed(w)
     except StoreUnreadable as e:
         return {"ok": False, **walk.counts, "problem": f"the store cannot be read ({e.reason})"}
     except Broken as e:
@@ -704,6 +711,30 @@ class _Walk:
             raise Broken(f"{where} is a second cosignature of that witness for frame id "
                          f"{frame_id} (inserted?)")
         self.cosigned.add((frame_id, witness))
+
+    def witnessed(self, w: Witnessed) -> None:
+        """The store holds the log the witness cosigned, frame for frame, and the registry the
+        key that signed its first checkpoint there."""
+        sid = _sid(w.shoe_id)
+        by = f"witness {w.witness} cosigned shoe {sid}'s log at {w.size} frames"
+        entry = self.configs.get(w.shoe_id)
+        if entry is not None and w.key is not None:
+            spki = [note.ecdsa_verifier("k", k).public for k in
+                    (entry.public_key(v["version"]) for v in entry.public_keys) if k is not None]
+            if w.key not in spki:
+                raise Broken(f"{by}, its first checkpoint signed by a key the registry does not "
+                             f"hold for that shoe: the registry's key was replaced")
+        shoe = self.shoes.get(w.shoe_id)
+        held = len(shoe.log.hashes) if shoe is not None else 0
+        root = shoe.log.root_at(w.size) if shoe is not None else None
+        if root is None:
+            raise Broken(f"{by}; this store holds its log only up to {held} frames: the rest "
+                         "was deleted (or never stored here)")
+        if root != w.root:
+            raise Broken(f"{by}; the log this store holds at {w.size} frames is another one: "
+                         "its frames were changed, replaced or signed again")
+        self.counts["witnessed"].append({"shoe_id": w.shoe_id, "witness": w.witness,
+                                         "size": w.size})
 
     def _finish(self) -> None:
         if self.unsealed is not None:

@@ -131,6 +131,15 @@ def audit_args(p: argparse.ArgumentParser) -> None:
                    "every signature, and the alarms are derived again with each shoe's entry")
     p.add_argument("--json", action="store_true",
                    help="one JSON object: ok, frames, rounds, rows and the problem found, if any")
+    p.add_argument("--witness-state", metavar="FILE|URL", action="append", default=[],
+                   help="a witness's state (its GET /logs, or a saved copy): the store must hold "
+                   "every shoe log it cosigned, frame for frame, and the registry the key that "
+                   "signed each log's first checkpoint there — what no store shows about itself "
+                   "(a tail deleted, a shoe's history swapped, frames signed again under a "
+                   "replaced key); repeatable; needs --witness")
+    p.add_argument("--witness", metavar="VKEY", action="append", default=[],
+                   help="the verifier key of a witness whose state is given (its cosignatures "
+                   "make a copy of its state worth something)")
 
 
 @commands("audit", audit_args, help="check an audit store: sabot audit verify",
@@ -148,7 +157,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from sabot.audit.verify import verify
     from sabot.registry import Registry
 
-    r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes)
+    witnessed = []
+    if args.witness_state:
+        from sabot.audit.cosign import load_witness_state
+        from sabot.note import Verifier
+
+        if not args.witness:
+            raise SabotError("--witness-state needs the witness's verifier key: --witness VKEY")
+        verifiers = [Verifier.parse(v) for v in args.witness]
+        for source in args.witness_state:
+            witnessed += load_witness_state(source, verifiers)
+    elif args.witness:
+        raise SabotError("--witness names the witness whose --witness-state is checked")
+    r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes, witnessed)
 
     def seqs(holes: list[dict[str, int]]) -> str:
         return ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
@@ -167,6 +188,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                  "no frame here of registered shoe " + ", ".join(shoe_id_text(s)
                                                                  for s in r["absent"])
                  if r["absent"] else ""]
+        if r["witnessed"]:
+            notes.append("as witnessed: " + ", ".join(
+                f"shoe {shoe_id_text(w['shoe_id'])}'s log at {w['size']} frames by "
+                f"{w['witness']}" for w in r["witnessed"]))
         print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)"
               + "".join(f"; {n}" for n in notes if n))
     if not r["ok"]:

@@ -10,13 +10,14 @@ public half is registered in the returned registry entry as key version 1."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from sabot import keys
+from sabot import keys, tlog
 from sabot import protocol as pr
 from sabot.game.cards import BURN_VALUES, CUT, card_index, shuffled_shoe
 from sabot.game.rules import deal_shoe
@@ -37,6 +38,7 @@ class ShoeSigner:
         self.boot = boot
         self.seq = seq
         self.last_digest = last_digest
+        self.log = tlog.Prefix()  # its chained frames from seq 1 (a signer starting later: none)
 
     def chained(self, ftype: int, payload: bytes) -> bytes:
         """The next chained frame (raw, not COBS-encoded)."""
@@ -44,7 +46,19 @@ class ShoeSigner:
         raw = pr.build(self.private_key, self.key_id, self.shoe_id, self.boot, self.seq,
                        self.last_digest, ftype, payload)
         self.last_digest = pr.parse(raw).digest
+        self.log.add(self.seq - 1, raw)
         return raw
+
+    def checkpoint(self, size: int | None = None) -> bytes:
+        """A checkpoint of the log of its first `size` chained frames (default: all built so
+        far), as the shoe's element signs it: over the C2SP note text, not the frame's body
+        (firmware/shoe/tree.py)."""
+        size = self.seq if size is None else size
+        root = self.log.root_at(size) or tlog.EMPTY_ROOT
+        text = pr.checkpoint_text(self.shoe_id, size, root).encode()
+        body = pr.HEADER.pack(pr.VERSION, pr.T_CHECKPOINT, self.key_id, self.shoe_id, self.boot,
+                              size, pr.ZERO_CHAIN) + root
+        return body + pr.sign_digest(self.private_key, hashlib.sha256(text).digest())
 
     def status(self, payload: bytes) -> bytes:
         """A status: seq and chain of the newest chained frame."""

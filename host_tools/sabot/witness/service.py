@@ -98,6 +98,20 @@ class Witness:
         return {"size": row[0], "root": bytes(row[1]), "checkpoint": row[2], "key_id": row[3],
                 "cosigned_at": row[4], "key": None if row[5] is None else bytes(row[5])}
 
+    def state(self) -> dict[str, Any]:
+        """What GET /logs answers (and `sabot audit verify --witness-state` checks a store
+        against): per log, the latest checkpoint cosigned (`cosigned`: its text and this
+        witness's cosignature, so a copy of the state proves itself) and the key that signed
+        the log's first checkpoint here (`key`: base64 of its DER SubjectPublicKeyInfo)."""
+        rows = self.db.execute("SELECT origin, size, checkpoint, cosigned_at, key FROM logs"
+                               " ORDER BY origin").fetchall()
+        return {"witness": self.vkey, "logs": [
+            {"origin": o, "size": n, "checkpoint": c, "cosigned_at": t,
+             "cosigned": c + "\n" + self.signer.sign(c, timestamp=t),
+             "key": base64.b64encode(k).decode() if k is not None else None}
+            for o, n, c, t, k in rows],
+            "evidence": self.db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0]}
+
     def evidence(self) -> list[dict[str, Any]]:
         return [{"origin": o, "received_at": t, "reason": r, "request": q} for o, t, r, q in
                 self.db.execute("SELECT origin, received_at, reason, request FROM evidence"
@@ -223,11 +237,7 @@ def app(witness: Witness) -> Any:
         return Response(a.body, status_code=a.status, media_type=a.content_type)
 
     async def logs(request: Request) -> Response:
-        rows = witness.db.execute("SELECT origin, size, checkpoint, cosigned_at FROM logs"
-                                  " ORDER BY origin").fetchall()
-        return JSONResponse({"witness": witness.vkey, "logs": [
-            {"origin": o, "size": n, "checkpoint": c, "cosigned_at": t} for o, n, c, t in rows],
-            "evidence": witness.db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0]})
+        return JSONResponse(witness.state())
 
     return Starlette(routes=[Route("/add-checkpoint", add_checkpoint, methods=["POST"]),
                              Route("/logs", logs)])

@@ -1,0 +1,159 @@
+"""Issue 23's outside anchor against what no store shows about itself (docs/SECURITY.md): each
+attack below is first shown to pass `audit verify` on the store alone, then found by `audit
+verify --witness-state` with the state of a witness that cosigned the shoe's checkpoints —
+even with every host file (store, registry) rewritten consistently:
+- the tail of a shoe deleted with everything after it (a prefix of the store's row chain);
+- the shoe's whole history swapped for another the same shoe dealt;
+- the registry's key replaced and every frame signed again with the new one."""
+
+import json
+import sqlite3
+import subprocess
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+from sabot import keys, note, tlog
+from sabot import protocol as pr
+from sabot.audit.cosign import load_witness_state
+from sabot.audit.validator import Validator
+from sabot.audit.verify import verify
+from sabot.errors import SabotError
+from sabot.game.cards import shuffled_shoe
+from sabot.registry import Registry, ShoeEntry
+from sabot.virtual import capture_gen
+from sabot.witness.service import Witness
+
+from kit import SABOT
+
+SHOE = 0x5AB0_0023
+
+
+def entry_of(key):
+    e = ShoeEntry(SHOE)
+    e.add_public_key(1, keys.public_pem(key.public_key()))
+    return e
+
+
+def dealt(db, key, seed, witness=None):
+    """A store of one whole shoe the shoe signed with `key`, a read per frame (as a slow
+    dealer's), a checkpoint after every tenth frame and at the end; each checkpoint sent to
+    `witness` as the pit does."""
+    signer = capture_gen.ShoeSigner(key, SHOE)
+    frames, _ = capture_gen.shoe_frames(signer, shuffled_shoe(8, seed), 1)
+    entry = entry_of(key)
+    v = Validator(entry, str(db), watch=False)
+    last = 0
+    for i in range(len(frames)):
+        got = [frames[i]] + ([signer.checkpoint(i + 1)] if (i + 1) % 10 == 0
+                             or i + 1 == len(frames) else [])
+        v.receive(b"".join(pr.encode_frame(r) for r in got))
+        if witness is not None and len(got) > 1:
+            cp = pr.parse(got[1])
+            proof = tlog.consistency_proof(v.log.hashes, last, cp.seq) if last else []
+            answer = witness.add_checkpoint(tlog.add_checkpoint_body(
+                last, proof, pr.checkpoint_note(cp, key.public_key())))
+            assert answer.status == 200, answer.body
+            last = cp.seq
+    v.store.close()
+    return len(frames)
+
+
+@pytest.fixture(scope="module")
+def witnessed(tmp_path_factory):
+    d = tmp_path_factory.mktemp("witnessed")
+    key = ec.generate_private_key(ec.SECP256R1())
+    w = Witness(str(d / "w.db"), ed25519.Ed25519PrivateKey.generate(), {SHOE: entry_of(key)},
+                "regulator.example/w1")
+    size = dealt(d / "pit.db", key, 7, w)
+    state = d / "state.json"
+    state.write_text(json.dumps(w.state()))
+    vkey = w.vkey
+    w.close()
+    return {"dir": d, "key": key, "size": size, "state": state, "vkey": vkey,
+            "logs": load_witness_state(str(state), [note.Verifier.parse(vkey)])}
+
+
+def test_the_store_as_witnessed_passes(witnessed):
+    logs = witnessed["logs"]
+    assert [(w.shoe_id, w.size) for w in logs] == [(SHOE, witnessed["size"])]
+    got = verify(str(witnessed["dir"] / "pit.db"), {SHOE: entry_of(witnessed["key"])}, logs)
+    assert got["ok"], got["problem"]
+    assert got["witnessed"] == [{"shoe_id": SHOE, "witness": "regulator.example/w1",
+                                 "size": witnessed["size"]}]
+
+
+def test_a_deleted_tail_passes_alone_and_is_found_against_the_witness(witnessed, tmp_path):
+    db = tmp_path / "cut.db"
+    db.write_bytes((witnessed["dir"] / "pit.db").read_bytes())
+    con = sqlite3.connect(db)
+    triggers = con.execute("SELECT name, sql FROM sqlite_master WHERE type='trigger'").fetchall()
+    for name, _ in triggers:
+        con.execute(f"DROP TRIGGER {name}")
+    # the store's tail: everything after the read that stored frame 100 (its link state row)
+    fid = con.execute("SELECT id FROM frames WHERE seq=100 AND type!='checkpoint'").fetchone()[0]
+    cut = con.execute("SELECT MIN(chain_no) FROM link_state WHERE chain_no > (SELECT chain_no"
+                      " FROM frames WHERE id=?)", (fid,)).fetchone()[0]
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    for t in tables:
+        con.execute(f"DELETE FROM {t} WHERE chain_no > ?", (cut,))
+    for _, sql in triggers:
+        con.execute(sql)
+    con.commit()
+    con.close()
+    entries = {SHOE: entry_of(witnessed["key"])}
+    alone = verify(str(db), entries)
+    assert alone["ok"], alone["problem"]  # what a store alone cannot show
+    got = verify(str(db), entries, witnessed["logs"])
+    assert not got["ok"]
+    assert "holds its log only up to 100 frames" in got["problem"]
+    assert "deleted" in got["problem"]
+
+
+def test_a_history_swapped_for_another_passes_alone_and_is_found(witnessed, tmp_path):
+    other = tmp_path / "other.db"
+    n = dealt(other, witnessed["key"], 8)  # the same shoe, another shoe of cards
+    entries = {SHOE: entry_of(witnessed["key"])}
+    alone = verify(str(other), entries)
+    assert alone["ok"], alone["problem"]
+    got = verify(str(other), entries, witnessed["logs"])
+    assert not got["ok"]
+    assert ("is another one" if n >= witnessed["size"] else "only up to") in got["problem"]
+
+
+def test_a_replaced_registry_key_and_frames_signed_again_pass_alone_and_are_found(
+        witnessed, tmp_path):
+    """The insider's attack of SECURITY.md: a key of their own in the registry as version 1, and
+    the same history signed again with it (replay and audit verify passed it)."""
+    mine = ec.generate_private_key(ec.SECP256R1())
+    forged = tmp_path / "forged.db"
+    dealt(forged, mine, 7)  # the same cards, every frame signed again
+    entries = {SHOE: entry_of(mine)}
+    alone = verify(str(forged), entries)
+    assert alone["ok"], alone["problem"]
+    got = verify(str(forged), entries, witnessed["logs"])
+    assert not got["ok"] and "the registry's key was replaced" in got["problem"]
+
+
+@pytest.mark.board
+def test_a_state_not_signed_by_the_witness_given_is_refused_in_one_line(witnessed, tmp_path):
+    state = json.loads(witnessed["state"].read_text())
+    log = state["logs"][0]
+    log["cosigned"] = log["cosigned"].replace(f"\n{log['size']}\n", "\n100\n", 1)
+    bad = tmp_path / "state.json"
+    bad.write_text(json.dumps(state))
+    with pytest.raises(SabotError, match="not cosigned by a witness given"):
+        load_witness_state(str(bad), [note.Verifier.parse(witnessed["vkey"])])
+    reg = tmp_path / "shoes.json"
+    Registry(str(reg)).put(entry_of(witnessed["key"]))
+    base = [*SABOT, "audit", "verify", "--db", str(witnessed["dir"] / "pit.db"), "--registry",
+            str(reg)]
+    r = subprocess.run([*base, "--witness-state", str(bad), "--witness", witnessed["vkey"]],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and r.stderr.count("\n") == 1, r.stderr
+    r = subprocess.run([*base, "--witness-state", str(witnessed["state"])],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "--witness VKEY" in r.stderr, r.stderr
+    r = subprocess.run([*base, "--witness-state", str(witnessed["state"]), "--witness",
+                        witnessed["vkey"]], capture_output=True, text=True)
+    assert r.returncode == 0 and "as witnessed: shoe" in r.stdout, r.stderr
