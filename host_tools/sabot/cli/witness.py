@@ -83,11 +83,6 @@ def cmd_witness(args: argparse.Namespace) -> int:
 
 
 def receipt_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=["verify"],
-                   help="verify FILE: check a round's receipt offline; without it: write a "
-                   "round's receipt from the audit store (--db, --shoe, --round)")
-    p.add_argument("file", nargs="?", metavar="FILE",
-                   help="verify: the receipt (a C2SP tlog-proof, .tlog-proof)")
     p.add_argument("--db", help="the pit's audit store (validated with --witness), to make a "
                    "receipt from")
     p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
@@ -96,16 +91,26 @@ def receipt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", metavar="FILE",
                    help="write the receipt there (default: stdout); an existing file is "
                    "replaced only if it is a receipt")
-    p.add_argument("--registry", default=None,
-                   help="the shoe registry whose public keys the shoe's signatures must be "
-                   "(verify: required; making: " + REGISTRY_HELP + ")")
-    p.add_argument("--witness", action="append", default=[], metavar="VKEY",
-                   help="verify: a witness the player trusts, by its verifier key (repeat for "
-                   "each)")
-    p.add_argument("--quorum", type=ranged(1, 64), default=None, metavar="K",
-                   help="verify: how many of those witnesses must have cosigned (default: all); "
-                   "making: how many cosignatures the receipt's checkpoint carries at least "
-                   "(default 1)")
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    p.add_argument("--quorum", type=ranged(1, 64), default=1, metavar="K",
+                   help="the cosignatures the receipt's checkpoint carries at least (default 1)")
+    sub = p.add_subparsers(dest="action", metavar="verify", parser_class=type(p))
+    v = sub.add_parser("verify", help="check a round's receipt offline",
+                       description="Checks a receipt with no server's word: the round's result "
+                       "is signed by the registered shoe's key, its initial cards are the ones "
+                       "the result seals, the result is in the shoe's log (an inclusion proof to "
+                       "a checkpoint the shoe signed) and at least K of the witnesses given "
+                       "cosigned that checkpoint; exit 0 and what it proves in plain words, or "
+                       "non-zero and the part that does not hold.")
+    v.add_argument("file", metavar="FILE", help="the receipt (a C2SP tlog-proof, .tlog-proof)")
+    v.add_argument("--registry", dest="verify_registry", required=True, metavar="FILE",
+                   help="the shoe registry whose public keys the shoe's signatures must be")
+    v.add_argument("--witness", dest="verify_witness", action="append", required=True,
+                   metavar="VKEY",
+                   help="a witness the player trusts, by its verifier key (repeat for each)")
+    v.add_argument("--quorum", dest="verify_quorum", type=ranged(1, 64), default=None,
+                   metavar="K", help="how many of those witnesses must have cosigned (default: "
+                   "all)")
 
 
 @commands("receipt", receipt_args, help="make or check a round's receipt",
@@ -129,9 +134,6 @@ def cmd_receipt(args: argparse.Namespace) -> int:
     from sabot.audit.store import AuditStore
     from sabot.registry import Registry
 
-    if args.file:
-        raise SabotError(f"a receipt is made with --db, --shoe and --round (or checked with "
-                         f"`sabot receipt verify {args.file}`)")
     missing = [o for o, v in (("--db", args.db), ("--shoe", args.shoe), ("--round", args.round))
                if v is None]
     if missing:
@@ -148,7 +150,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
             raise SabotError(f"{args.out} exists and is not a receipt: not replaced")
     store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
     try:
-        text = make_receipt(store, entry, args.shoe, args.round, args.quorum or 1)
+        text = make_receipt(store, entry, args.shoe, args.round, args.quorum)
     finally:
         store.close()
     if args.out:
@@ -168,12 +170,7 @@ def verify_receipt(args: argparse.Namespace) -> int:
     from sabot.note import Verifier
     from sabot.registry import Registry
 
-    if not args.file:
-        raise SabotError("sabot receipt verify FILE: the receipt to check")
-    if not args.registry or not args.witness:
-        raise SabotError("sabot receipt verify needs --registry FILE and at least one "
-                         "--witness VKEY (the witnesses the player trusts)")
-    witnesses = [Verifier.parse(v) for v in args.witness]
+    witnesses = [Verifier.parse(v) for v in args.verify_witness]
     try:
         with open(args.file, encoding="utf-8") as f:
             text = f.read(receipt.MAX_BYTES + 1)
@@ -182,7 +179,7 @@ def verify_receipt(args: argparse.Namespace) -> int:
                          f"{getattr(e, 'strerror', None) or 'not UTF-8 text'}") from None
     if len(text) > receipt.MAX_BYTES:
         raise SabotError(f"{args.file} is not a receipt (over {receipt.MAX_BYTES} bytes)")
-    got = receipt.verify(text, Registry.load(args.registry, must_exist=True).shoes, witnesses,
-                         args.quorum)
+    got = receipt.verify(text, Registry.load(args.verify_registry, must_exist=True).shoes,
+                         witnesses, args.verify_quorum)
     print(got["explanation"])
     return 0
