@@ -206,6 +206,8 @@ def bench_firmware():
     src = [str(ROOT / "firmware"), str(ROOT / "boards/virtual"), str(ROOT / "tests/mp")]
     with tempfile.TemporaryDirectory() as tmp:
         measured = _card_path(tmp, "measure", "measure", src)
+        # the same shoe (same seed) with the shoe's log left out: what the log costs
+        bare = _card_path(tmp, "notree", "measure-notree", src)
         locked = _card_path(tmp, "lock", "lock", src)
         build = [_mpy_build(tmp + "/mpy")]
         small = {}
@@ -231,7 +233,13 @@ def bench_firmware():
             "cards": measured["cards"], "rounds": measured["results"],
             "frames_finished": measured["signed"],
             **{f"heap_{k.lower()}_free_after_shoe_bytes": v for k, v in small.items()},
-            "idle_loop_passes_allocating": idle_failures}
+            "idle_loop_passes_allocating": idle_failures,
+            "log_leaves": measured["log_size"],
+            "log_service_us_per_round": round((measured["service_us"] - bare["service_us"])
+                                              / measured["results"]),
+            "log_link_bytes_per_round": round((measured["link_bytes"] - bare["link_bytes"])
+                                              / measured["results"], 1),
+            "service_us_per_round_without_log": round(bare["service_us"] / bare["results"])}
 
 
 def bench_link():
@@ -922,9 +930,10 @@ LABELS = {
                 "baseline_13_rank_bpt_python_s", "total_bench_s"),
     "firmware": ("card_path_us_per_card", "full_path_heap_bytes_per_card",
                  "full_path_heap_bytes_whole_shoe", "full_path_heap_locked_alloc_failures",
-                 "cards", "rounds", "frames_finished", "heap_96k_free_after_shoe_bytes",
-                 "heap_100k_free_after_shoe_bytes", "heap_104k_free_after_shoe_bytes",
-                 "idle_loop_passes_allocating"),
+                 "cards", "rounds", "frames_finished", "heap_104k_free_after_shoe_bytes",
+                 "heap_108k_free_after_shoe_bytes", "heap_112k_free_after_shoe_bytes",
+                 "idle_loop_passes_allocating", "log_leaves", "log_service_us_per_round",
+                 "log_link_bytes_per_round", "service_us_per_round_without_log"),
     "link": ("shoes", "rounds", "signed_bytes_per_round", "uart_ms_per_round_115200",
              "validator_rounds_per_s", "validator_rounds_per_s_without_edge_and_shuffle_alarms",
              "watch_us_per_round", "validator_rounds_per_s_edges_counted_in_python",

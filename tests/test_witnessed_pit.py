@@ -6,9 +6,11 @@ verify` checks it offline — and refuses it with a card changed. A witness nobo
 said in one line, and no receipt is made."""
 
 import json
+import re
 import sqlite3
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -78,6 +80,8 @@ def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
     first = rounds[0]["player"][0]
     assert first in r.stdout
 
+    served(pit, out.read_text())
+
     # the player's card changed in the receipt's frames: refused, and says which part
     import base64
 
@@ -103,3 +107,54 @@ def test_a_witness_nobody_reaches_is_said_in_one_line_and_no_receipt_is_made(pit
             "--round", "5")
     assert r.returncode != 0 and r.stderr.count("\n") == 1, r.stderr
     assert "no checkpoint with 1 cosignature" in r.stderr
+
+
+def served(pit, receipt):
+    """The same store behind `sabot serve --floor`: the table's scoreboard shows the last round's
+    QR code — the checker page's link to that round's receipt on this server — and the checker,
+    opened at that link in Chromium, loads the receipt and verifies it with the player's keys
+    (the registry and the witness's verifier key pasted), in the browser."""
+    import segno
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kit.browser import browser
+
+    port = free_port_for_tests()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([*SABOT, "serve", "--floor", "--db", str(pit["db"]), "--registry",
+                             str(pit["reg"]), "--listen", f"127.0.0.1:{port}"],
+                            stderr=subprocess.PIPE, text=True)
+    driver = None
+    try:
+        for _ in range(100):
+            try:
+                board = urllib.request.urlopen(base + "/table/bac1", timeout=5).read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        last = max(int(x) for x in re.findall(r'/qr/bac1/1/(\d+)"', board))
+        link = f"{base}/verify#/receipt/bac1/1/{last}"
+        svg = urllib.request.urlopen(f"{base}/qr/bac1/1/{last}", timeout=5).read().decode()
+        assert svg == segno.make(link, error="m").svg_inline(scale=6, border=2)  # encodes it
+        got = urllib.request.urlopen(f"{base}/receipt/bac1/1/5", timeout=5).read().decode()
+        assert got == receipt  # the same receipt the command line made
+        with pytest.raises(urllib.error.HTTPError) as none:
+            urllib.request.urlopen(f"{base}/receipt/bac1/1/999", timeout=5)
+        assert none.value.code == 404 and b"not in" in none.value.read()
+        driver = browser(pit["dir"])
+        driver.get(link.replace(f"/{last}", "/5"))
+        WebDriverWait(driver, 20).until(lambda d: d.find_element(
+            "id", "receipt").get_attribute("value").startswith("c2sp.org/tlog-proof@v1"))
+        driver.execute_script(
+            "document.getElementById('shoe-key').value = arguments[0];"
+            "document.getElementById('witnesses').value = arguments[1];"
+            "document.getElementById('check').click();", pit["reg"].read_text(), pit["vkey"])
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text.startswith(
+            ("Verified", "Not verified")))
+        said = driver.find_element("id", "verdict").text
+        assert said.startswith("Verified: This is the result shoe") and "round 5" in said, said
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.send_signal(2)
+        proc.wait(10)

@@ -323,6 +323,8 @@ class HostLink:
             c = self.validator.checkpoint
             return c is not None and c.seq >= self.validator.state["last_seq"]
 
+        if len(self.validator.log.hashes) < self.validator.state["last_seq"]:
+            return None  # the store lacks the log's first frames: no checkpoint can be checked
         if not covered():
             self._command(pr.C_CHECKPOINT, counted=False)
             self.pump_until(covered, timeout)

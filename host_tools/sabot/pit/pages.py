@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import (
@@ -628,7 +629,28 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
         el("div", el("p", stats, class_="counts", id="counts"),
            el("p", streak_line, class_="counts streaks"), class_="stats"),
         el("div", el("h2", "Last results"), last_results(t.rounds, c.side_wagers),
-           class_="lastbox"))
+           class_="lastbox"),
+        receipt_qr(t))
+
+
+def receipt_path(table: str, shoe: int, round_no: int) -> str:
+    return f"/receipt/{quote(table, safe='', errors='replace')}/{shoe}/{round_no}"
+
+
+def receipt_qr(t: TableView) -> Html:
+    """The last round's receipt as a QR code: a link to this server's checker page, which loads
+    the receipt and checks it in the player's browser against keys the player trusts."""
+    last = t.rounds[-1] if t.rounds else None
+    rnd = last.get("round") if isinstance(last, dict) else None
+    # (an edited store may give anything: no number, no code)
+    shoe = t.shoe
+    if not (isinstance(shoe, int) and isinstance(rnd, int) and not isinstance(rnd, bool)
+            and 0 < shoe < 1 << 16 and 0 < rnd < 1 << 16):
+        return join()
+    src = receipt_path(t.table, shoe, rnd).replace("/receipt/", "/qr/", 1)
+    return el("figure", el("img", src=src, alt=f"QR code: the receipt of round {rnd}"),
+              el("figcaption", f"Round {rnd}: scan to check its receipt"),
+              class_="receipt-qr", id="receipt-qr")
 
 
 def scoreboard_html(pit: Pit, t: TableView) -> str:
@@ -866,6 +888,50 @@ def floor_routes(pit: Pit, hub: Hub) -> list[Route]:
             Route("/api/floor", api_floor)]
 
 
+def receipt_routes(pit: Pit) -> list[Route]:
+    """/receipt/TABLE/SHOE/ROUND (a round's receipt, made from the store once its checkpoint is
+    cosigned) and /qr/TABLE/SHOE/ROUND (the QR code of the checker page's link to it)."""
+
+    def receipt_of(request: Request) -> tuple[int, str]:
+        """(status, the receipt or one line why not) of the round a /receipt or /qr path
+        names."""
+        from sabot.audit.receipts import make_receipt
+
+        p = request.path_params
+        t = pit.table(p["table"])
+        if t is None:
+            return 404, f"no table {p['table']}\n"
+        store = AuditStore(pit.db, writer=False)
+        try:
+            return 200, make_receipt(store, t.config, p["shoe"], p["round"])
+        except SabotError as e:
+            return 404, f"{e}\n"
+        finally:
+            store.close()
+
+    async def receipt_route(request: Request) -> Response:
+        status, text = await run_in_threadpool(receipt_of, request)
+        return Response(text, status_code=status, media_type="text/plain; charset=utf-8",
+                        headers={"Cache-Control": "no-cache"})
+
+    async def qr_route(request: Request) -> Response:
+        """The QR code (SVG) of the checker page's link to a round's receipt on this server."""
+        import segno
+
+        p = request.path_params
+        if pit.table(p["table"]) is None:
+            return Response(f"no table {p['table']}\n", status_code=404,
+                            media_type="text/plain; charset=utf-8")
+        link = (str(request.base_url).rstrip("/") + "/verify#"
+                + receipt_path(p["table"], p["shoe"], p["round"]))
+        svg = segno.make(link, error="m").svg_inline(scale=6, border=2)
+        return Response(svg, media_type="image/svg+xml",
+                        headers={"Cache-Control": "max-age=3600"})
+
+    return [Route("/receipt/{table}/{shoe:int}/{round:int}", receipt_route),
+            Route("/qr/{table}/{shoe:int}/{round:int}", qr_route)]
+
+
 def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]:
     """The pages, the API and (with a `console`) the pit's operations."""
     hub = Hub(pit)
@@ -954,6 +1020,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
         Route("/api/tables", api_tables), Route("/api/tables/{table:path}", api_table),
         Route("/api/stats", api_stats),
         Route("/verify", lambda request: RedirectResponse("/static/verify.html")),
+        *receipt_routes(pit),
         *floor_routes(pit, hub),
         *(console.routes() if console else []),
     ], lifespan=lifespan)

@@ -182,6 +182,24 @@
   }
 
   const $ = (id) => document.getElementById(id);
+  // A table's QR code links here with #/receipt/TABLE/SHOE/ROUND: that receipt is fetched from
+  // the server that showed the code (the receipt only; the keys it is checked against are the
+  // player's own, pasted below, and the check asks nothing).
+  const linked = location.hash.startsWith("#/receipt/") ? location.hash.slice(1) : "";
+  if (linked) {
+    fetch(linked, {cache: "no-store"}).then(async (r) => {
+      const text = await r.text();
+      if (r.ok) {
+        $("receipt").value = text;
+        $("verdict").textContent = "Receipt loaded: paste the keys you trust, then Check.";
+      } else {
+        $("verdict").textContent = "No receipt yet: " + text.trim();
+        $("verdict").className = "refused";
+      }
+    }).catch(() => {
+      $("verdict").textContent = "The receipt could not be fetched: paste it above.";
+    });
+  }
   $("check").addEventListener("click", async () => {
     const out = $("verdict");
     out.className = "";
