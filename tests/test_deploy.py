@@ -107,6 +107,7 @@ def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
         board.stop()
 
 
+@pytest.mark.long
 def test_a_dealing_shoe_is_updated_and_rekeyed_over_a_tty_with_no_repl(env, tmp_path):
     """A provisioned shoe (its firmware in its filesystem, provisioned at the factory) updated
     over a real tty through the sabot protocol alone — no REPL — and, with --rekey, its element

@@ -46,6 +46,7 @@ def deal(board, tokens, tmp, code=None, chunk=0):
     return s
 
 
+@pytest.mark.long
 def test_both_boards_deal_the_virtual_boards_rounds_every_frame_verified(code_trees, tmp_path):
     from sabot.game.cards import CUT, shuffled_shoe
 

@@ -135,6 +135,7 @@ def deal(tmp_path, log, cards, gap):
     return board
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_lamps_answer_a_card_within_10_ms_on_a_flash_with_a_real_erase_time(tmp_path):
     board = deal(tmp_path, "raw", 120, 0.06)

@@ -500,6 +500,7 @@ def edited_pages_run_nothing(driver, tmp_path, db, entries):
         driver.get("about:blank")
 
 
+@pytest.mark.long
 @pytest.mark.board  # starts Chromium
 def test_markup_in_every_stored_and_registry_field_never_runs_in_the_browser(base_store,
                                                                             tmp_path):

@@ -122,6 +122,7 @@ class Client:
         return status, out
 
 
+@pytest.mark.long
 def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browser(tmp_path):
     rig = held_rig(tmp_path)
     driver = browser(tmp_path)
@@ -174,6 +175,7 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
+@pytest.mark.long
 def test_a_dealer_no_token_and_no_session_are_refused_and_logins_are_limited(tmp_path):
     rig = held_rig(tmp_path)
     try:

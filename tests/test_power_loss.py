@@ -141,6 +141,7 @@ def test_soak_with_dealer_and_supervisor_mistakes_stores_every_round_once_reject
     assert any(k.startswith("resolution") for k in s["mistakes"])
 
 
+@pytest.mark.long
 def test_soak_with_mistakes_and_power_cuts_together_loses_nothing_and_a_seed_reproduces_it():
     """Two soaks of one seed, the second's element signing 20 times slower (so every card, frame
     and fault falls at another instant): the same faults and mistakes at the same cards, the same

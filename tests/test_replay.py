@@ -276,6 +276,7 @@ def test_a_shoe_behind_its_store_is_named_at_first_contact_in_one_line(tmp_path)
 
 
 # ---- over a real pseudo-terminal, as a USB shoe appears --------------------------------------
+@pytest.mark.long
 @pytest.mark.board
 def test_a_capture_kept_over_a_tty_across_two_validate_sessions_replays_as_they_took_it(
         tmp_path, monkeypatch):

@@ -165,6 +165,7 @@ def test_crc8_smbus_and_autosar_would_let_a_2_bit_error_through_hex_digits():
     assert all(d.feed(b) == READ_NONE for b in bad) and d.errors == 1
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_micropython_decoder_agrees_and_refuses_every_1_and_2_bit_error(mpy):
     script = ROOT / "tests" / "mp" / "sensor_errors.py"

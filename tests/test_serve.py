@@ -83,6 +83,7 @@ def check_full_screen(driver, w, h, dragons):
     driver.save_screenshot(str(ROOT / "docs" / f"scoreboard-{w}x{h}.png"))
 
 
+@pytest.mark.long
 def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_updates_live(tmp_path):
     rig = ServeRig(tmp_path, shoes=1, seed=42, ez=True, side_wagers=["dragon7", "panda8"],
                    limits=(2500, 500000))
@@ -175,6 +176,7 @@ def test_a_page_sees_every_round_within_a_second_of_its_frame_being_stored(tmp_p
     assert "served: " in rig.log_text() and "frames verified" in rig.log_text()
 
 
+@pytest.mark.long
 def test_four_shoes_at_full_speed_lose_no_round_and_the_api_answers(tmp_path):
     rig = ServeRig(tmp_path, shoes=4, seed=7, side_wagers=["player_pair", "banker_pair"])
     try:

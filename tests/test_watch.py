@@ -85,6 +85,7 @@ def test_repeated_sequence_index_finds_a_shifted_run_and_confirms_the_cards():
     assert other.add((1, 4), deck[40:45] + deck[1:20]) == []  # 19 in order, then no more
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_a_shoe_dealt_again_in_the_same_order_raises_repeated_sequence(tmp_path):
     def demo():

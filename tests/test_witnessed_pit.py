@@ -51,6 +51,7 @@ def pit(tmp_path):
     proc.wait(10)
 
 
+@pytest.mark.long
 def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
     r = run("demo", "--db", str(pit["db"]), "--key", str(pit["key"]), "--registry",
             str(pit["reg"]), "--seed", "3", "--json", "--witness", f"{pit['url']}={pit['vkey']}")
