@@ -299,6 +299,9 @@ def test_a_capture_kept_over_a_tty_across_two_validate_sessions_replays_as_they_
         dealer = Dealer(board, shuffled_shoe(8, seed=9))
         for _ in range(150):  # more than the pty holds: socat waits with the rest
             dealer.step()
+        # the element signs and logs those cards' frames at its own pace (Sign 50 ms, and the
+        # shoe's log besides): let it, so the backlog is there before the first session
+        time.sleep(4)
 
         def deal():
             while not stop.is_set() and dealer.step():

@@ -151,7 +151,8 @@ def test_tree_hashes_and_proofs_agree_with_gos_sumdb_tlog(go_tlog):
                for i in (rng.randrange(t),)]
     trees = [(m, t) for t in (rng.randint(1, n) for _ in range(60))
              for m in (rng.randint(1, t),)]
-    query = {"n": n, "sizes": sizes, "records": records, "trees": trees}
+    tiles = [(0, 0, 256), (0, 3, 17), (0, 18, 256), (0, 19, 136), (1, 0, 19), (1, 0, 1)]
+    query = {"n": n, "sizes": sizes, "records": records, "trees": trees, "tiles": tiles}
     r = subprocess.run([go_tlog, "tree"], input=json.dumps(query), capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -166,6 +167,11 @@ def test_tree_hashes_and_proofs_agree_with_gos_sumdb_tlog(go_tlog):
         ours = tlog.consistency_proof(hashes, m, t)
         assert [h.hex() for h in ours] == proof, (m, t)
         assert tlog.verify_consistency(m, tlog.root(hashes[:m]), t, tlog.root(hashes[:t]), ours)
+    # C2SP tlog-tiles: Go's height-8 tile paths (less their height) and data
+    for (level, index, width), (path, data) in zip(tiles, theirs["tiles"]):
+        assert path.replace("tile/8/", "tile/", 1) == tlog.tile_path(level, index, width)
+        assert tlog.parse_tile_path(tlog.tile_path(level, index, width)) == (level, index, width)
+        assert tlog.tile(hashes, n, level, index, width).hex() == data, (level, index, width)
 
 
 @pytest.mark.board
@@ -186,3 +192,21 @@ def test_signed_notes_verify_each_way_with_gos_sumdb_note(go_tlog):
     vkey, _, theirs = r.stdout.partition("\n")
     got, good = note.open_note(theirs, [note.Verifier.parse(vkey)])
     assert got == text and set(good) == {"casino.example/log"}
+
+
+def test_tiles_are_what_the_tree_holds_and_tile_paths_are_c2sps():
+    """C2SP tlog-tiles: a tile (or entry bundle) the tree of `size` leaves does not yet hold is
+    none; a path with a leading zero, a width of 0 or 256, or a level past 63 is none."""
+    entries = [b"entry %d" % i for i in range(300)]
+    hashes = [tlog.leaf_hash(e) for e in entries]
+    assert tlog.tile(hashes, 300, 0, 1, 44) == b"".join(hashes[256:300])
+    assert tlog.tile(hashes, 300, 0, 1, 45) is None and tlog.tile(hashes, 300, 0, 1, 256) is None
+    assert tlog.tile(hashes, 300, 1, 0, 1) == tlog.root(hashes[:256])
+    assert tlog.tile(hashes, 255, 1, 0, 1) is None
+    bundle = tlog.entry_bundle(entries, 300, 1, 2)
+    assert bundle == b"\x00\x09entry 256\x00\x09entry 257"
+    assert tlog.entry_bundle(entries, 300, 1, 45) is None
+    assert tlog.tile_path(0, 1234067, 8) == "tile/0/x001/x234/067.p/8"
+    for bad in ("tile/0/0001", "tile/0/x000/001", "tile/0/001.p/0", "tile/0/001.p/256",
+                "tile/01/001", "tile/64/001", "tile/0/1", "tile/entries/001.p/08", "tiles/0/001"):
+        assert tlog.parse_tile_path(bad) is None, bad

@@ -142,6 +142,7 @@ def served(pit, receipt):
         with pytest.raises(urllib.error.HTTPError) as none:
             urllib.request.urlopen(f"{base}/receipt/bac1/1/999", timeout=5)
         assert none.value.code == 404 and b"not in" in none.value.read()
+        published(base, pit, got)
         driver = browser(pit["dir"])
         driver.get(link.replace(f"/{last}", "/5"))
         WebDriverWait(driver, 20).until(lambda d: d.find_element(
@@ -159,3 +160,40 @@ def served(pit, receipt):
             driver.quit()
         proc.send_signal(2)
         proc.wait(10)
+
+
+def published(base, pit, receipt):
+    """The shoe's log as C2SP tlog-tiles from the same store: its checkpoint (the shoe's
+    signature and the witness's), its level-0 hash tile and entry bundle, which are the stored
+    frames and their leaf hashes, and whose root is the checkpoint's; the receipt's entry is
+    that bundle's entry."""
+    from sabot import note, tlog
+    from sabot import receipt as receipts
+    from sabot.registry import Registry
+
+    entry = Registry.load(str(pit["reg"])).pick(None)
+    log = f"{base}/log/{entry.shoe_id:08x}"
+    signed = urllib.request.urlopen(log + "/checkpoint", timeout=5).read().decode()
+    origin = tlog.origin(entry.shoe_id)
+    shoe_key = note.ecdsa_verifier(origin, entry.public_key(1))
+    _, good = note.open_note(signed, [shoe_key, note.Verifier.parse(pit["vkey"])])
+    assert len(good) == 2
+    cp = tlog.Checkpoint.parse(note.split(signed)[0])
+    assert cp.size < tlog.TILE_WIDTH  # one shoe: its log fits a partial tile
+    hashes = urllib.request.urlopen(f"{log}/{tlog.tile_path(0, 0, cp.size)}", timeout=5).read()
+    bundle = urllib.request.urlopen(f"{log}/{tlog.tile_path(0, 0, cp.size, entries=True)}",
+                                    timeout=5).read()
+    entries, at = [], 0
+    while at < len(bundle):
+        n = int.from_bytes(bundle[at:at + 2], "big")
+        entries.append(bundle[at + 2:at + 2 + n])
+        at += 2 + n
+    leaves = [hashes[i:i + 32] for i in range(0, len(hashes), 32)]
+    assert len(entries) == len(leaves) == cp.size
+    assert [tlog.leaf_hash(e) for e in entries] == leaves
+    assert tlog.root(leaves) == cp.root
+    index = int(receipt.split("\nindex ")[1].split("\n")[0])
+    assert receipts._parse(receipt)[1] == entries[index]  # the receipt's result, as published
+    with pytest.raises(urllib.error.HTTPError) as beyond:
+        urllib.request.urlopen(f"{log}/{tlog.tile_path(0, 0)}", timeout=5)  # a full tile: not yet
+    assert beyond.value.code == 404

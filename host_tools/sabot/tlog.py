@@ -260,6 +260,72 @@ class Checkpoint:
         return cls(origin, int(size), h, ext)
 
 
+# ---- tiles (C2SP tlog-tiles) ---------------------------------------------------------------
+TILE_WIDTH = 256  # hashes (or entries) in a full tile: tiles are 8 levels of the tree high
+
+
+def tile_path(level: int, index: int, width: int = TILE_WIDTH, entries: bool = False) -> str:
+    """tile/<L>/<N>[.p/<W>] (entries: tile/entries/<N>[.p/<W>]); N as 3-digit elements, all
+    but the last prefixed with x (1234067: x001/x234/067)."""
+    digits = f"{index:03d}"
+    digits = "0" * (-len(digits) % 3) + digits
+    parts = [digits[i:i + 3] for i in range(0, len(digits), 3)]
+    n = "/".join([*(f"x{p}" for p in parts[:-1]), parts[-1]])
+    head = "tile/entries" if entries else f"tile/{level}"
+    return f"{head}/{n}" + (f".p/{width}" if width != TILE_WIDTH else "")
+
+
+def parse_tile_path(path: str) -> tuple[int | None, int, int] | None:
+    """(level, or None for an entry bundle; index; width) of a tile path; None for what is not
+    one (C2SP: no leading zeros beyond the 3 digits, widths 1-255 only as .p/<W>)."""
+    parts = path.split("/")
+    if len(parts) < 3 or parts[0] != "tile":
+        return None
+    level: int | None
+    if parts[1] == "entries":
+        level = None
+    elif parts[1].isdigit() and parts[1].isascii() and (parts[1] == "0" or parts[1][0] != "0") \
+            and int(parts[1]) <= 63:
+        level = int(parts[1])
+    else:
+        return None
+    rest = parts[2:]
+    width = TILE_WIDTH
+    if len(rest) >= 2 and rest[-2].endswith(".p"):
+        w = rest[-1]
+        if not (w.isdigit() and w.isascii() and w[0] != "0" and 1 <= int(w) < TILE_WIDTH):
+            return None
+        width = int(w)
+        rest = [*rest[:-2], rest[-2][:-2]]
+    if not rest or len(rest) > 8:
+        return None
+    *prefix, last = rest
+    if not all(len(p) == 4 and p[0] == "x" and p[1:].isdigit() for p in prefix) or not (
+            len(last) == 3 and last.isdigit()) or (prefix and prefix[0] == "x000"):
+        return None
+    return level, int("".join(p[1:] for p in prefix) + last), width
+
+
+def tile(hashes: Sequence[bytes], size: int, level: int, index: int, width: int) -> bytes | None:
+    """The level-`level` tile `index`, `width` hashes wide, of the tree of the first `size`
+    leaves: the hashes of its subtrees of 256**level leaves, numbers 256*index on; None when
+    the tree does not hold that many of them yet."""
+    span = TILE_WIDTH ** level
+    first = index * TILE_WIDTH
+    if (first + width) * span > size:
+        return None
+    return b"".join(_subtree(hashes, k * span, (k + 1) * span)
+                    for k in range(first, first + width))
+
+
+def entry_bundle(entries: Sequence[bytes], size: int, index: int, width: int) -> bytes | None:
+    """Entries 256*index on, `width` of them, each a big-endian uint16 length then its bytes."""
+    first = index * TILE_WIDTH
+    if first + width > min(size, len(entries)):
+        return None
+    return b"".join(len(e).to_bytes(2, "big") + e for e in entries[first:first + width])
+
+
 def add_checkpoint_body(old: int, proof: Sequence[bytes], signed: str) -> bytes:
     """A tlog-witness add-checkpoint request: "old N", the consistency proof's hashes, an empty
     line, the signed checkpoint."""

@@ -932,6 +932,81 @@ def receipt_routes(pit: Pit) -> list[Route]:
             Route("/qr/{table}/{shoe:int}/{round:int}", qr_route)]
 
 
+def log_routes(pit: Pit) -> list[Route]:
+    """Each served shoe's log as C2SP tlog-tiles, from the audit store: /log/<8 hex digits of
+    the shoe id>/checkpoint (the newest checkpoint the shoe signed, with the witnesses'
+    cosignatures stored for it; the most cosigned size first) and /log/<id>/tile/... (hash
+    tiles and entry bundles, up to that checkpoint's size)."""
+    from sabot import protocol as pr
+    from sabot import tlog
+    from sabot.audit.validator import CHAINED_NAMES
+
+    def text(body: str | bytes, status: int = 200, kind: str = "text/plain; charset=utf-8"
+             ) -> Response:
+        return Response(body, status_code=status, media_type=kind,
+                        headers={"Cache-Control": "no-cache" if kind.startswith("text")
+                                 else "max-age=31536000, immutable"})
+
+    def head(shoe: str) -> tuple[Any, dict[str, Any] | None]:
+        """(the shoe's table, its newest checkpoint with the most cosignatures) or a 404."""
+        if len(shoe) != 8 or any(c not in "0123456789abcdef" for c in shoe):
+            return None, None
+        t = next((v for v in pit.tables() if v.shoe_id == int(shoe, 16)), None)
+        if t is None:
+            return None, None
+        store = AuditStore(pit.db, writer=False)
+        try:
+            cps = store.checkpoints(t.shoe_id)
+        finally:
+            store.close()
+        best = max(cps, key=lambda c: (len(c["cosignatures"]) > 0, c["size"]), default=None)
+        return t, best
+
+    def checkpoint_of(shoe: str) -> Response:
+        t, cp = head(shoe)
+        if t is None:
+            return text(f"no shoe {shoe} is served here\n", 404)
+        if cp is None:
+            return text(f"shoe {shoe} has signed no checkpoint of its log yet\n", 404)
+        f = pr.parse(cp["raw"])
+        key = t.config.public_key(f.key_id)
+        if key is None:
+            return text(f"no public key version {f.key_id} for shoe {shoe}\n", 404)
+        return text(pr.checkpoint_note(f, key) + "".join(
+            cp["cosignatures"][w] for w in sorted(cp["cosignatures"])))
+
+    def tile_of(shoe: str, path: str) -> Response:
+        where = tlog.parse_tile_path("tile/" + path)
+        t, cp = head(shoe)
+        if t is None or where is None or cp is None:
+            return text("no such tile\n", 404)
+        level, index, width = where
+        store = AuditStore(pit.db, writer=False)
+        try:
+            frames = [raw for _, raw in store.chained_frames(t.shoe_id, CHAINED_NAMES)]
+        finally:
+            store.close()
+        log = tlog.Prefix()
+        for i, raw in enumerate(frames):
+            log.add(i, raw)
+        size = min(cp["size"], len(log.hashes))
+        data = (tlog.entry_bundle(frames, size, index, width) if level is None
+                else tlog.tile(log.hashes, size, level, index, width))
+        if data is None:
+            return text("no such tile in the log's published size\n", 404)
+        return text(data, kind="application/octet-stream")
+
+    async def checkpoint_route(request: Request) -> Response:
+        return await run_in_threadpool(checkpoint_of, request.path_params["shoe"])
+
+    async def tile_route(request: Request) -> Response:
+        p = request.path_params
+        return await run_in_threadpool(tile_of, p["shoe"], p["path"])
+
+    return [Route("/log/{shoe}/checkpoint", checkpoint_route),
+            Route("/log/{shoe}/tile/{path:path}", tile_route)]
+
+
 def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]:
     """The pages, the API and (with a `console`) the pit's operations."""
     hub = Hub(pit)
@@ -1020,7 +1095,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
         Route("/api/tables", api_tables), Route("/api/tables/{table:path}", api_table),
         Route("/api/stats", api_stats),
         Route("/verify", lambda request: RedirectResponse("/static/verify.html")),
-        *receipt_routes(pit),
+        *receipt_routes(pit), *log_routes(pit),
         *floor_routes(pit, hub),
         *(console.routes() if console else []),
     ], lifespan=lifespan)

@@ -2,7 +2,8 @@
 // golang-golang-x-mod-dev), asked what sabot's host code computes, for tests/test_tlog.py.
 //
 //	tlogcheck tree < {"n": N, "sizes": [...], "records": [[i, t], ...], "trees": [[m, t], ...]}
-//	    leaf i is the record "leaf-<i>"; prints the tree hashes, record and tree proofs (hex)
+//	    leaf i is the record "leaf-<i>"; prints the tree hashes, record and tree proofs (hex),
+//	    and with "tiles": [[L, N, W], ...] each tile's path (height 8) and data (hex)
 //	tlogcheck open VKEY < NOTE      prints the verified note's text, or exits 1
 //	tlogcheck sign NAME TEXT        prints a new key's vkey line, then TEXT signed by it
 package main
@@ -24,6 +25,7 @@ type query struct {
 	Sizes   []int64    `json:"sizes"`
 	Records [][2]int64 `json:"records"`
 	Trees   [][2]int64 `json:"trees"`
+	Tiles   [][3]int64 `json:"tiles"` // level, index, width (height 8, as C2SP tlog-tiles)
 }
 
 func hexes(hs []tlog.Hash) []string {
@@ -80,6 +82,14 @@ func tree() {
 			fail(err)
 		}
 		res["trees"] = append(res["trees"], hexes(p))
+	}
+	for _, t := range q.Tiles {
+		tile := tlog.Tile{H: 8, L: int(t[0]), N: t[1], W: int(t[2])}
+		data, err := tlog.ReadTileData(tile, reader)
+		if err != nil {
+			fail(err)
+		}
+		res["tiles"] = append(res["tiles"], []string{tile.Path(), hex.EncodeToString(data)})
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		fail(err)
