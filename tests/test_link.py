@@ -4,6 +4,7 @@ and no frame after it is accepted out of order."""
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 
@@ -14,6 +15,7 @@ from sabot import keys
 from sabot import protocol as pr
 
 from kit import SABOT
+from kit.run import shared
 
 pytestmark = pytest.mark.board  # every test here starts a process (the demo's board)
 
@@ -24,12 +26,17 @@ def sabot(*args, **kw):
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    d = tmp_path_factory.mktemp("demo")
-    r = sabot("demo", "--seed", 21, "--db", d / "audit.db", "--key", d / "shoe.key", "--capture",
-              d / "capture.bin", "--registry", d / "shoes.json", "--json")
-    assert r.returncode == 0, r.stderr
-    return d, json.loads(r.stdout)
+def demo():
+    """One demo for the whole run (kit.run.shared: made by the first worker that needs it, read
+    by the others; a test that writes into it works on a copy)."""
+    def make(d):
+        r = sabot("demo", "--seed", 21, "--db", d / "audit.db", "--key", d / "shoe.key",
+                  "--capture", d / "capture.bin", "--registry", d / "shoes.json", "--json")
+        assert r.returncode == 0, r.stderr
+        (d / "summary.json").write_text(r.stdout)
+
+    d = shared("test_link_demo", make)
+    return d, json.loads((d / "summary.json").read_text())
 
 
 def test_full_shoe_verifies_with_nothing_rejected_or_lost(demo):
@@ -51,10 +58,11 @@ def test_history_reconstructs_a_hand_from_the_audit_store(demo):
     assert sabot("history", "--db", d / "audit.db", "--round", 999).returncode != 0
 
 
-def test_audit_log_is_append_only(demo):
+def test_audit_log_is_append_only(demo, tmp_path):
     import sqlite3
 
-    d, _ = demo
+    d = tmp_path / "demo"
+    shutil.copytree(demo[0], d)  # (the run's shared demo is only read)
     db = sqlite3.connect(d / "audit.db")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         db.execute("UPDATE records SET record = '{}' WHERE seq = 3")
@@ -80,16 +88,16 @@ def split(capture):
     return parts, chained
 
 
-def replay(d, parts, name):
-    path = d / name
+def replay(d, parts, path):
+    """Replay these capture parts (written to `path`, outside the run's shared demo)."""
     path.write_bytes(b"".join(p + b"\x00" for p in parts))
     r = sabot("replay", path, "--registry", d / "shoes.json", "--json")
     return r, json.loads(r.stdout)
 
 
-def test_untouched_capture_replays_clean(demo):
+def test_untouched_capture_replays_clean(demo, tmp_path):
     d, s = demo
-    r, out = replay(d, split((d / "capture.bin").read_bytes())[0], "clean.bin")
+    r, out = replay(d, split((d / "capture.bin").read_bytes())[0], tmp_path / "clean.bin")
     assert r.returncode == 0 and out["rejected"] == 0 and out["rounds"] == s["rounds"]
 
 
@@ -124,7 +132,8 @@ def tampered(parts, chained, how, k, other_key=None):
     ("swap", {"sequence_gap", "unsealed"}, False),
     ("resign", {"bad_signature"}, False),
 ])
-def test_tampered_capture_is_rejected_with_its_reason(demo, how, reasons, later_accepted):
+def test_tampered_capture_is_rejected_with_its_reason(demo, how, reasons, later_accepted,
+                                                       tmp_path):
     d, _ = demo
     parts, chained = split((d / "capture.bin").read_bytes())
     statuses = [i for i, p in enumerate(parts) if kind(p) == pr.T_STATUS]
@@ -138,7 +147,7 @@ def test_tampered_capture_is_rejected_with_its_reason(demo, how, reasons, later_
     k = max((k for k in range(len(chained) // 4, len(chained) - 4)
              if pr.parse(pr.decode_frame(parts[chained[k]])).signed), key=run_after)
     other = ec.generate_private_key(ec.SECP256R1())
-    r, out = replay(d, tampered(parts, chained, how, k, other), f"{how}.bin")
+    r, out = replay(d, tampered(parts, chained, how, k, other), tmp_path / f"{how}.bin")
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert out["rejections"][0]["reason"] in reasons
     if later_accepted:
@@ -180,8 +189,9 @@ def test_key_file_readable_by_others_is_refused(demo, tmp_path):
     assert r.returncode != 0 and "readable by others" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_second_demo_continues_the_chain_with_a_new_shoe(demo):
-    d, _first = demo
+def test_second_demo_continues_the_chain_with_a_new_shoe(demo, tmp_path):
+    d = tmp_path / "demo"
+    shutil.copytree(demo[0], d)  # the run's demo is every worker's: this one goes on in a copy
     r = sabot("demo", "--seed", 22, "--db", d / "audit.db", "--key", d / "shoe.key", "--registry",
               d / "shoes.json", "--json")
     assert r.returncode == 0, r.stderr

@@ -139,18 +139,20 @@ class Outbox:
             raise
         # A checkpoint due is signed before the next frame is finished (at most one every
         # ROUNDS_PER_CHECKPOINT rounds, on the host's request or at shoe end: its Sign delays
-        # frames by ~50 ms, never a card); leaves wait for a pass with no frame to finish (or
-        # for a slot they hold: begin).
+        # frames by ~50 ms, never a card). Leaves take a pass with no frame to finish, or go
+        # first once they lag half the ring: a card's begin() then never waits for a slot the
+        # log still needs (only for the element itself, as before the log).
         signing = log and tree.checkpoint_due()
-        if seq > self.seq and not (log and tree.due(self.done)) and not signing:
+        leaf = log and not tree.lost and tree.size < self.done and (
+            seq > self.seq or self.done - tree.size >= self._slots // 2)
+        if seq > self.seq and not leaf and not signing:
             return 0
         if self.other is not None and el.pending():
             self.other()  # a wait for the element (begin, finish_all): its job gives way
         if signing:
             tree.start_checkpoint(el, self.shoe)
             return 0
-        if seq > self.seq:
-            # no frame to finish: the log's turn
+        if leaf:
             at = tree.size + 1
             tree.take(el, self.buf(at), _DIGEST, self.length(at))
             return 0
