@@ -60,7 +60,7 @@ def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, el
     assert mpy(CARD_PATH, short, flash, element, "measure").returncode == 0
     log = (flash / "log").read_bytes()
     positions = []
-    for cut in [*range(max(len(log) - 2400, 0), len(log), 17), len(log)]:
+    for cut in [*range(max(len(log) - 2400, 0), len(log), 29), len(log)]:  # (29: a prime)
         torn = tmp_path / f"torn{cut}"
         shutil.copytree(flash, torn)
         (torn / "log").write_bytes(log[:cut])

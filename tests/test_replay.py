@@ -321,7 +321,10 @@ def test_a_capture_kept_over_a_tty_across_two_validate_sessions_replays_as_they_
         board.stop()
         port_bytes.close()
     capture = (tmp_path / "cap.bin").read_bytes()
-    assert len((tmp_path / "port.bin").read_bytes()) > len(received(capture))  # a backlog
+    # usually a backlog the link dropped (the port read more than the sessions took); how much
+    # sits in the pty when a session opens it is the machine's timing, so never less is all
+    # that is certain: what the replay must match is what the sessions took
+    assert len((tmp_path / "port.bin").read_bytes()) >= len(received(capture))
     assert all(s["rejected"] == 0 and s["verified"] > 0 for s in lives)
     counts, alarms, r = replayed(capture, config)
     assert (counts, alarms) == as_replayed(lives, shoe_ended=False)
