@@ -24,7 +24,7 @@ from sabot.registry import Registry, ShoeEntry
 from sabot.witness.service import Witness
 
 from kit import SABOT
-from kit.procs import free_port_for_tests
+from kit.procs import free_port_for_tests, wait_until_served
 
 SHOE = 0x5AB0_0001
 
@@ -178,12 +178,7 @@ def test_sabot_witness_serves_add_checkpoint_and_prints_its_vkey(tmp_path, shoe_
         log = Log(shoe_key)
         log.grow(7)
         url = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url + "/logs", timeout=5).read()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until_served(url + "/logs")
         req = urllib.request.Request(url + "/add-checkpoint", data=log.request(0), method="POST")
         with urllib.request.urlopen(req, timeout=10) as resp:
             cosig = resp.read().decode()

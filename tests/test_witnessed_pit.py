@@ -9,14 +9,13 @@ import json
 import re
 import sqlite3
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
 from kit import SABOT
-from kit.procs import free_port_for_tests
+from kit.procs import free_port_for_tests, wait_until_served
 
 pytestmark = pytest.mark.board
 
@@ -40,12 +39,7 @@ def pit(tmp_path):
                              str(tmp_path / "witness.db"), "--registry", str(reg), "--listen",
                              f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url + "/logs", timeout=5).read()
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_until_served(url + "/logs")
     yield {"dir": tmp_path, "key": key, "reg": reg, "db": db, "vkey": vkey, "url": url}
     proc.send_signal(2)
     proc.wait(10)
@@ -127,12 +121,7 @@ def served(pit, receipt):
                             stderr=subprocess.PIPE, text=True)
     driver = None
     try:
-        for _ in range(100):
-            try:
-                board = urllib.request.urlopen(base + "/table/bac1", timeout=5).read().decode()
-                break
-            except OSError:
-                time.sleep(0.1)
+        board = wait_until_served(base + "/table/bac1").decode()
         last = max(int(x) for x in re.findall(r'/qr/bac1/1/(\d+)"', board))
         link = f"{base}/verify#/receipt/bac1/1/{last}"
         svg = urllib.request.urlopen(f"{base}/qr/bac1/1/{last}", timeout=5).read().decode()

@@ -181,3 +181,16 @@ class PtyBridge:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait()
+
+
+def wait_until_served(url, tries=100):
+    """A service just started (a witness, serve) answers GET `url`: its body (the test fails on
+    what never answers)."""
+    import urllib.request
+
+    for _ in range(tries):
+        try:
+            return urllib.request.urlopen(url, timeout=5).read()
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing answered {url}")
