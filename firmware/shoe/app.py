@@ -443,7 +443,8 @@ class ShoeApp:
         """Frames wait for the element or the link: the board loop should come back soon."""
         o = self.outbox
         return (o.work() or (self.sent < o.done and not self.hold_from)
-                or self.port.busy() or self._asked or o.tree.unsent)
+                or self.port.busy() or self._asked
+                or (o.tree.unsent and self.sent >= o.tree.signed_size))
 
     def settle(self):
         """Wait for what the element is working on, the frame and a hello's status under way (the
