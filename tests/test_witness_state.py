@@ -29,19 +29,19 @@ from kit import SABOT
 SHOE = 0x5AB0_0023
 
 
-def entry_of(key):
-    e = ShoeEntry(SHOE)
+def entry_of(key, shoe_id=SHOE):
+    e = ShoeEntry(shoe_id)
     e.add_public_key(1, keys.public_pem(key.public_key()))
     return e
 
 
-def dealt(db, key, seed, witness=None):
+def dealt(db, key, seed, witness=None, shoe_id=SHOE):
     """A store of one whole shoe the shoe signed with `key`, a read per frame (as a slow
     dealer's), a checkpoint after every tenth frame and at the end; each checkpoint sent to
     `witness` as the pit does."""
-    signer = capture_gen.ShoeSigner(key, SHOE)
+    signer = capture_gen.ShoeSigner(key, shoe_id)
     frames, _ = capture_gen.shoe_frames(signer, shuffled_shoe(8, seed), 1)
-    entry = entry_of(key)
+    entry = entry_of(key, shoe_id)
     v = Validator(entry, str(db), watch=False)
     last = 0
     for i in range(len(frames)):
@@ -81,6 +81,17 @@ def test_the_store_as_witnessed_passes(witnessed):
     assert got["ok"], got["problem"]
     assert got["witnessed"] == [{"shoe_id": SHOE, "witness": "regulator.example/w1",
                                  "size": witnessed["size"]}]
+    assert got["unwitnessed"] == []
+
+
+def test_a_shoe_no_witness_holds_is_named_not_witnessed(witnessed, tmp_path):
+    db = tmp_path / "two.db"
+    db.write_bytes((witnessed["dir"] / "pit.db").read_bytes())
+    other = ec.generate_private_key(ec.SECP256R1())
+    dealt(db, other, 9, shoe_id=SHOE + 1)  # a second shoe the casino never sent the witness
+    entries = {SHOE: entry_of(witnessed["key"]), SHOE + 1: entry_of(other, SHOE + 1)}
+    got = verify(str(db), entries, witnessed["logs"])
+    assert got["ok"] and got["unwitnessed"] == [SHOE + 1], got["problem"]
 
 
 def test_a_deleted_tail_passes_alone_and_is_found_against_the_witness(witnessed, tmp_path):

@@ -35,10 +35,14 @@ def make_receipt(store: AuditStore, entry: ShoeEntry, shoe: int, round_no: int,
             raise SabotError(f"{who}: the store holds no checkpoint of the shoe's log (a pit "
                              "validating with --witness stores them)")
         newest = max((c["size"] for c in cps if len(c["cosignatures"]) >= quorum), default=0)
+        many = f"{quorum} cosignature{'s' if quorum > 1 else ''}"
+        if not newest:
+            raise SabotError(f"{who}: no checkpoint of the shoe's log in {store.path} has {many}"
+                             " (a pit validating with --witness stores them once a witness "
+                             "answers: its lines say why one did not)")
         raise SabotError(f"{who} (entry {seq - 1} of the shoe's log) is in no checkpoint with "
-                         f"{quorum} cosignature{'s' if quorum > 1 else ''} yet"
-                         + (f" (the newest covers {newest} frames)" if newest else "")
-                         + ": a later one will cover it")
+                         f"{many} yet (the newest covers {newest} frames): the next one the "
+                         "witnesses cosign will cover it")
     cp = witnessed[0]
     f = pr.parse(cp["raw"])
     key = entry.public_key(f.key_id)

@@ -82,7 +82,7 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
     hold, frame for frame."""
     store = AuditStore(path, writer=False)
     walk = _Walk(configs)
-    walk.counts["witnessed"] = []
+    walk.counts["witnessed"], walk.counts["unwitnessed"] = [], []
     try:
         with store.snapshot():  # a live store: its writers' newest batches whole or not at all
             _check_triggers(store)
@@ -90,6 +90,10 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
             walk.run(store)
             for w in witnessed:
                 walk.witnessed(w)
+            if witnessed:  # a shoe of this store no witness given holds: said, not proven
+                seen = {w.shoe_id for w in witnessed}
+                walk.counts["unwitnessed"] = sorted(
+                    sid for sid, shoe in walk.shoes.items() if shoe.anchored and sid not in seen)
     except StoreUnreadable as e:
         return {"ok": False, **walk.counts, "problem": f"the store cannot be read ({e.reason})"}
     except Broken as e:

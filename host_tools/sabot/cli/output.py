@@ -111,14 +111,20 @@ def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool,
             print(format_event(rec))
 
 
-def witnessed_line(summary: dict[str, Any]) -> str:
+def witnessed_line(summary: dict[str, Any], witnessed: bool = False) -> str:
     """What a session's summary says of the shoe's log: its newest checkpoint that held against
-    the stored frames, and the witnesses that cosigned one."""
+    the stored frames, and (`witnessed`: --witness was given) the witnesses that cosigned one."""
+    if not summary["checkpoint"]:
+        return ("shoe's log: no checkpoint the shoe signed could be checked here (this store "
+                "does not hold the shoe's frames from its first, or none came): nothing was "
+                "sent to the witnesses" if witnessed else "shoe's log: no checkpoint checked")
     line = (f"shoe's log: its element signed a checkpoint of {summary['checkpoint']} frames, "
             "and its root is that of the frames stored")
     c = summary.get("cosigned")
     if c:
         line += f"; cosigned at {c['size']} frames by {', '.join(c['witnesses'])}"
+    elif witnessed:
+        line += "; no witness cosigned one in this session (the lines above say why)"
     return line
 
 

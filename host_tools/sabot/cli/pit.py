@@ -16,7 +16,7 @@ from sabot.cli.options import (
     cosigner,
     listen_arg,
 )
-from sabot.cli.output import fail_on, print_alarm
+from sabot.cli.output import fail_on, print_alarm, witnessed_line
 from sabot.errors import SabotError
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
@@ -113,6 +113,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         validation.stop()
     s = validation.summary()
+    for table, v in s["logs"] if args.witness else ():
+        print(f"{table}: {witnessed_line(v, True)}", file=sys.stderr)
     print(f"served: {s['verified']} frames verified, {s['rounds']} rounds, "
           f"{len(s['rejections'])} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)

@@ -99,8 +99,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
           + (f"; shoe {ended[0]} ended" if ended else "")
           + ("; none acknowledged (the shoe refuses our command key)" if refused else ""),
           file=sys.stderr)
-    if s["checkpoint"]:
-        print(witnessed_line(s), file=sys.stderr)
+    if s["checkpoint"] or args.witness:
+        print(witnessed_line(s, bool(args.witness)), file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
     if refused:
         raise SabotError(f"nothing acknowledged: shoe {shoe_id_text(config.shoe_id)} refused "

@@ -192,6 +192,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
             notes.append("as witnessed: " + ", ".join(
                 f"shoe {shoe_id_text(w['shoe_id'])}'s log at {w['size']} frames by "
                 f"{w['witness']}" for w in r["witnessed"]))
+        if r["unwitnessed"]:
+            notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
+                         "its tail or history): " + ", ".join(
+                             f"shoe {shoe_id_text(s)}" for s in r["unwitnessed"]))
         print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)"
               + "".join(f"; {n}" for n in notes if n))
     if not r["ok"]:

@@ -118,8 +118,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{summary['rejected']} rejected, {summary['irregularities']} irregularities, "
               f"{len(summary['alarms'])} alarms, {summary['lost']} lost, "
               f"in {summary['seconds']} s")
-        if summary["checkpoint"]:
-            print(witnessed_line(summary))
+        if summary["checkpoint"] or args.witness:
+            print(witnessed_line(summary, bool(args.witness)))
         print(f"audit log: {args.db}   history: sabot history --db {args.db}")
     fail_on(summary["rejections"], summary["alarms"], f"{summary['lost']} rounds lost"
             if summary["lost"] else "", fail_on_notice=args.fail_on_notice)
@@ -127,7 +127,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print("\n" + line, file=sys.stderr, flush=True)  # below the progress line (it ends in \r)
 
 
 def board_args(p: argparse.ArgumentParser) -> None:

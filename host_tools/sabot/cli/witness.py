@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from sabot.cli.options import REGISTRY_HELP, SHOE_ID, SHOE_ID_HELP, Commands, listen_arg, ranged
+from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, listen_arg, ranged
 from sabot.errors import SabotError
 
 commands = Commands()
@@ -85,7 +85,9 @@ def cmd_witness(args: argparse.Namespace) -> int:
 def receipt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="the pit's audit store (validated with --witness), to make a "
                    "receipt from")
-    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
+    p.add_argument("--shoe-id", type=SHOE_ID,
+                   help="which registered shoe (decimal or 0x hex, as sabot provision prints "
+                   "it; default: the registry's only shoe)")
     p.add_argument("--shoe", type=ranged(1, 0xFFFF), metavar="N", help="the round's shoe number")
     p.add_argument("--round", type=ranged(1, 0xFFFF), metavar="R", help="the round's number")
     p.add_argument("-o", "--out", metavar="FILE",
@@ -155,9 +157,12 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         store.close()
     if args.out:
         tmp = args.out + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, args.out)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, args.out)
+        except OSError as e:
+            raise SabotError(f"cannot write {args.out}: {e.strerror or e}") from None
         print(f"wrote {args.out}: the receipt of round {args.round} of shoe {args.shoe} "
               f"({len(text.encode())} bytes)", file=sys.stderr)
     else:

@@ -888,6 +888,18 @@ def floor_routes(pit: Pit, hub: Hub) -> list[Route]:
             Route("/api/floor", api_floor)]
 
 
+def qr_svg(link: str) -> bytes:
+    """The QR code of `link` as an SVG document of its own (its namespace declared: an <img>
+    shows nothing without it)."""
+    import io
+
+    import segno
+
+    out = io.BytesIO()
+    segno.make(link, error="m").save(out, kind="svg", xmldecl=False, scale=6, border=2)
+    return out.getvalue()
+
+
 def receipt_routes(pit: Pit) -> list[Route]:
     """/receipt/TABLE/SHOE/ROUND (a round's receipt, made from the store once its checkpoint is
     cosigned) and /qr/TABLE/SHOE/ROUND (the QR code of the checker page's link to it)."""
@@ -915,17 +927,16 @@ def receipt_routes(pit: Pit) -> list[Route]:
                         headers={"Cache-Control": "no-cache"})
 
     async def qr_route(request: Request) -> Response:
-        """The QR code (SVG) of the checker page's link to a round's receipt on this server."""
-        import segno
-
+        """The QR code (SVG) of the checker page's link to a round's receipt on this server:
+        built from the address the scoreboard's display asked by, so a display opened by the
+        pit's network name gives players a link their phones can open."""
         p = request.path_params
         if pit.table(p["table"]) is None:
             return Response(f"no table {p['table']}\n", status_code=404,
                             media_type="text/plain; charset=utf-8")
         link = (str(request.base_url).rstrip("/") + "/verify#"
                 + receipt_path(p["table"], p["shoe"], p["round"]))
-        svg = segno.make(link, error="m").svg_inline(scale=6, border=2)
-        return Response(svg, media_type="image/svg+xml",
+        return Response(qr_svg(link), media_type="image/svg+xml",
                         headers={"Cache-Control": "max-age=3600"})
 
     return [Route("/receipt/{table}/{shoe:int}/{round:int}", receipt_route),
@@ -949,9 +960,10 @@ def log_routes(pit: Pit) -> list[Route]:
 
     def head(shoe: str) -> tuple[Any, dict[str, Any] | None]:
         """(the shoe's table, its newest checkpoint with the most cosignatures) or a 404."""
-        if len(shoe) != 8 or any(c not in "0123456789abcdef" for c in shoe):
+        digits = shoe.lower().removeprefix("0x")
+        if not 1 <= len(digits) <= 8 or any(c not in "0123456789abcdef" for c in digits):
             return None, None
-        t = next((v for v in pit.tables() if v.shoe_id == int(shoe, 16)), None)
+        t = next((v for v in pit.tables() if v.shoe_id == int(digits, 16)), None)
         if t is None:
             return None, None
         store = AuditStore(pit.db, writer=False)

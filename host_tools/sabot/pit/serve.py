@@ -215,15 +215,17 @@ class Validation:
         rejections: list[dict[str, Any]] = []
         alarms: list[dict[str, Any]] = []
         rounds = verified = 0
+        logs = []  # (table, its validator's summary): what each shoe's log came to
         for s in self.shoes:
             assert s.validator is not None
             v = s.validator.summary()
+            logs.append((s.config.table, v))
             rejections += v["rejections"]
             alarms += v["alarms"]
             rounds += v["rounds"]
             verified += v["verified"]
         return {"rounds": rounds, "verified": verified, "rejections": rejections,
-                "alarms": alarms}
+                "alarms": alarms, "logs": logs}
 
 
 def _said(table: str, url: str) -> Callable[[str], None]:
