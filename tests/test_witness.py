@@ -194,6 +194,8 @@ def test_sabot_witness_serves_add_checkpoint_and_prints_its_vkey(tmp_path, shoe_
     finally:
         proc.send_signal(2)
         assert proc.wait(20) == 0, proc.stderr.read()
+    said = proc.stderr.read()  # its operator sees each request answered, in a line
+    assert f"{log.origin} at 7: cosigned" in said and f"{log.origin} at 7: refused 409" in said
 
 
 def test_sizes_past_what_it_holds_are_refused_in_a_line_and_leave_no_lock(witness, shoe_key):

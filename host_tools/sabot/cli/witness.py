@@ -63,6 +63,13 @@ def cmd_witness(args: argparse.Namespace) -> int:
         raise SabotError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     registry = Registry.load(args.registry, must_exist=True)
     witness = Witness(args.db, key, registry.shoes, name)
+    import time
+
+    def say(line: str) -> None:  # each request answered, for the witness's operator
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        print(f"sabot witness: {when} {line}", file=sys.stderr, flush=True)
+
+    witness.say = say
     print(f"sabot witness: http://{host}:{port}/add-checkpoint ({witness.vkey}; "
           f"{len(witness.logs)} shoe logs, state {args.db})", file=sys.stderr, flush=True)
     import uvicorn

@@ -22,7 +22,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +74,7 @@ class Witness:
             keys = (entry.public_key(k["version"]) for k in entry.public_keys)
             self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
         self.path = db
+        self.say: Callable[[str], None] | None = None  # a line per request answered (the CLI's)
         self._lock = threading.Lock()  # one connection: its transaction is every thread's
         try:
             self.db = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
@@ -118,16 +119,31 @@ class Witness:
                                 " ORDER BY id")]
 
     def add_checkpoint(self, body: bytes) -> Answer:
-        """One add-checkpoint request's body; the answer tlog-witness specifies."""
+        """One add-checkpoint request's body; the answer tlog-witness specifies (said to
+        `self.say`, when set, in one line: the log, the size, what was answered)."""
+        answer, about = self._add_checkpoint(body)
+        if self.say is not None:
+            why = answer.body.strip().splitlines()[0] if answer.status != 200 else ""
+            self.say(f"{about}: " + ("cosigned" if answer.status == 200
+                                     else f"refused {answer.status}: {why}"))
+        return answer
+
+    def _add_checkpoint(self, body: bytes) -> tuple[Answer, str]:
         try:
             old, proof, signed = parse_request(body)
             text, _ = note.split(signed)
             cp = tlog.Checkpoint.parse(text)
         except SabotError as e:
-            return Answer(400, f"{e}\n")
+            return Answer(400, f"{e}\n"), "a request that is no checkpoint"
+        about = f"{cp.origin} at {cp.size}"
+        return self._checked(cp, old, proof, signed, text, body), about
+
+    def _checked(self, cp: tlog.Checkpoint, old: int, proof: list[bytes], signed: str, text: str,
+                 body: bytes) -> Answer:
         trusted = self.logs.get(cp.origin)
         if trusted is None:
-            return Answer(404, f"no log {cp.origin} is known to this witness\n")
+            return Answer(404, f"no log {cp.origin} is known to this witness (the registry it "
+                          "read at its start has no such shoe)\n")
         try:
             _, good = note.verified(signed, trusted)
         except SabotError as e:
