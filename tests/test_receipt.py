@@ -182,19 +182,24 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
          None, "Not verified: 0 of the witnesses"),
         (genuine.replace("\nindex 21\n", "\nindex 23\n"), None, "Not verified: the result is "
          "not in the log"),
+        # the one witness's line twice, two witnesses trusted: one cosigned, not two
+        (genuine + witness_line, None, "Not verified: 1 of the witnesses",
+         shoe["witness"].vkey() + "\n" + Witness(str(tmp_path / "w2.db"),
+                                                 ed25519.Ed25519PrivateKey.generate(), {},
+                                                 "regulator.example/w2").vkey),
     ]
     registry = json.dumps({"shoes": [shoe["entry"].__dict__]})
     driver = browser(tmp_path)
     try:
         driver.get(page.as_uri())
-        for text, key, words in cases:
+        for text, key, words, *trusted in cases:
             driver.execute_script(
                 "document.getElementById('receipt').value = arguments[0];"
                 "document.getElementById('shoe-key').value = arguments[1];"
                 "document.getElementById('witnesses').value = arguments[2];"
                 "document.getElementById('verdict').textContent = '';"
                 "document.getElementById('check').click();",
-                text, key or registry, shoe["witness"].vkey())
+                text, key or registry, trusted[0] if trusted else shoe["witness"].vkey())
             WebDriverWait(driver, 20).until(lambda d: d.find_element(
                 "id", "verdict").text not in ("", "checking…"))
             said = driver.find_element("id", "verdict").text

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from sabot import keys, note, tlog
 from sabot.registry import Registry, ShoeEntry
-from sabot.witness.service import Witness
+from sabot.witness.service import MAX_BODY, Witness
 
 from kit import SABOT
 from kit.procs import free_port_for_tests, wait_until_served
@@ -189,6 +189,10 @@ def test_sabot_witness_serves_add_checkpoint_and_prints_its_vkey(tmp_path, shoe_
                 url + "/add-checkpoint", data=log.request(3, size=7, proof=tlog.consistency_proof(
                     log.hashes, 3, 7)), method="POST"), timeout=10)
         assert stale.value.code == 409 and stale.value.read() == b"7\n"
+        with pytest.raises(urllib.error.HTTPError) as big:  # refused before it is all read
+            urllib.request.urlopen(urllib.request.Request(
+                url + "/add-checkpoint", data=b"x" * (MAX_BODY + 1), method="POST"), timeout=10)
+        assert big.value.code == 413
         held = json.loads(urllib.request.urlopen(url + "/logs", timeout=5).read())
         assert held["witness"] == vkey and held["logs"][0]["size"] == 7
     finally:

@@ -168,3 +168,24 @@ def test_a_state_not_signed_by_the_witness_given_is_refused_in_one_line(witnesse
     r = subprocess.run([*base, "--witness-state", str(witnessed["state"]), "--witness",
                         witnessed["vkey"]], capture_output=True, text=True)
     assert r.returncode == 0 and "as witnessed: shoe" in r.stdout, r.stderr
+
+
+def test_a_checkpoint_with_a_chain_it_does_not_sign_and_a_witness_answering_junk(witnessed):
+    """A checkpoint's signature covers its note, not its header: one carrying a chain (an
+    unsigned field someone put there) is no frame the shoe sends. A witness whose 409 names no
+    size, or that speaks no HTTP, is one reason, never the pit's cosigning thread stopped."""
+    from sabot.audit.cosign import WitnessSpec, cosign
+
+    signer = capture_gen.ShoeSigner(witnessed["key"], SHOE)
+    signer.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02")
+    raw = signer.checkpoint()
+    assert pr.parse(raw).seq == 1
+    moved = raw[:14] + b"\xee" * 32 + raw[46:]  # the header's chain field
+    with pytest.raises(pr.FrameError, match="malformed_payload"):
+        pr.parse(moved)
+    w = WitnessSpec("http://127.0.0.1:9", note.Verifier.parse(witnessed["vkey"]))
+    signed = pr.checkpoint_note(pr.parse(raw), witnessed["key"].public_key())
+    for answer in ((409, "\u00b2"), (409, "9" * 40), (500, ""), (200, "no signature\n")):
+        line, why = cosign(w, signed, 1, signer.log.hashes, {}, send=lambda url, body,
+                           a=answer: a)
+        assert line is None and why, answer

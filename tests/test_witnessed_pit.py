@@ -136,6 +136,10 @@ def served(pit, receipt):
         with pytest.raises(urllib.error.HTTPError) as none:
             urllib.request.urlopen(f"{base}/receipt/bac1/1/999", timeout=5)
         assert none.value.code == 404 and b"not in" in none.value.read()
+        for path in ("/receipt/bac1/1/" + "9" * 30, "/qr/bac1/1/" + "9" * 3000):
+            with pytest.raises(urllib.error.HTTPError) as huge:  # a number no round has
+                urllib.request.urlopen(base + path, timeout=5)
+            assert huge.value.code == 404
         published(base, pit, got)
         driver = browser(pit["dir"])
         driver.get(base + "/table/bac1")  # the scoreboard shows the code as an image

@@ -204,8 +204,10 @@ class TiltShoe:
             self._send(frames.T_STATUS, n)
             if first:
                 self._resend(0, 0)
-        elif o is None:
-            return  # no log: nothing to acknowledge, no chain to record an update in
+        elif o is None or ftype == frames.C_CHECKPOINT:
+            # no log: nothing to acknowledge, no chain to record an update in; and a tilted shoe
+            # signs no checkpoint (unsigned, anyone's: refused at no cost, not as a frame)
+            return
         elif ftype == frames.C_ACK:
             if len(payload) == 4 and o.ack(frames.seq_at(payload, 0)):
                 try:

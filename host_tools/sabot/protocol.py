@@ -204,7 +204,9 @@ def parse(raw: bytes) -> Frame:
         body, sig = raw[:-SIG_LEN], raw[-SIG_LEN:]
     payload = body[HEADER.size :]
     if ftype == T_CHECKPOINT:
-        if len(payload) != DIGEST_LEN:
+        # its signature covers the note, not the header: a chain other than the zero the shoe
+        # sends would be an unsigned field someone put there
+        if len(payload) != DIGEST_LEN or chain != ZERO_CHAIN:
             raise FrameError("malformed_payload")
         # what the element signed: the note's text, whose first byte ('s') no body has (0x02)
         signed = checkpoint_text(shoe_id, seq, payload).encode()

@@ -492,8 +492,8 @@ class Validator:
             return
         if root != f.payload:
             self._deferred.append(("checkpoint_mismatch", checkpoint_mismatch(f.seq)))
-        elif self.checkpoint is None or f.seq >= self.checkpoint.seq:
-            self.checkpoint = f
+        elif self.checkpoint is None or f.seq > self.checkpoint.seq:
+            self.checkpoint = f  # (one of a size already held, played again: not sent again)
 
     def _alarm(self, kind: str, detail: str, **where: Any) -> None:
         inv = self.state.get("inventory") or {}

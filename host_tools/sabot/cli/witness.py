@@ -163,9 +163,12 @@ def cmd_receipt(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.out:
-        tmp = args.out + ".tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
+        import tempfile
+
+        try:  # written beside it under a name of its own, then moved over it whole
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.out)),
+                                       prefix=".receipt-")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, args.out)
         except OSError as e:

@@ -913,6 +913,8 @@ def receipt_routes(pit: Pit) -> list[Route]:
         t = pit.table(p["table"])
         if t is None:
             return 404, f"no table {p['table']}\n"
+        if not (0 < p["shoe"] < 1 << 16 and 0 < p["round"] < 1 << 16):
+            return 404, "no such round: shoes and rounds are numbered 1 to 65535\n"
         store = AuditStore(pit.db, writer=False)
         try:
             return 200, make_receipt(store, t.config, p["shoe"], p["round"])
@@ -931,8 +933,10 @@ def receipt_routes(pit: Pit) -> list[Route]:
         built from the address the scoreboard's display asked by, so a display opened by the
         pit's network name gives players a link their phones can open."""
         p = request.path_params
-        if pit.table(p["table"]) is None:
-            return Response(f"no table {p['table']}\n", status_code=404,
+        if pit.table(p["table"]) is None or not (0 < p["shoe"] < 1 << 16
+                                                  and 0 < p["round"] < 1 << 16):
+            return Response(f"no round {p['round']} of shoe {p['shoe']} at table "
+                            f"{p['table']}\n", status_code=404,
                             media_type="text/plain; charset=utf-8")
         link = (str(request.base_url).rstrip("/") + "/verify#"
                 + receipt_path(p["table"], p["shoe"], p["round"]))
@@ -995,12 +999,14 @@ def log_routes(pit: Pit) -> list[Route]:
         level, index, width = where
         store = AuditStore(pit.db, writer=False)
         try:
-            frames = [raw for _, raw in store.chained_frames(t.shoe_id, CHAINED_NAMES)]
+            log = tlog.Prefix()
+            frames: list[bytes] = []  # leaf i: seq i + 1, from seq 1 while none is missing
+            for seq, raw in store.chained_frames(t.shoe_id, CHAINED_NAMES):
+                log.add(seq - 1, raw)
+                if len(frames) < len(log.hashes):
+                    frames.append(raw)
         finally:
             store.close()
-        log = tlog.Prefix()
-        for i, raw in enumerate(frames):
-            log.add(i, raw)
         size = min(cp["size"], len(log.hashes))
         data = (tlog.entry_bundle(frames, size, index, width) if level is None
                 else tlog.tile(log.hashes, size, level, index, width))

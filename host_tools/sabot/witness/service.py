@@ -248,7 +248,17 @@ def app(witness: Witness) -> Any:
     from starlette.routing import Route
 
     async def add_checkpoint(request: Request) -> Response:
-        body = await request.body()
+        # never more than a request can be held in memory: refused before it is all read
+        too_big = Response(f"a request of over {MAX_BODY} bytes\n", status_code=413,
+                           media_type="text/plain; charset=utf-8")
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_BODY:
+            return too_big
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                return too_big
         a = witness.add_checkpoint(body)
         return Response(a.body, status_code=a.status, media_type=a.content_type)
 

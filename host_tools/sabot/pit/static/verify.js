@@ -167,7 +167,7 @@
         const msg = enc.encode(`cosignature/v1\ntime ${t}\n` + cpText);
         if (!await crypto.subtle.verify({ name: "Ed25519" }, key, s.sig.slice(8), msg))
           refuse(`the checkpoint's signatures do not hold: the note's signature by ${name} does not verify`);
-        cosigned.push(name);
+        if (!cosigned.includes(name)) cosigned.push(name);  // one witness's line twice counts once
       }
     }
     if (cosigned.length < quorum) refuse(`${cosigned.length} of the witnesses trusted here cosigned the checkpoint; ${quorum} must`);
