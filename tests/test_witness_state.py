@@ -9,6 +9,7 @@ even with every host file (store, registry) rewritten consistently:
 import json
 import sqlite3
 import subprocess
+import time
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
@@ -79,8 +80,9 @@ def test_the_store_as_witnessed_passes(witnessed):
     assert [(w.shoe_id, w.size) for w in logs] == [(SHOE, witnessed["size"])]
     got = verify(str(witnessed["dir"] / "pit.db"), {SHOE: entry_of(witnessed["key"])}, logs)
     assert got["ok"], got["problem"]
-    assert got["witnessed"] == [{"shoe_id": SHOE, "witness": "regulator.example/w1",
-                                 "size": witnessed["size"]}]
+    assert [{k: w[k] for k in ("shoe_id", "witness", "size")} for w in got["witnessed"]] == [
+        {"shoe_id": SHOE, "witness": "regulator.example/w1", "size": witnessed["size"]}]
+    assert abs(got["witnessed"][0]["state_at"] - time.time()) < 600
     assert got["unwitnessed"] == []
 
 
@@ -148,13 +150,21 @@ def test_a_replaced_registry_key_and_frames_signed_again_pass_alone_and_are_foun
 
 @pytest.mark.board
 def test_a_state_not_signed_by_the_witness_given_is_refused_in_one_line(witnessed, tmp_path):
+    """The state is signed whole: a log's size lowered (a copy from before a tail was cut, as it
+    were) or its line left out, and the copy no longer holds; the per-log fields beside the
+    signed text are not what is checked."""
     state = json.loads(witnessed["state"].read_text())
-    log = state["logs"][0]
-    log["cosigned"] = log["cosigned"].replace(f"\n{log['size']}\n", "\n100\n", 1)
-    bad = tmp_path / "state.json"
-    bad.write_text(json.dumps(state))
-    with pytest.raises(SabotError, match="not cosigned by a witness given"):
-        load_witness_state(str(bad), [note.Verifier.parse(witnessed["vkey"])])
+    size = state["logs"][0]["size"]
+    verifiers = [note.Verifier.parse(witnessed["vkey"])]
+    for edit in (lambda s: s.replace(f" {size} ", " 100 ", 1),  # a size lowered
+                 lambda s: s.replace(s.split("\n")[1] + "\n", "", 1)):  # the log left out
+        bad = tmp_path / "state.json"
+        bad.write_text(json.dumps(dict(state, signed=edit(state["signed"]))))
+        with pytest.raises(SabotError, match="not signed by a witness given"):
+            load_witness_state(str(bad), verifiers)
+    pruned = tmp_path / "pruned.json"
+    pruned.write_text(json.dumps(dict(state, logs=[])))  # the people's list only: still all
+    assert [w.size for w in load_witness_state(str(pruned), verifiers)] == [size]
     reg = tmp_path / "shoes.json"
     Registry(str(reg)).put(entry_of(witnessed["key"]))
     base = [*SABOT, "audit", "verify", "--db", str(witnessed["dir"] / "pit.db"), "--registry",

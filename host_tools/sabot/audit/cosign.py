@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from sabot import note, tlog
 from sabot.errors import SabotError
 
+STATE_HEADER = "sabot.witness-state/v1\n"  # a witness's signed state (witness/service.py)
+
 TIMEOUT = 5.0  # seconds a witness has to answer one request
 
 
@@ -204,6 +206,7 @@ class Witnessed:
     size: int
     root: bytes
     key: bytes | None
+    at: int = 0  # when the witness signed the state this is from (Unix seconds)
 
 
 def load_witness_state(source: str, verifiers: Sequence[note.Verifier]) -> list[Witnessed]:
@@ -229,21 +232,35 @@ def load_witness_state(source: str, verifiers: Sequence[note.Verifier]) -> list[
         raise SabotError(f"witness state {source}: cannot be read as a witness's /logs "
                          f"({getattr(e, 'reason', None) or getattr(e, 'strerror', None) or e})"
                          ) from None
+    # Only what the witness signed as one counts (`signed`: a line per log it holds, and the
+    # time): the per-log fields beside it are for people, and a copy can be neither pruned nor
+    # edited; how old it is, its time says.
+    signed = state.get("signed") if isinstance(state, dict) else None
+    try:
+        if not isinstance(signed, str):
+            raise TypeError("no signed state (a witness from before it)")
+        text, good = note.open_note(signed, list(verifiers))
+        if not text.startswith(STATE_HEADER):
+            raise ValueError("not a witness's state")
+        rows = [line.split(" ") for line in text[len(STATE_HEADER):].splitlines()]
+        if any(len(r) != 4 for r in rows):
+            raise ValueError("a log line is not origin, size, root and key")
+    except (SabotError, TypeError, ValueError) as e:
+        raise SabotError(f"witness state {source}: not signed by a witness given with "
+                         f"--witness ({e})") from None
     out: list[Witnessed] = []
-    for log in logs:
-        try:
-            if not isinstance(log, dict) or not isinstance(log.get("cosigned"), str):
-                raise TypeError("a log without its cosigned checkpoint")
-            text, good = note.open_note(log["cosigned"], list(verifiers))
-            cp = tlog.Checkpoint.parse(text)
-            key = base64.b64decode(log["key"], validate=True) if log.get("key") else None
-        except (SabotError, KeyError, TypeError, ValueError) as e:
-            raise SabotError(f"witness state {source}: a log's checkpoint is not cosigned by "
-                             f"a witness given with --witness ({e})") from None
+    for origin, size, root_b64, key_b64 in rows:
         prefix = "sabot.shoe/"
-        hexid = cp.origin[len(prefix):]
-        if not cp.origin.startswith(prefix) or len(hexid) != 8 or any(
+        hexid = origin[len(prefix):]
+        if not origin.startswith(prefix) or len(hexid) != 8 or any(
                 c not in "0123456789abcdef" for c in hexid):
             continue  # another kind of log the witness also keeps
-        out.extend(Witnessed(name, int(hexid, 16), cp.size, cp.root, key) for name in good)
+        try:
+            cp = tlog.Checkpoint.parse(f"{origin}\n{size}\n{root_b64}\n")
+            key = None if key_b64 == "-" else base64.b64decode(key_b64, validate=True)
+        except (SabotError, ValueError):
+            raise SabotError(f"witness state {source}: its line for {origin} does not "
+                             "parse") from None
+        out.extend(Witnessed(name, int(hexid, 16), cp.size, cp.root, key, at)
+                   for name, at in good.items())
     return out

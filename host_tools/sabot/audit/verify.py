@@ -738,7 +738,7 @@ class _Walk:
             raise Broken(f"{by}; the log this store holds at {w.size} frames is another one: "
                          "its frames were changed, replaced or signed again")
         self.counts["witnessed"].append({"shoe_id": w.shoe_id, "witness": w.witness,
-                                         "size": w.size})
+                                         "size": w.size, "state_at": w.at})
 
     def _finish(self) -> None:
         if self.unsealed is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from sabot.cli.options import NO_KEY_HELP, REGISTRY_HELP, Commands, add_fail_on_notice, ranged
 from sabot.cli.output import (
@@ -191,7 +192,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if r["witnessed"]:
             notes.append("as witnessed: " + ", ".join(
                 f"shoe {shoe_id_text(w['shoe_id'])}'s log at {w['size']} frames by "
-                f"{w['witness']}" for w in r["witnessed"]))
+                f"{w['witness']} (its state of "
+                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(w['state_at']))})"
+                for w in r["witnessed"]))
         if r["unwitnessed"]:
             notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
                          "its tail or history): " + ", ".join(

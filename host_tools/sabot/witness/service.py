@@ -29,6 +29,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from sabot import note, tlog
+from sabot.audit.cosign import STATE_HEADER
 from sabot.errors import SabotError
 from sabot.registry import ShoeEntry
 
@@ -106,7 +107,16 @@ class Witness:
         the log's first checkpoint here (`key`: base64 of its DER SubjectPublicKeyInfo)."""
         rows = self.db.execute("SELECT origin, size, checkpoint, cosigned_at, key FROM logs"
                                " ORDER BY origin").fetchall()
-        return {"witness": self.vkey, "logs": [
+        # the whole state, signed as one (so a copy can be neither pruned nor edited; its time
+        # says how old it is): a line per log, origin, size, root, bound key
+        lines = []
+        for o, n, c, _, k in rows:
+            root = c.split("\n")[2]
+            lines.append(f"{o} {n} {root} {base64.b64encode(k).decode() if k else '-'}\n")
+        text = STATE_HEADER + "".join(lines)
+        now = int(time.time())
+        return {"witness": self.vkey, "at": now,
+                "signed": text + "\n" + self.signer.sign(text, timestamp=now), "logs": [
             {"origin": o, "size": n, "checkpoint": c, "cosigned_at": t,
              "cosigned": c + "\n" + self.signer.sign(c, timestamp=t),
              "key": base64.b64encode(k).decode() if k is not None else None}
