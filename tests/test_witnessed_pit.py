@@ -111,22 +111,27 @@ def served(pit, receipt):
     opened at that link in Chromium, loads the receipt and verifies it with the player's keys
     (the registry and the witness's verifier key pasted), in the browser."""
     import io
+    from pathlib import Path
 
     import segno
     from selenium.webdriver.support.ui import WebDriverWait
 
+    import sabot.pit
+
     from kit.browser import browser
 
+    # the regulator's copy of the checker, not this server's: here, the page saved as a file
+    checker = (Path(sabot.pit.__file__).parent / "static" / "verify.html").as_uri()
     port = free_port_for_tests()
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([*SABOT, "serve", "--floor", "--db", str(pit["db"]), "--registry",
-                             str(pit["reg"]), "--listen", f"127.0.0.1:{port}"],
-                            stderr=subprocess.PIPE, text=True)
+                             str(pit["reg"]), "--listen", f"127.0.0.1:{port}", "--checker",
+                             checker], stderr=subprocess.PIPE, text=True)
     driver = None
     try:
         board = wait_until_served(base + "/table/bac1").decode()
         last = max(int(x) for x in re.findall(r'/qr/bac1/1/(\d+)"', board))
-        link = f"{base}/verify#/receipt/bac1/1/{last}"
+        link = f"{checker}#{base}/receipt/bac1/1/{last}"
         svg = urllib.request.urlopen(f"{base}/qr/bac1/1/{last}", timeout=5).read().decode()
         out = io.BytesIO()
         segno.make(link, error="m").save(out, kind="svg", xmldecl=False, scale=6, border=2)

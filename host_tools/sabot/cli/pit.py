@@ -48,6 +48,11 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "logged in at /login resolves a held table and starts its next shoe from the "
                    "dashboard or POST /api/operate; without it the pages are read-only")
     add_witness_args(p)
+    p.add_argument("--checker", metavar="URL", default=None,
+                   help="the receipt checker the scoreboard's QR code sends players to: a copy "
+                   "of verify.html the regulator publishes (the QR carries this URL, then # and "
+                   "the round's receipt address here); default this server's own /verify, which "
+                   "whoever runs this host could change")
 
 
 @commands("serve", serve_args, help="validate several shoes and serve the pit's live pages",
@@ -92,6 +97,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     name = pit_name(args.pit)
     pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link, name,
               list(Registry.load(args.registry).shoes.values()))
+    pit.checker = checker_url(args.checker)
     from sabot.audit.cosign import check_quorum
 
     check_quorum(args.witness, args.quorum)  # before any shoe's port is opened
@@ -121,6 +127,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def checker_url(given: str | None) -> str | None:
+    if given is None:
+        return None
+    if not given.startswith(("http://", "https://", "file://")) or "#" in given:
+        raise SabotError(f"--checker takes the checker page's address (http(s):// or file://, "
+                         f"no #), not {given!r}")
+    return given
+
+
 def pit_name(given: str | None) -> str:
     import socket
 
@@ -147,6 +162,7 @@ def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
     refuse_unwritable(args.db)  # one line now for no server or another program's database
     pit = Pit(args.db, [], name=pit_name(args.pit) if args.pit else "",
               floor=list(Registry.load(args.registry).shoes.values()))
+    pit.checker = checker_url(args.checker)
     app, hub = build_app(pit)
     run_web(app, hub, host, port, f"http://{host}:{port}/floor (the floor, audit "
             f"{shown_db(args.db)}, read-only)")

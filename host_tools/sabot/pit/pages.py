@@ -111,6 +111,9 @@ class Pit:
         self.problem: str | None = None  # why the newest rows could not be read, if they could not
         self.skipped = 0  # rows naming no shoe id (an edited store): counted, shown on no table
         self.notes = 0  # moves when what the dashboard says of the store itself changes
+        # the receipt checker the scoreboard's QR code sends players to (serve --checker): the
+        # regulator's copy of verify.html; None: this server's own /verify
+        self.checker: str | None = None
 
     def _store(self) -> AuditStore:
         if self.store is None:
@@ -926,7 +929,8 @@ def receipt_routes(pit: Pit) -> list[Route]:
     async def receipt_route(request: Request) -> Response:
         status, text = await run_in_threadpool(receipt_of, request)
         return Response(text, status_code=status, media_type="text/plain; charset=utf-8",
-                        headers={"Cache-Control": "no-cache"})
+                        headers={"Cache-Control": "no-cache",
+                                 "Access-Control-Allow-Origin": "*"})
 
     async def qr_route(request: Request) -> Response:
         """The QR code (SVG) of the checker page's link to a round's receipt on this server:
@@ -938,8 +942,11 @@ def receipt_routes(pit: Pit) -> list[Route]:
             return Response(f"no round {p['round']} of shoe {p['shoe']} at table "
                             f"{p['table']}\n", status_code=404,
                             media_type="text/plain; charset=utf-8")
-        link = (str(request.base_url).rstrip("/") + "/verify#"
-                + receipt_path(p["table"], p["shoe"], p["round"]))
+        here = str(request.base_url).rstrip("/")
+        path = receipt_path(p["table"], p["shoe"], p["round"])
+        # another origin's checker (the regulator's) fetches the receipt from here by its
+        # whole address (/receipt answers any origin: a receipt is public and proves itself)
+        link = (f"{pit.checker}#{here}{path}" if pit.checker else f"{here}/verify#{path}")
         return Response(qr_svg(link), media_type="image/svg+xml",
                         headers={"Cache-Control": "max-age=3600"})
 

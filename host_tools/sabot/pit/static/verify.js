@@ -185,7 +185,9 @@
   // A table's QR code links here with #/receipt/TABLE/SHOE/ROUND: that receipt is fetched from
   // the server that showed the code (the receipt only; the keys it is checked against are the
   // player's own, pasted below, and the check asks nothing).
-  const linked = location.hash.startsWith("#/receipt/") ? location.hash.slice(1) : "";
+  // (or #http://HOST/receipt/...: this page is another's copy, the regulator's, as it should be)
+  const hash = decodeURIComponent(location.hash.slice(1));
+  const linked = /^(\/receipt\/|https?:\/\/[^#]*\/receipt\/)/.test(hash) ? hash : "";
   if (linked) {
     fetch(linked, {cache: "no-store"}).then(async (r) => {
       const text = await r.text();
