@@ -16,6 +16,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from sabot import tlog
+from sabot.protocol import P256_ORDER
 from sabot.game import cards, rules
 
 from kit import FIRMWARE
@@ -464,6 +465,7 @@ def check_stream(shoe, sent):
         p = frames.parse(f)
         if frames.signed(p[0]):
             verify(shoe.public_key(), f)
+            assert int.from_bytes(f[-32:], "big") <= P256_ORDER // 2  # low-S: one form only
         if frames.is_chained(f):
             assert p[4] == seq + 1 and p[5] == prev
             seq = p[4]

@@ -199,3 +199,24 @@ def test_a_checkpoint_with_a_chain_it_does_not_sign_and_a_witness_answering_junk
         line, why = cosign(w, signed, 1, signer.log.hashes, {}, send=lambda url, body,
                            a=answer: a)
         assert line is None and why, answer
+
+
+def test_a_signature_made_high_on_the_cable_is_refused_and_the_log_holds(witnessed, tmp_path):
+    """(r, n - s) verifies as (r, s) does, but a frame's exact bytes are a leaf of the shoe's log:
+    only the low form the shoe sends is taken (firmware/shoe/element.py low_s), so a copy
+    changed on the cable is refused and the genuine frame, sent again, keeps the store's log the
+    shoe's (its checkpoint holds, no checkpoint_mismatch)."""
+    signer = capture_gen.ShoeSigner(witnessed["key"], SHOE)
+    frames, _ = capture_gen.shoe_frames(signer, shuffled_shoe(8, 3), 1)
+    genuine = frames[1]  # the burn: signed
+    s = int.from_bytes(genuine[-32:], "big")
+    assert s <= pr.P256_ORDER // 2  # what the shoe (and this stand-in) signs
+    high = genuine[:-32] + (pr.P256_ORDER - s).to_bytes(32, "big")
+    v = Validator(entry_of(witnessed["key"]), str(tmp_path / "a.db"), watch=False)
+    got = v.receive(b"".join(pr.encode_frame(r) for r in (frames[0], high)))
+    assert [(verdict, reason) for _, verdict, reason in got] == [("accepted", None),
+                                                                 ("rejected", "bad_signature")]
+    v.receive(b"".join(pr.encode_frame(r) for r in (*frames[1:20], signer.checkpoint(20))))
+    assert v.checkpoint is not None and v.checkpoint.seq == 20
+    assert not [a for a in v.alarms if a["kind"] == "checkpoint_mismatch"]
+    v.store.close()

@@ -135,6 +135,31 @@ _CRC_TABLE = _reflected_table()
 _REV8 = bytes(_reverse8(i) for i in range(256))
 
 
+# P-256's group order n, and (n - 1) / 2: a signature's s above it is made n - s (low-S, as
+# the host requires). Both (r, s) and (r, n - s) verify; a frame's exact bytes are a leaf of the
+# shoe's log (shoe/tree.py), so a second form anyone on the cable could make from the first
+# would put a different leaf in the host's store than in the shoe's tree.
+_ORDER = bytes.fromhex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
+_HALF = bytes.fromhex("7fffffff800000007fffffffffffffffde737d56d38bcf4279dce5617e3192a8")
+
+
+def low_s(buf, at):
+    """The signature r||s at buf[at:at + 64] with s made n - s when above (n - 1) / 2, in place.
+    Allocation-free (a byte at a time: no int of 256 bits)."""
+    s = at + 32
+    for i in range(32):  # s > half?
+        d = buf[s + i] - _HALF[i]
+        if d:
+            break
+    if d <= 0:
+        return
+    borrow = 0
+    for i in range(31, -1, -1):
+        v = _ORDER[i] - buf[s + i] - borrow
+        borrow = 1 if v < 0 else 0
+        buf[s + i] = v + 256 if v < 0 else v
+
+
 def crc16(buf, start, end):
     """atCRC over buf[start:end], as an int whose low byte goes first on the wire."""
     r = 0
@@ -408,6 +433,7 @@ class Element:
     def sign(self, slot, out64):
         """Sign TempKey (a digest put there by load_digest or sha_end) with `slot`: r||s."""
         self._run(SIGN, _MODE_SIGN_EXTERNAL, slot, 64, out=out64)
+        low_s(out64, 0)
         return out64
 
     def sign_digest(self, slot, digest32, out64):
@@ -431,6 +457,7 @@ class Element:
         self._pending = 0
         self._check(count, 64)
         self._copy_out(out64, 64, at)
+        low_s(out64, at)
         return True
 
     def sha_queue(self, buf, at, n, out32, tempkey=True):

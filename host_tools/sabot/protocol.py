@@ -236,15 +236,22 @@ def checkpoint_note(f: Frame, public_key: ec.EllipticCurvePublicKey) -> str:
 _PREHASHED = ec.ECDSA(utils.Prehashed(hashes.SHA256()))
 
 
+# P-256's group order: a frame's s is at most (n - 1) / 2 (low-S). Both (r, s) and (r, n - s)
+# verify, and a frame's exact bytes are a leaf of the shoe's log, so only one form is taken:
+# the one the shoe sends (firmware/shoe/element.py low_s)
+P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+
+
 def sign_digest(private_key: ec.EllipticCurvePrivateKey, digest: bytes) -> bytes:
-    """Raw r||s (32 + 32 bytes, big-endian) over a SHA-256 digest, as the element signs."""
+    """Raw r||s (32 + 32 bytes, big-endian, low-S) over a SHA-256 digest, as the element signs."""
     r, s = utils.decode_dss_signature(private_key.sign(digest, _PREHASHED))
+    s = min(s, P256_ORDER - s)
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
 
 def verify_digest(public_key: ec.EllipticCurvePublicKey, digest: bytes, signature: bytes) -> bool:
-    """Whether `signature` (raw r||s) signs `digest` under `public_key`."""
-    if len(signature) != SIG_LEN:
+    """Whether `signature` (raw r||s, low-S) signs `digest` under `public_key`."""
+    if len(signature) != SIG_LEN or int.from_bytes(signature[32:], "big") > P256_ORDER // 2:
         return False
     der = utils.encode_dss_signature(int.from_bytes(signature[:32], "big"),
                                      int.from_bytes(signature[32:], "big"))

@@ -119,7 +119,11 @@
     const own = keys.find((k) => k.version === null || k.version === res.keyId);
     if (!own) refuse(`the result is not signed by shoe ${shoe}'s key: it was altered or made by someone else`);
     const frameKey = await crypto.subtle.importKey("spki", own.der, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
-    if (!await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, frameKey, res.sig, res.body))
+    // the shoe's frames carry s in its low form (s <= (n - 1) / 2), as sabot's host checks too
+    const HALF = "7fffffff800000007fffffffffffffffde737d56d38bcf4279dce5617e3192a8";
+    const sHex = [...res.sig.slice(32)].map((b) => b.toString(16).padStart(2, "0")).join("");
+    if (res.sig.length !== 64 || sHex > HALF ||
+        !await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, frameKey, res.sig, res.body))
       refuse(`the result is not signed by shoe ${shoe}'s key: it was altered or made by someone else`);
     if (!same(res.chain, await sha256(initial.body)) || initial.seq + 1 !== res.seq)
       refuse("the initial cards are not the ones the signed result seals: they were altered");
