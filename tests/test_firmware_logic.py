@@ -16,8 +16,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from sabot import tlog
-from sabot.protocol import P256_ORDER
 from sabot.game import cards, rules
+from sabot.protocol import P256_ORDER
 
 from kit import FIRMWARE
 from kit.fw import Link, payload_of, split, verify
