@@ -266,6 +266,11 @@ def test_a_refused_request_sent_again_is_kept_once(witness, shoe_key, monkeypatc
     for _ in range(20):
         assert witness.add_checkpoint(bad).status == 422
     assert len(witness.evidence()) == 1
+    signed = bad.decode().partition("\n\n")[2]
+    for i in range(20):  # the same signed checkpoint with made-up proofs: kept once
+        made_up = tlog.add_checkpoint_body(6, [bytes([i]) * 32, *proof[1:]], signed)
+        assert witness.add_checkpoint(made_up).status == 422
+    assert len(witness.evidence()) == 1
     monkeypatch.setattr(service, "EVIDENCE_MAX", 2)
     for _ in range(3):  # each a new signature, so a new request: the third is not kept
         assert witness.add_checkpoint(log.request(6, proof=[bytes(32), *proof[1:]])).status == 422

@@ -191,7 +191,7 @@ class Witness:
         old_root = row["root"] if row else tlog.EMPTY_ROOT
         if old == cp.size and row is not None and cp.root != old_root:
             return self._refuse(cp, request, 409, f"a fork: size {cp.size} with another root "
-                                "than the one this witness cosigned")
+                                "than the one this witness cosigned", fork=True)
         if not tlog.verify_consistency(old, old_root, cp.size, cp.root, proof):
             return self._refuse(cp, request, 422, f"the consistency proof from {old} to "
                                 f"{cp.size} does not verify")
@@ -205,10 +205,19 @@ class Witness:
                         (cp.origin, cp.size, cp.root, text, kid, now, key.public))
         return Answer(200, self.signer.sign(text, timestamp=now))
 
-    def _refuse(self, cp: tlog.Checkpoint, request: str, status: int, reason: str) -> Answer:
+    def _refuse(self, cp: tlog.Checkpoint, request: str, status: int, reason: str,
+                fork: bool = False) -> Answer:
+        """Keep the refused request as evidence: one per checkpoint (a shoe-signed checkpoint
+        sent again with a thousand made-up proofs fills nothing), up to EVIDENCE_MAX a log, and
+        a fork always (the evidence that matters most)."""
+        signed = request.partition("\n\n")[2]
+        if self.db.execute("SELECT 1 FROM evidence WHERE origin = ? AND substr(request,"
+                           " length(request) - ? + 1) = ?",
+                           (cp.origin, len(signed), signed)).fetchone():
+            return Answer(status, f"{reason}\n")
         kept = self.db.execute("SELECT COUNT(*) FROM evidence WHERE origin = ?",
                                (cp.origin,)).fetchone()[0]
-        if kept < EVIDENCE_MAX:
+        if kept < EVIDENCE_MAX or fork:
             self.db.execute("INSERT OR IGNORE INTO evidence (origin, received_at, reason,"
                             " request) VALUES (?, ?, ?, ?)",
                             (cp.origin, time.time(), reason, request))
