@@ -211,7 +211,7 @@ def bench_firmware():
         locked = _card_path(tmp, "lock", "lock", src)
         build = [_mpy_build(tmp + "/mpy")]
         small = {}
-        for heap in ("104K", "108K", "112K"):
+        for heap in ("108K", "112K", "116K"):
             try:
                 small[heap] = _card_path(tmp, f"h{heap}", "lock", build, heapsize=heap,
                                          ack=False)["heap_free_collected"]
@@ -930,8 +930,8 @@ LABELS = {
                 "baseline_13_rank_bpt_python_s", "total_bench_s"),
     "firmware": ("card_path_us_per_card", "full_path_heap_bytes_per_card",
                  "full_path_heap_bytes_whole_shoe", "full_path_heap_locked_alloc_failures",
-                 "cards", "rounds", "frames_finished", "heap_104k_free_after_shoe_bytes",
-                 "heap_108k_free_after_shoe_bytes", "heap_112k_free_after_shoe_bytes",
+                 "cards", "rounds", "frames_finished", "heap_108k_free_after_shoe_bytes",
+                 "heap_112k_free_after_shoe_bytes", "heap_116k_free_after_shoe_bytes",
                  "idle_loop_passes_allocating", "log_leaves", "log_service_us_per_round",
                  "log_link_bytes_per_round", "service_us_per_round_without_log"),
     "link": ("shoes", "rounds", "signed_bytes_per_round", "uart_ms_per_round_115200",

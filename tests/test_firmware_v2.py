@@ -77,10 +77,17 @@ def test_squeeze_status_names_no_due_hand_and_no_position_before_the_reveal(tmp_
     for t in ("AS", "2H", "2S", "3D", "4C", "5H"):  # the burn, then four cards: a draw is due
         card(app, t)
     assert app.hold_from and app.shoe.due() and app.shoe.position == 6
-    link.take()
+    sent = [f for f in link.take() if frames.is_chained(f)]
+    assert frames.seq_of(sent[-1]) == app.hold_from - 1 < app.outbox.done
     hello(app, shoe, shoe_id=0)
-    _, st = status_of(link.take()[0])
+    status = link.take()[0]
+    _, st = status_of(status)
     assert (st["due"], st["position"], st["flags"]) == (0, 0, frames.S_WITHHELD)
+    # nor does its header name a withheld frame: the initial cards' digest would give their
+    # four cards away to anyone trying 52**4 of them
+    p = frames.parse(status)
+    last = hashlib.sha256(sent[-1][: frames.body_len(sent[-1])]).digest()
+    assert (p[4], p[5]) == (app.hold_from - 1, last) and st["unacked_to"] <= app.hold_from - 1
     app.reveal_button()
     serve(app)
     hello(app, shoe)

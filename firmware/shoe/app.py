@@ -166,6 +166,8 @@ class ShoeApp:
         # Unfinished ones were never sent; service() finishes them (new signatures) and sends.
         # Frames withheld for a squeeze stay withheld: the reveal sends them.
         self.sent = min(o.done, self.hold_from - 1) if self.hold_from else o.done
+        if self.hold_from:
+            self._mark_at_boot()
         if empty:
             self._input(IN_NEW_SHOE)
         if self.code_root is not None and _staged(self.code_root):
@@ -202,6 +204,46 @@ class ShoeApp:
         after it."""
         if self.variant & frames.V_SQUEEZE and not self.hold_from and frames.names_cards(ftype):
             self.hold_from = seq
+            self._mark(seq - 1)
+
+    def _mark(self, seq):
+        """The hold starts after frame `seq`: keep its digest (now if it is finished, else as it
+        is), so a status or integrity answer can name it instead of a withheld frame — whose
+        digest would give away its four cards to anyone who tries 52**4 (a hello is
+        anyone's)."""
+        o = self.outbox
+        o.mark = seq
+        if o.done == seq:
+            o.mark_digest[0 : frames.DIGEST_LEN] = o.digest
+
+    def _newest_seq(self):
+        """The newest finished frame the shoe may name: during a squeeze's hold, the last before
+        it (an int, and its digest from _newest_digest: no tuple, which would allocate)."""
+        o = self.outbox
+        if self.hold_from and o.done >= self.hold_from - 1:
+            return self.hold_from - 1
+        return o.done
+
+    def _newest_digest(self):
+        o = self.outbox
+        if self.hold_from and o.done >= self.hold_from - 1:
+            return o.mark_digest
+        return o.digest
+
+    def _mark_at_boot(self):
+        """A hold restored at boot: the digest of the frame before it, from RAM or the log (a
+        boot may allocate)."""
+        o = self.outbox
+        seq = self.hold_from - 1
+        o.mark = seq
+        if o.done < seq:
+            return  # not finished yet: _final keeps it as it is
+        if o.in_ram(seq):
+            o.mark_digest[0 : frames.DIGEST_LEN] = o.buf(seq)[0 : frames.DIGEST_LEN]
+            return
+        for rtype, payload in self.log.records():
+            if rtype == R_FINAL and frames.seq_of(payload, frames.DIGEST_LEN) == seq:
+                o.mark_digest[0 : frames.DIGEST_LEN] = payload[: frames.DIGEST_LEN]
 
     def unacked(self, from_seq=0):
         """The finished, unacknowledged frames as bytes, oldest first."""
@@ -608,7 +650,8 @@ class ShoeApp:
         o = self.outbox
         self.settle()
         buf = self._one
-        frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, o.done, o.digest)
+        frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, self._newest_seq(),
+                         self._newest_digest())
         n = frames.integrity_into(buf, frames.HEADER_LEN, *payload)
         try:
             n = sign_into(self.element, o.slot, buf, frames.HEADER_LEN + n)
@@ -621,8 +664,10 @@ class ShoeApp:
         """A status body at buf[0:] (seq and chain: the newest finished frame's); its length."""
         s = self.shoe
         o = self.outbox
-        frames.head_into(buf, 0, frames.T_STATUS, o.key_id, o.shoe, self.boot, o.done, o.digest)
-        pending = o.pending()
+        newest = self._newest_seq()  # (a squeeze's withheld frames: not named, not counted)
+        frames.head_into(buf, 0, frames.T_STATUS, o.key_id, o.shoe, self.boot, newest,
+                         self._newest_digest())
+        pending = newest > o.acked
         # Squeeze: a status answers any unsigned hello, so who draws next (and how far the round
         # has gone) would tell the cable what the withheld frames hide.
         flags = frames.S_WITHHELD if self.hold_from else 0
@@ -632,4 +677,4 @@ class ShoeApp:
         return frames.HEADER_LEN + frames.status_into(
             buf, frames.HEADER_LEN, s.phase, s.shoe_no, s.round_no, 0 if hidden else s.position,
             0 if hidden else s.due(), self.port.counter, o.acked, o.acked + 1 if pending else 0,
-            o.done if pending else 0, self.integrity, self.port.refused, flags)
+            newest if pending else 0, self.integrity, self.port.refused, flags)

@@ -51,6 +51,10 @@ class Outbox:
         self._seq_in = [0] * slots  # the seq each slot holds (0: none)
         self.other = None  # ends another's job in the element (the command port's check)
         self.tree = Tree()  # the shoe's log: its right edge, its checkpoints
+        # squeeze: the digest of frame `mark` (the last before a hold), kept as it is finished,
+        # for what the shoe says while the frames after it are withheld (app._newest)
+        self.mark = 0
+        self.mark_digest = bytearray(_DIGEST)
 
     # ---- where a frame lives ------------------------------------------------------------------
     def buf(self, seq):
@@ -179,6 +183,8 @@ class Outbox:
         self._len[i] = n
         self.digest[0:_DIGEST] = self._next
         self.done = seq
+        if seq == self.mark:
+            self.mark_digest[0:_DIGEST] = self._next
         return seq
 
     def finish_all(self):
@@ -217,6 +223,8 @@ class Outbox:
         self._len[i] = n - _DIGEST
         self._seq_in[i] = seq
         self.digest[0:_DIGEST] = record[:_DIGEST]
+        if seq == self.mark:
+            self.mark_digest[0:_DIGEST] = self.digest
         self.done = seq
         if seq > self.seq:
             self.seq = seq
