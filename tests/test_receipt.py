@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from sabot import keys, note, receipt, tlog
 from sabot import protocol as pr
+from sabot.errors import SabotError
 from sabot.game.cards import shuffled_shoe
 from sabot.registry import Registry, ShoeEntry
 from sabot.virtual import capture_gen
@@ -206,3 +207,42 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
             assert said.startswith(words), (words, said)
     finally:
         driver.quit()
+
+
+@pytest.mark.board
+def test_a_tlog_policy_names_the_witnesses_and_their_quorum(shoe, tmp_path):
+    """receipt verify --policy: witness, group (K, all, any) and quorum lines; the receipt holds
+    when the witnesses that cosigned meet the quorum, and a malformed policy is one line."""
+    w1 = shoe["witness"].vkey()
+    w2 = Witness(str(tmp_path / "w2.db"), ed25519.Ed25519PrivateKey.generate(), {},
+                 "regulator.example/w2").vkey
+    text = round_receipt(shoe)
+    entries = {SHOE: shoe["entry"]}
+
+    def check(policy):
+        return receipt.verify(text, entries, [], policy=receipt.Policy.parse(policy))
+
+    both = f"log ignored\nwitness a {w1}\nwitness b {w2} https://w2.example\n"
+    assert check(both + "group g any a b\nquorum g  # either will do\n")["witnesses"] == [
+        shoe["witness"].name]
+    assert check(both + "group g 1 a b\nquorum g\n")["index"] == 21
+    with pytest.raises(receipt.ReceiptInvalid, match="do not meet the policy's quorum"):
+        check(both + "group g all a b\nquorum g\n")
+    with pytest.raises(receipt.ReceiptInvalid, match="do not meet the policy's quorum"):
+        check(both + "quorum b\n")
+    assert "No witness was asked for" in check(f"witness b {w2}\nquorum none\n")["explanation"]
+    for bad, words in ((both, "no quorum line"), (both + "group g 3 a b\nquorum g\n",
+                                                   "threshold"),
+                       (both + "group g any a c\nquorum g\n", "defined nowhere"),
+                       (both + "witness a " + w2 + "\nquorum a\n", "named twice"),
+                       ("frobnicate\n", "not a policy line")):
+        with pytest.raises(SabotError, match=words):
+            receipt.Policy.parse(bad)
+    d = shoe["dir"]
+    Registry(str(d / "shoes.json")).put(shoe["entry"])
+    (d / "r.tlog-proof").write_text(text)
+    (d / "policy").write_text(both + "group g any a b\nquorum g\n")
+    r = subprocess.run([*SABOT, "receipt", "verify", str(d / "r.tlog-proof"), "--registry",
+                        str(d / "shoes.json"), "--policy", str(d / "policy")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "cosigned" in r.stdout, r.stderr

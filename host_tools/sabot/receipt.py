@@ -72,13 +72,15 @@ def _parse(text: str) -> tuple[bytes, bytes, int, list[bytes], str]:
 
 
 def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.Verifier],
-           quorum: int | None = None) -> dict[str, Any]:
+           quorum: int | None = None, policy: Policy | None = None) -> dict[str, Any]:
     """The receipt checked whole: {"round": the result record, "shoe_id", "index", "size",
     "witnesses": names that cosigned, "explanation": plain words}; ReceiptInvalid saying
     which part does not hold."""
+    if policy is not None:
+        witnesses = list(policy.witnesses.values())
     witnesses = list({v.vkey(): v for v in witnesses}.values())  # one given twice counts once
     quorum = len(witnesses) if quorum is None else quorum
-    if not 1 <= quorum <= len(witnesses):
+    if policy is None and not 1 <= quorum <= len(witnesses):
         raise SabotError(f"a quorum of {quorum} of {len(witnesses)} witnesses: give 1 to "
                          f"{len(witnesses)}")
     # as pasted, mailed or read off a QR code: line ends and blank lines around it are not its
@@ -129,7 +131,12 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
         raise ReceiptInvalid("the checkpoint is not signed by the shoe: only its own element "
                              "heads its log")
     cosigned = {v.name: t for v, t in good if v in witnesses}
-    if len(cosigned) < quorum:
+    if policy is not None:
+        if not policy.holds(set(cosigned)):
+            raise ReceiptInvalid(f"the witnesses that cosigned the checkpoint "
+                                 f"({', '.join(sorted(cosigned)) or 'none'}) do not meet the "
+                                 "policy's quorum")
+    elif len(cosigned) < quorum:
         raise ReceiptInvalid(f"{len(cosigned)} of the witnesses trusted here cosigned the "
                              f"checkpoint; {quorum} must")
     if not tlog.verify_inclusion(tlog.leaf_hash(result_raw), index, cp.size, proof, cp.root):
@@ -148,11 +155,80 @@ def explain(rec: dict[str, Any], shoe_id: int, index: int, size: int,
         return f"{name.capitalize()} {cards} ({rec[f'{name}_total']})"
     winner = {"banker": "Banker wins", "player": "Player wins", "tie": "a Tie"}.get(
         rec.get("winner") or "", "no winner")
-    when = max(cosigned.values())
-    seen = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if when else "?"
-    return (f"This is the result shoe {pr.shoe_id_text(shoe_id)} signed for round "
+    head = (f"This is the result shoe {pr.shoe_id_text(shoe_id)} signed for round "
             f"{rec['round']} of its shoe {rec['shoe']}: {hand('player')}, {hand('banker')}: "
             f"{winner}. It is entry {index} of the shoe's log of {size} entries, whose head the "
-            f"shoe signed and {', '.join(sorted(cosigned))} cosigned (by {seen}). The casino's "
-            "log cannot drop or change this result without those witnesses noticing. It does "
-            "not show that the shuffle was fair, nor which cards were in the shoe.")
+            "shoe signed")
+    tail = " It does not show that the shuffle was fair, nor which cards were in the shoe."
+    if not cosigned:  # a policy whose quorum is none: no witness vouches for the log
+        return (head + ". No witness was asked for: nothing here shows the casino's log could "
+                "not drop or change it." + tail)
+    when = max(cosigned.values())
+    seen = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if when else "?"
+    return (head + f" and {', '.join(sorted(cosigned))} cosigned (by {seen}). The casino's "
+            "log cannot drop or change this result without those witnesses noticing." + tail)
+
+
+# ---- a witness policy (C2SP tlog-policy, as Sigsum's policy files write it) -----------------
+class Policy:
+    """Which witnesses a player trusts and which of them must have cosigned: `witness NAME VKEY
+    [URL]`, `group NAME K|all|any MEMBER...` and `quorum NAME` (or `none`) lines; `log` lines
+    are taken and ignored (the shoe's keys are the registry's); # starts a comment."""
+
+    def __init__(self, witnesses: dict[str, note.Verifier], groups: dict[str, tuple[int,
+                 list[str]]], quorum: str) -> None:
+        self.witnesses, self.groups, self.quorum = witnesses, groups, quorum
+
+    def holds(self, cosigned: set[str]) -> bool:
+        """Whether the witnesses of these verifier names meet the quorum."""
+        def met(name: str) -> bool:
+            if name == "none":
+                return True
+            if name in self.witnesses:
+                return self.witnesses[name].name in cosigned
+            k, members = self.groups[name]
+            return sum(met(m) for m in members) >= k
+        return met(self.quorum)
+
+    @classmethod
+    def parse(cls, text: str) -> Policy:
+        witnesses: dict[str, note.Verifier] = {}
+        groups: dict[str, tuple[int, list[str]]] = {}
+        quorum = None
+        for no, line in enumerate(text.splitlines(), 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            kind, args = words[0], words[1:]
+            where = f"policy line {no}"
+            if kind == "log":
+                continue
+            if kind == "witness" and len(args) in (2, 3):
+                if args[0] in witnesses or args[0] in groups or args[0] == "none":
+                    raise SabotError(f"{where}: {args[0]} is named twice")
+                witnesses[args[0]] = note.Verifier.parse(args[1])
+            elif kind == "group" and len(args) >= 3:
+                name, k, members = args[0], args[1], args[2:]
+                if name in witnesses or name in groups or name == "none":
+                    raise SabotError(f"{where}: {name} is named twice")
+                unknown = [m for m in members if m not in witnesses and m not in groups]
+                if unknown:
+                    raise SabotError(f"{where}: group {name} names {unknown[0]}, defined "
+                                     "nowhere before it")
+                n = {"all": len(members), "any": 1}.get(k)
+                if n is None and not (k.isdigit() and 1 <= int(k) <= len(members)):
+                    raise SabotError(f"{where}: a group's threshold is all, any or 1 to "
+                                     f"{len(members)}, not {k!r}")
+                groups[name] = (n if n is not None else int(k), members)
+            elif kind == "quorum" and len(args) == 1:
+                if quorum is not None:
+                    raise SabotError(f"{where}: a second quorum")
+                if args[0] != "none" and args[0] not in witnesses and args[0] not in groups:
+                    raise SabotError(f"{where}: the quorum {args[0]} is defined nowhere")
+                quorum = args[0]
+            else:
+                raise SabotError(f"{where}: not a policy line (log, witness NAME VKEY, group "
+                                 f"NAME K|all|any MEMBER..., quorum NAME): {line.strip()!r}")
+        if quorum is None:
+            raise SabotError("the policy has no quorum line")
+        return cls(witnesses, groups, quorum)

@@ -114,9 +114,14 @@ def receipt_args(p: argparse.ArgumentParser) -> None:
     v.add_argument("file", metavar="FILE", help="the receipt (a C2SP tlog-proof, .tlog-proof)")
     v.add_argument("--registry", dest="verify_registry", required=True, metavar="FILE",
                    help="the shoe registry whose public keys the shoe's signatures must be")
-    v.add_argument("--witness", dest="verify_witness", action="append", required=True,
+    v.add_argument("--witness", dest="verify_witness", action="append", default=[],
                    metavar="VKEY",
-                   help="a witness the player trusts, by its verifier key (repeat for each)")
+                   help="a witness the player trusts, by its verifier key (repeat for each; or "
+                   "--policy)")
+    v.add_argument("--policy", dest="verify_policy", metavar="FILE",
+                   help="the witnesses trusted and the quorum, as a C2SP tlog-policy file: "
+                   "`witness NAME VKEY [URL]`, `group NAME K|all|any MEMBER...`, `quorum NAME` "
+                   "lines (`log` lines are ignored: the registry holds the shoe's keys)")
     v.add_argument("--quorum", dest="verify_quorum", type=ranged(1, 64), default=None,
                    metavar="K", help="how many of those witnesses must have cosigned (default: "
                    "all)")
@@ -185,6 +190,20 @@ def verify_receipt(args: argparse.Namespace) -> int:
     from sabot.note import Verifier
     from sabot.registry import Registry
 
+    policy = None
+    if args.verify_policy:
+        if args.verify_witness or args.verify_quorum:
+            raise SabotError("--policy names the witnesses and their quorum: give it without "
+                             "--witness and --quorum")
+        try:
+            with open(args.verify_policy, encoding="utf-8") as f:
+                policy = receipt.Policy.parse(f.read(64 * 1024))
+        except (OSError, UnicodeDecodeError) as e:
+            raise SabotError(f"cannot read policy {args.verify_policy}: "
+                             f"{getattr(e, 'strerror', None) or 'not UTF-8 text'}") from None
+    elif not args.verify_witness:
+        raise SabotError("sabot receipt verify needs the witnesses the player trusts: "
+                         "--witness VKEY (repeatable) or --policy FILE")
     witnesses = [Verifier.parse(v) for v in args.verify_witness]
     try:
         with open(args.file, encoding="utf-8") as f:
@@ -195,6 +214,6 @@ def verify_receipt(args: argparse.Namespace) -> int:
     if len(text) > receipt.MAX_BYTES:
         raise SabotError(f"{args.file} is not a receipt (over {receipt.MAX_BYTES} bytes)")
     got = receipt.verify(text, Registry.load(args.verify_registry, must_exist=True).shoes,
-                         witnesses, args.verify_quorum)
+                         witnesses, args.verify_quorum, policy)
     print(got["explanation"])
     return 0
