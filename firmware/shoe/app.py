@@ -90,6 +90,7 @@ class ShoeApp:
     # 3 signing, 4 signed, to send; and its length. Class defaults, as `maint`.
     _asked = 0
     _asked_n = 0
+    _asked_seq = 0  # the newest frame built when the hello came: the status comes after it
 
     def __init__(self, flash, link, indicators, element, decks=8, min_confidence=0x80,
                  code_root=None, code_skip=()):
@@ -427,12 +428,18 @@ class ShoeApp:
         o = self.outbox
         idle = not self.busy()  # a pass with nothing to finish or send: no card's path
         self.port.service(self)  # a command's check takes turns with the frames, step by step
+        if self._asked == 1:
+            # a host waits for the status: it takes the element before the next frame does once
+            # the frames made before the hello are out (a fast dealer's frames never leave the
+            # element idle: the status would otherwise wait for the shoe's end)
+            self._answer()
         if o.work() and (o.digesting or o.signing or o.tree.busy()
                          or not self.element.pending()):
             try:
-                # a hello's status before the log's next step: the log waits without cost, a
-                # host does not (a command's check takes turns with it: port.service goes first)
-                o.service(not self._asked)
+                # (a hello's status took the element above when it could: the log is never
+                # held back for it, or a hello flood would leave a card waiting for a slot
+                # the log still needs)
+                o.service()
             except ElementError:  # the element failed this step (bus noise): again next pass;
                 self.element_errors += 1  # a flash error is not caught: it ends in a reset
         self._send_finished()
@@ -454,7 +461,7 @@ class ShoeApp:
         el = self.element
         try:
             if a == 1:
-                if o.done < o.seq or el.pending():
+                if o.done < self._asked_seq or el.pending():
                     return  # the frames made before the hello first; the element is busy
                 self._asked_n = self._status_into(self._one)
                 el.sha_queue(self._one, 0, self._asked_n, self._tx)  # (_tx: its digest, unused)
@@ -604,6 +611,7 @@ class ShoeApp:
             # Sign take turns with the frames', so a flood of hellos never holds up a card.
             if not self._asked:
                 self._asked = 1
+                self._asked_seq = self.outbox.seq
             return
         if frames.C_UPDATE <= ftype <= frames.C_REKEY:  # an update or a rekey
             if self.maint is None:

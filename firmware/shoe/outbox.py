@@ -82,7 +82,7 @@ class Outbox:
             # Every slot holds a frame not finished, or not yet a leaf of the log: the element
             # has fallen far behind (or is failing). Finish the oldest now rather than lose it
             # (never starting a checkpoint meanwhile: its Sign would keep the card waiting).
-            self.service(True, False)
+            self.service(False)
         buf = self.building = self._ring[seq % self._slots]
         frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe, self.boot, seq)
         return _DIGEST + frames.HEADER_LEN
@@ -112,11 +112,10 @@ class Outbox:
         log.commit(R_INPUT, p - 3)
 
     # ---- outside the card path: finishing -------------------------------------------------------
-    def service(self, log=True, sign=True):
-        """One step of finishing the oldest unfinished frame: at most one element command sent
-        or answered, never a wait. Returns the seq finished by this step, or 0. `log` False: no
-        new step of the log's is started (the app's status or a command's check goes first;
-        a frame whose slot the log still needs never waits for that: begin() passes True)."""
+    def service(self, sign=True):
+        """One step of finishing the oldest unfinished frame (or of the log's work): at most one
+        element command sent or answered, never a wait. Returns the seq finished by this step,
+        or 0. `sign` False: no checkpoint is started (begin(), where a card waits)."""
         el = self.element
         seq = self.done + 1
         try:
@@ -147,8 +146,8 @@ class Outbox:
         # frames by ~50 ms, never a card). Leaves take a pass with no frame to finish, or go
         # first once they lag half the ring: a card's begin() then never waits for a slot the
         # log still needs (only for the element itself, as before the log).
-        signing = log and sign and tree.checkpoint_due()
-        leaf = log and not tree.lost and tree.size < self.done and (
+        signing = sign and tree.checkpoint_due()
+        leaf = not tree.lost and tree.size < self.done and (
             seq > self.seq or self.done - tree.size >= self._slots // 2)
         if seq > self.seq and not leaf and not signing:
             return 0
