@@ -275,3 +275,65 @@ def test_a_refused_request_sent_again_is_kept_once(witness, shoe_key, monkeypatc
     for _ in range(3):  # each a new signature, so a new request: the third is not kept
         assert witness.add_checkpoint(log.request(6, proof=[bytes(32), *proof[1:]])).status == 422
     assert len(witness.evidence()) == 2
+
+
+def test_a_rekeyed_shoe_goes_on_being_witnessed_and_a_substituted_element_does_not(tmp_path):
+    """A rekey (firmware/shoe/rekey.py) makes result key 2, certified by the element's own
+    attestation key: a witness started again with the registry that holds it takes the shoe's
+    checkpoints signed by version 2, since the attestation key that came with the log's first
+    checkpoint certifies it. A registry whose shoe is another element (another attestation key,
+    its own key 1: an insider's substitute) is refused, even with every key certified."""
+    import hashlib
+
+    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+    from sabot.protocol import P256_ORDER
+    from sabot.registry import public_from_xy
+    from sabot.virtual import factory
+    from shoe.store import result_slot
+
+    command_xy = keys.xy(ec.generate_private_key(ec.SECP256R1()).public_key())
+    shoe_id = 0x5AB0_0C0D
+    origin = tlog.origin(shoe_id)
+
+    def element(name):
+        store, flash = tmp_path / f"{name}.el", tmp_path / f"{name}.flash"
+        serial, xy, _, attest, cert = factory.provision(store, flash, shoe_id, 2, command_xy)
+        entry = ShoeEntry(shoe_id, serial=serial.hex(),
+                          attestation_key=keys.public_pem(public_from_xy(attest)))
+        assert entry.add_public_key(1, keys.public_pem(public_from_xy(xy)), cert.hex())
+        return store, flash, entry
+
+    def checkpoint(store, entry, version, leaves):
+        """The shoe's checkpoint of these leaves, its element signing with key `version`."""
+        text = tlog.Checkpoint(origin, len(leaves), tlog.root(leaves)).text()
+        sig = bytearray(64)
+        factory.element(store).sign_digest(result_slot(version), hashlib.sha256(
+            text.encode()).digest(), sig)
+        r, s = int.from_bytes(sig[:32], "big"), int.from_bytes(sig[32:], "big")
+        assert s <= P256_ORDER // 2  # the driver's low form
+        v = note.ecdsa_verifier(origin, entry.public_key(version))
+        return text + "\n" + note.signature_line(origin, v.id, encode_dss_signature(r, s))
+
+    store, flash, entry = element("genuine")
+    leaves = [tlog.leaf_hash(b"frame %d" % i) for i in range(9)]
+    key = ed25519.Ed25519PrivateKey.generate()
+    w = Witness(str(tmp_path / "w.db"), key, {shoe_id: entry})
+    first = checkpoint(store, entry, 1, leaves[:4])
+    assert w.add_checkpoint(tlog.add_checkpoint_body(0, [], first)).status == 200
+    w.close()
+    version, xy2, _, cert2 = factory.rekey(store, flash)
+    assert version == 2 and entry.add_public_key(2, keys.public_pem(public_from_xy(xy2)),
+                                                 cert2.hex())
+    w = Witness(str(tmp_path / "w.db"), key, {shoe_id: entry})  # started again: its registry
+    proof = tlog.consistency_proof(leaves, 4, 6)
+    rekeyed = checkpoint(store, entry, 2, leaves[:6])
+    assert w.add_checkpoint(tlog.add_checkpoint_body(4, proof, rekeyed)).status == 200
+    w.close()
+    other_store, _, other = element("substitute")
+    w = Witness(str(tmp_path / "w.db"), key, {shoe_id: other})
+    proof = tlog.consistency_proof(leaves, 6, 9)
+    substitute = checkpoint(other_store, other, 1, leaves)
+    a = w.add_checkpoint(tlog.add_checkpoint_body(6, proof, substitute))
+    assert a.status == 403 and "attestation key" in a.body
+    w.close()

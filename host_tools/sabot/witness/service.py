@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from sabot import note, tlog
 from sabot.audit.cosign import STATE_HEADER
 from sabot.errors import SabotError
-from sabot.registry import ShoeEntry
+from sabot.registry import ShoeEntry, load_public_pem
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS logs (origin TEXT PRIMARY KEY, size INTEGER NOT NULL,"
@@ -70,10 +70,17 @@ class Witness:
                  name: str | None = None) -> None:
         self.signer = note.Ed25519Signer(name or default_name(key), key, note.COSIGNATURE)
         self.logs: dict[str, list[note.Verifier]] = {}
+        # each shoe's attestation key (DER SubjectPublicKeyInfo), the element's own, which
+        # certifies every result key version the registry holds for it (the registry checks
+        # each certificate as it loads): a rekeyed shoe's next version is taken when the same
+        # attestation key that came with the log's first checkpoint certifies it
+        self.attest: dict[str, bytes | None] = {}
         for sid, entry in shoes.items():
             origin = tlog.origin(sid)
             keys = (entry.public_key(k["version"]) for k in entry.public_keys)
             self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
+            self.attest[origin] = (note.ecdsa_verifier(origin, load_public_pem(
+                entry.attestation_key)).public if entry.attestation_key else None)
         self.path = db
         self.say: Callable[[str], None] | None = None  # a line per request answered (the CLI's)
         self._lock = threading.Lock()  # one connection: its transaction is every thread's
@@ -83,8 +90,10 @@ class Witness:
             self.db.execute("PRAGMA synchronous=FULL")  # cosigned only once it is on disk
             for sql in SCHEMA:
                 self.db.execute(sql)
-            if "key" not in {r[1] for r in self.db.execute("PRAGMA table_info(logs)")}:
-                self.db.execute("ALTER TABLE logs ADD COLUMN key BLOB")  # a state from before it
+            columns = {r[1] for r in self.db.execute("PRAGMA table_info(logs)")}
+            for column in ("key", "attestation"):  # a state from before them
+                if column not in columns:
+                    self.db.execute(f"ALTER TABLE logs ADD COLUMN {column} BLOB")
         except sqlite3.Error as e:
             raise SabotError(f"witness state {db}: {e}") from None
 
@@ -93,12 +102,13 @@ class Witness:
         return self.signer.verifier.vkey()
 
     def latest(self, origin: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT size, root, checkpoint, key_id, cosigned_at, key FROM"
-                              " logs WHERE origin = ?", (origin,)).fetchone()
+        row = self.db.execute("SELECT size, root, checkpoint, key_id, cosigned_at, key,"
+                              " attestation FROM logs WHERE origin = ?", (origin,)).fetchone()
         if row is None:
             return None
         return {"size": row[0], "root": bytes(row[1]), "checkpoint": row[2], "key_id": row[3],
-                "cosigned_at": row[4], "key": None if row[5] is None else bytes(row[5])}
+                "cosigned_at": row[4], "key": None if row[5] is None else bytes(row[5]),
+                "attestation": None if row[6] is None else bytes(row[6])}
 
     def state(self) -> dict[str, Any]:
         """What GET /logs answers (and `sabot audit verify --witness-state` checks a store
@@ -184,10 +194,15 @@ class Witness:
         if old != have:
             return Answer(409, f"{have}\n", "text/x.tlog.size")
         # the key itself, not its 4-byte ID: a key ground to the same ID is another key
-        if row is not None and (kid != row["key_id"] or row["key"] not in (None, key.public)):
+        attest = self.attest.get(cp.origin)
+        if row is not None and (kid != row["key_id"] or row["key"] not in (None, key.public)) \
+                and not (row["attestation"] is not None and attest == row["attestation"]):
+            # (a later version of the shoe's key, certified by the element whose key signed
+            # the first checkpoint here, is the same shoe's: a rekey goes on being witnessed)
             return self._refuse(cp, request, 403, "signed by another key than the one that "
                                 f"signed this log's first checkpoint here (key ID {kid:08x}, "
-                                f"not {row['key_id']:08x})")
+                                f"not {row['key_id']:08x}), and not certified by the "
+                                "attestation key that came with it")
         old_root = row["root"] if row else tlog.EMPTY_ROOT
         if old == cp.size and row is not None and cp.root != old_root:
             return self._refuse(cp, request, 409, f"a fork: size {cp.size} with another root "
@@ -198,11 +213,12 @@ class Witness:
         # never earlier than its last cosignature of this log (a clock stepped back)
         now = max(int(time.time()), row["cosigned_at"] if row else 0)
         self.db.execute("INSERT INTO logs (origin, size, root, checkpoint, key_id, cosigned_at,"
-                        " key) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET"
-                        " size = excluded.size, root = excluded.root,"
+                        " key, attestation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (origin)"
+                        " DO UPDATE SET size = excluded.size, root = excluded.root,"
                         " checkpoint = excluded.checkpoint, cosigned_at = excluded.cosigned_at,"
-                        " key = COALESCE(logs.key, excluded.key)",
-                        (cp.origin, cp.size, cp.root, text, kid, now, key.public))
+                        " key = COALESCE(logs.key, excluded.key),"
+                        " attestation = COALESCE(logs.attestation, excluded.attestation)",
+                        (cp.origin, cp.size, cp.root, text, kid, now, key.public, attest))
         return Answer(200, self.signer.sign(text, timestamp=now))
 
     def _refuse(self, cp: tlog.Checkpoint, request: str, status: int, reason: str,
