@@ -79,22 +79,19 @@ def test_log_torn_at_any_byte_boots_to_the_last_whole_record(mpy, shoe_flash, el
 
 
 @pytest.mark.long
-def test_soak_with_faults_loses_and_duplicates_nothing():
-    r = subprocess.run([*SABOT, "soak", "--shoes", "1", "--seed", "3",
-                        "--fault-rate", "0.15", "--json"], capture_output=True, text=True,
+def test_one_8_deck_shoe_soaked_at_a_30_percent_fault_rate_loses_nothing():
+    """`sabot soak`, one whole shoe with a fault at 30% of its steps (power cuts among them):
+    nothing lost, stored twice or changed. (Once two soaks, at 15% and at 30%: one covers
+    both, and the suite's time is the budget's.)"""
+    r = subprocess.run([*SABOT, "soak", "--shoes", "1", "--seed", "8",
+                        "--fault-rate", "0.3", "--json"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
-    assert s["lost"] == 0 and s["duplicated"] == 0 and s["mismatched"] == 0
+    assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
     assert s["stored"] == s["rounds"] > 60
     assert s["faults"]["power_cut"] >= 3 and sum(s["faults"].values()) >= 20
     assert s["board_boots"] >= 3
-
-
-@pytest.mark.long
-def test_one_8_deck_shoe_soaked_at_a_30_percent_fault_rate_loses_nothing():
-    s = run_soak(1, seed=8, fault_rate=0.3)
-    assert (s["lost"], s["duplicated"], s["mismatched"]) == (0, 0, 0)
 
 
 def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
