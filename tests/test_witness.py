@@ -337,3 +337,24 @@ def test_a_rekeyed_shoe_goes_on_being_witnessed_and_a_substituted_element_does_n
     a = w.add_checkpoint(tlog.add_checkpoint_body(6, proof, substitute))
     assert a.status == 403 and "attestation key" in a.body
     w.close()
+
+
+def test_a_shoe_provisioned_since_the_witness_started_is_found_in_its_registry_again(
+        witness, shoe_key):
+    """A checkpoint of a shoe the witness's registry lacked: the registry is read again (the
+    CLI's refresh: the file, once it changed) and the checkpoint taken; without the shoe there
+    either, a 404 as before."""
+    newer = ec.generate_private_key(ec.SECP256R1())
+    log = Log(newer, shoe_id=SHOE + 1)
+    log.grow(3)
+    assert witness.add_checkpoint(log.request(0)).status == 404  # no refresh: not known
+    asked = []
+
+    def refresh():
+        asked.append(1)
+        return {SHOE: entry_for(shoe_key), SHOE + 1: entry_for(newer, SHOE + 1)} \
+            if len(asked) > 1 else None  # unchanged the first time
+
+    witness.refresh = refresh
+    assert witness.add_checkpoint(log.request(0)).status == 404
+    assert witness.add_checkpoint(log.request(0)).status == 200 and len(asked) == 2

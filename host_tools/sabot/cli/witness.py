@@ -9,6 +9,10 @@ import sys
 from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, listen_arg, ranged
 from sabot.errors import SabotError
 
+TYPE_CHECKING = False  # (typing is not imported at every command's start)
+if TYPE_CHECKING:
+    from sabot.registry import ShoeEntry
+
 commands = Commands()
 
 
@@ -70,6 +74,25 @@ def cmd_witness(args: argparse.Namespace) -> int:
         print(f"sabot witness: {when} {line}", file=sys.stderr, flush=True)
 
     witness.say = say
+    read_at = [os.stat(registry.path).st_mtime_ns if os.path.exists(registry.path) else 0]
+
+    def refresh() -> dict[int, ShoeEntry] | None:  # a shoe provisioned since
+        try:
+            changed = os.stat(registry.path).st_mtime_ns
+        except OSError:
+            return None
+        if changed == read_at[0]:
+            return None
+        read_at[0] = changed
+        try:
+            shoes = Registry.load(registry.path, must_exist=True).shoes
+        except SabotError as e:
+            say(f"registry {registry.path} not read again: {e}")
+            return None
+        say(f"registry {registry.path} read again: {len(shoes)} shoes")
+        return shoes
+
+    witness.refresh = refresh
     print(f"sabot witness: http://{host}:{port}/add-checkpoint ({witness.vkey}; "
           f"{len(witness.logs)} shoe logs, state {args.db})", file=sys.stderr, flush=True)
     import uvicorn

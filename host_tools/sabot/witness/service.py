@@ -75,12 +75,10 @@ class Witness:
         # each certificate as it loads): a rekeyed shoe's next version is taken when the same
         # attestation key that came with the log's first checkpoint certifies it
         self.attest: dict[str, bytes | None] = {}
-        for sid, entry in shoes.items():
-            origin = tlog.origin(sid)
-            keys = (entry.public_key(k["version"]) for k in entry.public_keys)
-            self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
-            self.attest[origin] = (note.ecdsa_verifier(origin, load_public_pem(
-                entry.attestation_key)).public if entry.attestation_key else None)
+        self._trust(shoes)
+        # the registry again, when a checkpoint names a shoe it lacks (the CLI's: the file read
+        # again only once it changed; None when unchanged): a shoe provisioned since the start
+        self.refresh: Callable[[], Mapping[int, ShoeEntry] | None] | None = None
         self.path = db
         self.say: Callable[[str], None] | None = None  # a line per request answered (the CLI's)
         self._lock = threading.Lock()  # one connection: its transaction is every thread's
@@ -96,6 +94,14 @@ class Witness:
                     self.db.execute(f"ALTER TABLE logs ADD COLUMN {column} BLOB")
         except sqlite3.Error as e:
             raise SabotError(f"witness state {db}: {e}") from None
+
+    def _trust(self, shoes: Mapping[int, ShoeEntry]) -> None:
+        for sid, entry in shoes.items():
+            origin = tlog.origin(sid)
+            keys = (entry.public_key(k["version"]) for k in entry.public_keys)
+            self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
+            self.attest[origin] = (note.ecdsa_verifier(origin, load_public_pem(
+                entry.attestation_key)).public if entry.attestation_key else None)
 
     @property
     def vkey(self) -> str:
@@ -161,9 +167,14 @@ class Witness:
     def _checked(self, cp: tlog.Checkpoint, old: int, proof: list[bytes], signed: str, text: str,
                  body: bytes) -> Answer:
         trusted = self.logs.get(cp.origin)
+        if trusted is None and self.refresh is not None:
+            shoes = self.refresh()
+            if shoes is not None:
+                self._trust(shoes)
+                trusted = self.logs.get(cp.origin)
         if trusted is None:
-            return Answer(404, f"no log {cp.origin} is known to this witness (the registry it "
-                          "read at its start has no such shoe)\n")
+            return Answer(404, f"no log {cp.origin} is known to this witness (its registry has "
+                          "no such shoe)\n")
         try:
             _, good = note.verified(signed, trusted)
         except SabotError as e:
