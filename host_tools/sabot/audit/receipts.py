@@ -4,12 +4,26 @@ and witnesses cosigned (sabot/receipt.py has the format and the player's check).
 
 from __future__ import annotations
 
+from typing import Any
+
 from sabot import protocol as pr
 from sabot import receipt, tlog
 from sabot.audit.store import AuditStore
-from sabot.audit.validator import CHAINED_NAMES
+from sabot.audit.validator import stored_log
 from sabot.errors import SabotError
 from sabot.registry import ShoeEntry
+
+
+def published_note(entry: ShoeEntry, cp: dict[str, Any]) -> str:
+    """A stored checkpoint (AuditStore.checkpoints) as the signed note it is published as: its
+    text, the shoe's signature line and every cosignature stored for it."""
+    f = pr.parse(cp["raw"])
+    key = entry.public_key(f.key_id)
+    if key is None:
+        raise SabotError(f"the registry holds no public key version {f.key_id} for shoe "
+                         f"{pr.shoe_id_text(entry.shoe_id)}: its checkpoint cannot be named")
+    return pr.checkpoint_note(f, key) + "".join(cp["cosignatures"][w]
+                                                for w in sorted(cp["cosignatures"]))
 
 
 def make_receipt(store: AuditStore, entry: ShoeEntry, shoe: int, round_no: int,
@@ -44,18 +58,10 @@ def make_receipt(store: AuditStore, entry: ShoeEntry, shoe: int, round_no: int,
                          f"{many} yet (the newest covers {newest} frames): the next one the "
                          "witnesses cosign will cover it")
     cp = witnessed[0]
-    f = pr.parse(cp["raw"])
-    key = entry.public_key(f.key_id)
-    if key is None:
-        raise SabotError(f"the registry holds no public key version {f.key_id} for shoe "
-                         f"{pr.shoe_id_text(sid)}: its checkpoint cannot be named")
-    log = tlog.Prefix()
-    for s, raw in store.chained_frames(sid, CHAINED_NAMES):
-        log.add(s - 1, raw)
-    if log.root_at(cp["size"]) != f.payload:
+    signed = published_note(entry, cp)
+    log, _ = stored_log(store, sid)
+    if log.root_at(cp["size"]) != pr.parse(cp["raw"]).payload:
         raise SabotError(f"the store does not hold the shoe's log up to {cp['size']} frames as "
                          "its checkpoint names it (run sabot audit verify)")
-    signed = pr.checkpoint_note(f, key) + "".join(cp["cosignatures"][w]
-                                                   for w in sorted(cp["cosignatures"]))
     return receipt.make(initial, result, seq - 1,
                         tlog.inclusion_proof(log.hashes, seq - 1, cp["size"]), signed)

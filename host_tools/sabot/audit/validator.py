@@ -47,6 +47,17 @@ TILT_DETAIL = "the shoe's code does not match its MANIFEST: it deals nothing"
 CHAINED_NAMES = tuple(pr.TYPES[t] for t in sorted(pr.CHAINED))
 
 
+def stored_log(store: AuditStore, shoe_id: int) -> tuple[tlog.Prefix, list[bytes]]:
+    """The shoe's log as `store` holds it (firmware/shoe/tree.py): its leaves from seq 1 on while
+    none is missing (tlog.Prefix), and those leaves' bytes."""
+    log, leaves = tlog.Prefix(), list[bytes]()
+    for seq, raw in store.chained_frames(shoe_id, CHAINED_NAMES):
+        log.add(seq - 1, raw)
+        if len(leaves) < len(log.hashes):
+            leaves.append(raw)
+    return log, leaves
+
+
 def checkpoint_mismatch(size: int) -> str:
     """The checkpoint_mismatch alarm's detail (audit/verify.py derives it again)."""
     return (f"the shoe signed a checkpoint of its log at {size} frames whose root is not that "
@@ -112,9 +123,7 @@ class Validator:
         # The shoe's log as this store holds it (firmware/shoe/tree.py): the leaf hashes of its
         # chained frames from seq 1 on, as long as none is missing; a checkpoint within them is
         # checked against them
-        self.log = tlog.Prefix()
-        for seq, raw in self.store.chained_frames(config.shoe_id, CHAINED_NAMES):
-            self.log.add(seq - 1, raw)
+        self.log = stored_log(self.store, config.shoe_id)[0]
         self.checkpoint: pr.Frame | None = None  # the newest checkpoint that held
         # Witnesses (audit/cosign.py): each checkpoint that holds goes to them once stored; what
         # they answer is stored at the start of a later batch

@@ -959,9 +959,9 @@ def log_routes(pit: Pit) -> list[Route]:
     the shoe id>/checkpoint (the newest checkpoint the shoe signed, with the witnesses'
     cosignatures stored for it; the most cosigned size first) and /log/<id>/tile/... (hash
     tiles and entry bundles, up to that checkpoint's size)."""
-    from sabot import protocol as pr
     from sabot import tlog
-    from sabot.audit.validator import CHAINED_NAMES
+    from sabot.audit.receipts import published_note
+    from sabot.audit.validator import stored_log
 
     def text(body: str | bytes, status: int = 200, kind: str = "text/plain; charset=utf-8"
              ) -> Response:
@@ -969,64 +969,58 @@ def log_routes(pit: Pit) -> list[Route]:
                         headers={"Cache-Control": "no-cache" if kind.startswith("text")
                                  else "max-age=31536000, immutable"})
 
-    def head(shoe: str) -> tuple[Any, dict[str, Any] | None]:
-        """(the shoe's table, its newest checkpoint with the most cosignatures) or a 404."""
+    def head(store: AuditStore, shoe: str) -> tuple[Any, dict[str, Any] | None]:
+        """(the shoe's table, its newest checkpoint with the most cosignatures) or Nones."""
         digits = shoe.lower().removeprefix("0x")
         if not 1 <= len(digits) <= 8 or any(c not in "0123456789abcdef" for c in digits):
             return None, None
         t = next((v for v in pit.tables() if v.shoe_id == int(digits, 16)), None)
         if t is None:
             return None, None
-        store = AuditStore(pit.db, writer=False)
-        try:
-            cps = store.checkpoints(t.shoe_id)
-        finally:
-            store.close()
+        cps = store.checkpoints(t.shoe_id)
         best = max(cps, key=lambda c: (len(c["cosignatures"]) > 0, c["size"]), default=None)
         return t, best
 
-    def checkpoint_of(shoe: str) -> Response:
-        t, cp = head(shoe)
+    def reading(answer: Callable[[AuditStore], Response]) -> Response:
+        store = AuditStore(pit.db, writer=False)  # one reader a request
+        try:
+            return answer(store)
+        finally:
+            store.close()
+
+    def checkpoint_of(store: AuditStore, shoe: str) -> Response:
+        t, cp = head(store, shoe)
         if t is None:
             return text(f"no shoe {shoe} is served here\n", 404)
         if cp is None:
             return text(f"shoe {shoe} has signed no checkpoint of its log yet\n", 404)
-        f = pr.parse(cp["raw"])
-        key = t.config.public_key(f.key_id)
-        if key is None:
-            return text(f"no public key version {f.key_id} for shoe {shoe}\n", 404)
-        return text(pr.checkpoint_note(f, key) + "".join(
-            cp["cosignatures"][w] for w in sorted(cp["cosignatures"])))
+        try:
+            return text(published_note(t.config, cp))
+        except SabotError as e:
+            return text(f"{e}\n", 404)
 
-    def tile_of(shoe: str, path: str) -> Response:
+    def tile_of(store: AuditStore, shoe: str, path: str) -> Response:
         where = tlog.parse_tile_path("tile/" + path)
-        t, cp = head(shoe)
+        t, cp = head(store, shoe)
         if t is None or where is None or cp is None:
             return text("no such tile\n", 404)
         level, index, width = where
-        store = AuditStore(pit.db, writer=False)
-        try:
-            log = tlog.Prefix()
-            frames: list[bytes] = []  # leaf i: seq i + 1, from seq 1 while none is missing
-            for seq, raw in store.chained_frames(t.shoe_id, CHAINED_NAMES):
-                log.add(seq - 1, raw)
-                if len(frames) < len(log.hashes):
-                    frames.append(raw)
-        finally:
-            store.close()
+        log, leaves = stored_log(store, t.shoe_id)
         size = min(cp["size"], len(log.hashes))
-        data = (tlog.entry_bundle(frames, size, index, width) if level is None
+        data = (tlog.entry_bundle(leaves, size, index, width) if level is None
                 else tlog.tile(log.hashes, size, level, index, width))
         if data is None:
             return text("no such tile in the log's published size\n", 404)
         return text(data, kind="application/octet-stream")
 
     async def checkpoint_route(request: Request) -> Response:
-        return await run_in_threadpool(checkpoint_of, request.path_params["shoe"])
+        shoe = request.path_params["shoe"]
+        return await run_in_threadpool(reading, lambda store: checkpoint_of(store, shoe))
 
     async def tile_route(request: Request) -> Response:
         p = request.path_params
-        return await run_in_threadpool(tile_of, p["shoe"], p["path"])
+        return await run_in_threadpool(reading, lambda store: tile_of(store, p["shoe"],
+                                                                      p["path"]))
 
     return [Route("/log/{shoe}/checkpoint", checkpoint_route),
             Route("/log/{shoe}/tile/{path:path}", tile_route)]
