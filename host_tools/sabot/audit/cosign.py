@@ -91,22 +91,25 @@ def cosign(witness: WitnessSpec, signed: str, size: int, hashes: Sequence[bytes]
                           f"({size})")
         proof = tlog.consistency_proof(hashes, old, size) if 0 < old < size else []
         status, answer = send(witness.url, tlog.add_checkpoint_body(old, proof, signed))
-        size_said = answer.strip()
-        if status == 409 and size_said.isascii() and size_said.isdigit() and len(size_said) < 20:
-            last[witness.name] = int(size_said)
+        said = answer.strip()
+        if status == 409 and said.isascii() and said.isdigit() and len(said) < 20:
+            last[witness.name] = int(said)
             continue
         if status != 200:
-            why = answer.strip().splitlines()[0] if answer.strip() else "no answer"
+            why = said.splitlines()[0] if said else "no answer"
             return None, (f"could not be reached ({why})" if status == 0
                           else f"refused it ({status}: {why})")
         try:
-            note.verified(text + "\n" + answer, [witness.verifier])
+            _, sigs = note.split(text + "\n" + answer)
         except SabotError:
+            sigs = []
+        v = witness.verifier
+        line = next((s.line for s in sigs if (s.name, s.id) == (v.name, v.id)
+                     and v.verify(text, s.sig) is not None), None)
+        if line is None:
             return None, "answered no cosignature of its key"
         last[witness.name] = size
-        _, sigs = note.split(text + "\n" + answer)
-        return next(s.line for s in sigs if (s.name, s.id) == (witness.name,
-                                                                witness.verifier.id)), ""
+        return line, ""
     return None, "kept answering another size"
 
 
