@@ -78,6 +78,7 @@ class Tree:
         self._merges = 0
         self._merged = 0
         self._at = 0  # _FOLD: the edge hash folded next
+        self._ftype = 0  # _LEAF: the type of the frame being made a leaf
         self._n = 0  # _TEXT, _SIGN: the text's length
 
     # ---- the element's steps (outbox.service) -------------------------------------------------
@@ -95,13 +96,7 @@ class Tree:
 
     def take(self, el, buf, at, n):
         """Start frame `size + 1` (its exact bytes buf[at:at + n]) as the next leaf."""
-        ftype = buf[at + 1]
-        if ftype == frames.T_RESULT:
-            self.results += 1
-            if self.results >= ROUNDS_PER_CHECKPOINT:
-                self.want = True
-        elif ftype == frames.T_SHOE_END:
-            self.want = True
+        self._ftype = buf[at + 1]  # counted once the leaf is in (a step that failed: again)
         leaf = self._leaf
         leaf[0] = 0
         copy_into(leaf, 1, buf, at, n)
@@ -159,6 +154,12 @@ class Tree:
             return False
         self._step = _IDLE
         self._push()
+        if self._ftype == frames.T_RESULT:
+            self.results += 1
+            if self.results >= ROUNDS_PER_CHECKPOINT:
+                self.want = True
+        elif self._ftype == frames.T_SHOE_END:
+            self.want = True
         return True
 
     def abandon(self):
