@@ -189,6 +189,9 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
                                                  ed25519.Ed25519PrivateKey.generate(), {},
                                                  "regulator.example/w2").vkey),
     ]
+    dummy, dummy_entry, dummy_witness = dummy_receipt(tmp_path)
+    cases.append((dummy, dummy_entry.public_keys[0]["key"], "Verified: This is the result shoe "
+                  "0x5ab00001 signed for " + DUMMY_SAID, dummy_witness.vkey()))
     registry = json.dumps({"shoes": [shoe["entry"].__dict__]})
     driver = browser(tmp_path)
     try:
@@ -246,3 +249,41 @@ def test_a_tlog_policy_names_the_witnesses_and_their_quorum(shoe, tmp_path):
                         str(d / "shoes.json"), "--policy", str(d / "policy")],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "cosigned" in r.stdout, r.stderr
+
+
+
+def dummy_receipt(tmp_path):
+    """(receipt, its shoe's entry, the witness's verifier) of round 4: a dummy hand (a
+    supervisor's keep-dummy: no wagers on it), Player 9H 2S, Banker KD 3C and a third card the
+    shoe could not read (0xFF)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(SHOE)
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    signer = capture_gen.ShoeSigner(key, SHOE)
+    cards = [pr.CARD_NAMES.index(c) for c in ("9H", "2S", "KD", "3C")]
+    initial = signer.chained(pr.T_INITIAL_CARDS, struct.pack(">HH", 1, 4)
+                             + bytes((cards[0], cards[2], cards[1], cards[3])))
+    result = signer.chained(pr.T_RESULT, struct.pack(">HHBB", 1, 4, 2 << 4 | 3, 1)
+                            + bytes(cards + [0xFF]) + struct.pack(">HB", 2, 0))
+    leaves = [tlog.leaf_hash(f) for f in (initial, result)]
+    cp = signed_checkpoint(key, leaves, 2)
+    w = Witness(str(tmp_path / "dummy-w.db"), ed25519.Ed25519PrivateKey.generate(),
+                {SHOE: entry}, "regulator.example/w1")
+    answer = w.add_checkpoint(tlog.add_checkpoint_body(0, [], cp))
+    witness = note.Verifier.parse(w.vkey)
+    w.close()
+    text = receipt.make(initial, result, 1, tlog.inclusion_proof(leaves, 1, 2), cp + answer.body)
+    return text, entry, witness
+
+
+DUMMY_SAID = ("round 4 of its shoe 1, a dummy hand (a supervisor kept it with no wagers on it: it "
+              "settles no bet): Player 9H 2S (1), Banker KD 3C ? (?): Banker wins.")
+
+
+def test_a_dummy_hand_and_an_unread_card_are_said_as_they_are(tmp_path):
+    """A result the shoe signed for a dummy hand is called one, and a card the shoe could not
+    read is "?" with its hand's total unknown — never a total made up from it. (The browser
+    checker says the same: test_the_browser_checker_accepts_...)"""
+    text, entry, witness = dummy_receipt(tmp_path)
+    words = receipt.verify(text, {SHOE: entry}, [witness])["explanation"]
+    assert DUMMY_SAID in words and "None" not in words, words

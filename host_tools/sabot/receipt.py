@@ -24,6 +24,7 @@ from typing import Any
 from sabot import note, tlog
 from sabot import protocol as pr
 from sabot.errors import NotVerified, SabotError
+from sabot.game import rules
 from sabot.registry import ShoeEntry
 
 HEADER = "c2sp.org/tlog-proof@v1"
@@ -150,15 +151,20 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
 def explain(rec: dict[str, Any], shoe_id: int, index: int, size: int,
             cosigned: Mapping[str, int]) -> str:
     """What a verified receipt proves, and what it does not, in plain words."""
-    def hand(name: str) -> str:
+    def hand(name: str) -> str:  # a card the shoe could not read: "?", and so its hand's total
         cards = " ".join(c or "?" for c in rec[name])
-        return f"{name.capitalize()} {cards} ({rec[f'{name}_total']})"
+        total = rec[f"{name}_total"]
+        if total is None and None not in rec[name]:  # (the record has none once any is unread)
+            total = rules.point_count(rec[name])
+        return f"{name.capitalize()} {cards} ({'?' if total is None else total})"
     winner = {"banker": "Banker wins", "player": "Player wins", "tie": "a Tie"}.get(
         rec.get("winner") or "", "no winner")
+    dummy = (", a dummy hand (a supervisor kept it with no wagers on it: it settles no bet)"
+             if rec.get("dummy") else "")
     head = (f"This is the result shoe {pr.shoe_id_text(shoe_id)} signed for round "
-            f"{rec['round']} of its shoe {rec['shoe']}: {hand('player')}, {hand('banker')}: "
-            f"{winner}. It is entry {index} of the shoe's log of {size} entries, whose head the "
-            "shoe signed")
+            f"{rec['round']} of its shoe {rec['shoe']}{dummy}: {hand('player')}, "
+            f"{hand('banker')}: {winner}. It is entry {index} of the shoe's log of {size} "
+            "entries, whose head the shoe signed")
     tail = " It does not show that the shuffle was fair, nor which cards were in the shoe."
     if not cosigned:  # a policy whose quorum is none: no witness vouches for the log
         return (head + ". No witness was asked for: nothing here shows the casino's log could "

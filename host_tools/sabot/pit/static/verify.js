@@ -46,8 +46,10 @@
     const np = p[4] >> 4, nb = p[4] & 15;
     if (np < 2 || np > 3 || nb < 2 || nb > 3 || p.length !== 9 + np + nb) refuse("the result frame is malformed");
     const cards = Array.from(p.slice(6, 6 + np + nb));
-    const total = (cs) => cs.reduce((t, b) => t + Math.min(Math.floor(b / 4) + 1, 10) % 10, 0) % 10;
-    return { shoe: v.getUint16(0), round: v.getUint16(2), player: cards.slice(0, np),
+    // a card the shoe could not read has no value: its hand's total is unknown too
+    const total = (cs) => (cs.some((b) => b >= 52) ? "?"
+      : cs.reduce((t, b) => t + Math.min(Math.floor(b / 4) + 1, 10) % 10, 0) % 10);
+    return { shoe: v.getUint16(0), round: v.getUint16(2), player: cards.slice(0, np), dummy: p[5] !== 0,
              banker: cards.slice(np), winner: WINNERS[v.getUint16(6 + np + nb) & 3] || "no winner",
              pTotal: total(cards.slice(0, np)), bTotal: total(cards.slice(np)) };
   }
@@ -178,7 +180,8 @@
     if (!await inclusion(await sha256(cat(Uint8Array.of(0), resultRaw)), index, size, proof, root))
       refuse("the result is not in the log the checkpoint heads (its inclusion proof does not hold)");
     const hand = (who, cs, t) => `${who} ${cs.map(card).join(" ")} (${t})`;
-    return `This is the result shoe ${shoe} signed for round ${rec.round} of its shoe ${rec.shoe}: ` +
+    const dummy = rec.dummy ? ", a dummy hand (a supervisor kept it with no wagers on it: it settles no bet)" : "";
+    return `This is the result shoe ${shoe} signed for round ${rec.round} of its shoe ${rec.shoe}${dummy}: ` +
       `${hand("Player", rec.player, rec.pTotal)}, ${hand("Banker", rec.banker, rec.bTotal)}: ${rec.winner}. ` +
       `It is entry ${index} of the shoe's log of ${size} entries, whose head the shoe signed and ` +
       `${cosigned.join(", ")} cosigned. The casino's log cannot drop or change this result without ` +
