@@ -74,14 +74,17 @@ def _norm(sql: str) -> str:
 
 
 def verify(path: str, configs: Mapping[int, ShoeEntry],
-           witnessed: Sequence[Witnessed] = ()) -> dict[str, Any]:
+           witnessed: Sequence[Witnessed] = (),
+           witnesses: Sequence[note.Verifier] = ()) -> dict[str, Any]:
     """{"ok", "frames", "rounds", "rows", "holes", "unstored", "starts", "absent", "witnessed",
-    "problem"} for the store at `path`; `configs` maps shoe ids to their registry entries: their
-    public keys verify every signature, their configuration derives the alarms again;
-    `witnessed`: the logs witnesses cosigned (audit/cosign.py), each of which the store must
-    hold, frame for frame."""
+    "cosignatures", "problem"} for the store at `path`; `configs` maps shoe ids to their registry
+    entries: their public keys verify every signature, their configuration derives the alarms
+    again; `witnessed`: the logs witnesses cosigned (audit/cosign.py), each of which the store
+    must hold, frame for frame; `witnesses`: the witnesses' keys, which every stored
+    cosignature of theirs must verify with ("cosignatures": {"checked", "unchecked"}: those of
+    a witness not given are only matched to their checkpoint)."""
     store = AuditStore(path, writer=False)
-    walk = _Walk(configs)
+    walk = _Walk(configs, witnesses)
     walk.counts["witnessed"], walk.counts["unwitnessed"] = [], []
     try:
         with store.snapshot():  # a live store: its writers' newest batches whole or not at all
@@ -203,10 +206,13 @@ def _gap_text(detail: Any) -> str:
 class _Walk:
     """One pass over every row of the store in chain order."""
 
-    def __init__(self, configs: Mapping[int, ShoeEntry]) -> None:
+    def __init__(self, configs: Mapping[int, ShoeEntry],
+                 witnesses: Sequence[note.Verifier] = ()) -> None:
         self.configs = configs
+        self.witness_keys = {v.name: v for v in witnesses}
         self.counts: dict[str, Any] = {"frames": 0, "rounds": 0, "rows": 0, "holes": [],
-                                       "unstored": [], "starts": [], "absent": []}
+                                       "unstored": [], "starts": [], "absent": [],
+                                       "cosignatures": {"checked": 0, "unchecked": 0}}
         self.shoes: dict[int, _Shoe] = {}
         self.keys: dict[tuple[int, int], Any] = {}
         self.frame: _Frame | None = None  # the accepted frame whose rows follow
@@ -711,6 +717,14 @@ class _Walk:
             sigs = []
         if len(sigs) != 1 or sigs[0].name != witness:
             raise Broken(f"{where} is not one signature line of that witness (altered?)")
+        key = self.witness_keys.get(witness)
+        if key is None:
+            self.counts["cosignatures"]["unchecked"] += 1
+        elif sigs[0].id != key.id or key.verify(cp[2], sigs[0].sig) is None:
+            raise Broken(f"{where} is not that witness's signature of the checkpoint (made up "
+                         "or altered: its key does not verify it)")
+        else:
+            self.counts["cosignatures"]["checked"] += 1
         if (frame_id, witness) in self.cosigned:
             raise Broken(f"{where} is a second cosignature of that witness for frame id "
                          f"{frame_id} (inserted?)")

@@ -139,8 +139,9 @@ def audit_args(p: argparse.ArgumentParser) -> None:
                    "(a tail deleted, a shoe's history swapped, frames signed again under a "
                    "replaced key); repeatable; needs --witness")
     p.add_argument("--witness", metavar="VKEY", action="append", default=[],
-                   help="the verifier key of a witness whose state is given (its cosignatures "
-                   "make a copy of its state worth something)")
+                   help="a witness's verifier key: every cosignature of that witness the store "
+                   "holds must verify with it, and its --witness-state is checked with it "
+                   "(its cosignatures make a copy of its state worth something); repeatable")
 
 
 @commands("audit", audit_args, help="check an audit store: sabot audit verify",
@@ -156,21 +157,24 @@ def audit_args(p: argparse.ArgumentParser) -> None:
           example="sabot audit verify --db audit.db --registry sabot-shoes.json")
 def cmd_audit(args: argparse.Namespace) -> int:
     from sabot.audit.verify import verify
+    from sabot.note import COSIGNATURE, Verifier
     from sabot.registry import Registry
 
     witnessed = []
+    verifiers = [Verifier.parse(v) for v in args.witness]
+    for v in verifiers:
+        if v.kind != COSIGNATURE:
+            raise SabotError(f"--witness {v.name}: not a witness's key (sabot witness --key "
+                             "FILE --vkey prints one)")
     if args.witness_state:
         from sabot.audit.cosign import load_witness_state
-        from sabot.note import Verifier
 
         if not args.witness:
             raise SabotError("--witness-state needs the witness's verifier key: --witness VKEY")
-        verifiers = [Verifier.parse(v) for v in args.witness]
         for source in args.witness_state:
             witnessed += load_witness_state(source, verifiers)
-    elif args.witness:
-        raise SabotError("--witness names the witness whose --witness-state is checked")
-    r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes, witnessed)
+    r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes, witnessed,
+               verifiers)
 
     def seqs(holes: list[dict[str, int]]) -> str:
         return ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
@@ -195,6 +199,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 f"{w['witness']} (its state of "
                 f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(w['state_at']))})"
                 for w in r["witnessed"]))
+        checked, unchecked = (r["cosignatures"][k] for k in ("checked", "unchecked"))
+        if checked or unchecked:
+            notes.append(f"{checked} stored cosignatures verified with the witnesses' keys"
+                         + (f", {unchecked} by witnesses not given (--witness VKEY) matched to "
+                            "their checkpoints only" if unchecked else ""))
         if r["unwitnessed"]:
             notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
                          "its tail or history): " + ", ".join(
