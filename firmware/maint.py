@@ -8,8 +8,9 @@ print, so keep the formats exactly:
   maint.state()   ->  STATE blank | configured | provisioned | foreign   the element's
   maint.provision(shoe_id, variant, "<hex X||Y>", decks)   factory provisioning of a blank shoe
                   ->  PROVISIONED <shoe_id> <hex serial> <hex X||Y> <hex r||s> <hex attestation
-                      X||Y> <hex certificate>     for the command key, dealing `decks` decks (at
-                  |   REFUSED <reason>            most, and by default, the board's DECKS)
+                      X||Y> <hex certificate> <hex r||s of the log's first checkpoint>   for the
+                      command key, dealing `decks` decks (at most, and by default, the board's
+                  |   REFUSED <reason>            DECKS)
 
 Nothing here ever sees a private key: the element makes and keeps it. Once provisioned the shoe
 offers no REPL: updates and rekeys are commands of the sabot protocol (shoe/maintain.py)."""
@@ -51,13 +52,14 @@ def provision(shoe_id, variant, command_hex, decks=None):
         pass
     try:
         command_xy = unhexlify(command_hex)
-        serial, xy, proof, attestation, certificate = factory.provision(
+        serial, xy, proof, attestation, certificate, first = factory.provision(
             _element(), Flash(board.FLASH_DIR), shoe_id, variant, command_xy, decks)
     except (factory.Refused, ValueError) as e:
         print("REFUSED", e)
         return
-    print("PROVISIONED %d %s %s %s %s %s" % (shoe_id, _hex(serial), _hex(xy), _hex(proof),
-                                             _hex(attestation), _hex(certificate)))
+    print("PROVISIONED %d %s %s %s %s %s %s" % (shoe_id, _hex(serial), _hex(xy), _hex(proof),
+                                                _hex(attestation), _hex(certificate),
+                                                _hex(first)))
 
 
 def state():

@@ -41,7 +41,7 @@ class Shoe:
     def __init__(self, tmp, shoe_id=SHOE):
         self.store, self.flash, self.shoe_id = tmp / "el", tmp / "flash", shoe_id
         (self.serial, self.xy, self.proof, self.attestation_xy,
-         self.certificate) = factory.provision(self.store, self.flash, shoe_id, 2, COMMAND_XY)
+         self.certificate, _) = factory.provision(self.store, self.flash, shoe_id, 2, COMMAND_XY)
 
     def element(self):
         return factory.element(self.store)

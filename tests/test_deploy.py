@@ -5,6 +5,7 @@ boots, and passes a seeded integrity challenge checked with the registry alone. 
 onto the now-dealing shoe goes through the sabot protocol's update channel (no REPL); `--rekey`
 has the element make result key version 2."""
 
+import base64
 import json
 import os
 import subprocess
@@ -40,6 +41,17 @@ def env(tmp_path):
     for name in ("firmware", "boards", "host_tools"):
         (tree / name).symlink_to(ROOT / name)
     return dict(os.environ, SABOT_ROOT=str(tree))
+
+
+def first_checkpoint_is_key_1s(entry):
+    """The log's first checkpoint, signed by key 1 inside the element as the shoe made it (on
+    MicroPython: maint.provision), is kept in the registry for the witnesses (sabot bind)."""
+    from sabot import note, tlog
+
+    origin = tlog.origin(entry.shoe_id)
+    text, _ = note.verified(entry.first_checkpoint,
+                            [note.ecdsa_verifier(origin, entry.public_key(1))])
+    assert text == f"{origin}\n0\n{base64.b64encode(tlog.EMPTY_ROOT).decode()}\n"
 
 
 @pytest.mark.long
@@ -94,6 +106,7 @@ def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
         # the shoe's own maint.provision wrote its configuration: EZ Baccarat (6), 6 decks
         assert entry.decks == 6 and (root / "data" / "variant").read_bytes() == b"\x06\x06"
         assert len(entry.serial) == 18 and entry.serial in r.stdout and entry.key_versions == [1]
+        first_checkpoint_is_key_1s(entry)
         assert (root / "data" / "identity").exists() and not (root / "data" / "key").exists()
         assert oct(os.stat(key).st_mode & 0o777) == "0o600"
         assert b"PRIVATE" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())

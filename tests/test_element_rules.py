@@ -146,7 +146,7 @@ def test_the_data_lock_checks_its_crc(tmp_path):
 @pytest.fixture
 def provisioned(tmp_path):
     store = tmp_path / "el"
-    serial, xy, proof, _, _ = factory.provision(store, tmp_path / "flash", 0x5AB0_0007, 2,
+    serial, xy, proof, *_ = factory.provision(store, tmp_path / "flash", 0x5AB0_0007, 2,
                                                 COMMAND_XY)
     return Chip(factory.element(store)), serial, xy, proof, tmp_path
 
@@ -210,7 +210,7 @@ def test_an_interrupted_provisioning_starts_again(tmp_path):
     # provisioning goes on from the locked configuration, which is sabot's
     store = tmp_path / "el"
     lock_sabot_config(Chip(factory.element(store)))
-    serial, xy, proof, _, _ = factory.provision(store, tmp_path / "flash", 3, 2, COMMAND_XY)
+    serial, xy, proof, *_ = factory.provision(store, tmp_path / "flash", 3, 2, COMMAND_XY)
     check_provisioning(serial, 3, xy, COMMAND_XY, proof)
     flash = store_mod.Flash(str(tmp_path / "flash"))
     assert store_mod.load_identity(flash) == (1, 3)

@@ -298,7 +298,7 @@ def test_a_rekeyed_shoe_goes_on_being_witnessed_and_a_substituted_element_does_n
 
     def element(name):
         store, flash = tmp_path / f"{name}.el", tmp_path / f"{name}.flash"
-        serial, xy, _, attest, cert = factory.provision(store, flash, shoe_id, 2, command_xy)
+        serial, xy, _, attest, cert, _ = factory.provision(store, flash, shoe_id, 2, command_xy)
         entry = ShoeEntry(shoe_id, serial=serial.hex(),
                           attestation_key=keys.public_pem(public_from_xy(attest)))
         assert entry.add_public_key(1, keys.public_pem(public_from_xy(xy)), cert.hex())
@@ -358,3 +358,79 @@ def test_a_shoe_provisioned_since_the_witness_started_is_found_in_its_registry_a
     witness.refresh = refresh
     assert witness.add_checkpoint(log.request(0)).status == 404
     assert witness.add_checkpoint(log.request(0)).status == 200 and len(asked) == 2
+
+
+@pytest.mark.board
+def test_provisioning_binds_key_1_so_a_registry_swapped_before_any_round_is_caught(tmp_path):
+    """`sabot provision --witness` hands the witness the shoe's log at size 0, signed by result
+    key 1 inside the element as it is made. An insider who swaps key 1 in the registry before the
+    shoe deals a round, and heads the log with a key of their own, passes a witness that was not
+    given it (the first checkpoint a pit sends binds whatever key signed it) and is refused by
+    the one that was; `sabot bind` hands it over later, and says in a line when it cannot."""
+    key = tmp_path / "w.key"
+    vkey = subprocess.run([*SABOT, "witness", "--key", str(key), "--vkey"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    registry = tmp_path / "shoes.json"
+    witnesses = []
+
+    def start(name):
+        port = free_port_for_tests()
+        proc = subprocess.Popen([*SABOT, "witness", "--key", str(key), "--db",
+                                 str(tmp_path / f"{name}.db"), "--registry", str(registry),
+                                 "--listen", f"127.0.0.1:{port}"], stderr=subprocess.PIPE,
+                                text=True)
+        witnesses.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        wait_until_served(url + "/logs")
+        return url
+
+    try:
+        bound = start("bound")  # before the registry exists: it is read once written
+        r = subprocess.run([*SABOT, "provision", "--key", str(tmp_path / "host.pem"), "--flash",
+                            str(tmp_path / "shoe"), "--shoe-id", "0x5ab0b1d1", "--registry",
+                            str(registry), "--witness", f"{bound}={vkey}"], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        assert "holds the shoe's key from its first checkpoint" in r.stderr
+        genuine = Registry.load(str(registry)).shoes[0x5AB0B1D1]
+        held = json.loads(urllib.request.urlopen(bound + "/logs", timeout=5).read())["logs"]
+        assert [(h["origin"], h["size"]) for h in held] == [("sabot.shoe/5ab0b1d1", 0)]
+        assert base64.b64decode(held[0]["key"]) == note.ecdsa_verifier(
+            "x", genuine.public_key(1)).public
+        # the insider's registry: key 1 replaced, the element's attestation key dropped
+        forged_key = ec.generate_private_key(ec.SECP256R1())
+        swapped = entry_for(forged_key, 0x5AB0B1D1)
+        (tmp_path / "genuine.json").write_bytes(registry.read_bytes())
+        registry.unlink()
+        Registry(str(registry)).put(swapped)
+        log = Log(forged_key, shoe_id=0x5AB0B1D1)
+        log.grow(12)
+        unbound = start("unbound")  # a witness the shoe's first checkpoint never reached
+        witnesses[0].send_signal(2)
+        witnesses[0].wait(20)
+        bound = start("bound")  # started again on its state, given the insider's registry
+        for url, status in ((unbound, 200), (bound, 403)):
+            req = urllib.request.Request(url + "/add-checkpoint", data=log.request(0),
+                                         method="POST")
+            try:
+                got = urllib.request.urlopen(req, timeout=10).status
+            except urllib.error.HTTPError as e:
+                got = e.code
+                assert "another key" in e.read().decode()
+            assert got == status, url
+        # sabot bind: the kept first checkpoint to a witness later; one that cannot be reached
+        # is said in a line, exit 2
+        registry.write_bytes((tmp_path / "genuine.json").read_bytes())
+        late = start("late")
+        r = subprocess.run([*SABOT, "bind", "--registry", str(registry), "--witness",
+                            f"{late}={vkey}"], capture_output=True, text=True)
+        assert r.returncode == 0 and "1 of 1 witnesses hold its key" in r.stdout, r.stderr
+        gone = f"http://127.0.0.1:{free_port_for_tests()}"
+        r = subprocess.run([*SABOT, "bind", "--registry", str(registry), "--witness",
+                            f"{gone}={vkey}"], capture_output=True, text=True)
+        assert r.returncode == 2 and "could not be reached" in r.stderr
+        assert r.stderr.strip().splitlines()[-1].startswith("sabot bind: 0 of 1 witnesses")
+    finally:
+        for proc in witnesses:
+            proc.send_signal(2)
+            proc.wait(20)

@@ -1,10 +1,12 @@
-"""Issue 23 end to end, from the command line: a virtual shoe provisioned (its registry given to a
-witness someone else runs), dealt by `sabot demo --witness URL=VKEY`: the shoe signs checkpoints
-of its own log, the validator checks each against the stored frames and sends it to the witness,
-which cosigns; `sabot receipt` then writes a round's receipt from the store and `sabot receipt
-verify` checks it offline — and refuses it with a card changed. A witness nobody can reach is
-said in one line, and no receipt is made."""
+"""Issue 23 end to end, from the command line: a witness someone else runs, then a virtual shoe
+provisioned (its registry given to the witness; its first checkpoint binds its key there), dealt
+by `sabot demo --witness URL=VKEY`: the shoe signs checkpoints of its own log, the validator
+checks each against the stored frames and sends it to the witness, which cosigns; `sabot
+receipt` then writes a round's receipt from the store and `sabot receipt verify` checks it
+offline — and refuses it with a card changed. A witness nobody can reach is said in one line,
+and no receipt is made."""
 
+import base64
 import json
 import re
 import sqlite3
@@ -29,9 +31,6 @@ def pit(tmp_path):
     """A provisioned virtual shoe for the demo's store (its flash beside --db), and a witness
     with the registry, listening."""
     key, reg, db = tmp_path / "host.key", tmp_path / "shoes.json", tmp_path / "pit.db"
-    r = run("provision", "--key", str(key), "--flash", f"{db}.flash", "--registry", str(reg),
-            "--table", "bac1")
-    assert r.returncode == 0, r.stderr
     wkey = tmp_path / "regulator.key"
     vkey = run("witness", "--key", str(wkey), "--vkey").stdout.strip()
     port = free_port_for_tests()
@@ -40,6 +39,11 @@ def pit(tmp_path):
                              f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     wait_until_served(url + "/logs")
+    # as README: the witness first (its registry not written yet), then the shoe, whose first
+    # checkpoint binds its key
+    r = run("provision", "--key", str(key), "--flash", f"{db}.flash", "--registry", str(reg),
+            "--table", "bac1", "--witness", f"{url}={vkey}")
+    assert r.returncode == 0 and "holds the shoe's key" in r.stderr, r.stderr
     yield {"dir": tmp_path, "key": key, "reg": reg, "db": db, "vkey": vkey, "url": url}
     proc.send_signal(2)
     proc.wait(10)
@@ -59,6 +63,7 @@ def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
     assert [log["size"] for log in held["logs"]] == [frames]
     assert run("audit", "verify", "--db", str(pit["db"]), "--registry",
                str(pit["reg"])).returncode == 0
+    stored_cosignatures_are_the_witnesses(pit)
 
     out = pit["dir"] / "round5.tlog-proof"
     r = run("receipt", "--db", str(pit["db"]), "--registry", str(pit["reg"]), "--shoe", "1",
@@ -88,6 +93,36 @@ def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
     r = run(*check)
     assert r.returncode != 0 and r.stderr.count("\n") == 1, r.stderr
     assert "initial cards" in r.stderr
+
+
+def stored_cosignatures_are_the_witnesses(pit):
+    """Every cosignature the store holds verifies with the witness's key (`audit verify
+    --witness VKEY`). An insider who makes one up (another signature under the witness's name,
+    the row chain recomputed) passes the check of names alone, and not that of the key."""
+    from test_audit_verify import rechain
+
+    verify = ("audit", "verify", "--registry", str(pit["reg"]))
+    r = run(*verify, "--db", str(pit["db"]), "--witness", pit["vkey"])
+    with sqlite3.connect(pit["db"]) as con:
+        n = con.execute("SELECT COUNT(*) FROM cosignatures").fetchone()[0]
+    assert r.returncode == 0 and n > 0 and f"{n} stored cosignatures verified" in r.stdout, r
+    edited = pit["dir"] / "edited.db"
+    edited.write_bytes(pit["db"].read_bytes())
+    with sqlite3.connect(edited) as con:
+        con.execute("DROP TRIGGER cosignatures_append_only_u")
+        (rid, line), = con.execute("SELECT id, cosignature FROM cosignatures ORDER BY id DESC"
+                                   " LIMIT 1")
+        head, _, sig = line.rstrip("\n").rpartition(" ")
+        raw = bytearray(base64.b64decode(sig))
+        raw[-1] ^= 1  # the Ed25519 signature's last byte: its name and key ID kept
+        con.execute("UPDATE cosignatures SET cosignature=? WHERE id=?",
+                    (f"{head} {base64.b64encode(bytes(raw)).decode()}" + line[len(line.rstrip()):],
+                     rid))
+    rechain(edited)
+    assert run(*verify, "--db", str(edited)).returncode == 0  # names alone
+    r = run(*verify, "--db", str(edited), "--witness", pit["vkey"])
+    assert r.returncode == 1 and f"cosignature id {rid}" in r.stderr, r
+    assert "its key does not verify it" in r.stderr
 
 
 def test_a_witness_nobody_reaches_is_said_in_one_line_and_no_receipt_is_made(pit):

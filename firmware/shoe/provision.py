@@ -169,7 +169,8 @@ def provision(element, flash, shoe_id, variant, command_xy, decks=8):
     """Provision a blank shoe for the host command key (its public X||Y), dealing `decks` decks
     of the game `variant` names (flash `variant`: those two bytes): returns (serial(9),
     result key 1's X||Y, proof r||s: key 1's signature of statement(...), the attestation key's
-    X||Y, and its certificate r||s of result key 1: shoe/rekey.py certify), all of which the host
+    X||Y, its certificate r||s of result key 1: shoe/rekey.py certify, and key 1's signature of
+    the log's first checkpoint: first_checkpoint), all of which the host
     checks before it registers the shoe. Raises Refused."""
     if len(command_xy) != 64:
         raise Refused("the command key must be a P-256 public key (64 bytes X||Y)")
@@ -219,7 +220,26 @@ def provision(element, flash, shoe_id, variant, command_xy, decks=8):
     certified, _, certificate = certify(element, shoe_id, 1)
     if certified != xy:
         raise Refused("the element certified another key than result key 1")
-    return serial, bytes(xy), bytes(proof), bytes(attestation), bytes(certificate)
+    return (serial, bytes(xy), bytes(proof), bytes(attestation), bytes(certificate),
+            first_checkpoint(element, shoe_id))
+
+
+def first_checkpoint(element, shoe_id):
+    """Result key 1's signature r||s of the shoe's log at size 0 (shoe/tree.py's note text, the
+    root of no leaves): what `sabot provision --witness` hands the witnesses, so they hold the
+    shoe's key from the factory on, before anyone at a casino could register another."""
+    import hashlib
+
+    from shoe.frames import shoe_bytes
+    from shoe.tree import note_text_into
+
+    text = bytearray(96)
+    n = note_text_into(text, shoe_bytes(shoe_id), 0, hashlib.sha256(b"").digest())
+    digest = bytearray(32)
+    element.sha_from(text, 0, n, digest)
+    signature = bytearray(64)
+    element.sign(0, signature)
+    return bytes(signature)
 
 
 def statement(serial, shoe_id, result_xy, command_xy):

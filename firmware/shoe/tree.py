@@ -56,6 +56,48 @@ def _trailing_ones(n):
     return k
 
 
+def note_text_into(buf, shoe, size, root):
+    """A checkpoint's note text (origin from `shoe`, the shoe id's 4 bytes; `size`; `root`) at
+    buf[0:] (96 bytes hold any); its length. Allocation-free (digits and base64 by hand)."""
+    i = 0
+    for b in _ORIGIN:
+        buf[i] = b
+        i += 1
+    for k in range(4):
+        b = shoe[k]
+        buf[i] = _HEX[b >> 4]
+        buf[i + 1] = _HEX[b & 15]
+        i += 2
+    buf[i] = 10
+    i += 1
+    n = size
+    digits = 1
+    m = n
+    while m >= 10:  # (10 ** 10 would be a long int on a 32-bit port)
+        m //= 10
+        digits += 1
+    for k in range(digits - 1, -1, -1):
+        buf[i + k] = 48 + n % 10
+        n //= 10
+    i += digits
+    buf[i] = 10
+    i += 1
+    for k in range(0, 30, 3):  # 32 bytes: ten groups of three, then two and '='
+        v = root[k] << 16 | root[k + 1] << 8 | root[k + 2]
+        buf[i] = _B64[v >> 18]
+        buf[i + 1] = _B64[v >> 12 & 63]
+        buf[i + 2] = _B64[v >> 6 & 63]
+        buf[i + 3] = _B64[v & 63]
+        i += 4
+    v = root[30] << 8 | root[31]
+    buf[i] = _B64[v >> 10]
+    buf[i + 1] = _B64[v >> 4 & 63]
+    buf[i + 2] = _B64[v << 2 & 63]
+    buf[i + 3] = 61  # '='
+    buf[i + 4] = 10
+    return i + 5
+
+
 class Tree:
     def __init__(self):
         self.shoe = bytes(4)  # the shoe id's 4 bytes (frames.shoe_bytes), for the origin
@@ -190,45 +232,8 @@ class Tree:
         self._step = _TEXT
 
     def text_into(self, buf, root):
-        """The checkpoint's note text for this size and `root` at buf[0:]; its length.
-        Allocation-free (digits and base64 by hand)."""
-        i = 0
-        for b in _ORIGIN:
-            buf[i] = b
-            i += 1
-        for k in range(4):
-            b = self.shoe[k]
-            buf[i] = _HEX[b >> 4]
-            buf[i + 1] = _HEX[b & 15]
-            i += 2
-        buf[i] = 10
-        i += 1
-        n = self.size
-        digits = 1
-        m = n
-        while m >= 10:  # (10 ** 10 would be a long int on a 32-bit port)
-            m //= 10
-            digits += 1
-        for k in range(digits - 1, -1, -1):
-            buf[i + k] = 48 + n % 10
-            n //= 10
-        i += digits
-        buf[i] = 10
-        i += 1
-        for k in range(0, 30, 3):  # 32 bytes: ten groups of three, then two and '='
-            v = root[k] << 16 | root[k + 1] << 8 | root[k + 2]
-            buf[i] = _B64[v >> 18]
-            buf[i + 1] = _B64[v >> 12 & 63]
-            buf[i + 2] = _B64[v >> 6 & 63]
-            buf[i + 3] = _B64[v & 63]
-            i += 4
-        v = root[30] << 8 | root[31]
-        buf[i] = _B64[v >> 10]
-        buf[i + 1] = _B64[v >> 4 & 63]
-        buf[i + 2] = _B64[v << 2 & 63]
-        buf[i + 3] = 61  # '='
-        buf[i + 4] = 10
-        return i + 5
+        """The checkpoint's note text for this size and `root` at buf[0:]; its length."""
+        return note_text_into(buf, self.shoe, self.size, root)
 
     # ---- boot and compaction: hashlib ---------------------------------------------------------
     def follow(self, frame):

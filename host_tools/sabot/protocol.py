@@ -222,13 +222,20 @@ def checkpoint_text(shoe_id: int, size: int, root: bytes) -> str:
 
 
 def checkpoint_note(f: Frame, public_key: ec.EllipticCurvePublicKey) -> str:
-    """A checkpoint frame as the C2SP signed note it is: its text, then the shoe's signature line
-    (type 0x02: the element's r||s DER-encoded), named by the log's origin and keyed by
-    `public_key` (the registry's key of the frame's key_id)."""
-    origin = tlog.origin(f.shoe_id)
-    der = utils.encode_dss_signature(int.from_bytes(f.signature[:32], "big"),
-                                     int.from_bytes(f.signature[32:], "big"))
-    return (checkpoint_text(f.shoe_id, f.seq, f.payload) + "\n"
+    """A checkpoint frame as the C2SP signed note it is (`public_key`: the registry's key of the
+    frame's key_id)."""
+    return signed_checkpoint(f.shoe_id, f.seq, f.payload, f.signature, public_key)
+
+
+def signed_checkpoint(shoe_id: int, size: int, root: bytes, signature: bytes,
+                      public_key: ec.EllipticCurvePublicKey) -> str:
+    """A checkpoint the shoe signed (`signature`: the element's r||s over its text) as a C2SP
+    signed note: the text, then the signature line (type 0x02, DER), named by the log's origin
+    and keyed by `public_key`."""
+    origin = tlog.origin(shoe_id)
+    der = utils.encode_dss_signature(int.from_bytes(signature[:32], "big"),
+                                     int.from_bytes(signature[32:], "big"))
+    return (checkpoint_text(shoe_id, size, root) + "\n"
             + note.signature_line(origin, note.ecdsa_verifier(origin, public_key).id, der))
 
 

@@ -73,6 +73,23 @@ def load_public_pem(pem: str) -> ec.EllipticCurvePublicKey:
     return key
 
 
+def first_checkpoint(shoe_id: int, signature: bytes, public: ec.EllipticCurvePublicKey) -> str:
+    """The shoe's log at size 0 as the signed note result key 1 (`public`) made of it at
+    provisioning; SabotError unless that key's signature verifies."""
+    from sabot import note, tlog
+    from sabot.protocol import signed_checkpoint
+
+    if len(signature) != 64:
+        raise SabotError("the shoe's first checkpoint signature is not 64 bytes r||s")
+    signed = signed_checkpoint(shoe_id, 0, tlog.EMPTY_ROOT, signature, public)
+    try:
+        note.verified(signed, [note.ecdsa_verifier(tlog.origin(shoe_id), public)])
+    except SabotError:
+        raise SabotError("the shoe's first checkpoint is not signed by result key 1: not "
+                         "registered") from None
+    return signed
+
+
 def public_from_xy(xy: bytes) -> ec.EllipticCurvePublicKey:
     """A P-256 public key from the element's raw X||Y (64 bytes)."""
     if len(xy) != 64:
@@ -107,6 +124,9 @@ class ShoeEntry:
     # result key version (sabot/attestation.py); "" for a shoe registered without one, which
     # can then hold version 1 only
     attestation_key: str = ""
+    # the shoe's log at size 0, signed by result key 1 at provisioning (a C2SP signed note):
+    # what binds that key to the witnesses (`sabot provision --witness`, `sabot bind`)
+    first_checkpoint: str = ""
 
     def __post_init__(self) -> None:
         if not self.table:
@@ -132,6 +152,8 @@ class ShoeEntry:
                              "hex")
         if not isinstance(self.attestation_key, str):
             raise SabotError(f"{where}: attestation_key must be a PEM public key")
+        if not isinstance(self.first_checkpoint, str) or len(self.first_checkpoint) > 1024:
+            raise SabotError(f"{where}: first_checkpoint must be a signed note")
         if self.attestation_key:
             try:
                 load_public_pem(self.attestation_key)

@@ -30,7 +30,7 @@ class ServeRig:
         self.boards, self.tokens, self.tables, self.shoe_ids = [], [], [], []
         self.key = keys.create(str(self.tmp / "host.pem"))  # one command key for the pit
         for i in range(shoes):
-            shoe_id, version, pem, _ = provision(str(self.tmp / f"flash{i}"), self.key,
+            shoe_id, version, pem, *_ = provision(str(self.tmp / f"flash{i}"), self.key,
                                               first_shoe + i,
                                               variant=variant_byte("baccarat", ez, False, False))
             table = f"{prefix}-{i + 1:02d}"

@@ -47,7 +47,7 @@ def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None, deck
 
     key = keys.load_or_create(str(tmp / key_file))
     flash = str(tmp / "flash")
-    sid, version, pem, _ = provision(flash, key, shoe_id)
+    sid, version, pem, *_ = provision(flash, key, shoe_id)
     variant = 2 if variant is None else variant
     set_variant(flash, variant, decks)
     # the registry's word on this shoe: the configuration it was provisioned with, its key

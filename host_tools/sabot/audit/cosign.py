@@ -21,6 +21,11 @@ from dataclasses import dataclass
 
 from sabot import note, tlog
 from sabot.errors import SabotError
+from sabot.protocol import shoe_id_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sabot.registry import ShoeEntry
 
 STATE_HEADER = "sabot.witness-state/v1\n"  # a witness's signed state (witness/service.py)
 
@@ -111,6 +116,36 @@ def cosign(witness: WitnessSpec, signed: str, size: int, hashes: Sequence[bytes]
         last[witness.name] = size
         return line, ""
     return None, "kept answering another size"
+
+
+def bind(witnesses: Sequence[WitnessSpec], quorum: int, entry: ShoeEntry,
+         say: Callable[[str], None]) -> int:
+    """A shoe's first checkpoint (its log at size 0, signed by result key 1 at provisioning) to
+    every witness: each that cosigns it holds the shoe's key from then on, and refuses a log
+    signed by any other (witness/service.py). A line said per witness; how many took it.
+    SabotError when fewer than `quorum` did."""
+    signed = entry.first_checkpoint
+    if not signed:
+        raise SabotError(f"shoe {shoe_id_text(entry.shoe_id)} was provisioned without a first "
+                         "checkpoint (older firmware): its key is bound at the first checkpoint "
+                         "a pit sends the witnesses")
+    bound = 0
+    for w in witnesses:
+        line, why = cosign(w, signed, 0, [], {})
+        if line is not None:
+            bound += 1
+            say(f"witness {w.name} holds the shoe's key from its first checkpoint")
+        elif why.startswith("it holds a larger size"):
+            bound += 1  # a pit sent it the log already: the key was bound then
+            say(f"witness {w.name} holds the shoe's log already (bound at its first checkpoint)")
+        else:
+            say(f"witness {w.name} did not cosign the shoe's first checkpoint: it {why}")
+    if bound < quorum:
+        raise SabotError(f"{bound} of {len(witnesses)} witnesses hold the shoe's key, fewer "
+                         f"than the quorum {quorum}: send it again with sabot bind once they can "
+                         "take it (until then the key is bound at the first checkpoint a pit "
+                         "sends)")
+    return bound
 
 
 Cosigned = tuple[int, int, dict[str, str]]  # (checkpoint frame id, size, {witness: its line})

@@ -223,10 +223,11 @@ def witness_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_witness_args(parser: argparse.ArgumentParser) -> None:
+def add_witness_args(parser: argparse.ArgumentParser, required: bool = False) -> None:
     parser.add_argument("--witness", metavar="URL=VKEY", type=witness_arg, action="append",
-                        default=[], help="a witness of the shoes' logs (sabot witness, run by a "
-                        "regulator or a test lab): every checkpoint a shoe signs is sent to it "
+                        default=[], required=required,
+                        help="a witness of the shoes' logs (sabot witness, run by a regulator or "
+                        "a test lab): every checkpoint a shoe signs is sent to it "
                         "with a consistency proof, and its cosignature stored; URL its address "
                         "(http://HOST:PORT), VKEY its verifier key (sabot witness --key FILE "
                         "--vkey); repeat it for several")

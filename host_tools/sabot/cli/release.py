@@ -18,6 +18,7 @@ from sabot.cli.options import (
     Commands,
     add_baud,
     ranged,
+    witness_arg,
 )
 from sabot.cli.output import shoe_id_text
 from sabot.errors import NotVerified, SabotError
@@ -233,6 +234,15 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                    "printable characters (default shoe-<shoe id>)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
                    "written there")
+    p.add_argument("--witness", metavar="URL=VKEY", type=witness_arg, action="append",
+                   default=[], help="a witness of the shoe's log (sabot witness, run by a "
+                   "regulator or a test lab) to hand the shoe's first checkpoint, signed by "
+                   "result key 1 as it is made: from then on the witness refuses a log signed by "
+                   "any other key, so a key swapped in the registry later is caught; repeat for "
+                   "several (or later: sabot bind)")
+    p.add_argument("--quorum", metavar="K", type=ranged(1, 64), default=None,
+                   help="how many of the witnesses must take it (default: every --witness); "
+                   "fewer: exit 2, the shoe provisioned and registered all the same")
     add_baud(p)
 
 
@@ -302,6 +312,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
         {k: v for k, v in config.items() if v is not None})
     if problem:
         raise SabotError(f"not provisioned: {problem}")
+    from sabot.audit.cosign import check_quorum
+
+    quorum = check_quorum(args.witness, args.quorum)
     if args.flash and os.path.exists(args.flash) and not os.path.isdir(args.flash):
         raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
                          "flash directory")
@@ -315,7 +328,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
     if args.port:
         from sabot.release.provision import provision_over_port
 
-        shoe_id, pem, serial, attestation, certificate = provision_over_port(
+        shoe_id, pem, serial, attestation, certificate, first = provision_over_port(
             args.port, key, args.shoe_id if args.shoe_id is not None else reg.free_id(), variant,
             args.baud, log=lambda m: print(m, file=sys.stderr), decks=args.decks)
         version, where = 1, args.port
@@ -326,7 +339,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
         if not kept(args.flash, key, sid):  # a new element: a new shoe
             new_shoe(reg, sid)
             sid = reg.free_id() if sid is None else sid
-        shoe_id, version, pem, serial = provision(args.flash, key, sid, variant=variant)
+        shoe_id, version, pem, serial, first = provision(args.flash, key, sid, variant=variant)
         set_variant(args.flash, variant, args.decks)  # a kept shoe takes the new one too
         from sabot.virtual.factory import attested
 
@@ -337,6 +350,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
             raise SabotError(f"element {serial} is registered already as shoe "
                              f"{shoe_id_text(other.shoe_id)} (table {other.table}): one chip, "
                              "one shoe; not registered")
+    if first:  # (a virtual shoe kept as it was keeps the one it was registered with)
+        config["first_checkpoint"] = first
     entry, _ = reg.register(shoe_id, version, pem, certificate or None, table=args.table,
                             fresh_element=True, attestation_key=attestation, serial=serial,
                             **config)
@@ -348,6 +363,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
           f"{', squeeze' if args.squeeze else ''}, {args.decks} decks, tie {args.tie_odds} to 1, "
           f"side wagers {wagers}) on {where}, element serial {serial}; registered as table "
           f"{entry.table} with its public key in {reg.path}")
+    if args.witness:
+        from sabot.audit.cosign import bind
+
+        bind(args.witness, quorum, entry, lambda m: print(m, file=sys.stderr))
     return 0
 
 

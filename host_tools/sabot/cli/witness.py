@@ -6,7 +6,16 @@ import argparse
 import os
 import sys
 
-from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, listen_arg, ranged
+from sabot.cli.options import (
+    REGISTRY_HELP,
+    SHOE_ID,
+    SHOE_ID_HELP,
+    Commands,
+    add_witness_args,
+    listen_arg,
+    ranged,
+)
+from sabot.cli.output import shoe_id_text
 from sabot.errors import SabotError
 
 TYPE_CHECKING = False  # (typing is not imported at every command's start)
@@ -65,7 +74,12 @@ def cmd_witness(args: argparse.Namespace) -> int:
             pass
     except OSError as e:
         raise SabotError(f"cannot listen on {host}:{port}: {e.strerror}") from None
-    registry = Registry.load(args.registry, must_exist=True)
+    # (a registry not written yet is read once it is: a witness may start before the first
+    # shoe is provisioned, to take its first checkpoint)
+    registry = Registry.load(args.registry)
+    if not os.path.exists(registry.path):
+        print(f"sabot witness: registry {registry.path} does not exist yet: no shoe is "
+              "known until it is written", file=sys.stderr)
     witness = Witness(args.db, key, registry.shoes, name)
     import time
 
@@ -109,6 +123,33 @@ def cmd_witness(args: argparse.Namespace) -> int:
     finally:
         witness.close()
     print("witness stopped", file=sys.stderr)
+    return 0
+
+
+def bind_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP)
+    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
+    add_witness_args(p, required=True)
+
+
+@commands("bind", bind_args, help="hand witnesses a shoe's first checkpoint (its key 1)",
+          description="Sends the shoe's first checkpoint, which result key 1 signed at "
+          "provisioning (kept in its registry entry), to each witness: from then on the witness "
+          "refuses the shoe's log signed by any other key, so a key swapped in the registry "
+          "afterwards is caught at the next checkpoint. sabot provision --witness does this as "
+          "the shoe is provisioned; this is for a witness that could not take it then. Exit 2 "
+          "when fewer than the quorum took it.",
+          example="sabot bind --registry shoes.json --shoe-id 0x1a2b3c4d --witness "
+          "http://regulator.example:8700=regulator.example/w1+1a2b3c4d+BA...")
+def cmd_bind(args: argparse.Namespace) -> int:
+    from sabot.audit.cosign import bind, check_quorum
+    from sabot.registry import Registry
+
+    quorum = check_quorum(args.witness, args.quorum)
+    entry = Registry.load(args.registry, must_exist=True).pick(args.shoe_id)
+    bound = bind(args.witness, quorum, entry, lambda m: print(m, file=sys.stderr))
+    print(f"shoe {shoe_id_text(entry.shoe_id)}: {bound} of {len(args.witness)} witnesses hold "
+          "its key")
     return 0
 
 

@@ -20,7 +20,7 @@ from sabot.errors import SabotError
 from sabot.link.operate import ANY_SHOE, hello_answer
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.protocol import shoe_id_text
-from sabot.registry import check_provisioning, public_from_xy
+from sabot.registry import check_provisioning, first_checkpoint, public_from_xy
 from sabot.release.deploy import FRESH, PROBE_WAIT, element_state, hard_reset, mpremote
 
 
@@ -39,22 +39,24 @@ def _dealing_shoe(url: str, baud: int) -> int | None:
     return None if status is None else status.shoe_id
 
 
-def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes, bytes, bytes]:
-    """(shoe_id, serial, result key X||Y, proof, attestation key X||Y, its certificate of key 1)
-    from maint.provision's `PROVISIONED <id> <serial> <X||Y> <r||s> [<attestation X||Y>
-    <certificate r||s>]` line (the last two b"" from a shoe that does not print them: it is
-    registered without an attestation key, version 1 only); SabotError with the shoe's reason
-    for a REFUSED one."""
+def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """(shoe_id, serial, result key X||Y, proof, attestation key X||Y, its certificate of key 1,
+    key 1's signature of the log's first checkpoint) from maint.provision's `PROVISIONED <id>
+    <serial> <X||Y> <r||s> [<attestation X||Y> <certificate r||s> [<checkpoint r||s>]]` line
+    (b"" for what a shoe of older firmware does not print: without an attestation key it is
+    registered for version 1 only, without a first checkpoint its key is bound to the witnesses
+    at the first checkpoint a pit sends them); SabotError with the shoe's reason for a REFUSED
+    one."""
     for line in said.splitlines():
         words = line.split()
         if words[:1] == ["REFUSED"]:
             raise SabotError(f"the shoe refused provisioning: {' '.join(words[1:])}")
-        if words[:1] == ["PROVISIONED"] and len(words) in (5, 7):
-            attested = words[5:7] or ["", ""]
+        if words[:1] == ["PROVISIONED"] and len(words) in (5, 7, 8):
+            attest, certificate, first = (words[5:] + ["", "", ""])[:3]
             try:
                 return (int(words[1]), bytes.fromhex(words[2]), bytes.fromhex(words[3]),
-                        bytes.fromhex(words[4]), bytes.fromhex(attested[0]),
-                        bytes.fromhex(attested[1]))
+                        bytes.fromhex(words[4]), bytes.fromhex(attest),
+                        bytes.fromhex(certificate), bytes.fromhex(first))
             except ValueError:
                 break
     lines = said.strip().splitlines()
@@ -65,12 +67,12 @@ def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes, bytes, bytes
 def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                         variant: int, baud: int = DEFAULT_BAUD,
                         log: Callable[[str], Any] = print, decks: int = 8
-                        ) -> tuple[int, str, str, str, str]:
+                        ) -> tuple[int, str, str, str, str, str]:
     """Provision the blank shoe on `url` for `command_key`, dealing `decks` decks of the game
     `variant` names (the shoe refuses more than its board holds): (shoe_id, result key 1's public
     PEM, the element's serial number in hex, the attestation key's PEM and its certificate of
-    key 1 in hex: both "" from a shoe that reports none). The shoe reboots into its firmware
-    after."""
+    key 1 in hex, the log's first checkpoint as a signed note: each "" from a shoe that reports
+    none). The shoe reboots into its firmware after."""
     command_xy = keys.xy(command_key.public_key())
     # a dealing shoe says so at once to a hello (mpremote would wait 10 s for its raw REPL)
     dealing = _dealing_shoe(url, baud)
@@ -97,7 +99,7 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
     log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id_text(shoe_id)}")
     said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
                                   f"'{command_xy.hex()}', {decks})"], timeout=60)
-    got_id, serial, result_xy, proof, attestation_xy, certificate = parse_provisioned(said)
+    got_id, serial, result_xy, proof, attestation_xy, certificate, first = parse_provisioned(said)
     if got_id != shoe_id:
         raise SabotError(f"the shoe answered for shoe {shoe_id_text(got_id)}, not "
                          f"{shoe_id_text(shoe_id)}")
@@ -105,6 +107,9 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
     log(f"the shoe reports its element {serial.hex()} provisioned, and result key 1 signed the "
         "provisioning statement")
     attestation = keys.public_pem(public_from_xy(attestation_xy)) if attestation_xy else ""
+    checkpoint = first_checkpoint(shoe_id, first, public) if first else ""
     hard_reset(url)
     log("hard reset: the shoe boots its firmware (no REPL from now on)")
-    return shoe_id, keys.public_pem(public), serial.hex(), attestation, certificate.hex()
+    return (shoe_id, keys.public_pem(public), serial.hex(), attestation, certificate.hex(),
+            checkpoint)
+

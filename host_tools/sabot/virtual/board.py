@@ -125,6 +125,8 @@ class Provisioned(NamedTuple):
     version: int  # the current result key version
     public_pem: str  # its public half
     serial: str  # the element's serial number, hex
+    # the log's first checkpoint, signed at provisioning ("" for a shoe kept as it was)
+    first_checkpoint: str = ""
 
 
 def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
@@ -151,11 +153,12 @@ def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
         p = os.path.join(flash_dir, name)
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
     shutil.rmtree(store, ignore_errors=True)
-    serial, xy, proof = factory.provision(store, flash_dir, shoe_id,
-                                          variant_byte() if variant is None else variant,
-                                          command_xy)[:3]
+    made = factory.provision(store, flash_dir, shoe_id,
+                             variant_byte() if variant is None else variant, command_xy)
+    serial, xy, proof = made[:3]
     key = registry.check_provisioning(serial, shoe_id, xy, command_xy, proof)
-    return Provisioned(shoe_id, 1, keys.public_pem(key), serial.hex())
+    return Provisioned(shoe_id, 1, keys.public_pem(key), serial.hex(),
+                       registry.first_checkpoint(shoe_id, made[5], key))
 
 
 _RUNNING: weakref.WeakSet[Element] = weakref.WeakSet()

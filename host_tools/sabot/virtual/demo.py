@@ -48,7 +48,7 @@ class Session:
         self.key = key
         self.flash_dir = flash_dir
         self.sign_ms = sign_ms
-        shoe_id, version, pem, _ = provision(flash_dir, key, config.shoe_id if config else None)
+        shoe_id, version, pem = provision(flash_dir, key, config.shoe_id if config else None)[:3]
         self.config = config or ShoeEntry(shoe_id)
         self.config.add_public_key(version, pem)
         self.records: list[tuple[str, dict[str, Any]]] = []
@@ -195,9 +195,17 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
     flash_dir = db + ".flash"
     # the demo's shoe is provisioned for this command key (kept when it is) and registered like
     # any other, with its result key
-    shoe_id, version, pem, serial = provision(flash_dir, key)
+    shoe_id, version, pem, serial, first = provision(flash_dir, key)
+    kept: dict[str, Any] = {"first_checkpoint": first} if first else {}
     entry, _ = reg.register(shoe_id, version, pem, table="" if shoe_id in reg.shoes else "demo",
-                            serial=serial)
+                            serial=serial, **kept)
+    if first and cosigner is not None:  # a fresh shoe: its key to the witnesses first
+        from sabot.audit.cosign import bind
+
+        try:
+            bind(cosigner.witnesses, cosigner.quorum, entry, cosigner.say)
+        except SabotError as e:  # the demo goes on: said, as a witness that is not reached
+            cosigner.say(str(e))
     t0 = time.monotonic()
     session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
                       config=entry, on_alarm=on_alarm, board=board, code=code,
@@ -338,11 +346,12 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
     from sabot.virtual.board import element_store
     from sabot.virtual.factory import attested
 
-    shoe_id, version, pem, serial = provision(flash_dir, key, store=store)
+    shoe_id, version, pem, serial, first = provision(flash_dir, key, store=store)
     attestation, certificate = attested(store or element_store(flash_dir), shoe_id, version)
     reg = Registry.load(registry)
+    kept: dict[str, Any] = {"first_checkpoint": first} if first else {}
     if reg.register(shoe_id, version, pem, certificate, attestation_key=attestation,
-                    serial=serial)[1]:
+                    serial=serial, **kept)[1]:
         print(f"virtual shoe {shoe_id_text(shoe_id)} registered in {reg.path}", file=sys.stderr)
 
 

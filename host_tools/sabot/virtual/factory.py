@@ -83,19 +83,19 @@ def result_public_xy(store: str | os.PathLike[str], version: int) -> bytes:
 
 def provision(store: str | os.PathLike[str], flash_dir: str | os.PathLike[str], shoe_id: int,
               variant: int, command_xy: bytes, decks: int = 8
-              ) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+              ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes]:
     """Provision the chip and the flash as a shoe provisions itself, for `decks` decks of the
     game `variant` names: (serial, result key 1 X||Y, proof, attestation key X||Y, its
-    certificate of key 1). SabotError with the shoe's reason when the chip refuses."""
+    certificate of key 1, key 1's signature of the log's first checkpoint). SabotError with the
+    shoe's reason when the chip refuses."""
     factory = firmware("shoe.provision")
     os.makedirs(flash_dir, exist_ok=True)
     flash = firmware("shoe.store").Flash(os.fspath(flash_dir))
     try:
-        serial, xy, proof, attestation, certificate = factory.provision(
-            element(store), flash, shoe_id, variant, command_xy, decks)
+        made = factory.provision(element(store), flash, shoe_id, variant, command_xy, decks)
     except factory.Refused as e:
         raise SabotError(f"provisioning refused: {e}") from None
-    return bytes(serial), bytes(xy), bytes(proof), bytes(attestation), bytes(certificate)
+    return tuple(bytes(b) for b in made)  # type: ignore[return-value]
 
 
 def rekey(store: str | os.PathLike[str], flash_dir: str | os.PathLike[str]

@@ -269,7 +269,7 @@ class Soak:
         self.key = keys.create(os.path.join(workdir, "command.pem"))
         self.flash = os.path.join(workdir, "flash")
         self.db = os.path.join(workdir, "audit.db")
-        shoe_id, version, pem, _ = provision(self.flash, self.key)
+        shoe_id, version, pem = provision(self.flash, self.key)[:3]
         self.config = ShoeEntry(shoe_id)
         self.config.add_public_key(version, pem)
         self.rejected: Counter[str] = Counter()
