@@ -350,3 +350,12 @@ def test_a_demo_on_a_store_in_use_provisions_and_registers_nothing(cli, tmp_path
     assert r.returncode == 2 and "in use by another validator" in r.stderr
     assert not any(p.name.startswith(("demo", "shoes", "held.db.flash")) for p in
                    tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("url", ["ftp://pit3:8000", "http://pit3:8000/table", "http://:80",
+                                 "http://pit3:port", "pit3:8000"])
+def test_serve_refuses_a_public_url_that_is_no_servers_address(cli, tmp_path, url):
+    r = cli("serve", "--floor", "--db", tmp_path / "pit.db", "--public-url", url)
+    one_line_failure(r)
+    assert "--public-url takes this server's address" in r.stderr
+    assert not (tmp_path / "pit.db").exists()

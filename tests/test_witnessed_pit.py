@@ -66,8 +66,8 @@ def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
     stored_cosignatures_are_the_witnesses(pit)
 
     out = pit["dir"] / "round5.tlog-proof"
-    r = run("receipt", "--db", str(pit["db"]), "--registry", str(pit["reg"]), "--shoe", "1",
-            "--round", "5", "-o", str(out))
+    r = run("receipt", "--db", str(pit["db"]), "--registry", str(pit["reg"]), "--table", "bac1",
+            "--shoe", "1", "--round", "5", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert len(out.read_bytes()) <= 1024  # fits one QR code
     check = ("receipt", "verify", str(out), "--registry", str(pit["reg"]), "--witness",
@@ -159,14 +159,17 @@ def served(pit, receipt):
     checker = (Path(sabot.pit.__file__).parent / "static" / "verify.html").as_uri()
     port = free_port_for_tests()
     base = f"http://127.0.0.1:{port}"
+    # the address players' phones reach it by: here another name of the same host
+    public = f"http://localhost:{port}"
     proc = subprocess.Popen([*SABOT, "serve", "--floor", "--db", str(pit["db"]), "--registry",
                              str(pit["reg"]), "--listen", f"127.0.0.1:{port}", "--checker",
-                             checker], stderr=subprocess.PIPE, text=True)
+                             checker, "--public-url", public + "/"], stderr=subprocess.PIPE,
+                            text=True)
     driver = None
     try:
         board = wait_until_served(base + "/table/bac1").decode()
         last = max(int(x) for x in re.findall(r'/qr/bac1/1/(\d+)"', board))
-        link = f"{checker}#{base}/receipt/bac1/1/{last}"
+        link = f"{checker}#{public}/receipt/bac1/1/{last}"
         svg = urllib.request.urlopen(f"{base}/qr/bac1/1/{last}", timeout=5).read().decode()
         out = io.BytesIO()
         segno.make(link, error="m").save(out, kind="svg", xmldecl=False, scale=6, border=2)

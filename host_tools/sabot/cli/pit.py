@@ -53,6 +53,10 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "of verify.html the regulator publishes (the QR carries this URL, then # and "
                    "the round's receipt address here); default this server's own /verify, which "
                    "whoever runs this host could change")
+    p.add_argument("--public-url", metavar="URL", default=None,
+                   help="this server's address as players' phones reach it (http(s)://HOST[:PORT]"
+                   "), which the QR codes link to; default the address each scoreboard display "
+                   "asked by")
 
 
 @commands("serve", serve_args, help="validate several shoes and serve the pit's live pages",
@@ -74,6 +78,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from sabot.pit.serve import Validation, load_shoes
 
     host, port = args.listen
+    # the addresses given, checked before anything is opened
+    args.checker, args.public_url = checker_url(args.checker), public_url(args.public_url)
     import socket
 
     try:  # say "address in use" in one line before any shoe is opened
@@ -97,7 +103,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     name = pit_name(args.pit)
     pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link, name,
               list(Registry.load(args.registry).shoes.values()))
-    pit.checker = checker_url(args.checker)
+    pit.checker, pit.public_url = args.checker, args.public_url
     from sabot.audit.cosign import check_quorum
 
     check_quorum(args.witness, args.quorum)  # before any shoe's port is opened
@@ -125,6 +131,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"{len(s['rejections'])} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
     return 0
+
+
+def public_url(given: str | None) -> str | None:
+    if given is None:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(given)
+        parts.port  # noqa: B018 (a port that is no number raises here)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or (
+            parts.path not in ("", "/") or parts.query or parts.fragment):
+        raise SabotError(f"--public-url takes this server's address, http(s)://HOST[:PORT] "
+                         f"(nothing after), not {given!r}")
+    return given.rstrip("/")
 
 
 def checker_url(given: str | None) -> str | None:
@@ -162,7 +185,7 @@ def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
     refuse_unwritable(args.db)  # one line now for no server or another program's database
     pit = Pit(args.db, [], name=pit_name(args.pit) if args.pit else "",
               floor=list(Registry.load(args.registry).shoes.values()))
-    pit.checker = checker_url(args.checker)
+    pit.checker, pit.public_url = args.checker, args.public_url
     app, hub = build_app(pit)
     run_web(app, hub, host, port, f"http://{host}:{port}/floor (the floor, audit "
             f"{shown_db(args.db)}, read-only)")

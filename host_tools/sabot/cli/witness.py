@@ -156,9 +156,12 @@ def cmd_bind(args: argparse.Namespace) -> int:
 def receipt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="the pit's audit store (validated with --witness), to make a "
                    "receipt from")
-    p.add_argument("--shoe-id", type=SHOE_ID,
-                   help="which registered shoe (decimal or 0x hex, as sabot provision prints "
-                   "it; default: the registry's only shoe)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--shoe-id", type=SHOE_ID,
+                       help="which registered shoe (decimal or 0x hex, as sabot provision prints "
+                       "it; default: the registry's only shoe)")
+    which.add_argument("--table", metavar="NAME", help="the same, by the shoe's table name in "
+                       "the registry (as the pit's pages show it)")
     p.add_argument("--shoe", type=ranged(1, 0xFFFF), metavar="N", help="the round's shoe number")
     p.add_argument("--round", type=ranged(1, 0xFFFF), metavar="R", help="the round's number")
     p.add_argument("-o", "--out", metavar="FILE",
@@ -217,7 +220,8 @@ def cmd_receipt(args: argparse.Namespace) -> int:
     if missing:
         raise SabotError(f"making a receipt needs {', '.join(missing)} (or `sabot receipt "
                          "verify FILE` to check one)")
-    entry = Registry.load(args.registry, must_exist=True).pick(args.shoe_id)
+    reg = Registry.load(args.registry, must_exist=True)
+    entry = reg.at_table(args.table) if args.table is not None else reg.pick(args.shoe_id)
     if args.out and os.path.exists(args.out):
         try:
             with open(args.out, encoding="utf-8") as f:

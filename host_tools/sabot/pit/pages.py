@@ -114,6 +114,9 @@ class Pit:
         # the receipt checker the scoreboard's QR code sends players to (serve --checker): the
         # regulator's copy of verify.html; None: this server's own /verify
         self.checker: str | None = None
+        # this server's address as players' phones reach it (serve --public-url), for the QR
+        # codes; None: the address each display asked by
+        self.public_url: str | None = None
 
     def _store(self) -> AuditStore:
         if self.store is None:
@@ -934,15 +937,16 @@ def receipt_routes(pit: Pit) -> list[Route]:
 
     async def qr_route(request: Request) -> Response:
         """The QR code (SVG) of the checker page's link to a round's receipt on this server:
-        built from the address the scoreboard's display asked by, so a display opened by the
-        pit's network name gives players a link their phones can open."""
+        built from serve --public-url, else from the address the scoreboard's display asked by
+        (a display opened by the pit's network name gives players a link their phones can
+        open)."""
         p = request.path_params
         if pit.table(p["table"]) is None or not (0 < p["shoe"] < 1 << 16
                                                   and 0 < p["round"] < 1 << 16):
             return Response(f"no round {p['round']} of shoe {p['shoe']} at table "
                             f"{p['table']}\n", status_code=404,
                             media_type="text/plain; charset=utf-8")
-        here = str(request.base_url).rstrip("/")
+        here = pit.public_url or str(request.base_url).rstrip("/")
         path = receipt_path(p["table"], p["shoe"], p["round"])
         # another origin's checker (the regulator's) fetches the receipt from here by its
         # whole address (/receipt answers any origin: a receipt is public and proves itself)
