@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, decks_arg
+from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, decks_arg, dollars_to_cents
 from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
@@ -34,28 +34,52 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def analyze_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--game", choices=["baccarat", "blackjack"], default="baccarat",
+                   help="baccarat (default): every wager's edge; blackjack: the dealer's final "
+                   "card count and Blackjack, and the side wagers that depend on them")
     p.add_argument("--decks", type=decks_arg, default=8, help="decks in the shoe, 1-8 (default 8)")
     p.add_argument("--seen", metavar="FILE",
                    help="shoe file of cards already dealt, removed from the shoe")
-    p.add_argument("--tie-odds", type=decks_arg, default=8,
-                   help="the table's Tie odds, to 1 (default 8)")
+    p.add_argument("--tie-odds", type=decks_arg, default=None,
+                   help="baccarat: the table's Tie odds, to 1 (default 8)")
+    p.add_argument("--dealer", choices=["s17", "h17"], default=None,
+                   help="blackjack: the dealer stands on all 17s (s17, default) or draws to a "
+                   "soft 17 (h17), as the table's Rules Submission says (633a.12)")
+    p.add_argument("--hit-and-run-meter", type=dollars_to_cents, default=None, metavar="DOLLARS",
+                   help="blackjack: the Hit and Run meter's reset amount, at least 1000 "
+                   "(633a.13(l)(2); default 1000)")
+    p.add_argument("--hit-and-run-wager", type=dollars_to_cents, default=None, metavar="DOLLARS",
+                   help="blackjack: the Hit and Run wager (default 1)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object (docs/INTERFACES.md)")
 
 
 @commands("analyze", analyze_args,
           help="exact odds and house edges of every wager for a shoe",
-          description="Exact combinatorial analysis: every ordered six-card sequence P1 B1 P2 B2 "
-          "P3 B3 of the shoe is counted once.",
-          example="sabot analyze --decks 8 --seen dealt.txt --json")
+          description="Exact combinatorial analysis. Baccarat: every ordered six-card sequence "
+          "P1 B1 P2 B2 P3 B3 of the shoe is counted once. Blackjack (--game blackjack): every "
+          "ordered sequence of the dealer's cards until the hand is complete (Blackjack, or "
+          "standing or busting under --dealer), weighted by its orderings of the shoe: the "
+          "dealer's final number of cards (the busting card counted), its totals, Blackjack, "
+          "and the house edge of Hit and Run with its meter at the reset amount.",
+          example="sabot analyze --decks 8 --seen dealt.txt --json; sabot analyze --game "
+          "blackjack --decks 6 --dealer h17 --json")
 def cmd_analyze(args: argparse.Namespace) -> int:
     import json  # here, not at the top: no command's start pays for it
 
-    from sabot.game.analyze import analyze
     from sabot.game.cards import read_shoe_file
 
     seen = [t for t in read_shoe_file(args.seen) if t != "CUT"] if args.seen else []
-    result = analyze(args.decks, seen, args.tie_odds)
+    if args.game == "blackjack":
+        return analyze_blackjack(args, seen)
+    given = [o for o, v in (("--dealer", args.dealer), ("--hit-and-run-meter",
+             args.hit_and_run_meter), ("--hit-and-run-wager", args.hit_and_run_wager))
+             if v is not None]
+    if given:
+        raise SabotError(f"{', '.join(given)}: for --game blackjack")
+    from sabot.game.analyze import analyze
+
+    result = analyze(args.decks, seen, 8 if args.tie_odds is None else args.tie_odds)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -66,6 +90,35 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     print("house edge by wager:")
     for name, w in result["wagers"].items():
         print(f"  {name:<22} {w['house_edge']:>10.4%}")
+    return 0
+
+
+def analyze_blackjack(args: argparse.Namespace, seen: list[str]) -> int:
+    import json
+
+    from sabot.game.blackjack_analyze import analyze
+
+    if args.tie_odds is not None:
+        raise SabotError("--tie-odds is baccarat's: a blackjack table has no Tie wager")
+    result = analyze(args.decks, seen, args.dealer or "s17",
+                     100_000 if args.hit_and_run_meter is None else args.hit_and_run_meter,
+                     100 if args.hit_and_run_wager is None else args.hit_and_run_wager)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    rule = {"s17": "stands on all 17s", "h17": "draws to a soft 17"}[result["dealer"]]
+    print(f"blackjack, {result['decks']} decks, {result['cards']} cards left; the dealer {rule}")
+    print(f"  Blackjack      {result['blackjack']:.6%}")
+    print("the dealer's cards when the hand is complete (the busting card counted):")
+    for n, p in result["dealer_cards"].items():
+        print(f"  {n:<3} cards      {p:.6%}")
+    print("the dealer's total:")
+    for t, p in result["dealer_totals"].items():
+        print(f"  {t:<4}           {p:.6%}")
+    hr = result["wagers"]["hit_and_run"]
+    print(f"house edge of Hit and Run (a ${hr['wager_cents'] / 100:,.2f} wager, the meter at "
+          f"${hr['meter_cents'] / 100:,.2f}): {hr['house_edge']:.4%}")
+    print(f"house edge of House Money: {result['wagers']['house_money']['house_edge']:.4%}")
     return 0
 
 

@@ -214,6 +214,16 @@ def add_fail_on_notice(parser: argparse.ArgumentParser) -> None:
                         "repeated_sequence: printed, stored and shown either way)")
 
 
+def dollars_to_cents(text: str) -> int:
+    """"25" or "2.50" dollars as whole cents (no float: 0.1 + 0.2 is not money)."""
+    whole, _, frac = text.strip().partition(".")
+    # (ASCII digits only: str.isdigit takes "²", which int() refuses; a dozen at most)
+    if not (whole.isascii() and whole.isdigit() and len(whole) <= 12) or not (
+            frac == "" or (frac.isascii() and frac.isdigit() and len(frac) <= 2)):
+        raise argparse.ArgumentTypeError(f"not an amount in dollars: {text!r}")
+    return int(whole) * 100 + int(frac.ljust(2, "0") or 0)
+
+
 def witness_arg(text: str) -> Any:
     from sabot.audit.cosign import parse_witness
 

@@ -17,6 +17,7 @@ from sabot.cli.options import (
     SHOE_ID_HELP,
     Commands,
     add_baud,
+    dollars_to_cents,
     ranged,
     witness_arg,
 )
@@ -244,14 +245,6 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                    help="how many of the witnesses must take it (default: every --witness); "
                    "fewer: exit 2, the shoe provisioned and registered all the same")
     add_baud(p)
-
-
-def dollars_to_cents(text: str) -> int:
-    """"25" or "2.50" dollars as whole cents (no float: 0.1 + 0.2 is not money)."""
-    whole, _, frac = text.strip().partition(".")
-    if not whole.isdigit() or not (frac == "" or (frac.isdigit() and len(frac) <= 2)):
-        raise argparse.ArgumentTypeError(f"not an amount in dollars: {text!r}")
-    return int(whole) * 100 + int(frac.ljust(2, "0") or 0)
 
 
 def table_limits(text: str) -> tuple[int, int]:

@@ -227,7 +227,12 @@ def settle(request: object) -> dict[str, Any]:
     """The docs/INTERFACES.md `sabot settle` answer for one request object."""
     if not isinstance(request, dict):
         raise SabotError("expected a JSON object with table, round and wagers")
-    table = Table(request.get("table", {}))
+    cfg = request.get("table", {})
+    if isinstance(cfg, dict) and cfg.get("game") == "blackjack":
+        from sabot.game.blackjack_settle import settle as settle_blackjack
+
+        return settle_blackjack(request)
+    table = Table(cfg)
     summary, initial = _summary(request.get("round"))
     items = request.get("wagers", [])
     main_by_seat = _check_wagers(table, items, initial)
