@@ -10,6 +10,7 @@ settlement and the exact analysis count the dealer's cards with."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from sabot.errors import SabotError
 
@@ -70,3 +71,113 @@ def dealer_hand(cards: Sequence[str], rule: str) -> int:
         if total > 21 or not dealer_draws(total, soft, rule):
             return n
     raise SabotError(f"the dealer's {len(cards)} cards do not complete the hand")
+
+
+# ---- following a round: whose card is whose (the validator's second opinion on the shoe's
+# attribution, firmware/shoe/blackjack.py) ------------------------------------------------------
+PRESSES = ("next", "double", "split")
+
+
+def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: str,
+                 hole_card: bool = True) -> dict[str, Any]:
+    """The round as the dealing procedure makes it, from its events in order: ("card", "AS")
+    as the shoe read each card, ("press", "next" | "double" | "split") for the dealer's presses.
+    {"hands": [{"seat", "cards", "split", "doubled", "stood"}] in the order played, "dealer":
+    its cards, "owner": per event, the hand index a card went to then ("dealer"; None for a card
+    not due) or whether a press was taken (True/False), "placed": per event, the hand a card is
+    in at the end (a split puts the hands after it one place on; None for a press), "complete":
+    the dealer's hand done}.
+
+    The order: a card to each seat from the dealer's left, the dealer's up card, a second to
+    each seat, the hole card (with one); a dealer's Blackjack then ends the round; each hand
+    until it stands (a press), reaches 21, busts, or takes the one card of a double; a pair's
+    split makes two hands of its cards, which take their second cards in turn; then the dealer
+    until the rule stands (or busts), the dealer's second card first without a hole card."""
+    hands: list[dict[str, Any]] = [{"seat": s, "cards": [], "split": False, "doubled": False,
+                                    "stood": False} for s in sorted(set(seats))]
+    dealer: list[str] = []
+    initial: list[Any] = [*range(len(hands)), "dealer", *range(len(hands))]
+    if hole_card:
+        initial.append("dealer")
+    owner: list[Any] = []  # per event, as answered then
+    placed: list[Any] = []  # per event, the hand a card is in at the end (None: not a card's)
+    turn = 0  # the hand being played, once the initial deal is out
+
+    def done(hand: dict[str, Any]) -> bool:
+        cards = hand["cards"]
+        if len(cards) < 2:
+            return False
+        if hand["stood"] or (hand["doubled"] and len(cards) == 3):
+            return True
+        return hand_total(cards)[0] >= 21
+
+    def dealer_done() -> bool:
+        if len(dealer) < 2:
+            return False
+        if is_blackjack(dealer):
+            return True
+        total, soft = hand_total(dealer)
+        return not dealer_draws(total, soft, rule)
+
+    def due() -> Any:
+        nonlocal turn
+        if initial:
+            return initial[0]
+        if hole_card and is_blackjack(dealer):
+            return None  # the dealer's Blackjack ends the round
+        while turn < len(hands) and done(hands[turn]):
+            turn += 1
+        if turn < len(hands):
+            return turn
+        return None if dealer_done() else "dealer"
+
+    for kind, what in events:
+        if kind == "card":
+            who = due()
+            owner.append(who)
+            placed.append(who)
+            if who is None:
+                continue
+            if initial:
+                initial.pop(0)
+            (dealer if who == "dealer" else hands[who]["cards"]).append(what)
+            continue
+        who = due()
+        took = isinstance(who, int) and not initial and _pressed(hands, who, what)
+        if took and what == "split":
+            second = hands[who + 1]["cards"][0]
+            # the cards placed in later hands are in them one place on, the pair's second in
+            # the new hand
+            placed[:] = [o + 1 if type(o) is int and o > who else o for o in placed]
+            for i in range(len(placed) - 1, -1, -1):
+                if events[i] == ("card", second) and placed[i] == who:
+                    placed[i] = who + 1
+                    break
+        owner.append(took)
+        placed.append(None)
+    return {"hands": hands, "dealer": dealer, "owner": owner, "placed": placed,
+            "complete": not initial and due() is None}
+
+
+def _pressed(hands: list[dict[str, Any]], who: int, what: str) -> bool:
+    """The dealer's press for hand `who`, taken (True) or refused: a stand once it has two
+    cards; a double or a split of its first two (a split: two cards of one value, § 633a.11,
+    and fewer than 16 hands), which then become two hands."""
+    hand = hands[who]
+    cards = hand["cards"]
+    if len(cards) < 2:
+        return False
+    if what == "next":
+        hand["stood"] = True
+        return True
+    if len(cards) != 2 or hand["doubled"]:
+        return False
+    if what == "double":
+        hand["doubled"] = True
+        return True
+    if what == "split" and len(hands) < 16 and card_value(cards[0]) == card_value(cards[1]):
+        hand["split"] = True
+        hands.insert(who + 1, {"seat": hand["seat"], "cards": [cards.pop()], "split": True,
+                               "doubled": False, "stood": False})
+        return True
+    return False

@@ -1,0 +1,58 @@
+# Runs on the unix-port MicroPython: blackjack rounds through the firmware's round follower
+# (shoe/blackjack.py), the heap locked over every event (a MemoryError there is an allocation on
+# the card path, counted). usage: micropython blackjack_rounds.py EVENTS OUT PLACED H17 HOLE
+# EVENTS: byte pairs (1, seat mask) a round begins, (2, card code) a card read, (3, press) a press;
+# OUT: a byte per event: 1/0 for a begin or a press taken or not, the hand a card went to
+# (0xFE the dealer's, 0xFF not due); PLACED: at each round's end, the hand each of its cards is
+# in (a split moves hands on). Prints "events N alloc_failures K".
+import sys
+
+import micropython
+
+from shoe.blackjack import Round
+
+
+def main():
+    with open(sys.argv[1], "rb") as f:
+        events = f.read()
+    h17 = sys.argv[4] == "1"
+    hole = sys.argv[5] == "1"
+    out = bytearray(len(events) // 2)
+    placed = bytearray(len(events) // 2)
+    at = 0
+    r = Round()
+    failures = 0
+    n = len(out)
+    i = 0
+    while i < n:
+        micropython.heap_lock()
+        try:
+            while i < n:
+                kind = events[2 * i]
+                v = events[2 * i + 1]
+                if kind == 1:
+                    for k in range(r.cards):  # the round before, as it ended
+                        placed[at] = r.hand_of[k]
+                        at += 1
+                    r.cards = 0
+                    out[i] = 1 if r.begin(v, h17, hole) else 0
+                elif kind == 2:
+                    out[i] = r.card(v)
+                else:
+                    out[i] = 1 if r.press(v) else 0
+                i += 1
+        except MemoryError:
+            failures += 1
+            i += 1
+        micropython.heap_unlock()
+    for k in range(r.cards):
+        placed[at] = r.hand_of[k]
+        at += 1
+    with open(sys.argv[2], "wb") as f:
+        f.write(out)
+    with open(sys.argv[3], "wb") as f:
+        f.write(placed[:at])
+    print("events", n, "alloc_failures", failures)
+
+
+main()
