@@ -90,6 +90,15 @@ def first_checkpoint(shoe_id: int, signature: bytes, public: ec.EllipticCurvePub
     return signed
 
 
+def _utf8(text: str) -> bool:
+    """Whether `text` is UTF-8 text (JSON lets a lone surrogate, "\\ud800", through)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def public_from_xy(xy: bytes) -> ec.EllipticCurvePublicKey:
     """A P-256 public key from the element's raw X||Y (64 bytes)."""
     if len(xy) != 64:
@@ -152,7 +161,8 @@ class ShoeEntry:
                              "hex")
         if not isinstance(self.attestation_key, str):
             raise SabotError(f"{where}: attestation_key must be a PEM public key")
-        if not isinstance(self.first_checkpoint, str) or len(self.first_checkpoint) > 1024:
+        if not isinstance(self.first_checkpoint, str) or len(self.first_checkpoint) > 1024 or (
+                not _utf8(self.first_checkpoint)):
             raise SabotError(f"{where}: first_checkpoint must be a signed note")
         if self.attestation_key:
             try:
@@ -460,6 +470,11 @@ class Registry:
         fields: dict[str, Any] = asdict(old) if old else {"shoe_id": shoe_id}
         if fresh_element or attestation_key:
             fields["attestation_key"] = attestation_key
+        if fresh_element and old is not None and (
+                old.attestation_key != attestation_key or all(
+                    k["version"] != version for k in keys)):
+            # another element: the old one's first checkpoint is no longer this shoe's
+            fields["first_checkpoint"] = ""
         fields.update(config, public_keys=keys, table=table or fields.get("table", ""))
         entry = ShoeEntry(**fields)
         entry.add_public_key(version, public_pem, certificate)

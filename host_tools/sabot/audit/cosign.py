@@ -47,7 +47,15 @@ class WitnessSpec:
 def parse_witness(text: str) -> WitnessSpec:
     """URL=VKEY (as --witness takes it): a SabotError in one line for anything else."""
     url, sep, vkey = text.partition("=")
-    if not sep or not url.startswith(("http://", "https://")):
+    try:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is no number raises here)
+        good = bool(parts.hostname) and parts.scheme in ("http", "https")
+    except ValueError:
+        good = False
+    if not sep or not good:
         raise SabotError(f"--witness takes URL=VKEY (the witness's http(s) address and its "
                          f"verifier key: sabot witness --key FILE --vkey), not {text!r}")
     return WitnessSpec(url.rstrip("/"), note.Verifier.parse(vkey))
@@ -71,9 +79,9 @@ def check_quorum(witnesses: Sequence[WitnessSpec], quorum: int | None) -> int:
 def post(url: str, body: bytes, timeout: float = TIMEOUT) -> tuple[int, str]:
     """POST body to a witness's add-checkpoint: (status, text); status 0 when it cannot be
     reached."""
-    req = urllib.request.Request(url + "/add-checkpoint", data=body, method="POST",
-                                 headers={"Content-Type": "text/plain"})
     try:
+        req = urllib.request.Request(url + "/add-checkpoint", data=body, method="POST",
+                                     headers={"Content-Type": "text/plain"})
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read(64 * 1024).decode(errors="replace")
     except urllib.error.HTTPError as e:
@@ -125,6 +133,22 @@ def bind(witnesses: Sequence[WitnessSpec], quorum: int, entry: ShoeEntry,
     signed by any other (witness/service.py). A line said per witness; how many took it.
     SabotError when fewer than `quorum` did."""
     signed = entry.first_checkpoint
+    if signed:
+        origin, key = tlog.origin(entry.shoe_id), entry.public_key(1)
+        try:
+            if key is None:
+                raise SabotError("no key 1")
+            text, _ = note.verified(signed, [note.ecdsa_verifier(origin, key)])
+            cp = tlog.Checkpoint.parse(text)
+            if (cp.origin, cp.size, cp.root, cp.extensions) != (origin, 0, tlog.EMPTY_ROOT, []):
+                raise SabotError("not the log at size 0")
+        except SabotError:
+            raise SabotError(f"shoe {shoe_id_text(entry.shoe_id)}'s first_checkpoint in the "
+                             "registry is not its log at size 0 signed by its result key 1 "
+                             "(altered?): not sent") from None
+        signed = text + "\n" + next(s.line for s in note.split(signed)[1]
+                                    if s.name == origin and s.id == note.ecdsa_verifier(
+                                        origin, key).id)
     if not signed:
         raise SabotError(f"shoe {shoe_id_text(entry.shoe_id)} was provisioned without a first "
                          "checkpoint (older firmware): its key is bound at the first checkpoint "
@@ -136,8 +160,14 @@ def bind(witnesses: Sequence[WitnessSpec], quorum: int, entry: ShoeEntry,
             bound += 1
             say(f"witness {w.name} holds the shoe's key from its first checkpoint")
         elif why.startswith("it holds a larger size"):
-            bound += 1  # a pit sent it the log already: the key was bound then
-            say(f"witness {w.name} holds the shoe's log already (bound at its first checkpoint)")
+            # (a 409 is signed by no one: the witness's signed state says which key it bound)
+            held = _bound_key(w, entry)
+            if held is True:
+                bound += 1
+                say(f"witness {w.name} holds the shoe's log already, bound to its key 1 (its "
+                    "signed state says so)")
+            else:
+                say(f"witness {w.name} holds the shoe's log at a later size, and {held}")
         else:
             say(f"witness {w.name} did not cosign the shoe's first checkpoint: it {why}")
     if bound < quorum:
@@ -146,6 +176,23 @@ def bind(witnesses: Sequence[WitnessSpec], quorum: int, entry: ShoeEntry,
                          "take it (until then the key is bound at the first checkpoint a pit "
                          "sends)")
     return bound
+
+
+def _bound_key(w: WitnessSpec, entry: ShoeEntry) -> bool | str:
+    """True when witness `w`'s signed state binds the shoe's log to its result key 1; else
+    what it says instead."""
+    origin = tlog.origin(entry.shoe_id)
+    key = entry.public_key(1)
+    try:
+        logs = load_witness_state(w.url, [w.verifier])
+    except SabotError as e:
+        return f"its signed state could not be had ({e})"
+    held = next((x for x in logs if tlog.origin(x.shoe_id) == origin), None)
+    if held is None:
+        return "its signed state does not list it"
+    if key is None or held.key != note.ecdsa_verifier(origin, key).public:
+        return "its signed state binds it to another key than the shoe's key 1"
+    return True
 
 
 Cosigned = tuple[int, int, dict[str, str]]  # (checkpoint frame id, size, {witness: its line})

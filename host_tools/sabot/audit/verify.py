@@ -94,7 +94,7 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
             for w in witnessed:
                 walk.witnessed(w)
             if witnessed:  # a shoe of this store no witness given holds: said, not proven
-                seen = {w.shoe_id for w in witnessed}
+                seen = {w.shoe_id for w in witnessed if w.size > 0}
                 walk.counts["unwitnessed"] = sorted(
                     sid for sid, shoe in walk.shoes.items() if shoe.anchored and sid not in seen)
     except StoreUnreadable as e:
@@ -212,7 +212,8 @@ class _Walk:
         self.witness_keys = {v.name: v for v in witnesses}
         self.counts: dict[str, Any] = {"frames": 0, "rounds": 0, "rows": 0, "holes": [],
                                        "unstored": [], "starts": [], "absent": [],
-                                       "cosignatures": {"checked": 0, "unchecked": 0}}
+                                       "cosignatures": {"checked": 0, "unchecked": 0,
+                                                        "by_witness": {}}}
         self.shoes: dict[int, _Shoe] = {}
         self.keys: dict[tuple[int, int], Any] = {}
         self.frame: _Frame | None = None  # the accepted frame whose rows follow
@@ -718,6 +719,8 @@ class _Walk:
         if len(sigs) != 1 or sigs[0].name != witness:
             raise Broken(f"{where} is not one signature line of that witness (altered?)")
         key = self.witness_keys.get(witness)
+        by = self.counts["cosignatures"]["by_witness"]
+        by[witness] = by.get(witness, 0) + 1
         if key is None:
             self.counts["cosignatures"]["unchecked"] += 1
         elif sigs[0].id != key.id or key.verify(cp[2], sigs[0].sig) is None:
@@ -742,6 +745,8 @@ class _Walk:
             if w.key not in spki:
                 raise Broken(f"{by}, its first checkpoint signed by a key the registry does not "
                              f"hold for that shoe: the registry's key was replaced")
+        if w.size == 0:  # bound (sabot bind), nothing cosigned yet: nothing it could lack
+            return
         shoe = self.shoes.get(w.shoe_id)
         held = len(shoe.log.hashes) if shoe is not None else 0
         root = shoe.log.root_at(w.size) if shoe is not None else None

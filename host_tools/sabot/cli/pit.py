@@ -144,7 +144,8 @@ def public_url(given: str | None) -> str | None:
     except ValueError:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or (
-            parts.path not in ("", "/") or parts.query or parts.fragment):
+            parts.path not in ("", "/") or "?" in given or "#" in given or "@" in parts.netloc
+            or not given.isprintable() or " " in given):
         raise SabotError(f"--public-url takes this server's address, http(s)://HOST[:PORT] "
                          f"(nothing after), not {given!r}")
     return given.rstrip("/")

@@ -204,6 +204,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
             notes.append(f"{checked} stored cosignatures verified with the witnesses' keys"
                          + (f", {unchecked} by witnesses not given (--witness VKEY) matched to "
                             "their checkpoints only" if unchecked else ""))
+        by = r["cosignatures"]["by_witness"]
+        for v in verifiers:  # a witness given, of which the store holds nothing, is said
+            if not by.get(v.name):
+                notes.append(f"no stored cosignature of witness {v.name}")
         if r["unwitnessed"]:
             notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
                          "its tail or history): " + ", ".join(

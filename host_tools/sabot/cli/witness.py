@@ -88,12 +88,20 @@ def cmd_witness(args: argparse.Namespace) -> int:
         print(f"sabot witness: {when} {line}", file=sys.stderr, flush=True)
 
     witness.say = say
-    read_at = [os.stat(registry.path).st_mtime_ns if os.path.exists(registry.path) else 0]
+    def stamp() -> tuple[int, ...] | None:
+        """What changes with any write of the file: a copy that keeps the old modification
+        time (cp -p) still changes its inode change time, which no one can set."""
+        try:
+            st = os.stat(registry.path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size)
+
+    read_at = [stamp()]
 
     def refresh() -> dict[int, ShoeEntry] | None:  # a shoe provisioned since
-        try:
-            changed = os.stat(registry.path).st_mtime_ns
-        except OSError:
+        changed = stamp()
+        if changed is None:
             return None
         if changed == read_at[0]:
             return None
@@ -221,7 +229,15 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         raise SabotError(f"making a receipt needs {', '.join(missing)} (or `sabot receipt "
                          "verify FILE` to check one)")
     reg = Registry.load(args.registry, must_exist=True)
-    entry = reg.at_table(args.table) if args.table is not None else reg.pick(args.shoe_id)
+    if args.table is not None:
+        at = [e for _, e in sorted(reg.shoes.items()) if e.table == args.table]
+        if len(at) > 1:  # a receipt is of one shoe's log
+            raise SabotError(f"{len(at)} shoes are at table {args.table} ("
+                             f"{', '.join(shoe_id_text(e.shoe_id) for e in at)}): name one with "
+                             "--shoe-id")
+        entry = reg.at_table(args.table)
+    else:
+        entry = reg.pick(args.shoe_id)
     if args.out and os.path.exists(args.out):
         try:
             with open(args.out, encoding="utf-8") as f:

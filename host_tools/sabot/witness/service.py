@@ -202,9 +202,8 @@ class Witness:
         row = self.latest(cp.origin)
         kid = key.id
         have = row["size"] if row else 0
-        if old != have:
-            return Answer(409, f"{have}\n", "text/x.tlog.size")
-        # the key itself, not its 4-byte ID: a key ground to the same ID is another key
+        # the key itself, not its 4-byte ID: a key ground to the same ID is another key; checked
+        # before the size, so a 409 says the log is bound to the key that signed this request
         attest = self.attest.get(cp.origin)
         if row is not None and (kid != row["key_id"] or row["key"] not in (None, key.public)) \
                 and not (row["attestation"] is not None and attest == row["attestation"]):
@@ -214,6 +213,8 @@ class Witness:
                                 f"signed this log's first checkpoint here (key ID {kid:08x}, "
                                 f"not {row['key_id']:08x}), and not certified by the "
                                 "attestation key that came with it")
+        if old != have:
+            return Answer(409, f"{have}\n", "text/x.tlog.size")
         old_root = row["root"] if row else tlog.EMPTY_ROOT
         if old == cp.size and row is not None and cp.root != old_root:
             return self._refuse(cp, request, 409, f"a fork: size {cp.size} with another root "
@@ -228,7 +229,7 @@ class Witness:
                         " DO UPDATE SET size = excluded.size, root = excluded.root,"
                         " checkpoint = excluded.checkpoint, cosigned_at = excluded.cosigned_at,"
                         " key = COALESCE(logs.key, excluded.key),"
-                        " attestation = COALESCE(logs.attestation, excluded.attestation)",
+                        " attestation = logs.attestation",
                         (cp.origin, cp.size, cp.root, text, kid, now, key.public, attest))
         return Answer(200, self.signer.sign(text, timestamp=now))
 
