@@ -915,6 +915,39 @@ SECTIONS["floor"] = bench_floor
 SECTIONS["witness"] = bench_witness
 SECTIONS["receipt"] = bench_receipt
 
+
+def bench_blackjack():
+    """Blackjack (issue 24): `sabot analyze --game blackjack --decks 8` computed in this process
+    (the dealer's exact distribution and both side wagers' edges, best of 5), and the shoe's
+    round follower (firmware/shoe/blackjack.py) on the unix-port MicroPython: 1,000 random
+    rounds' cards and presses, the heap locked over them (tests/mp/blackjack_rounds.py)."""
+    import random
+    import re
+    import tempfile
+
+    from sabot.game.blackjack_analyze import analyze
+    from sabot.paths import micropython
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_blackjack_round import random_rounds
+
+    t = best_of(lambda: analyze(8, [], "s17"), 5)
+    events, _, _ = random_rounds(random.Random(1), "s17", True, 1000)
+    with tempfile.TemporaryDirectory() as tmp:
+        open(f"{tmp}/events", "wb").write(events)
+        env = dict(os.environ, MICROPYPATH=os.pathsep.join([str(ROOT / "firmware")]))
+        said = subprocess.run([micropython(), str(ROOT / "tests/mp/blackjack_rounds.py"),
+                               f"{tmp}/events", f"{tmp}/out", f"{tmp}/placed", "0", "1"],
+                              capture_output=True, text=True, env=env, check=True).stdout
+    n, failures, us = map(int, re.findall(r"\d+", said))
+    cards = sum(1 for i in range(0, len(events), 2) if events[i] == 2)
+    return {"analyze_8_decks_ms": round(t * 1000, 1), "follower_events": n,
+            "follower_cards": cards, "follower_us_per_event": round(us / n, 1),
+            "follower_heap_locked_alloc_failures": failures}
+
+
+SECTIONS["blackjack"] = bench_blackjack
+
 _SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
          "mismatched", "unended", "faults", "mistakes", "rejected", "alarms", "board_boots",
          "seconds", "schedule_events", "schedule_sha256")
@@ -967,6 +1000,8 @@ LABELS = {
         "code_bytes", "table_bytes", "flash_bytes", "heap_needed_bytes", "ram_bytes",
         "update_bytes", "update_chunks")),
     "suite": ("tests", "in_process_tests"),
+    "blackjack": ("analyze_8_decks_ms", "follower_events", "follower_cards",
+                  "follower_us_per_event", "follower_heap_locked_alloc_failures"),
 }
 assert set(LABELS) == set(SECTIONS)
 

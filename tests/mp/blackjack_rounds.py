@@ -4,8 +4,10 @@
 # EVENTS: byte pairs (1, seat mask) a round begins, (2, card code) a card read, (3, press) a press;
 # OUT: a byte per event: 1/0 for a begin or a press taken or not, the hand a card went to
 # (0xFE the dealer's, 0xFF not due); PLACED: at each round's end, the hand each of its cards is
-# in (a split moves hands on). Prints "events N alloc_failures K".
+# in (a split moves hands on). Prints "events N alloc_failures K us T" (T: the events' time).
 import sys
+
+import time
 
 import micropython
 
@@ -24,6 +26,7 @@ def main():
     failures = 0
     n = len(out)
     i = 0
+    t0 = time.ticks_us()
     while i < n:
         micropython.heap_lock()
         try:
@@ -45,6 +48,7 @@ def main():
             failures += 1
             i += 1
         micropython.heap_unlock()
+    spent = time.ticks_diff(time.ticks_us(), t0)
     for k in range(r.cards):
         placed[at] = r.hand_of[k]
         at += 1
@@ -52,7 +56,7 @@ def main():
         f.write(out)
     with open(sys.argv[3], "wb") as f:
         f.write(placed[:at])
-    print("events", n, "alloc_failures", failures)
+    print("events", n, "alloc_failures", failures, "us", spent)
 
 
 main()
