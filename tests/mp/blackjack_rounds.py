@@ -6,7 +6,6 @@
 # (0xFE the dealer's, 0xFF not due); PLACED: at each round's end, the hand each of its cards is
 # in (a split moves hands on). Prints "events N alloc_failures K us T" (T: the events' time).
 import sys
-
 import time
 
 import micropython
