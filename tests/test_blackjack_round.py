@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from sabot.game.blackjack import follow_round
+from sabot.game.blackjack import check_result, follow_round
+from sabot.protocol import decode_blackjack_result
 from sabot.release import table_gen
 
 from kit import ROOT
@@ -112,7 +113,8 @@ def test_the_shoe_and_the_host_follow_every_random_round_alike(mpy, tmp_path, ru
     events, expected, placed = random_rounds(rng, rule, hole, 1000)
     (tmp_path / "events").write_bytes(events)
     r = mpy(ROOT / "tests" / "mp" / "blackjack_rounds.py", tmp_path / "events", tmp_path / "out",
-            tmp_path / "placed", "1" if rule == "h17" else "0", "1" if hole else "0")
+            tmp_path / "placed", "1" if rule == "h17" else "0", "1" if hole else "0",
+            tmp_path / "results")
     assert r.returncode == 0, r.stderr.decode()
     assert b"alloc_failures 0" in r.stdout, r.stdout  # the heap locked: nothing allocated
     got = (tmp_path / "out").read_bytes()
@@ -123,6 +125,37 @@ def test_the_shoe_and_the_host_follow_every_random_round_alike(mpy, tmp_path, ru
     splits = sum(1 for i in range(0, len(events), 2) if events[i:i + 2] == b"\x03\x03"
                  and expected[i // 2] == 1)
     assert splits > 30  # pairs split, hands moved on
+    results_hold_and_are_followed_again(tmp_path / "results", rule, hole)
+
+
+def results_hold_and_are_followed_again(path, rule, hole):
+    """Each completed round's result frame body, made by the shoe under the heap lock, decodes
+    (protocol.decode_blackjack_result) and the host's second opinion (check_result) follows it
+    again to the same hands; one card moved to another hand, or a press taken out, is found."""
+    data = path.read_bytes()
+    bodies, at = [], 0
+    while at < len(data):
+        bodies.append(data[at + 1 : at + 1 + data[at]])
+        at += 1 + data[at]
+    assert len(bodies) > 500
+    for n, body in enumerate(bodies):
+        rec = decode_blackjack_result(body)
+        assert (rec["round"], rec["dealer_rule"], rec["hole_card"]) == (n + 1, rule, hole)
+        got, problem = check_result(rec)
+        assert problem is None, (n, problem, rec)
+        assert got["dealer"] == [c for (k, c), p in zip(
+            [e for e in rec["events"] if e[0] == "card"], rec["placed"], strict=True)
+            if p == "dealer"]
+    rec = decode_blackjack_result(bodies[0])
+    moved = dict(rec, placed=[*rec["placed"][:1], 1 if rec["placed"][1] != 1 else 0,
+                              *rec["placed"][2:]])
+    assert "the shoe put it in hand" in check_result(moved)[1]
+    press = next(b for b in bodies if any(k == "press" for k, _ in decode_blackjack_result(b)[
+        "events"]))
+    rec = decode_blackjack_result(press)
+    at = next(i for i, (k, _) in enumerate(rec["events"]) if k == "press")
+    cut = dict(rec, events=rec["events"][:at] + rec["events"][at + 1:])
+    assert check_result(cut)[1] is not None
 
 
 def test_the_dealers_table_is_the_rule_parsed_from_its_words():
@@ -134,3 +167,15 @@ def test_the_dealers_table_is_the_rule_parsed_from_its_words():
     assert table_gen.check() is None  # the committed firmware/shoe/bjtable.py is that
     with pytest.raises(Exception, match="cannot read the dealer's rule"):
         table_gen.parse_dealer_rule("- s17: the dealer stands when it likes.\n")
+
+
+def test_a_blackjack_result_that_does_not_fit_its_layout_is_refused():
+    # seats 1, s17 with a hole card, five cards: the dealer's 20 against seat 1's 20, stood
+    good = bytes([0, 1, 0, 3, 1, 2, 5, 40, 44, 36, 48, 0xF1, 0x0F, 0x0F])  # JS QS TS KS next
+    rec = decode_blackjack_result(good)
+    assert rec["events"][-1] == ("press", "next") and rec["placed"] == [0, "dealer", 0, "dealer"]
+    assert check_result(rec)[1] is None
+    for bad in (good[:-1], good + b"\0", good[:4], bytes([0, 1, 0, 3, 0]) + good[5:],
+                good[:7] + bytes([0xF9]) + good[8:], good[:5] + b"\x04" + good[6:]):
+        with pytest.raises(ValueError):
+            decode_blackjack_result(bad)

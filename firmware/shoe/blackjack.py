@@ -33,10 +33,12 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 SEATS = const(7)
-MAX_HANDS = const(16)  # a split past this many hands is refused
-MAX_CARDS = const(80)  # a round's cards (7 seats' split hands and the dealer's, with room)
+MAX_HANDS = const(15)  # a split past this many is refused (a hand is a nibble: 15 the dealer)
+MAX_CARDS = const(64)  # a round's cards and presses: its result frame holds them all
 DEALER_HAND = const(0xFE)
 NOT_DUE = const(0xFF)
+PRESS_EVENT = const(0xF0)  # a press taken, in the round's events: 0xF0 | its kind
+RESULT_HEADER = const(7)  # shoe(2) round(2) seats(1) rule(1) events(1)
 
 PRESS_NEXT = const(1)  # the hand stands
 PRESS_DOUBLE = const(2)  # the next card is the hand's last
@@ -64,6 +66,11 @@ class Round:
         self.flags = bytearray(MAX_HANDS)
         self.codes = bytearray(MAX_CARDS)  # the round's cards as read (rank * 4 + suit)
         self.hand_of = bytearray(MAX_CARDS)  # the hand each belongs to, or DEALER_HAND
+        # the round's events as they came: each card attributed, and 0xF0 | kind for each press
+        # taken (what the result frame signs, for the host to follow the round again)
+        self.events = bytearray(MAX_CARDS)
+        self.n_events = 0
+        self.mask = 0
         self.phase = IDLE
         self.hands = 0
         self.seats = 0
@@ -92,6 +99,8 @@ class Round:
                 self.flags[n] = 0
                 n += 1
         self.hands = self.seats = n
+        self.mask = mask
+        self.n_events = 0
         self.h17 = 1 if h17 else 0
         self.hole = 1 if hole else 0
         self.cards = self.cur = self.step = 0
@@ -127,8 +136,10 @@ class Round:
         """Attribute the card the shoe read (rank * 4 + suit): the hand it went to, or NOT_DUE
         (not attributed)."""
         h = self.due()
-        if h == NOT_DUE or self.cards >= MAX_CARDS:
+        if h == NOT_DUE or self.n_events >= MAX_CARDS:
             return NOT_DUE
+        self.events[self.n_events] = code
+        self.n_events += 1
         i = self.cards
         self.codes[i] = code
         self.hand_of[i] = h
@@ -163,8 +174,44 @@ class Round:
 
     def press(self, kind):
         """The dealer's press for the hand being played: True if it takes it."""
-        if self.phase != PLAYERS:
+        if self.phase != PLAYERS or self.n_events >= MAX_CARDS:
             return False
+        if self._take(kind):
+            self.events[self.n_events] = PRESS_EVENT | kind
+            self.n_events += 1
+            return True
+        return False
+
+    def done(self):
+        """The round is complete: its result frame may be made."""
+        return self.phase == DONE
+
+    def result_into(self, buf, at, shoe_no, round_no):
+        """The round's result frame body at buf[at:]: shoe(2) round(2) seats(1) rule(1: 1 h17,
+        2 hole card) n(1), its n events (a card as read, 0xF0 | a press taken), then the hand
+        each card is in at the end, a nibble each (high first; 15 the dealer's). Its length;
+        allocation-free."""
+        buf[at] = shoe_no >> 8
+        buf[at + 1] = shoe_no & 255
+        buf[at + 2] = round_no >> 8
+        buf[at + 3] = round_no & 255
+        buf[at + 4] = self.mask
+        buf[at + 5] = self.h17 | self.hole << 1
+        n = self.n_events
+        buf[at + 6] = n
+        i = at + RESULT_HEADER
+        for k in range(n):
+            buf[i + k] = self.events[k]
+        i += n
+        c = self.cards
+        for k in range((c + 1) >> 1):
+            hi = self.hand_of[2 * k]
+            lo = self.hand_of[2 * k + 1] if 2 * k + 1 < c else 0
+            buf[i + k] = (15 if hi == DEALER_HAND else hi) << 4 | (
+                15 if lo == DEALER_HAND else lo)
+        return i + ((c + 1) >> 1) - at
+
+    def _take(self, kind):
         h = self.cur
         if self.count[h] < 2:
             return False

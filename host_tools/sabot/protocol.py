@@ -39,6 +39,9 @@ def shoe_id_text(shoe_id: int | None) -> str:
 T_SHOE_START, T_BURN, T_INITIAL_CARDS, T_RESULT = 0x01, 0x02, 0x03, 0x04
 T_IRREGULARITY, T_RESOLUTION, T_SHOE_END, T_COMMAND_REJECTED = 0x05, 0x06, 0x07, 0x08
 T_MAINTENANCE = 0x09  # an update or a rekey: who asked, what, the MANIFEST digest or the new key
+# a blackjack round's result (firmware/shoe/blackjack.py result_into): not in TYPES until the shoe
+# deals blackjack (issue 24): until then the validator refuses the type as any unknown one
+T_BLACKJACK_RESULT = 0x0A
 # shoe -> host, not chained
 T_STATUS, T_INTEGRITY = 0x40, 0x41
 T_UPDATE_PROGRESS = 0x42  # unsigned, never stored: the update chunk the shoe took (pacing)
@@ -367,6 +370,43 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
                       "inventory": {card_code(i): n for i, n in enumerate(inv) if n},
                       "unknown": unknown}
     raise KeyError(kind)  # status and integrity carry no record
+
+
+BLACKJACK_PRESSES = {0xF1: "next", 0xF2: "double", 0xF3: "split"}
+BLACKJACK_DEALER = 15  # the dealer's hand, in a result's nibbles
+
+
+def decode_blackjack_result(p: bytes) -> dict[str, Any]:
+    """A blackjack result's payload: shoe(2) round(2) seats(1: bit s-1 seat s) rule(1: 1 the
+    dealer draws to a soft 17, 2 a hole card) n(1), n events (a card as read, 0xF1 next, 0xF2
+    double, 0xF3 split: the presses taken), then the hand each card is in, a nibble each (high
+    first; 15 the dealer's). ValueError when it does not fit."""
+    if len(p) < 7:
+        raise ValueError("blackjack_result")
+    shoe, rnd, seats, rule, n = struct.unpack(">HHBBB", p[:7])
+    raw = p[7 : 7 + n]
+    if len(raw) != n or seats == 0 or seats >> 7 or rule >> 2:
+        raise ValueError("blackjack_result")
+    events: list[tuple[str, str]] = []
+    for b in raw:
+        if b in BLACKJACK_PRESSES:
+            events.append(("press", BLACKJACK_PRESSES[b]))
+        elif b < 52:
+            events.append(("card", card_code(b)))
+        else:
+            raise ValueError("blackjack_result")
+    cards = sum(1 for kind, _ in events if kind == "card")
+    nibbles = p[7 + n :]
+    if len(nibbles) != (cards + 1) // 2:
+        raise ValueError("blackjack_result")
+    hands = [(nibbles[k // 2] >> (0 if k % 2 else 4)) & 15 for k in range(cards)]
+    if cards % 2 and nibbles[-1] & 15:
+        raise ValueError("blackjack_result")  # the last byte's spare nibble is 0
+    return {"event": "blackjack_result", "shoe": shoe, "round": rnd,
+            "seats": [s + 1 for s in range(7) if seats >> s & 1],
+            "dealer_rule": "h17" if rule & 1 else "s17", "hole_card": bool(rule & 2),
+            "events": events,
+            "placed": ["dealer" if h == BLACKJACK_DEALER else h for h in hands]}
 
 
 def decode_maintenance(p: bytes) -> dict[str, Any]:

@@ -76,6 +76,8 @@ def dealer_hand(cards: Sequence[str], rule: str) -> int:
 # ---- following a round: whose card is whose (the validator's second opinion on the shoe's
 # attribution, firmware/shoe/blackjack.py) ------------------------------------------------------
 PRESSES = ("next", "double", "split")
+MAX_HANDS = 15  # the hands of a round, splits included (the result frame names one in a nibble)
+MAX_EVENTS = 64  # a round's cards and presses taken (its result frame holds them all)
 
 
 def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: str,
@@ -131,19 +133,26 @@ def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: 
             return turn
         return None if dealer_done() else "dealer"
 
+    taken = 0  # cards attributed and presses taken: at most MAX_EVENTS a round
     for kind, what in events:
+        if taken >= MAX_EVENTS:
+            owner.append(None if kind == "card" else False)
+            placed.append(None)
+            continue
         if kind == "card":
             who = due()
             owner.append(who)
             placed.append(who)
             if who is None:
                 continue
+            taken += 1
             if initial:
                 initial.pop(0)
             (dealer if who == "dealer" else hands[who]["cards"]).append(what)
             continue
         who = due()
         took = isinstance(who, int) and not initial and _pressed(hands, who, what)
+        taken += took
         if took and what == "split":
             second = hands[who + 1]["cards"][0]
             # the cards placed in later hands are in them one place on, the pair's second in
@@ -162,7 +171,7 @@ def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: 
 def _pressed(hands: list[dict[str, Any]], who: int, what: str) -> bool:
     """The dealer's press for hand `who`, taken (True) or refused: a stand once it has two
     cards; a double or a split of its first two (a split: two cards of one value, § 633a.11,
-    and fewer than 16 hands), which then become two hands."""
+    and fewer than MAX_HANDS hands), which then become two hands."""
     hand = hands[who]
     cards = hand["cards"]
     if len(cards) < 2:
@@ -175,9 +184,29 @@ def _pressed(hands: list[dict[str, Any]], who: int, what: str) -> bool:
     if what == "double":
         hand["doubled"] = True
         return True
-    if what == "split" and len(hands) < 16 and card_value(cards[0]) == card_value(cards[1]):
+    if what == "split" and len(hands) < MAX_HANDS and card_value(cards[0]) == card_value(
+            cards[1]):
         hand["split"] = True
         hands.insert(who + 1, {"seat": hand["seat"], "cards": [cards.pop()], "split": True,
                                "doubled": False, "stood": False})
         return True
     return False
+
+
+def check_result(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The validator's second opinion on a blackjack result (protocol.decode_blackjack_result):
+    the round followed again from its seats and events, independently of the shoe: (the round,
+    None) when every card is in the hand the shoe says and the round is complete, every event
+    the shoe signed one it could take; else (None, what differs)."""
+    got = follow_round(rec["seats"], rec["events"], rec["dealer_rule"], rec["hole_card"])
+    if any(o is None or o is False for o in got["owner"]):  # (0 == False: by identity)
+        return None, "an event the round could not take (a card not due, a press refused)"
+    placed = [p for (kind, _), p in zip(rec["events"], got["placed"], strict=True)
+              if kind == "card"]
+    if placed != rec["placed"]:
+        at = next(i for i, (a, b) in enumerate(zip(placed, rec["placed"], strict=True)) if a != b)
+        return None, (f"card {at + 1}: the shoe put it in hand {rec['placed'][at]}, the rules "
+                      f"in {placed[at]}")
+    if not got["complete"]:
+        return None, "the round is not complete"
+    return got, None
