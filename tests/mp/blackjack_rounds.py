@@ -1,11 +1,13 @@
 # Runs on the unix-port MicroPython: blackjack rounds through the firmware's round follower
 # (shoe/blackjack.py), the heap locked over every event (a MemoryError there is an allocation on
-# the card path, counted). usage: micropython blackjack_rounds.py EVENTS OUT PLACED H17 HOLE
+# the card path, counted).
+# usage: micropython blackjack_rounds.py EVENTS OUT PLACED H17 HOLE [RESULTS]
 # EVENTS: byte pairs (1, seat mask) a round begins, (2, card code) a card read, (3, press) a press;
 # OUT: a byte per event: 1/0 for a begin or a press taken or not, the hand a card went to
 # (0xFE the dealer's, 0xFF not due); PLACED: at each round's end, the hand each of its cards is
 # in (a split moves hands on); RESULTS: each round's result frame body as it completes, a length
-# byte before each (made under the heap lock too). Prints "events N alloc_failures K us T" (T: the events' time).
+# byte before each (made under the heap lock too). Prints "events N alloc_failures K us T" (T:
+# the events' time).
 import sys
 import time
 
