@@ -179,3 +179,24 @@ def test_a_blackjack_result_that_does_not_fit_its_layout_is_refused():
                 good[:7] + bytes([0xF9]) + good[8:], good[:5] + b"\x04" + good[6:]):
         with pytest.raises(ValueError):
             decode_blackjack_result(bad)
+
+
+def test_a_followed_round_is_what_settle_takes():
+    """The host's follower gives the round as `sabot settle` takes it (dealer, hands with seat,
+    cards and split): a split pair of eights and the dealer's six-card 18 settle from it."""
+    from sabot.game.blackjack_settle import settle
+
+    events = [("card", "8S"), ("card", "2C"), ("card", "8H"), ("card", "3D"),
+              ("press", "split"), ("card", "9S"), ("press", "next"), ("card", "TS"),
+              ("press", "next"), ("card", "2H"), ("card", "4C"), ("card", "2S"), ("card", "5S")]
+    got = owners([4], events)
+    assert got["complete"] and got["dealer"] == ["2C", "3D", "2H", "4C", "2S", "5S"]
+    answer = settle({"table": {"game": "blackjack", "side_wagers": ["hit_and_run",
+                                                                    "straight_jack"]},
+                     "round": {"dealer": got["dealer"], "hands": got["hands"]},
+                     "meters": {"hit_and_run": 100_000, "straight_jack": 500_000},
+                     "wagers": [{"seat": 4, "wager": "hit_and_run", "amount_cents": 100},
+                                {"seat": 4, "wager": "straight_jack", "amount_cents": 100}]})
+    by = {s["wager"]: (s["hand"], s["win_cents"]) for s in answer["settlements"]}
+    # six dealer cards: 25 for 1; the split hand 8-9 is a two-card straight: 3 to 1
+    assert by == {"hit_and_run": ("6_cards", 2400), "straight_jack": ("2_card_straight", 300)}
