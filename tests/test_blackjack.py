@@ -140,7 +140,7 @@ def test_sabot_analyze_blackjack_prints_the_contracts_keys_with_twelve_digits(cl
 
 
 @pytest.mark.parametrize("args,said", [
-    (["--dealer", "h17"], "--dealer: for --game blackjack"),
+    (["--dealer", "h17"], "--dealer: blackjack's (add --game blackjack)"),
     (["--game", "blackjack", "--tie-odds", "9"], "--tie-odds is baccarat's"),
     (["--game", "blackjack", "--hit-and-run-meter", "999.99"], "at least $1,000"),
     (["--game", "blackjack", "--hit-and-run-wager", "0"], "at least 1 cent"),
@@ -308,3 +308,29 @@ def test_house_moneys_edge_is_its_paytable_over_every_ordered_first_two_cards():
     n = 312
     flush = Fraction(13 * 4 * 2 * 6 * 6, n * (n - 1)) - Fraction(8 * 36, n * (n - 1))
     assert many["hands"]["two_card_straight_flush"] == float(flush)
+
+
+def test_a_meter_share_below_the_wager_is_still_paid_and_said():
+    """Eight dealer cards, one $1,500 wager on a $1,000 meter: the meter is its payout ("for
+    1": the wager taken), so it wins and is paid 100,000 cents, though it nets nothing."""
+    [s], meters = settled(DEALERS[8], [], [{"seat": 1, "wager": "hit_and_run",
+                                             "amount_cents": 150_000}],
+                          meters={"hit_and_run": 100_000})
+    assert (s["result"], s["win_cents"], s["payout_cents"]) == ("win", 0, 100_000)
+    assert meters == {"hit_and_run": 100_000}
+    [s], _ = settled(DEALERS[5], [], [{"seat": 1, "wager": "hit_and_run", "amount_cents": 500}])
+    assert (s["win_cents"], s["payout_cents"]) == (3500, 4000)  # 8 for 1
+    [s], _ = settled(DEALERS[2], [], [{"seat": 1, "wager": "hit_and_run", "amount_cents": 500}])
+    assert (s["result"], s["payout_cents"]) == ("lose", 0)
+
+
+def test_a_round_with_more_copies_of_a_card_than_the_decks_hold_is_refused(cli):
+    request = {"table": {**TABLE, "decks": 1}, "round": {"dealer": DEALERS[2], "hands": [
+        {"seat": 1, "cards": ["KS", "KS"]}, {"seat": 2, "cards": ["KS", "2H"]}]},
+        "meters": METERS, "wagers": [{"seat": 1, "wager": "house_money", "amount_cents": 100}]}
+    r = cli("settle", stdin=json.dumps(request))
+    assert r.returncode == 2 and "3 copies of KS, but the table's 1 deck hold only 1" in r.stderr
+    request["wagers"] = [{"seat": 1, "wager": "blackjack", "amount_cents": 100}]
+    request["round"]["hands"] = []
+    r = cli("settle", stdin=json.dumps(request))
+    assert r.returncode == 2 and "only a blackjack table's side wagers" in r.stderr

@@ -220,3 +220,24 @@ def test_a_signature_made_high_on_the_cable_is_refused_and_the_log_holds(witness
     assert v.checkpoint is not None and v.checkpoint.seq == 20
     assert not [a for a in v.alarms if a["kind"] == "checkpoint_mismatch"]
     v.store.close()
+
+
+def test_a_casino_with_two_stores_checks_each_shoe_in_its_own(tmp_path):
+    """One witness holds two shoes' logs, each shoe writing to its own store: each store alone
+    lacks the other's log (refused: "never stored here"), and with only_stored (`audit verify
+    --only-stored-shoes`) the other is named, not required, while its own is still checked."""
+    keys_ = [ec.generate_private_key(ec.SECP256R1()) for _ in range(2)]
+    entries = {SHOE + i: entry_of(k, SHOE + i) for i, k in enumerate(keys_)}
+    w = Witness(str(tmp_path / "w.db"), ed25519.Ed25519PrivateKey.generate(), entries,
+                "regulator.example/w1")
+    for i, k in enumerate(keys_):
+        dealt(tmp_path / f"pit{i}.db", k, 20 + i, w, shoe_id=SHOE + i)
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(w.state()))
+    logs = load_witness_state(str(state), [note.Verifier.parse(w.vkey)])
+    w.close()
+    alone = verify(str(tmp_path / "pit0.db"), entries, logs)
+    assert not alone["ok"] and "never stored here" in alone["problem"]
+    got = verify(str(tmp_path / "pit0.db"), entries, logs, only_stored=True)
+    assert got["ok"] and got["elsewhere"] == [SHOE + 1], got["problem"]
+    assert [x["shoe_id"] for x in got["witnessed"]] == [SHOE]

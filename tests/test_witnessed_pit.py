@@ -70,6 +70,12 @@ def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
             "--shoe", "1", "--round", "5", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert len(out.read_bytes()) <= 1024  # fits one QR code
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for public in (out, pit["reg"]):  # a receipt and the registry are for anyone: not mode 600
+        assert os.stat(public).st_mode & 0o777 == 0o666 & ~mask, public
     check = ("receipt", "verify", str(out), "--registry", str(pit["reg"]), "--witness",
              pit["vkey"])
     r = run(*check)

@@ -90,6 +90,14 @@ def first_checkpoint(shoe_id: int, signature: bytes, public: ec.EllipticCurvePub
     return signed
 
 
+def public_mode(fd: int) -> None:
+    """A file made by mkstemp (mode 600) given the mode a new file gets here (666 less the
+    umask): for files that hold nothing secret."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.fchmod(fd, 0o666 & ~mask)
+
+
 def _utf8(text: str) -> bool:
     """Whether `text` is UTF-8 text (JSON lets a lone surrogate, "\\ud800", through)."""
     try:
@@ -499,6 +507,7 @@ class Registry:
         folder = os.path.dirname(os.path.abspath(self.path))
         try:
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sabot-shoes-")
+            public_mode(fd)  # public material, handed to witnesses and players: not mkstemp's 600
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, self.path)

@@ -166,15 +166,17 @@ def bind(witnesses: Sequence[WitnessSpec], quorum: int, entry: ShoeEntry,
                 bound += 1
                 say(f"witness {w.name} holds the shoe's log already, bound to its key 1 (its "
                     "signed state says so)")
-            else:
-                say(f"witness {w.name} holds the shoe's log at a later size, and {held}")
+            else:  # (a 409 from the URL is signed by no one: maybe not that witness at all)
+                say(f"{w.url} answers that it holds the shoe's log at a later size already, "
+                    f"and witness {w.name}'s {held}")
         else:
             say(f"witness {w.name} did not cosign the shoe's first checkpoint: it {why}")
     if bound < quorum:
-        raise SabotError(f"{bound} of {len(witnesses)} witnesses hold the shoe's key, fewer "
-                         f"than the quorum {quorum}: send it again with sabot bind once they can "
-                         "take it (until then the key is bound at the first checkpoint a pit "
-                         "sends)")
+        raise SabotError(f"{bound} of {len(witnesses)} witnesses are shown to hold the shoe's "
+                         f"key 1, fewer than the quorum {quorum}: check each one's URL and "
+                         "verifier key, and send it again with sabot bind once they can take it "
+                         "(a witness that holds no log of the shoe binds the key of the first "
+                         "checkpoint it is sent)")
     return bound
 
 
@@ -186,12 +188,12 @@ def _bound_key(w: WitnessSpec, entry: ShoeEntry) -> bool | str:
     try:
         logs = load_witness_state(w.url, [w.verifier])
     except SabotError as e:
-        return f"its signed state could not be had ({e})"
+        return f"signed state could not be had ({e})"
     held = next((x for x in logs if tlog.origin(x.shoe_id) == origin), None)
     if held is None:
-        return "its signed state does not list it"
+        return "signed state does not list the log"
     if key is None or held.key != note.ecdsa_verifier(origin, key).public:
-        return "its signed state binds it to another key than the shoe's key 1"
+        return "signed state binds the log to another key than the shoe's key 1"
     return True
 
 

@@ -75,23 +75,28 @@ def _norm(sql: str) -> str:
 
 def verify(path: str, configs: Mapping[int, ShoeEntry],
            witnessed: Sequence[Witnessed] = (),
-           witnesses: Sequence[note.Verifier] = ()) -> dict[str, Any]:
+           witnesses: Sequence[note.Verifier] = (), only_stored: bool = False) -> dict[str, Any]:
     """{"ok", "frames", "rounds", "rows", "holes", "unstored", "starts", "absent", "witnessed",
     "cosignatures", "problem"} for the store at `path`; `configs` maps shoe ids to their registry
     entries: their public keys verify every signature, their configuration derives the alarms
     again; `witnessed`: the logs witnesses cosigned (audit/cosign.py), each of which the store
     must hold, frame for frame; `witnesses`: the witnesses' keys, which every stored
     cosignature of theirs must verify with ("cosignatures": {"checked", "unchecked"}: those of
-    a witness not given are only matched to their checkpoint)."""
+    a witness not given are only matched to their checkpoint). `only_stored`: a witnessed log of
+    a shoe this store holds no frame of is named ("elsewhere"), not required (a casino whose
+    shoes write to several stores checks each shoe in its own)."""
     store = AuditStore(path, writer=False)
     walk = _Walk(configs, witnesses)
-    walk.counts["witnessed"], walk.counts["unwitnessed"] = [], []
+    walk.counts["witnessed"], walk.counts["unwitnessed"], walk.counts["elsewhere"] = [], [], []
     try:
         with store.snapshot():  # a live store: its writers' newest batches whole or not at all
             _check_triggers(store)
             _check_chain_places(store)
             walk.run(store)
             for w in witnessed:
+                if only_stored and w.shoe_id not in walk.shoes:
+                    walk.counts["elsewhere"].append(w.shoe_id)
+                    continue
                 walk.witnessed(w)
             if witnessed:  # a shoe of this store no witness given holds: said, not proven
                 seen = {w.shoe_id for w in witnessed if w.size > 0}

@@ -76,7 +76,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
              args.hit_and_run_meter), ("--hit-and-run-wager", args.hit_and_run_wager))
              if v is not None]
     if given:
-        raise SabotError(f"{', '.join(given)}: for --game blackjack")
+        raise SabotError(f"{', '.join(given)}: blackjack's (add --game blackjack); baccarat's "
+                         "analysis takes --tie-odds only")
     from sabot.game.analyze import analyze
 
     result = analyze(args.decks, seen, 8 if args.tie_odds is None else args.tie_odds)
@@ -107,7 +108,8 @@ def analyze_blackjack(args: argparse.Namespace, seen: list[str]) -> int:
         print(json.dumps(result))
         return 0
     rule = {"s17": "stands on all 17s", "h17": "draws to a soft 17"}[result["dealer"]]
-    print(f"blackjack, {result['decks']} decks, {result['cards']} cards left; the dealer {rule}")
+    decks = f"{result['decks']} deck{'s' if result['decks'] > 1 else ''}"
+    print(f"blackjack, {decks}, {result['cards']} cards left; the dealer {rule}")
     print(f"  Blackjack      {result['blackjack']:.6%}")
     print("the dealer's cards when the hand is complete (the busting card counted):")
     for n, p in result["dealer_cards"].items():
@@ -168,11 +170,18 @@ def settle_args(p: argparse.ArgumentParser) -> None:
 
 @commands("settle", settle_args, help="settle a round's wagers (JSON in, JSON out)",
           description="Reads {table, round, wagers} as JSON from FILE or stdin and prints the "
-          "settlements in the order the dealer makes them: losing wagers first, then seats from "
-          "the highest number down. Money is integer cents. See docs/INTERFACES.md. With "
-          "--table (or --shoe-id) the table is the one registered for that shoe (sabot "
-          "provision), checked against any the request names.",
-          example="sabot settle --table BAC-07 request.json")
+          "settlements in the order the dealer makes them. Baccarat: losing wagers first, then "
+          "seats from the highest number down. Blackjack (table.game \"blackjack\"): the side "
+          "wagers Hit and Run, Straight Jack and House Money, seat by seat from the dealer's "
+          "right; the request also carries \"meters\" (the progressive meters in cents, for "
+          "the wagers placed) and the answer the meters after. Money is integer cents. See "
+          "docs/INTERFACES.md. With --table (or --shoe-id) the table is the one registered for "
+          "that shoe (sabot provision), checked against any the request names.",
+          example="sabot settle --table BAC-07 request.json; echo '{\"table\": {\"game\": "
+          "\"blackjack\", \"side_wagers\": [\"hit_and_run\"]}, \"round\": {\"dealer\": "
+          "[\"AS\", \"KH\"], \"hands\": []}, \"meters\": {\"hit_and_run\": 100000}, "
+          "\"wagers\": [{\"seat\": 1, \"wager\": \"hit_and_run\", \"amount_cents\": 500}]}' "
+          "| sabot settle")
 def cmd_settle(args: argparse.Namespace) -> int:
     import json
 

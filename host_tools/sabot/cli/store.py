@@ -138,6 +138,11 @@ def audit_args(p: argparse.ArgumentParser) -> None:
                    "signed each log's first checkpoint there — what no store shows about itself "
                    "(a tail deleted, a shoe's history swapped, frames signed again under a "
                    "replaced key); repeatable; needs --witness")
+    p.add_argument("--only-stored-shoes", action="store_true",
+                   help="with --witness-state: a witnessed log of a shoe this store holds no "
+                   "frame of is named, not required (a casino whose shoes write to several "
+                   "stores: check each shoe in its own; a shoe deleted whole from this store "
+                   "then passes: name its store's shoes with care)")
     p.add_argument("--witness", metavar="VKEY", action="append", default=[],
                    help="a witness's verifier key: every cosignature of that witness the store "
                    "holds must verify with it, and its --witness-state is checked with it "
@@ -173,8 +178,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
             raise SabotError("--witness-state needs the witness's verifier key: --witness VKEY")
         for source in args.witness_state:
             witnessed += load_witness_state(source, verifiers)
+    if args.only_stored_shoes and not args.witness_state:
+        raise SabotError("--only-stored-shoes is for --witness-state")
     r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes, witnessed,
-               verifiers)
+               verifiers, args.only_stored_shoes)
 
     def seqs(holes: list[dict[str, int]]) -> str:
         return ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
@@ -208,6 +215,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for v in verifiers:  # a witness given, of which the store holds nothing, is said
             if not by.get(v.name):
                 notes.append(f"no stored cosignature of witness {v.name}")
+        if r["elsewhere"]:
+            notes.append("witnessed logs of shoes with no frame here, not checked "
+                         "(--only-stored-shoes): " + ", ".join(
+                             shoe_id_text(s) for s in sorted(set(r["elsewhere"]))))
         if r["unwitnessed"]:
             notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
                          "its tail or history): " + ", ".join(

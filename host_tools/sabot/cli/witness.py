@@ -9,11 +9,10 @@ import sys
 from sabot.cli.options import (
     REGISTRY_HELP,
     SHOE_ID,
-    SHOE_ID_HELP,
     Commands,
-    add_witness_args,
     listen_arg,
     ranged,
+    witness_arg,
 )
 from sabot.cli.output import shoe_id_text
 from sabot.errors import SabotError
@@ -135,9 +134,17 @@ def cmd_witness(args: argparse.Namespace) -> int:
 
 
 def bind_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--registry", default=None, help=REGISTRY_HELP)
-    p.add_argument("--shoe-id", type=SHOE_ID, help=SHOE_ID_HELP)
-    add_witness_args(p, required=True)
+    p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry holds "
+                   "its first checkpoint")
+    p.add_argument("--shoe-id", type=SHOE_ID, help="the registered shoe (decimal or 0x hex, as "
+                   "sabot provision prints it; default: the registry's only shoe)")
+    p.add_argument("--witness", metavar="URL=VKEY", type=witness_arg, action="append",
+                   required=True, help="a witness to hand the shoe's first checkpoint: URL its "
+                   "address (http://HOST:PORT), VKEY its verifier key (sabot witness --key FILE "
+                   "--vkey); repeat for several")
+    p.add_argument("--quorum", metavar="K", type=ranged(1, 64), default=None,
+                   help="how many must hold the shoe's key 1 afterwards (default: every "
+                   "--witness); fewer: exit 2")
 
 
 @commands("bind", bind_args, help="hand witnesses a shoe's first checkpoint (its key 1)",
@@ -257,6 +264,9 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         try:  # written beside it under a name of its own, then moved over it whole
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.out)),
                                        prefix=".receipt-")
+            from sabot.registry import public_mode
+
+            public_mode(fd)  # a receipt is for anyone
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, args.out)

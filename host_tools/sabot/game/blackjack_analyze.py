@@ -51,7 +51,8 @@ class Composition:
         for token in seen:
             card = parse_card(token)
             if self.count[card] == 0:
-                raise SabotError(f"--seen holds more {card} than {decks} decks have")
+                raise SabotError(f"--seen holds more {card} than {decks} "
+                                 f"deck{'s' if decks > 1 else ''} have")
             self.count[card] -= 1
         self.cards = sum(self.count.values())
         if self.cards < LONGEST:

@@ -137,6 +137,9 @@ def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, tup
         raise SabotError(f"round.dealer {' '.join(dealer)} is not the dealer's completed hand "
                          f"under {table.dealer}")
     hands: dict[int, tuple[list[str], bool]] = {}
+    seen: dict[str, int] = {}
+    for c in dealer:
+        seen[c] = seen.get(c, 0) + 1
     raw = rnd.get("hands", [])
     if not isinstance(raw, list) or not all(isinstance(h, dict) for h in raw):
         raise SabotError("round.hands must be a list of {seat, cards[, split]}")
@@ -146,6 +149,13 @@ def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, tup
         if len(cards) < 2:
             raise SabotError(f"round.hands: seat {seat}'s hand has fewer than two cards")
         hands.setdefault(seat, (cards, bool(h.get("split", False))))
+        for c in cards:
+            seen[c] = seen.get(c, 0) + 1
+    over = sorted(c for c, n in seen.items() if n > table.decks)
+    if over:
+        raise SabotError(f"the round holds {seen[over[0]]} copies of {over[0]}, but the table's "
+                         f"{table.decks} deck{'s' if table.decks > 1 else ''} hold only "
+                         f"{table.decks}")
     return dealer, hands
 
 
@@ -156,9 +166,12 @@ def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any]) -> list
         _int(w.get("seat"), "wagers[].seat", 1, SEATS)
         _int(w.get("amount_cents"), "wagers[].amount_cents", 1)
         if w.get("wager") not in table.side_wagers:
+            main = "" if w.get("wager") in SIDE_WAGERS else (
+                "; only a blackjack table's side wagers are settled here (the main wager's odds, "
+                "§ 633a.13(b), were not in the text found)")
             raise SabotError(f"seat {w.get('seat')}: this table does not offer "
                              f"{w.get('wager')!r} (it offers "
-                             f"{', '.join(table.side_wagers) or 'no side wager'})")
+                             f"{', '.join(table.side_wagers) or 'no side wager'}){main}")
         if w["wager"] != "hit_and_run" and w["seat"] not in hands:
             raise SabotError(f"seat {w['seat']}: a {w['wager']} wager, but the round has no hand "
                              "at that seat")
@@ -223,14 +236,23 @@ def settle(request: dict[str, Any]) -> dict[str, Any]:
     for i in order:
         w = items[i]
         hand, win, from_meter = plan[i]
+        paid = None  # Hit and Run's payout, the wager taken ("for 1")
         if from_meter is not None and i in shares[from_meter]:
             won = whole[from_meter][shares[from_meter].index(i)]
-            win = won - w["amount_cents"] if from_meter == "hit_and_run" else win + won
+            if from_meter == "hit_and_run":
+                paid, win = won, won - w["amount_cents"]
+            else:
+                win += won
         elif from_meter == "straight_jack":
             win += tenth
             after["straight_jack"] -= tenth
-        out[i] = {"seat": w["seat"], "wager": w["wager"], "result": "lose" if win < 0 else "win",
+        if w["wager"] == "hit_and_run" and paid is None:
+            paid = win + w["amount_cents"] if win >= 0 else 0
+        won_it = win >= 0 or (paid is not None and paid > 0)
+        out[i] = {"seat": w["seat"], "wager": w["wager"], "result": "win" if won_it else "lose",
                   "win_cents": max(win, 0), "hand": hand}
+        if paid is not None:
+            out[i]["payout_cents"] = paid
     for name in shares:
         if shares[name]:
             after[name] = table.reset[name]  # the whole meter paid: it starts again
