@@ -31,7 +31,7 @@ def make_receipt(store: AuditStore, entry: ShoeEntry, shoe: int, round_no: int,
     """Round `round_no` of shoe `shoe` of the registered shoe `entry`: its receipt, or a
     SabotError in one line saying what is missing."""
     sid = entry.shoe_id
-    who = f"round {round_no} of shoe {shoe} of shoe {pr.shoe_id_text(sid)}"
+    who = f"round {round_no} of shoe {shoe} dealt by shoe {pr.shoe_id_text(sid)}"
     got = store.round_frames(sid, shoe, round_no)
     if "result" not in got or "initial_cards" not in got:
         raise SabotError(f"{who} is not in {store.path} (no result stored)" if "result" not in got

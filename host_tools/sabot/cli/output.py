@@ -115,9 +115,9 @@ def witnessed_line(summary: dict[str, Any], witnessed: bool = False) -> str:
     """What a session's summary says of the shoe's log: its newest checkpoint that held against
     the stored frames, and (`witnessed`: --witness was given) the witnesses that cosigned one."""
     if not summary["checkpoint"]:
-        return ("shoe's log: no checkpoint the shoe signed could be checked here (this store "
-                "does not hold the shoe's frames from its first, or none came): nothing was "
-                "sent to the witnesses" if witnessed else "shoe's log: no checkpoint checked")
+        return ("shoe's log: no checkpoint checked in this session (none came, or this store "
+                "does not hold the shoe's log from its first frame), so none was sent to the "
+                "witnesses" if witnessed else "shoe's log: no checkpoint checked")
     line = (f"shoe's log: its element signed a checkpoint of {summary['checkpoint']} frames, "
             "and its root is that of the frames stored")
     c = summary.get("cosigned")
