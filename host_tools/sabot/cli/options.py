@@ -233,9 +233,9 @@ def witness_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_witness_args(parser: argparse.ArgumentParser, required: bool = False) -> None:
+def add_witness_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--witness", metavar="URL=VKEY", type=witness_arg, action="append",
-                        default=[], required=required,
+                        default=[],
                         help="a witness of the shoes' logs (sabot witness, run by a regulator or "
                         "a test lab): every checkpoint a shoe signs is sent to it "
                         "with a consistency proof, and its cosignature stored; URL its address "

@@ -174,13 +174,7 @@ def render_module(tables: dict[str, bytes] | None = None) -> str:
         '  32 panda8; 64 lucky_six."""',
         "",
     ]
-    for name, data in tables.items():
-        out.append(f"{name} = (")
-        for i in range(0, len(data), 20):
-            chunk = "".join(f"\\x{c:02x}" for c in data[i : i + 20])
-            out.append(f"    b'{chunk}'")
-        out.append(")")
-    return "\n".join(out) + "\n"
+    return _with_constants(out, tables)
 
 
 # The blackjack dealer's rule, as the common rule words it (Chapter 633a leaves it to the
@@ -240,6 +234,15 @@ def render_blackjack_module(tables: dict[str, bytes] | None = None) -> str:
         ' 17)."""',
         "",
     ]
+    return _with_constants(out, tables)
+
+
+GENERATED = ((TABLE_PATH, render_module), (BLACKJACK_TABLE, render_blackjack_module))
+
+
+def _with_constants(head: list[str], tables: dict[str, bytes]) -> str:
+    """A generated module: its head's lines, then each table as a bytes constant, 20 a line."""
+    out = list(head)
     for name, data in tables.items():
         out.append(f"{name} = (")
         for i in range(0, len(data), 20):
@@ -247,9 +250,6 @@ def render_blackjack_module(tables: dict[str, bytes] | None = None) -> str:
             out.append(f"    b'{chunk}'")
         out.append(")")
     return "\n".join(out) + "\n"
-
-
-GENERATED = ((TABLE_PATH, render_module), (BLACKJACK_TABLE, render_blackjack_module))
 
 
 def generate(path: Path = TABLE_PATH) -> Path:
