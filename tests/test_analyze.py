@@ -110,9 +110,9 @@ def test_the_generated_tables_equal_a_fresh_derivation():
 
 @pytest.mark.board  # a fresh interpreter: what one `sabot analyze` imports
 def test_sabot_analyze_starts_light():
-    """The command imports argparse, the analysis and the kernel, not every command's modules
-    (dataclasses and inspect, shutil's compression modules, Fraction and Decimal, the audit,
-    link or crypto code)."""
+    """The command imports the analysis and the kernel, not argparse (cli/quick.py takes its
+    plainest forms) nor every command's modules (dataclasses and inspect, shutil's compression
+    modules, Fraction and Decimal, the audit, link or crypto code)."""
     code = ("import sys; from sabot.cli import main; main(['analyze', '--decks', '8']); "
             "print(' '.join(sorted(sys.modules)), file=sys.stderr)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
@@ -121,7 +121,8 @@ def test_sabot_analyze_starts_light():
     loaded = set(r.stderr.split())
     assert "sabot.game.edges" in loaded and "ctypes" in loaded
     heavy = {"dataclasses", "inspect", "shutil", "bz2", "lzma", "fractions", "decimal",
-             "sabot.game.wagers", "sabot.audit", "sabot.link", "cryptography", "sqlite3"}
+             "sabot.game.wagers", "sabot.audit", "sabot.link", "cryptography", "sqlite3",
+             "argparse", "re", "sabot.cli.options"}  # its plainest form: not even a parser
     assert not loaded & heavy, loaded & heavy
 
 
@@ -246,3 +247,21 @@ def test_remaining_shoe_refuses_cards_it_does_not_hold():
     assert small.cards == 2
     with pytest.raises(SabotError, match="only 2 cards left"):
         small.exact_edges()
+
+
+@pytest.mark.parametrize("quick,full", [
+    (["--decks", "1"], ["--decks", "1", "--tie-odds", "8"]),
+    (["--json", "--decks", "2"], ["--decks", "2", "--json", "--tie-odds", "8"]),
+    ([], ["--tie-odds", "8"]),
+])
+def test_the_quick_analyze_says_exactly_what_the_full_command_line_does(cli, quick, full):
+    """`sabot analyze` without argparse (cli/quick.py) and through it (an option it does not
+    take, with its default): the same output; a form it does not take goes to the full parser
+    and its errors."""
+    a, b = cli("analyze", *quick), cli("analyze", *full)
+    assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr) == (
+        0, b.stdout, "")
+    for bad in (["--decks", "9"], ["--decks"], ["--decks", "x"], ["--dekcs", "8"]):
+        r = cli("analyze", *bad)
+        assert r.returncode == 2 and r.stderr.startswith("sabot") and r.stdout == "", bad
+        assert len(r.stderr.strip().splitlines()) == 1  # the full parser's one line

@@ -8,16 +8,15 @@ options added."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from sabot.cli import offline, pit, release, shoe, store, virtual, witness
-from sabot.cli.options import HelpFormatter, Parser, VersionAction
 from sabot.errors import BAD_INPUT, INTERRUPTED, OK, SabotError
 
-__all__ = ["HelpFormatter", "build_parser", "main"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
-AREAS = (offline, virtual, shoe, store, pit, release, witness)
+__all__ = ["HelpFormatter", "build_parser", "main"]
 
 # `sabot --help` lists the commands in this order; a command not named here comes last
 ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serve", "replay",
@@ -29,6 +28,10 @@ ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serv
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `command`, only that command's parser (any other word: every
     command by name and help line, for `sabot --help` and a misspelt name)."""
+    from sabot.cli import offline, pit, release, shoe, store, virtual, witness
+    from sabot.cli.options import HelpFormatter, Parser, VersionAction
+
+    areas = (offline, virtual, shoe, store, pit, release, witness)
     p = Parser(
         prog="sabot", formatter_class=HelpFormatter,
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
@@ -37,7 +40,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action=VersionAction)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
                            parser_class=Parser)
-    every = {c.name: c for area in AREAS for c in area.commands}
+    every = {c.name: c for area in areas for c in area.commands}
     if command in every:  # the only one parse_args will meet (each parser costs its start time)
         every[command].add_to(sub)
         return p
@@ -51,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     record did not verify (errors.NotVerified), BAD_INPUT on bad input, usage or I/O (any other
     SabotError, a lost link, a file that will not do), INTERRUPTED on Ctrl-C or SIGTERM."""
     words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["analyze"]:  # its plainest forms, without argparse (cli/quick.py)
+        from sabot.cli import quick
+
+        done = quick.analyze(list(words[1:]))
+        if done is not None:
+            return done
     # the command is the first word that is no option (`sabot --help`, `sabot --version`: none)
     parser = build_parser(next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
@@ -76,3 +85,12 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def __getattr__(name: str) -> object:
+    """HelpFormatter, as before (imported only when asked: argparse is not every start's)."""
+    if name == "HelpFormatter":
+        from sabot.cli.options import HelpFormatter
+
+        return HelpFormatter
+    raise AttributeError(name)

@@ -78,19 +78,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if given:
         raise SabotError(f"{', '.join(given)}: blackjack's (add --game blackjack); baccarat's "
                          "analysis takes --tie-odds only")
-    from sabot.game.analyze import analyze
+    from sabot.game.analyze import analyze, report_text
 
     result = analyze(args.decks, seen, 8 if args.tie_odds is None else args.tie_odds)
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(f"{result['decks']} decks, {result['cards']} cards left, "
-          f"{result['sequences']:,} sequences")
-    for name, count in result["outcomes"].items():
-        print(f"  {name:<7} {count:>26,}  {count / result['sequences']:.6%}")
-    print("house edge by wager:")
-    for name, w in result["wagers"].items():
-        print(f"  {name:<22} {w['house_edge']:>10.4%}")
+    print(json.dumps(result) if args.json else report_text(result))
     return 0
 
 

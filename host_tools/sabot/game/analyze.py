@@ -31,6 +31,18 @@ def outcome_counts(value_counts: Sequence[int]) -> dict[OutcomeKey, int]:
     return {(i % 100 // 10, i % 10, *KINDS[i // 100]): n for i, n in enumerate(counts) if n}
 
 
+def report_text(result: dict[str, Any]) -> str:
+    """`sabot analyze`'s report for people (without --json)."""
+    lines = [f"{result['decks']} decks, {result['cards']} cards left, "
+             f"{result['sequences']:,} sequences"]
+    for name, count in result["outcomes"].items():
+        lines.append(f"  {name:<7} {count:>26,}  {count / result['sequences']:.6%}")
+    lines.append("house edge by wager:")
+    for name, w in result["wagers"].items():
+        lines.append(f"  {name:<22} {w['house_edge']:>10.4%}")
+    return "\n".join(lines)
+
+
 def analyze(decks: int = 8, seen: Sequence[str] = (), tie_odds: int = 8) -> dict[str, Any]:
     shoe = RemainingShoe(decks, seen, tie_odds)
     edges = shoe.house_edges()
