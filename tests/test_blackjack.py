@@ -223,19 +223,65 @@ def test_a_six_card_straight_takes_the_meter_with_the_ace_of_spades_and_a_tenth_
     wagers = [{"seat": 2, "wager": "straight_jack", "amount_cents": 500},
               {"seat": 5, "wager": "straight_jack", "amount_cents": 500}]
     got, meters = settled(DEALERS[2], hands, wagers)
-    # 633a.13(m)(1): 100% of the meter and 200 to 1; 10% of the meter and 200 to 1
+    # 633a.13(m)(1): 10% of the meter and 200 to 1 (the tenth first); the rest of the meter
+    # and 200 to 1: never more than the meter in a round
     assert [(s["seat"], s["hand"], s["win_cents"]) for s in got] == [
         (5, "six_card_straight", 80_000 + 100_000),
-        (2, "six_card_straight_ace_of_spades", 800_000 + 100_000)]
+        (2, "six_card_straight_ace_of_spades", 720_000 + 100_000)]
+    assert got[1]["pay_from"] == "not_table_inventory" and "pay_from" not in got[0]
     assert meters["straight_jack"] == 500_000  # the whole meter paid: its reset amount
     [s], meters = settled(DEALERS[2], hands[1:], wagers[1:])
     assert s["win_cents"] == 180_000 and meters["straight_jack"] == 720_000
+    # a tenth can take the meter below its reset amount; the next round takes it as it stands
+    [s], meters = settled(DEALERS[2], hands[1:], wagers[1:],
+                          meters={"straight_jack": 500_000})
+    assert meters["straight_jack"] == 450_000
+    [s], meters = settled(DEALERS[2], hands[1:], wagers[1:], meters=meters)
+    assert s["win_cents"] == 45_000 + 100_000 and meters["straight_jack"] == 405_000
 
 
-def test_a_split_hand_counts_only_its_first_two_cards_for_straight_jack():
-    [s], _ = settled(DEALERS[2], [{"seat": 1, "cards": ["8S", "9H", "TC"], "split": True}],
-                     [{"seat": 1, "wager": "straight_jack", "amount_cents": 100}])
-    assert (s["hand"], s["win_cents"]) == ("2_card_straight", 300)
+def test_a_split_seat_settles_straight_jack_and_house_money_on_its_original_two_cards():
+    """A split pair's hands (8S 9H TC, 8H 7C): the wagers take the two cards dealt first, the
+    pair: House Money's pair 3 to 1, and no straight (8-9-10 after the split does not count)."""
+    split = [{"seat": 1, "cards": ["8S", "9H", "TC"], "split": True},
+             {"seat": 1, "cards": ["8H", "7C"], "split": True}]
+    got, _ = settled(DEALERS[2], split, [
+        {"seat": 1, "wager": "straight_jack", "amount_cents": 100},
+        {"seat": 1, "wager": "house_money", "amount_cents": 100}])
+    assert [(s["hand"], s["win_cents"]) for s in got] == [("no_straight", 0), ("pair", 300)]
+    kq = [{"seat": 1, "cards": ["KS", "2H"], "split": True},
+          {"seat": 1, "cards": ["QH", "9C"], "split": True}]  # a pair by value: K-Q
+    got, _ = settled(DEALERS[2], kq, [
+        {"seat": 1, "wager": "straight_jack", "amount_cents": 100},
+        {"seat": 1, "wager": "house_money", "amount_cents": 100}])
+    assert [(s["hand"], s["win_cents"]) for s in got] == [("2_card_straight", 300),
+                                                          ("two_card_straight", 100)]
+
+
+@pytest.mark.parametrize("hands,dealer,said", [
+    ([{"seat": 1, "cards": ["8S", "9H"], "split": True}], 2, "not what a split of a pair makes"),
+    ([{"seat": 1, "cards": ["8S", "9H"]}, {"seat": 1, "cards": ["8H", "7C"]}], 2,
+     "not what a split of a pair makes"),
+    ([{"seat": 1, "cards": ["8S", "9H"], "split": True},
+      {"seat": 1, "cards": ["7H", "7C"], "split": True}], 2, "not what a split of a pair makes"),
+    ([{"seat": 1, "cards": ["8S", "9H", "2C"]}], "blackjack", "drew after the dealer's Blackjack"),
+])
+def test_rounds_the_dealing_cannot_make_are_refused(hands, dealer, said):
+    with pytest.raises(SabotError, match=said):
+        settled(DEALERS[dealer], hands, [{"seat": 1, "wager": "house_money",
+                                          "amount_cents": 100}])
+
+
+def test_one_wager_a_seat_and_the_tables_hit_and_run_wager():
+    twice = [{"seat": 1, "wager": "hit_and_run", "amount_cents": 100}] * 2
+    with pytest.raises(SabotError, match="two hit_and_run wagers"):
+        settled(DEALERS[8], [], twice)
+    with pytest.raises(SabotError, match="Hit and Run wager is 500 cents, not 100"):
+        settled(DEALERS[8], [], twice[:1], table={**TABLE, "hit_and_run_wager_cents": 500})
+    [s], _ = settled(DEALERS[7], [], twice[:1])  # 200 for 1: a floorperson verifies it
+    assert s["verify"] == "floorperson" and "pay_from" not in s
+    [s], _ = settled(DEALERS[8], [], twice[:1])
+    assert s["verify"] == "floorperson" and s["pay_from"] == "not_table_inventory"
 
 
 @pytest.mark.parametrize("cards,decks,hand,to_one", [

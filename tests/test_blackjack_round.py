@@ -198,5 +198,5 @@ def test_a_followed_round_is_what_settle_takes():
                      "wagers": [{"seat": 4, "wager": "hit_and_run", "amount_cents": 100},
                                 {"seat": 4, "wager": "straight_jack", "amount_cents": 100}]})
     by = {s["wager"]: (s["hand"], s["win_cents"]) for s in answer["settlements"]}
-    # six dealer cards: 25 for 1; the split hand 8-9 is a two-card straight: 3 to 1
-    assert by == {"hit_and_run": ("6_cards", 2400), "straight_jack": ("2_card_straight", 300)}
+    # six dealer cards: 25 for 1; Straight Jack takes the original two, the pair: no straight
+    assert by == {"hit_and_run": ("6_cards", 2400), "straight_jack": ("no_straight", 0)}

@@ -12,12 +12,12 @@ What the text gives, and what is configuration or this module's reading where it
 - Straight Jack and House Money pay "to 1". A straight is cards of consecutive rank (§ 633a.1
   defines a three-card one); here of any length, an ace high or low (A-2, K-A), never wrapping
   (K-A-2), as the Board's poker chapters rank an ace (e.g. § 657a.6(a)). House Money takes the
-  player's first two cards. Straight Jack takes the player's hand as dealt: its first N cards
-  are an N-card straight, a card that takes the hand over 21 not counting, and a split hand only
-  its first two cards (the text is silent: commercial descriptions). Its six-card straight is
-  A-2-3-4-5-6 (no other six-card straight stays at 21 or under); the whole meter with an ace of
-  spades, 10% of it with any other ace, each also 200 to 1; the share of several winners as Hit
-  and Run's.
+  player's original two cards. Straight Jack takes the player's hand as dealt: its first N cards
+  are an N-card straight, a card that takes the hand over 21 not counting, and a split seat only
+  its original two cards (the text is silent: commercial descriptions). Its six-card straight is
+  A-2-3-4-5-6 (no other six-card straight stays at 21 or under); 10% of the meter with an ace
+  other than spades (paid first, each of the meter as it stands then), the rest of it with the
+  ace of spades, each also 200 to 1; the share of several winners as Hit and Run's.
 - Wagers are settled seat by seat from the player farthest to the dealer's right (the highest
   seat number) around to the dealer's left (§ 633a.7(o)).
 - § 633a.13(o)'s aggregate payout limit applies only to Royal Match 21 and King's Bounty wagers,
@@ -100,6 +100,13 @@ class BlackjackTable:
                 raise SabotError(f"table.side_wagers: {w!r} is no blackjack wager settled here "
                                  f"(the known ones are {', '.join(SIDE_WAGERS)})")
         self.side_wagers = list(side)
+        hole = cfg.get("hole_card", True)
+        if not isinstance(hole, bool):
+            raise SabotError("table.hole_card must be true or false")
+        self.hole_card = hole
+        fixed = cfg.get("hit_and_run_wager_cents")
+        self.hit_and_run_wager = None if fixed is None else _int(
+            fixed, "table.hit_and_run_wager_cents", 1)
         self.reset = {
             "hit_and_run": _int(cfg.get("hit_and_run_reset_cents", HIT_AND_RUN_MIN_RESET),
                                 "table.hit_and_run_reset_cents", HIT_AND_RUN_MIN_RESET),
@@ -122,10 +129,14 @@ def _cards(v: object, where: str) -> list[str]:
     return [parse_card(c) for c in v]
 
 
-def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, tuple[list[str],
-                                                                                bool]]]:
-    """The dealer's completed hand, and each seat's original hand (its first) and whether it
-    was split."""
+Seat = tuple[list[str], list[str], bool]  # (its hand's cards, its original two cards, split)
+
+
+def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, Seat]]:
+    """The dealer's completed hand, and each seat's: its (first) hand's cards, its original two
+    cards, and whether it split. SabotError for a round the dealing cannot make: hands of a seat
+    that no split makes, players drawing after a dealer's Blackjack seen in the hole, more copies
+    of a card than the decks hold."""
     if not isinstance(rnd, dict):
         raise SabotError("round: expected a blackjack round record with dealer and hands")
     dealer = _cards(rnd.get("dealer"), "round.dealer")
@@ -136,19 +147,21 @@ def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, tup
     if done != len(dealer):
         raise SabotError(f"round.dealer {' '.join(dealer)} is not the dealer's completed hand "
                          f"under {table.dealer}")
-    hands: dict[int, tuple[list[str], bool]] = {}
     seen: dict[str, int] = {}
     for c in dealer:
         seen[c] = seen.get(c, 0) + 1
     raw = rnd.get("hands", [])
     if not isinstance(raw, list) or not all(isinstance(h, dict) for h in raw):
         raise SabotError("round.hands must be a list of {seat, cards[, split]}")
+    by_seat: dict[int, list[tuple[list[str], bool]]] = {}
     for h in raw:
         seat = _int(h.get("seat"), "round.hands[].seat", 1, SEATS)
         cards = _cards(h.get("cards"), f"round.hands (seat {seat}) cards")
-        if len(cards) < 2:
-            raise SabotError(f"round.hands: seat {seat}'s hand has fewer than two cards")
-        hands.setdefault(seat, (cards, bool(h.get("split", False))))
+        split = h.get("split", False)
+        if not isinstance(split, bool) or len(cards) < (1 if split else 2):
+            raise SabotError(f"round.hands: seat {seat}'s hand has fewer than two cards, or a "
+                             "split that is not true or false")
+        by_seat.setdefault(seat, []).append((cards, split))
         for c in cards:
             seen[c] = seen.get(c, 0) + 1
     over = sorted(c for c, n in seen.items() if n > table.decks)
@@ -156,7 +169,21 @@ def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, tup
         raise SabotError(f"the round holds {seen[over[0]]} copies of {over[0]}, but the table's "
                          f"{table.decks} deck{'s' if table.decks > 1 else ''} hold only "
                          f"{table.decks}")
-    return dealer, hands
+    dealer_blackjack = blackjack.is_blackjack(dealer[:2]) and table.hole_card
+    seats: dict[int, Seat] = {}
+    for seat, hands in by_seat.items():
+        split = len(hands) > 1
+        if any(s != split for _, s in hands) or (split and blackjack.card_value(
+                hands[0][0][0]) != blackjack.card_value(hands[1][0][0])):
+            raise SabotError(f"round.hands: seat {seat}'s hands are not what a split of a pair "
+                             "makes (one hand, or two or more marked split whose first cards "
+                             "are a pair)")
+        if dealer_blackjack and (split or len(hands[0][0]) != 2):
+            raise SabotError(f"round.hands: seat {seat} drew after the dealer's Blackjack, "
+                             "which ends the round with the hole card")
+        initial = [hands[0][0][0], hands[1][0][0]] if split else hands[0][0][:2]
+        seats[seat] = (hands[0][0], initial, split)
+    return dealer, seats
 
 
 def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any]) -> list[dict[str, Any]]:
@@ -175,6 +202,14 @@ def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any]) -> list
         if w["wager"] != "hit_and_run" and w["seat"] not in hands:
             raise SabotError(f"seat {w['seat']}: a {w['wager']} wager, but the round has no hand "
                              "at that seat")
+        fixed = table.hit_and_run_wager
+        if w["wager"] == "hit_and_run" and fixed is not None and w["amount_cents"] != fixed:
+            raise SabotError(f"seat {w['seat']}: the table's Hit and Run wager is {fixed} cents, "
+                             f"not {w['amount_cents']}")
+    pairs = [(w["seat"], w["wager"]) for w in items]
+    twice = next((p for p in pairs if pairs.count(p) > 1), None)
+    if twice:  # (a meter is shared by players: one wager a seat)
+        raise SabotError(f"seat {twice[0]} has two {twice[1]} wagers: one a seat")
     return items
 
 
@@ -182,12 +217,14 @@ def _meters(table: BlackjackTable, meters: object, items: list[dict[str, Any]]) 
     if not isinstance(meters, dict):
         raise SabotError('meters must be an object: {"hit_and_run": cents, ...}')
     progressive = {w["wager"] for w in items} & {"hit_and_run", "straight_jack"}
-    return {name: _int(meters.get(name), f"meters.{name}", table.reset[name])
+    # Hit and Run's meter only grows from its reset amount; Straight Jack's tenths take it lower
+    return {name: _int(meters.get(name), f"meters.{name}",
+                       table.reset[name] if name == "hit_and_run" else 1)
             for name in sorted(progressive)}
 
 
 def _hand(table: BlackjackTable, w: dict[str, Any], dealer: list[str],
-          hands: dict[int, tuple[list[str], bool]]) -> tuple[str, int, str | None]:
+          hands: dict[int, Seat]) -> tuple[str, int, str | None]:
     """What wager `w` won before any meter: (its hand's name, the win in cents, -1 for a loss;
     the meter it also takes a part of, or None)."""
     amount = w["amount_cents"]
@@ -200,16 +237,16 @@ def _hand(table: BlackjackTable, w: dict[str, Any], dealer: list[str],
         if n in HIT_AND_RUN_FOR_ONE:
             return f"{n}_cards", amount * (HIT_AND_RUN_FOR_ONE[n] - 1), None
         return f"{n}_cards", -1, None
-    cards, split = hands[w["seat"]]
+    cards, initial, split = hands[w["seat"]]
     if w["wager"] == "straight_jack":
-        n = straight_length(cards, split)
+        n = straight_length(initial if split else cards, split)
         if n == 6:
             spade = next(c for c in cards[:6] if c[0] == "A")[1] == "S"
             return ("six_card_straight_ace_of_spades" if spade else "six_card_straight",
                     amount * 200, "straight_jack")
         return (f"{n}_card_straight", amount * STRAIGHT_JACK_TO_ONE[n], None) if n else (
             "no_straight", -1, None)
-    best = house_money_hand(cards[:2], table.decks)
+    best = house_money_hand(initial, table.decks)
     return (best[0], amount * best[1], None) if best else ("nothing", -1, None)
 
 
@@ -227,11 +264,16 @@ def settle(request: dict[str, Any]) -> dict[str, Any]:
     shares = {name: [i for i in order if plan[i][2] == name
                      and (name == "hit_and_run" or plan[i][0].endswith("spades"))]
               for name in ("hit_and_run", "straight_jack")}
-    # each whole meter shared by its winners, then reset; a tenth of the Straight Jack meter as
-    # it stood to each other six-card straight, taken off it (when not reset)
+    # Straight Jack's tenths first, each 10% of the meter as it stands when paid (to the cent
+    # below), in settlement order; then each whole meter shared equally by its winners, and
+    # reset: never more than the meter paid in a round
     after = dict(meter)
-    whole = {name: _split(meter.get(name, 0), len(shares[name])) for name in shares}
-    tenth = meter.get("straight_jack", 0) // 10
+    tenth: dict[int, int] = {}
+    for i in order:
+        if plan[i][2] == "straight_jack" and i not in shares["straight_jack"]:
+            tenth[i] = after["straight_jack"] // 10
+            after["straight_jack"] -= tenth[i]
+    whole = {name: _split(after.get(name, 0), len(shares[name])) for name in shares}
     out: dict[int, dict[str, Any]] = {}
     for i in order:
         w = items[i]
@@ -243,16 +285,23 @@ def settle(request: dict[str, Any]) -> dict[str, Any]:
                 paid, win = won, won - w["amount_cents"]
             else:
                 win += won
-        elif from_meter == "straight_jack":
-            win += tenth
-            after["straight_jack"] -= tenth
+        elif i in tenth:
+            win += tenth[i]
         if w["wager"] == "hit_and_run" and paid is None:
             paid = win + w["amount_cents"] if win >= 0 else 0
         won_it = win >= 0 or (paid is not None and paid > 0)
-        out[i] = {"seat": w["seat"], "wager": w["wager"], "result": "win" if won_it else "lose",
-                  "win_cents": max(win, 0), "hand": hand}
+        entry: dict[str, Any] = {"seat": w["seat"], "wager": w["wager"],
+                                 "result": "win" if won_it else "lose",
+                                 "win_cents": max(win, 0), "hand": hand}
         if paid is not None:
-            out[i]["payout_cents"] = paid
+            entry["payout_cents"] = paid
+        # § 633a.7(o)(2)(ii)(B), (C): a floorperson verifies 200 for 1 or more; a whole meter is
+        # not paid from the table inventory container (the cards stay until it is documented)
+        if w["wager"] == "hit_and_run" and won_it and (hand == "7_cards" or from_meter):
+            entry["verify"] = "floorperson"
+        if from_meter is not None and i in shares[from_meter]:
+            entry["pay_from"] = "not_table_inventory"
+        out[i] = entry
     for name in shares:
         if shares[name]:
             after[name] = table.reset[name]  # the whole meter paid: it starts again
