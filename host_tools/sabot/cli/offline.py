@@ -44,7 +44,7 @@ def analyze_args(p: argparse.ArgumentParser) -> None:
                    help="baccarat: the table's Tie odds, to 1 (default 8)")
     p.add_argument("--dealer", choices=["s17", "h17"], default=None,
                    help="blackjack: the dealer stands on all 17s (s17, default) or draws to a "
-                   "soft 17 (h17), as the table's Rules Submission says (633a.12)")
+                   "soft 17 (h17), as the table's Rules Submission says")
     p.add_argument("--hit-and-run-meter", type=dollars_to_cents, default=None, metavar="DOLLARS",
                    help="blackjack: the Hit and Run meter's reset amount, at least 1000 "
                    "(633a.13(l)(2); default 1000)")

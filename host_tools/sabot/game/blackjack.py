@@ -2,7 +2,8 @@
 from the regulation text: the value of the cards (§ 633a.3(e)), Blackjack (§ 633a.1: an ace and
 any card having a value of 10 dealt as the initial two cards), hard and soft totals (§ 633a.1),
 and the dealer's drawing rule, which the certificate holder's Rules Submission fixes: the dealer
-stands on all 17s (`s17`) or draws to a soft 17 (`h17`, § 633a.12).
+stands on all 17s (`s17`) or draws to a soft 17 (`h17`; § 633a.12, which was not found, is
+where the chapter would say so).
 
 This is the validator's second opinion on every blackjack round, and what the side wagers'
 settlement and the exact analysis count the dealer's cards with."""
