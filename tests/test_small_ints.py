@@ -125,7 +125,10 @@ def test_a_whole_shoe_with_acks_and_hellos_holds_no_int_beyond_30_bits(tmp_path)
     watch = Watch()
     sys.settrace(watch.call)
     try:
-        for i, token in enumerate(cards.shuffled_shoe(8, seed=11)):
+        # a third of an 8-deck shoe, then its cut card and shoe end: every path of a whole shoe
+        # (burn, rounds, acks, hellos, the end, the compaction), traced line by line in a third
+        # of the time
+        for i, token in enumerate(cards.shuffled_shoe(8, seed=11, cut_from_end=280)):
             if app.shoe.phase == PH_ENDED:
                 break
             card(app, token)
@@ -145,7 +148,7 @@ def test_a_whole_shoe_with_acks_and_hellos_holds_no_int_beyond_30_bits(tmp_path)
     finally:
         sys.settrace(None)
     sent = split(link.data)
-    assert watch.calls > 20_000 and len(sent) > 140
+    assert watch.calls > 20_000 and len(sent) > 60
     assert all(f[4:8] == b"\xff\xff\xff\xf7" for f in sent)  # the id went out whole
     assert app.shoe.shoe_no == 2 and app.outbox.acked < 2**30
     assert watch.worst == 0, f"{watch.worst:#x} at {watch.where}"
