@@ -172,7 +172,9 @@ def test_crc8_smbus_and_autosar_would_let_a_2_bit_error_through_hex_digits():
 @pytest.mark.board
 def test_micropython_decoder_agrees_and_refuses_every_1_and_2_bit_error(mpy):
     script = ROOT / "tests" / "mp" / "sensor_errors.py"
-    confs = ("F0",)  # a sample: the exhaustive run over every confidence is the CPython test's
+    # a sample: the exhaustive run over every card and confidence is the CPython test's; here
+    # every third card's frame (18), the cut card's and the unreadable one's, at one confidence
+    confs = ("--step", "3", "F0")
     r = mpy(script, *confs)
     assert r.returncode == 0, r.stderr.decode()
     c = subprocess.run([sys.executable, str(script), *confs], capture_output=True, timeout=300,
@@ -180,5 +182,5 @@ def test_micropython_decoder_agrees_and_refuses_every_1_and_2_bit_error(mpy):
     assert c.returncode == 0, c.stderr.decode()
     assert r.stdout == c.stdout  # the same refusals, error counts and CRC table
     frames, patterns, accepted, lost, errors, _ = map(int, re.findall(rb"\d+", r.stdout))
-    assert (frames, patterns) == (54, 54 * 3240)
+    assert (frames, patterns) == (20, 20 * 3240)
     assert accepted == lost == 0 and errors > 0
