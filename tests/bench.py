@@ -941,9 +941,25 @@ def bench_blackjack():
                               capture_output=True, text=True, env=env, check=True).stdout
     n, failures, us = map(int, re.findall(r"\d+", said))
     cards = sum(1 for i in range(0, len(events), 2) if events[i] == 2)
+    # the dealer's presses a round at a table of basic-strategy players (virtual/blackjack_dealer)
+    import itertools
+
+    from sabot.game.cards import shuffled_shoe
+    from sabot.virtual.blackjack_dealer import deal_round
+
+    rng = random.Random(2)
+    shoe = (c for s in itertools.count() for c in shuffled_shoe(6, seed=s) if c != "CUT")
+    seats = presses = 0
+    for _ in range(1000):
+        at = [s for s in range(1, 8) if rng.random() < 0.6] or [4]
+        seats += len(at)
+        presses += sum(kind == "press" for kind, _ in deal_round(shoe, at, "s17"))
     return {"analyze_8_decks_ms": round(t * 1000, 1), "follower_events": n,
             "follower_cards": cards, "follower_us_per_event": round(us / n, 1),
-            "follower_heap_locked_alloc_failures": failures}
+            "follower_heap_locked_alloc_failures": failures,
+            "basic_strategy_seats_per_round": round(seats / 1000, 2),
+            "dealer_presses_per_round": round(presses / 1000, 2),
+            "dealer_presses_per_seat": round(presses / seats, 2)}
 
 
 SECTIONS["blackjack"] = bench_blackjack
@@ -1001,7 +1017,9 @@ LABELS = {
         "update_bytes", "update_chunks")),
     "suite": ("tests", "in_process_tests"),
     "blackjack": ("analyze_8_decks_ms", "follower_events", "follower_cards",
-                  "follower_us_per_event", "follower_heap_locked_alloc_failures"),
+                  "follower_us_per_event", "follower_heap_locked_alloc_failures",
+                  "basic_strategy_seats_per_round", "dealer_presses_per_round",
+                  "dealer_presses_per_seat"),
 }
 assert set(LABELS) == set(SECTIONS)
 

@@ -200,3 +200,54 @@ def test_a_followed_round_is_what_settle_takes():
     by = {s["wager"]: (s["hand"], s["win_cents"]) for s in answer["settlements"]}
     # six dealer cards: 25 for 1; Straight Jack takes the original two, the pair: no straight
     assert by == {"hit_and_run": ("6_cards", 2400), "straight_jack": ("no_straight", 0)}
+
+
+@pytest.mark.parametrize("cards,up,rule,choice", [
+    (["6S", "5H"], "TD", "s17", "double"), (["6S", "5H"], "AD", "s17", "hit"),
+    (["6S", "5H"], "AD", "h17", "double"), (["TS", "6H"], "TD", "s17", "hit"),
+    (["TS", "6H"], "6D", "s17", "stand"), (["TS", "2H"], "3D", "s17", "hit"),
+    (["AS", "7H"], "9D", "s17", "hit"), (["AS", "7H"], "8D", "s17", "stand"),
+    (["AS", "7H"], "2D", "h17", "double"), (["AS", "7H"], "2D", "s17", "stand"),
+    (["8S", "8H"], "TD", "s17", "split"), (["TS", "KH"], "6D", "s17", "stand"),
+    (["AS", "AH"], "AD", "s17", "split"), (["5S", "5H"], "6D", "s17", "double"),
+    (["9S", "9H"], "7D", "s17", "stand"), (["2S", "3H", "4D"], "TD", "s17", "hit"),
+])
+def test_the_simulated_players_follow_basic_strategy(cards, up, rule, choice):
+    from sabot.virtual.blackjack_dealer import decide
+
+    assert decide(cards, up, rule, may_split=True) == choice
+
+
+@pytest.mark.board
+def test_rounds_dealt_by_basic_strategy_are_followed_by_shoe_and_host_alike(mpy, tmp_path):
+    """A simulated table (sabot/virtual/blackjack_dealer.py): 300 rounds of six decks, random
+    seats, each player's decision pressed by the dealer. The host takes every card and press
+    (none refused, none not due), every round completes, and the shoe's follower on MicroPython
+    attributes every card alike with the heap locked."""
+    import itertools
+
+    from sabot.game.cards import shuffled_shoe
+    from sabot.virtual.blackjack_dealer import deal_round
+
+    rng = random.Random(8)
+    shoe = (c for s in itertools.count() for c in shuffled_shoe(6, seed=s) if c != "CUT")
+    events, expected, presses = bytearray(), bytearray(), {"next": 0, "double": 0, "split": 0}
+    for _ in range(300):
+        mask = rng.randrange(1, 128)
+        seats = [s + 1 for s in range(7) if mask >> s & 1]
+        round_ = deal_round(shoe, seats, "h17")
+        got = follow_round(seats, round_, "h17")
+        assert got["complete"] and not any(o is None or o is False for o in got["owner"])
+        events += bytes((1, mask))
+        expected.append(1)
+        for (kind, v), o in zip(round_, got["owner"], strict=True):
+            events += bytes((2, code(v)) if kind == "card" else (3, PRESS[v]))
+            expected.append(1 if o is True else 0xFE if o == "dealer" else o)
+            if kind == "press":
+                presses[v] += 1
+    assert presses["split"] > 10 and presses["double"] > 50 and presses["next"] > 300
+    (tmp_path / "events").write_bytes(events)
+    r = mpy(ROOT / "tests" / "mp" / "blackjack_rounds.py", tmp_path / "events", tmp_path / "out",
+            tmp_path / "placed", "1", "1")
+    assert r.returncode == 0 and b"alloc_failures 0" in r.stdout, r.stderr
+    assert (tmp_path / "out").read_bytes() == bytes(expected)
