@@ -2,6 +2,7 @@
 bytes, parse() refusing each kind of bad frame with its reason, and every payload type decoded."""
 
 import hashlib
+import json
 import struct
 
 import pytest
@@ -203,3 +204,26 @@ def test_variant_byte_round_trips_and_refuses_impossible_tables():
         pr.variant_byte("punto")
     with pytest.raises(SabotError, match="different games"):
         pr.variant_byte(ez=True, commission_free=True)
+
+
+def test_sabot_protocol_lists_the_frame_types_and_says_what_a_frame_holds(cli):
+    from sabot.game.cards import shuffled_shoe
+    from sabot.virtual import capture_gen
+
+    r = cli("protocol")
+    assert r.returncode == 0
+    assert "0x04  result            shoe to host, chained, signed" in r.stdout
+    assert "0x81  ack               host to shoe" in r.stdout
+    signer = capture_gen.ShoeSigner(ec.generate_private_key(ec.SECP256R1()), 7)
+    frames, _ = capture_gen.shoe_frames(signer, shuffled_shoe(8, 1), 1)
+    r = cli("protocol", "--json", frames[3].hex(), signer.checkpoint().hex())
+    assert r.returncode == 0, r.stderr
+    first, cp = (json.loads(line) for line in r.stdout.splitlines())
+    assert first["type"] == "result" and first["record"]["round"] == 1
+    assert first["signature"] == "not checked" and first["shoe_id"] == "0x00000007"
+    assert cp["type"] == "checkpoint" and cp["record"]["size"] == signer.seq
+    text = cli("protocol", frames[3].hex()).stdout
+    assert text.startswith("type result key_id 1 shoe_id 0x00000007") and '"round": 1' in text
+    for bad, said in (("zz", "not a frame in hex"), ("0201", "not a frame of the protocol")):
+        r = cli("protocol", bad)
+        assert r.returncode == 2 and said in r.stderr and len(r.stderr.splitlines()) == 1

@@ -22,7 +22,7 @@ __all__ = ["HelpFormatter", "build_parser", "main"]
 ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serve", "replay",
          "audit", "settle", "firmware", "bench", "deploy", "verify-firmware", "provision", "soak",
          "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "witness", "receipt",
-         "shuffle")
+         "bind", "protocol", "shuffle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -115,6 +115,68 @@ def analyze_blackjack(args: argparse.Namespace, seen: list[str]) -> int:
     return 0
 
 
+def protocol_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("frames", nargs="*", metavar="HEX",
+                   help="frames as hex, before COBS (e.g. from a capture or a logic analyser); "
+                   "none: list the frame types")
+    p.add_argument("--json", action="store_true", help="one JSON object a frame")
+
+
+@commands("protocol", protocol_args, help="the shoe protocol's frame types, or what frames say",
+          description="Without HEX: the frame types of the sabot protocol (docs/PROTOCOL.md), "
+          "shoe to host and host to shoe, and which are chained and signed. With HEX: each "
+          "frame's header (type, key version, shoe id, boot, seq) and what its payload says. "
+          "The signature is not checked here: sabot replay CAPTURE --registry FILE verifies "
+          "a capture's frames with the shoe's public key.",
+          example="sabot protocol; sabot protocol 0201000100000007...")
+def cmd_protocol(args: argparse.Namespace) -> int:
+    import json
+
+    from sabot import protocol as pr
+
+    if not args.frames:
+        commands_ = {pr.C_HELLO: "hello", pr.C_ACK: "ack", pr.C_RESOLVE: "resolve",
+                     pr.C_NEW_SHOE: "new_shoe", pr.C_VERIFY: "integrity", pr.C_UPDATE: "update",
+                     pr.C_UPDATE_DATA: "update_data", pr.C_REKEY: "rekey",
+                     pr.C_CHECKPOINT: "checkpoint"}
+        rows = [(t, n, "shoe to host") for t, n in pr.TYPES.items()] + [
+            (t, n, "host to shoe") for t, n in commands_.items()]
+        for t, name, way in sorted(rows):
+            kind = ("chained" if t in pr.CHAINED else "not chained") + (
+                ", unsigned" if t in pr.UNSIGNED else ", signed")
+            print(f"0x{t:02x}  {name:<17} {way}, {kind}")
+        print("(the layouts: docs/PROTOCOL.md)")
+        return 0
+    for text in args.frames:
+        try:
+            f = pr.parse(bytes.fromhex(text))
+        except ValueError:
+            raise SabotError(f"not a frame in hex: {text[:40]!r}") from None
+        except pr.FrameError as e:
+            raise SabotError(f"not a frame of the protocol ({e.reason}): {text[:40]}") from None
+        out: dict[str, object] = {"type": pr.TYPES.get(f.type, f"0x{f.type:02x}"),
+                                  "key_id": f.key_id, "shoe_id": pr.shoe_id_text(f.shoe_id),
+                                  "boot": f.boot, "seq": f.seq,
+                                  "signature": "not checked" if f.signed else "none"}
+        try:
+            if f.type in pr.CHAINED:
+                out["record"] = pr.decode_payload(f)[1]
+            elif f.type == pr.T_STATUS:
+                out["record"] = pr.decode_status(f.payload)
+            elif f.type == pr.T_CHECKPOINT:
+                out["record"] = {"size": f.seq, "root": f.payload.hex()}
+        except pr.FrameError as e:
+            out["problem"] = e.reason
+        if args.json:
+            print(json.dumps(out))
+        else:
+            said = {k: v for k, v in out.items() if k not in ("record", "problem")}
+            print(" ".join(f"{k} {v}" for k, v in said.items()) + (
+                f": {json.dumps(out['record'])}" if "record" in out else "") + (
+                f" (payload: {out['problem']})" if "problem" in out else ""))
+    return 0
+
+
 def roads_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="round records (default: stdin)")
     p.add_argument("--json", action="store_true",
