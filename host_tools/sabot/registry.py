@@ -429,14 +429,19 @@ class Registry:
         raise SabotError(f"the shoe registry {self.path} holds {len(self.shoes)} shoes ({ids}): "
                          "name one with --shoe-id")
 
-    def at_table(self, table: str) -> ShoeEntry:
-        """The shoe registered at `table` (any of them, when several share one configuration);
-        SabotError when none is, or when its shoes are configured differently."""
+    def at_table(self, table: str, one: bool = False) -> ShoeEntry:
+        """The shoe registered at `table` (any of them, when several share one configuration;
+        with `one`, refused then: what is asked is one shoe's); SabotError when none is, or
+        when its shoes are configured differently."""
         at = [e for _, e in sorted(self.shoes.items()) if e.table == table]
         if not at:
             names = ", ".join(sorted({e.table for e in self.shoes.values()})) or "none"
             raise SabotError(f"no shoe in the shoe registry {self.path} is at table "
                              f"{_shown(table)} (its tables: {names})")
+        if one and len(at) > 1:
+            raise SabotError(f"{len(at)} shoes are at table {table} ("
+                             f"{', '.join(shoe_id_text(e.shoe_id) for e in at)}): name one with "
+                             "--shoe-id")
         if any(e.table_config() != at[0].table_config() for e in at):
             ids = ", ".join(f"{e.shoe_id:#010x}" for e in at)
             raise SabotError(f"the shoes at table {table} ({ids}) are registered with different "

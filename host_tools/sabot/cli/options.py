@@ -233,17 +233,20 @@ def witness_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_witness_args(parser: argparse.ArgumentParser) -> None:
+WITNESS_HELP = ("a witness of the shoes' logs (sabot witness, run by a regulator or a test lab): "
+                "every checkpoint a shoe signs is sent to it with a consistency proof, and its "
+                "cosignature stored; URL its address (http://HOST:PORT), VKEY its verifier key "
+                "(sabot witness --key FILE --vkey); repeat it for several")
+QUORUM_HELP = ("the cosignatures a checkpoint needs before receipts are made to it (default: "
+               "every --witness)")
+
+
+def add_witness_args(parser: argparse.ArgumentParser, witness_help: str = WITNESS_HELP,
+                     quorum_help: str = QUORUM_HELP) -> None:
     parser.add_argument("--witness", metavar="URL=VKEY", type=witness_arg, action="append",
-                        default=[],
-                        help="a witness of the shoes' logs (sabot witness, run by a regulator or "
-                        "a test lab): every checkpoint a shoe signs is sent to it "
-                        "with a consistency proof, and its cosignature stored; URL its address "
-                        "(http://HOST:PORT), VKEY its verifier key (sabot witness --key FILE "
-                        "--vkey); repeat it for several")
+                        default=[], help=witness_help)
     parser.add_argument("--quorum", metavar="K", type=ranged(1, 64), default=None,
-                        help="the cosignatures a checkpoint needs before receipts are made to "
-                        "it (default: every --witness)")
+                        help=quorum_help)
 
 
 def cosigner(args: argparse.Namespace, say: Callable[[str], None]) -> Any:

@@ -17,9 +17,9 @@ from sabot.cli.options import (
     SHOE_ID_HELP,
     Commands,
     add_baud,
+    add_witness_args,
     dollars_to_cents,
     ranged,
-    witness_arg,
 )
 from sabot.cli.output import shoe_id_text
 from sabot.errors import NotVerified, SabotError
@@ -235,15 +235,13 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                    "printable characters (default shoe-<shoe id>)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
                    "written there")
-    p.add_argument("--witness", metavar="URL=VKEY", type=witness_arg, action="append",
-                   default=[], help="a witness of the shoe's log (sabot witness, run by a "
-                   "regulator or a test lab) to hand the shoe's first checkpoint, signed by "
-                   "result key 1 as it is made: from then on the witness refuses a log signed by "
-                   "any other key, so a key swapped in the registry later is caught; repeat for "
-                   "several (or later: sabot bind)")
-    p.add_argument("--quorum", metavar="K", type=ranged(1, 64), default=None,
-                   help="how many of the witnesses must take it (default: every --witness); "
-                   "fewer: exit 2, the shoe provisioned and registered all the same")
+    add_witness_args(p, "a witness of the shoe's log (sabot witness, run by a regulator or a "
+                     "test lab) to hand the shoe's first checkpoint, signed by result key 1 as "
+                     "it is made: from then on the witness refuses a log signed by any other "
+                     "key, so a key swapped in the registry later is caught; repeat for several "
+                     "(or later: sabot bind)", "how many of the witnesses must take it "
+                     "(default: every --witness); fewer: exit 2, the shoe provisioned and "
+                     "registered all the same")
     add_baud(p)
 
 

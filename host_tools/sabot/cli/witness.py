@@ -236,15 +236,9 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         raise SabotError(f"making a receipt needs {', '.join(missing)} (or `sabot receipt "
                          "verify FILE` to check one)")
     reg = Registry.load(args.registry, must_exist=True)
-    if args.table is not None:
-        at = [e for _, e in sorted(reg.shoes.items()) if e.table == args.table]
-        if len(at) > 1:  # a receipt is of one shoe's log
-            raise SabotError(f"{len(at)} shoes are at table {args.table} ("
-                             f"{', '.join(shoe_id_text(e.shoe_id) for e in at)}): name one with "
-                             "--shoe-id")
-        entry = reg.at_table(args.table)
-    else:
-        entry = reg.pick(args.shoe_id)
+    # (a receipt is of one shoe's log)
+    entry = reg.at_table(args.table, one=True) if args.table is not None else reg.pick(
+        args.shoe_id)
     if args.out and os.path.exists(args.out):
         try:
             with open(args.out, encoding="utf-8") as f:
