@@ -176,7 +176,7 @@ def test_a_blackjack_result_that_does_not_fit_its_layout_is_refused():
     assert rec["events"][-1] == ("press", "next") and rec["placed"] == [0, "dealer", 0, "dealer"]
     assert check_result(rec)[1] is None
     for bad in (good[:-1], good + b"\0", good[:4], bytes([0, 1, 0, 3, 0]) + good[5:],
-                good[:7] + bytes([0xF9]) + good[8:], good[:5] + b"\x04" + good[6:]):
+                good[:7] + bytes([0xF9]) + good[8:], good[:5] + b"\x08" + good[6:]):
         with pytest.raises(ValueError):
             decode_blackjack_result(bad)
 

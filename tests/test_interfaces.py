@@ -279,7 +279,8 @@ def test_the_hosts_rule_names_exactly_the_resolutions_the_shoe_takes():
             kinds.add((held["kind"], tuple(takes)))
             checked += 1
     fits = {takes for _, takes in kinds}
-    assert checked > 1000 and len({k for k, _ in kinds}) == len(pr.HOLDS)  # every kind of hold
+    # every kind of hold a baccarat shoe makes
+    assert checked > 1000 and {k for k, _ in kinds} == pr.HOLDS - pr.BLACKJACK_HOLDS
     assert ("void-card", "keep-dummy", "void-round", "end-shoe") in fits  # a dummy hand possible
     assert ("void-card", "end-shoe") in fits  # in the burn
     assert ("void-round", "end-shoe") in fits  # a round that cannot be finished

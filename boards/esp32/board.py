@@ -18,6 +18,8 @@ SENSOR_RX = 16
 EXIT_SENSOR = 34  # input-only pin with an external pull-up on the photo-interrupter
 BUTTONS = {"confirm": 25, "empty": 26, "void_card": 27, "keep_dummy": 32, "reveal": 13,
            "void_round": 33}
+# No bet spots or blackjack buttons: the pins are taken (a blackjack shoe is a Pico's)
+BET_SPOTS = ()
 LAMPS = {"player": 18, "banker": 19, "result": 21, "alarm": 22}
 BUZZER = 23
 # Host link: UART0 through the board's USB-serial bridge, detached from the REPL (os.dupterm).

@@ -16,7 +16,10 @@ SENSOR_TX = 0  # GP0
 SENSOR_RX = 1  # GP1
 
 EXIT_SENSOR = 2  # GP2, photo-interrupter, open collector, falling edge per card
-BUTTONS = {"confirm": 3, "empty": 4, "void_card": 5, "keep_dummy": 6, "reveal": 8, "void_round": 7}
+BUTTONS = {"confirm": 3, "empty": 4, "void_card": 5, "keep_dummy": 6, "reveal": 8, "void_round": 7,
+           "next": 9, "double": 15, "split": 18}  # next/double/split: a blackjack table's
+# Blackjack: the bet spots' sensors, seat 1 (the dealer's left) first; a wager pulls its pin low
+BET_SPOTS = (19, 20, 21, 22, 26, 27, 28)
 LAMPS = {"player": 10, "banker": 11, "result": 12, "alarm": 13}
 BUZZER = 14  # PWM
 # Host link: a USB CDC interface of the shoe's own (usb-device-cdc); the USB REPL interface is off.

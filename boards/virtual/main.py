@@ -55,6 +55,11 @@ class StdoutIndicators:
     def announce(self, player_total, banker_total, winner, announcements):
         sys.stdout.write("A %d %d %d %d\n" % (player_total, banker_total, winner, announcements))
 
+    def placed(self, rnd):
+        hands = "".join("%x" % (15 if rnd.hand_of[i] == 0xFE else rnd.hand_of[i])
+                        for i in range(rnd.cards))
+        sys.stdout.write("H %s\n" % hands)
+
     def tick(self, now):
         pass
 
@@ -83,7 +88,8 @@ class SocketLink:
 
 _BUTTON = {board.CONFIRM: loop.CONFIRM, board.EMPTY: loop.EMPTY, board.REVEAL: loop.REVEAL,
            board.SUPERVISOR + 1: loop.VOID_CARD, board.SUPERVISOR + 2: loop.KEEP_DUMMY,
-           board.SUPERVISOR + 3: loop.VOID_ROUND, board.SUPERVISOR + 4: loop.END_SHOE}
+           board.SUPERVISOR + 3: loop.VOID_ROUND, board.SUPERVISOR + 4: loop.END_SHOE,
+           board.PRESS + 1: loop.NEXT, board.PRESS + 2: loop.DOUBLE, board.PRESS + 3: loop.SPLIT}
 
 
 class DealerIO:
@@ -100,9 +106,21 @@ class DealerIO:
         self._sensor = 0
         self._edges = 0
         self._pressed = 0
+        self._bets = 0
+        self._bets_next = False
+
+    def bets(self):
+        return self._bets
 
     def dealer_byte(self, b):
         """One byte of the dealer channel; True when the loop should step now."""
+        if self._bets_next:
+            self._bets_next = False
+            self._bets = b
+            return False
+        if b == board.BETS:
+            self._bets_next = True
+            return False
         if b < board.EXIT_EDGE:
             self.sensor_buf[self._sensor] = b
             self._sensor += 1

@@ -6,7 +6,8 @@ Hardware comes in as plain calls and injected objects: `element` (shoe/element.E
 (write(buf, n)) and `indicators`: show(phase, due, position, shoe_no, round_no, alarm, reveal) —
 alarm the held irregularity's kind (0: none), reveal 1 while squeezed hands await the dealer's
 reveal — and announce(player_total, banker_total, winner, announcements) when a round is
-complete."""
+complete; at a blackjack table placed(round) when the dealer's hand is complete (the display
+shows each card's hand for the dealer to confirm: shoe/blackjack.py) and `due` the hand due."""
 
 import struct
 
@@ -16,6 +17,7 @@ from shoe.dealing import (
     EV_BURN,
     EV_INITIAL,
     EV_IRREGULARITY,
+    EV_PLACED,
     EV_RESOLUTION,
     EV_RESULT,
     EV_SHOE_END,
@@ -61,6 +63,9 @@ IN_EMPTY = const(5)
 IN_RESOLVE = const(6)  # arg: resolution code, arg2: 0 supervisor button, 1 host command
 IN_NEW_SHOE = const(7)
 IN_REVEAL = const(8)  # squeeze: the dealer releases the hands' identities to the link
+IN_PRESS = const(9)  # blackjack: the dealer's NEXT, DOUBLE or SPLIT (arg: shoe/blackjack.py)
+IN_DISPUTE = const(10)  # blackjack: the supervisor's void-round key on an unconfirmed round
+# (an IN_CARD's arg2: the bet spots as the card left, the seats of a blackjack round it opens)
 
 _MAX_SEED = const(64)
 _ELEMENT_RETRIES = const(3)  # failed element steps in a row while a command waits for it
@@ -91,6 +96,7 @@ class ShoeApp:
     _asked = 0
     _asked_n = 0
     _asked_seq = 0  # the newest frame built when the hello came: the status comes after it
+    bets = 0  # blackjack: the bet spots (bit s-1: a wager at seat s), set by the board loop
 
     def __init__(self, flash, link, indicators, element, decks=8, min_confidence=0x80,
                  code_root=None, code_skip=()):
@@ -113,6 +119,12 @@ class ShoeApp:
         if raw and len(raw) > 1 and 1 <= raw[1] <= decks:
             decks = raw[1]
         self.shoe = Shoe(decks)
+        if self.variant & 3 == frames.V_BLACKJACK:
+            from shoe.blackjack import Round  # only at a blackjack table: RAM
+
+            self.shoe.bj = Round()
+            self.shoe.h17 = 1 if self.variant & frames.V_H17 else 0
+            self.shoe.hole = 0 if self.variant & frames.V_NO_HOLE else 1
         self.decoder = SensorDecoder()
         self.latch = READ_NONE
         self.latch_card = NO_CARD
@@ -154,6 +166,8 @@ class ShoeApp:
         # shoe_end's), of the log's leaves (0x00 then the frame, signed or not), of its nodes
         # (65 bytes) and of a checkpoint's note text (67-76 bytes)
         bodies = [frames.HEADER_LEN + n for n in range(4, 16)] + [frames.MAX_BODY]
+        if self.shoe.bj is not None:
+            bodies += [frames.HEADER_LEN + n for n in range(64)]  # a round's result: any length
         self.element.prepare(sorted({n % 64 for n in bodies
                                      + [1 + n for n in bodies]
                                      + [1 + n + frames.SIG_LEN for n in bodies]
@@ -277,13 +291,14 @@ class ShoeApp:
             card = self.latch_card
         else:  # exit without a read, an unreadable card, or too little confidence
             card = NO_CARD
-        self.shoe.card_out(card)
-        return IN_CARD << 8 | card
+        bets = self.bets
+        self.shoe.card_out(card, bets)
+        return bets << 16 | IN_CARD << 8 | card
 
     def commit_card(self, done):
         """The card path's decision made durable: frame bodies and the flash log. Allocation-free;
         the frames go out from service()."""
-        self._commit(done >> 8, done & 0xFF, 0)
+        self._commit(done >> 8 & 0xFF, done & 0xFF, done >> 16)
 
     def exit_edge(self):
         self.commit_card(self.card_path())
@@ -295,10 +310,19 @@ class ShoeApp:
         self._input(IN_EMPTY)
 
     def supervisor(self, code):
+        if code == 3 and self.shoe.disputable():
+            # blackjack: the dealer found the shoe's hands other than the table's; the round is
+            # held as disputed, then voided
+            self._input(IN_DISPUTE)
         if self._input(IN_RESOLVE, code, 0):
             # The element's command counter moves too: a signed host command held back on the
             # cable before this resolution is stale after it (it cannot act in another context).
             self.port.consume(self)
+
+    def blackjack_press(self, kind):
+        """Blackjack: NEXT (1), DOUBLE (2) or SPLIT (3); one the hand cannot take is an
+        irregularity."""
+        self._input(IN_PRESS, kind)
 
     def reveal_button(self):
         """Squeeze: the players have seen their cards; the withheld frames may go to the host."""
@@ -309,7 +333,7 @@ class ShoeApp:
     def _apply(self, kind, arg=0, arg2=0):
         s = self.shoe
         if kind == IN_CARD:
-            s.card_out(arg)
+            s.card_out(arg, arg2)
         elif kind == IN_TWO_CARDS:
             s.two_cards(arg)
         elif kind == IN_FOREIGN:
@@ -325,6 +349,10 @@ class ShoeApp:
             self.low = -1
         elif kind == IN_REVEAL:
             self.hold_from = 0  # service() sends what was withheld, in order
+        elif kind == IN_PRESS:
+            return s.press(arg)
+        elif kind == IN_DISPUTE:
+            s.dispute()
         return True
 
     def _input(self, kind, arg=0, arg2=0):
@@ -362,11 +390,19 @@ class ShoeApp:
             at = o.begin(frames.T_BURN)
             ring = o.building
             self._made(frames.T_BURN, frames.burn_into(ring, at, no, rnd, s.burned, s.n_burned))
+        bj = s.bj
         if ev & EV_RESOLUTION:
+            voided = s.voided
+            if bj is not None:
+                if voided:  # the voided round's cards, in a frame of their own
+                    at = o.begin(frames.T_BLACKJACK_RESULT)
+                    self._made(frames.T_BLACKJACK_RESULT,
+                               bj.result_into(o.building, at, no, rnd, 1))
+                voided = 0
             at = o.begin(frames.T_RESOLUTION)
             ring = o.building
             n = frames.resolution_into(ring, at, no, rnd, s.resolution, s.ir_kind, s.ir_card,
-                                       source, s.voided, s.player, s.banker)
+                                       source, voided, s.player, s.banker)
             self._made(frames.T_RESOLUTION, n)
         if ev & EV_IRREGULARITY:
             at = o.begin(frames.T_IRREGULARITY)
@@ -378,7 +414,12 @@ class ShoeApp:
             ring = o.building
             self._made(frames.T_INITIAL, frames.initial_into(ring, at, no, rnd, s.player,
                                                              s.banker))
-        if ev & EV_RESULT:
+        if ev & EV_PLACED:
+            self.indicators.placed(bj)
+        if ev & EV_RESULT and bj is not None:
+            at = o.begin(frames.T_BLACKJACK_RESULT)
+            self._made(frames.T_BLACKJACK_RESULT, bj.result_into(o.building, at, no, rnd))
+        elif ev & EV_RESULT:
             oc = outcome(s.player, s.np, s.banker, s.nb)
             ann = self._announcement(oc)
             at = o.begin(frames.T_RESULT)

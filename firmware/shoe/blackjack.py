@@ -5,8 +5,9 @@ buffer is made once, in __init__.
 
 The least the dealer does:
 - The round's active seats (a bit per seat, seat 1 the dealer's leftmost, first base) come with
-  `begin`: from the pit's bet recognition, in a command the host signs (the shoe cannot see the
-  wagers; a dealer's keypad per seat would be seven more presses a round).
+  `begin`: the table's bet-spot sensors, read as the round's first card leaves the shoe
+  (shoe/dealing.py). No press, and no host in the loop: a shoe whose host link is down deals on
+  and keeps its frames (a seats command from the host would stop the game with the link).
 - The initial deal is the common order (§ 633a.7's own text was not found; § 685a.7(e) words
   it so): a card to each active seat from the dealer's left, the dealer's up card, a second card
   to each seat, then the dealer's hole card (§ 633a.1: the second card dealt face down to the
@@ -22,7 +23,12 @@ The least the dealer does:
   draw (the lamp) and when the hand is done. The dealer always completes the hand (Hit and Run
   counts the dealer's cards even when every player has busted).
 - A card when none is due is not attributed (card() answers NOT_DUE: the caller raises the
-  irregularity); a press the hand cannot take is refused (press() answers False)."""
+  irregularity); a press the hand cannot take is refused (press() answers False).
+- When the dealer's hand is complete the shoe shows every hand as it attributed the cards, and
+  the dealer confirms it against the table (CONFIRM) before the result is made: a press the
+  dealer missed or made twice moves cards between hands in a way no rule can see (a stand is
+  legal on any total), and only the table can. A shoe other than the table is disputed (the
+  supervisor's void-round key): the round is void, its cards only accounted."""
 
 from shoe.bjtable import DEALER, VALUE
 
@@ -34,7 +40,9 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 
 SEATS = const(7)
 MAX_HANDS = const(15)  # a split past this many is refused (a hand is a nibble: 15 the dealer)
-MAX_CARDS = const(64)  # a round's cards and presses: its result frame holds them all
+# a round's cards and presses: its result frame holds them all, within a frame's 200 bytes
+# (header 46, signature 64: 7 + 54 events + 27 bytes of nibbles)
+MAX_CARDS = const(54)
 DEALER_HAND = const(0xFE)
 NOT_DUE = const(0xFF)
 PRESS_EVENT = const(0xF0)  # a press taken, in the round's events: 0xF0 | its kind
@@ -186,9 +194,9 @@ class Round:
         """The round is complete: its result frame may be made."""
         return self.phase == DONE
 
-    def result_into(self, buf, at, shoe_no, round_no):
+    def result_into(self, buf, at, shoe_no, round_no, voided=0):
         """The round's result frame body at buf[at:]: shoe(2) round(2) seats(1) rule(1: 1 h17,
-        2 hole card) n(1), its n events (a card as read, 0xF0 | a press taken), then the hand
+        2 hole card, 4 voided: a supervisor voided the round, its cards only accounted) n(1), its n events (a card as read, 0xF0 | a press taken), then the hand
         each card is in at the end, a nibble each (high first; 15 the dealer's). Its length;
         allocation-free."""
         buf[at] = shoe_no >> 8
@@ -196,7 +204,7 @@ class Round:
         buf[at + 2] = round_no >> 8
         buf[at + 3] = round_no & 255
         buf[at + 4] = self.mask
-        buf[at + 5] = self.h17 | self.hole << 1
+        buf[at + 5] = self.h17 | self.hole << 1 | (4 if voided else 0)
         n = self.n_events
         buf[at + 6] = n
         i = at + RESULT_HEADER

@@ -1,4 +1,9 @@
 """The shoe's dealing state machine: new shoe -> burn -> rounds -> cut card -> last round -> end.
+Baccarat's rounds follow the tableau (shoe/decision.py); a blackjack shoe's (`self.bj`, a
+shoe/blackjack.py Round, set by the app for a blackjack variant) follow the players' hands, the
+dealer's presses and the dealer's rule: one burned card, a round per the bet spots' seats, the
+result made when the dealer confirms the shoe's hands, and the shoe ended after the round the cut
+card came out in.
 
 Inputs are what the hardware reports (a card out of the shoe, the cut card, an unreadable card, the
 dealer's confirm and shoe-empty signals) and supervisor resolutions. Outputs are event bits in
@@ -27,6 +32,7 @@ EV_RESULT = const(8)
 EV_IRREGULARITY = const(16)
 EV_RESOLUTION = const(32)
 EV_SHOE_END = const(64)
+EV_PLACED = const(128)  # blackjack: the dealer's hand is complete; the display shows the hands
 
 # Irregularity kinds and resolutions: their names are in docs/PROTOCOL.md (the host decodes them)
 IR_CARD_NOT_DUE = const(1)
@@ -39,6 +45,8 @@ IR_EXHAUSTED = const(7)
 IR_BURN_UNREADABLE = const(8)  # a burned card not read: it still counts as burned; no hold
 IR_CUT_IN_BURN = const(9)  # the cut card as the first card or during the burn
 IR_SECOND_CUT = const(10)
+IR_PRESS_REFUSED = const(11)  # blackjack: a press the hand being played cannot take
+IR_DISPUTED = const(12)  # blackjack: the dealer found the shoe's hands other than the table's
 
 RES_VOID_CARD = const(1)  # in the burn: continue
 RES_KEEP_DUMMY = const(2)
@@ -64,6 +72,9 @@ class Shoe:
         self.ir_position = 0
         self.resolution = 0
         self.voided = 0
+        self.bj = None  # blackjack: the round follower (shoe/blackjack.py Round); None: baccarat
+        self.h17 = 0  # blackjack: the dealer draws to a soft 17
+        self.hole = 1  # blackjack: the dealer takes a hole card
         self._reset(0)
 
     def _reset(self, shoe_no):
@@ -97,7 +108,10 @@ class Shoe:
         return self.phase == PH_BURN_FIRST or self.phase == PH_BURN
 
     def due(self):
-        """DUE_PLAYER / DUE_BANKER / DUE_NONE, what the indicators show."""
+        """DUE_PLAYER / DUE_BANKER / DUE_NONE, what the indicators show; blackjack: the hand due
+        (an index in the round's order of play), DEALER_HAND, or NOT_DUE."""
+        if self.bj is not None:
+            return self.bj.due() if self.phase == PH_ROUND and not self.complete else 0xFF
         if self.phase != PH_ROUND:
             return DUE_NONE
         if self.complete:
@@ -125,8 +139,9 @@ class Shoe:
         elif self.unknown < 0xFFFF:
             self.unknown += 1
 
-    def card_out(self, card):
-        """A card (0..51), CUT or NO_CARD (unreadable) has left the shoe."""
+    def card_out(self, card, bets=0):
+        """A card (0..51), CUT or NO_CARD (unreadable) has left the shoe; `bets`, blackjack's bet
+        spots as it left (bit s-1: a wager at seat s), the seats of a round it opens."""
         self.position += 1
         if card == CUT:
             self._cut_card()
@@ -150,11 +165,18 @@ class Shoe:
         if self.phase == PH_BURN_FIRST:
             self.burned[0] = card
             self.n_burned = 1
+            if self.bj is not None:  # blackjack burns the one card
+                self.phase = PH_ROUND
+                self.events |= EV_BURN
+                return
             self.burn_left = burn_value(card)
             self.phase = PH_BURN
             return
         if self.phase == PH_BURN:
             self._burn(card)
+            return
+        if self.bj is not None:
+            self._deal_blackjack(card, bets)
             return
         self._deal(card)
 
@@ -165,6 +187,13 @@ class Shoe:
             self._irregular(IR_SECOND_CUT, CUT)
             return
         self.cut_seen = True
+        if self.bj is not None and not self.in_burn():
+            # blackjack: the round it came out in is the shoe's last; between rounds, none is
+            if self.complete:
+                self._end()
+            else:
+                self.last_round = True
+            return
         if self.in_burn():
             self.cut = CUT_NEXT_IS_LAST  # continuing makes the first round the last
             self._irregular(IR_CUT_IN_BURN, CUT)
@@ -200,6 +229,39 @@ class Shoe:
         if due(self.player, self.np, self.banker, self.nb) == DUE_NONE:
             self._round_complete()
 
+    def _deal_blackjack(self, card, bets):
+        bj = self.bj
+        if self.complete:
+            if not bj.begin(bets, self.h17, self.hole):
+                self._irregular(IR_CARD_NOT_DUE, card)  # no wager on any spot: no round
+                return
+            self.complete = False
+            self.round_no += 1
+        if bj.card(card) == 0xFF:  # NOT_DUE: the card stays out of every hand
+            self._irregular(IR_CARD_NOT_DUE, card)
+        elif bj.done():
+            self.events |= EV_PLACED
+
+    def press(self, kind):
+        """Blackjack: the dealer's NEXT, DOUBLE or SPLIT (shoe/blackjack.py PRESS_*); one the
+        hand being played cannot take holds the shoe. False when not taken."""
+        if self.bj is None or self.phase == PH_HELD or self.phase == PH_ENDED:
+            return False
+        if self.phase == PH_ROUND and not self.complete and self.bj.press(kind):
+            if self.bj.done():  # the last hand stood, and the dealer's two cards stand
+                self.events |= EV_PLACED
+            return True
+        self._irregular(IR_PRESS_REFUSED, NO_CARD)
+        return False
+
+    def disputable(self):
+        """Blackjack: a round the dealer has not confirmed (the supervisor's void-round key
+        disputes it: shoe/app.py supervisor)."""
+        return self.bj is not None and self.phase == PH_ROUND and not self.complete
+
+    def dispute(self):
+        self._irregular(IR_DISPUTED, NO_CARD)
+
     def _round_complete(self):
         self.complete = True
         self.events |= EV_RESULT
@@ -226,7 +288,11 @@ class Shoe:
         self._irregular(IR_FOREIGN, NO_CARD)
 
     def confirm(self):
-        """The dealer confirms the round; an irregularity if a card is still due."""
+        """The dealer confirms the round; an irregularity if a card is still due. Blackjack: the
+        dealer has checked the shoe's hands against the table; the result is made now."""
+        if self.bj is not None and self.in_round() and self.bj.done():
+            self._round_complete()
+            return
         if self.in_round():
             self._irregular(IR_CARD_MISSING, NO_CARD)
 
@@ -251,7 +317,8 @@ class Shoe:
         if code == RES_KEEP_DUMMY:
             # The card opens the next round, a no-bet dummy hand; only for a readable, countable
             # card drawn between rounds.
-            if (card >= 52 or (kind != IR_CARD_NOT_DUE and kind != IR_TWO_CARDS)
+            if (self.bj is not None or card >= 52
+                    or (kind != IR_CARD_NOT_DUE and kind != IR_TWO_CARDS)
                     or self.held_phase != PH_ROUND or not self.complete
                     or self.inventory[card] > self.decks):
                 return False
@@ -262,7 +329,11 @@ class Shoe:
             if code == RES_VOID_ROUND and in_burn:
                 return False  # no round to void: continue (void card) or end the shoe
             self.phase = PH_ROUND if self.held_phase != PH_ENDED else PH_ENDED
-            if not self.complete:
+            if not self.complete and self.bj is not None:
+                # its cards go in a voided result (the app), and the round keeps its number
+                self.voided = 1
+                self.complete = True
+            elif not self.complete:
                 self.voided = self.np << 4 | self.nb  # its cards stay counted out of the shoe
                 self.complete = True
                 self.round_no -= 1
@@ -271,6 +342,8 @@ class Shoe:
                 if in_burn and self.n_burned:
                     self.events |= EV_BURN  # the cards burned so far are in the accounting too
                 self._end()
+            elif self.bj is not None and self.last_round and self.phase != PH_ENDED:
+                self._end()  # blackjack: the cut card's round was the last, void or not
         else:
             if not in_burn and (kind == IR_CARD_MISSING or kind == IR_EXHAUSTED):
                 return False  # nothing to void: the round itself must be voided

@@ -49,6 +49,7 @@ T_RESOLUTION = const(0x06)
 T_SHOE_END = const(0x07)
 T_COMMAND_REJECTED = const(0x08)
 T_MAINTENANCE = const(0x09)  # an update or rekey: who asked (command counter, name) and what
+T_BLACKJACK_RESULT = const(0x0A)  # a blackjack round (shoe/blackjack.py result_into)
 # shoe -> host, not chained
 T_STATUS = const(0x40)
 T_INTEGRITY = const(0x41)
@@ -68,10 +69,13 @@ C_CHECKPOINT = const(0x8A)  # unsigned: sign (or send again) a checkpoint of the
 
 # Variant id (flash file "variant": this byte, then the deck count; both signed in every
 # shoe_start frame)
-# bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat
+# bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat, 3 blackjack
 V_EZ = const(4)
 V_COMMISSION_FREE = const(8)
 V_SQUEEZE = const(16)
+V_BLACKJACK = const(3)
+V_H17 = const(32)  # blackjack: the dealer draws to a soft 17
+V_NO_HOLE = const(64)  # blackjack: no hole card (the dealer's second card at the dealer's turn)
 V_DEFAULT = const(2)
 
 # Announcement bits in a result frame (627a.11(a), 631a.12(a), 631c.5(e))

@@ -2,7 +2,8 @@
 Pico, an ESP32 (firmware/main.py, `io` built from pins by shoe/drivers/hw.py) and the virtual board
 (boards/virtual/main.py, `io` fed by the simulated dealer).
 
-`io` offers: sensor_buf and sensor_read() (recognition-module bytes waiting, copied into
+`io` offers: bets() (blackjack's bet spots, a bit per seat with a wager; 0 on a board without
+them), sensor_buf and sensor_read() (recognition-module bytes waiting, copied into
 sensor_buf), exit_edges() (cards that left the shoe since the last call), pressed(now) (a bit per
 button pressed, below), link_buf and link_read() (host bytes waiting, copied into link_buf),
 tick(now) (lamps that blink; the host link's bytes its driver has not taken yet). Every pass
@@ -24,14 +25,18 @@ VOID_CARD = const(8)  # the supervisor's key: resolutions 1..4
 KEEP_DUMMY = const(16)
 VOID_ROUND = const(32)
 END_SHOE = const(64)
+NEXT = const(128)  # blackjack: the dealer's presses (shoe/blackjack.py PRESS_*)
+DOUBLE = const(256)
+SPLIT = const(512)
 
 # boards name their buttons (board.BUTTONS); these are the bits the names stand for
 BUTTON_BITS = (("confirm", CONFIRM), ("empty", EMPTY), ("reveal", REVEAL),
                ("void_card", VOID_CARD), ("keep_dummy", KEEP_DUMMY), ("void_round", VOID_ROUND),
-               ("end_shoe", END_SHOE))
+               ("end_shoe", END_SHOE), ("next", NEXT), ("double", DOUBLE), ("split", SPLIT))
 
 
 def step(app, io, now):
+    app.bets = io.bets()  # as the cards of this pass leave the shoe
     n = io.sensor_read()
     buf = io.sensor_buf
     for i in range(n):
@@ -63,3 +68,9 @@ def press(app, pressed):
         app.supervisor(3)
     if pressed & END_SHOE:
         app.supervisor(4)
+    if pressed & NEXT:
+        app.blackjack_press(1)
+    if pressed & DOUBLE:
+        app.blackjack_press(2)
+    if pressed & SPLIT:
+        app.blackjack_press(3)

@@ -145,6 +145,9 @@ class TiltShoe:
 
     confirm_button = empty_sensor = reveal_button = exit_edge
 
+    def blackjack_press(self, kind):
+        self.show()
+
     def supervisor(self, code):
         self.show()
 

@@ -39,8 +39,7 @@ def shoe_id_text(shoe_id: int | None) -> str:
 T_SHOE_START, T_BURN, T_INITIAL_CARDS, T_RESULT = 0x01, 0x02, 0x03, 0x04
 T_IRREGULARITY, T_RESOLUTION, T_SHOE_END, T_COMMAND_REJECTED = 0x05, 0x06, 0x07, 0x08
 T_MAINTENANCE = 0x09  # an update or a rekey: who asked, what, the MANIFEST digest or the new key
-# a blackjack round's result (firmware/shoe/blackjack.py result_into): not in TYPES until the shoe
-# deals blackjack (issue 24): until then the validator refuses the type as any unknown one
+# a blackjack round's result (firmware/shoe/blackjack.py result_into), or a voided round's cards
 T_BLACKJACK_RESULT = 0x0A
 # shoe -> host, not chained
 T_STATUS, T_INTEGRITY = 0x40, 0x41
@@ -51,7 +50,8 @@ T_CHECKPOINT = 0x43
 TYPES = {T_SHOE_START: "shoe_start", T_BURN: "burn", T_INITIAL_CARDS: "initial_cards",
          T_RESULT: "result", T_IRREGULARITY: "irregularity", T_RESOLUTION: "resolution",
          T_SHOE_END: "shoe_end", T_COMMAND_REJECTED: "command_rejected",
-         T_MAINTENANCE: "maintenance", T_STATUS: "status", T_INTEGRITY: "integrity",
+         T_MAINTENANCE: "maintenance", T_BLACKJACK_RESULT: "blackjack_result",
+         T_STATUS: "status", T_INTEGRITY: "integrity",
          T_UPDATE_PROGRESS: "update_progress", T_CHECKPOINT: "checkpoint"}
 CHAINED = frozenset(t for t in TYPES if t < T_STATUS)
 
@@ -73,12 +73,13 @@ INTEGRITY = ("unchecked", "ok", "tilt")
 DUE = ("none", "player", "banker")
 IRREGULARITIES = ("", "card_not_due", "unreadable_card", "two_cards", "inventory_exceeded",
                   "foreign_card", "card_missing", "cards_exhausted", "unreadable_burn_card",
-                  "cut_card_in_burn", "second_cut_card")
+                  "cut_card_in_burn", "second_cut_card", "press_refused", "disputed")
 # what each irregularity adds to the shoe's accounting of cards out: the card it names, one
 # unknown card, or nothing (a burned card not read is in the burn frame; the cut card is no card)
 COUNTS_ITS_CARD = frozenset(("card_not_due", "two_cards", "inventory_exceeded"))
 COUNTS_UNKNOWN = frozenset(("unreadable_card", "foreign_card"))
 HOLDS = frozenset(IRREGULARITIES[1:]) - {"unreadable_burn_card"}
+BLACKJACK_HOLDS = frozenset(("press_refused", "disputed"))  # a blackjack shoe's only
 CARD_MISSING = IRREGULARITIES.index("card_missing")
 CARDS_EXHAUSTED = IRREGULARITIES.index("cards_exhausted")
 RESOLUTIONS = ("", "void_card", "keep_dummy", "void_round", "end_shoe")
@@ -130,10 +131,21 @@ class Frame(NamedTuple):
         return bool(self.signature)
 
 
-# ---- variant byte: game 0-2, +4 EZ, +8 commission-free, +16 squeeze ----------------------------
+# ---- variant byte: game 0-2, +4 EZ, +8 commission-free, +16 squeeze; 3 blackjack, +32 the dealer
+# draws to a soft 17, +64 no hole card ------------------------------------------------------------
+BLACKJACK = 3
+
+
 def decode_variant(v: int) -> dict[str, Any]:
-    return {"game": GAMES[min(v & 3, 2)], "ez": bool(v & 4), "commission_free": bool(v & 8),
+    if v & 3 == BLACKJACK:
+        return {"game": "blackjack", "dealer": "h17" if v & 32 else "s17",
+                "hole_card": not v & 64}
+    return {"game": GAMES[v & 3], "ez": bool(v & 4), "commission_free": bool(v & 8),
             "squeeze": bool(v & 16)}
+
+
+def blackjack_variant_byte(dealer: str = "s17", hole_card: bool = True) -> int:
+    return BLACKJACK | (32 if dealer == "h17" else 0) | (0 if hole_card else 64)
 
 
 def variant_byte(game: str = "baccarat", ez: bool = False, commission_free: bool = False,
@@ -342,6 +354,8 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
                       "counter": counter}
     if kind == "maintenance":
         return kind, decode_maintenance(p)
+    if kind == "blackjack_result":
+        return kind, decode_blackjack_result(p)
     shoe, rnd = struct.unpack(">HH", p[:4])
     body = p[4:]
     if kind == "burn":
@@ -378,14 +392,15 @@ BLACKJACK_DEALER = 15  # the dealer's hand, in a result's nibbles
 
 def decode_blackjack_result(p: bytes) -> dict[str, Any]:
     """A blackjack result's payload: shoe(2) round(2) seats(1: bit s-1 seat s) rule(1: 1 the
-    dealer draws to a soft 17, 2 a hole card) n(1), n events (a card as read, 0xF1 next, 0xF2
+    dealer draws to a soft 17, 2 a hole card, 4 voided: a supervisor voided the round, its cards
+    are only accounted) n(1), n events (a card as read, 0xF1 next, 0xF2
     double, 0xF3 split: the presses taken), then the hand each card is in, a nibble each (high
     first; 15 the dealer's). ValueError when it does not fit."""
     if len(p) < 7:
         raise ValueError("blackjack_result")
     shoe, rnd, seats, rule, n = struct.unpack(">HHBBB", p[:7])
     raw = p[7 : 7 + n]
-    if len(raw) != n or seats == 0 or seats >> 7 or rule >> 2:
+    if len(raw) != n or seats == 0 or seats >> 7 or rule >> 3:
         raise ValueError("blackjack_result")
     events: list[tuple[str, str]] = []
     for b in raw:
@@ -405,7 +420,7 @@ def decode_blackjack_result(p: bytes) -> dict[str, Any]:
     return {"event": "blackjack_result", "shoe": shoe, "round": rnd,
             "seats": [s + 1 for s in range(7) if seats >> s & 1],
             "dealer_rule": "h17" if rule & 1 else "s17", "hole_card": bool(rule & 2),
-            "events": events,
+            "voided": bool(rule & 4), "events": events,
             "placed": ["dealer" if h == BLACKJACK_DEALER else h for h in hands]}
 
 

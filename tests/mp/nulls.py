@@ -24,6 +24,9 @@ class Null:
     def announce(self, player_total, banker_total, winner, announcements):
         self.results += 1
 
+    def placed(self, rnd):
+        self.results += 1  # blackjack: the dealer's hand is complete
+
     def tick(self, now):
         pass
 

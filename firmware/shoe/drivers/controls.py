@@ -98,6 +98,13 @@ class LampIndicators:
             self._result(0)
             self.toggles = 0
 
+    def placed(self, rnd):
+        """Blackjack: the dealer's hand is complete; the result lamp asks for the confirm (the
+        hands are the display's, on a board that has one)."""
+        self._result(1)
+        self.toggles = 0
+        self.announced = True
+
     def announce(self, player_total, banker_total, winner, announcements):
         n = 0
         while announcements:
@@ -127,7 +134,9 @@ class LampIndicators:
 class PanelIO:
     """What the board loop (shoe/loop.py) reads and drives, built from the board's drivers."""
 
-    def __init__(self, uart, exit_sensor, buttons, lamps, link, sensor_buf=32, link_buf=64):
+    def __init__(self, uart, exit_sensor, buttons, lamps, link, sensor_buf=32, link_buf=64,
+                 bet_spots=()):
+        self.bet_spots = bet_spots  # blackjack: the seats' bet-spot sensors (Pins), seat 1 first
         self.uart = uart
         self.exit_sensor = exit_sensor
         self.buttons = buttons  # ((Button, bit), ...)
@@ -135,6 +144,13 @@ class PanelIO:
         self.link = link
         self.sensor_buf = bytearray(sensor_buf)
         self.link_buf = bytearray(link_buf)
+
+    def bets(self):
+        bits = 0
+        for i in range(len(self.bet_spots)):
+            if not self.bet_spots[i].value():  # a wager on the spot pulls its line low
+                bits |= 1 << i
+        return bits
 
     def sensor_read(self):
         if not self.uart.any():

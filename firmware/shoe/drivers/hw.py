@@ -175,7 +175,8 @@ def build(board):
     if board.BUZZER is not None:
         buzzer = machine.PWM(Pin(board.BUZZER), freq=2000, duty_u16=0)
     lamps = LampIndicators(lamp["player"], lamp["banker"], lamp["result"], lamp["alarm"], buzzer)
-    return PanelIO(uart, exit_sensor, buttons, lamps, link(board))
+    spots = tuple(Pin(p, Pin.IN, Pin.PULL_UP) for p in getattr(board, "BET_SPOTS", ()))
+    return PanelIO(uart, exit_sensor, buttons, lamps, link(board), bet_spots=spots)
 
 
 def link(board):

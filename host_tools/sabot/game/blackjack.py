@@ -78,7 +78,7 @@ def dealer_hand(cards: Sequence[str], rule: str) -> int:
 # attribution, firmware/shoe/blackjack.py) ------------------------------------------------------
 PRESSES = ("next", "double", "split")
 MAX_HANDS = 15  # the hands of a round, splits included (the result frame names one in a nibble)
-MAX_EVENTS = 64  # a round's cards and presses taken (its result frame holds them all)
+MAX_EVENTS = 54  # a round's cards and presses taken (its result frame holds them all)
 
 
 def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: str,
