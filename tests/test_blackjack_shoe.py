@@ -174,7 +174,7 @@ def _skip_cut(it, cut):
 
 @pytest.mark.parametrize("rule,hole", [("s17", True), ("h17", False)])
 def test_a_blackjack_shoe_deals_each_round_as_the_host_follows_it(tmp_path, rule, hole):
-    shoe, table, app = start(tmp_path, rule, hole)
+    _, table, app = start(tmp_path, rule, hole)
     truth, voided = deal_shoe(app, table, random.Random(rule), rule, hole, 6)
     assert app.shoe.phase == PH_ENDED and not voided
     got = results(table)

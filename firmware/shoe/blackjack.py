@@ -196,9 +196,9 @@ class Round:
 
     def result_into(self, buf, at, shoe_no, round_no, voided=0):
         """The round's result frame body at buf[at:]: shoe(2) round(2) seats(1) rule(1: 1 h17,
-        2 hole card, 4 voided: a supervisor voided the round, its cards only accounted) n(1), its n events (a card as read, 0xF0 | a press taken), then the hand
-        each card is in at the end, a nibble each (high first; 15 the dealer's). Its length;
-        allocation-free."""
+        2 hole card, 4 voided: a supervisor voided the round, its cards only accounted) n(1),
+        its n events (a card as read, 0xF0 | a press taken), then the hand each card is in at
+        the end, a nibble each (high first; 15 the dealer's). Its length; allocation-free."""
         buf[at] = shoe_no >> 8
         buf[at + 1] = shoe_no & 255
         buf[at + 2] = round_no >> 8
