@@ -264,7 +264,7 @@ def test_the_blackjack_shoe_allocates_nothing_on_micropython(mpy, tmp_path):
     rng = random.Random(24)
     it = iter(t for t in cards.shuffled_shoe(6, seed=24) if t != "CUT")
     stream = bytearray([2, cards.card_index(next(it))])  # the burn card
-    rounds = placed = 0
+    rounds = 0
     try:
         while True:
             seats = sorted(rng.sample(range(1, 8), rng.randint(1, 7)))
