@@ -6,9 +6,9 @@ the dealer's confirm button, 0x82 the shoe-empty sensor, 0x83 the squeeze reveal
 the supervisor's resolution key (void card / keep as dummy hand / void round), 0xA1-0xA3
 blackjack's next / double / split, 0x84 then one byte: the bet spots (a bit per seat with a
 wager). Indicators: a line on stdout per change: `I <phase> <due> <position> <shoe> <round>
-<alarm> <reveal>`, and at each result the display's `A <player total> <banker total> <winner> <announcements>`; at a blackjack
-table `H <hex>` when the dealer's hand is complete: each card's hand, a nibble each (15 the
-dealer's), for the dealer to confirm. Host link: a TCP
+<alarm> <reveal>`, at each result the display's `A <player total> <banker total> <winner>
+<announcements>`, and at a blackjack table `H <hex>` when the dealer's hand is complete: each
+card's hand, a nibble each (15 the dealer's), for the dealer to confirm. Host link: a TCP
 socket (pyserial `socket://HOST:PORT`). Secure element: the emulator's socket
 (host_tools/sabot/virtual/element_emulator.py), `--element unix:PATH|tcp:HOST:PORT` or
 $SABOT_ELEMENT."""
