@@ -108,6 +108,7 @@ class DealerIO:
         self._pressed = 0
         self._bets = 0
         self._bets_next = False
+        self._taken = False
 
     def bets(self):
         return self._bets
@@ -145,6 +146,7 @@ class DealerIO:
     def pressed(self, now):
         p = self._pressed
         self._pressed = 0
+        self._taken = self._taken or bool(p)
         return p
 
     def link_read(self):
@@ -167,7 +169,9 @@ class DealerIO:
         return 0
 
     def tick(self, now):
-        pass
+        if self._taken:  # the end of the pass that took a button: the dealer's pace
+            self._taken = False
+            sys.stdout.write("K\n")
 
 
 def make_app(flash, flash_dir, link, lamps, code, element):

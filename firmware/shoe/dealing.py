@@ -109,9 +109,12 @@ class Shoe:
 
     def due(self):
         """DUE_PLAYER / DUE_BANKER / DUE_NONE, what the indicators show; blackjack: the hand due
-        (an index in the round's order of play), DEALER_HAND, or NOT_DUE."""
+        (an index in the round's order of play), DEALER_HAND, 0xFD the round's cards are out and
+        the dealer's confirm is due, or NOT_DUE."""
         if self.bj is not None:
-            return self.bj.due() if self.phase == PH_ROUND and not self.complete else 0xFF
+            if self.phase != PH_ROUND or self.complete:
+                return 0xFF
+            return 0xFD if self.bj.done() else self.bj.due()  # 0xFD: the dealer's confirm
         if self.phase != PH_ROUND:
             return DUE_NONE
         if self.complete:

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 from sabot import attestation
 from sabot.errors import SabotError
 from sabot.game.settle import GAMES, SIDE_WAGERS, Table
-from sabot.protocol import shoe_id_text
+from sabot.protocol import blackjack_variant_byte, shoe_id_text
 
 DEFAULT = "sabot-shoes.json"
 # A whole pit's registry is far smaller: an entry holding all seven result key versions with
@@ -131,6 +131,13 @@ class ShoeEntry:
     side_wagers: list[str] = field(default_factory=list)
     tie_odds: int = 8  # a winning Tie pays this to 1 (627a.12(b): at least 8; 631c.5(j): 8)
     dragon_bonus_paytable: str | None = None  # A, B or C (627a.12(e)): with Dragon Bonus only
+    # blackjack (game "blackjack"): the dealer's rule of the Rules Submission (s17 stands on all
+    # 17s, h17 draws to a soft 17), whether the dealer takes a hole card, and the progressive
+    # meters' reset amounts ({"hit_and_run": cents, "straight_jack": cents}; unnamed: the
+    # regulation's least, § 633a.13(l)(2), (m)(2))
+    dealer: str = "s17"
+    hole_card: bool = True
+    meter_reset_cents: dict[str, int] = field(default_factory=dict)
     # the table's limits on a main wager, in cents (the players' scoreboard shows them); None:
     # not registered
     min_bet_cents: int | None = None
@@ -182,10 +189,7 @@ class ShoeEntry:
                                  "its serial is needed")
         if not isinstance(self.side_wagers, list) or not isinstance(self.public_keys, list):
             raise SabotError(f"{where}: side_wagers and public_keys must be lists")
-        if not isinstance(self.game, str) or self.game not in GAMES:
-            raise SabotError(f"{where}: game must be one of {', '.join(GAMES)}")
-        if self.ez and self.commission_free:
-            raise SabotError(f"{where}: EZ and commission-free are different games; pick one")
+        self._check_game(where)
         if (not isinstance(self.decks, int) or isinstance(self.decks, bool)
                 or not 1 <= self.decks <= 8):
             raise SabotError(f"{where}: decks must be 1 to 8")
@@ -208,6 +212,18 @@ class ShoeEntry:
             versions.add(k["version"])
         for k in self.public_keys:
             self._check_certificate(k)
+
+    def _check_game(self, where: str) -> None:
+        if not isinstance(self.game, str) or (self.game not in GAMES
+                                              and self.game != "blackjack"):
+            raise SabotError(f"{where}: game must be one of {', '.join(GAMES)}, blackjack")
+        if self.game == "blackjack" and (self.ez or self.commission_free or self.squeeze):
+            raise SabotError(f"{where}: ez, commission_free and squeeze are baccarat's")
+        if not isinstance(self.hole_card, bool) or not isinstance(self.meter_reset_cents, dict):
+            raise SabotError(f"{where}: hole_card must be true or false, meter_reset_cents an "
+                             "object of cents by wager")
+        if self.ez and self.commission_free:
+            raise SabotError(f"{where}: EZ and commission-free are different games; pick one")
 
     def _check_certificate(self, k: dict[str, Any]) -> None:
         """A result key is believed only with its certificate: the shoe's attestation key,
@@ -282,6 +298,10 @@ class ShoeEntry:
         """The table as `sabot settle` takes it (settle.Table): game, EZ or commission-free, the
         tie's odds, the side wagers and their Dragon Bonus paytable. What the edges and
         settlement of this shoe's rounds use."""
+        if self.game == "blackjack":
+            return {"game": "blackjack", "decks": self.decks, "dealer": self.dealer,
+                    "hole_card": self.hole_card, "side_wagers": list(self.side_wagers),
+                    **{f"{w}_reset_cents": c for w, c in self.meter_reset_cents.items()}}
         cfg: dict[str, Any] = {"game": self.game, "ez": self.ez,
                                "commission_free": self.commission_free,
                                "tie_odds": self.tie_odds, "side_wagers": list(self.side_wagers)}
@@ -292,11 +312,15 @@ class ShoeEntry:
     @property
     def variant(self) -> dict[str, Any]:
         """The configuration as the shoe's shoe_start frame names it."""
+        if self.game == "blackjack":
+            return {"game": "blackjack", "dealer": self.dealer, "hole_card": self.hole_card}
         return {"game": self.game, "ez": self.ez, "commission_free": self.commission_free,
                 "squeeze": self.squeeze}
 
     @property
     def variant_byte(self) -> int:
+        if self.game == "blackjack":
+            return blackjack_variant_byte(self.dealer, self.hole_card)
         return (_GAME_BITS[self.game] | self.ez << 2 | self.commission_free << 3
                 | self.squeeze << 4)
 
@@ -315,8 +339,24 @@ def wagers_problem(cfg: dict[str, Any]) -> str | None:
     """What is wrong with a table's wagers (ShoeEntry.table_config), or None: each side wager
     known, once, and offered where the game has it (Dragon 7 and Panda 8 on EZ tables, Lucky
     Six on commission-free ones, Dragon Bonus with its paytable), the tie's odds 8 to
-    TIE_ODDS_MAX (8 on a commission-free table): what settlement (settle.Table) takes."""
+    TIE_ODDS_MAX (8 on a commission-free table): what settlement (settle.Table) takes. A
+    blackjack table's: what its settlement (blackjack_settle.BlackjackTable) takes."""
     side = cfg["side_wagers"]
+    if cfg["game"] == "blackjack":
+        from sabot.game.blackjack_settle import BlackjackTable
+
+        if len(set(side)) < len(side):
+            return "a side wager is listed twice"
+        resets = {k for k in cfg if k.endswith("_reset_cents")}
+        unknown = sorted(resets - {"hit_and_run_reset_cents", "straight_jack_reset_cents"})
+        if unknown:
+            return (f"meter_reset_cents names {unknown[0].removesuffix('_reset_cents')!r}: "
+                    "only hit_and_run and straight_jack have meters")
+        try:
+            BlackjackTable(cfg)
+        except SabotError as e:
+            return str(e).removeprefix("table.")
+        return None
     for w in side:
         if not isinstance(w, str) or w not in SIDE_WAGERS:
             return f"unknown side wager {_shown(w)}"

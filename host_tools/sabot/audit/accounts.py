@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sabot import protocol as pr
-from sabot.game import rules
+from sabot.game import blackjack, rules
 from sabot.game.cards import BURN_VALUES
 from sabot.registry import ShoeEntry
 
@@ -76,7 +76,7 @@ class ShoeAccounts:
             self.state["inventory"] = inv = new_shoe_accounts(rec.get("shoe"), partial=True)
         elif inv["shoe"] is None:
             inv["shoe"] = rec.get("shoe")
-        if inv.get("ended") and kind in ("burn", "initial_cards", "result"):
+        if inv.get("ended") and kind in ("burn", "initial_cards", "result", "blackjack_result"):
             self.alarm("round_after_shoe_end", f"a {kind} after shoe {inv['shoe']} ended, with "
                        "no new shoe started", shoe=inv["shoe"])
         handler = getattr(self, f"_on_{kind}", None)
@@ -115,8 +115,9 @@ class ShoeAccounts:
         first = cards[0] if cards else None
         held = inv.get("held") or {}
         cut_short = held.get("kind") == "cards_exhausted"  # the shoe ran out during the burn
-        if (first is None or "CUT" in cards or len(cards) > 1 + BURN_VALUES[first[0]]
-                or (len(cards) < 1 + BURN_VALUES[first[0]] and not cut_short)):
+        burn = 0 if first is None or self.config.game == "blackjack" else BURN_VALUES[first[0]]
+        if (first is None or "CUT" in cards or len(cards) > 1 + burn
+                or (len(cards) < 1 + burn and not cut_short)):
             self.alarm("burn_mismatch", f"burn {_listed(cards)} does not follow the burn "
                        "procedure",
                        shoe=rec["shoe"])
@@ -192,6 +193,32 @@ class ShoeAccounts:
                        "the other way round", **where)
         self._count(order[1:] if dummy and order[0] == dummy else order, inv, rec)
         inv["round"], inv["initial"], inv["dummy"] = rec["round"], None, None
+
+    def _on_blackjack_result(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
+        """A blackjack round (or a voided one's cards): followed again by the host's own rules
+        (game/blackjack.py), every card in the hand the shoe says, under the registry's dealer
+        rule."""
+        where = {"shoe": rec["shoe"], "round": rec["round"]}
+        if not inv["burned"] and not inv["partial"]:
+            inv["burned"] = True
+            self.alarm("missing_burn", "a round was dealt before the burn", **where)
+        cfg = self.config
+        if cfg.game != "blackjack" or (rec["dealer_rule"], rec["hole_card"]) != (
+                cfg.dealer, cfg.hole_card):
+            self.alarm("config_mismatch", f"a blackjack round dealt under {rec['dealer_rule']}"
+                       f"{'' if rec['hole_card'] else ', no hole card'}; the registry's table "
+                       f"is {cfg.game}" + (f" {cfg.dealer}" if cfg.game == "blackjack" else ""),
+                       **where)
+        elif not rec["voided"]:
+            _, why = blackjack.check_result(rec)
+            if why:
+                self.alarm("rules_mismatch", f"the blackjack round as the rules follow it: {why}",
+                           **where)
+        if not inv["partial"] and rec["round"] != inv["round"] + 1:
+            self.alarm("round_out_of_order", f"round {rec['round']} after {inv['round']}",
+                       **where)
+        self._count([c for kind, c in rec["events"] if kind == "card"], inv, rec)
+        inv["round"] = rec["round"]
 
     def _on_shoe_end(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
         inv["ended"] = True

@@ -479,7 +479,7 @@ class Validator:
         kind, rec = decoded
         self.store.add_record(f, self._require_id(), kind, rec)
         self.accounts.account(kind, rec)
-        if kind == "result":
+        if kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1
         elif kind == "irregularity":
             self.counts["irregularities"] += 1

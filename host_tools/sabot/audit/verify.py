@@ -550,7 +550,7 @@ class _Walk:
             shoe.effects[f.seq] = ("resolve", rec)
         elif kind == "shoe_start":
             shoe.effects[f.seq] = ("new_shoe", rec, (st["inventory"] or {}).get("shoe"))
-        elif kind == "result":
+        elif kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1
         shoe.accounts.account(kind, rec)
         self._opened(rid, f, shoe, at, record)

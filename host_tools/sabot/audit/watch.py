@@ -55,6 +55,8 @@ AlarmFn = Callable[..., None]  # the validator's alarm(kind, detail, **where)
 def offered_wagers(config: ShoeEntry) -> dict[str, str]:
     """The table's wagers -> the analyzer's names under its rules (EZ Banker, 631c.5 Banker, the
     registry's Dragon Bonus paytable; A for an old entry that names none)."""
+    if config.game == "blackjack":
+        return {}  # the edges watched are baccarat's (blackjack's: sabot analyze --game)
     side = list(config.side_wagers)
     cfg: dict[str, Any] = config.table_config()
     if any(w.startswith("dragon_bonus") for w in side) and not cfg.get("dragon_bonus_paytable"):
@@ -152,6 +154,8 @@ def record_cards(kind: str, rec: Mapping[str, Any]) -> list[int]:
         cards: Iterable[Any] = rec.get("cards") or ()
     elif kind == "result":
         cards = rules.dealing_order(list(rec["player"]), list(rec["banker"]))
+    elif kind == "blackjack_result":
+        cards = [c for k, c in rec["events"] if k == "card"]
     else:
         return []
     return [c for c in map(card_code, cards) if c is not None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Container
+from collections.abc import Container, Sequence
 
 from sabot.errors import NotVerified
 
@@ -35,13 +35,17 @@ def round_flags(flags: list[str], variant: dict[str, Any] | None) -> list[str]:
 
 
 def variant_text(variant: dict[str, Any]) -> str:
-    """"baccarat, EZ", "minibaccarat, commission-free, squeeze": a shoe_start's variant."""
+    """"baccarat, EZ", "minibaccarat, commission-free, squeeze", "blackjack, h17, no hole
+    card": a shoe_start's variant."""
+    if variant.get("game") == "blackjack":
+        return ", ".join(["blackjack", str(variant.get("dealer"))]
+                         + ([] if variant.get("hole_card") else ["no hole card"]))
     return ", ".join([str(variant.get("game"))] + [
         name for key, name in (("ez", "EZ"), ("commission_free", "commission-free"),
                                ("squeeze", "squeeze")) if variant.get(key)])
 
 
-def _cards(cards: list[str | None]) -> str:
+def _cards(cards: Sequence[str | None]) -> str:
     return " ".join(c if c is not None else "--" for c in cards)  # -- a card not read
 
 
@@ -60,6 +64,32 @@ def format_round(rec: dict[str, Any], variant: dict[str, Any] | None = None) -> 
             f"player {_cards(rec['player']):<9} "
             f"{rec['player_total']}  banker {_cards(rec['banker']):<9} {rec['banker_total']}  "
             f"-> {rec['winner']}{shown}{dummy}{said}")
+
+
+def format_blackjack_round(rec: dict[str, Any]) -> str:
+    """One line per blackjack round: each hand from the dealer's left (its seat, cards and
+    total, doubled, split), then the dealer's, as the host's own rules follow the round's signed
+    seats and events; a voided round names its cards only."""
+    from sabot.game.blackjack import hand_total, is_blackjack, round_of
+
+    head = f"{_device(rec)}shoe {rec['shoe']} round {rec['round']:>3}: "
+    if rec.get("voided"):
+        cards = [c for k, c in rec["events"] if k == "card"]
+        return head + f"voided by the supervisor (its cards: {_cards(cards)})"
+
+    def hand(cards: list[str], first_two: bool) -> str:
+        if first_two and is_blackjack(cards):
+            return f"{_cards(cards)} Blackjack"
+        total, soft = hand_total(cards)
+        said = "bust" if total > 21 else f"soft {total}" if soft else str(total)
+        return f"{_cards(cards)} {said}"
+
+    r = round_of(rec)
+    seats = [f"seat {h['seat']} " + hand(h["cards"], not h["split"])
+             + (" doubled" if h["doubled"] else "") + (" split" if h["split"] else "")
+             for h in r["hands"]]
+    dealer = hand(r["dealer"], True) + f" ({len(r['dealer'])} cards)"
+    return head + "  ".join(seats) + f"  dealer {dealer}"
 
 
 def record_json(kind: str, rec: dict[str, Any]) -> str:
@@ -107,6 +137,8 @@ def print_records(records: list[tuple[str, dict[str, Any]]], as_json: bool,
             print(record_json(kind, rec))
         elif kind == "result":
             print(format_round(rec, variant or started.get((rec.get("shoe_id"), rec["shoe"]))))
+        elif kind == "blackjack_result":
+            print(format_blackjack_round(rec))
         else:
             print(format_event(rec))
 

@@ -26,6 +26,8 @@ from sabot.errors import NotVerified, SabotError
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
+    from typing import Any
+
     from sabot.registry import Registry
 
 commands = Commands()
@@ -183,16 +185,27 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def side_wagers(text: str) -> list[str]:
+    from sabot.game import blackjack_settle
     from sabot.game.settle import SIDE_WAGERS
 
+    known = (*SIDE_WAGERS, *blackjack_settle.SIDE_WAGERS)
     names = [w.strip() for w in text.split(",") if w.strip()]
     if len(set(names)) < len(names):
         raise argparse.ArgumentTypeError("a side wager is named twice")
     for w in names:
-        if w not in SIDE_WAGERS:
+        if w not in known:
             raise argparse.ArgumentTypeError(f"unknown side wager {w!r}; the known ones are "
-                                             f"{', '.join(SIDE_WAGERS)}")
+                                             f"{', '.join(known)}")
     return names
+
+
+def meter_reset(text: str) -> tuple[str, int]:
+    """--meter-reset WAGER=DOLLARS: (wager, cents)."""
+    name, sep, amount = text.partition("=")
+    if not sep or name not in ("hit_and_run", "straight_jack"):
+        raise argparse.ArgumentTypeError(f"want hit_and_run=DOLLARS or straight_jack=DOLLARS; "
+                                         f"got {text!r}")
+    return name, dollars_to_cents(amount)
 
 
 def provision_args(p: argparse.ArgumentParser) -> None:
@@ -206,7 +219,9 @@ def provision_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
                    help="shoe id, 0-4294967295, decimal or 0x hex (default: kept, or random)")
     p.add_argument("--game", default="baccarat",
-                   choices=["minibaccarat", "midibaccarat", "baccarat"])
+                   choices=["minibaccarat", "midibaccarat", "baccarat", "blackjack"],
+                   help="the game the shoe deals (default baccarat); blackjack: Chapter 633a, "
+                   "with --dealer, --no-hole-card, --meter-reset")
     variant = p.add_mutually_exclusive_group()
     variant.add_argument("--ez", action="store_true",
                          help="EZ Baccarat: announces Dragon 7 / Panda 8")
@@ -220,8 +235,21 @@ def provision_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--side-wagers", type=side_wagers, default=[], metavar="W,...",
                    help="side wagers the table offers, comma-separated: dragon7, panda8 (EZ), "
                    "lucky_six (commission-free), player_pair, banker_pair, house_money, "
-                   "dragon_bonus_player, dragon_bonus_banker; registered for the edges and "
+                   "dragon_bonus_player, dragon_bonus_banker; at a blackjack table "
+                   "hit_and_run, straight_jack, house_money; registered for the edges and "
                    "settlement (default: none)")
+    p.add_argument("--dealer", choices=["s17", "h17"], default=None,
+                   help="blackjack: the dealer's rule of the Rules Submission, s17 stands on "
+                   "all 17s (the default), h17 draws to a soft 17: the shoe lights the draw lamp "
+                   "by it")
+    p.add_argument("--no-hole-card", action="store_true",
+                   help="blackjack: the dealer takes no hole card (the second card at the "
+                   "dealer's turn)")
+    p.add_argument("--meter-reset", type=meter_reset, action="append", default=[],
+                   metavar="W=DOLLARS", help="blackjack: a progressive meter's reset amount, "
+                   "hit_and_run=DOLLARS (at least 1000, § 633a.13(l)) or straight_jack=DOLLARS "
+                   "(at least 5000, § 633a.13(m)); repeat for both (default: those least "
+                   "amounts)")
     p.add_argument("--tie-odds", type=ranged(8, 100), default=8, metavar="N",
                    help="a winning Tie pays N to 1 (627a.12(b): at least 8; a commission-free "
                    "table pays 8)")
@@ -267,6 +295,52 @@ def new_shoe(reg: Registry, shoe_id: int | None) -> None:
                          f"{reg.path} when that shoe is retired)")
 
 
+def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    """provision's table: the shoe's variant byte and the registry entry's configuration, or a
+    SabotError for anything the registry would refuse, before the shoe is touched (provisioning
+    cannot be undone): a name that is no table name, a wager the game does not offer, an option
+    of another game."""
+    from sabot.protocol import variant_byte
+    from sabot.registry import ShoeEntry, table_name_problem, wagers_problem
+
+    blackjack = args.game == "blackjack"
+    if blackjack and (args.ez or args.commission_free or args.squeeze
+                      or args.dragon_bonus_paytable or args.tie_odds != 8):
+        raise SabotError("--ez, --commission-free, --squeeze, --tie-odds and "
+                         "--dragon-bonus-paytable are baccarat's, not blackjack's")
+    if not blackjack and (args.dealer or args.no_hole_card or args.meter_reset):
+        raise SabotError("--dealer, --no-hole-card and --meter-reset are blackjack's (add "
+                         "--game blackjack)")
+    if blackjack:
+        from sabot.protocol import blackjack_variant_byte
+
+        variant = blackjack_variant_byte(args.dealer or "s17", not args.no_hole_card)
+    else:
+        variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
+    dragon_bonus = [w for w in args.side_wagers if w.startswith("dragon_bonus")]
+    if dragon_bonus and args.dragon_bonus_paytable is None:
+        raise SabotError(f"--side-wagers offers {', '.join(dragon_bonus)}: name its paytable "
+                         "with --dragon-bonus-paytable A, B or C (627a.12(e))")
+    if args.dragon_bonus_paytable and not dragon_bonus:
+        raise SabotError("--dragon-bonus-paytable is for a table offering Dragon Bonus "
+                         "(dragon_bonus_player, dragon_bonus_banker in --side-wagers)")
+    config = {"game": args.game, "ez": args.ez, "commission_free": args.commission_free,
+              "squeeze": args.squeeze, "decks": args.decks, "side_wagers": args.side_wagers,
+              "tie_odds": args.tie_odds, "dragon_bonus_paytable": args.dragon_bonus_paytable,
+              "min_bet_cents": args.limits[0], "max_bet_cents": args.limits[1]}
+    if blackjack:
+        config.update(dealer=args.dealer or "s17", hole_card=not args.no_hole_card,
+                      meter_reset_cents=dict(args.meter_reset))
+    try:
+        problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
+            ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).table_config())
+    except SabotError as e:
+        problem = str(e).removeprefix("registry entry for shoe 0: ")
+    if problem:
+        raise SabotError(f"not provisioned: {problem}")
+    return variant, config
+
+
 @commands("provision", provision_args,
           help="set up a blank shoe: its secure element, identity, registry entry",
           description="Factory provisioning. The shoe writes sabot's configuration into its "
@@ -282,27 +356,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
     import os
 
     from sabot import keys
-    from sabot.protocol import variant_byte
-    from sabot.registry import Registry, table_name_problem, wagers_problem
+    from sabot.registry import Registry
 
-    variant = variant_byte(args.game, args.ez, args.commission_free, args.squeeze)
-    dragon_bonus = [w for w in args.side_wagers if w.startswith("dragon_bonus")]
-    if dragon_bonus and args.dragon_bonus_paytable is None:
-        raise SabotError(f"--side-wagers offers {', '.join(dragon_bonus)}: name its paytable "
-                         "with --dragon-bonus-paytable A, B or C (627a.12(e))")
-    if args.dragon_bonus_paytable and not dragon_bonus:
-        raise SabotError("--dragon-bonus-paytable is for a table offering Dragon Bonus "
-                         "(dragon_bonus_player, dragon_bonus_banker in --side-wagers)")
-    config = {"game": args.game, "ez": args.ez, "commission_free": args.commission_free,
-              "squeeze": args.squeeze, "decks": args.decks, "side_wagers": args.side_wagers,
-              "tie_odds": args.tie_odds, "dragon_bonus_paytable": args.dragon_bonus_paytable,
-              "min_bet_cents": args.limits[0], "max_bet_cents": args.limits[1]}
-    # everything the registry would refuse, refused before the shoe is touched (provisioning
-    # cannot be undone): a name that is no table name, a wager the game does not offer
-    problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
-        {k: v for k, v in config.items() if v is not None})
-    if problem:
-        raise SabotError(f"not provisioned: {problem}")
+    variant, config = table_of(args)
     from sabot.audit.cosign import check_quorum
 
     quorum = check_quorum(args.witness, args.quorum)

@@ -50,7 +50,8 @@ def cmd_history(args: argparse.Namespace) -> int:
                 if args.round is None or a["round"] == args.round:
                     print(json.dumps({k: v for k, v in a.items() if k != "frame_id"}))
             return 0
-        kinds: tuple[str, ...] = ("result", "initial_cards", "irregularity", "resolution")
+        kinds: tuple[str, ...] = ("result", "blackjack_result", "initial_cards",
+                                  "irregularity", "resolution")
         if args.round is None:
             kinds += ("shoe_start", "burn", "shoe_end")
         recs = store.records(kinds, args.shoe, args.round, args.shoe_id)

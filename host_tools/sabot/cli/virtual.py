@@ -19,7 +19,7 @@ from sabot.cli.options import (
     ranged,
 )
 from sabot.cli.output import alarm_below, fail_on, print_records, witnessed_line
-from sabot.errors import NotVerified
+from sabot.errors import NotVerified, SabotError
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
@@ -74,9 +74,19 @@ def demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shoe", metavar="FILE",
                    help="shoe file to deal (default: a freshly shuffled 8-deck shoe)")
     p.add_argument("--seed", type=int, help="seed for the shuffle (repeatable demos)")
-    p.add_argument("--db", default="sabot.db",
-                   help="audit database (default ./sabot.db: the demo's virtual shoe is its own; "
+    p.add_argument("--db", default=None,
+                   help="audit database (default ./sabot.db, with --game blackjack "
+                   "./sabot-blackjack.db: the demo's virtual shoe is its own; "
                    + DB_RULE.split(";")[0] + ")")
+    p.add_argument("--game", choices=["baccarat", "blackjack"], default="baccarat",
+                   help="blackjack: a six-deck blackjack shoe (Chapter 633a) dealt to a table of "
+                   "basic-strategy players, the dealer pressing next, double and split and "
+                   "confirming each round's hands; every verified round settled (Hit and Run, "
+                   "Straight Jack, House Money) and held to what the table dealt")
+    p.add_argument("--mistakes", type=probability, default=0.0, metavar="SHARE",
+                   help="blackjack: the share of rounds, 0 to 1, in which the dealer misses a "
+                   "press or makes it twice: each must end in an irregularity and a voided "
+                   "round, never in a wrong settlement (default 0)")
     p.add_argument("--key", default="sabot.key",
                    help="the host command key file (signs commands; the virtual shoe is "
                    "provisioned for it), created mode 0600 if missing (default ./sabot.key)")
@@ -103,15 +113,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     # before the key, the shoe's flash and the registry are touched: a store in use, or a file
     # that is not a sabot store, refuses the demo with nothing provisioned or registered
+    if args.mistakes and args.game != "blackjack":
+        raise SabotError("--mistakes is the blackjack dealer's (add --game blackjack)")
+    args.db = args.db or ("sabot-blackjack.db" if args.game == "blackjack" else "sabot.db")
     refuse_unwritable(args.db)
     with tempfile.TemporaryDirectory(prefix="sabot-demo-") as tmp:
         summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture,
                               quiet=args.json, registry=args.registry,
                               on_alarm=None if args.json else alarm_below, board=args.board,
                               code=board_code(args.board, None, tmp),
-                              cosigner=cosigner(args, say))
+                              cosigner=cosigner(args, say), game=args.game,
+                              mistakes=args.mistakes)
     if args.json:
         print(json.dumps(summary))
+    elif args.game == "blackjack":
+        print(f"blackjack shoe {summary['shoe']}: {summary['rounds']} rounds dealt, verified and "
+              f"settled ({summary['expected_rounds']} confirmed at the table), "
+              f"{summary['voided']} voided, {summary['wrong']} settled otherwise than the "
+              f"table, ${summary['paid_cents'] / 100:,.2f} paid on $5 side wagers; "
+              f"{summary['verified']} frames verified, {summary['rejected']} rejected, "
+              f"{summary['irregularities']} irregularities, {len(summary['alarms'])} alarms, "
+              f"{summary['lost']} lost, in {summary['seconds']} s")
+        print(f"audit log: {args.db}   history: sabot history --db {args.db}")
     else:
         print(f"shoe {summary['shoe']}: {summary['rounds']} rounds dealt and verified "
               f"({summary['expected_rounds']} expected), {summary['verified']} frames verified, "
@@ -121,8 +144,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if summary["checkpoint"] or args.witness:
             print(witnessed_line(summary, bool(args.witness)))
         print(f"audit log: {args.db}   history: sabot history --db {args.db}")
-    fail_on(summary["rejections"], summary["alarms"], f"{summary['lost']} rounds lost"
-            if summary["lost"] else "", fail_on_notice=args.fail_on_notice)
+    lost = f"{summary['lost']} rounds lost" if summary["lost"] else ""
+    if summary.get("wrong"):
+        lost = f"{summary['wrong']} rounds settled otherwise than the table"
+    fail_on(summary["rejections"], summary["alarms"], lost, fail_on_notice=args.fail_on_notice)
     return 0
 
 

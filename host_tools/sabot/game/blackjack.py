@@ -160,7 +160,7 @@ def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: 
             # the new hand
             placed[:] = [o + 1 if type(o) is int and o > who else o for o in placed]
             for i in range(len(placed) - 1, -1, -1):
-                if events[i] == ("card", second) and placed[i] == who:
+                if tuple(events[i]) == ("card", second) and placed[i] == who:
                     placed[i] = who + 1
                     break
         owner.append(took)
@@ -211,3 +211,13 @@ def check_result(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None
     if not got["complete"]:
         return None, "the round is not complete"
     return got, None
+
+
+def round_of(rec: dict[str, Any]) -> dict[str, Any]:
+    """A blackjack result record (protocol.decode_blackjack_result) as `sabot settle` takes its
+    round: the dealer's cards and each hand's seat, cards, split and doubled, followed from the
+    record's seats and events by the host's own rules."""
+    got = follow_round(rec["seats"], rec["events"], rec["dealer_rule"], rec["hole_card"])
+    return {"dealer": got["dealer"],
+            "hands": [{"seat": h["seat"], "cards": h["cards"], "split": h["split"],
+                       "doubled": h["doubled"]} for h in got["hands"]]}

@@ -139,6 +139,8 @@ def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, Sea
     of a card than the decks hold."""
     if not isinstance(rnd, dict):
         raise SabotError("round: expected a blackjack round record with dealer and hands")
+    if "events" in rnd:
+        rnd = _followed(table, rnd)
     dealer = _cards(rnd.get("dealer"), "round.dealer")
     try:
         done = blackjack.dealer_hand(dealer, table.dealer)
@@ -184,6 +186,35 @@ def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, Sea
         initial = [hands[0][0][0], hands[1][0][0]] if split else hands[0][0][:2]
         seats[seat] = (hands[0][0], initial, split)
     return dealer, seats
+
+
+def _followed(table: BlackjackTable, rec: dict[str, Any]) -> dict[str, Any]:
+    """A shoe's blackjack_result record (as `sabot history --json` prints it) as the round it
+    deals: followed from its seats and events by the host's rules, under the table's."""
+    seats, events = rec.get("seats"), rec.get("events")
+    if (not isinstance(seats, list) or not seats or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= SEATS for x in seats)
+            or not isinstance(events, list) or not all(
+                isinstance(e, (list, tuple)) and len(e) == 2 and e[0] in ("card", "press")
+                and isinstance(e[1], str) for e in events)):
+        raise SabotError("round: a blackjack_result record needs seats (1-7) and events "
+                         "([\"card\", \"AS\"] or [\"press\", \"next\"])")
+    if rec.get("voided"):
+        raise SabotError("round: a voided round settles no wager (its wagers are returned)")
+    rule = rec.get("dealer_rule", table.dealer)
+    hole = rec.get("hole_card", table.hole_card)
+    if (rule, hole) != (table.dealer, table.hole_card):
+        raise SabotError(f"round: dealt under {rule}{'' if hole else ', no hole card'}; the "
+                         f"table is {table.dealer}{'' if table.hole_card else ', no hole card'}")
+    for _, what in events:
+        if what not in blackjack.PRESSES:
+            parse_card(what)
+    got = blackjack.follow_round(seats, [tuple(e) for e in events], rule, hole)
+    if not got["complete"] or any(o is None or o is False for o in got["owner"]):
+        raise SabotError("round: its events do not make a complete round under the table's "
+                         "rules")
+    return blackjack.round_of(dict(rec, seats=seats, events=events, dealer_rule=rule,
+                                   hole_card=hole))
 
 
 def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any]) -> list[dict[str, Any]]:

@@ -90,6 +90,8 @@ class Table:
 # is the request's.
 REGISTERED = ("game", "ez", "commission_free", "tie_odds", "side_wagers",
               "dragon_bonus_paytable")
+BLACKJACK_REGISTERED = ("game", "decks", "dealer", "hole_card", "side_wagers",
+                        "hit_and_run_reset_cents", "straight_jack_reset_cents")
 
 
 def _said(value: Any) -> str:
@@ -112,8 +114,9 @@ def registered_table(request_table: object, registered: dict[str, Any], name: st
         request_table = {}
     if not isinstance(request_table, dict):
         raise SabotError("table: expected an object")
+    fields = BLACKJACK_REGISTERED if registered.get("game") == "blackjack" else REGISTERED
     for key, said in request_table.items():
-        if key not in REGISTERED:
+        if key not in fields:
             continue
         want = registered.get(key)
         if key == "side_wagers" and isinstance(said, list) and all(

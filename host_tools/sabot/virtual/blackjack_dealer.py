@@ -10,7 +10,7 @@ the players' part, not a rule of the game, and any sequence of presses is the de
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sabot.game.blackjack import card_value, follow_round, hand_total
@@ -49,16 +49,18 @@ def decide(cards: Sequence[str], up: str, rule: str, may_split: bool) -> str:
 
 
 def deal_round(shoe: Iterator[str], seats: Sequence[int], rule: str,
-               hole_card: bool = True) -> list[tuple[str, str]]:
+               hole_card: bool = True,
+               on_event: Callable[[str, str], None] | None = None) -> list[tuple[str, str]]:
     """One round's events, the cards drawn from `shoe` as each is due; the players' decisions
-    made by basic strategy and pressed by the dealer. StopIteration when the shoe runs out."""
-    events: list[tuple[str, str]] = []
+    made by basic strategy and pressed by the dealer; `on_event(kind, what)` as each is made (a
+    dealer dealing it then). StopIteration when the shoe runs out."""
+    events: list[tuple[str, str]] = _Events(on_event)
     initial = 2 * len(set(seats)) + (2 if hole_card else 1)
     dealt = 0
     while True:
         state = follow_round(seats, events, rule, hole_card)
         if state["complete"]:
-            return events
+            return list(events)
         hand = _playing(state) if dealt >= initial else None
         if hand is not None:
             cards = state["hands"][hand]["cards"]
@@ -72,6 +74,19 @@ def deal_round(shoe: Iterator[str], seats: Sequence[int], rule: str,
         dealt += 1
 
 
+class _Events(list[tuple[str, str]]):
+    """A round's events, each handed on as it is appended."""
+
+    def __init__(self, on_event: Callable[[str, str], None] | None) -> None:
+        super().__init__()
+        self.on_event = on_event
+
+    def append(self, event: tuple[str, str]) -> None:
+        super().append(event)
+        if self.on_event is not None:
+            self.on_event(*event)
+
+
 def _playing(state: dict[str, Any]) -> int | None:
     """The hand a player decides for now (the initial deal done): the first not finished, when
     it has its two cards and is not waiting for a double's card; None when a card is due."""
@@ -81,3 +96,139 @@ def _playing(state: dict[str, Any]) -> int | None:
             continue
         return i if len(cards) >= 2 and not h["doubled"] else None
     return None
+
+
+# ---- the dealer at the virtual board -----------------------------------------------------------
+CONFIRM_DUE = 0xFD  # the shoe's `due` once a round's cards are out: the dealer's confirm
+
+
+class Held(Exception):
+    """The shoe holds an irregularity: the round stops here (the supervisor voids it)."""
+
+
+class TableDealer:
+    """Deals a blackjack shoe file into the virtual shoe (sabot/virtual/board.py VirtualBoard) as
+    a careful dealer does: each round's bets on their spots (the bet-spot sensors' byte), the
+    cards as the players' basic strategy calls for them, the presses, then the shoe's hands
+    (its `H` display line) checked against the table: confirmed when they are the table's,
+    disputed when not (the supervisor voids the round). Any hold is voided by the supervisor.
+    `mistakes`: the share of rounds in which one press is missed or made twice, as a tired
+    dealer does; `truth` keeps what the table really dealt, by round number, to hold the
+    verified rounds to."""
+
+    def __init__(self, board: Any, tokens: list[str], rule: str = "s17", hole_card: bool = True,
+                 seed: int | None = None, mistakes: float = 0.0) -> None:
+        import random
+
+        self.board = board
+        self.tokens = tokens
+        self.rule, self.hole_card = rule, hole_card
+        self.rng = random.Random(seed)
+        self.mistakes = mistakes
+        self.truth: dict[int, dict[str, Any]] = {}  # round -> seats, events, "confirmed"/"voided"
+        self.at = 0  # the next token: every token sent moves the shoe's position by one
+
+    def deal(self, progress: Callable[[], None] | None = None) -> None:
+        from sabot.protocol import PH_ENDED
+
+        b = self.board
+        b.wait(lambda s: True, 10)
+        self._card(self.tokens[0])  # the burn card
+        rnd = b.indicator[4] if b.indicator else 0
+        while b.indicator and b.indicator[0] != PH_ENDED and self.at < len(self.tokens):
+            rnd += 1
+            self._round(rnd)
+            if progress:
+                progress()
+
+    def _round(self, rnd: int) -> None:
+        from sabot.virtual.board import BETS, CONFIRM, PRESS, SUPERVISOR
+
+        b = self.board
+        seats = sorted(self.rng.sample(range(1, 8), self.rng.randint(1, 7)))
+        slip = self.rng.random() < self.mistakes
+        b.send(bytes([BETS, sum(1 << (s - 1) for s in seats)]))
+        truth: dict[str, Any] = {"seats": seats, "events": [], "status": "voided"}
+        self.truth[rnd] = truth
+        codes = {"next": 1, "double": 2, "split": 3}
+        shown = b.placed_count  # the shoe's hands shown so far: this round's come after
+
+        def deal(kind: str, what: str) -> None:
+            nonlocal slip
+            truth["events"].append((kind, what))
+            if kind == "card":
+                self._card(what)
+                return
+            times = 1
+            if slip:
+                slip, times = False, self.rng.choice((0, 2))  # missed, or pressed twice
+            for _ in range(times):
+                taken = b.taken
+                b.send(bytes([PRESS + codes[what]]))
+                b.wait(lambda s: b.taken > taken, 10)  # the shoe took it (and shows a hold)
+                self._check()
+
+        try:
+            deal_round(self._cards(), seats, self.rule, self.hole_card, on_event=deal)
+            b.wait(lambda s: s[0] == 3 or s[1] == CONFIRM_DUE, 2)
+            self._check()
+            want = [p for (k, _), p in zip(truth["events"], follow_round(
+                seats, truth["events"], self.rule, self.hole_card)["placed"], strict=True)
+                    if k == "card"]
+            if b.indicator[1] == CONFIRM_DUE and b.placed_count > shown and b.placed == want:
+                b.send(bytes([CONFIRM]))
+                b.wait(lambda s: s[1] != CONFIRM_DUE, 10)
+                self._check()
+                truth["status"] = "confirmed"
+                return
+            # the shoe's hands are not the table's, or its round is not over: void
+            b.send(bytes([CONFIRM if b.indicator[1] != CONFIRM_DUE else SUPERVISOR + 3]))
+            b.wait(lambda s: s[0] == 3 or s[1] == 0xFF, 10)
+            self._check()
+        except Held:
+            pass
+        except StopIteration:
+            self._empty()
+            return
+        self._void()
+
+    def _cards(self) -> Iterator[str]:
+        """The shoe's cards in order, the cut card's exit given to the shoe where it lies."""
+        while self.at < len(self.tokens):
+            token = self.tokens[self.at]
+            if token == "CUT":
+                self._card(token)
+                continue
+            yield token
+
+    def _card(self, token: str) -> None:
+        from sabot.virtual.board import card_bytes
+
+        b = self.board
+        before = b.indicator[2] if b.indicator else 0
+        self.at += 1
+        b.send(card_bytes(token))
+        b.wait(lambda s: s[2] > before or s[0] == 3, 10)
+        self._check()
+
+    def _check(self) -> None:
+        if self.board.indicator and self.board.indicator[0] == 3:  # PH_HELD
+            raise Held
+
+    def _void(self) -> None:
+        from sabot.virtual.board import SUPERVISOR
+
+        b = self.board
+        if b.indicator and b.indicator[0] == 3:
+            b.send(bytes([SUPERVISOR + 3]))
+            b.wait(lambda s: s[0] != 3, 10)
+
+    def _empty(self) -> None:
+        """The shoe ran out mid-round: the empty sensor, then the supervisor ends the shoe."""
+        from sabot.virtual.board import EMPTY, SUPERVISOR
+
+        b = self.board
+        b.send(bytes([EMPTY]))
+        if b.wait(lambda s: s[0] == 3, 5):
+            b.send(bytes([SUPERVISOR + 4]))
+            b.wait(lambda s: s[0] != 3, 10)

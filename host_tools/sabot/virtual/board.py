@@ -43,6 +43,8 @@ from sabot.protocol import (
 from sabot.virtual import factory
 
 EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
+BETS, PRESS = 0x84, 0xA0  # blackjack: PRESS + 1..3: next, double, split
+# (after BETS, one byte: the bet spots, bit s-1 a wager at seat s)
 
 
 def crc8(data: bytes) -> int:
@@ -304,6 +306,9 @@ class VirtualBoard:
         self.indicator: tuple[int, ...] | None = None  # phase due position shoe round alarm reveal
         # (player total, banker total, winner, announcement bits) per result
         self.announcements: list[tuple[int, ...]] = []
+        self.placed: list[Any] = []  # blackjack: the hands the shoe last showed (H line)
+        self.placed_count = 0
+        self.taken = 0  # buttons the board has taken (K lines)
         self.changed = threading.Condition()
         self.boots = 0
         self.lamps: dict[str, int] = {}  # emulated boards: each lamp pin's level, by name
@@ -398,6 +403,13 @@ class VirtualBoard:
                          listening: queue.Queue[bool]) -> None:
         for line in proc.stdout or ():
             parts = line.split()
+            if parts[:1] == [b"K"]:  # a button the board has taken (and shown what it did)
+                with self.changed:
+                    self.taken += 1
+                    self.changed.notify_all()
+            if parts[:1] == [b"H"] and len(parts) == 2:  # blackjack: the shoe's hands shown
+                self.placed = ["dealer" if c == "f" else int(c, 16) for c in parts[1].decode()]
+                self.placed_count += 1
             if parts[:1] == [b"A"] and len(parts) == 5:
                 self.announcements.append(tuple(int(x) for x in parts[1:]))
                 if self.on_show:

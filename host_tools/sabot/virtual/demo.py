@@ -38,7 +38,8 @@ class Session:
                  baud: int = DEFAULT_BAUD, config: ShoeEntry | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None,
                  sign_ms: int = SIGN_MS, board: str = "virtual", code: str | None = None,
-                 chunk: int = 0, cosigner: Cosigner | None = None) -> None:
+                 chunk: int = 0, cosigner: Cosigner | None = None, seed: int | None = None,
+                 mistakes: float = 0.0) -> None:
         """`key` is the host command key; the virtual shoe in `flash_dir` is provisioned for it
         (kept when it already is) and its result key registered in `config` (a fresh entry when
         None: the caller writes the registry). `board`, `code`, `chunk`: which board's code runs
@@ -62,6 +63,8 @@ class Session:
         self.link: HostLink | None = None
         self.error: BaseException | None = None
         self.shoe_no: int | None = None
+        self.seed, self.mistakes = seed, mistakes  # blackjack: its dealer's
+        self.dealer: Any = None
 
     def _record(self, kind: str, rec: dict[str, Any]) -> None:
         self.records.append((kind, rec))
@@ -90,7 +93,14 @@ class Session:
     def run(self) -> None:
         board, link = self.start_board()
         self.ensure_new_shoe(board, link)
-        dealer = Dealer(board, self.tokens)
+        if self.config.game == "blackjack":
+            from sabot.virtual.blackjack_dealer import TableDealer
+
+            dealer: Any = TableDealer(board, self.tokens, self.config.dealer,
+                                      self.config.hole_card, self.seed, self.mistakes)
+        else:
+            dealer = Dealer(board, self.tokens)
+        self.dealer = dealer
         finished = threading.Event()
 
         def deal() -> None:
@@ -128,6 +138,11 @@ class Session:
 
     def summary(self) -> dict[str, Any]:
         v = self.validator.summary()
+        if self.config.game == "blackjack":
+            return dict(self.blackjack_summary(), shoe=self.shoe_no, verified=v["verified"],
+                        rejected=v["rejected"], irregularities=v["irregularities"],
+                        resent=v["resent"], rejections=v["rejections"], alarms=v["alarms"],
+                        checkpoint=v["checkpoint"], cosigned=v["cosigned"])
         expected = rules.deal_shoe(self.tokens, shoe=self.shoe_no or 1)
         stored = self.rounds()
         lost = sum(1 for r in expected if r not in stored)
@@ -136,6 +151,36 @@ class Session:
                 "irregularities": v["irregularities"], "lost": lost, "resent": v["resent"],
                 "rejections": v["rejections"], "alarms": v["alarms"],
                 "checkpoint": v["checkpoint"], "cosigned": v["cosigned"]}
+
+
+    def blackjack_summary(self) -> dict[str, Any]:
+        """Every verified round settled by the registry's table (each offered side wager at each
+        seat of the round, $5), and held to what the table really dealt (the dealer's truth):
+        a round the shoe got otherwise than the table and that settles otherwise is `wrong`."""
+        from sabot.game.blackjack import round_of
+        from sabot.game.settle import settle
+
+        truth = self.dealer.truth if self.dealer else {}
+        table = self.config.table_config()
+        results = [r for k, r in self.records if k == "blackjack_result"]
+        kept = [r for r in results if not r["voided"]]
+        wrong = paid = 0
+        for rec in kept:
+            t = truth.get(rec["round"])
+            request = {"table": table, "meters": {"hit_and_run": 150_000,
+                                                  "straight_jack": 600_000},
+                       "wagers": [{"seat": s, "wager": w, "amount_cents": 500}
+                                  for s in rec["seats"] for w in table["side_wagers"]]}
+            got = settle(dict(request, round=round_of(rec)))
+            paid += sum(x.get("payout_cents", 0) for x in got["settlements"])
+            if t is None or got != settle(dict(request, round=round_of(dict(
+                    rec, seats=t["seats"], events=t["events"])))):
+                wrong += 1
+        confirmed = {r for r, t in truth.items() if t["status"] == "confirmed"}
+        lost = len(confirmed - {r["round"] for r in kept})
+        return {"game": "blackjack", "rounds": len(kept), "expected_rounds": len(confirmed),
+                "voided": len(results) - len(kept), "settled": len(kept), "wrong": wrong,
+                "paid_cents": paid, "lost": lost}
 
 
 def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
@@ -170,8 +215,8 @@ def progress_line(session: Session, final: bool = False) -> None:
     ind = session.board.indicator if session.board else None
     pos = ind[2] if ind else 0
     v = session.validator.counts
-    sys.stderr.write(f"\rdealing: card {pos}/{len(session.tokens)}  "
-                     f"rounds {len(session.rounds())}  "
+    rounds = sum(k in ("result", "blackjack_result") for k, _ in session.records)
+    sys.stderr.write(f"\rdealing: card {pos}/{len(session.tokens)}  rounds {rounds}  "
                      f"verified frames {v['verified']}  rejected {v['rejected']}   ")
     if final:
         sys.stderr.write("\n")
@@ -183,10 +228,19 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
              quiet: bool = False, registry: str | None = None,
              on_alarm: Callable[[dict[str, Any]], None] | None = None,
              board: str = "virtual", code: str | None = None,
-             cosigner: Cosigner | None = None) -> tuple[dict[str, Any], Session]:
+             cosigner: Cosigner | None = None, game: str = "baccarat",
+             mistakes: float = 0.0) -> tuple[dict[str, Any], Session]:
     """`board`: "virtual", or "rpi_pico" / "esp32" with `code`, that board's built tree, run
-    over the emulated machine."""
-    tokens = load_tokens(shoe, seed)
+    over the emulated machine. `game` "blackjack": a six-deck blackjack shoe dealt to a table of
+    basic-strategy players (`mistakes`: the share of rounds with a press missed or doubled)."""
+    blackjack = game == "blackjack"
+    if blackjack:
+        tokens = load_shoe(shoe, 6) if shoe else shuffled_shoe(6, seed)
+        table: dict[str, Any] = {"game": "blackjack", "decks": 6,
+                                 "side_wagers": ["hit_and_run", "straight_jack", "house_money"]}
+    else:
+        tokens = load_tokens(shoe, seed)
+        table = {}
     existed = os.path.exists(key_file)
     key = keys.load_or_create(key_file)
     if not existed and not quiet:
@@ -197,8 +251,9 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
     # any other, with its result key
     shoe_id, version, pem, serial, first = provision(flash_dir, key)
     kept: dict[str, Any] = {"first_checkpoint": first} if first else {}
-    entry, _ = reg.register(shoe_id, version, pem, table="" if shoe_id in reg.shoes else "demo",
-                            serial=serial, **kept)
+    name = "demo-blackjack" if blackjack else "demo"
+    entry, _ = reg.register(shoe_id, version, pem, table="" if shoe_id in reg.shoes else name,
+                            serial=serial, **kept, **table)
     if first and cosigner is not None:  # a fresh shoe: its key to the witnesses first
         from sabot.audit.cosign import bind
 
@@ -209,7 +264,7 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
     t0 = time.monotonic()
     session = Session(tokens, key, db, flash_dir, capture, None if quiet else progress_line,
                       config=entry, on_alarm=on_alarm, board=board, code=code,
-                      cosigner=cosigner)
+                      cosigner=cosigner, seed=seed, mistakes=mistakes)
     try:
         session.run()
     finally:
