@@ -131,9 +131,16 @@ class TableDealer:
     def deal(self, progress: Callable[[], None] | None = None) -> None:
         from sabot.protocol import PH_ENDED
 
+        from sabot.virtual.board import SUPERVISOR
+
         b = self.board
         b.wait(lambda s: True, 10)
-        self._card(self.tokens[0])  # the burn card
+        self.at = b.indicator[2] if b.indicator else 0  # a shoe dealt before a power cut: on
+        if b.indicator and (b.indicator[0] == 3 or b.indicator[1] != 0xFF):
+            b.send(bytes([SUPERVISOR + 3]))  # a round under way when it went off: void
+            b.wait(lambda s: s[0] != 3 and s[1] == 0xFF, 10)
+        if self.at == 0:
+            self._card(self.tokens[0])  # the burn card
         rnd = b.indicator[4] if b.indicator else 0
         while b.indicator and b.indicator[0] != PH_ENDED and self.at < len(self.tokens):
             rnd += 1

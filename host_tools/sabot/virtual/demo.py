@@ -333,13 +333,34 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
                     return
         print(f"virtual board: dealing a shoe file ({len(shoes)} to go)", file=sys.stderr,
               flush=True)
-        dealer = Dealer(board, shoes[0], on_held=wait_for_resolution)
-        while dealer.step():
+        table = board_table(board)
+        if table.get("game") == "blackjack":
+            # a table of basic-strategy players; the simulated supervisor voids a held round
+            from sabot.virtual.blackjack_dealer import TableDealer
+
+            TableDealer(board, shoes[0], table["dealer"], table["hole_card"]).deal()
             if not board.alive():
                 return
+        else:
+            dealer = Dealer(board, shoes[0], on_held=wait_for_resolution)
+            while dealer.step():
+                if not board.alive():
+                    return
         shoes.pop(0)
     print("virtual board: the last shoe file has ended; the board stays up until Ctrl-C",
           file=sys.stderr, flush=True)
+
+
+def board_table(board: VirtualBoard) -> dict[str, Any]:
+    """The game the virtual shoe was provisioned for, as its flash's variant names it."""
+    from sabot.protocol import decode_variant
+
+    try:
+        with open(os.path.join(board.flash_dir, "variant"), "rb") as f:
+            raw = f.read(1)
+    except OSError:
+        return {}
+    return decode_variant(raw[0]) if raw else {}
 
 
 def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | None = None

@@ -1,0 +1,110 @@
+"""A blackjack table end to end (issue 24): `sabot provision --game blackjack` registers the
+table; `sabot demo --game blackjack` deals a six-deck shoe on the virtual board (the firmware on
+the unix-port MicroPython, its element the emulator process) to a table of basic-strategy
+players, over a real pyserial link to the validator, every round verified, followed again by the
+host's own rules and settled; a dealer's missed or doubled presses end in irregularities and
+voided rounds, never in a settlement other than the table's; `sabot history` shows the hands,
+`sabot settle --table` takes a stored round, and `sabot audit verify` derives the same. The
+validator's second opinion is shown against a round the rules deal otherwise."""
+
+import json
+
+import pytest
+
+from sabot.audit.accounts import ShoeAccounts, new_shoe_accounts
+from sabot.registry import Registry, ShoeEntry
+
+
+@pytest.mark.board
+@pytest.mark.long
+def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli, tmp_path):
+    db, reg = tmp_path / "bj.db", tmp_path / "shoes.json"
+    r = cli("demo", "--game", "blackjack", "--seed", "5", "--mistakes", "0.3", "--db", db,
+            "--key", tmp_path / "k.pem", "--registry", reg, "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["game"] == "blackjack" and s["rejected"] == 0 and s["alarms"] == []
+    assert s["rounds"] == s["settled"] == s["expected_rounds"] > 8 and s["lost"] == 0
+    assert s["voided"] >= 2 and s["irregularities"] >= s["voided"]  # the dealer's slips
+    assert s["wrong"] == 0  # no round settled otherwise than the table dealt it
+    entry = Registry.load(str(reg)).at_table("demo-blackjack")
+    assert (entry.game, entry.decks, entry.dealer, entry.hole_card) == ("blackjack", 6, "s17",
+                                                                        True)
+
+    history = cli("history", "--db", db).stdout
+    lines = [line for line in history.splitlines() if " round " in line]
+    assert sum("dealer " in line for line in lines) == s["rounds"]
+    assert sum("voided by the supervisor" in line for line in lines) == s["voided"]
+    assert "variant=blackjack, s17" in history
+
+    rounds = [json.loads(line) for line in cli("history", "--db", db, "--json").stdout.splitlines()
+              if '"blackjack_result"' in line]
+    played = next(x for x in rounds if not x["voided"])
+    request = {"round": played, "meters": {"hit_and_run": 100_000},
+               "wagers": [{"seat": seat, "wager": "hit_and_run", "amount_cents": 500}
+                          for seat in played["seats"]]}
+    r = cli("settle", "--table", "demo-blackjack", "--registry", reg, stdin=json.dumps(request))
+    assert r.returncode == 0, r.stderr
+    settled = json.loads(r.stdout)["settlements"]
+    assert sorted(x["seat"] for x in settled) == played["seats"]
+    voided = next(x for x in rounds if x["voided"])
+    r = cli("settle", "--table", "demo-blackjack", "--registry", reg,
+            stdin=json.dumps(dict(request, round=voided)))
+    assert r.returncode == 2 and "a voided round settles no wager" in r.stderr
+
+    r = cli("audit", "verify", "--db", db, "--registry", reg)
+    assert r.returncode == 0 and f"{s['rounds']} rounds" in r.stdout, r.stdout + r.stderr
+
+
+def test_provisioning_a_blackjack_table_refuses_what_is_not_blackjack_s(cli, tmp_path):
+    common = ("provision", "--flash", tmp_path / "flash", "--key", tmp_path / "k.pem",
+              "--registry", tmp_path / "shoes.json")
+    for extra, said in (
+            (("--game", "blackjack", "--ez"), "baccarat's, not blackjack's"),
+            (("--dealer", "h17"), "are blackjack's (add --game blackjack)"),
+            (("--game", "blackjack", "--side-wagers", "dragon7"), "dragon7"),
+            (("--game", "blackjack", "--meter-reset", "hit_and_run=500"),
+             "hit_and_run_reset_cents must be a whole number, at least 100000")):
+        r = cli(*common, *extra)
+        assert r.returncode != 0 and said in r.stderr, (extra, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "flash").exists()  # nothing provisioned
+
+
+@pytest.mark.board
+def test_provision_registers_a_blackjack_table_and_writes_its_variant(cli, tmp_path):
+    reg = tmp_path / "shoes.json"
+    r = cli("provision", "--flash", tmp_path / "flash", "--key", tmp_path / "k.pem",
+            "--registry", reg, "--game", "blackjack", "--decks", "6", "--dealer", "h17",
+            "--no-hole-card", "--side-wagers", "hit_and_run,house_money",
+            "--meter-reset", "hit_and_run=2500", "--table", "BJ-3")
+    assert r.returncode == 0, r.stderr
+    entry = Registry.load(str(reg)).at_table("BJ-3")
+    assert entry.table_config() == {"game": "blackjack", "decks": 6, "dealer": "h17",
+                                    "hole_card": False,
+                                    "side_wagers": ["hit_and_run", "house_money"],
+                                    "hit_and_run_reset_cents": 250_000}
+    assert (tmp_path / "flash" / "variant").read_bytes() == bytes([3 | 32 | 64, 6])
+    assert entry.variant == {"game": "blackjack", "dealer": "h17", "hole_card": False}
+
+
+def test_the_validators_second_opinion_on_a_blackjack_round():
+    """A round whose signed hands the host's rules deal otherwise (the dealer's draw given to
+    seat 1), a round under another dealer's rule than the registry's, and a result's cards beyond
+    the decks are each an alarm; a round the rules deal so is none."""
+    alarms = []
+    entry = ShoeEntry(7, game="blackjack", decks=2, dealer="s17")
+    acc = ShoeAccounts(entry, {"inventory": new_shoe_accounts(1)}, lambda kind, detail, **w:
+                       alarms.append(kind))
+    acc.state["inventory"]["burned"] = True
+    good = {"shoe": 1, "round": 1, "seats": [1], "dealer_rule": "s17", "hole_card": True,
+            "voided": False,
+            "events": [("card", "TS"), ("card", "6H"), ("card", "9C"), ("card", "TD"),
+                       ("press", "next"), ("card", "8S")],
+            "placed": [0, "dealer", 0, "dealer", "dealer"]}
+    acc.account("blackjack_result", good)
+    assert alarms == []
+    acc.account("blackjack_result", dict(good, round=2, placed=[0, "dealer", 0, "dealer", 0]))
+    assert alarms == ["rules_mismatch"]
+    acc.account("blackjack_result", dict(good, round=3, dealer_rule="h17"))
+    assert alarms[1:] == ["config_mismatch"] + ["inventory_exceeded"] * 5  # its five cards
