@@ -16,7 +16,6 @@ from sabot.registry import Registry, ShoeEntry
 
 
 @pytest.mark.board
-@pytest.mark.long
 def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli, tmp_path):
     db, reg = tmp_path / "bj.db", tmp_path / "shoes.json"
     r = cli("demo", "--game", "blackjack", "--seed", "5", "--mistakes", "0.3", "--db", db,

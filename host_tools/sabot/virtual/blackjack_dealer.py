@@ -130,7 +130,6 @@ class TableDealer:
 
     def deal(self, progress: Callable[[], None] | None = None) -> None:
         from sabot.protocol import PH_ENDED
-
         from sabot.virtual.board import SUPERVISOR
 
         b = self.board
