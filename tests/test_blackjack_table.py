@@ -54,6 +54,23 @@ def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli
     r = cli("audit", "verify", "--db", db, "--registry", reg)
     assert r.returncode == 0 and f"{s['rounds']} rounds" in r.stdout, r.stdout + r.stderr
 
+    # the scoreboard: the newest round's dealer's hand and each seat's, as followed by the host
+    from sabot.game.blackjack import round_of, total_text
+    from sabot.pit.pages import Pit, dashboard_html, scoreboard_html
+
+    pit = Pit(str(db), [entry])
+    pit.refresh()
+    board = scoreboard_html(pit, pit.tables()[0])
+    newest = rounds[-1]
+    assert f"Round {newest['round']}" in board
+    if not newest["voided"]:
+        dealt = round_of(newest)
+        assert f"<td>{' '.join(dealt['dealer'])}</td>" in board
+        for hand in dealt["hands"]:
+            assert f'<tr data-seat="{hand["seat"]}"><th>Seat {hand["seat"]}</th><td>' \
+                   f"{' '.join(hand['cards'])}</td>" in board
+        assert f"dealer {total_text(dealt['dealer'], True)}" in dashboard_html(pit)
+
 
 def test_provisioning_a_blackjack_table_refuses_what_is_not_blackjack_s(cli, tmp_path):
     common = ("provision", "--flash", tmp_path / "flash", "--key", tmp_path / "k.pem",

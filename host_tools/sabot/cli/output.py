@@ -70,7 +70,7 @@ def format_blackjack_round(rec: dict[str, Any]) -> str:
     """One line per blackjack round: each hand from the dealer's left (its seat, cards and
     total, doubled, split), then the dealer's, as the host's own rules follow the round's signed
     seats and events; a voided round names its cards only."""
-    from sabot.game.blackjack import hand_total, is_blackjack, round_of
+    from sabot.game.blackjack import round_of, total_text
 
     head = f"{_device(rec)}shoe {rec['shoe']} round {rec['round']:>3}: "
     if rec.get("voided"):
@@ -78,11 +78,7 @@ def format_blackjack_round(rec: dict[str, Any]) -> str:
         return head + f"voided by the supervisor (its cards: {_cards(cards)})"
 
     def hand(cards: list[str], first_two: bool) -> str:
-        if first_two and is_blackjack(cards):
-            return f"{_cards(cards)} Blackjack"
-        total, soft = hand_total(cards)
-        said = "bust" if total > 21 else f"soft {total}" if soft else str(total)
-        return f"{_cards(cards)} {said}"
+        return f"{_cards(cards)} {total_text(cards, first_two)}"
 
     r = round_of(rec)
     seats = [f"seat {h['seat']} " + hand(h["cards"], not h["split"])

@@ -213,6 +213,15 @@ def check_result(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None
     return got, None
 
 
+def total_text(cards: Sequence[str], initial: bool) -> str:
+    """A hand's total as the table says it: "Blackjack" (its `initial` two cards), "bust",
+    "soft 18", "17"."""
+    if initial and is_blackjack(cards):
+        return "Blackjack"
+    total, soft = hand_total(cards)
+    return "bust" if total > 21 else f"soft {total}" if soft else str(total)
+
+
 def round_of(rec: dict[str, Any]) -> dict[str, Any]:
     """A blackjack result record (protocol.decode_blackjack_result) as `sabot settle` takes its
     round: the dealer's cards and each hand's seat, cards, split and doubled, followed from the

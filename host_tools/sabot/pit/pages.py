@@ -72,6 +72,8 @@ class TableView:
     ended: bool = False
     tilted: bool = False
     alarms: list[dict[str, Any]] = field(default_factory=list)  # of the current shoe
+    # a blackjack table's rounds of the current shoe (blackjack_hands): its hands, by seat
+    hands: list[dict[str, Any]] = field(default_factory=list)
     stored_at: float | None = None  # when the frame of the latest change was stored
     version: int = 0
     edges: dict[str, float] | None = None
@@ -206,11 +208,13 @@ class Pit:
         shoe = rec.get("shoe")
         if kind == "shoe_start" or (shoe is not None and shoe != t.shoe):
             t.shoe, t.rounds, t.held, t.ended, t.tilted = shoe, [], None, False, False
-            t.round_stored = []
+            t.round_stored, t.hands = [], []
             # the shoe device's own alarms (an update, a rekey: shoe None) stay in view
             t.alarms = [a for a in t.alarms if a["shoe"] in (None, t.shoe)][-20:]
         if kind == "result":
             t.rounds.append(contract_round(rec))
+        elif kind == "blackjack_result":
+            t.hands.append(blackjack_hands(rec))
         elif kind == "irregularity" and isinstance(rec.get("kind"), str) and rec["kind"] in HOLDS:
             t.held = rec["kind"]
         elif kind == "resolution":
@@ -305,8 +309,9 @@ class Pit:
                                                                   time.gmtime(since))}
 
     def summary(self, t: TableView) -> dict[str, Any]:
+        newest = t.hands or t.rounds
         return {"table": t.table, "shoe_id": t.shoe_id, "shoe": t.shoe,
-                "round": t.rounds[-1].get("round", 0) if t.rounds else 0,
+                "round": newest[-1].get("round", 0) if newest else 0,
                 "state": self.state(t), "link": self.link_json(t)}
 
     def detail(self, t: TableView) -> dict[str, Any]:
@@ -314,7 +319,7 @@ class Pit:
                 "roads": roads(r.get("winner") for r in t.rounds),
                 "remaining_cards": t.remaining, "edges": t.edges, "alarms": t.alarms,
                 "state": self.state(t), "link": self.link_json(t), "counts": counts(t.rounds),
-                "stored_at": t.stored_at}
+                "stored_at": t.stored_at, **({"hands": t.hands} if t.hands else {})}
 
 
 def flag_list(rec: dict[str, Any]) -> list[Any]:
@@ -396,8 +401,40 @@ def last_result(last: dict[str, Any] | None) -> str:
 Controls = Callable[[str, str], "Html | None"]  # (table, state) -> an operator's buttons
 
 
+def blackjack_hands(rec: dict[str, Any]) -> dict[str, Any]:
+    """A blackjack_result record as the pages show it: the round, whether it was voided, the
+    dealer's cards and total, and each hand's seat, cards, total, doubled and split (the host's
+    own rules following the signed seats and events); a record no validator stores (an edited
+    store) is shown as unknown."""
+    from sabot.game.blackjack import round_of, total_text
+
+    rnd = rec.get("round")
+    try:
+        if rec.get("voided"):
+            return {"round": rnd, "voided": True, "dealer": [], "hands": []}
+        r = round_of(rec)
+        return {"round": rnd, "voided": False, "dealer": r["dealer"],
+                "dealer_total": total_text(r["dealer"], True),
+                "hands": [dict(h, total=total_text(h["cards"], not h["split"]))
+                          for h in r["hands"]]}
+    except (KeyError, TypeError, ValueError, IndexError, SabotError):
+        return {"round": rnd, "voided": False, "dealer": [], "dealer_total": UNKNOWN,
+                "hands": []}
+
+
+def blackjack_last(last: dict[str, Any] | None) -> str:
+    if last is None:
+        return "-"
+    if last.get("voided"):
+        return "voided"
+    return (f"dealer {shown(last.get('dealer_total'))} ({len(last.get('dealer') or [])} "
+            "cards)")
+
+
 def dashboard_row(pit: Pit, t: TableView, controls: Controls | None = None) -> Html:
     state = pit.state(t)
+    if t.config.game == "blackjack":
+        return blackjack_row(pit, t, state, controls)
     last = t.rounds[-1] if t.rounds else None
     edges = [el("div", f"{w} {fmt_edge(e)}", class_="fav" if e < 0 else None)
              for w, e in (t.edges or {}).items()] or "-"
@@ -416,6 +453,24 @@ def dashboard_row(pit: Pit, t: TableView, controls: Controls | None = None) -> H
         el("td", last_result(last)),
         el("td", "-" if t.remaining is None else t.remaining),
         el("td", edges), el("td", alarms), data_table=t.table)
+
+
+def blackjack_row(pit: Pit, t: TableView, state: str, controls: Controls | None) -> Html:
+    last = t.hands[-1] if t.hands else None
+    alarms = [el("div", shown(a["kind"]), f" round {shown(a['round'])}" if a["round"] else "",
+                 ": ", shown(a["detail"]), class_="alarm") for a in t.alarms[-5:]] or "none"
+    return el(
+        "tr",
+        el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
+           el("small", f"shoe id {t.shoe_id:#010x} · blackjack")),
+        el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
+           link_lost(pit.link_json(t) or {}) if state == "link lost" else None,
+           controls(t.table, state) if controls else None,
+           class_=f"state state-{state.replace(' ', '-')}"),
+        el("td", "-" if t.shoe is None else shown(t.shoe)),
+        el("td", shown(last.get("round", UNKNOWN)) if last else 0),
+        el("td", blackjack_last(last)), el("td", "-"), el("td", "-"), el("td", alarms),
+        data_table=t.table)
 
 
 def link_lost(link: dict[str, Any]) -> Html:
@@ -590,7 +645,51 @@ def ask_panel(asked: dict[str, dict[str, str | None]]) -> Html:
     return el("div", rows, class_="asks")
 
 
+def blackjack_board(pit: Pit, t: TableView) -> Html:
+    """A blackjack table's scoreboard: the newest round's hands, the dealer's and each seat's
+    from the dealer's left, then the rounds before it."""
+    c = t.config
+    last = t.hands[-1] if t.hands else None
+    head = [el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
+            el("span", f"round {shown(last['round']) if last else 0}"),
+            el("span", PLAYER_STATE.get(pit.state(t), "paused"), class_="state"),
+            el("span", f"dealer {'draws to soft 17' if c.dealer == 'h17' else 'stands on 17'}"
+               f"{'' if c.hole_card else ' · no hole card'}")]
+    if c.min_bet_cents is not None and c.max_bet_cents is not None:
+        head.append(el("span", f"Min {money(c.min_bet_cents)} · Max {money(c.max_bet_cents)}",
+                       class_="limits", id="limits"))
+
+    def hands(h: dict[str, Any]) -> Html:
+        if h.get("voided"):
+            return el("p", "voided by the supervisor: no wager settled", class_="voided")
+        rows = [el("tr", el("th", "Dealer"), el("td", cards_text(h.get("dealer"))),
+                   el("td", shown(h.get("dealer_total")),
+                      f" · {len(h.get('dealer') or [])} cards"), class_="dealer")]
+        rows += [el("tr", el("th", f"Seat {shown(x.get('seat'))}"),
+                    el("td", cards_text(x.get("cards"))),
+                    el("td", shown(x.get("total")), " · doubled" if x.get("doubled") else None,
+                       " · split" if x.get("split") else None), data_seat=shown(x.get("seat")))
+                 for x in h.get("hands") or []]
+        return el("table", rows, class_="hands")
+
+    newest = el("div", el("h2", f"Round {shown(last['round'])}" if last else "No round yet"),
+                hands(last) if last else None, class_="lastbox", id="hands")
+    before = [el("li", el("b", f"Round {shown(h.get('round'))}: "),
+                 "voided" if h.get("voided") else
+                 f"dealer {cards_text(h.get('dealer'))} ({shown(h.get('dealer_total'))})",
+                 value=h.get("round") if isinstance(h.get("round"), int) else None)
+              for h in t.hands[-LAST_RESULTS - 1:-1][::-1]]
+    return join(
+        el("div", head, id="where", class_="where", data_shoe=shown(t.shoe),
+           data_round=shown(last["round"]) if last else 0),
+        newest,
+        el("div", el("h2", "Rounds before"), el("ol", before, class_="last", reversed=True),
+           class_="lastbox"))
+
+
 def scoreboard(pit: Pit, t: TableView) -> Html:
+    if t.config.game == "blackjack":
+        return blackjack_board(pit, t)
     d = pit.detail(t)
     r, n = d["roads"], d["counts"]
     c = t.config
