@@ -67,8 +67,9 @@ def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli
         dealt = round_of(newest)
         assert f"<td>{' '.join(dealt['dealer'])}</td>" in board
         for hand in dealt["hands"]:
-            assert f'<tr data-seat="{hand["seat"]}"><th>Seat {hand["seat"]}</th><td>' \
-                   f"{' '.join(hand['cards'])}</td>" in board
+            row = (f'<tr data-seat="{hand["seat"]}"><th>Seat {hand["seat"]}</th><td>'
+                   f"{' '.join(hand['cards'])}</td>")
+            assert row in board
         assert f"dealer {total_text(dealt['dealer'], True)}" in dashboard_html(pit)
 
 

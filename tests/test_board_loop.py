@@ -119,3 +119,16 @@ def test_idle_loop_allocates_nothing_on_micropython(mpy, shoe_flash, element):
     passes, failures, position, confirmed = map(int, re.findall(rb"\d+", r.stdout))
     assert passes == 10000 and failures == 0
     assert position == 1 and confirmed == 1  # the same loop really takes a card and a button
+
+
+def test_a_blackjack_tables_lamps_say_whose_hand_draws_and_when_the_confirm_is_due():
+    lamp, (player, banker, result, _) = lamps()
+    lamp.blackjack = True
+    for due, lit in ((0, (1, 0)), (2, (1, 0)), (0xFE, (0, 1)), (0xFD, (0, 0)), (0xFF, (0, 0))):
+        lamp.show(2, due, 9, 1, 1, 0, 0)
+        assert (player.level, banker.level) == lit, due
+    lamp.placed(None)  # the dealer's hand is complete: the confirm is due
+    lamp.show(2, 0xFD, 9, 1, 1, 0, 0)
+    assert result.level == 1
+    lamp.show(2, 0, 10, 1, 2, 0, 0)  # the next round's first card
+    assert result.level == 0

@@ -123,6 +123,7 @@ class ShoeApp:
             from shoe.blackjack import Round  # only at a blackjack table: RAM
 
             self.shoe.bj = Round()
+            indicators.blackjack = True  # the lamps say whose hand draws (drivers/controls.py)
             self.shoe.h17 = 1 if self.variant & frames.V_H17 else 0
             self.shoe.hole = 0 if self.variant & frames.V_NO_HOLE else 1
         self.decoder = SensorDecoder()

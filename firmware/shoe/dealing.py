@@ -178,8 +178,9 @@ class Shoe:
         if self.phase == PH_BURN:
             self._burn(card)
             return
-        if self.bj is not None:
-            self._deal_blackjack(card, bets)
+        bj = self.bj
+        if bj is not None:
+            self._deal_blackjack(bj, card, bets)
             return
         self._deal(card)
 
@@ -232,8 +233,7 @@ class Shoe:
         if due(self.player, self.np, self.banker, self.nb) == DUE_NONE:
             self._round_complete()
 
-    def _deal_blackjack(self, card, bets):
-        bj = self.bj
+    def _deal_blackjack(self, bj, card, bets):
         if self.complete:
             if not bj.begin(bets, self.h17, self.hole):
                 self._irregular(IR_CARD_NOT_DUE, card)  # no wager on any spot: no round

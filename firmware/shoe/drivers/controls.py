@@ -70,7 +70,12 @@ class Button:
 class LampIndicators:
     """Player-draws, Banker-draws, result and alarm lamps, and a buzzer on alarms. At a result the
     result lamp lights, then blinks once for each announcement the dealer must call (tie hand,
-    Dragon 7, Panda 8, Lucky Six); it goes out when the next card leaves the shoe."""
+    Dragon 7, Panda 8, Lucky Six); it goes out when the next card leaves the shoe. At a blackjack
+    table (`blackjack`, set by the app) the first lamp says a player's hand takes the next card,
+    the second the dealer's (the rule says draw), and the result lamp that the round's cards are
+    out and the dealer's confirm of its hands is due."""
+
+    blackjack = False
 
     def __init__(self, player, banker, result, alarm, buzzer=None):
         self.player = player
@@ -86,8 +91,12 @@ class LampIndicators:
         self.toggle_due = False
 
     def show(self, phase, due, position, shoe_no, round_no, alarm, reveal):
-        self.player.value(1 if due == 1 else 0)
-        self.banker.value(1 if due == 2 else 0)
+        if self.blackjack:  # due: a hand's index, 0xFE the dealer's, 0xFD confirm, 0xFF none
+            self.player.value(1 if due < 0xFD else 0)
+            self.banker.value(1 if due == 0xFE else 0)
+        else:
+            self.player.value(1 if due == 1 else 0)
+            self.banker.value(1 if due == 2 else 0)
         self.alarm.value(1 if alarm else 0)
         if self.buzzer is not None:
             self.buzzer.duty_u16(32768 if alarm else 0)

@@ -432,10 +432,13 @@ def blackjack_last(last: dict[str, Any] | None) -> str:
 
 
 def dashboard_row(pit: Pit, t: TableView, controls: Controls | None = None) -> Html:
+    """A table's row: its name, state (with the operator's buttons), shoe, round, last result,
+    cards left, edges and newest alarms; a blackjack table's last round is its dealer's total,
+    and it has no baccarat edges."""
     state = pit.state(t)
-    if t.config.game == "blackjack":
-        return blackjack_row(pit, t, state, controls)
-    last = t.rounds[-1] if t.rounds else None
+    blackjack = t.config.game == "blackjack"
+    newest = t.hands if blackjack else t.rounds
+    last = newest[-1] if newest else None
     edges = [el("div", f"{w} {fmt_edge(e)}", class_="fav" if e < 0 else None)
              for w, e in (t.edges or {}).items()] or "-"
     alarms = [el("div", shown(a["kind"]), f" round {shown(a['round'])}" if a["round"] else "",
@@ -443,34 +446,16 @@ def dashboard_row(pit: Pit, t: TableView, controls: Controls | None = None) -> H
     return el(
         "tr",
         el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
-           el("small", f"shoe id {t.shoe_id:#010x}")),
+           el("small", f"shoe id {t.shoe_id:#010x}" + (" · blackjack" if blackjack else ""))),
         el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
            link_lost(pit.link_json(t) or {}) if state == "link lost" else None,
            controls(t.table, state) if controls else None,
            class_=f"state state-{state.replace(' ', '-')}"),
         el("td", "-" if t.shoe is None else shown(t.shoe)),
         el("td", shown(last.get("round", UNKNOWN)) if last else 0),
-        el("td", last_result(last)),
-        el("td", "-" if t.remaining is None else t.remaining),
-        el("td", edges), el("td", alarms), data_table=t.table)
-
-
-def blackjack_row(pit: Pit, t: TableView, state: str, controls: Controls | None) -> Html:
-    last = t.hands[-1] if t.hands else None
-    alarms = [el("div", shown(a["kind"]), f" round {shown(a['round'])}" if a["round"] else "",
-                 ": ", shown(a["detail"]), class_="alarm") for a in t.alarms[-5:]] or "none"
-    return el(
-        "tr",
-        el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
-           el("small", f"shoe id {t.shoe_id:#010x} · blackjack")),
-        el("td", state, f" ({shown(t.held)})" if t.held and state == "held" else "",
-           link_lost(pit.link_json(t) or {}) if state == "link lost" else None,
-           controls(t.table, state) if controls else None,
-           class_=f"state state-{state.replace(' ', '-')}"),
-        el("td", "-" if t.shoe is None else shown(t.shoe)),
-        el("td", shown(last.get("round", UNKNOWN)) if last else 0),
-        el("td", blackjack_last(last)), el("td", "-"), el("td", "-"), el("td", alarms),
-        data_table=t.table)
+        el("td", blackjack_last(last) if blackjack else last_result(last)),
+        el("td", "-" if t.remaining is None or blackjack else t.remaining),
+        el("td", "-" if blackjack else edges), el("td", alarms), data_table=t.table)
 
 
 def link_lost(link: dict[str, Any]) -> Html:
