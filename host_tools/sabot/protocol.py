@@ -317,8 +317,15 @@ def _name(names: tuple[str, ...], code: int) -> str | int:
     return names[code] if code < len(names) else code  # a newer firmware's code stays visible
 
 
-def decode_status(payload: bytes) -> dict[str, Any]:
-    """A status frame's payload: where the shoe stands and what it holds unacknowledged."""
+def blackjack_due(due: int) -> str:
+    """A blackjack shoe's `due`: "hand N" (in the round's order of play, from 1), "dealer",
+    "confirm" (the round's cards are out: the dealer's confirm of its hands), or "none"."""
+    return {0xFF: "none", 0xFE: "dealer", 0xFD: "confirm"}.get(due, f"hand {due + 1}")
+
+
+def decode_status(payload: bytes, blackjack: bool = False) -> dict[str, Any]:
+    """A status frame's payload: where the shoe stands and what it holds unacknowledged
+    (`blackjack`: a blackjack shoe's, whose `due` names a hand)."""
     if len(payload) == 29:
         payload += b"\x00"  # a firmware before the flags byte
     try:
@@ -327,7 +334,8 @@ def decode_status(payload: bytes) -> dict[str, Any]:
     except struct.error:
         raise FrameError("malformed_payload") from None
     return {"phase": _name(PHASES + ("tilt",), phase), "shoe": shoe, "round": rnd,
-            "integrity": _name(INTEGRITY, integ), "position": position, "due": _name(DUE, due),
+            "integrity": _name(INTEGRITY, integ), "position": position,
+            "due": blackjack_due(due) if blackjack else _name(DUE, due),
             "host_counter": host_counter, "acked": acked, "unacked_from": first,
             "unacked_to": last, "refused": refused,
             "flash_low": bool(flags & S_FLASH_LOW),  # a new shoe is refused until acks free it

@@ -396,7 +396,7 @@ class Validator:
                 if not self.statuses:
                     self._stale.add(f.raw)
                 raise FrameError("replayed")
-            self.status = pr.decode_status(f.payload)
+            self.status = pr.decode_status(f.payload, self.config.game == "blackjack")
             self.awaiting_status = False
             self.statuses += 1
             first = self.status["unacked_from"]

@@ -449,6 +449,8 @@ def user_name() -> str:
 
 def format_status(st: dict[str, Any]) -> str:
     due = f", {st['due']}'s card due" if st["due"] not in ("none", None) else ""
+    if st["due"] == "confirm":  # blackjack: the round's cards are out
+        due = ", the dealer's confirm of the hands due"
     pending = ""
     if st.get("pending"):
         card = st["pending"]["card"]

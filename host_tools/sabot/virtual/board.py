@@ -410,6 +410,8 @@ class VirtualBoard:
             if parts[:1] == [b"H"] and len(parts) == 2:  # blackjack: the shoe's hands shown
                 self.placed = ["dealer" if c == "f" else int(c, 16) for c in parts[1].decode()]
                 self.placed_count += 1
+                if self.on_show:
+                    self.on_show("H", tuple(self.placed))
             if parts[:1] == [b"A"] and len(parts) == 5:
                 self.announcements.append(tuple(int(x) for x in parts[1:]))
                 if self.on_show:
@@ -526,9 +528,14 @@ class VirtualBoard:
                 s.close()
 
 
-def describe_show(what: str, values: tuple[int, ...]) -> str:
-    """The shoe's lamps and display as a technician reads them, one line."""
-    from sabot.protocol import ANNOUNCEMENTS, DUE, IRREGULARITIES, PHASES, WINNERS
+def describe_show(what: str, values: tuple[Any, ...], blackjack: bool = False) -> str:
+    """The shoe's lamps and display as a technician reads them, one line (`blackjack`: a
+    blackjack shoe's, whose lamps say whose hand draws)."""
+    from sabot.protocol import ANNOUNCEMENTS, DUE, IRREGULARITIES, PHASES, WINNERS, blackjack_due
+
+    if what == "H":
+        hands = " ".join("D" if h == "dealer" else str(h + 1) for h in values)
+        return f"display: each card's hand, for the dealer's confirm: {hands}"
 
     if what == "A":
         pt, bt, winner, ann = values
@@ -537,6 +544,10 @@ def describe_show(what: str, values: tuple[int, ...]) -> str:
     phase, due, position, shoe, rnd, alarm, reveal = values
     name = (PHASES + ("tilt",))[phase] if phase <= len(PHASES) else str(phase)
     lamps = f"draw for {DUE[due]}" if 0 < due < len(DUE) else "no hand lamp"
+    if blackjack:
+        said = blackjack_due(due)
+        lamps = ("confirm lamp: check the shown hands" if said == "confirm" else
+                 "no hand lamp" if said == "none" else f"draw for {said}")
     if alarm:
         kind = IRREGULARITIES[alarm] if alarm < len(IRREGULARITIES) else alarm
         lamps += f", ALARM {kind} (supervisor or sabot resolve)"

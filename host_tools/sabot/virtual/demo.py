@@ -295,9 +295,11 @@ def show_on_stdout(board: VirtualBoard) -> None:
     them (the README's promise)."""
     from sabot.virtual.board import describe_show
 
+    blackjack = board_table(board).get("game") == "blackjack"
+
     def show(what: str, values: tuple[int, ...]) -> None:
         try:
-            print(describe_show(what, values), flush=True)
+            print(describe_show(what, values, blackjack), flush=True)
         except (BrokenPipeError, ValueError):
             pass  # nobody reads the board's stdout any more
 
