@@ -192,6 +192,9 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
     dummy, dummy_entry, dummy_witness = dummy_receipt(tmp_path)
     cases.append((dummy, dummy_entry.public_keys[0]["key"], "Verified: This is the result shoe "
                   "0x5ab00001 signed for " + DUMMY_SAID, dummy_witness.vkey()))
+    bj, bj_entry, bj_witness = blackjack_receipt(tmp_path)
+    cases.append((bj, bj_entry.public_keys[0]["key"], "Verified: This is the result shoe "
+                  "0x5ab00001 signed for " + BLACKJACK_SAID, bj_witness.vkey()))
     registry = json.dumps({"shoes": [shoe["entry"].__dict__]})
     driver = browser(tmp_path)
     try:
@@ -207,7 +210,7 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
             WebDriverWait(driver, 20).until(lambda d: d.find_element(
                 "id", "verdict").text not in ("", "checking…"))
             said = driver.find_element("id", "verdict").text
-            assert said.startswith(words), (words, said)
+            assert said.startswith(words), (words, said[:400])
     finally:
         driver.quit()
 
@@ -287,3 +290,53 @@ def test_a_dummy_hand_and_an_unread_card_are_said_as_they_are(tmp_path):
     text, entry, witness = dummy_receipt(tmp_path)
     words = receipt.verify(text, {SHOE: entry}, [witness])["explanation"]
     assert DUMMY_SAID in words and "None" not in words, words
+
+
+def blackjack_receipt(tmp_path):
+    """(receipt, its shoe's entry, the witness's verifier) of a blackjack round the shoe signed
+    alone (no initial cards): seats 2 and 5, seat 2 splitting its eights and doubling the first
+    hand, the dealer drawing to 21."""
+    from sabot.game.blackjack import follow_round
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(SHOE, game="blackjack", decks=6)
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    signer = capture_gen.ShoeSigner(key, SHOE)
+    events = [("card", c) for c in ("8S", "8H", "9C", "8D", "TS", "7C")] + [
+        ("press", "split"), ("card", "3H"), ("press", "double"), ("card", "9D"),
+        ("card", "2C"), ("card", "KC"), ("press", "next"), ("press", "next"), ("card", "5S")]
+    got = follow_round([2, 5], events, "s17")
+    assert got["complete"]
+    placed = [15 if p == "dealer" else p for (k, _), p in zip(events, got["placed"]) if k == "card"]
+    placed += [0] * (len(placed) % 2)
+    press = {"next": 0xF1, "double": 0xF2, "split": 0xF3}
+    raw = bytes(pr.CARD_NAMES.index(w) if k == "card" else press[w] for k, w in events)
+    result = signer.chained(pr.T_BLACKJACK_RESULT, struct.pack(">HHBBB", 1, 3, 0x12, 2, len(raw))
+                            + raw + bytes(placed[i] << 4 | placed[i + 1]
+                                          for i in range(0, len(placed), 2)))
+    leaves = [tlog.leaf_hash(result)]
+    cp = signed_checkpoint(key, leaves, 1)
+    w = Witness(str(tmp_path / "bj-w.db"), ed25519.Ed25519PrivateKey.generate(),
+                {SHOE: entry}, "regulator.example/w1")
+    answer = w.add_checkpoint(tlog.add_checkpoint_body(0, [], cp))
+    witness = note.Verifier.parse(w.vkey)
+    w.close()
+    return receipt.make(b"", result, 0, [], cp + answer.body), entry, witness
+
+
+BLACKJACK_SAID = ("round 3 of its shoe 1: seat 2 8S 3H 9D (20, split), seat 2 8D 2C KC (20, "
+                  "split), seat 5 8H TS (18); dealer 9C 7C 5S (21, 3 cards).")
+
+
+def test_a_blackjack_rounds_receipt_names_each_hand_and_refuses_a_card_moved(tmp_path):
+    """A blackjack round's receipt is its one signed frame: verified, it says each seat's hands
+    and the dealer's; a card put in another hand (signed anew by another key) is refused."""
+    text, entry, witness = blackjack_receipt(tmp_path)
+    words = receipt.verify(text, {SHOE: entry}, [witness])["explanation"]
+    assert BLACKJACK_SAID in words, words
+    extra = base64.b64decode(text.split("\n")[1][6:])
+    flipped = bytearray(extra)
+    flipped[-64 - 1] ^= 0x10  # the last byte of nibbles: the dealer's 5S into another hand
+    forged = text.replace(text.split("\n")[1], "extra " + base64.b64encode(flipped).decode())
+    with pytest.raises(receipt.ReceiptInvalid, match="not signed by shoe"):
+        receipt.verify(forged, {SHOE: entry}, [witness])

@@ -4,7 +4,8 @@ A receipt is a C2SP tlog-proof (`c2sp.org/tlog-proof@v1`) whose entry is the rou
 frame in its shoe's transparency log:
 - `extra` holds the round's two frames as the shoe sent them: its initial cards (unsigned, sealed
   by the result: the result's chain field is their digest) and its signed result, as
-  base64(u16 length of the first || first || second);
+  base64(u16 length of the first || first || second); a blackjack round has no initial cards
+  (length 0): its signed blackjack_result alone;
 - `index` and the proof lines prove the result frame is that entry of the tree the checkpoint
   heads;
 - the checkpoint is signed by the shoe's own result key (its element; signature type 0x02) and
@@ -88,12 +89,15 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
     text = text.replace("\r\n", "\n").strip() + "\n"
     initial_raw, result_raw, index, proof, signed = _parse(text)
     try:
-        initial, result = pr.parse(initial_raw), pr.parse(result_raw)
+        result = pr.parse(result_raw)
         _, rec = pr.decode_payload(result)
-        _, first = pr.decode_payload(initial)
+        blackjack = result.type == pr.T_BLACKJACK_RESULT and not initial_raw
+        if not blackjack:
+            initial = pr.parse(initial_raw)
+            _, first = pr.decode_payload(initial)
     except pr.FrameError as e:
         raise ReceiptInvalid(f"the receipt's frames are not a shoe's ({e.reason})") from None
-    if result.type != pr.T_RESULT or initial.type != pr.T_INITIAL_CARDS:
+    if not blackjack and (result.type != pr.T_RESULT or initial.type != pr.T_INITIAL_CARDS):
         raise ReceiptInvalid("the receipt's frames are not a round's initial cards and result")
     entry = shoes.get(result.shoe_id)
     if entry is None:
@@ -104,15 +108,10 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
         raise ReceiptInvalid(f"the result is not signed by shoe "
                              f"{pr.shoe_id_text(result.shoe_id)}'s key: it was altered or made "
                              "by someone else")
-    if (initial.shoe_id, initial.boot, initial.seq + 1) != (result.shoe_id, result.boot,
-                                                            result.seq) \
-            or result.chain != initial.digest:
-        raise ReceiptInvalid("the initial cards are not the ones the signed result seals: they "
-                             "were altered")
-    dealt = [first.get("player", [None] * 2), first.get("banker", [None] * 2)]
-    if (first.get("shoe"), first.get("round")) != (rec["shoe"], rec["round"]) or \
-            dealt != [rec["player"][:2], rec["banker"][:2]]:
-        raise ReceiptInvalid("the initial cards do not begin the result's hands")
+    if blackjack:
+        _check_blackjack(rec)
+    else:
+        _check_initial(initial, first, result, rec)
     try:
         cp_text, _ = note.split(signed)
         cp = tlog.Checkpoint.parse(cp_text)
@@ -148,6 +147,44 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
                                                                  cp.size, cosigned)}
 
 
+def _check_initial(initial: pr.Frame, first: dict[str, Any], result: pr.Frame,
+                   rec: dict[str, Any]) -> None:
+    """A baccarat round's initial cards: the frame the signed result seals, beginning its
+    hands."""
+    if (initial.shoe_id, initial.boot, initial.seq + 1) != (result.shoe_id, result.boot,
+                                                            result.seq) \
+            or result.chain != initial.digest:
+        raise ReceiptInvalid("the initial cards are not the ones the signed result seals: they "
+                             "were altered")
+    dealt = [first.get("player", [None] * 2), first.get("banker", [None] * 2)]
+    if (first.get("shoe"), first.get("round")) != (rec["shoe"], rec["round"]) or \
+            dealt != [rec["player"][:2], rec["banker"][:2]]:
+        raise ReceiptInvalid("the initial cards do not begin the result's hands")
+
+
+def _check_blackjack(rec: dict[str, Any]) -> None:
+    """A blackjack round: played, and every card in the hand the rules put it in."""
+    from sabot.game.blackjack import check_result
+
+    if rec["voided"]:
+        raise ReceiptInvalid("the round was voided by a supervisor: it settles no wager")
+    _, why = check_result(rec)
+    if why:
+        raise ReceiptInvalid(f"the shoe's round is not one the rules deal ({why})")
+
+
+def blackjack_words(rec: dict[str, Any]) -> str:
+    """A blackjack round's hands in words: each seat's from the dealer's left, then the
+    dealer's (as the browser's checker says them, pit/static/verify.js)."""
+    from sabot.game.blackjack import round_of, total_text
+
+    r = round_of(rec)
+    seats = [f"seat {h['seat']} {' '.join(h['cards'])} ({total_text(h['cards'], not h['split'])}"
+             + (", split" if h["split"] else "") + ")" for h in r["hands"]]
+    return (", ".join(seats) + f"; dealer {' '.join(r['dealer'])} "
+            f"({total_text(r['dealer'], True)}, {len(r['dealer'])} cards)")
+
+
 def explain(rec: dict[str, Any], shoe_id: int, index: int, size: int,
             cosigned: Mapping[str, int]) -> str:
     """What a verified receipt proves, and what it does not, in plain words."""
@@ -161,10 +198,11 @@ def explain(rec: dict[str, Any], shoe_id: int, index: int, size: int,
         rec.get("winner") or "", "no winner")
     dummy = (", a dummy hand (a supervisor kept it with no wagers on it: it settles no bet)"
              if rec.get("dummy") else "")
+    said = (blackjack_words(rec) if rec.get("event") == "blackjack_result"
+            else f"{hand('player')}, {hand('banker')}: {winner}")
     head = (f"This is the result shoe {pr.shoe_id_text(shoe_id)} signed for round "
-            f"{rec['round']} of its shoe {rec['shoe']}{dummy}: {hand('player')}, "
-            f"{hand('banker')}: {winner}. It is entry {index} of the shoe's log of {size} "
-            "entries, whose head the shoe signed")
+            f"{rec['round']} of its shoe {rec['shoe']}{dummy}: {said}. It is entry {index} of "
+            f"the shoe's log of {size} entries, whose head the shoe signed")
     tail = " It does not show that the shuffle was fair, nor which cards were in the shoe."
     if not cosigned:  # a policy whose quorum is none: no witness vouches for the log
         return (head + ". No witness was asked for: nothing here shows the casino's log could "

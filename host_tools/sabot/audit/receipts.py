@@ -33,14 +33,21 @@ def make_receipt(store: AuditStore, entry: ShoeEntry, shoe: int, round_no: int,
     sid = entry.shoe_id
     who = f"round {round_no} of shoe {shoe} dealt by shoe {pr.shoe_id_text(sid)}"
     got = store.round_frames(sid, shoe, round_no)
-    if "result" not in got or "initial_cards" not in got:
+    if "blackjack_result" in got:  # a blackjack round: its one signed frame
+        seq, result = got["blackjack_result"]
+        initial = b""
+        if pr.decode_payload(pr.parse(result))[1]["voided"]:
+            raise SabotError(f"{who} was voided by a supervisor: it settles no wager, and has "
+                             "no receipt")
+    elif "result" not in got or "initial_cards" not in got:
         raise SabotError(f"{who} is not in {store.path} (no result stored)" if "result" not in got
                          else f"{who} has no initial cards stored (a store that met the shoe "
                          "mid-round)")
-    seq, result = got["result"]
-    first_seq, initial = got["initial_cards"]
-    if first_seq != seq - 1:
-        raise SabotError(f"{who}: its initial cards are not the frame before its result")
+    else:
+        seq, result = got["result"]
+        first_seq, initial = got["initial_cards"]
+        if first_seq != seq - 1:
+            raise SabotError(f"{who}: its initial cards are not the frame before its result")
     cps = store.checkpoints(sid)
     covering = [c for c in cps if c["size"] >= seq]
     witnessed = [c for c in covering if len(c["cosignatures"]) >= quorum]

@@ -623,13 +623,15 @@ class AuditStore:
         return [(r[0], dict(json.loads(r[1]), shoe_id=r[2])) for r in rows]
 
     def round_frames(self, shoe_id: int, shoe: int, round_no: int) -> dict[str, tuple[int, bytes]]:
-        """kind -> (seq, raw) of the stored frames of one round (initial_cards, result), the
-        last of each kind stored (a round voided and dealt again keeps its number)."""
+        """kind -> (seq, raw) of the stored frames of one round (initial_cards, result; a
+        blackjack round's blackjack_result), the last of each kind stored (a round voided and
+        dealt again keeps its number)."""
         with self._reading():
             rows = self.db.execute(
                 "SELECT r.kind, r.seq, f.raw FROM records r JOIN frames f ON f.id = r.frame_id"
                 " WHERE r.shoe_id=? AND r.shoe=? AND r.round=? AND r.kind IN"
-                " ('initial_cards', 'result') ORDER BY r.seq", (shoe_id, shoe, round_no)
+                " ('initial_cards', 'result', 'blackjack_result') ORDER BY r.seq",
+                (shoe_id, shoe, round_no)
             ).fetchall()
         return {kind: (seq, bytes(raw)) for kind, seq, raw in rows}
 

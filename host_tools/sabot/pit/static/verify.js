@@ -4,13 +4,14 @@
 // frame it seals (its chain field is their digest), the checkpoint is the shoe's log's and signed
 // by the shoe (C2SP signed-note type 0x02), enough trusted witnesses cosigned it (type 0x04,
 // Ed25519 over "cosignature/v1\ntime T\n" and the checkpoint), and the RFC 6962 inclusion proof
-// places the result in the tree the checkpoint heads.
+// places the result in the tree the checkpoint heads. A blackjack round's receipt holds its signed
+// blackjack_result alone (no initial cards): each hand's cards as the shoe placed them.
 "use strict";
 (() => {
   const enc = new TextEncoder();
   const RANKS = "A23456789TJQK", SUITS = "SHDC";
   const WINNERS = { 1: "Player wins", 2: "Banker wins", 3: "a Tie" };
-  const HEADER = 46, SIG = 64, T_INITIAL_CARDS = 3, T_RESULT = 4;
+  const HEADER = 46, SIG = 64, T_INITIAL_CARDS = 3, T_RESULT = 4, T_BLACKJACK_RESULT = 10;
 
   class Refused extends Error {}
   const refuse = (why) => { throw new Refused(why); };
@@ -52,6 +53,40 @@
     return { shoe: v.getUint16(0), round: v.getUint16(2), player: cards.slice(0, np), dummy: p[5] !== 0,
              banker: cards.slice(np), winner: WINNERS[v.getUint16(6 + np + nb) & 3] || "no winner",
              pTotal: total(cards.slice(0, np)), bTotal: total(cards.slice(np)) };
+  }
+
+  // A blackjack result: seats, every card and press, the hand each card is in (a nibble, 15 the
+  // dealer's); in words, each seat's hands from the dealer's left, then the dealer's.
+  function blackjack(f) {
+    const p = f.payload;
+    if (p.length < 7) refuse("the result frame is malformed");
+    const n = p[6], events = Array.from(p.slice(7, 7 + n));
+    if (events.length !== n || events.some((b) => b >= 52 && (b < 0xF1 || b > 0xF3))) refuse("the result frame is malformed");
+    const cards = events.filter((b) => b < 52), nib = p.slice(7 + n);
+    if (nib.length !== (cards.length + 1) >> 1 || !p[4] || p[4] >> 7) refuse("the result frame is malformed");
+    if (p[5] & 4) refuse("the round was voided by a supervisor: it settles no wager");
+    const placed = cards.map((_, k) => (nib[k >> 1] >> (k & 1 ? 0 : 4)) & 15);
+    const seats = [1, 2, 3, 4, 5, 6, 7].filter((s) => p[4] >> (s - 1) & 1);
+    // each seat's first card opens its first hand; the hands after it, to the next seat's, are its split hands
+    const firsts = placed.slice(0, seats.length);
+    const hands = new Map();
+    placed.forEach((h, k) => { if (!hands.has(h)) hands.set(h, []); hands.get(h).push(cards[k]); });
+    const value = (b) => Math.min(Math.floor(b / 4) + 1, 10);
+    const total = (cs, initial) => {
+      const hard = cs.reduce((t, b) => t + value(b), 0);
+      const soft = cs.some((b) => value(b) === 1) && hard + 10 <= 21;
+      if (initial && cs.length === 2 && soft && hard + 10 === 21) return "Blackjack";
+      return hard > 21 ? "bust" : soft ? `soft ${hard + 10}` : `${hard}`;
+    };
+    const played = [...hands.keys()].filter((h) => h !== 15).sort((a, b) => a - b);
+    const words = played.map((h) => {
+      const at = firsts.filter((x) => x <= h).length - 1;
+      const split = (firsts[at + 1] ?? played.length) - firsts[at] > 1;
+      return `seat ${seats[at]} ${hands.get(h).map(card).join(" ")} (${total(hands.get(h), !split)}${split ? ", split" : ""})`;
+    });
+    const dealer = hands.get(15) || [];
+    return { shoe: (p[0] << 8) | p[1], round: (p[2] << 8) | p[3],
+             words: `${words.join(", ")}; dealer ${dealer.map(card).join(" ")} (${total(dealer, true)}, ${dealer.length} cards)` };
   }
 
   function derToRaw(der) {  // an ASN.1 ECDSA signature as WebCrypto's r||s
@@ -113,9 +148,11 @@
     const index = Number(lines[2].slice(6));
     const proof = lines.slice(3).map(b64);
     if (proof.some((h) => h.length !== 32)) refuse("not a receipt: its proof is not SHA-256 hashes");
-    const initial = frame(initialRaw), res = frame(resultRaw);
-    if (initial.type !== T_INITIAL_CARDS || res.type !== T_RESULT) refuse("the receipt's frames are not a round's initial cards and result");
-    const rec = result(res);
+    const res = frame(resultRaw);
+    const isBlackjack = res.type === T_BLACKJACK_RESULT && n === 0;
+    const initial = isBlackjack ? null : frame(initialRaw);
+    if (!isBlackjack && (initial.type !== T_INITIAL_CARDS || res.type !== T_RESULT)) refuse("the receipt's frames are not a round's initial cards and result");
+    const rec = isBlackjack ? blackjack(res) : result(res);
     const shoe = `0x${hex8(res.shoeId)}`;
     const keys = shoeKeys(keysGiven, res.shoeId);
     const own = keys.find((k) => k.version === null || k.version === res.keyId);
@@ -127,12 +164,14 @@
     if (res.sig.length !== 64 || sHex > HALF ||
         !await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, frameKey, res.sig, res.body))
       refuse(`the result is not signed by shoe ${shoe}'s key: it was altered or made by someone else`);
-    if (!same(res.chain, await sha256(initial.body)) || initial.seq + 1 !== res.seq)
-      refuse("the initial cards are not the ones the signed result seals: they were altered");
-    const ip = initial.payload;
-    const first = [ip[4], ip[6], ip[5], ip[7]];
-    if (!same(Uint8Array.from(first), Uint8Array.from([...rec.player.slice(0, 2), ...rec.banker.slice(0, 2)])))
-      refuse("the initial cards do not begin the result's hands");
+    if (!isBlackjack) {
+      if (!same(res.chain, await sha256(initial.body)) || initial.seq + 1 !== res.seq)
+        refuse("the initial cards are not the ones the signed result seals: they were altered");
+      const ip = initial.payload;
+      const first = [ip[4], ip[6], ip[5], ip[7]];
+      if (!same(Uint8Array.from(first), Uint8Array.from([...rec.player.slice(0, 2), ...rec.banker.slice(0, 2)])))
+        refuse("the initial cards do not begin the result's hands");
+    }
     // the checkpoint: text, then its signatures
     const at = signed.lastIndexOf("\n\n");
     if (at < 0) refuse("the receipt's checkpoint is not one");
@@ -181,8 +220,10 @@
       refuse("the result is not in the log the checkpoint heads (its inclusion proof does not hold)");
     const hand = (who, cs, t) => `${who} ${cs.map(card).join(" ")} (${t})`;
     const dummy = rec.dummy ? ", a dummy hand (a supervisor kept it with no wagers on it: it settles no bet)" : "";
+    const said = isBlackjack ? rec.words
+      : `${hand("Player", rec.player, rec.pTotal)}, ${hand("Banker", rec.banker, rec.bTotal)}: ${rec.winner}`;
     return `This is the result shoe ${shoe} signed for round ${rec.round} of its shoe ${rec.shoe}${dummy}: ` +
-      `${hand("Player", rec.player, rec.pTotal)}, ${hand("Banker", rec.banker, rec.bTotal)}: ${rec.winner}. ` +
+      `${said}. ` +
       `It is entry ${index} of the shoe's log of ${size} entries, whose head the shoe signed and ` +
       `${cosigned.join(", ")} cosigned. The casino's log cannot drop or change this result without ` +
       "those witnesses noticing. It does not show that the shuffle was fair, nor which cards were in the shoe.";
