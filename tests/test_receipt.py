@@ -307,7 +307,8 @@ def blackjack_receipt(tmp_path):
         ("card", "2C"), ("card", "KC"), ("press", "next"), ("press", "next"), ("card", "5S")]
     got = follow_round([2, 5], events, "s17")
     assert got["complete"]
-    placed = [15 if p == "dealer" else p for (k, _), p in zip(events, got["placed"]) if k == "card"]
+    placed = [15 if p == "dealer" else p
+              for (k, _), p in zip(events, got["placed"], strict=True) if k == "card"]
     placed += [0] * (len(placed) % 2)
     press = {"next": 0xF1, "double": 0xF2, "split": 0xF3}
     raw = bytes(pr.CARD_NAMES.index(w) if k == "card" else press[w] for k, w in events)
