@@ -248,3 +248,32 @@ def published(base, pit, receipt):
     with pytest.raises(urllib.error.HTTPError) as beyond:
         urllib.request.urlopen(f"{log}/{tlog.tile_path(0, 0)}", timeout=5)  # a full tile: not yet
     assert beyond.value.code == 404
+
+
+def test_a_witnessed_blackjack_round_gets_a_receipt_a_voided_one_none(pit):
+    """A blackjack shoe on the same witnessed pit: a played round's receipt is its signed
+    blackjack_result in the shoe's log, and says each seat's hands and the dealer's; a round the
+    supervisor voided has none."""
+    db = pit["dir"] / "bj.db"
+    r = run("demo", "--game", "blackjack", "--db", str(db), "--key", str(pit["key"]),
+            "--registry", str(pit["reg"]), "--seed", "5", "--mistakes", "0.3", "--json",
+            "--witness", f"{pit['url']}={pit['vkey']}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["cosigned"] and s["voided"] and s["wrong"] == 0
+    with sqlite3.connect(db) as con:
+        rows = [json.loads(x) for (x,) in con.execute(
+            "SELECT record FROM records WHERE kind='blackjack_result' ORDER BY seq")]
+    played = next(x for x in rows if not x["voided"])
+    voided = next(x for x in rows if x["voided"])
+    out = pit["dir"] / "bj.tlog-proof"
+    common = ("--db", str(db), "--registry", str(pit["reg"]), "--table", "demo-blackjack",
+              "--shoe", "1")
+    r = run("receipt", *common, "--round", str(played["round"]), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    r = run("receipt", "verify", str(out), "--registry", str(pit["reg"]), "--witness",
+            pit["vkey"])
+    assert r.returncode == 0 and f"round {played['round']} of its shoe 1: seat " in r.stdout
+    assert "; dealer " in r.stdout, r.stdout
+    r = run("receipt", *common, "--round", str(voided["round"]), "-o", str(out) + ".2")
+    assert r.returncode == 2 and "voided by a supervisor" in r.stderr

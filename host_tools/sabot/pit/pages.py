@@ -669,7 +669,8 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
            data_round=shown(last["round"]) if last else 0),
         newest,
         el("div", el("h2", "Rounds before"), el("ol", before, class_="last", reversed=True),
-           class_="lastbox"))
+           class_="lastbox"),
+        receipt_qr(t))
 
 
 def scoreboard(pit: Pit, t: TableView) -> Html:
@@ -730,7 +731,9 @@ def receipt_path(table: str, shoe: int, round_no: int) -> str:
 def receipt_qr(t: TableView) -> Html:
     """The last round's receipt as a QR code: a link to this server's checker page, which loads
     the receipt and checks it in the player's browser against keys the player trusts."""
-    last = t.rounds[-1] if t.rounds else None
+    played = [h for h in t.hands if not h.get("voided")] if t.config.game == "blackjack" \
+        else t.rounds
+    last = played[-1] if played else None
     rnd = last.get("round") if isinstance(last, dict) else None
     # (an edited store may give anything: no number, no code)
     shoe = t.shoe
