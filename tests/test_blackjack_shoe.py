@@ -291,3 +291,83 @@ def test_the_blackjack_shoe_allocates_nothing_on_micropython(mpy, tmp_path):
     assert got["alloc_failures"] == 0 and got["element_errors"] == 0
     assert got["rounds"] == got["placed"] == rounds > 10, (got, rounds)  # every round to its end
     assert got["signed"] >= rounds + 2  # shoe start, burn, a result per round
+
+
+def test_a_disputed_round_is_only_voided_even_after_a_power_cut_between_its_two_records(
+        tmp_path):
+    """The void-round key on an unconfirmed round logs the dispute, then its voiding: a power cut
+    between them boots held as disputed, and no resolution but voiding (or ending the shoe)
+    lets the round go on to be confirmed."""
+    from shoe.app import IN_DISPUTE
+
+    shoe, _, app = start(tmp_path)
+    card(app, "9S")  # the burn
+    app.bets = bets([1, 2])
+    for token in ("8S", "TD", "7H", "3H", "9C", "TS"):
+        card(app, token)
+    app.blackjack_press(1)  # seat 1 stands on 17... by mistake: it wanted to stand on 18
+    settle_each(app)
+    app._input(IN_DISPUTE)  # the supervisor's key: the dispute logged, then the power cut
+    settle_each(app)
+    again = ShoeApp(Flash(str(shoe.flash)), Table(), Table(), shoe.element())
+    again.start()
+    assert again.shoe.phase == PH_HELD and again.shoe.ir_kind == 12  # disputed
+    again.supervisor(1)  # void card: refused (the hold stays)
+    assert again.shoe.phase == PH_HELD
+    again.supervisor(3)
+    settle_each(again)
+    assert again.shoe.phase != PH_HELD and again.shoe.complete
+    assert [r["voided"] for r in results(again.link)] == [True]
+
+
+@pytest.mark.parametrize("when", ["burn", "held between rounds", "held mid-round"])
+def test_the_cut_card_ends_a_blackjack_shoe_after_its_round_held_or_not(tmp_path, when):
+    """The cut card as the first card (the first round then the last), between rounds while a
+    stray press holds the shoe (the shoe ends once the hold is resolved), or mid-round while a
+    hold stands (the round goes on, and is the last)."""
+    _, table, app = start(tmp_path)
+    it = iter(t for t in cards.shuffled_shoe(6, seed=3) if t != "CUT")
+    if when == "burn":
+        card(app, "CUT")
+        app.supervisor(1)  # go on
+        settle_each(app)
+    card(app, next(it))  # the burn card
+    if when == "held between rounds":
+        app.blackjack_press(1)  # no round: refused, held
+        card(app, "CUT")
+        app.supervisor(1)
+        settle_each(app)
+        assert app.shoe.phase == PH_ENDED and results(table) == []
+        return
+    events = deal_round(it, [3, 4], "s17")
+    app.bets = bets([3, 4])
+    for i, (kind, what) in enumerate(events):
+        if when == "held mid-round" and i == 5:
+            app.blackjack_press(3)  # a split no hand can take here: held
+            assert app.shoe.phase == PH_HELD
+            card(app, "CUT")
+            app.supervisor(1)  # go on
+            settle_each(app)
+        if kind == "card":
+            card(app, what)
+        else:
+            app.blackjack_press(PRESS[what])
+            settle_each(app)
+    app.confirm_button()
+    settle_each(app)
+    assert app.shoe.phase == PH_ENDED and [r["round"] for r in results(table)] == [1]
+
+
+def test_a_doubled_hand_takes_its_card_before_any_stand():
+    """NEXT on a doubled hand before its one card is refused, by the shoe and by the host."""
+    from sabot.game.blackjack import follow_round
+    from shoe.blackjack import Round
+
+    rnd = Round()
+    rnd.begin(1, 0, 1)
+    for code in (cards.card_index(c) for c in ("5S", "9H", "6D", "TC")):
+        rnd.card(code)
+    assert rnd.press(2) and not rnd.press(1)  # double, then a stand before its card: refused
+    got = follow_round([1], [("card", "5S"), ("card", "9H"), ("card", "6D"), ("card", "TC"),
+                             ("press", "double"), ("press", "next")], "s17")
+    assert got["owner"][-2:] == [True, False]

@@ -50,6 +50,16 @@ def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli
     r = cli("settle", "--table", "demo-blackjack", "--registry", reg,
             stdin=json.dumps(dict(request, round=voided)))
     assert r.returncode == 2 and "a voided round settles no wager" in r.stderr
+    for bad, said in ((dict(played, placed=[0] * len(played["placed"])),
+                       "the shoe's hands are not the rules'"),
+                      (dict(played, shoe_id=played["shoe_id"] ^ 1), "not by table"),
+                      (dict(played, events=[["card", "next"]] + played["events"][1:]),
+                       "unknown card 'next'"),
+                      (dict(played, hole_card="x"), "hole_card true or false")):
+        r = cli("settle", "--table", "demo-blackjack", "--registry", reg,
+                stdin=json.dumps(dict(request, round=bad)))
+        assert r.returncode == 2 and said in r.stderr and len(r.stderr.splitlines()) == 1, (
+            said, r.stderr)
 
     r = cli("audit", "verify", "--db", db, "--registry", reg)
     assert r.returncode == 0 and f"{s['rounds']} rounds" in r.stdout, r.stdout + r.stderr

@@ -213,15 +213,19 @@ def test_history_of_a_plain_table_names_no_ez_or_commission_free_flag(cli, store
 RESOLUTION_NAMES = {1: "void-card", 2: "keep-dummy", 3: "void-round", 4: "end-shoe"}
 
 
-def firmware_holds(seed, steps=400, decks=1):
+def firmware_holds(seed, steps=400, decks=1, blackjack=False):
     """Drive the firmware's own dealing state machine (shoe/dealing.py, under CPython) with random
     dealer, sensor and supervisor inputs; at every hold, yield (the shoe, what its frames and
-    status tell the host). A one-deck shoe reaches copies beyond its decks too."""
+    status tell the host). A one-deck shoe reaches copies beyond its decks too. `blackjack`: a
+    blackjack shoe's, with bet spots, presses and disputes among the inputs."""
     from shoe import dealing as fw
+    from shoe.blackjack import Round
     from shoe.cards import CUT, NO_CARD
 
     rng = random.Random(seed)
     shoe = fw.Shoe(decks)
+    if blackjack:
+        shoe.bj = Round()
     shoe.new_shoe()
     seen = {"burned": False, "ended": False, "round": 0}
     for _ in range(steps):
@@ -229,8 +233,13 @@ def firmware_holds(seed, steps=400, decks=1):
         roll = rng.random()
         if shoe.phase == fw.PH_HELD and roll < 0.3:
             shoe.resolve(rng.randint(1, 4))
+        elif blackjack and roll < 0.4:
+            if rng.random() < 0.1 and shoe.disputable():
+                shoe.dispute()
+            else:
+                shoe.press(rng.randint(1, 3))
         elif roll < 0.75:
-            shoe.card_out(rng.randrange(52))
+            shoe.card_out(rng.randrange(52), rng.choice((0, 1, 5, 127)))
         elif roll < 0.8:
             shoe.card_out(CUT)
         elif roll < 0.85:
@@ -246,8 +255,8 @@ def firmware_holds(seed, steps=400, decks=1):
         ev = shoe.events
         if ev & fw.EV_BURN:
             seen["burned"] = True
-        if ev & fw.EV_RESULT:
-            seen["round"] = shoe.round_no
+        if ev & fw.EV_RESULT or (blackjack and ev & fw.EV_RESOLUTION and shoe.voided):
+            seen["round"] = shoe.round_no  # (a voided blackjack round: its voided result)
         if ev & fw.EV_SHOE_END:
             seen["ended"] = True
         if shoe.phase == fw.PH_HELD and ev & fw.EV_IRREGULARITY:  # each new hold once
@@ -281,6 +290,15 @@ def test_the_hosts_rule_names_exactly_the_resolutions_the_shoe_takes():
     fits = {takes for _, takes in kinds}
     # every kind of hold a baccarat shoe makes
     assert checked > 1000 and {k for k, _ in kinds} == pr.HOLDS - pr.BLACKJACK_HOLDS
+    blackjack = set()
+    for seed in range(12):
+        for shoe, held, inv in firmware_holds(seed, decks=2, blackjack=True):
+            takes = [name for code, name in RESOLUTION_NAMES.items() if clone(shoe).resolve(code)]
+            assert applicable_resolutions(held, shoe.round_no, inv, shoe.decks, True) == takes, (
+                seed, held, inv, shoe.held_phase, shoe.complete)
+            blackjack.add((held["kind"], tuple(takes)))
+    assert {k for k, _ in blackjack} >= pr.BLACKJACK_HOLDS | {"card_not_due", "card_missing"}
+    assert ("void-round", "end-shoe") in {t for k, t in blackjack if k == "disputed"}
     assert ("void-card", "keep-dummy", "void-round", "end-shoe") in fits  # a dummy hand possible
     assert ("void-card", "end-shoe") in fits  # in the burn
     assert ("void-round", "end-shoe") in fits  # a round that cannot be finished

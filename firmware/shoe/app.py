@@ -186,6 +186,9 @@ class ShoeApp:
             self._mark_at_boot()
         if empty:
             self._input(IN_NEW_SHOE)
+        bj = self.shoe.bj
+        if bj is not None and self.shoe.in_round() and bj.done():
+            self.indicators.placed(bj)  # the hands shown again for the confirm due
         if self.code_root is not None and _staged(self.code_root):
             from shoe.maintain import Maintainer  # only then: RAM
 

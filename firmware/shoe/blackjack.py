@@ -224,6 +224,8 @@ class Round:
         if self.count[h] < 2:
             return False
         if kind == PRESS_NEXT:
+            if self.flags[h] & DOUBLED:
+                return False  # the double's one card is due: no stand before it
             self.flags[h] |= STOOD
             self.cur += 1
             self._next_hand()

@@ -191,12 +191,8 @@ class Shoe:
             self._irregular(IR_SECOND_CUT, CUT)
             return
         self.cut_seen = True
-        if self.bj is not None and not self.in_burn():
-            # blackjack: the round it came out in is the shoe's last; between rounds, none is
-            if self.complete:
-                self._end()
-            else:
-                self.last_round = True
+        if self.bj is not None:
+            self._cut_blackjack()
             return
         if self.in_burn():
             self.cut = CUT_NEXT_IS_LAST  # continuing makes the first round the last
@@ -233,6 +229,20 @@ class Shoe:
         if due(self.player, self.np, self.banker, self.nb) == DUE_NONE:
             self._round_complete()
 
+    def _cut_blackjack(self):
+        """Blackjack: the round the cut card came out in is the shoe's last; between rounds none
+        is (the shoe ends, once a hold there is resolved); in the burn, the first round is."""
+        held = self.phase == PH_HELD
+        phase = self.held_phase if held else self.phase
+        if phase == PH_BURN_FIRST or phase == PH_BURN:
+            self.cut = CUT_NEXT_IS_LAST
+            if not held:
+                self._irregular(IR_CUT_IN_BURN, CUT)
+        elif self.complete and not held:
+            self._end()
+        else:
+            self.last_round = True  # ends at the round's result, or at the hold's resolution
+
     def _deal_blackjack(self, bj, card, bets):
         if self.complete:
             if not bj.begin(bets, self.h17, self.hole):
@@ -240,6 +250,8 @@ class Shoe:
                 return
             self.complete = False
             self.round_no += 1
+            if self.cut == CUT_NEXT_IS_LAST:  # the cut card came out in the burn
+                self.last_round = True
         if bj.card(card) == 0xFF:  # NOT_DUE: the card stays out of every hand
             self._irregular(IR_CARD_NOT_DUE, card)
         elif bj.done():
@@ -345,12 +357,15 @@ class Shoe:
                 if in_burn and self.n_burned:
                     self.events |= EV_BURN  # the cards burned so far are in the accounting too
                 self._end()
-            elif self.bj is not None and self.last_round and self.phase != PH_ENDED:
-                self._end()  # blackjack: the cut card's round was the last, void or not
         else:
             if not in_burn and (kind == IR_CARD_MISSING or kind == IR_EXHAUSTED):
                 return False  # nothing to void: the round itself must be voided
+            if kind == IR_DISPUTED:
+                return False  # a round the dealer found other than the table is void
             self.phase = self.held_phase
+        if (self.bj is not None and self.last_round and self.complete
+                and self.phase == PH_ROUND):
+            self._end()  # blackjack: the cut card's round is over (void, or held between rounds)
         self.resolution = code
         self.events |= EV_RESOLUTION
         return True

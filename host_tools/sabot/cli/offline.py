@@ -271,6 +271,14 @@ def cmd_settle(args: argparse.Namespace) -> int:
                 raise SabotError("expected a JSON object with table, round and wagers")
             request = dict(request, table=registered_table(
                 request.get("table"), registered.table_config(), registered.table))
+            dealt_by = request.get("round", {}).get("shoe_id") if isinstance(
+                request.get("round"), dict) else None
+            if dealt_by is not None and dealt_by != registered.shoe_id:
+                from sabot.protocol import shoe_id_text
+
+                said = shoe_id_text(dealt_by) if isinstance(dealt_by, int) else repr(dealt_by)
+                raise SabotError(f"round: dealt by shoe {said}, not by table "
+                                 f"{registered.table}'s shoe {shoe_id_text(registered.shoe_id)}")
         out = settle(request)
     except SabotError:
         raise

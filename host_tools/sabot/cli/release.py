@@ -329,8 +329,11 @@ def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
               "tie_odds": args.tie_odds, "dragon_bonus_paytable": args.dragon_bonus_paytable,
               "min_bet_cents": args.limits[0], "max_bet_cents": args.limits[1]}
     if blackjack:
+        resets = dict(args.meter_reset)
+        if len(resets) < len(args.meter_reset):
+            raise SabotError("--meter-reset names a meter twice")
         config.update(dealer=args.dealer or "s17", hole_card=not args.no_hole_card,
-                      meter_reset_cents=dict(args.meter_reset))
+                      meter_reset_cents=resets)
     try:
         problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
             ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).table_config())

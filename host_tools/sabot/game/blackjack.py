@@ -171,13 +171,14 @@ def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: 
 
 def _pressed(hands: list[dict[str, Any]], who: int, what: str) -> bool:
     """The dealer's press for hand `who`, taken (True) or refused: a stand once it has two
-    cards; a double or a split of its first two (a split: two cards of one value, § 633a.11,
-    and fewer than MAX_HANDS hands), which then become two hands."""
+    cards (not a doubled hand's: its one card is due); a double or a split of its first two (a
+    split: two cards of one value, § 633a.11, and fewer than MAX_HANDS hands), which then
+    become two hands."""
     hand = hands[who]
     cards = hand["cards"]
     if len(cards) < 2:
         return False
-    if what == "next":
+    if what == "next" and not hand["doubled"]:
         hand["stood"] = True
         return True
     if len(cards) != 2 or hand["doubled"]:

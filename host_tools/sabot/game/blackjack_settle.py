@@ -203,18 +203,29 @@ def _followed(table: BlackjackTable, rec: dict[str, Any]) -> dict[str, Any]:
         raise SabotError("round: a voided round settles no wager (its wagers are returned)")
     rule = rec.get("dealer_rule", table.dealer)
     hole = rec.get("hole_card", table.hole_card)
+    if rule not in blackjack.DEALER_RULES or not isinstance(hole, bool):
+        raise SabotError("round: dealer_rule is s17 or h17, hole_card true or false")
     if (rule, hole) != (table.dealer, table.hole_card):
         raise SabotError(f"round: dealt under {rule}{'' if hole else ', no hole card'}; the "
                          f"table is {table.dealer}{'' if table.hole_card else ', no hole card'}")
-    for _, what in events:
-        if what not in blackjack.PRESSES:
+    for kind, what in events:
+        if kind == "card":
             parse_card(what)
-    got = blackjack.follow_round(seats, [tuple(e) for e in events], rule, hole)
+        elif what not in blackjack.PRESSES:
+            raise SabotError(f"round: a press is one of {', '.join(blackjack.PRESSES)}, not "
+                             f"{what!r}")
+    rec = dict(rec, seats=seats, events=[tuple(e) for e in events], dealer_rule=rule,
+               hole_card=hole)
+    if "placed" in rec:  # the shoe's signed word on each card's hand: the rules' must agree
+        _, why = blackjack.check_result(rec)
+        if why:
+            raise SabotError(f"round: the shoe's hands are not the rules' ({why}): a round the "
+                             "validator raised rules_mismatch for settles nothing here")
+    got = blackjack.follow_round(seats, rec["events"], rule, hole)
     if not got["complete"] or any(o is None or o is False for o in got["owner"]):
         raise SabotError("round: its events do not make a complete round under the table's "
                          "rules")
-    return blackjack.round_of(dict(rec, seats=seats, events=events, dealer_rule=rule,
-                                   hole_card=hole))
+    return blackjack.round_of(rec)
 
 
 def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any]) -> list[dict[str, Any]]:

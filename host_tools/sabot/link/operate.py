@@ -354,7 +354,8 @@ class Operation:
         held = st.get("pending") or inv.get("held")
         what = (f"the held {held['kind']}" + (f" ({held['card']})" if held.get("card") else "")
                 if held else "what holds the shoe")
-        fits = applicable_resolutions(held, st["round"], inv, self.validator.config.decks)
+        cfg = self.validator.config
+        fits = applicable_resolutions(held, st["round"], inv, cfg.decks, cfg.game == "blackjack")
         if fits is None:
             return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
                     f"{RESOLUTION_RULE}")
@@ -404,10 +405,12 @@ RESOLUTION_RULE = ("void-card applies to every hold but a card_missing or cards_
 
 
 def applicable_resolutions(held: dict[str, Any] | None, status_round: int,
-                           inv: dict[str, Any], decks: int) -> list[str] | None:
+                           inv: dict[str, Any], decks: int,
+                           blackjack: bool = False) -> list[str] | None:
     """The resolutions the shoe takes for `held` (the irregularity's kind and card) given its
     status's round and this host's accounting of the shoe (`inv`); None where this host did not
-    see enough of the shoe to tell (met mid-shoe, or mid-hold)."""
+    see enough of the shoe to tell (met mid-shoe, or mid-hold). A blackjack shoe keeps no
+    dummy hand."""
     if not held or inv.get("partial"):
         return None
     kind, card = held["kind"], held.get("card")
@@ -416,9 +419,10 @@ def applicable_resolutions(held: dict[str, Any] | None, status_round: int,
     in_burn = not ended and (kind == "cut_card_in_burn" or not inv.get("burned"))
     between = status_round == inv.get("round", 0)  # no card of a next round out yet
     fits = []
-    if in_burn or kind not in ("card_missing", "cards_exhausted"):
+    if in_burn or kind not in ("card_missing", "cards_exhausted", "disputed"):
         fits.append("void-card")
-    if (card not in (None, "CUT") and kind in ("card_not_due", "two_cards") and not in_burn
+    if (not blackjack and card not in (None, "CUT") and kind in ("card_not_due", "two_cards")
+            and not in_burn
             and not ended and between and inv.get("counts", {}).get(card, 0) <= decks):
         fits.append("keep-dummy")
     if not in_burn:

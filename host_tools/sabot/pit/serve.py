@@ -209,7 +209,8 @@ class Validation:
         if not inv.get("held"):
             return None
         in_round = inv.get("round", 0) + (inv.get("initial") is not None)
-        return applicable_resolutions(inv["held"], in_round, inv, shoe.config.decks)
+        return applicable_resolutions(inv["held"], in_round, inv, shoe.config.decks,
+                                      shoe.config.game == "blackjack")
 
     def summary(self) -> dict[str, Any]:
         rejections: list[dict[str, Any]] = []
