@@ -91,7 +91,9 @@ def test_provisioning_a_blackjack_table_refuses_what_is_not_blackjack_s(cli, tmp
             (("--dealer", "h17"), "are blackjack's (add --game blackjack)"),
             (("--game", "blackjack", "--side-wagers", "dragon7"), "dragon7"),
             (("--game", "blackjack", "--meter-reset", "hit_and_run=500"),
-             "hit_and_run_reset_cents must be a whole number, at least 100000")):
+             "hit_and_run's meter resets to at least $1,000 (§ 633a.13(l)(2))"),
+            (("--game", "blackjack", "--meter-reset", "hit_and_run=2000", "--meter-reset",
+              "hit_and_run=3000"), "names a meter twice")):
         r = cli(*common, *extra)
         assert r.returncode != 0 and said in r.stderr, (extra, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1

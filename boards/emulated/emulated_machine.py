@@ -7,8 +7,10 @@ What it wires, from the board's data (`wire(board, ...)`):
   - the recognition module's UART (board.SENSOR_UART): fed from the dealer channel, the process's
     stdin, one byte at a time as on the virtual board (boards/virtual/board.py): 0x00-0x7F are
     the module's bytes, 0x80 the exit sensor's falling edge (its Pin IRQ handler runs), 0x81 the
-    dealer's confirm, 0x82 shoe-empty, 0x83 reveal, 0x91-0x94 the supervisor's key: the named
-    button's pin (board.BUTTONS) is held low for HOLD_MS, as a finger does;
+    dealer's confirm, 0x82 shoe-empty, 0x83 reveal, 0x91-0x94 the supervisor's key, 0xA1-0xA3
+    blackjack's next / double / split: the named button's pin (board.BUTTONS) is held low for
+    HOLD_MS, as a finger does; 0x84 then a byte: the bet-spot sensors (board.BET_SPOTS), a
+    spot's pin low while bit s-1 says a wager lies at seat s;
   - the lamps (board.LAMPS) and the buzzer's PWM (board.BUZZER): each change is a line on stdout,
     `P <lamp> <0|1>` and `B <duty_u16>`;
   - I2C: a SocketI2C (boards/virtual/i2c_socket.py) to the secure-element emulator; SDA driven low
@@ -33,7 +35,9 @@ HOLD_MS = 50  # a button press held this long: more than the firmware's 30 ms de
 _EAGAIN = 11
 _EXIT_EDGE = 0x80
 _BUTTON_BYTES = {0x81: "confirm", 0x82: "empty", 0x83: "reveal", 0x91: "void_card",
-                 0x92: "keep_dummy", 0x93: "void_round", 0x94: "end_shoe"}
+                 0x92: "keep_dummy", 0x93: "void_round", 0x94: "end_shoe", 0xA1: "next",
+                 0xA2: "double", 0xA3: "split"}
+_BETS = 0x84
 
 _levels = {}  # pin id -> level
 _irqs = {}  # pin id -> IRQ handler
@@ -43,7 +47,7 @@ _held = {}  # pin id -> ticks_ms at which the finger lifts
 _sda = {}  # SDA pin id -> I2C bus id
 _buses = {}  # I2C bus id -> SocketI2C
 _uarts = {}  # UART id -> "sensor" | "link"
-_wired = {}  # element spec, exit pin, host port
+_wired = {}  # element spec, exit pin, host port, bet spots
 dupterm_calls = []
 
 
@@ -126,21 +130,41 @@ _stdin = sys.stdin.buffer
 _stdin_poll = select.poll()
 _stdin_poll.register(_stdin, select.POLLIN)
 _rx = [b""]  # the recognition module's bytes not read yet
+_pending = []  # a button's byte waiting for the finger to lift from it
+_lifted = {}  # pin id -> ticks_ms at which the finger last lifted
 
 
 def _pump():
     """Take the dealer's bytes waiting, up to and including the next exit edge or button press,
-    so the board loop sees a card's frame before its edge, as a real module sends it first."""
+    so the board loop sees a card's frame before its edge, as a real module sends it first. A
+    button pressed again while the finger is still on it waits until it lifts (two presses, as a
+    dealer makes them, not one held longer)."""
     now = time.ticks_ms()
     for pin, until in list(_held.items()):
         if time.ticks_diff(now, until) >= 0:
             del _held[pin]
             _levels[pin] = 1  # the finger lifts
-    while _stdin_poll.poll(0):
-        c = _stdin.read(1)
-        if not c:
-            sys.exit(0)  # the dealer went away: power off
-        b = c[0]
+            _lifted[pin] = now
+    while True:
+        if _pending:
+            b = _pending.pop()
+            c = bytes((b,))
+        elif _stdin_poll.poll(0):
+            c = _stdin.read(1)
+            if not c:
+                sys.exit(0)  # the dealer went away: power off
+            b = c[0]
+        else:
+            return
+        pin = _buttons.get(b)
+        if pin in _held or (pin in _lifted and time.ticks_diff(now, _lifted[pin]) < HOLD_MS):
+            _pending.append(b)  # pressed again once the finger has lifted a while
+            return
+        if b == _BETS:
+            mask = _stdin.read(1)[0]
+            for i, pin in enumerate(_wired["spots"]):
+                _levels[pin] = 0 if mask >> i & 1 else 1
+            return  # placed before the next card leaves: the loop reads the spots first
         if b < _EXIT_EDGE:
             _rx[0] += c
             continue
@@ -289,7 +313,8 @@ def dupterm(stream, index=0):
 
 def wire(board, element, listen, chunk=0):
     """Connect the emulated peripherals as the board's data names them."""
-    _wired.update(element=element, listen=listen, chunk=chunk, exit=board.EXIT_SENSOR)
+    _wired.update(element=element, listen=listen, chunk=chunk, exit=board.EXIT_SENSOR,
+                  spots=getattr(board, "BET_SPOTS", ()))
     _uarts[board.SENSOR_UART] = "sensor"
     if board.LINK == "uart":
         _uarts[board.LINK_UART] = "link"

@@ -42,6 +42,7 @@ class Display:
     def __init__(self, lamps):
         self.lamps = lamps
         self.last = None
+        self.taken = False  # a button the loop took this pass: `K` once its effect is shown
 
     def show(self, phase, due, position, shoe_no, round_no, alarm, reveal):
         state = (phase, due, position, shoe_no, round_no, alarm, reveal)
@@ -54,8 +55,24 @@ class Display:
         sys.stdout.write("A %d %d %d %d\n" % (player_total, banker_total, winner, announcements))
         self.lamps.announce(player_total, banker_total, winner, announcements)
 
+    def placed(self, rnd):  # blackjack: each card's hand, for the dealer's confirm
+        sys.stdout.write("H %s\n" % "".join(
+            "%x" % (15 if rnd.hand_of[i] == 0xFE else rnd.hand_of[i]) for i in range(rnd.cards)))
+        self.lamps.placed(rnd)
+
     def tick(self, now):
         self.lamps.tick(now)
+        if self.taken:
+            self.taken = False
+            sys.stdout.write("K\n")
+
+    @property
+    def blackjack(self):  # the app marks a blackjack table's lamps (drivers/controls.py)
+        return self.lamps.blackjack
+
+    @blackjack.setter
+    def blackjack(self, value):
+        self.lamps.blackjack = value
 
 
 def boot():
@@ -77,7 +94,15 @@ def boot():
 
     def build_with_display(b):
         io = build(b)
-        io.lamps = Display(io.lamps)
+        io.lamps = display = Display(io.lamps)
+        pressed = io.pressed
+
+        def pressed_and_shown(now):
+            bits = pressed(now)
+            display.taken = display.taken or bool(bits)
+            return bits
+
+        io.pressed = pressed_and_shown
         return io
 
     hw.build = build_with_display

@@ -211,7 +211,7 @@ class SequenceIndex:
     @classmethod
     def from_store(cls, store: AuditStore) -> SequenceIndex:
         index = cls()
-        for kind, rec in store.records(("burn", "result")):
+        for kind, rec in store.records(("burn", "result", "blackjack_result")):
             if rec.get("shoe") is not None:
                 index.add((rec["shoe_id"], rec["shoe"]), record_cards(kind, rec))
         return index

@@ -200,12 +200,20 @@ def side_wagers(text: str) -> list[str]:
 
 
 def meter_reset(text: str) -> tuple[str, int]:
-    """--meter-reset WAGER=DOLLARS: (wager, cents)."""
+    """--meter-reset WAGER=DOLLARS: (wager, cents), at least the regulation's reset amount."""
+    from sabot.game.blackjack_settle import HIT_AND_RUN_MIN_RESET, STRAIGHT_JACK_MIN_RESET
+
     name, sep, amount = text.partition("=")
-    if not sep or name not in ("hit_and_run", "straight_jack"):
+    least = {"hit_and_run": (HIT_AND_RUN_MIN_RESET, "§ 633a.13(l)(2)"),
+             "straight_jack": (STRAIGHT_JACK_MIN_RESET, "§ 633a.13(m)(2)")}.get(name)
+    if not sep or least is None:
         raise argparse.ArgumentTypeError(f"want hit_and_run=DOLLARS or straight_jack=DOLLARS; "
                                          f"got {text!r}")
-    return name, dollars_to_cents(amount)
+    cents = dollars_to_cents(amount)
+    if cents < least[0]:
+        raise argparse.ArgumentTypeError(f"{name}'s meter resets to at least "
+                                         f"${least[0] // 100:,} ({least[1]}); got {text!r}")
+    return name, cents
 
 
 def provision_args(p: argparse.ArgumentParser) -> None:
@@ -338,7 +346,7 @@ def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
             ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).table_config())
     except SabotError as e:
-        problem = str(e).removeprefix("registry entry for shoe 0: ")
+        problem = str(e).removeprefix("registry entry for shoe 0x00000000: ")
     if problem:
         raise SabotError(f"not provisioned: {problem}")
     return variant, config
@@ -408,11 +416,19 @@ def cmd_provision(args: argparse.Namespace) -> int:
     wagers = ", ".join(entry.side_wagers) or "none"
     if entry.dragon_bonus_paytable:
         wagers += f" (Dragon Bonus paytable {entry.dragon_bonus_paytable})"
-    print(f"provisioned shoe {shoe_id_text(shoe_id)} result key {version} ({args.game}"
-          f"{', EZ' if args.ez else ''}{', commission-free' if args.commission_free else ''}"
-          f"{', squeeze' if args.squeeze else ''}, {args.decks} decks, tie {args.tie_odds} to 1, "
-          f"side wagers {wagers}) on {where}, element serial {serial}; registered as table "
-          f"{entry.table} with its public key in {reg.path}")
+    if entry.game == "blackjack":
+        resets = "".join(f", {w} meter resets to ${c / 100:,.2f}"
+                         for w, c in entry.meter_reset_cents.items())
+        table = (f"blackjack, {args.decks} decks, dealer {entry.dealer}"
+                 f"{'' if entry.hole_card else ', no hole card'}, side wagers {wagers}{resets}")
+    else:
+        table = (f"{args.game}{', EZ' if args.ez else ''}"
+                 f"{', commission-free' if args.commission_free else ''}"
+                 f"{', squeeze' if args.squeeze else ''}, {args.decks} decks, tie "
+                 f"{args.tie_odds} to 1, side wagers {wagers}")
+    print(f"provisioned shoe {shoe_id_text(shoe_id)} result key {version} ({table}) on {where}, "
+          f"element serial {serial}; registered as table {entry.table} with its public key in "
+          f"{reg.path}")
     if args.witness:
         from sabot.audit.cosign import bind
 

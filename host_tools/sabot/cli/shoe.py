@@ -23,6 +23,7 @@ from sabot.cli.options import (
 )
 from sabot.cli.output import (
     fail_on,
+    format_blackjack_round,
     format_event,
     format_round,
     print_alarm,
@@ -82,6 +83,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(record_json(kind, rec), flush=True)
         elif kind == "result":
             print(format_round(rec, config.variant), flush=True)
+        elif kind == "blackjack_result":
+            print(format_blackjack_round(rec), flush=True)
         elif kind != "initial_cards":
             print(format_event(rec), flush=True)
 
@@ -197,7 +200,8 @@ def cmd_new_shoe(args: argparse.Namespace) -> int:
             print("an irregularity holds the shoe: resolve it (sabot resolve RESOLUTION --by "
                   "NAME)")
         else:
-            print("deal the new shoe's first card (it is exposed and burned)")
+            print("deal the new shoe's first card (it is burned: at a baccarat table exposed, "
+                  "and as many more burned as its value says)")
     else:
         print(f"shoe {st['shoe']} is fresh and waits for its first card: nothing to do")
     return 0

@@ -115,6 +115,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # that is not a sabot store, refuses the demo with nothing provisioned or registered
     if args.mistakes and args.game != "blackjack":
         raise SabotError("--mistakes is the blackjack dealer's (add --game blackjack)")
+    if args.game == "blackjack":
+        refuse_without_bet_spots(args.board)
     args.db = args.db or ("sabot-blackjack.db" if args.game == "blackjack" else "sabot.db")
     refuse_unwritable(args.db)
     with tempfile.TemporaryDirectory(prefix="sabot-demo-") as tmp:
@@ -149,12 +151,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     lost = f"{summary['lost']} rounds lost" if summary["lost"] else ""
     if summary.get("wrong"):
         lost = f"{summary['wrong']} rounds settled otherwise than the table"
+    elif summary.get("game") == "blackjack" and not summary["rounds"]:
+        lost = "no round was dealt, verified and settled"
     fail_on(summary["rejections"], summary["alarms"], lost, fail_on_notice=args.fail_on_notice)
     return 0
 
 
 def say(line: str) -> None:
     print("\n" + line, file=sys.stderr, flush=True)  # below the progress line (it ends in \r)
+
+
+def refuse_without_bet_spots(board: str) -> None:
+    """A blackjack shoe takes each round's seats from the table's bet spots: a board whose data
+    has none (an ESP32's pins are taken) cannot deal it. The virtual board's come over its
+    dealer channel."""
+    from sabot.release.build import board_data
+
+    if board != "virtual" and not getattr(board_data(board), "BET_SPOTS", ()):
+        raise SabotError(f"the {board} board has no bet-spot sensors (its board data names none): "
+                         "it cannot deal blackjack; a Pico's or the virtual board can")
 
 
 def board_args(p: argparse.ArgumentParser) -> None:
@@ -191,7 +206,10 @@ def board_args(p: argparse.ArgumentParser) -> None:
           help="run the virtual board (firmware on MicroPython) until stopped",
           description="Runs the shoe firmware on the MicroPython unix port, its host link on "
           "socket://HOST:PORT, until Ctrl-C. Its lamps and display are printed on stdout, one "
-          "line per change; what the board does, on stderr.",
+          "line per change; what the board does, on stderr. A shoe provisioned for blackjack "
+          "(provision --game blackjack) is dealt to a simulated table of basic-strategy players "
+          "(the bet spots, cards, presses and the confirm of its hands), whose supervisor voids "
+          "a held round; it needs bet spots: the virtual board's or a Pico's.",
           example="sabot board --listen 127.0.0.1:7000 --flash shoe-flash --key host.pem "
           "--shoe shoe1.txt --shoe shoe2.txt  (--board esp32: the ESP32's own code)")
 def cmd_board(args: argparse.Namespace) -> int:
@@ -208,6 +226,11 @@ def cmd_board(args: argparse.Namespace) -> int:
         os.environ["SABOT_NOR_ERASE_MS"] = str(args.nor_erase_ms)
         os.environ["SABOT_NOR_LOG"] = args.nor_log
 
+    from sabot.virtual.demo import flash_table
+
+    if flash_table(os.path.join(args.root, "data") if args.root else args.flash).get(
+            "game") == "blackjack":
+        refuse_without_bet_spots(args.board)
     with tempfile.TemporaryDirectory(prefix="sabot-board-") as tmp:
         code = args.code if args.root else board_code(args.board, args.code, tmp)
         run_board(args.listen, args.flash, args.shoe, args.key, code, args.root,

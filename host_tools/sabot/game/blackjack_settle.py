@@ -141,6 +141,9 @@ def _round(table: BlackjackTable, rnd: object) -> tuple[list[str], dict[int, Sea
         raise SabotError("round: expected a blackjack round record with dealer and hands")
     if "events" in rnd:
         rnd = _followed(table, rnd)
+    elif "player" in rnd or "banker" in rnd:
+        raise SabotError("round: a baccarat round, at a blackjack table: settle it at its own "
+                         "table")
     dealer = _cards(rnd.get("dealer"), "round.dealer")
     try:
         done = blackjack.dealer_hand(dealer, table.dealer)
@@ -228,7 +231,11 @@ def _followed(table: BlackjackTable, rec: dict[str, Any]) -> dict[str, Any]:
     return blackjack.round_of(rec)
 
 
-def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any]) -> list[dict[str, Any]]:
+def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any],
+            seated: bool = False) -> list[dict[str, Any]]:
+    """The wagers checked: each of a side wager the table offers, at a seat with a hand (Hit and
+    Run, which pays on the dealer's cards, anywhere unless `seated`: the round a shoe dealt names
+    its seats), one of a kind a seat."""
     if not isinstance(items, list) or not all(isinstance(w, dict) for w in items):
         raise SabotError("wagers must be a list of {seat, wager, amount_cents}")
     for w in items:
@@ -241,7 +248,7 @@ def _wagers(table: BlackjackTable, items: object, hands: dict[int, Any]) -> list
             raise SabotError(f"seat {w.get('seat')}: this table does not offer "
                              f"{w.get('wager')!r} (it offers "
                              f"{', '.join(table.side_wagers) or 'no side wager'}){main}")
-        if w["wager"] != "hit_and_run" and w["seat"] not in hands:
+        if (w["wager"] != "hit_and_run" or seated) and w["seat"] not in hands:
             raise SabotError(f"seat {w['seat']}: a {w['wager']} wager, but the round has no hand "
                              "at that seat")
         fixed = table.hit_and_run_wager
@@ -297,7 +304,9 @@ def settle(request: dict[str, Any]) -> dict[str, Any]:
     "aggregate_limit"}. Everything is checked before anything is settled."""
     table = BlackjackTable(request.get("table", {}))
     dealer, hands = _round(table, request.get("round"))
-    items = _wagers(table, request.get("wagers", []), hands)
+    # a shoe's round names its seats: a wager at a seat not in it is none of this round's
+    dealt = isinstance(request.get("round"), dict) and "events" in request["round"]
+    items = _wagers(table, request.get("wagers", []), hands, dealt)
     meter = _meters(table, request.get("meters", {}), items)
     order = sorted(range(len(items)), key=lambda i: -items[i]["seat"])  # § 633a.7(o)
     plan = {i: _hand(table, items[i], dealer, hands) for i in order}

@@ -144,6 +144,9 @@ def _summary(round_rec: object) -> tuple[wagers.Summary, bool]:
     rules."""
     if not isinstance(round_rec, dict):
         raise SabotError("round: expected a round record object")
+    if "events" in round_rec or "dealer" in round_rec:
+        raise SabotError("round: a blackjack round, at a baccarat table: settle it at a "
+                         "blackjack table (table.game \"blackjack\", or --table of one)")
     try:
         player = [parse_card(c) for c in round_rec["player"]]
         banker = [parse_card(c) for c in round_rec["banker"]]

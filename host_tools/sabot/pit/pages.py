@@ -659,11 +659,13 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
 
     newest = el("div", el("h2", f"Round {shown(last['round'])}" if last else "No round yet"),
                 hands(last) if last else None, class_="lastbox", id="hands")
-    before = [el("li", el("b", f"Round {shown(h.get('round'))}: "),
-                 "voided" if h.get("voided") else
-                 f"dealer {cards_text(h.get('dealer'))} ({shown(h.get('dealer_total'))})",
-                 value=h.get("round") if isinstance(h.get("round"), int) else None)
-              for h in t.hands[-LAST_RESULTS - 1:-1][::-1]]
+    # (the list's own numbers are the rounds')
+    before = [el("li", "voided" if h.get("voided") else join(
+        el("b", f"dealer {cards_text(h.get('dealer'))} ({shown(h.get('dealer_total'))})"),
+        *(f" · seat {shown(x.get('seat'))} {shown(x.get('total'))}"
+          for x in h.get("hands") or [])),
+        value=h.get("round") if isinstance(h.get("round"), int) else None)
+        for h in t.hands[-LAST_RESULTS - 1:-1][::-1]]
     return join(
         el("div", head, id="where", class_="where", data_shoe=shown(t.shoe),
            data_round=shown(last["round"]) if last else 0),

@@ -106,6 +106,10 @@ class Held(Exception):
     """The shoe holds an irregularity: the round stops here (the supervisor voids it)."""
 
 
+class Ended(Exception):
+    """The cut card came out between rounds: the shoe has ended, no round is dealt."""
+
+
 class TableDealer:
     """Deals a blackjack shoe file into the virtual shoe (sabot/virtual/board.py VirtualBoard) as
     a careful dealer does: each round's bets on their spots (the bet-spot sensors' byte), the
@@ -140,10 +144,11 @@ class TableDealer:
             b.wait(lambda s: s[0] != 3 and s[1] == 0xFF, 10)
         if self.at == 0:
             self._card(self.tokens[0])  # the burn card
-        rnd = b.indicator[4] if b.indicator else 0
         while b.indicator and b.indicator[0] != PH_ENDED and self.at < len(self.tokens):
-            rnd += 1
+            rnd = b.indicator[4] + 1  # the shoe's number for the round it begins
             self._round(rnd)
+            if b.indicator and b.indicator[4] < rnd:
+                self.truth.pop(rnd, None)  # its first card held the shoe: no round began
             if progress:
                 progress()
 
@@ -193,17 +198,24 @@ class TableDealer:
             self._check()
         except Held:
             pass
+        except Ended:
+            return
         except StopIteration:
             self._empty()
             return
         self._void()
 
     def _cards(self) -> Iterator[str]:
-        """The shoe's cards in order, the cut card's exit given to the shoe where it lies."""
+        """The shoe's cards in order, the cut card's exit given to the shoe where it lies (out
+        between rounds, it ends the shoe: no round is dealt)."""
+        from sabot.protocol import PH_ENDED
+
         while self.at < len(self.tokens):
             token = self.tokens[self.at]
             if token == "CUT":
                 self._card(token)
+                if self.board.indicator and self.board.indicator[0] == PH_ENDED:
+                    raise Ended
                 continue
             yield token
 

@@ -355,10 +355,15 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
 
 def board_table(board: VirtualBoard) -> dict[str, Any]:
     """The game the virtual shoe was provisioned for, as its flash's variant names it."""
+    return flash_table(board.flash_dir)
+
+
+def flash_table(flash_dir: str) -> dict[str, Any]:
+    """The game a shoe's flash directory was provisioned for (its `variant`); {} for none."""
     from sabot.protocol import decode_variant
 
     try:
-        with open(os.path.join(board.flash_dir, "variant"), "rb") as f:
+        with open(os.path.join(flash_dir, "variant"), "rb") as f:
             raw = f.read(1)
     except OSError:
         return {}
