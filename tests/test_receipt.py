@@ -269,14 +269,21 @@ def dummy_receipt(tmp_path):
     result = signer.chained(pr.T_RESULT, struct.pack(">HHBB", 1, 4, 2 << 4 | 3, 1)
                             + bytes(cards + [0xFF]) + struct.pack(">HB", 2, 0))
     leaves = [tlog.leaf_hash(f) for f in (initial, result)]
-    cp = signed_checkpoint(key, leaves, 2)
-    w = Witness(str(tmp_path / "dummy-w.db"), ed25519.Ed25519PrivateKey.generate(),
-                {SHOE: entry}, "regulator.example/w1")
+    checkpoint, witness = cosigned(tmp_path / "dummy-w.db", key, entry, leaves)
+    text = receipt.make(initial, result, 1, tlog.inclusion_proof(leaves, 1, 2), checkpoint)
+    return text, entry, witness
+
+
+def cosigned(db, key, entry, leaves):
+    """The shoe's checkpoint of `leaves`, signed by `key` and cosigned by a witness kept in
+    `db`; (the checkpoint note, the witness's verifier)."""
+    cp = signed_checkpoint(key, leaves, len(leaves))
+    w = Witness(str(db), ed25519.Ed25519PrivateKey.generate(), {SHOE: entry},
+                "regulator.example/w1")
     answer = w.add_checkpoint(tlog.add_checkpoint_body(0, [], cp))
     witness = note.Verifier.parse(w.vkey)
     w.close()
-    text = receipt.make(initial, result, 1, tlog.inclusion_proof(leaves, 1, 2), cp + answer.body)
-    return text, entry, witness
+    return cp + answer.body, witness
 
 
 DUMMY_SAID = ("round 4 of its shoe 1, a dummy hand (a supervisor kept it with no wagers on it: it "
@@ -315,14 +322,8 @@ def blackjack_receipt(tmp_path):
     result = signer.chained(pr.T_BLACKJACK_RESULT, struct.pack(">HHBBB", 1, 3, 0x12, 2, len(raw))
                             + raw + bytes(placed[i] << 4 | placed[i + 1]
                                           for i in range(0, len(placed), 2)))
-    leaves = [tlog.leaf_hash(result)]
-    cp = signed_checkpoint(key, leaves, 1)
-    w = Witness(str(tmp_path / "bj-w.db"), ed25519.Ed25519PrivateKey.generate(),
-                {SHOE: entry}, "regulator.example/w1")
-    answer = w.add_checkpoint(tlog.add_checkpoint_body(0, [], cp))
-    witness = note.Verifier.parse(w.vkey)
-    w.close()
-    return receipt.make(b"", result, 0, [], cp + answer.body), entry, witness
+    checkpoint, witness = cosigned(tmp_path / "bj-w.db", key, entry, [tlog.leaf_hash(result)])
+    return receipt.make(b"", result, 0, [], checkpoint), entry, witness
 
 
 BLACKJACK_SAID = ("round 3 of its shoe 1: seat 2 8S 3H 9D (20, split), seat 2 8D 2C KC (20, "

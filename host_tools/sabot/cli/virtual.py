@@ -136,15 +136,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{summary['verified']} frames verified, {summary['rejected']} rejected, "
               f"{summary['irregularities']} irregularities, {len(summary['alarms'])} alarms, "
               f"{summary['lost']} lost, in {summary['seconds']} s")
-        if summary["checkpoint"] or args.witness:
-            print(witnessed_line(summary, bool(args.witness)))
-        print(f"audit log: {args.db}   history: sabot history --db {args.db}")
     else:
         print(f"shoe {summary['shoe']}: {summary['rounds']} rounds dealt and verified "
               f"({summary['expected_rounds']} expected), {summary['verified']} frames verified, "
               f"{summary['rejected']} rejected, {summary['irregularities']} irregularities, "
               f"{len(summary['alarms'])} alarms, {summary['lost']} lost, "
               f"in {summary['seconds']} s")
+    if not args.json:
         if summary["checkpoint"] or args.witness:
             print(witnessed_line(summary, bool(args.witness)))
         print(f"audit log: {args.db}   history: sabot history --db {args.db}")
