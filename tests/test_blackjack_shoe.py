@@ -371,3 +371,30 @@ def test_a_doubled_hand_takes_its_card_before_any_stand():
     got = follow_round([1], [("card", "5S"), ("card", "9H"), ("card", "6D"), ("card", "TC"),
                              ("press", "double"), ("press", "next")], "s17")
     assert got["owner"][-2:] == [True, False]
+
+
+def test_the_shoe_says_the_seat_whose_hand_draws_then_the_dealer_then_the_confirm(tmp_path):
+    """What the lamps, the display and a status say is due: the seat (as the table numbers
+    them, not the hands' order of play), the dealer, the confirm; the host names them so."""
+    _, _, app = start(tmp_path)
+    card(app, "9S")  # the burn
+    app.bets = bets([2, 6])
+    said = []
+    for token in ("TS", "5H", "6C", "7D", "4S"):  # seat 2, seat 6, the dealer, seats 2 and 6
+        said.append(protocol.blackjack_due(app.shoe.due()))
+        card(app, token)
+    said.append(protocol.blackjack_due(app.shoe.due()))  # the hole card
+    card(app, "QD")  # the dealer's 16
+    said.append(protocol.blackjack_due(app.shoe.due()))  # seat 2 stands? its 17: NEXT
+    app.blackjack_press(1)
+    settle_each(app)
+    said.append(protocol.blackjack_due(app.shoe.due()))  # seat 6's 9: it draws
+    card(app, "KH")  # 19: NEXT
+    app.blackjack_press(1)
+    settle_each(app)
+    said.append(protocol.blackjack_due(app.shoe.due()))  # the dealer's 16 draws
+    card(app, "5C")  # 21
+    said.append(protocol.blackjack_due(app.shoe.due()))
+    # (before a round's first card none is due: the bet spots open the round with it)
+    assert said == ["none", "seat 6", "dealer", "seat 2", "seat 6", "dealer", "seat 2",
+                    "seat 6", "dealer", "confirm"]

@@ -108,13 +108,17 @@ class Shoe:
         return self.phase == PH_BURN_FIRST or self.phase == PH_BURN
 
     def due(self):
-        """DUE_PLAYER / DUE_BANKER / DUE_NONE, what the indicators show; blackjack: the hand due
-        (an index in the round's order of play), DEALER_HAND, 0xFD the round's cards are out and
-        the dealer's confirm is due, or NOT_DUE."""
-        if self.bj is not None:
+        """DUE_PLAYER / DUE_BANKER / DUE_NONE, what the indicators show; blackjack: the seat (1-7)
+        whose hand is due, DEALER_HAND, 0xFD the round's cards are out and the dealer's confirm
+        is due, or NOT_DUE."""
+        bj = self.bj
+        if bj is not None:
             if self.phase != PH_ROUND or self.complete:
                 return 0xFF
-            return 0xFD if self.bj.done() else self.bj.due()  # 0xFD: the dealer's confirm
+            if bj.done():
+                return 0xFD  # the dealer's confirm
+            h = bj.due()
+            return bj.seat_of[h] if h < 0xFD else h
         if self.phase != PH_ROUND:
             return DUE_NONE
         if self.complete:

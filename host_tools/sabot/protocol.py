@@ -318,9 +318,9 @@ def _name(names: tuple[str, ...], code: int) -> str | int:
 
 
 def blackjack_due(due: int) -> str:
-    """A blackjack shoe's `due`: "hand N" (in the round's order of play, from 1), "dealer",
-    "confirm" (the round's cards are out: the dealer's confirm of its hands), or "none"."""
-    return {0xFF: "none", 0xFE: "dealer", 0xFD: "confirm"}.get(due, f"hand {due + 1}")
+    """A blackjack shoe's `due`: "seat N" (its hand takes the next card), "dealer", "confirm"
+    (the round's cards are out: the dealer's confirm of its hands), or "none"."""
+    return {0xFF: "none", 0xFE: "dealer", 0xFD: "confirm"}.get(due, f"seat {due}")
 
 
 def decode_status(payload: bytes, blackjack: bool = False) -> dict[str, Any]:

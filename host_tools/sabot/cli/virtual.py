@@ -132,7 +132,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"blackjack shoe {summary['shoe']}: {summary['rounds']} rounds dealt, verified and "
               f"settled ({summary['expected_rounds']} confirmed at the table), "
               f"{summary['voided']} voided, {summary['wrong']} settled otherwise than the "
-              f"table, ${summary['paid_cents'] / 100:,.2f} paid on $5 side wagers; "
+              f"table, ${summary['won_cents'] / 100:,.2f} won on $5 side wagers; "
               f"{summary['verified']} frames verified, {summary['rejected']} rejected, "
               f"{summary['irregularities']} irregularities, {len(summary['alarms'])} alarms, "
               f"{summary['lost']} lost, in {summary['seconds']} s")

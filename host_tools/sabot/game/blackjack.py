@@ -207,8 +207,11 @@ def check_result(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None
               if kind == "card"]
     if placed != rec["placed"]:
         at = next(i for i, (a, b) in enumerate(zip(placed, rec["placed"], strict=True)) if a != b)
-        return None, (f"card {at + 1}: the shoe put it in hand {rec['placed'][at]}, the rules "
-                      f"in {placed[at]}")
+        def hand(h: Any) -> str:  # hands counted from 1, as status and the lines count them
+            return f"hand {h + 1}" if type(h) is int else f"the {h}'s"
+
+        return None, (f"card {at + 1}: the shoe put it in {hand(rec['placed'][at])}, the rules "
+                      f"in {hand(placed[at])}")
     if not got["complete"]:
         return None, "the round is not complete"
     return got, None

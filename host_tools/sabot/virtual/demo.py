@@ -164,7 +164,7 @@ class Session:
         table = self.config.table_config()
         results = [r for k, r in self.records if k == "blackjack_result"]
         kept = [r for r in results if not r["voided"]]
-        wrong = paid = 0
+        wrong = won = 0
         for rec in kept:
             t = truth.get(rec["round"])
             request = {"table": table, "meters": {"hit_and_run": 150_000,
@@ -172,7 +172,7 @@ class Session:
                        "wagers": [{"seat": s, "wager": w, "amount_cents": 500}
                                   for s in rec["seats"] for w in table["side_wagers"]]}
             got = settle(dict(request, round=round_of(rec)))
-            paid += sum(x.get("payout_cents", 0) for x in got["settlements"])
+            won += sum(x["win_cents"] for x in got["settlements"])  # every wager's win
             if t is None or got != settle(dict(request, round=round_of(dict(
                     rec, seats=t["seats"], events=t["events"])))):
                 wrong += 1
@@ -180,7 +180,7 @@ class Session:
         lost = len(confirmed - {r["round"] for r in kept})
         return {"game": "blackjack", "rounds": len(kept), "expected_rounds": len(confirmed),
                 "voided": len(results) - len(kept), "settled": len(kept), "wrong": wrong,
-                "paid_cents": paid, "lost": lost}
+                "won_cents": won, "lost": lost}
 
 
 def load_tokens(shoe: str | None, seed: int | None) -> list[str]:
