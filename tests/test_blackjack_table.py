@@ -81,6 +81,45 @@ def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli
                    f"{' '.join(hand['cards'])}</td>")
             assert row in board
         assert f"dealer {total_text(dealt['dealer'], True)}" in dashboard_html(pit)
+    in_a_browser(tmp_path, db, reg, newest)
+
+
+def in_a_browser(tmp_path, db, reg, newest):
+    """`sabot serve` on the store, the blackjack scoreboard in Debian's headless Chromium: the
+    newest round's dealer's hand and each seat's as drawn, under the pages' Content-Security-
+    Policy (nothing refused)."""
+    import subprocess
+
+    from sabot.game.blackjack import round_of
+
+    from kit import SABOT
+    from kit.browser import browser, csp_violations
+    from kit.procs import free_port_for_tests, wait_until_served
+
+    url = f"http://127.0.0.1:{free_port_for_tests()}"
+    proc = subprocess.Popen([*SABOT, "serve", "--db", str(db), "--registry", str(reg),
+                             "--listen", url.removeprefix("http://")], stderr=subprocess.PIPE)
+    driver = browser(tmp_path)
+    try:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode())
+        wait_until_served(url + "/")
+        driver.get(url + "/table/demo-blackjack")
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('#hands tr')].map(r => [...r.children]"
+            ".map(c => c.innerText))")
+        if newest["voided"]:
+            assert rows == []
+        else:
+            dealt = round_of(newest)
+            assert rows[0][:2] == ["Dealer", " ".join(dealt["dealer"])]
+            assert [r[:2] for r in rows[1:]] == [[f"Seat {h['seat']}", " ".join(h["cards"])]
+                                                 for h in dealt["hands"]]
+        assert csp_violations(driver) == []
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(10)
 
 
 def test_provisioning_a_blackjack_table_refuses_what_is_not_blackjack_s(cli, tmp_path):

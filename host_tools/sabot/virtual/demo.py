@@ -132,6 +132,7 @@ class Session:
             self.board.stop()
         if self.capture:
             self.capture.close()
+        self.validator.store.close()  # and its lock: the store is another's to open now
 
     def rounds(self) -> list[dict[str, Any]]:
         return [contract_round(r) for k, r in self.records if k == "result"]
