@@ -84,6 +84,42 @@ def test_both_boards_deal_the_virtual_boards_rounds_every_frame_verified(code_tr
         lit = {name for name, level in b.lamp_changes if level}
         assert {"player", "banker", "result"} <= lit, (board, b.lamp_changes[:20])
         assert b.lamps.get("alarm", 0) == 0 and b.lamps.get("buzzer") == 0
+    pico_deals_blackjack(code_trees["rpi_pico"], tmp_path / "blackjack")
+
+
+def pico_deals_blackjack(code, tmp):
+    """The Pico's own code over the emulated machine, its bet spots and next / double / split
+    buttons as its board data wires them: a short six-deck blackjack shoe, every round the one
+    the simulated table dealt and settled so; an ESP32, which has no bet spots, is refused in
+    one line. (In the test above: the code trees are built once.)"""
+    from sabot import keys
+    from sabot.cli.virtual import refuse_without_bet_spots
+    from sabot.errors import SabotError
+    from sabot.game.cards import CUT, shuffled_shoe
+    from sabot.registry import ShoeEntry
+    from sabot.virtual.demo import Session
+
+    tokens = shuffled_shoe(6, seed=24)[:CARDS]
+    tokens.insert(CARDS - 12, CUT)
+    tmp.mkdir()
+    key = keys.create(str(tmp / "command.pem"))
+    entry = ShoeEntry(0x5AB0_0024, game="blackjack", decks=6,
+                      side_wagers=["hit_and_run", "straight_jack", "house_money"])
+    s = Session(tokens, key, str(tmp / "audit.db"), str(tmp / "flash"), board="rpi_pico",
+                code=code, config=entry, seed=3)
+    try:
+        s.run()
+    finally:
+        s.close()
+    played = [r for k, r in s.records if k == "blackjack_result"]
+    summary = s.summary()
+    assert len(played) >= 3 and summary["rounds"] == len(played), summary
+    assert summary["wrong"] == summary["lost"] == summary["rejected"] == summary["voided"] == 0
+    assert all((r["seats"], r["events"]) == (s.dealer.truth[r["round"]]["seats"],
+                                             s.dealer.truth[r["round"]]["events"])
+               for r in played)
+    with pytest.raises(SabotError, match="the esp32 board has no bet-spot sensors"):
+        refuse_without_bet_spots("esp32")
 
 
 def test_every_statement_of_hw_py_runs(tmp_path, shoe_flash, element):
@@ -116,41 +152,3 @@ def test_every_statement_of_hw_py_runs(tmp_path, shoe_flash, element):
     assert not missed, f"statements of hw.py no test ran: {missed}"
     assert len(lines) > 100  # the probes really counted hw.py's statements
 
-
-def test_a_pico_deals_blackjack_as_the_virtual_board_does(code_trees, tmp_path):
-    """The Pico's own code over the emulated machine, its bet spots and next / double / split
-    buttons as its board data wires them: a short six-deck blackjack shoe, its rounds the
-    virtual board's, card for card, each settled as the table dealt it; an ESP32, which has no
-    bet spots, is refused in one line."""
-    from sabot import keys
-    from sabot.cli.virtual import refuse_without_bet_spots
-    from sabot.errors import SabotError
-    from sabot.game.cards import CUT, shuffled_shoe
-    from sabot.registry import ShoeEntry
-    from sabot.virtual.demo import Session
-
-    tokens = shuffled_shoe(6, seed=24)[:CARDS]
-    tokens.insert(CARDS - 12, CUT)
-    sessions = {}
-    for board in ("virtual", "rpi_pico"):
-        d = tmp_path / board
-        d.mkdir()
-        key = keys.create(str(d / "command.pem"))
-        entry = ShoeEntry(0x5AB0_0024 + len(sessions), game="blackjack", decks=6,
-                          side_wagers=["hit_and_run", "straight_jack", "house_money"])
-        s = Session(tokens, key, str(d / "audit.db"), str(d / "flash"), board=board,
-                    code=code_trees.get(board), config=entry, seed=3)
-        try:
-            s.run()
-        finally:
-            s.close()
-        sessions[board] = s
-    played = {b: [(r["seats"], r["events"]) for k, r in s.records if k == "blackjack_result"]
-              for b, s in sessions.items()}
-    assert len(played["virtual"]) >= 3 and played["rpi_pico"] == played["virtual"]
-    for s in sessions.values():
-        summary = s.summary()
-        assert summary["wrong"] == summary["lost"] == summary["rejected"] == 0, summary
-        assert summary["voided"] == 0 and summary["rounds"] == len(played["virtual"])
-    with pytest.raises(SabotError, match="the esp32 board has no bet-spot sensors"):
-        refuse_without_bet_spots("esp32")

@@ -254,10 +254,15 @@ def test_a_witnessed_blackjack_round_gets_a_receipt_a_voided_one_none(pit):
     """A blackjack shoe on the same witnessed pit: a played round's receipt is its signed
     blackjack_result in the shoe's log, and says each seat's hands and the dealer's; a round the
     supervisor voided has none."""
+    from sabot.game.cards import CUT, format_shoe, shuffled_shoe
+
     db = pit["dir"] / "bj.db"
+    short = shuffled_shoe(6, seed=5)[:150]  # a short shoe: its cut card at card 120
+    short = [c for c in short if c != CUT]
+    (pit["dir"] / "bj.txt").write_text(format_shoe(short[:120] + [CUT] + short[120:]))
     r = run("demo", "--game", "blackjack", "--db", str(db), "--key", str(pit["key"]),
-            "--registry", str(pit["reg"]), "--seed", "5", "--mistakes", "0.3", "--json",
-            "--witness", f"{pit['url']}={pit['vkey']}")
+            "--registry", str(pit["reg"]), "--shoe", str(pit["dir"] / "bj.txt"), "--seed", "5",
+            "--mistakes", "0.4", "--json", "--witness", f"{pit['url']}={pit['vkey']}")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["cosigned"] and s["voided"] and s["wrong"] == 0
