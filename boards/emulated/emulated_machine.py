@@ -32,6 +32,8 @@ import time
 from i2c_socket import SocketI2C
 
 HOLD_MS = 50  # a button press held this long: more than the firmware's 30 ms debounce
+# (counted from the firmware's first read of the pin held down, to a read that long after: a
+# machine too loaded to run the board loop every few ms still sees every press whole)
 _EAGAIN = 11
 _EXIT_EDGE = 0x80
 _BUTTON_BYTES = {0x81: "confirm", 0x82: "empty", 0x83: "reveal", 0x91: "void_card",
@@ -43,7 +45,7 @@ _levels = {}  # pin id -> level
 _irqs = {}  # pin id -> IRQ handler
 _names = {}  # output pin id -> lamp name
 _buttons = {}  # dealer byte -> pin id
-_held = {}  # pin id -> ticks_ms at which the finger lifts
+_held = {}  # pin id -> ticks_ms of the firmware's first read of it held down (None: not yet)
 _sda = {}  # SDA pin id -> I2C bus id
 _buses = {}  # I2C bus id -> SocketI2C
 _uarts = {}  # UART id -> "sensor" | "link"
@@ -76,6 +78,15 @@ class Pin:
 
     def value(self, v=None):
         if v is None:
+            if self.id in _held:  # a finger on the button: down until read down long enough
+                now = time.ticks_ms()
+                first = _held[self.id]
+                if first is None:
+                    _held[self.id] = now
+                elif time.ticks_diff(now, first) >= HOLD_MS:
+                    _seen.add(self.id)
+            elif self.id in _lifted:
+                _lifted[self.id] = True  # read up again: it may be pressed again
             return _levels.get(self.id, 1)
         v = 1 if v else 0
         if _levels.get(self.id) != v:
@@ -131,7 +142,8 @@ _stdin_poll = select.poll()
 _stdin_poll.register(_stdin, select.POLLIN)
 _rx = [b""]  # the recognition module's bytes not read yet
 _pending = []  # a button's byte waiting for the finger to lift from it
-_lifted = {}  # pin id -> ticks_ms at which the finger last lifted
+_lifted = {}  # pin id -> whether the firmware has read it up since the finger last lifted
+_seen = set()  # held pins the firmware has read held down for HOLD_MS: the finger may lift
 
 
 def _pump():
@@ -140,11 +152,12 @@ def _pump():
     button pressed again while the finger is still on it waits until it lifts (two presses, as a
     dealer makes them, not one held longer)."""
     now = time.ticks_ms()
-    for pin, until in list(_held.items()):
-        if time.ticks_diff(now, until) >= 0:
+    for pin, first in list(_held.items()):
+        if first is not None and time.ticks_diff(now, first) >= HOLD_MS and pin in _seen:
             del _held[pin]
+            _seen.discard(pin)
             _levels[pin] = 1  # the finger lifts
-            _lifted[pin] = now
+            _lifted[pin] = False
     while True:
         if _pending:
             b = _pending.pop()
@@ -157,8 +170,8 @@ def _pump():
         else:
             return
         pin = _buttons.get(b)
-        if pin in _held or (pin in _lifted and time.ticks_diff(now, _lifted[pin]) < HOLD_MS):
-            _pending.append(b)  # pressed again once the finger has lifted a while
+        if pin in _held or not _lifted.get(pin, True):
+            _pending.append(b)  # pressed again once the firmware has seen the finger lift
             return
         if b == _BETS:
             mask = _stdin.read(1)[0]
@@ -178,7 +191,7 @@ def _pump():
         elif b in _buttons:
             pin = _buttons[b]
             _levels[pin] = 0
-            _held[pin] = time.ticks_add(now, HOLD_MS)
+            _held[pin] = None
         else:
             sys.stderr.write("emulated machine: no button for dealer byte 0x%02x\n" % b)
         return
