@@ -36,12 +36,14 @@ BUTTON_BITS = (("confirm", CONFIRM), ("empty", EMPTY), ("reveal", REVEAL),
 
 
 def step(app, io, now):
-    app.bets = io.bets()  # as the cards of this pass leave the shoe
     n = io.sensor_read()
     buf = io.sensor_buf
     for i in range(n):
         app.sensor_byte(buf[i])
-    for _ in range(io.exit_edges()):
+    n = io.exit_edges()
+    if n:
+        app.bets = io.bets()  # the bet spots as these cards leave: read only then
+    for _ in range(n):
         app.exit_edge()
     pressed = io.pressed(now)
     if pressed:

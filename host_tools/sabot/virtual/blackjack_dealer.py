@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sabot.game.blackjack import card_value, follow_round, hand_total
+from sabot.protocol import BLACKJACK_PRESSES, END_SHOE, PH_ENDED, PH_HELD, VOID_ROUND
+from sabot.virtual.board import BETS, CONFIRM, EMPTY, PRESS, SUPERVISOR, card_bytes
 
 # the dealer's up card as 2..11 (an ace 11)
 _UP = range(2, 12)
@@ -100,6 +102,8 @@ def _playing(state: dict[str, Any]) -> int | None:
 
 # ---- the dealer at the virtual board -----------------------------------------------------------
 CONFIRM_DUE = 0xFD  # the shoe's `due` once a round's cards are out: the dealer's confirm
+NONE_DUE = 0xFF  # between rounds
+PRESS_CODES = {name: b - 0xF0 for b, name in BLACKJACK_PRESSES.items()}  # next 1, double 2, ...
 
 
 class Held(Exception):
@@ -133,15 +137,12 @@ class TableDealer:
         self.at = 0  # the next token: every token sent moves the shoe's position by one
 
     def deal(self, progress: Callable[[], None] | None = None) -> None:
-        from sabot.protocol import PH_ENDED
-        from sabot.virtual.board import SUPERVISOR
-
         b = self.board
         b.wait(lambda s: True, 10)
         self.at = b.indicator[2] if b.indicator else 0  # a shoe dealt before a power cut: on
-        if b.indicator and (b.indicator[0] == 3 or b.indicator[1] != 0xFF):
-            b.send(bytes([SUPERVISOR + 3]))  # a round under way when it went off: void
-            b.wait(lambda s: s[0] != 3 and s[1] == 0xFF, 10)
+        if b.indicator and (b.indicator[0] == PH_HELD or b.indicator[1] != NONE_DUE):
+            b.send(bytes([SUPERVISOR + VOID_ROUND]))  # a round under way when it went off: void
+            b.wait(lambda s: s[0] != PH_HELD and s[1] == NONE_DUE, 10)
         if self.at == 0:
             self._card(self.tokens[0])  # the burn card
         while b.indicator and b.indicator[0] != PH_ENDED and self.at < len(self.tokens):
@@ -153,15 +154,12 @@ class TableDealer:
                 progress()
 
     def _round(self, rnd: int) -> None:
-        from sabot.virtual.board import BETS, CONFIRM, PRESS, SUPERVISOR
-
         b = self.board
         seats = sorted(self.rng.sample(range(1, 8), self.rng.randint(1, 7)))
         slip = self.rng.random() < self.mistakes
         b.send(bytes([BETS, sum(1 << (s - 1) for s in seats)]))
         truth: dict[str, Any] = {"seats": seats, "events": [], "status": "voided"}
         self.truth[rnd] = truth
-        codes = {"next": 1, "double": 2, "split": 3}
         shown = b.placed_count  # the shoe's hands shown so far: this round's come after
 
         def deal(kind: str, what: str) -> None:
@@ -175,13 +173,13 @@ class TableDealer:
                 slip, times = False, self.rng.choice((0, 2))  # missed, or pressed twice
             for _ in range(times):
                 taken = b.taken
-                b.send(bytes([PRESS + codes[what]]))
+                b.send(bytes([PRESS + PRESS_CODES[what]]))
                 b.wait(lambda s: b.taken > taken, 10)  # the shoe took it (and shows a hold)
                 self._check()
 
         try:
             deal_round(self._cards(), seats, self.rule, self.hole_card, on_event=deal)
-            b.wait(lambda s: s[0] == 3 or s[1] == CONFIRM_DUE, 2)
+            b.wait(lambda s: s[0] == PH_HELD or s[1] == CONFIRM_DUE, 2)
             self._check()
             want = [p for (k, _), p in zip(truth["events"], follow_round(
                 seats, truth["events"], self.rule, self.hole_card)["placed"], strict=True)
@@ -193,8 +191,8 @@ class TableDealer:
                 truth["status"] = "confirmed"
                 return
             # the shoe's hands are not the table's, or its round is not over: void
-            b.send(bytes([CONFIRM if b.indicator[1] != CONFIRM_DUE else SUPERVISOR + 3]))
-            b.wait(lambda s: s[0] == 3 or s[1] == 0xFF, 10)
+            b.send(bytes([CONFIRM if b.indicator[1] != CONFIRM_DUE else SUPERVISOR + VOID_ROUND]))
+            b.wait(lambda s: s[0] == PH_HELD or s[1] == NONE_DUE, 10)
             self._check()
         except Held:
             pass
@@ -208,8 +206,6 @@ class TableDealer:
     def _cards(self) -> Iterator[str]:
         """The shoe's cards in order, the cut card's exit given to the shoe where it lies (out
         between rounds, it ends the shoe: no round is dealt)."""
-        from sabot.protocol import PH_ENDED
-
         while self.at < len(self.tokens):
             token = self.tokens[self.at]
             if token == "CUT":
@@ -220,33 +216,27 @@ class TableDealer:
             yield token
 
     def _card(self, token: str) -> None:
-        from sabot.virtual.board import card_bytes
-
         b = self.board
         before = b.indicator[2] if b.indicator else 0
         self.at += 1
         b.send(card_bytes(token))
-        b.wait(lambda s: s[2] > before or s[0] == 3, 10)
+        b.wait(lambda s: s[2] > before or s[0] == PH_HELD, 10)
         self._check()
 
     def _check(self) -> None:
-        if self.board.indicator and self.board.indicator[0] == 3:  # PH_HELD
+        if self.board.indicator and self.board.indicator[0] == PH_HELD:
             raise Held
 
     def _void(self) -> None:
-        from sabot.virtual.board import SUPERVISOR
-
         b = self.board
-        if b.indicator and b.indicator[0] == 3:
-            b.send(bytes([SUPERVISOR + 3]))
-            b.wait(lambda s: s[0] != 3, 10)
+        if b.indicator and b.indicator[0] == PH_HELD:
+            b.send(bytes([SUPERVISOR + VOID_ROUND]))
+            b.wait(lambda s: s[0] != PH_HELD, 10)
 
     def _empty(self) -> None:
         """The shoe ran out mid-round: the empty sensor, then the supervisor ends the shoe."""
-        from sabot.virtual.board import EMPTY, SUPERVISOR
-
         b = self.board
         b.send(bytes([EMPTY]))
-        if b.wait(lambda s: s[0] == 3, 5):
-            b.send(bytes([SUPERVISOR + 4]))
-            b.wait(lambda s: s[0] != 3, 10)
+        if b.wait(lambda s: s[0] == PH_HELD, 5):
+            b.send(bytes([SUPERVISOR + END_SHOE]))
+            b.wait(lambda s: s[0] != PH_HELD, 10)

@@ -296,7 +296,7 @@ def show_on_stdout(board: VirtualBoard) -> None:
     them (the README's promise)."""
     from sabot.virtual.board import describe_show
 
-    blackjack = board_table(board).get("game") == "blackjack"
+    blackjack = flash_table(board.flash_dir).get("game") == "blackjack"
 
     def show(what: str, values: tuple[int, ...]) -> None:
         try:
@@ -336,7 +336,7 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
                     return
         print(f"virtual board: dealing a shoe file ({len(shoes)} to go)", file=sys.stderr,
               flush=True)
-        table = board_table(board)
+        table = flash_table(board.flash_dir)
         if table.get("game") == "blackjack":
             # a table of basic-strategy players; the simulated supervisor voids a held round
             from sabot.virtual.blackjack_dealer import TableDealer
@@ -352,11 +352,6 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
         shoes.pop(0)
     print("virtual board: the last shoe file has ended; the board stays up until Ctrl-C",
           file=sys.stderr, flush=True)
-
-
-def board_table(board: VirtualBoard) -> dict[str, Any]:
-    """The game the virtual shoe was provisioned for, as its flash's variant names it."""
-    return flash_table(board.flash_dir)
 
 
 def flash_table(flash_dir: str) -> dict[str, Any]:
