@@ -96,11 +96,11 @@ class Session:
         if self.config.game == "blackjack":
             from sabot.virtual.blackjack_dealer import TableDealer
 
-            dealer: Any = TableDealer(board, self.tokens, self.config.dealer,
+            self.dealer = TableDealer(board, self.tokens, self.config.dealer,
                                       self.config.hole_card, self.seed, self.mistakes)
         else:
-            dealer = Dealer(board, self.tokens)
-        self.dealer = dealer
+            self.dealer = Dealer(board, self.tokens)
+        dealer = self.dealer
         finished = threading.Event()
 
         def deal() -> None:
@@ -157,7 +157,8 @@ class Session:
     def blackjack_summary(self) -> dict[str, Any]:
         """Every verified round settled by the registry's table (each offered side wager at each
         seat of the round, $5), and held to what the table really dealt (the dealer's truth):
-        a round the shoe got otherwise than the table and that settles otherwise is `wrong`."""
+        a round the shoe got otherwise than the table and that settles otherwise, or one the
+        table never confirmed, is `wrong`."""
         from sabot.game.blackjack import round_of
         from sabot.game.settle import settle
 
@@ -174,8 +175,8 @@ class Session:
                                   for s in rec["seats"] for w in table["side_wagers"]]}
             got = settle(dict(request, round=round_of(rec)))
             won += sum(x["win_cents"] for x in got["settlements"])  # every wager's win
-            if t is None or got != settle(dict(request, round=round_of(dict(
-                    rec, seats=t["seats"], events=t["events"])))):
+            if t is None or t["status"] != "confirmed" or got != settle(dict(
+                    request, round=round_of(dict(rec, seats=t["seats"], events=t["events"])))):
                 wrong += 1
         confirmed = {r for r, t in truth.items() if t["status"] == "confirmed"}
         lost = len(confirmed - {r["round"] for r in kept})
