@@ -7,7 +7,8 @@ Hardware comes in as plain calls and injected objects: `element` (shoe/element.E
 alarm the held irregularity's kind (0: none), reveal 1 while squeezed hands await the dealer's
 reveal — and announce(player_total, banker_total, winner, announcements) when a round is
 complete; at a blackjack table placed(round) when the dealer's hand is complete (the display
-shows each card's hand for the dealer to confirm: shoe/blackjack.py) and `due` the hand due."""
+shows each card's hand for the dealer to confirm: shoe/blackjack.py) and `due` the seat whose
+hand is due."""
 
 import struct
 
@@ -25,6 +26,7 @@ from shoe.dealing import (
     PH_BURN_FIRST,
     PH_ENDED,
     PH_HELD,
+    RES_VOID_ROUND,
     Shoe,
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
@@ -314,7 +316,7 @@ class ShoeApp:
         self._input(IN_EMPTY)
 
     def supervisor(self, code):
-        if code == 3 and self.shoe.disputable():
+        if code == RES_VOID_ROUND and self.shoe.disputable():
             # blackjack: the dealer found the shoe's hands other than the table's; the round is
             # held as disputed, then voided
             self._input(IN_DISPUTE)
