@@ -46,6 +46,8 @@ def test_lamps_keep_up_with_the_cards_under_a_flood_of_forged_commands(tmp_path)
         board.stop()
     assert flood.sent > 50 and st is not None
     # Before the slot, each forged frame held the loop for a Verify: the median card waited
-    # ~110 ms. The bound is generous for a loaded test machine.
-    assert max(waits) < 0.06, sorted(waits)
+    # ~110 ms and every card waited one. The bounds leave room for a loaded test machine, whose
+    # scheduler alone once held one card 92 ms (make bench gives the figures).
+    waits.sort()
+    assert waits[len(waits) // 2] < 0.03 and waits[-1] < 0.25, waits
     assert st["refused"] > flood.sent // 2  # nearly all refused at no cost, each counted

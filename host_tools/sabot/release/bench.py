@@ -117,8 +117,9 @@ def bench_port(tokens: list[str], url: str, key: CommandKey | None, config: Shoe
         assert status is not None
         ended = (f"shoe {status['shoe']} on {url} has ended: start the next one with sabot "
                  "new-shoe, then bench it")
-        if status["phase"] == "ended" and not status["unacked_to"]:
-            # ended and all of it delivered elsewhere: nothing of it can be benched here
+        if status["phase"] == "ended" and not status["unacked_to"] and not records:
+            # ended and all of it delivered elsewhere: nothing of it can be benched here (frames
+            # this link took and acknowledged while its first status came late are judged below)
             raise SabotError(ended)
         ended_before = status["phase"] == "ended"
         for i, token in enumerate(tokens):
