@@ -78,7 +78,9 @@ def run():
         app.start()
     while not app.restart:
         loop.step(app, io, time.ticks_ms())
-        if not app.busy():  # frames waiting for the element or the link: straight on
+        if app.busy():  # frames waiting for the element or the link: back at the next interrupt
+            hw.idle()
+        else:
             time.sleep_ms(1)
     return True
 

@@ -307,7 +307,18 @@ class UART:
 
 
 def idle():
-    time.sleep_ms(1)
+    """machine.idle(): until the next interrupt, as a Pico's WFE wakes at its 1 ms tick or sooner
+    on a byte: here a dealer's byte, a host's byte or a host connecting, within 1 ms."""
+    if _pending or _held:
+        return  # a finger on a button: it lifts on time, not on a byte
+    waiting = select.poll()
+    waiting.register(_stdin, select.POLLIN)
+    port = _wired.get("port")
+    if port is not None:
+        waiting.register(port.server, select.POLLIN)
+        if port.conn is not None:
+            waiting.register(port.conn, select.POLLIN)
+    waiting.poll(1)
 
 
 def reset():

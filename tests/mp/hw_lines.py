@@ -135,6 +135,11 @@ element = hw.element(pico)
 element.wake()
 check(element._awake, "the element answered its wake")
 
+# the board loop's pause while the element works: back within the emulated 1 ms tick
+t0 = time.ticks_ms()
+hw.idle()
+check(time.ticks_diff(time.ticks_ms(), t0) < 50, "idle returns at the next tick")
+
 try:
     hw.reset()
     check(False, "reset returns")

@@ -210,6 +210,13 @@ def element(board):
     return Element(bus(), wake=wake, patient=True)
 
 
+def idle():
+    """Until the next interrupt (an RP2040 wakes at its 1 ms tick, or at once on a UART byte or
+    the exit edge; an ESP32 yields to its tasks): the board loop's pause while the element
+    works, instead of spinning the core at full power."""
+    machine.idle()
+
+
 def reset():
     """A hard reset: the shoe boots again into main.py (never a REPL)."""
     machine.reset()
