@@ -534,6 +534,15 @@ class Element:
         """Whether a queued command (Sign, SHA or Verify) is outstanding."""
         return self._pending != 0
 
+    def nap(self):
+        """For a caller that must wait for the queued command: sleep until a patient driver
+        may ask for its response (its maximum execution time), rather than poll a chip that
+        cannot answer yet; at once when impatient or nothing is queued. Allocation-free."""
+        if self._pending and self._patient:
+            left = _EXEC_MS[self._sent_op] - ticks_diff(ticks_ms(), self._sent)
+            if left > 0:
+                sleep_ms(left)
+
     def verify_external(self, digest32, sig64, pubkey64):
         """True when sig64 (r||s) signs digest32 under the P-256 public key X||Y pubkey64."""
         self.load_digest(digest32)

@@ -82,7 +82,7 @@ class Outbox:
             # Every slot holds a frame not finished, or not yet a leaf of the log: the element
             # has fallen far behind (or is failing). Finish the oldest now rather than lose it
             # (never starting a checkpoint meanwhile: its Sign would keep the card waiting).
-            self.service(False)
+            self._waited(False)
         buf = self.building = self._ring[seq % self._slots]
         frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe, self.boot, seq)
         return _DIGEST + frames.HEADER_LEN
@@ -190,13 +190,19 @@ class Outbox:
         """Finish every frame built so far, make each a leaf and sign a checkpoint due, waiting
         for the element (not for the card path)."""
         while self.done < self.seq or self.tree.due(self.done) or self.tree.busy():
-            self.service()
+            self._waited()
 
     def settle(self):
         """Wait for the frame (or leaf) the element is working on, so it is free for another
         job."""
         while self.signing or self.digesting or self.tree.busy():
-            self.service()
+            self._waited()
+
+    def _waited(self, sign=True):
+        """One step of service(), then, when it finished nothing, a nap until the element may
+        answer: a loop that has to wait for the element sleeps instead of spinning the core."""
+        if not self.service(sign) and self.element is not None:
+            self.element.nap()
 
     def work(self):
         """The element has frames to finish or log work to do."""
