@@ -140,6 +140,8 @@ def I2C(id, sda=None, scl=None, freq=400_000):  # machine.I2C, a class on a boar
 _stdin = sys.stdin.buffer
 _stdin_poll = select.poll()
 _stdin_poll.register(_stdin, select.POLLIN)
+_waking = select.poll()  # what ends idle(): the dealer's bytes, the host link's (_HostPort)
+_waking.register(_stdin, select.POLLIN)
 _rx = [b""]  # the recognition module's bytes not read yet
 _pending = []  # a button's byte waiting for the finger to lift from it
 _lifted = {}  # pin id -> whether the firmware has read it up since the finger last lifted
@@ -211,6 +213,7 @@ class _HostPort:
         s.listen(1)
         self.accepting = select.poll()
         self.accepting.register(s, select.POLLIN)
+        _waking.register(s, select.POLLIN)
         self.conn = None
         self.reading = None
         self.chunk = chunk
@@ -225,9 +228,11 @@ class _HostPort:
             self.conn = conn
             self.reading = select.poll()
             self.reading.register(conn, select.POLLIN)
+            _waking.register(conn, select.POLLIN)
 
     def _close(self):
         if self.conn is not None:
+            _waking.unregister(self.conn)
             self.conn.close()
         self.conn = self.reading = None
 
@@ -309,16 +314,8 @@ class UART:
 def idle():
     """machine.idle(): until the next interrupt, as a Pico's WFE wakes at its 1 ms tick or sooner
     on a byte: here a dealer's byte, a host's byte or a host connecting, within 1 ms."""
-    if _pending or _held:
-        return  # a finger on a button: it lifts on time, not on a byte
-    waiting = select.poll()
-    waiting.register(_stdin, select.POLLIN)
-    port = _wired.get("port")
-    if port is not None:
-        waiting.register(port.server, select.POLLIN)
-        if port.conn is not None:
-            waiting.register(port.conn, select.POLLIN)
-    waiting.poll(1)
+    if not (_pending or _held):  # a finger on a button lifts on time, not on a byte
+        _waking.poll(1)
 
 
 def reset():
