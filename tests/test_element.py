@@ -233,6 +233,28 @@ def test_a_patient_driver_never_polls_a_busy_chip(emulator):
 
 
 @pytest.mark.board
+def test_a_patient_driver_naps_until_the_chip_may_answer_an_impatient_one_never(emulator):
+    """The outbox's wait for the element (a full ring, settle, finish_all) sleeps in nap() rather
+    than spin: a patient driver until the command's maximum time, then one poll answers."""
+    e = emulator("--sign-ms", 50, "--cmd-ms", 1)
+    for patient, least, most in ((True, 0.110, 0.5), (False, 0.0, 0.02)):
+        bus = SocketI2C(e.spec)
+        chip = Element(bus, patient=patient)
+        chip.nap()  # nothing queued: at once
+        chip.load_digest(hashlib.sha256(b"nap").digest())
+        chip.sign_start(0)
+        t0 = time.monotonic()
+        chip.nap()
+        assert least <= time.monotonic() - t0 < most, patient
+        if patient:
+            assert chip.sign_ready(bytearray(64))  # due now, and the chip is done
+        else:
+            while not chip.sign_ready(bytearray(64)):
+                pass
+        bus.close()
+
+
+@pytest.mark.board
 def test_verify_external_and_stored(tmp_path, emulator):
     cmd_key = COMMAND_KEY
     chip = Element(SocketI2C(emulator(*FAST).spec))
