@@ -3,6 +3,7 @@ traceback. Shoe files that cannot be dealt are refused before anything runs. Eve
 --help has a description, its defaults and an example; --version names the firmware."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -359,3 +360,51 @@ def test_serve_refuses_a_public_url_that_is_no_servers_address(cli, tmp_path, ur
     one_line_failure(r)
     assert "--public-url takes this server's address" in r.stderr
     assert not (tmp_path / "pit.db").exists()
+
+
+@pytest.mark.parametrize("args,said", [
+    (["history", "--shoe-id", "x"], "argument --shoe-id: not a whole number: 'x'"),
+    (["history", "--shoe-id", "-1"], "argument --shoe-id: must be from 0 to 4294967295"),
+    (["history", "--shoe", "one"], "argument --shoe: not a whole number: 'one'"),
+    (["history", "--round", "2.5"], "argument --round: not a whole number: '2.5'"),
+    (["history", "--round", "70000"], "argument --round: must be from 0 to 65535"),
+    (["demo", "--seed", "x"], "argument --seed: not a whole number: 'x'"),
+    (["soak", "--seed", "x"], "argument --seed: not a whole number: 'x'"),
+    (["shuffle", "--seed", "1.5"], "argument --seed: not a whole number: '1.5'"),
+])
+def test_a_bad_option_value_says_what_the_option_wants(cli, args, said):
+    r = cli(*args)
+    one_line_failure(r)
+    assert r.returncode == 2 and said in r.stderr, r.stderr
+
+
+def test_no_option_answers_a_bad_value_with_argparse_words():
+    """Every option of every command that converts its value, given one it cannot take, says in
+    plain words what it wants: never `invalid <lambda> value` or `invalid int value` (argparse
+    names the type callable's __name__)."""
+    import argparse
+    import contextlib
+    import io
+
+    from sabot.cli.options import plain_usage
+
+    said = []
+    top = build_parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    for name in commands.choices:
+        sub = next(a for a in build_parser(name)._actions
+                   if isinstance(a, argparse._SubParsersAction)).choices[name]
+        for action in sub._actions:
+            if action.type is None or not action.option_strings:
+                continue
+            for bad in ("x", "-5", "1.5", "nan", ""):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+                    sub.parse_args([action.option_strings[0], bad])
+                line = err.getvalue()
+                if f"argument {action.option_strings[0]}" in line:
+                    said.append(line)
+                    assert not re.search(r"invalid \S+ value", line), line
+    assert len(said) > 40  # the sweep met the options it is for
+    assert plain_usage("argument --shoe-id: invalid <lambda> value: 'x'") == (
+        "argument --shoe-id: not a value this option takes: 'x'")

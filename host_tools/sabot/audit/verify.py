@@ -19,11 +19,12 @@ wrote it, and compared row by row, column by column:
   statuses, never read from the alarms table) and `tilt` (from the statuses), every column;
 - every link_state row is the validator's state at that point, and every read that changed it
   stored it;
-- every authentic status's newest frame is stored or the store names it as missing; every
-  operator entry names the signed frame that shows what it says, and every resolution the shoe
-  signed as given from the host has its entry.
-What it cannot prove — rows no shoe signed and nothing later signed refers to — is listed in
-docs/SECURITY.md ("Rewriting the audit store")."""
+- every authentic status's newest frame is stored or the store names it as missing; the operator
+  log stands where the frames and alarms say (audit/operator_log.py).
+The checks of the store as a whole, a registry that is not the store's among them, are
+audit/store_checks.py's; those against the witnesses, audit/witness_check.py's. What it cannot
+prove — rows no shoe signed and nothing later signed refers to — is listed in docs/SECURITY.md
+("Rewriting the audit store")."""
 
 from __future__ import annotations
 
@@ -33,10 +34,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from sabot import note, tlog
+from sabot import note
 from sabot import protocol as pr
-from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.cosign import Witnessed
+from sabot.audit.derived import Broken, DerivedShoe, differ, sid, status_of, type_name
+from sabot.audit.operator_log import OperatorLog
+from sabot.audit.rejections import check_rejected, check_unparsed
 from sabot.audit.store import (
     COLUMNS,
     GENESIS,
@@ -45,7 +48,14 @@ from sabot.audit.store import (
     StoreUnreadable,
     row_hash,
 )
-from sabot.audit.validator import LINK_KEY, TILT_DETAIL, checkpoint_mismatch
+from sabot.audit.store_checks import (
+    check_chain_places,
+    check_triggers,
+    misfit_text,
+    registry_misfit,
+)
+from sabot.audit.validator import TILT_DETAIL, checkpoint_mismatch
+from sabot.audit.witness_check import Cosignatures, check_witnessed
 from sabot.errors import SabotError
 from sabot.registry import ShoeEntry
 
@@ -60,50 +70,70 @@ DERIVED = CONTENT_ALARMS | {"sequence_gap", "tilt", "checkpoint_mismatch"}
 NOTICES = frozenset(("player_advantage", "repeated_sequence"))  # watch.py's: not derived here
 FRAMELESS = frozenset(("missing_shoe_end",))  # a capture ending mid-shoe (Validator.finish)
 VERDICTS = frozenset(("accepted", "rejected", "deferred", "resent"))
-NOT_A_FRAME = frozenset(("bad_framing", "too_long", "too_short", "bad_version"))
 SEQUENCE = frozenset(("replayed", "boot_backwards", "sequence_gap", "chain_broken"))
 _GAP = re.compile(r"frames (\d+)\.\.(\d+) were never seen here")
 
 
-class Broken(Exception):
-    """The first thing found wrong with the store."""
+class Unchained(Broken):
+    """A row out of the chain: the store was edited, whatever registry checks it."""
 
 
-def _norm(sql: str) -> str:
-    return re.sub(r"\s+", " ", sql.replace("IF NOT EXISTS ", "")).strip().rstrip(";")
+class WrongRegistry(Exception):
+    """The registry given is not this store's (store_checks.registry_misfit)."""
+
+    def __init__(self, misfit: dict[str, Any], text: str) -> None:
+        super().__init__(text)
+        self.misfit = misfit
 
 
 def verify(path: str, configs: Mapping[int, ShoeEntry],
            witnessed: Sequence[Witnessed] = (),
-           witnesses: Sequence[note.Verifier] = (), only_stored: bool = False) -> dict[str, Any]:
+           witnesses: Sequence[note.Verifier] = (), only_stored: bool = False,
+           registry: str = "given") -> dict[str, Any]:
     """{"ok", "frames", "rounds", "rows", "holes", "unstored", "starts", "absent", "witnessed",
-    "cosignatures", "problem"} for the store at `path`; `configs` maps shoe ids to their registry
-    entries: their public keys verify every signature, their configuration derives the alarms
-    again; `witnessed`: the logs witnesses cosigned (audit/cosign.py), each of which the store
-    must hold, frame for frame; `witnesses`: the witnesses' keys, which every stored
-    cosignature of theirs must verify with ("cosignatures": {"checked", "unchecked"}: those of
-    a witness not given are only matched to their checkpoint). `only_stored`: a witnessed log of
-    a shoe this store holds no frame of is named ("elsewhere"), not required (a casino whose
-    shoes write to several stores checks each shoe in its own)."""
+    "cosignatures", the other frame counts ("shoes", "statuses", "checkpoints",
+    "integrity_answers", "resent", "deferred", "rejected"), "wrong_registry", "problem"} for
+    the store at `path`; `configs` maps shoe ids to their registry entries: their public keys
+    verify every signature, their configuration derives the alarms again; `witnessed`: the logs
+    witnesses cosigned (audit/cosign.py), each of which the store must hold, frame for frame;
+    `witnesses`: the witnesses' keys, which every stored cosignature of theirs must verify with
+    ("cosignatures": {"checked", "unchecked"}: those of a witness not given are only matched to
+    their checkpoint). `only_stored`: a witnessed log of a shoe this store holds no frame of is
+    named ("elsewhere"), not required (a casino whose shoes write to several stores checks each
+    shoe in its own). "wrong_registry" (None, or what registry_misfit found): the registry, named
+    `registry` in the problem, is not this store's — bad input, not a store that does not hold."""
     store = AuditStore(path, writer=False)
     walk = _Walk(configs, witnesses)
     walk.counts["witnessed"], walk.counts["unwitnessed"], walk.counts["elsewhere"] = [], [], []
+    walk.counts["wrong_registry"] = None
     try:
         with store.snapshot():  # a live store: its writers' newest batches whole or not at all
-            _check_triggers(store)
-            _check_chain_places(store)
-            walk.run(store)
+            check_triggers(store)
+            check_chain_places(store)
+            try:
+                walk.run(store)
+            except Unchained:
+                raise
+            except Broken:  # frames that do not verify: is the registry this store's at all?
+                misfit = registry_misfit(store, configs, witnessed)
+                if misfit is not None:
+                    raise WrongRegistry(misfit, misfit_text(misfit, registry)) from None
+                raise
             for w in witnessed:
                 if only_stored and w.shoe_id not in walk.shoes:
                     walk.counts["elsewhere"].append(w.shoe_id)
                     continue
-                walk.witnessed(w)
+                found = check_witnessed(w, walk.shoes, configs)
+                if found is not None:
+                    walk.counts["witnessed"].append(found)
             if witnessed:  # a shoe of this store no witness given holds: said, not proven
                 seen = {w.shoe_id for w in witnessed if w.size > 0}
                 walk.counts["unwitnessed"] = sorted(
-                    sid for sid, shoe in walk.shoes.items() if shoe.anchored and sid not in seen)
+                    s for s, shoe in walk.shoes.items() if shoe.anchored and s not in seen)
     except StoreUnreadable as e:
         return {"ok": False, **walk.counts, "problem": f"the store cannot be read ({e.reason})"}
+    except WrongRegistry as e:
+        return {"ok": False, **walk.counts, "wrong_registry": e.misfit, "problem": str(e)}
     except Broken as e:
         return {"ok": False, **walk.counts, "problem": str(e)}
     finally:
@@ -111,87 +141,12 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
     return {"ok": True, **walk.counts, "problem": None}
 
 
-def _check_triggers(store: AuditStore) -> None:
-    have = {name: _norm(sql) for name, sql in store.triggers().items()}
-    expected = store.expected_triggers()
-    for name, sql in expected.items():
-        what = name if name.startswith(("function ", "table ", "policy ")) else f"trigger {name}"
-        if name not in have:
-            raise Broken(f"{what} is missing: the store was opened to edits")
-        if have[name] != _norm(sql):
-            raise Broken(f"{what} was altered: {have[name]}")
-    for name in sorted(set(have) - set(expected)):  # e.g. one that silently drops new alarms
-        what = name if name.startswith("policy ") else f"trigger {name}"
-        raise Broken(f"{what} is not the store's: {have[name]}")
-    tables = store.tables()
-    for table in COLUMNS:
-        if table not in tables:
-            raise Broken(f"table {table} is missing")
-
-
-def _check_chain_places(store: AuditStore) -> None:
-    for table, (n, seen) in store.chain_counts().items():  # a row outside the chain (chain_no
-        if n != seen:  # reused) cannot hide either
-            raise Broken(f"{table} holds rows outside the chain")
-
-
-def _type_name(f: pr.Frame) -> str:
-    return pr.TYPES.get(f.type, f"0x{f.type:02x}")
-
-
-def _sid(shoe_id: Any) -> str:
-    return f"{shoe_id:#010x}" if isinstance(shoe_id, int) else repr(shoe_id)
-
-
-def _differ(names: tuple[str, ...], have: tuple[Any, ...], want: tuple[Any, ...]) -> str:
-    return ", ".join(n for n, a, b in zip(names, have, want, strict=True) if a != b)
-
-
-class _Shoe:
-    """One shoe device as its validators saw it, derived again from its stored frames: the link
-    state they stored after each read (last seq, digest and boot, the host counter, the shoe's
-    accounts) and what only the walk needs."""
-
-    def __init__(self, shoe_id: int, config: ShoeEntry) -> None:
-        self.shoe_id = shoe_id
-        self.config = config
-        self.st: dict[str, Any] = {"last_seq": 0, "last_digest": b"", "last_boot": 0,
-                                   "host_counter": 0, "inventory": {}}
-        self.raised: list[tuple[Any, ...]] = []  # alarms derived for the frame at hand
-        self.accounts = ShoeAccounts(config, self.st, self._alarm)
-        self.anchored = False  # an accepted chained frame or status of it is stored
-        self.linked = False  # a link_state row of it is stored: a restarted validator anchors
-        self.row: tuple[Any, ...] | None = None  # its latest link_state row
-        self.tilted = False  # its latest authentic status said tilt
-        self.said = 0  # the newest frame an authentic status of it named
-        self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
-        self.log = tlog.Prefix()  # its log as stored, from seq 1 while none is missing
-        self.unseen = 0  # met at its first frame past seq 1: the seqs before it (resends)
-        # seq -> what an operator entry may name there: ("resolve", record) given from the host,
-        # ("new_shoe", record, the shoe that ended before it)
-        self.effects: dict[int, tuple[Any, ...]] = {}
-
-    def _alarm(self, kind: str, detail: str, **where: Any) -> None:
-        inv = self.st.get("inventory") or {}
-        self.raised.append((kind, where.get("shoe", inv.get("shoe")), where.get("round"), detail))
-
-    def emit(self, kind: str, detail: Any) -> None:
-        """An alarm the validator held until the frame was stored (a gap, a tilt): raised with the
-        accounts as they are once the frame's sequence is decided."""
-        self._alarm(kind, detail)
-
-    def link_values(self) -> tuple[Any, ...]:
-        st = self.st
-        return (LINK_KEY, self.shoe_id, st["last_seq"], st["last_digest"], st["last_boot"],
-                st["host_counter"], json.dumps(st["inventory"], sort_keys=True))
-
-
 class _Frame(NamedTuple):
     """An accepted frame being checked: the rows stored with it follow it in the chain."""
 
     id: int
     frame: pr.Frame
-    shoe: _Shoe
+    shoe: DerivedShoe
     received_at: float
     record: tuple[Any, ...] | None  # the record row it must have, or None
     derived: list[tuple[Any, ...]]  # (kind, shoe, round, detail) of the alarms it raises
@@ -214,12 +169,15 @@ class _Walk:
     def __init__(self, configs: Mapping[int, ShoeEntry],
                  witnesses: Sequence[note.Verifier] = ()) -> None:
         self.configs = configs
-        self.witness_keys = {v.name: v for v in witnesses}
-        self.counts: dict[str, Any] = {"frames": 0, "rounds": 0, "rows": 0, "holes": [],
+        # frames: the shoe frames (chained) stored once each; the other frames stored are
+        # counted apart, by what they are
+        self.counts: dict[str, Any] = {"frames": 0, "rounds": 0, "rows": 0, "shoes": 0,
+                                       "statuses": 0, "checkpoints": 0, "integrity_answers": 0,
+                                       "resent": 0, "deferred": 0, "rejected": 0, "holes": [],
                                        "unstored": [], "starts": [], "absent": [],
                                        "cosignatures": {"checked": 0, "unchecked": 0,
                                                         "by_witness": {}}}
-        self.shoes: dict[int, _Shoe] = {}
+        self.shoes: dict[int, DerivedShoe] = {}
         self.keys: dict[tuple[int, int], Any] = {}
         self.frame: _Frame | None = None  # the accepted frame whose rows follow
         self.stored_alarms: list[tuple[int, tuple[Any, ...]]] = []  # (alarm id, key) on it
@@ -229,27 +187,25 @@ class _Walk:
         self.batch: Any = object()  # the receive time of the read being walked (one per read)
         self.touched: set[int] = set()  # shoes whose state a frame of this read changed
         self.last_frame_id = 0
-        self.claimed: set[tuple[int, int]] = set()  # (shoe id, seq) an operator entry names
+        self.operator_log = OperatorLog()
         self.meta: list[tuple[Any, ...]] = []
-        # frame id -> (shoe id, size, note text) of each stored checkpoint; the cosignatures
-        # stored for them, (frame id, witness)
-        self.checkpoints: dict[int, tuple[int, int, str]] = {}
-        self.cosigned: set[tuple[int, str]] = set()
+        self.cosignatures = Cosignatures(witnesses, self.counts["cosignatures"])
 
     def run(self, store: AuditStore) -> None:
         prev, expect = GENESIS, 1
         last_ids: dict[str, int] = {}
         for table, rid, no, values, h in store.rows():
             if no != expect:
-                raise Broken(f"row {expect} of the chain is missing (deleted); the next is {table}"
-                             f" id {rid}")
+                raise Unchained(f"row {expect} of the chain is missing (deleted); the next is "
+                                f"{table} id {rid}")
             if row_hash(prev, table, no, rid, values) != h:
-                raise Broken(f"{table} id {rid} (row {no} of the chain) was altered or inserted")
+                raise Unchained(f"{table} id {rid} (row {no} of the chain) was altered or "
+                                "inserted")
             # a table's ids are handed out one by one in the order its rows are stored (not
             # proof against an insider who renumbers, only against one who does not)
             if rid != last_ids.get(table, 0) + 1:
-                raise Broken(f"{table} id {rid} (row {no} of the chain) follows id "
-                             f"{last_ids.get(table, 0)}: a row was deleted, or moved")
+                raise Unchained(f"{table} id {rid} (row {no} of the chain) follows id "
+                                f"{last_ids.get(table, 0)}: a row was deleted, or moved")
             last_ids[table] = rid
             prev, expect = h, expect + 1
             self.counts["rows"] = no
@@ -258,10 +214,10 @@ class _Walk:
         self._end_of_read(None)
         self._finish()
 
-    def _shoe(self, shoe_id: int) -> _Shoe:
+    def _shoe(self, shoe_id: int) -> DerivedShoe:
         shoe = self.shoes.get(shoe_id)
         if shoe is None:
-            shoe = self.shoes[shoe_id] = _Shoe(shoe_id, self.configs.get(shoe_id)
+            shoe = self.shoes[shoe_id] = DerivedShoe(shoe_id, self.configs.get(shoe_id)
                                                or ShoeEntry(shoe_id))
         return shoe
 
@@ -286,14 +242,14 @@ class _Walk:
     def _signed_by_shoe(self, f: pr.Frame, fid: int, authentic: bool) -> None:
         """Broken unless the frame carries a valid signature of its shoe's result key version."""
         if f.shoe_id not in self.configs:
-            raise Broken(f"shoe {_sid(f.shoe_id)} is not in the shoe registry: its frames cannot "
-                         "be verified (pass the registry that holds its public keys: "
-                         "--registry FILE)")
+            raise Broken(f"shoe {sid(f.shoe_id)} is not in the shoe registry, which verifies "
+                         "other shoes of this store: its frames (put in?) cannot be verified; a "
+                         "registry that holds its public keys may (--registry FILE)")
         if self._key(f) is None:
             raise Broken(f"the registry holds no public key version {f.key_id} for shoe "
-                         f"{_sid(f.shoe_id)}: frame id {fid} cannot be verified")
+                         f"{sid(f.shoe_id)}: frame id {fid} cannot be verified")
         if not authentic:
-            raise Broken(f"frame id {fid} (shoe {_sid(f.shoe_id)} seq {f.seq}) does not carry a "
+            raise Broken(f"frame id {fid} (shoe {sid(f.shoe_id)} seq {f.seq}) does not carry a "
                          f"valid signature of the shoe's key version {f.key_id}")
 
     # ---- reads: one batch of frames, stored with its records, alarms and link state ---------
@@ -305,7 +261,7 @@ class _Walk:
         for shoe_id in sorted(self.touched):
             shoe = self.shoes[shoe_id]
             if shoe.row != shoe.link_values():
-                raise Broken(f"the link state of shoe {_sid(shoe_id)} after the read ending with "
+                raise Broken(f"the link state of shoe {sid(shoe_id)} after the read ending with "
                              f"frame id {self.last_frame_id} is not stored (its link_state row "
                              "was deleted or altered)")
         self.touched = set()
@@ -313,26 +269,27 @@ class _Walk:
 
     # ---- frames --------------------------------------------------------------------------
     def _frames(self, rid: int, values: tuple[Any, ...]) -> None:
-        received_at, raw, key_id, shoe_id, boot, seq, type_name, verdict, reason = values
+        received_at, raw, key_id, shoe_id, boot, seq, stored_type, verdict, reason = values
         self._close_frame()
         self._end_of_read(received_at)
         self.last_frame_id = rid
-        columns = (key_id, shoe_id, boot, seq, type_name)
+        columns = (key_id, shoe_id, boot, seq, stored_type)
         if columns == (None,) * 5 and verdict == "rejected":  # the validator could not parse it
+            self.counts["rejected"] += 1
             self._seal(None, False)
-            self._not_a_frame(rid, raw, reason)
+            check_unparsed(rid, raw, reason)
             return
         try:
             f = pr.parse(raw)
         except pr.FrameError as e:
             raise Broken(f"frame id {rid} is stored as a shoe's frame, but its bytes are none "
                          f"({e.reason})") from None
-        header = (f.key_id, f.shoe_id, f.boot, f.seq, pr.TYPES.get(f.type) or _type_name(f))
+        header = (f.key_id, f.shoe_id, f.boot, f.seq, pr.TYPES.get(f.type) or type_name(f))
         if columns != header:
-            differ = _differ(("key_id", "shoe_id", "boot", "seq", "type"), columns, header)
+            differs = differ(("key_id", "shoe_id", "boot", "seq", "type"), columns, header)
             raise Broken(f"frame id {rid}: its columns (key_id, shoe_id, boot, seq, type) are not "
-                         f"its frame's header (shoe {_sid(f.shoe_id)} seq {f.seq} {header[4]}): "
-                         f"they differ in {differ}")
+                         f"its frame's header (shoe {sid(f.shoe_id)} seq {f.seq} {header[4]}): "
+                         f"they differ in {differs}")
         if verdict not in VERDICTS or (reason is not None) != (verdict == "rejected"):
             raise Broken(f"frame id {rid}: verdict {verdict!r} with reason {reason!r} is none a "
                          "validator gives")
@@ -345,10 +302,12 @@ class _Walk:
             if not f.signed and reason in SEQUENCE:
                 # decided once the next frame sealed it: that frame is stored right after it
                 self.unsealed, authentic = (rid, f), True
-            self._rejected(rid, f, reason, shoe, authentic)
+            check_rejected(rid, f, reason, shoe, authentic, self._key(f) is not None)
+            self.counts["rejected"] += 1
             return
+        shoe.seqs.add(f.seq)
         if not f.signed and f.type != pr.T_INITIAL_CARDS:
-            raise Broken(f"frame id {rid} is an unsigned {_type_name(f)}: no shoe frame")
+            raise Broken(f"frame id {rid} is an unsigned {type_name(f)}: no shoe frame")
         if not f.signed and verdict != "deferred":
             self.unsealed = (rid, f)
         if verdict == "resent":
@@ -357,26 +316,31 @@ class _Walk:
             if f.type not in pr.CHAINED or f.seq > shoe.st["last_seq"] or not (
                     shoe.stored.get(f.seq) == f.digest or unseen):
                 raise Broken(f"frame id {rid} is stored as resent, but it is no copy of a frame "
-                             f"of shoe {_sid(f.shoe_id)} stored before it")
+                             f"of shoe {sid(f.shoe_id)} stored before it")
+            self.counts["resent"] += 1
             return
         if verdict == "deferred":
             # not taken (it comes again): only an unsigned one met again before its seal, or a
             # frame met live before the status, or past a gap, answering the link's hello
             if f.type not in pr.CHAINED or (f.signed and shoe.anchored
                                             and f.seq <= shoe.st["last_seq"] + 1):
-                raise Broken(f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq}) is stored as "
+                raise Broken(f"frame id {rid} (shoe {sid(f.shoe_id)} seq {f.seq}) is stored as "
                              "deferred, but a validator would have decided it")
+            self.counts["deferred"] += 1
             return
         if f.type == pr.T_STATUS:
             self._status(rid, f, shoe, received_at)
+            self.counts["statuses"] += 1
         elif f.type == pr.T_INTEGRITY:
-            pass  # answers a verify-firmware challenge: its signature is all a store can check
+            # answers a verify-firmware challenge: its signature is all a store can check
+            self.counts["integrity_answers"] += 1
         elif f.type == pr.T_CHECKPOINT:
             self._checkpoint(rid, f, shoe, received_at)
+            self.counts["checkpoints"] += 1
         elif f.type in pr.CHAINED:
             self._chained(rid, f, shoe, received_at)
         else:
-            raise Broken(f"frame id {rid} is an accepted {_type_name(f)}: no shoe frame")
+            raise Broken(f"frame id {rid} is an accepted {type_name(f)}: no shoe frame")
 
     def _seal(self, f: pr.Frame | None, authentic: bool) -> None:
         """An unsigned frame is stored when the next frame of its shoe seals it, right after it."""
@@ -386,75 +350,15 @@ class _Walk:
         self.unsealed = None
         if f is None or f.shoe_id != p.shoe_id or not authentic \
                 or f.chain != p.digest or f.seq != p.seq + (f.type in pr.CHAINED):
-            raise Broken(f"frame id {pid} (shoe {_sid(p.shoe_id)} seq {p.seq}, unsigned) is not "
+            raise Broken(f"frame id {pid} (shoe {sid(p.shoe_id)} seq {p.seq}, unsigned) is not "
                          "sealed by the frame stored after it: its content is not the shoe's")
 
-    def _not_a_frame(self, rid: int, raw: bytes, reason: str | None) -> None:
-        """A rejected frame the validator could not parse: its bytes say why (as the validator
-        stored them: still COBS-encoded when that failed, decoded otherwise)."""
-        if reason == "truncated":
-            return  # a capture ending inside a frame (Validator.finish): no frame to judge
-        try:
-            if reason == "bad_framing":
-                pr.decode_frame(raw)
-            else:
-                pr.parse(raw)
-            why = "a frame"
-        except pr.FrameError as e:
-            why = e.reason
-        if why != reason:
-            raise Broken(f"frame id {rid} is stored as rejected ({reason}), but its bytes say "
-                         f"{why}")
-
-    def _rejected(self, rid: int, f: pr.Frame, reason: str, shoe: _Shoe,
-                  authentic: bool) -> None:
-        """A rejected frame's reason, derived again where its bytes and the state decide it."""
-        st = shoe.st
-        known = self._key(f) is not None
-        anchored = shoe.anchored or shoe.linked
-        chained = f.type in pr.CHAINED
-        if reason == "unknown_shoe_or_key":
-            return  # also a registered shoe's frame on another shoe's port: its verdict is local
-        if reason == "unknown_type":
-            ok = known and ((not f.signed and f.type != pr.T_INITIAL_CARDS) or (
-                authentic and not chained and f.type not in (pr.T_STATUS, pr.T_INTEGRITY,
-                                                             pr.T_CHECKPOINT)))
-        elif reason == "bad_signature":
-            ok = known and f.signed and not authentic
-        elif reason == "unsealed":
-            ok = known and not f.signed and f.type == pr.T_INITIAL_CARDS
-        elif reason == "malformed_payload":
-            ok = authentic and f.type == pr.T_STATUS and not _status_of(f)
-        elif reason == "replayed":
-            ok = authentic and anchored and (f.seq < st["last_seq"] if f.type == pr.T_STATUS
-                                             else chained and f.seq <= st["last_seq"])
-        elif reason == "boot_backwards":
-            ok = authentic and f.boot < st["last_boot"]
-        elif reason == "sequence_gap":
-            ok = authentic and chained and anchored and f.seq > st["last_seq"] + 1
-        elif reason == "chain_broken":
-            ok = (authentic and chained and anchored and f.seq == st["last_seq"] + 1
-                  and bool(st["last_digest"]) and f.chain != st["last_digest"])
-        elif reason in NOT_A_FRAME:
-            ok = False  # it parses
-        else:
-            raise Broken(f"frame id {rid} is stored as rejected for {reason!r}, no reason a "
-                         "validator gives")
-        if not ok:
-            what = "the registry holds no key for it" if not known else \
-                "its signature holds" if reason == "bad_signature" and authentic else \
-                "its signature fails" if f.signed and not authentic else \
-                "the frames stored before it say otherwise"
-            raise Broken(f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq} {_type_name(f)}) "
-                         f"is stored as rejected for {reason}, but {what}: its verdict was "
-                         "rewritten")
-
-    def _status(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float) -> None:
+    def _status(self, rid: int, f: pr.Frame, shoe: DerivedShoe, at: float) -> None:
         """The validator's reading of an authentic status: the host counter, a tilt, frames the
         shoe no longer holds (acknowledged elsewhere: a gap, derived here, never read)."""
         st = shoe.st
-        s = _status_of(f)
-        where = f"frame id {rid} (a status of shoe {_sid(f.shoe_id)})"
+        s = status_of(f)
+        where = f"frame id {rid} (a status of shoe {sid(f.shoe_id)})"
         if s is None:
             raise Broken(f"{where} is accepted, but its payload is no status")
         if f.boot < st["last_boot"] or ((shoe.anchored or shoe.linked)
@@ -491,18 +395,17 @@ class _Walk:
             self.optional = _alarm_key("tilt", (st["inventory"] or {}).get("shoe"), None,
                                        TILT_DETAIL)
 
-    def _checkpoint(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float) -> None:
+    def _checkpoint(self, rid: int, f: pr.Frame, shoe: DerivedShoe, at: float) -> None:
         """A checkpoint the shoe signed: where the stored frames hold its whole log, its root
         is theirs, or the validator raised checkpoint_mismatch (its frame's alarms)."""
         shoe.raised = []
         root = shoe.log.root_at(f.seq)
         if root is not None and root != f.payload:
             shoe.emit("checkpoint_mismatch", checkpoint_mismatch(f.seq))
-        self.checkpoints[rid] = (f.shoe_id, f.seq, pr.checkpoint_text(f.shoe_id, f.seq,
-                                                                      f.payload))
+        self.cosignatures.checkpoint(rid, f)
         self._opened(rid, f, shoe, at, None)
 
-    def _gap(self, shoe: _Shoe, first: int, last: int) -> tuple[str, Any]:
+    def _gap(self, shoe: DerivedShoe, first: int, last: int) -> tuple[str, Any]:
         """Frames that can never be seen here: the accounts are partial, as the validator's."""
         shoe.accounts.mark_partial()
         hole = {"shoe_id": shoe.shoe_id, "first": first, "last": last}
@@ -512,9 +415,9 @@ class _Walk:
             self.counts["holes"].append(hole)
         return "sequence_gap", (first, last)
 
-    def _chained(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float) -> None:
+    def _chained(self, rid: int, f: pr.Frame, shoe: DerivedShoe, at: float) -> None:
         st = shoe.st
-        where = f"frame id {rid} (shoe {_sid(f.shoe_id)} seq {f.seq})"
+        where = f"frame id {rid} (shoe {sid(f.shoe_id)} seq {f.seq})"
         held: list[tuple[str, Any]] = []
         if f.boot < st["last_boot"]:
             raise Broken(f"{where}: boot {f.boot} after boot {st['last_boot']}")
@@ -541,7 +444,7 @@ class _Walk:
             kind, rec = pr.decode_payload(f)
         except pr.FrameError:
             shoe.emit("malformed_payload", "an authentic frame whose payload does not fit its "
-                      f"type {_type_name(f)}")
+                      f"type {type_name(f)}")
             self._opened(rid, f, shoe, at, None)
             return
         record = (rid, f.key_id, f.shoe_id, f.seq, kind, rec.get("shoe"), rec.get("round"),
@@ -555,7 +458,7 @@ class _Walk:
         shoe.accounts.account(kind, rec)
         self._opened(rid, f, shoe, at, record)
 
-    def _opened(self, rid: int, f: pr.Frame, shoe: _Shoe, at: float,
+    def _opened(self, rid: int, f: pr.Frame, shoe: DerivedShoe, at: float,
                 record: tuple[Any, ...] | None) -> None:
         self.touched.add(shoe.shoe_id)
         self.frame = _Frame(rid, f, shoe, at, record, shoe.raised)
@@ -570,7 +473,7 @@ class _Walk:
             return
         self.frame = None
         if fr.record is not None and not self.record_seen:
-            raise Broken(f"frame id {fr.id} (shoe {_sid(fr.frame.shoe_id)} seq {fr.frame.seq}) "
+            raise Broken(f"frame id {fr.id} (shoe {sid(fr.frame.shoe_id)} seq {fr.frame.seq}) "
                          "has no record (deleted?)")
         if not fr.derived and not self.stored_alarms:
             return  # (most frames)
@@ -582,8 +485,8 @@ class _Walk:
             return
         kinds_d = Counter(k[0] for k in derived.elements())
         kinds_s = Counter(k[0] for k in stored.elements())
-        where = (f"frame id {fr.id} (shoe {_sid(fr.frame.shoe_id)} seq {fr.frame.seq} "
-                 f"{_type_name(fr.frame)})")
+        where = (f"frame id {fr.id} (shoe {sid(fr.frame.shoe_id)} seq {fr.frame.seq} "
+                 f"{type_name(fr.frame)})")
         for key in sorted(derived - stored, key=repr):
             if key[0] == "sequence_gap" and kinds_d[key[0]] > kinds_s[key[0]]:
                 raise Broken(f"{where} shows {_gap_text(key[3])} of the shoe were never stored "
@@ -609,13 +512,13 @@ class _Walk:
     def _records(self, rid: int, values: tuple[Any, ...]) -> None:
         fr = self.frame
         if fr is None or values[0] != fr.id or fr.record is None or self.record_seen:
-            raise Broken(f"records id {rid} (frame id {values[0]}, shoe {_sid(values[2])} seq "
+            raise Broken(f"records id {rid} (frame id {values[0]}, shoe {sid(values[2])} seq "
                          f"{values[3]}) is not the record of the frame stored before it: a record "
                          "no accepted frame says (inserted or moved?)")
         if values != fr.record:
-            raise Broken(f"the record of frame id {fr.id} (shoe {_sid(fr.frame.shoe_id)} seq "
+            raise Broken(f"the record of frame id {fr.id} (shoe {sid(fr.frame.shoe_id)} seq "
                          f"{fr.frame.seq}) is not what the frame says: it differs in "
-                         f"{_differ(COLUMNS['records'], values, fr.record)}")
+                         f"{differ(COLUMNS['records'], values, fr.record)}")
         self.record_seen = True
 
     def _alarms(self, rid: int, values: tuple[Any, ...]) -> None:
@@ -629,6 +532,7 @@ class _Walk:
             if shoe_id is None:
                 raise Broken(f"alarm id {rid}: a {kind} alarm on no frame and no shoe "
                              "(inserted?)")
+            self.operator_log.alarm(rid, shoe_id, kind, None)
             return
         fr = self.frame
         if fr is None or frame_id != fr.id:
@@ -641,16 +545,17 @@ class _Walk:
             self.stored_alarms.append((rid, _alarm_key(kind, shoe, rnd, detail)))
         elif kind not in NOTICES:
             raise Broken(f"alarm id {rid}: {kind!r} is no alarm a validator raises (inserted?)")
+        self.operator_log.alarm(rid, shoe_id, kind, fr.frame.seq)
 
     def _link_state(self, rid: int, values: tuple[Any, ...]) -> None:
         shoe = self._shoe(values[1])
         want = shoe.link_values()
         if values != want:
-            raise Broken(f"link_state id {rid} (shoe {_sid(values[1])}) is not the link state its "
+            raise Broken(f"link_state id {rid} (shoe {sid(values[1])}) is not the link state its "
                          "frames leave the validator in at that point: it differs in "
-                         f"{_differ(COLUMNS['link_state'], values, want)}")
+                         f"{differ(COLUMNS['link_state'], values, want)}")
         if values == shoe.row:
-            raise Broken(f"link_state id {rid} (shoe {_sid(values[1])}) repeats the link state "
+            raise Broken(f"link_state id {rid} (shoe {sid(values[1])}) repeats the link state "
                          "stored before it, which no validator stores twice (inserted?)")
         shoe.row = values
         shoe.linked = True
@@ -668,124 +573,28 @@ class _Walk:
         self._end_of_read(None)
 
     def _operations(self, rid: int, values: tuple[Any, ...]) -> None:
-        """An operator entry names the signed frame that shows what it says was done."""
+        """An operator entry, against what was stored before it (audit/operator_log.py)."""
         self._close_frame()
         self._end_of_read(None)
-        _, shoe_id, seq, operation, text = values
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            entry = None
-        where = f"operator entry id {rid}"
-        if not isinstance(entry, dict) or entry.get("operation") != operation \
-                or entry.get("shoe_id") != shoe_id:
-            raise Broken(f"{where} is not the entry its columns say (altered?)")
-        by = entry.get("by")
-        shoe = self.shoes.get(shoe_id)
-        effect = shoe.effects.get(seq) if shoe is not None else None
-        if effect is None or effect[0] != operation:
-            raise Broken(f"{where} ({operation} by {by}) names frame seq {seq} of shoe "
-                         f"{_sid(shoe_id)}, which is no {operation} the shoe signed before it "
-                         "(inserted?)")
-        rec = effect[1]
-        said: tuple[Any, ...]
-        signed: tuple[Any, ...]
-        if operation == "resolve":
-            said = tuple(entry.get(k) for k in ("resolution", "shoe", "round", "irregularity",
-                                                "card", "source"))
-            signed = (rec["resolution"], rec["shoe"], rec["round"], rec["kind"], rec["card"],
-                      rec["source"])
-        else:
-            said = (entry.get("shoe"), entry.get("ended_shoe"))
-            signed = (rec["shoe"], effect[2] if effect[2] is not None else entry.get("ended_shoe"))
-        if said != signed:
-            raise Broken(f"{where} ({operation} by {by}) says {said}, the shoe signed {signed} "
-                         "(altered?)")
-        if (shoe_id, seq) in self.claimed:
-            raise Broken(f"{where} ({operation} by {by}) is a second entry for the shoe's frame "
-                         f"seq {seq} (inserted?)")
-        self.claimed.add((shoe_id, seq))
+        self.operator_log.entry(rid, values, self.shoes)
 
     def _cosignatures(self, rid: int, values: tuple[Any, ...]) -> None:
-        """A witness's cosignature names the stored checkpoint it cosigned (stored before the
-        frames of its batch: audit/cosign.py)."""
         self._close_frame()
         self._end_of_read(None)
-        _, shoe_id, size, frame_id, witness, line = values
-        where = f"cosignature id {rid} (by {witness})"
-        cp = self.checkpoints.get(frame_id)
-        if cp is None or cp[:2] != (shoe_id, size):
-            raise Broken(f"{where} names frame id {frame_id}, which is no stored checkpoint of "
-                         f"shoe {_sid(shoe_id)} at {size} frames (inserted or moved?)")
-        try:
-            _, sigs = note.split(cp[2] + "\n" + line)
-        except SabotError:
-            sigs = []
-        if len(sigs) != 1 or sigs[0].name != witness:
-            raise Broken(f"{where} is not one signature line of that witness (altered?)")
-        key = self.witness_keys.get(witness)
-        by = self.counts["cosignatures"]["by_witness"]
-        by[witness] = by.get(witness, 0) + 1
-        if key is None:
-            self.counts["cosignatures"]["unchecked"] += 1
-        elif sigs[0].id != key.id or key.verify(cp[2], sigs[0].sig) is None:
-            raise Broken(f"{where} is not that witness's signature of the checkpoint (made up "
-                         "or altered: its key does not verify it)")
-        else:
-            self.counts["cosignatures"]["checked"] += 1
-        if (frame_id, witness) in self.cosigned:
-            raise Broken(f"{where} is a second cosignature of that witness for frame id "
-                         f"{frame_id} (inserted?)")
-        self.cosigned.add((frame_id, witness))
-
-    def witnessed(self, w: Witnessed) -> None:
-        """The store holds the log the witness cosigned, frame for frame, and the registry the
-        key that signed its first checkpoint there."""
-        sid = _sid(w.shoe_id)
-        by = f"witness {w.witness} cosigned shoe {sid}'s log at {w.size} frames"
-        entry = self.configs.get(w.shoe_id)
-        if entry is not None and w.key is not None:
-            spki = [note.ecdsa_verifier("k", k).public for k in
-                    (entry.public_key(v["version"]) for v in entry.public_keys) if k is not None]
-            if w.key not in spki:
-                raise Broken(f"{by}, its first checkpoint signed by a key the registry does not "
-                             f"hold for that shoe: the registry's key was replaced")
-        if w.size == 0:  # bound (sabot bind), nothing cosigned yet: nothing it could lack
-            return
-        shoe = self.shoes.get(w.shoe_id)
-        held = len(shoe.log.hashes) if shoe is not None else 0
-        root = shoe.log.root_at(w.size) if shoe is not None else None
-        if root is None:
-            raise Broken(f"{by}; this store holds its log only up to {held} frames: the rest "
-                         "was deleted (or never stored here)")
-        if root != w.root:
-            raise Broken(f"{by}; the log this store holds at {w.size} frames is another one: "
-                         "its frames were changed, replaced or signed again")
-        self.counts["witnessed"].append({"shoe_id": w.shoe_id, "witness": w.witness,
-                                         "size": w.size, "state_at": w.at})
+        self.cosignatures.row(rid, values)
 
     def _finish(self) -> None:
         if self.unsealed is not None:
             pid, p = self.unsealed
-            raise Broken(f"frame id {pid} (shoe {_sid(p.shoe_id)} seq {p.seq}, unsigned) is "
+            raise Broken(f"frame id {pid} (shoe {sid(p.shoe_id)} seq {p.seq}, unsigned) is "
                          "sealed by no later frame of its shoe")
+        self.operator_log.finish(self.shoes)
         for shoe_id, shoe in sorted(self.shoes.items()):
-            for seq, effect in sorted(shoe.effects.items()):
-                if effect[0] == "resolve" and (shoe_id, seq) not in self.claimed:
-                    rec = effect[1]
-                    raise Broken(f"the shoe's signed {rec['resolution']} (shoe {_sid(shoe_id)} "
-                                 f"seq {seq}: shoe {rec['shoe']} round {rec['round']}), given "
-                                 "from the host, has no operator entry (deleted?)")
             if shoe.said > shoe.st["last_seq"]:
                 self.counts["unstored"].append({"shoe_id": shoe_id,
                                                 "first": shoe.st["last_seq"] + 1,
                                                 "last": shoe.said})
         self.counts["absent"] = sorted(s for s in self.configs
                                        if s not in self.shoes or not self.shoes[s].anchored)
+        self.counts["shoes"] = sum(shoe.anchored for shoe in self.shoes.values())
 
-
-def _status_of(f: pr.Frame) -> dict[str, Any] | None:
-    try:
-        return pr.decode_status(f.payload)
-    except pr.FrameError:
-        return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -39,11 +40,23 @@ RELEASE_KEY_HELP = ("the release key that signs MANIFEST, created mode 0600 if m
                     "(default ./sabot-release.pem)")
 
 
+# argparse's words for a value its type refused with a ValueError, named by the type's __name__
+# ("invalid int value: 'x'", "invalid <lambda> value: 'x'"): said in plain words instead
+INVALID_VALUE = re.compile(r"invalid (\S+) value: ")
+VALUE_WANTED = {"int": "not a whole number: ", "float": "not a number: "}
+
+
+def plain_usage(message: str) -> str:
+    """A usage error as the person at the terminal reads it: what the option wants."""
+    return INVALID_VALUE.sub(lambda m: VALUE_WANTED.get(m[1], "not a value this option takes: "),
+                             message)
+
+
 class Parser(argparse.ArgumentParser):
     """Usage errors in one line, like every other error (the usage is one --help away)."""
 
     def error(self, message: str) -> Any:
-        self.exit(BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(BAD_INPUT, f"{self.prog}: {plain_usage(message)} (see {self.prog} --help)\n")
 
 
 def terminal_columns() -> int:

@@ -156,6 +156,64 @@ def witnessed_line(summary: dict[str, Any], witnessed: bool = False) -> str:
     return line
 
 
+# What the frame counts the commands print hold. A session's `verified` are the frames it took
+# that were new to the store: shoe frames, statuses (answers to the link's hellos) and
+# checkpoints. Audit verify's `frames` are the shoe frames alone, of every session and shoe the
+# store holds; the rest it counts apart.
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """"1 status", "4 statuses"."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def verified_text(counts: dict[str, Any]) -> str:
+    """`150 frames verified (new to the store: ...)`, then the frames a session took that were
+    not new, where there were any: resent copies, deferred ones, one awaiting its seal."""
+    text = (f"{counts['verified']} frames verified (new to the store: shoe frames, statuses "
+            "and checkpoints)")
+    for key, what in (("resent", "resent copies of frames stored before"),
+                      ("deferred", "deferred until sent again"),
+                      ("pending", "unsigned awaiting its seal")):
+        if counts.get(key):
+            text += f", {counts[key]} {what}"
+    return text
+
+
+def served_line(summary: dict[str, Any]) -> str:
+    """The line `sabot serve` ends with, from its Validation.summary() (pit/serve.py): the
+    frames its validators verified (their `logs`' counts) and what else they took, the rounds,
+    the rejected frames and the alarms."""
+    counts = {"verified": summary["verified"]}
+    for key in ("resent", "deferred", "pending"):
+        counts[key] = sum(v.get(key, 0) for _, v in summary["logs"])
+    return (f"served: {verified_text(counts)}, {summary['rounds']} rounds, "
+            f"{len(summary['rejections'])} rejected, {len(summary['alarms'])} alarms")
+
+
+def validated_line(summary: dict[str, Any], ended: Any = None) -> str:
+    """The summary line `sabot validate` ends with, from link/session.validate's summary and the
+    shoe it saw end (None: none)."""
+    return (f"validated: {verified_text(summary)}, {summary['rounds']} rounds, "
+            f"{summary['rejected']} rejected, {len(summary['alarms'])} alarms"
+            + (f"; shoe {ended[0]} ended" if ended else "")
+            + ("; none acknowledged (the shoe refuses our command key)"
+               if summary.get("command_key") == "refused" else ""))
+
+
+def stored_text(r: dict[str, Any]) -> str:
+    """`sabot audit verify`'s count of what a store holds (audit/verify.verify's): `139 frames,
+    68 rounds (the shoe frames of 1 shoe, each once; also stored: 4 statuses, ...; 367 rows
+    chained)`."""
+    also = [plural(r[key], one, many) for key, one, many in (
+        ("statuses", "status", "statuses"), ("checkpoints", "checkpoint", None),
+        ("integrity_answers", "answer to verify-firmware", "answers to verify-firmware"),
+        ("resent", "resent copy", "resent copies"), ("deferred", "deferred frame", None),
+        ("rejected", "rejected frame", None)) if r.get(key)]
+    return (f"{r['frames']} frames, {r['rounds']} rounds (the shoe frames of "
+            f"{plural(r['shoes'], 'shoe')}, each once"
+            + (f"; also stored: {', '.join(also)}" if also else "")
+            + f"; {r['rows']} rows chained)")
+
+
 def alarm_text(alarm: dict[str, Any]) -> str:
     """`kind (shoe 2, round 5, shoe id 0x...): detail`; an alarm of no shoe of cards (an update, a
     rekey) is the shoe device's own: `kind (shoe id 0x...): detail`."""

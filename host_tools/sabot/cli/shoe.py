@@ -29,6 +29,7 @@ from sabot.cli.output import (
     print_alarm,
     record_json,
     shoe_id_text,
+    validated_line,
     witnessed_line,
 )
 from sabot.errors import SabotError
@@ -97,11 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         baud=args.baud, wait=args.wait, until=args.until, seconds=args.seconds,
                         on_record=show, on_alarm=print_alarm, say=say, cosigner=co)
     refused = s["command_key"] == "refused"
-    print(f"validated: {s['verified']} frames verified, {s['rounds']} rounds, "
-          f"{s['rejected']} rejected, {len(s['alarms'])} alarms"
-          + (f"; shoe {ended[0]} ended" if ended else "")
-          + ("; none acknowledged (the shoe refuses our command key)" if refused else ""),
-          file=sys.stderr)
+    print(validated_line(s, ended), file=sys.stderr)
     if s["checkpoint"] or args.witness:
         print(witnessed_line(s, bool(args.witness)), file=sys.stderr)
     fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)

@@ -6,13 +6,21 @@ import argparse
 import json
 import time
 
-from sabot.cli.options import NO_KEY_HELP, REGISTRY_HELP, Commands, add_fail_on_notice, ranged
+from sabot.cli.options import (
+    NO_KEY_HELP,
+    REGISTRY_HELP,
+    SHOE_ID,
+    Commands,
+    add_fail_on_notice,
+    ranged,
+)
 from sabot.cli.output import (
     alarm_text,
     fail_on,
     group_rejections,
     print_records,
     shoe_id_text,
+    stored_text,
 )
 from sabot.errors import NotVerified, SabotError
 
@@ -21,14 +29,16 @@ commands = Commands()
 
 def history_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default="sabot.db", help="audit database (default ./sabot.db)")
-    p.add_argument("--shoe-id", type=lambda t: int(t, 0), help="only the shoe with this id")
-    p.add_argument("--shoe", type=int, help="only this shoe")
-    p.add_argument("--round", type=int, help="only this round")
+    p.add_argument("--shoe-id", type=SHOE_ID,
+                   help="only the shoe with this id (decimal or 0x hex)")
+    p.add_argument("--shoe", type=ranged(0, 0xFFFF), help="only this shoe")
+    p.add_argument("--round", type=ranged(0, 0xFFFF), help="only this round")
     p.add_argument("--alarms", action="store_true",
                    help="list the stored alarms instead, one JSON object per line")
     p.add_argument("--operations", action="store_true",
                    help="list the operator log instead (who started shoes and gave resolutions, "
-                   "from which host; kept in the audit store), one JSON object per line")
+                   "signed dealers on and off, acknowledged alarms, and the alarms serve raised "
+                   "itself; kept in the audit store), one JSON object per line")
     p.add_argument("--json", action="store_true",
                    help="one JSON round record or event per line (docs/INTERFACES.md) instead of "
                    "text")
@@ -132,7 +142,8 @@ def audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
                    "every signature, and the alarms are derived again with each shoe's entry")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object: ok, frames, rounds, rows and the problem found, if any")
+                   help="one JSON object: ok, frames (the shoe frames), rounds, rows, the other "
+                   "frames stored by kind, wrong_registry and the problem found, if any")
     p.add_argument("--witness-state", metavar="FILE|URL", action="append", default=[],
                    help="a witness's state (its GET /logs, or a saved copy): the store must hold "
                    "every shoe log it cosigned, frame for frame, and the registry the key that "
@@ -155,9 +166,11 @@ def audit_args(p: argparse.ArgumentParser) -> None:
           "sealing, sequence, digest chain) and derives everything else again from the frames "
           "and the shoe's signed statuses: every record and its columns, every alarm (gaps and "
           "tilts included), the validator's link state, each rejected frame's reason, the "
-          "operator log against the frames it names; it checks the store's own row chain and "
-          "append-only triggers. Exit 0 and 'ok: F frames, R rounds' when all holds; otherwise "
-          "non-zero and the first broken row. It needs the shoe registry's public keys only. "
+          "operator log against the frames and alarms it names; it checks the store's own row "
+          "chain and append-only triggers. Exit 0 and 'ok: F frames, R rounds' (F the shoe "
+          "frames, each once; the statuses, checkpoints and copies stored besides are counted "
+          "apart) when all holds; otherwise 1 and the first broken row, or 2 when the registry "
+          "is not this store's. It needs the shoe registry's public keys only. "
           "What no store can prove about itself: docs/SECURITY.md. Example: sabot audit verify "
           "--db audit.db --registry sabot-shoes.json",
           example="sabot audit verify --db audit.db --registry sabot-shoes.json")
@@ -181,8 +194,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             witnessed += load_witness_state(source, verifiers)
     if args.only_stored_shoes and not args.witness_state:
         raise SabotError("--only-stored-shoes is for --witness-state")
-    r = verify(args.db, Registry.load(args.registry, must_exist=True).shoes, witnessed,
-               verifiers, args.only_stored_shoes)
+    registry = Registry.load(args.registry, must_exist=True)
+    r = verify(args.db, registry.shoes, witnessed, verifiers, args.only_stored_shoes,
+               registry.path)
 
     def seqs(holes: list[dict[str, int]]) -> str:
         return ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
@@ -224,8 +238,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
                          "its tail or history): " + ", ".join(
                              f"shoe {shoe_id_text(s)}" for s in r["unwitnessed"]))
-        print(f"ok: {r['frames']} frames, {r['rounds']} rounds ({r['rows']} rows chained)"
-              + "".join(f"; {n}" for n in notes if n))
+        print(f"ok: {stored_text(r)}" + "".join(f"; {n}" for n in notes if n))
+    if r["wrong_registry"]:  # bad input: the store was not checked against its own registry
+        raise SabotError(r["problem"])
     if not r["ok"]:
         raise NotVerified(f"the audit store does not hold: {r['problem']}")
     if holes and not args.allow_holes:

@@ -18,7 +18,7 @@ from sabot.cli.options import (
     probability,
     ranged,
 )
-from sabot.cli.output import alarm_below, fail_on, print_records, witnessed_line
+from sabot.cli.output import alarm_below, fail_on, print_records, verified_text, witnessed_line
 from sabot.errors import NotVerified, SabotError
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
@@ -133,12 +133,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"settled ({summary['expected_rounds']} confirmed at the table), "
               f"{summary['voided']} voided, {summary['wrong']} settled otherwise than the "
               f"table, ${summary['won_cents'] / 100:,.2f} won on $5 side wagers; "
-              f"{summary['verified']} frames verified, {summary['rejected']} rejected, "
+              f"{verified_text(summary)}, {summary['rejected']} rejected, "
               f"{summary['irregularities']} irregularities, {len(summary['alarms'])} alarms, "
               f"{summary['lost']} lost, in {summary['seconds']} s")
     else:
         print(f"shoe {summary['shoe']}: {summary['rounds']} rounds dealt and verified "
-              f"({summary['expected_rounds']} expected), {summary['verified']} frames verified, "
+              f"({summary['expected_rounds']} expected), {verified_text(summary)}, "
               f"{summary['rejected']} rejected, {summary['irregularities']} irregularities, "
               f"{len(summary['alarms'])} alarms, {summary['lost']} lost, "
               f"in {summary['seconds']} s")

@@ -1,0 +1,160 @@
+"""The operator log's entries for what the pit does that no shoe signs (`sign_on`, `sign_off`,
+`acknowledge`, `serve_alarm`, as `sabot serve` writes them): `audit verify` takes them, and finds
+one put where it cannot stand — naming a frame or an alarm stored only after it, an alarm of
+another kind or shoe, a shape serve never writes — with the chain recomputed by the insider of
+test_audit_verify.py. What they say (who signed on) is the host's word: pinned down at the end.
+Both backends, as test_audit_verify.py's stores."""
+
+import json
+
+import pytest
+from test_audit_verify import (  # noqa: F401 (backend: the fixture, for this module too)
+    A,
+    B,
+    backend,
+    check,
+    connect,
+    edited,
+    found,
+    framed,
+    new_store,
+    status,
+    store_of,
+)
+
+from sabot.audit.store import AuditStore
+from sabot.audit.validator import Validator
+from sabot.game.cards import shuffled_shoe
+from sabot.registry import Registry
+from sabot.virtual.capture_gen import shoe_frames
+
+from kit import signing_shoe
+
+AT = "2025-03-01T21:04:05+01:00"
+SILENT = ("the shoe has sent nothing since 21:03:00 although its link is up: check the shoe and "
+          "its cable")
+
+
+def log(store, operation, seq, **more):
+    """An entry as serve logs it, through the store's own writer."""
+    store.log_operation({"operation": operation, "shoe_id": A, "by": "sue", "role": "supervisor",
+                         "from": "10.0.0.7", "via": "serve", "at": AT, "table": "BAC-1",
+                         **more}, A, seq)
+
+
+@pytest.fixture(scope="module")
+def hosted(tmp_path_factory, backend):  # noqa: F811
+    """Shoe A validated in four reads (its registry entry says EZ, the shoe does not: a
+    config_mismatch alarm on its shoe_start, seq 1; a tilt alarm on a later status), with the
+    pit's entries between them: a serve_alarm and a dealer signed on before any frame (seq 0),
+    an acknowledgement of the config_mismatch (naming seq 1) and of a link_silent alarm of serve's
+    (no alarm row), the dealers changing, several entries naming one frame."""
+    d = tmp_path_factory.mktemp("hosted")
+    s, entry = signing_shoe(A, ez=True)
+    Registry(str(d / "shoes.json")).put(entry)
+    frames, _ = shoe_frames(s, shuffled_shoe(2, seed=5), 1)
+    store = AuditStore(new_store(d, backend))
+    v = Validator(entry, store, watch=False)
+    log(store, "serve_alarm", 0, kind="not_recording", raised_at=AT, cleared_at=AT,
+        detail="the audit database has confirmed no commit since 21:04:00")
+    log(store, "sign_on", 0, dealer="Ann")
+    v.receive(framed(*frames[:10]))
+    mismatch = store.alarms_since(0)[0]
+    assert mismatch["kind"] == "config_mismatch"
+    log(store, "acknowledge", 1, alarm={"id": mismatch["id"], "kind": "config_mismatch",
+                                        "raised_at": AT, "detail": mismatch["detail"]},
+        note="the registry is being corrected")
+    log(store, "acknowledge", v.state["last_seq"], note="",
+        alarm={"id": None, "kind": "link_silent", "raised_at": AT, "detail": SILENT})
+    v.receive(framed(*frames[10:20]))
+    log(store, "serve_alarm", v.state["last_seq"], kind="link_silent", raised_at=AT,
+        cleared_at=AT, detail=SILENT)
+    log(store, "sign_off", v.state["last_seq"], dealer="Ann")
+    log(store, "sign_on", v.state["last_seq"], dealer="Bob")
+    v.receive(framed(status(s, frames, 20, 20, integrity=2)))  # the tilt: an alarm stored later
+    v.receive(framed(status(s, frames, 20, 20), *frames[20:]))
+    log(store, "sign_off", v.state["last_seq"], dealer="Bob")
+    store.close()
+    kinds = [a["kind"] for a in v.alarms]
+    assert kinds[0] == "config_mismatch" and "tilt" in kinds
+    out = check(d, store_of(d))
+    assert out["ok"], out["problem"]
+    return d
+
+
+def entry_of(con, kind, dealer=None):
+    """(id, entry) of the first entry of operation `kind` (of that dealer)."""
+    for rid, text in con.execute("SELECT id, entry FROM operations WHERE operation=? ORDER BY id",
+                                 (kind,)).fetchall():
+        if dealer is None or json.loads(text).get("dealer") == dealer:
+            return rid, json.loads(text)
+    raise AssertionError(f"no {kind} entry")
+
+
+def rewritten(kind, fields, of=None):
+    """A step rewriting the JSON of an entry of operation `kind` (of dealer `of`): `fields`
+    changed (the same SQL on both backends)."""
+    def step(con):
+        rid, entry = entry_of(con, kind, of)
+        con.execute("UPDATE operations SET entry=? WHERE id=?",
+                    (json.dumps(dict(entry, **fields)), rid))
+
+    return step
+
+
+def test_the_pits_entries_of_each_kind_pass_and_history_prints_them(cli, hosted):
+    r = cli("history", "--db", store_of(hosted), "--operations")
+    ops = [json.loads(line) for line in r.stdout.splitlines()]
+    assert r.returncode == 0, r.stderr
+    assert [o["operation"] for o in ops] == ["serve_alarm", "sign_on", "acknowledge",
+                                             "acknowledge", "serve_alarm", "sign_off", "sign_on",
+                                             "sign_off"]
+    assert [o["dealer"] for o in ops if "dealer" in o] == ["Ann", "Ann", "Bob", "Bob"]
+    assert ops[2]["alarm"]["kind"] == "config_mismatch" and ops[2]["seq"] == 1
+    assert ops[0]["seq"] == 0 and ops[4]["seq"] == ops[5]["seq"] == ops[6]["seq"] == 20
+
+
+def test_an_acknowledgement_of_an_alarm_stored_after_it_is_found(hosted, tmp_path):
+    con = connect(store_of(hosted))
+    tilt = con.execute("SELECT id FROM alarms WHERE kind='tilt'").fetchone()[0]
+    con.close()
+    db = edited(hosted, tmp_path, rewritten("acknowledge", {"alarm": {
+        "id": tilt, "kind": "tilt", "raised_at": AT, "detail": "x"}}))
+    found(check(hosted, db), f"acknowledges alarm id {tilt}", "no alarm stored before it")
+
+
+def test_a_sign_on_naming_a_frame_stored_after_it_is_found(hosted, tmp_path):
+    db = edited(hosted, tmp_path, "UPDATE operations SET seq = 30 WHERE operation='sign_on'"
+                                  " AND seq = 20")
+    found(check(hosted, db), "sign_on by sue", "seq 30", "no frame of it stored before")
+
+
+@pytest.mark.parametrize("step,said", [
+    (rewritten("acknowledge", {"alarm": {"id": 1, "kind": "tilt", "raised_at": AT,
+                                         "detail": "x"}}),
+     "that row is a config_mismatch"),  # the alarm acknowledged said to be another kind
+    ("UPDATE operations SET seq = 5 WHERE operation='acknowledge' AND seq = 1",
+     "not seq 1"),  # the frame it names moved off the alarm's
+    (rewritten("sign_on", {"operation": "sign_off"}, of="Ann"), "not the entry its columns say"),
+    (rewritten("sign_off", {"via": "cli"}, of="Bob"), "not given via serve"),
+    (rewritten("sign_on", {"dealer": "a dealer whose name is far too long"}, of="Bob"), "dealer"),
+    (rewritten("serve_alarm", {"kind": "all_quiet"}), "no alarm serve raises"),
+    (f"UPDATE operations SET shoe_id = {B}, entry = replace(entry, '{A}', '{B}')"
+     " WHERE operation='sign_off'", f"shoe {B:#010x}"),  # moved to a shoe with no frame here
+    ("UPDATE operations SET operation = 'coffee', entry = replace(entry, '\"sign_on\"',"
+     " '\"coffee\"') WHERE operation = 'sign_on'", "no operation sabot logs"),
+], ids=["alarm-kind", "alarm-frame", "operation", "via", "dealer", "serve-alarm-kind",
+        "other-shoe", "unknown"])
+def test_an_altered_pit_entry_is_found(hosted, tmp_path, step, said):
+    found(check(hosted, edited(hosted, tmp_path, step)), "operator entry", said)
+
+
+def test_who_a_pit_entry_names_is_the_hosts_word(hosted, tmp_path):
+    """Beyond what audit verify can show (docs/SECURITY.md): no shoe signs who signed on or what
+    a note says, so a dealer's name or a note rewritten, or an entry moved among the frames it
+    may name, passes."""
+    db = edited(hosted, tmp_path, rewritten("sign_on", {"dealer": "Zed"}, of="Bob"),
+                rewritten("acknowledge", {"note": "nothing to see"}),
+                "UPDATE operations SET seq = 10 WHERE operation='sign_off' AND seq = 20")
+    out = check(hosted, db)
+    assert out["ok"], out["problem"]
