@@ -293,6 +293,11 @@ class AuditStore:
     def pits(self) -> dict[int, str]:
         return {}
 
+    def stalled_writers(self, bound: float) -> dict[str, tuple[float, str]]:
+        """Writers whose statements the database has held `bound` seconds or longer (a server's
+        store: by their connection's name); none that a SQLite file could tell."""
+        return {}
+
     def wait_only_until(self, stopping: threading.Event) -> None:
         """A lost database server is waited for only until `stopping` is set (a SQLite file is
         never lost so)."""
@@ -300,6 +305,13 @@ class AuditStore:
     def expected_triggers(self) -> dict[str, str]:
         """name -> the definition every trigger of this store must have (audit verify)."""
         return TRIGGERS
+
+    # Whether the store is recording (sabot serve's watch, pit/recording.py): since when a batch
+    # has waited for its commit to be confirmed (None: every batch begun is committed), the
+    # database's words for the latest refused one, and when the latest commit was confirmed.
+    unconfirmed_since: float | None = None
+    refusal: str | None = None
+    confirmed_at: float | None = None
 
     def __init__(self, path: str, durable: bool = True, writer: bool = True,
                  threads: bool = False, name: str = "sabot") -> None:
@@ -401,6 +413,8 @@ class AuditStore:
         self._pending = []
         self._batch_raw = {}
         self._now = time.time()  # one receive time per batch: the frames of one read
+        if self.unconfirmed_since is None:
+            self.unconfirmed_since = self._now
         if self._next_frame_id is None:
             last = self.db.execute("SELECT MAX(id) FROM frames").fetchone()[0]
             self._next_frame_id = (last or 0) + 1
@@ -436,13 +450,16 @@ class AuditStore:
         with contextlib.suppress(*self.ERRORS):
             self.db.execute("ROLLBACK")
         self.rollback()
-        return SabotError(f"audit database {self.path}: {self._reason(e)}; "
+        self.refusal = self._reason(e)
+        return SabotError(f"audit database {self.path}: {self.refusal}; "
                           "nothing of this read was stored or acknowledged")
 
     def _written(self, no: int, prev: bytes, next_id: dict[str, int]) -> None:
         self.head_no, self.head_hash = no, prev
         self._next_ids = next_id
         self._pending = []
+        self.unconfirmed_since, self.refusal = None, None
+        self.confirmed_at = time.time()
 
     def _numbered(self) -> tuple[int, bytes, dict[str, list[tuple[Any, ...]]], dict[str, int]]:
         """The batch's rows as inserted, each with its id, its place after the chain's head and
@@ -666,14 +683,84 @@ class AuditStore:
                  "frame_id": r[5]} for r in rows]
 
     def alarms_since(self, alarm_id: int) -> list[dict[str, Any]]:
-        """The alarms stored after row id `alarm_id`, in the order stored: alarms()'s keys and
-        the row's `id`."""
+        """The alarms stored after row id `alarm_id`, in the order stored: alarms()'s keys, the
+        row's `id`, when it was raised (`raised_at`, epoch seconds) and the shoe's seq of the
+        frame it was raised on (`seq`, None for none)."""
+        return self._alarm_rows("a.id > ?", (alarm_id,))
+
+    def alarms_between(self, start: float, end: float) -> list[dict[str, Any]]:
+        """alarms_since()'s rows of the alarms raised from `start` to before `end`."""
+        return self._alarm_rows("a.raised_at >= ? AND a.raised_at < ?", (start, end))
+
+    def _alarm_rows(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         with self._reading():
-            rows = self.db.execute("SELECT id, kind, shoe_id, shoe, round, detail, frame_id"
-                                   " FROM alarms WHERE id > ? ORDER BY id",
-                                   (alarm_id,)).fetchall()
+            rows = self.db.execute(
+                "SELECT a.id, a.kind, a.shoe_id, a.shoe, a.round, a.detail, a.frame_id,"
+                " a.raised_at, f.seq FROM alarms a LEFT JOIN frames f ON f.id = a.frame_id"
+                f" WHERE {where} ORDER BY a.id", args).fetchall()
         return [{"id": r[0], "kind": r[1], "shoe_id": r[2], "shoe": r[3], "round": r[4],
-                 "detail": r[5], "frame_id": r[6]} for r in rows]
+                 "detail": r[5], "frame_id": r[6], "raised_at": r[7], "seq": r[8]}
+                for r in rows]
+
+    def frames_since(self, frame_id: int) -> tuple[int, dict[int, tuple[float, int | None]]]:
+        """What was stored after frame row `frame_id`: (the newest frame row's id, {shoe id:
+        (when its newest authentic frame was stored, that frame's seq)}). A shoe's statuses,
+        which answer the host's hellos every few seconds, count: a live link's shoe is never
+        quiet here; refused frames (another shoe's, a forger's) do not."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT f.shoe_id, f.id, f.received_at, f.seq FROM frames f JOIN (SELECT"
+                " shoe_id, MAX(id) AS id FROM frames WHERE id > ? AND shoe_id IS NOT NULL"
+                " AND verdict <> 'rejected' GROUP BY shoe_id) newest ON newest.id = f.id",
+                (frame_id,)).fetchall()
+            top = self.db.execute("SELECT MAX(id) FROM frames").fetchone()[0]
+        return (max(int(top or 0), frame_id),
+                {sid: (at, seq) for sid, _, at, seq in rows if isinstance(sid, int)})
+
+    def records_between(self, start: float, end: float) -> list[StoredRecord]:
+        """records_since()'s records whose frames were stored from `start` to before `end`,
+        each with its frame's seq in the record (`seq`)."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT r.id, r.kind, r.record, r.shoe_id, f.received_at, r.seq FROM records r"
+                " JOIN frames f ON f.id = r.frame_id WHERE f.received_at >= ?"
+                " AND f.received_at < ? ORDER BY r.id", (start, end)).fetchall()
+        return [StoredRecord(rid, kind, json.loads(text) | {"shoe_id": shoe_id, "seq": seq},
+                             shoe_id, at) for rid, kind, text, shoe_id, at, seq in rows]
+
+    def operations_since(self, op_id: int, until: float | None = None) -> list[dict[str, Any]]:
+        """The operator log's entries after row `op_id` (logged before `until`, when given),
+        oldest first: each entry as logged, with its row `id`, `logged_at` (epoch seconds),
+        `seq` and `shoe_id` columns."""
+        q = "SELECT id, logged_at, shoe_id, seq, entry FROM operations WHERE id > ?"
+        args: list[Any] = [op_id]
+        if until is not None:
+            q, args = q + " AND logged_at < ?", [*args, until]
+        with self._reading():
+            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
+        return [dict(json.loads(text), id=rid, logged_at=at, shoe_id=sid, seq=seq)
+                for rid, at, sid, seq, text in rows]
+
+    def stall_cause(self, wait: float = 2.0) -> str:
+        """Why a commit of this writer has not been confirmed, in the database's words where it
+        can tell (a server's store asks the server on a connection of its own, `wait` seconds
+        at most; a file is asked for its write lock)."""
+        try:
+            probe = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        except sqlite3.Error as e:
+            return f"the file cannot be opened ({_sqlite_reason(e)})"
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+        except sqlite3.Error as e:
+            if "locked" in str(e) or "busy" in str(e):
+                return ("its write lock is taken: by another program holding the file (a backup "
+                        "or an editor that writes it), or by this commit on a disk that has not "
+                        "finished the write")
+            return _sqlite_reason(e)
+        finally:
+            probe.close()
+        return f"the disk holding {self.path} has not finished the write"
 
     def alarmed_frame_ids(self) -> set[int | None]:
         """The frame id of every stored alarm (None for an alarm on no frame)."""

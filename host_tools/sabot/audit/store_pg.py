@@ -150,6 +150,35 @@ RETRY_PAUSE = 0.2  # seconds between tries
 SAY_EVERY = 10.0  # seconds between lines while a server stays away
 
 
+_HOST_FAILED = re.compile(r'connection to server at "([^"]*)", port (\d+) failed: ([^\n]*)')
+_PLAIN = (("connection refused", "refused the connection (no server there)"),
+          ("read-only", "is read-only (a standby, or fenced)"),
+          ("hot standby", "is read-only (a standby, or fenced)"),
+          ("timeout expired", "did not answer in time"),
+          ("timed out", "did not answer in time"),
+          ("no route to host", "cannot be reached"),
+          ("network is unreachable", "cannot be reached"),
+          ("starting up", "is starting up"), ("shutting down", "is shutting down"),
+          ("recovery mode", "is recovering"),
+          ("closed the connection", "closed the connection"),
+          ("password authentication failed", "refused the password"),
+          ("does not exist", "has no such database or role"))
+
+
+def short_reason(e: BaseException) -> str:
+    """A database error in one short line: each server tried and what it said, in plain words
+    ("127.0.0.1:5432 refused the connection (no server there); 127.0.0.1:5433 is read-only (a
+    standby, or fenced)"); libpq's own text, one line of it, otherwise."""
+    said: dict[str, str] = {}
+    for host, port, why in _HOST_FAILED.findall(str(e)):
+        low = why.lower()
+        said[f"{host}:{port}"] = next((w for k, w in _PLAIN if k in low), why.strip()[:80])
+    if said:
+        return "; ".join(f"{where} {why}" for where, why in said.items())[:300]
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return (lines[0][:200] if lines else type(e).__name__)
+
+
 def _say(text: str) -> None:
     print(f"sabot: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {text}",
           file=sys.stderr, flush=True)
@@ -175,12 +204,15 @@ class _Connection:
         self.say: Callable[[str], None] | None = _say  # None: nothing said (a page's reader)
         self.patience = RECONNECT_S  # how long a lost server is tried again, each time
         self.lost_since: float | None = None  # when the server was found lost (monotonic)
+        self.lost_reason = ""  # what the servers said when last tried, while lost
+        self.server: tuple[str, str, int] = ("", "", 0)  # the server reached: host, port, pid
         self.stopping: threading.Event | None = None
         self.schema: str | None = None
         self.con = self._connect()
 
     def _connect(self) -> psycopg.Connection[Any]:
         con = psycopg.connect(make_conninfo(self.url, **self.params), autocommit=True)
+        self.server = (con.info.host, str(con.info.port), con.info.backend_pid)
         # the store's schema as the URL and the server's settings name it (at the first
         # connection; every later one keeps it), alone: the catalog, left unnamed, is searched
         # before it, and temporary tables after it. So nothing of the same name in the store's
@@ -272,11 +304,10 @@ class _Connection:
                 now = time.monotonic()
                 if now >= deadline or (self.stopping is not None and self.stopping.is_set()):
                     raise
+                self.lost_reason = short_reason(e)
                 if self.say is not None and now - said >= SAY_EVERY:
-                    reasons = [line.strip() for line in str(e).splitlines() if line.strip()]
-                    self.say(f"audit database {self.shown} lost "
-                             f"({'; '.join(reasons) or type(e).__name__}); trying it again "
-                             "(nothing is acknowledged meanwhile: the shoes keep it)")
+                    self.say(f"audit database {self.shown} lost ({self.lost_reason}); trying it "
+                             "again (nothing is acknowledged meanwhile: the shoes keep it)")
                     said = now
                 time.sleep(RETRY_PAUSE)
         self.con = con
@@ -354,8 +385,7 @@ class PgAuditStore(AuditStore):
             raise
 
     def _reason(self, e: BaseException) -> str:
-        text = str(e).strip().splitlines()
-        return text[0] if text else type(e).__name__
+        return short_reason(e)
 
     def _check_schema(self, must_exist: bool = False) -> set[str]:
         have = self.tables()
@@ -382,8 +412,98 @@ class PgAuditStore(AuditStore):
             raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
         if not got:
             self.db.setup.pop()  # not this writer's to claim again on a new connection
-            raise SabotError(f"audit database {self.path} is in use by another validator of "
-                             f"shoe {shoe_id:#010x}")
+            raise SabotError(f"shoe {shoe_id:#010x} is being validated into {self.path} by "
+                             f"{self._holder(shoe_id)}: one validator per shoe (stop that one "
+                             "first)")
+
+    def _holder(self, shoe_id: int) -> str:
+        """Who holds a shoe's claim, as the server knows it: its name, address and since when."""
+        key = shoe_key(shoe_id) & 0xFFFF_FFFF_FFFF_FFFF
+        try:
+            row = self.db.execute(
+                "SELECT a.application_name, host(a.client_addr), a.pid,"
+                " EXTRACT(EPOCH FROM a.backend_start) FROM pg_locks l JOIN pg_stat_activity a"
+                " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.objsubid = 1"
+                " AND l.granted AND l.classid = ? AND l.objid = ?",
+                ((key >> 32) & 0xFFFF_FFFF, key & 0xFFFF_FFFF)).fetchone()
+        except psycopg.Error:
+            row = None
+        if not row:
+            return "another validator"
+        name, addr, pid, since = row
+        when = time.strftime("%H:%M:%S", time.localtime(float(since))) if since else "?"
+        return (f"{name or 'a program that gave no name'} (from {addr or 'this server'}, "
+                f"server pid {pid}, connected since {when})")
+
+    def stall_cause(self, wait: float = 2.0) -> str:
+        """Why this writer's commit is not confirmed, asked of the server it reached on a
+        connection of its own (at most `wait` seconds): waiting for a synchronous standby
+        (none connected, or none confirming), for a lock, or no answer at all."""
+        if self.db.lost_since is not None:
+            return (f"the database server was lost and is being tried again "
+                    f"({self.db.lost_reason or 'no answer yet'})")
+        host, port, pid = self.db.server
+        try:
+            con = psycopg.connect(make_conninfo(
+                self.url, host=host, port=port, connect_timeout=str(max(1, round(wait))),
+                target_session_attrs="any", application_name="sabot recording watch"),
+                autocommit=True)
+        except psycopg.Error as e:
+            return (f"the database server {host}:{port} does not answer a new connection within "
+                    f"{max(1, round(wait))} s ({short_reason(e)}): stopped, overloaded or cut off")
+        try:
+            con.execute(b"SET statement_timeout = 2000")
+            row = con.execute(
+                "SELECT a.state, a.wait_event_type, a.wait_event,"
+                " current_setting('synchronous_standby_names'),"
+                " (SELECT count(*) FROM pg_stat_replication),"
+                " pg_blocking_pids(a.pid) FROM pg_stat_activity a WHERE a.pid = %s",
+                (pid,)).fetchone()
+        except psycopg.Error as e:
+            return f"the database server {host}:{port} did not say ({short_reason(e)})"
+        finally:
+            con.close()
+        if row is None:
+            return (f"the database server {host}:{port} has no session of this writer: its "
+                    "connection was cut, and it is being tried again")
+        state, kind, event, names, streaming, blocking = row
+        if event == "SyncRep":
+            if not streaming:
+                return (f"the database server {host}:{port} waits for a synchronous standby "
+                        f"(synchronous_standby_names = '{names}') and no standby is connected:"
+                        " bring the standby back, or fail over (docs/FLOOR.md)")
+            return (f"the database server {host}:{port} waits for its synchronous standby to "
+                    f"confirm ({streaming} streaming, synchronous_standby_names = '{names}')")
+        if kind == "Lock" or blocking:
+            return (f"the commit waits for a lock on {host}:{port} held by server pid"
+                    f"{'s' if len(blocking or []) > 1 else ''} "
+                    f"{', '.join(map(str, blocking or [])) or '?'}")
+        return (f"the database server {host}:{port} is still at it (state {state or '?'}"
+                f"{f', waiting on {kind} {event}' if event else ''})")
+
+    def stalled_writers(self, bound: float) -> dict[str, tuple[float, str]]:
+        """Writers (sabot serve's connections, by name) whose statement has waited `bound`
+        seconds or longer on the server: name -> (since when, epoch seconds; why, in words)."""
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT application_name, EXTRACT(EPOCH FROM query_start), wait_event_type,"
+                " wait_event, current_setting('synchronous_standby_names'),"
+                " (SELECT count(*) FROM pg_stat_replication)"
+                " FROM pg_stat_activity WHERE datname = current_database()"
+                " AND left(application_name, 11) = 'sabot serve' AND state = 'active'"
+                " AND query_start < now() - make_interval(secs => ?)", (bound,)).fetchall()
+        out: dict[str, tuple[float, str]] = {}
+        for name, since, kind, event, names, streaming in rows:
+            if event == "SyncRep":
+                why = ("its commit waits for a synchronous standby "
+                       f"(synchronous_standby_names = '{names}')"
+                       + ("" if streaming else " and none is connected"))
+            else:
+                why = f"its statement waits on the server ({kind or 'working'} {event or ''})"
+            at = float(since)
+            if name not in out or at < out[name][0]:
+                out[name] = (at, why.strip())
+        return out
 
     def validators(self, shoe_ids: Sequence[int]) -> dict[int, str] | None:
         """The shoes claimed now (claim(): an advisory lock held by a live connection), each
@@ -656,9 +776,7 @@ def refuse_unwritable_url(url: str) -> None:
     try:
         con = _Connection(url)
     except psycopg.Error as e:
-        lines = str(e).strip().splitlines()
-        raise SabotError(f"audit database {shown}: cannot connect "
-                         f"({lines[0] if lines else type(e).__name__})") from None
+        raise SabotError(f"audit database {shown}: cannot connect ({short_reason(e)})") from None
     try:
         have = {r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables"
@@ -671,6 +789,6 @@ def refuse_unwritable_url(url: str) -> None:
             if not row or row[0] != SCHEMA_VERSION:
                 raise SabotError(_not_this_schema(shown, row and row[0]))
     except psycopg.Error as e:
-        raise SabotError(f"audit database {shown}: {str(e).strip().splitlines()[0]}") from None
+        raise SabotError(f"audit database {shown}: {short_reason(e)}") from None
     finally:
         con.close()  # and with it the lock taken here
