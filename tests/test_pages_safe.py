@@ -428,13 +428,13 @@ def genuine_pages_run_under_the_policy(driver, tmp_path, db, entries):
         round_now = sum(pr.parse(f).type == pr.T_RESULT for f in live_frames[:30])
         end = time.monotonic() + 10
         while True:
-            cells = driver.execute_script(
-                "return [...document.querySelectorAll('tr[data-table=\"BAC-LIVE\"] td')]"
-                ".map(td => td.innerText)")
-            if cells[3] == str(round_now) or time.monotonic() > end:
+            shown_round = driver.execute_script(
+                "return document.querySelector('tr[data-table=\"BAC-LIVE\"] td.shoe-round')"
+                ".dataset.round")
+            if shown_round == str(round_now) or time.monotonic() > end:
                 break
             time.sleep(0.05)
-        assert cells[3] == str(round_now) and round_now > 4, (cells, round_now)
+        assert shown_round == str(round_now) and round_now > 4, (shown_round, round_now)
         assert int(driver.execute_script(PAGE_STATE)["version"]) > int(before["version"])
         driver.get(pages.url + table_path("BAC-01"))
         board = wait_live(driver)
@@ -488,10 +488,21 @@ def edited_pages_run_nothing(driver, tmp_path, db, entries):
         driver.get(pages.url + "/")
         state = wait_live(driver)
         assert state["pwned"] is None and state["planted"] == 0 and no_alert(driver)
-        assert sorted(state["links"]) == sorted(table_path(t) for t in tables)
+        assert sorted(link for link in state["links"] if link.startswith("/table/")) == \
+            sorted(table_path(t) for t in tables)
+        assert {"/floor", "/shift"} <= set(state["links"])
         assert MARKUP[0] in state["text"] and MARKUP[1] in state["text"]  # shown, as text
         for link in state["links"]:
-            check_page(driver, pages, link)
+            if link.startswith("/table/"):
+                check_page(driver, pages, link)
+        for link in ("/floor", "/shift"):
+            status, _, body = pages.get(link)  # every table's markup, as text
+            assert status == 200 and b"<script>" not in body and b"<img src=x" not in body, link
+        for link, kind in (("/shift.csv", "text/csv"), ("/api/shift", "application/json"),
+                           ("/api/floor", "application/json")):
+            status, headers, body = pages.get(link)  # data, never a document
+            assert status == 200 and headers["Content-Type"].startswith(kind), link
+            assert headers["X-Content-Type-Options"] == "nosniff", link
         for path in ("/api/tables", table_path(MARKUP[1] + "nowhere")):
             driver.get(pages.url + path)
             assert driver.execute_script("return window.__pwned") is None and no_alert(driver)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,7 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
         docs = ROOT / "docs"
         driver.get(rig.url + "/")
         pit = driver.execute_script("return document.querySelector('table.pit').innerText")
-        assert table in pit and "ended" in pit and "banker" in pit
+        assert table in pit and "shoe ended" in pit and "Banker" in pit
         driver.set_window_size(1400, 400)
         driver.save_screenshot(str(docs / "dashboard.png"))
         # a lost link is the pit's business: the players' page says only that the table paused
@@ -163,10 +164,12 @@ def test_a_page_sees_every_round_within_a_second_of_its_frame_being_stored(tmp_p
             assert time.monotonic() < end, rig.get("/api/tables")
             time.sleep(0.1)
         link = rig.get("/api/tables")[0]["link"]
-        assert link["state"] == "lost" and link["reason"] and link["since"].endswith("Z"), link
+        since = datetime.fromisoformat(link["since"])  # ISO 8601 with the server's offset
+        assert link["state"] == "lost" and link["reason"] and since.tzinfo is not None, link
         with urllib.request.urlopen(f"{rig.url}/", timeout=10) as r:
             page = r.read().decode()
-        assert f"since {link['since']}: " in page
+        assert f"since {since.astimezone().strftime('%H:%M:%S')}" in page and \
+            link["reason"] in page
         lost = [line for line in rig.log_text().splitlines() if "link lost (" in line]
         assert lost and f"{rig.tables[0]} ({rig.boards[0].url}): link lost (" in lost[0], lost
     finally:
@@ -207,3 +210,26 @@ def test_four_shoes_at_full_speed_lose_no_round_and_the_api_answers(tmp_path):
     a = subprocess.run([*SABOT, "audit", "verify", "--db", rig.db, "--registry", rig.registry],
                        capture_output=True, text=True, timeout=120)
     assert a.returncode == 0, a.stderr
+
+
+def test_a_shoe_plugged_in_at_the_wrong_table_is_named_once_and_stores_nothing_as_its(tmp_path):
+    """Two shoes, each port given the other's id: each table says it is not the registered
+    shoe (state `wrong shoe`, the API's and the dashboard's), serve says so once per table
+    instead of a rejected frame every hello, and nothing is stored as either table's."""
+    rig = ServeRig(tmp_path, shoes=2, seed=5, crossed=True)
+    try:
+        end = time.monotonic() + 20
+        while {t["state"] for t in rig.get("/api/tables")} != {"wrong shoe"}:
+            assert time.monotonic() < end, rig.get("/api/tables")
+            time.sleep(0.2)
+        time.sleep(4.5)  # two hellos more
+        for t in rig.get("/api/tables"):
+            assert "answers on" in t["state_detail"] and t["round"] == 0, t
+            assert t["last_frame_at"] is None, t  # nothing authentic stored as its
+        with urllib.request.urlopen(f"{rig.url}/", timeout=10) as r:
+            assert "not the registered shoe" in r.read().decode()
+        log = rig.log_text()
+        assert log.count("not the registered shoe") == 2, log
+        assert "rejected frames" not in log, log
+    finally:
+        rig.stop()

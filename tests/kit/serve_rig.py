@@ -22,7 +22,7 @@ from kit.procs import free_port_for_tests
 class ServeRig:
     def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None),
                  accounts=None, tokens=None, db=None, pit="pit", first_shoe=0x5AB0_0001,
-                 prefix="BAC", cut_from_end=None):
+                 prefix="BAC", cut_from_end=None, extra=(), crossed=False):
         self.tmp = Path(tmp)
         self.db = db or self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
@@ -46,14 +46,16 @@ class ServeRig:
             self.shoe_ids.append(shoe_id)
         self.port = free_port_for_tests()
         self.url = f"http://127.0.0.1:{self.port}"
+        # crossed: each port given another shoe's id (a shoe plugged in at the wrong table)
+        ids = self.shoe_ids[::-1] if crossed else self.shoe_ids
         shoe_args = [a for i, b in enumerate(self.boards)
-                     for a in ("--shoe", f"{b.url}={self.shoe_ids[i]}")]
+                     for a in ("--shoe", f"{b.url}={ids[i]}")]
         self.log = open(self.tmp / "serve.log", "w")
         self.proc = subprocess.Popen(
             [*SABOT, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
              "--registry", str(self.registry), "--key", str(self.key.path), "--pit", pit,
              *shoe_args,
-             *(["--accounts", str(accounts)] if accounts else [])],
+             *(["--accounts", str(accounts)] if accounts else []), *extra],
             stderr=self.log, cwd=self.tmp)
         self.wait_up()
         self.dealers = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from sabot.cli.options import (
@@ -15,8 +16,9 @@ from sabot.cli.options import (
     add_witness_args,
     cosigner,
     listen_arg,
+    seconds_arg,
 )
-from sabot.cli.output import fail_on, print_alarm, witnessed_line
+from sabot.cli.output import fail_on, print_alarm, served_line, witnessed_line
 from sabot.errors import SabotError
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
@@ -53,6 +55,18 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "of verify.html the regulator publishes (the QR carries this URL, then # and "
                    "the round's receipt address here); default this server's own /verify, which "
                    "whoever runs this host could change")
+    p.add_argument("--store-alarm", metavar="SECONDS", type=seconds_arg, default=5.0,
+                   help="how long the audit database may take to confirm a commit before serve "
+                   "says it is not recording: one line in its log, NOT RECORDING on every page, "
+                   "503 from /api/health (default 5)")
+    p.add_argument("--silent-alarm", metavar="SECONDS", type=seconds_arg, default=30.0,
+                   help="how long a shoe may send nothing, its link up or lost, before serve "
+                   "raises link_silent (default 30; a live shoe answers the host's hello every "
+                   "2 s)")
+    p.add_argument("--shifts", metavar="HH:MM,...", type=shifts_arg,
+                   default=["06:00", "14:00", "22:00"],
+                   help="when the pit's shifts begin, the server's local time (default "
+                   "06:00,14:00,22:00): the dashboard counts shoes per shift, /shift reports one")
     p.add_argument("--public-url", metavar="URL", default=None,
                    help="this server's address as players' phones reach it (http(s)://HOST[:PORT]"
                    "), which the QR codes link to; default the address each scoreboard display "
@@ -74,6 +88,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from sabot.link.session import registry_entry
     from sabot.pit.accounts import Accounts
     from sabot.pit.console import Console, operations_of
+    from sabot.pit.duties import Duties
     from sabot.pit.pages import Pit, build_app, html_response, page
     from sabot.pit.serve import Validation, load_shoes
 
@@ -102,35 +117,78 @@ def cmd_serve(args: argparse.Namespace) -> int:
     states = {s.config.shoe_id: s for s in shoes}
     name = pit_name(args.pit)
     pit = Pit(args.db, [s.config for s in shoes], lambda sid: states[sid].link, name,
-              list(Registry.load(args.registry).shoes.values()))
+              list(Registry.load(args.registry).shoes.values()), store_alarm=args.store_alarm,
+              shifts=args.shifts)
     pit.checker, pit.public_url = args.checker, args.public_url
     from sabot.audit.cosign import check_quorum
 
     check_quorum(args.witness, args.quorum)  # before any shoe's port is opened
     validation = Validation(args.db, shoes, on_alarm=print_alarm, pit=name,
                             cosigner=lambda: cosigner(args, lambda line: print(
-                                line, file=sys.stderr, flush=True)))
+                                line, file=sys.stderr, flush=True)),
+                            store_alarm=args.store_alarm, silent_alarm=args.silent_alarm)
+    pit.recording = validation.recording
+    duties = Duties(pit, validation.log if accounts else None,
+                    lambda: sorted(n for n, u in accounts.users.items()
+                                   if u["role"] == "dealer") if accounts else [])
     console = Console(accounts, validation.operate if accounts else None, pit.table,
                       operations_of(args.db), lambda title, body: html_response(
                           page(title, body, "")),
                       lambda sid: states[sid].config.table if sid in states else None,
                       lambda table: next((validation.applicable(s.config.shoe_id)
-                                          for s in shoes if s.config.table == table), None))
+                                          for s in shoes if s.config.table == table), None),
+                      duties=duties)
     app, hub = build_app(pit, console)
-    validation.notify = hub.notify
+    validation.notify = hub.notify  # type: ignore[method-assign]
     validation.start()
+    clean = False
     try:
         run_web(app, hub, host, port, f"http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"
                 f"{'' if len(shoes) == 1 else 's'}, audit {shown_db(args.db)})")
     finally:
-        validation.stop()
-    s = validation.summary()
+        clean = validation.stop()
+    return served(validation.summary(), args, clean)
+
+
+def served(s: dict[str, Any], args: argparse.Namespace, clean: bool) -> int:
+    """serve's last lines, and its exit status. Not `clean` (a validator's thread is still held
+    by a database that does not answer, its read unacknowledged and said): the process ends
+    now rather than wait for the database."""
     for table, v in s["logs"] if args.witness else ():
         print(f"{table}: {witnessed_line(v, True)}", file=sys.stderr)
-    print(f"served: {s['verified']} frames verified, {s['rounds']} rounds, "
-          f"{len(s['rejections'])} rejected, {len(s['alarms'])} alarms", file=sys.stderr)
-    fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
+    print(served_line(s), file=sys.stderr)
+    code = 0
+    try:
+        fail_on(s["rejections"], s["alarms"], fail_on_notice=args.fail_on_notice)
+    except SabotError as e:
+        if clean:
+            raise
+        print(f"sabot serve: {e}", file=sys.stderr)
+        code = e.exit_status
+    if not clean:
+        from sabot.errors import BAD_INPUT
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code or BAD_INPUT)  # an I/O fault: the database's
     return 0
+
+
+def shifts_arg(text: str) -> list[str]:
+    """--shifts 06:00,14:00,22:00: each HH:MM, at least one, none twice."""
+    import argparse
+
+    out = []
+    for part in text.split(","):
+        hh, _, mm = part.strip().partition(":")
+        if not (hh.isdigit() and mm.isdigit() and len(mm) == 2 and int(hh) < 24
+                and int(mm) < 60):
+            raise argparse.ArgumentTypeError(f"wants the shifts' starting times as HH:MM,... "
+                                             f"(e.g. 06:00,14:00,22:00), not {text!r}")
+        out.append(f"{int(hh):02d}:{mm}")
+    if len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(f"a shift starts twice in {text!r}")
+    return sorted(out)
 
 
 def public_url(given: str | None) -> str | None:
@@ -185,7 +243,8 @@ def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
                              "serve")
     refuse_unwritable(args.db)  # one line now for no server or another program's database
     pit = Pit(args.db, [], name=pit_name(args.pit) if args.pit else "",
-              floor=list(Registry.load(args.registry).shoes.values()))
+              floor=list(Registry.load(args.registry).shoes.values()),
+              store_alarm=args.store_alarm, shifts=args.shifts)
     pit.checker, pit.public_url = args.checker, args.public_url
     app, hub = build_app(pit)
     run_web(app, hub, host, port, f"http://{host}:{port}/floor (the floor, audit "

@@ -23,13 +23,15 @@ from sabot.keys import CommandKey
 from sabot.link.host import HostLink
 from sabot.link.operate import first_status, identify, open_port
 from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, Port
-from sabot.protocol import HOLDS
+from sabot.protocol import C_HELLO, HOLDS, command, shoe_id_text
 from sabot.registry import Registry, ShoeEntry
 
 RECONNECT_WAIT = 30.0  # seconds of one try to get a lost link back
 RETRY_PAUSE = 0.2  # seconds between tries
 COSIGN_WAIT = 10.0  # seconds the witnesses have at the end to answer the last checkpoints
 BURST_LINE = 1000  # rejections said in one line at most (a long burst: one line per thousand)
+NOT_THIS_SHOE = frozenset(("bad_signature", "unknown_shoe_or_key"))  # another shoe's frames
+WHO_AFTER = 6.0  # seconds of silence on a link that is up before asking whichever shoe is there
 
 Record = Callable[[str, dict[str, Any]], None]
 
@@ -85,6 +87,10 @@ class ValidationSession:
         self.link_state = "connecting"  # connecting, up, lost
         self.link_reason = ""  # why the link is lost (the port's own words), "" when up
         self.link_since = time.time()  # when link_state last changed
+        self.heard_at = 0.0  # when the shoe's authentic frames last came (time.time())
+        self.wrong: str | None = None  # why what answers is not the registered shoe
+        self.wrong_since = 0.0
+        self._asked_who = 0.0
         self.refused: list[dict[str, Any]] = []  # every rejected frame, with its reason
         self.ended: list[int] = []  # shoes seen ended (a shoe_end stored, or the shoe's status)
         self.held: list[dict[str, Any]] = []  # irregularities holding the shoe, until resolved
@@ -182,6 +188,7 @@ class ValidationSession:
                 break
             self._do_asked(link)
             try:
+                self._who_is_there(link)
                 results = link.pump(self.pump_wait)
             except ConnectionError as e:
                 link = self._get_back(link, end, _reason(e))
@@ -194,12 +201,56 @@ class ValidationSession:
                 continue
             burst = [{"reason": r} for _, v, r in results if v == "rejected"]
             self.refused += burst
-            unsaid += burst
+            if any(v != "rejected" for _, v, _ in results):
+                self.heard_at = time.time()
+                self._not_ours(None)
+            elif burst:
+                self._not_ours(self._who([f for f, v, r in results
+                                          if v == "rejected" and r in NOT_THIS_SHOE]))
+            # a shoe that is not this table's is said once (above), not frame by frame
+            unsaid += [b for b in burst if not (self.wrong and b["reason"] in NOT_THIS_SHOE)]
             if results:
                 self.on_change()
             if unsaid and (len(unsaid) >= BURST_LINE or not burst):
                 self.say(f"rejected frames: {group_rejections(unsaid)}")
                 unsaid = []
+
+    def _who_is_there(self, link: HostLink) -> None:
+        """A link up and silent: a hello to whichever shoe is on the port (shoe id 0), whose
+        answer, if it is another shoe's, the validator refuses and _who names. (A shoe answers
+        only hellos to its own id or to any: the registered shoe's silence says nothing.)"""
+        now = time.time()
+        if (now - max(self.heard_at, self.link_since) >= WHO_AFTER
+                and now - self._asked_who >= 5 * WHO_AFTER):
+            self._asked_who = now
+            link.port.write(command(None, 0, 0, C_HELLO, b""))
+
+    def _who(self, frames: list[Any]) -> str | None:
+        """Why the frames refused are none of the registered shoe's (None: no sign they are
+        another's)."""
+        if not frames:
+            return None
+        cfg = self.validator.config
+        mine = f"{cfg.table} ({shoe_id_text(cfg.shoe_id)})"
+        others = sorted({f.shoe_id for f in frames if f is not None
+                         and f.shoe_id != cfg.shoe_id})
+        if others:
+            return (f"shoe {', '.join(map(shoe_id_text, others))} answers on {self.url}, not "
+                    f"{mine}: another shoe on this port, or the wrong --shoe id")
+        return (f"the shoe on {self.url} says it is {mine}, but its frames are not signed by "
+                "the key the registry holds for it: another shoe provisioned under this id, or "
+                "a registry that is not this shoe's")
+
+    def _not_ours(self, why: str | None) -> None:
+        if why == self.wrong:
+            return
+        if why is not None:
+            self.say(f"not the registered shoe: {why}; every frame of it is refused and stored "
+                     "as refused, none as this table's")
+        elif self.wrong is not None:
+            self.say("the registered shoe answers again")
+        self.wrong, self.wrong_since = why, time.time()
+        self.on_change()
 
     def _reached(self, until: str) -> bool:
         # the shoe's own word counts too: what happened before this validator came is stored

@@ -30,7 +30,9 @@ from sabot.pit.accounts import (
     Sessions,
     name_problem,
 )
+from sabot.pit.duties import ACTIONS, Duties
 from sabot.pit.markup import Html, el, join
+from sabot.pit.proofs import in_time
 
 ROLE_NAMES = {"dealer": "dealer", "supervisor": "supervisor", "it": "IT"}
 COOKIE = "sabot_session"
@@ -53,8 +55,10 @@ class Console:
                  tables: Callable[[str], Any], operations: Callable[[], list[dict[str, Any]]],
                  page: Callable[[str, Html], Response],
                  table_of: Callable[[int], str | None] = lambda shoe_id: None,
-                 fits: Callable[[str], list[str] | None] = lambda table: None) -> None:
+                 fits: Callable[[str], list[str] | None] = lambda table: None,
+                 duties: Duties | None = None) -> None:
         self.accounts = accounts
+        self.duties = duties  # dealers signing on, alarms acknowledged, the shift report
         self.sessions = Sessions()
         self.operate = operate
         self.tables = tables  # table name -> its TableView (or None)
@@ -111,6 +115,10 @@ class Console:
                   " · this account sees the pit and operates no table"
                   if s.role not in OPERATE else None,
                   method="post", action="/logout", class_="who")
+
+    def operator(self, s: Session | None) -> OperatorView | None:
+        """This session's controls on the dashboard (None when nobody is logged in)."""
+        return None if s is None else OperatorView(self, s)
 
     def controls(self, s: Session | None, table: str, state: str) -> Html | None:
         """A supervisor's buttons for one table: the resolutions that apply to a held one (all
@@ -215,13 +223,16 @@ class Console:
         return response
 
     def _allowed(self, request: Request, s: Session | None, csrf: str | None,
-                 need: frozenset[str]) -> tuple[int, str]:
-        """(0, "") when this request may do it; else its status and why."""
+                 fields: dict[str, Any]) -> tuple[int, str]:
+        """(0, "") when this request may do what `fields` ask; else its status and why."""
         if s is None:
             return 401, "log in first (POST /api/login, or /login in a browser)"
         if not csrf or csrf != s.csrf or not self._same_origin(request):
             return 403, "the request does not carry this session's CSRF token"
-        if s.role not in need:
+        if fields.get("action") in ACTIONS and self.duties is not None:
+            why = self.duties.allowed(s, fields["action"], fields)
+            return (403, why) if why else (0, "")
+        if s.role not in OPERATE:
             return 403, (f"{s.name}'s account ({ROLE_NAMES[s.role]}) may not operate a table; "
                          "a supervisor's may")
         return 0, ""
@@ -236,8 +247,13 @@ class Console:
         t = self.tables(table) if isinstance(table, str) else None
         if t is None:
             return 404, {"error": f"no table {table!r}"}
+        if action in ACTIONS and self.duties is not None:
+            return await self.duties.do(t, s, action, fields, {
+                "account": s.name, "role": s.role, "from": self.client(request),
+                "via": "serve", "user_agent": request.headers.get("user-agent", "")[:120]})
         if action not in ("resolve", "new-shoe"):
-            return 400, {"error": "action must be resolve or new-shoe"}
+            return 400, {"error": "action must be resolve, new-shoe, sign-on, sign-off or "
+                                  "acknowledge"}
         if action == "resolve" and resolution not in RESOLUTIONS:
             return 400, {"error": f"resolution must be one of {', '.join(RESOLUTIONS)}"}
         if self.operate is None:
@@ -262,7 +278,7 @@ class Console:
             response = self.page("Not done", el("p", str(e), class_="alarm"))
             response.status_code = 413
             return response
-        status, why = self._allowed(request, s, form.get("csrf"), OPERATE)
+        status, why = self._allowed(request, s, form.get("csrf"), form)
         if status:
             response = self.page("Not done", join(el("p", why, class_="alarm"),
                                                   el("a", "back to the pit", href="/")))
@@ -276,6 +292,8 @@ class Console:
         status, out = await self._do(request, s, form)
         if status != 200:
             body = el("p", f"{form.get('table', '')}: {out['error']}", class_="alarm")
+        elif out["action"] in ACTIONS:
+            body = el("p", Duties.said(out), id="done")
         else:
             sh = out["shoe"]
             what = (f"resolved {out['resolution']}" if out["action"] == "resolve" else
@@ -309,8 +327,15 @@ class Console:
                                                      "the operator log", class_="alarm"))
             response.status_code = 401 if s is None else 403
             return response
+        try:
+            ops = await in_time(self.operations)
+        except TimeoutError:
+            response = self.page("Operator log", el("p", "the audit database does not answer: "
+                                                     "try again shortly", class_="alarm"))
+            response.status_code = 503
+            return response
         rows = [el("tr", [el("td", cell) for cell in log_row(op, self.table_of)])
-                for op in reversed(self.operations()[-500:])]
+                for op in reversed(ops[-500:])]
         return self.page("Operator log", join(
             el("p", el("a", "back to the pit", href="/"), " · the newest 500, newest first; all "
                "of them: sabot history --db DB --operations"),
@@ -355,14 +380,15 @@ class Console:
 
     async def api_operate(self, request: Request) -> Response:
         s = self.session(request)
-        status, why = self._allowed(request, s, request.headers.get("x-csrf-token"), OPERATE)
+        doc = await self._json(request)
+        status, why = self._allowed(request, s, request.headers.get("x-csrf-token"), doc or {})
         if status:
             return JSONResponse({"error": why}, status)
         assert s is not None
-        doc = await self._json(request)
         if doc is None:
-            return JSONResponse({"error": "want {\"table\", \"action\": resolve | new-shoe, "
-                                          "\"resolution\"}"}, 400)
+            return JSONResponse({"error": "want {\"table\", \"action\": resolve | new-shoe | "
+                                          "sign-on | sign-off | acknowledge, \"resolution\", "
+                                          "\"dealer\", \"alarm\", \"note\"}"}, 400)
         status, out = await self._do(request, s, doc)
         return JSONResponse(out, status)
 
@@ -402,3 +428,21 @@ def operations_of(store_path: str) -> Callable[[], list[dict[str, Any]]]:
             store.close()
 
     return read
+
+
+class OperatorView:
+    """A logged-in operator's controls on the dashboard (pit/dashboard.py Operator)."""
+
+    def __init__(self, console: Console, s: Session) -> None:
+        self.console, self.s = console, s
+
+    def buttons(self, table: str, state: str) -> Html | None:
+        return self.console.controls(self.s, table, state)
+
+    def dealer(self, table: str, dealer: str | None) -> Html | None:
+        duties = self.console.duties
+        return duties.dealer_controls(self.s, table, dealer) if duties else None
+
+    def acknowledge(self, table: str, alarm: dict[str, Any]) -> Html | None:
+        duties = self.console.duties
+        return duties.ack_control(self.s, table, alarm) if duties else None

@@ -29,10 +29,13 @@ from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
 from sabot.link.session import COSIGN_WAIT, ValidationSession
+from sabot.pit.recording import SILENT_ALARM, STORE_ALARM, Recording
 from sabot.registry import ShoeEntry
 
 RECONNECT_WAIT = 2.0  # seconds of each attempt to reach a shoe whose link is lost
 OPERATION_WAIT = 45.0  # seconds an operator's command may take: its status, effect and frame
+STOP_WAIT = 5.0  # seconds serve's validators have to finish their reads when it stops
+LOCK_WAIT = 0.2  # seconds a page waits for the store's lock (held by a stalled commit: skipped)
 
 
 def parse_shoe(text: str) -> tuple[str, int | None]:
@@ -100,10 +103,13 @@ class Shoe:
 
     @property
     def link(self) -> dict[str, Any]:
-        """The link as the dashboard shows it: its state, why it is lost, and since when."""
+        """The link as the dashboard shows it: its state (connecting, up, lost, or wrong shoe:
+        what answers is not the registered shoe), why, and since when."""
         s = self.session
         if s is None:
             return {"state": "connecting", "reason": "", "since": None}
+        if s.wrong is not None and s.link_state == "up":
+            return {"state": "wrong shoe", "reason": s.wrong, "since": s.wrong_since}
         return {"state": s.link_state, "reason": s.link_reason, "since": s.link_since}
 
     @property
@@ -118,20 +124,28 @@ class Validation:
     def __init__(self, db: str, shoes: list[Shoe],
                  notify: Callable[[], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None,
-                 pit: str = "", cosigner: Callable[[], Cosigner | None] = lambda: None
+                 pit: str = "", cosigner: Callable[[], Cosigner | None] = lambda: None,
+                 store_alarm: float = STORE_ALARM, silent_alarm: float = SILENT_ALARM
                  ) -> None:
         self.store = shared_writer(db, pit)
         self.lock = threading.Lock()
         self.shoes = shoes
-        self.notify = notify or (lambda: None)
+        self._notify = notify or (lambda: None)
         self.stop_event = threading.Event()
         self.store.wait_only_until(self.stop_event)  # a stop is not held up by a lost server
         self.threads: list[threading.Thread] = []
         for s in shoes:
             s.validator = LockedValidator(self.lock, s.config, self.store,
                                           on_alarm=on_alarm, cosigner=cosigner())
+        self.recording = Recording(self.store, self.lock, shoes, store_alarm, _said_plain,
+                                   lambda: self.notify(), silent_alarm)
+        self.unstored: list[str] = []  # what a stop left unstored, one line each
+
+    def notify(self) -> None:
+        self._notify()
 
     def start(self) -> None:
+        self.recording.start()
         for s in self.shoes:
             assert s.validator is not None
             s.session = ValidationSession(
@@ -150,16 +164,59 @@ class Validation:
         finally:
             session.close()
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """Stop every session within STOP_WAIT seconds whatever the database does; whether all
+        ended cleanly. A read still held by a commit the database has not confirmed is named
+        in `unstored` (and said): its shoe keeps it and sends it to the next validator."""
         self.stop_event.set()
+        self.recording.stop()
+        end = time.monotonic() + STOP_WAIT
         for t in self.threads:
-            t.join(timeout=5)
-        for s in self.shoes:
-            if s.validator is not None:
-                with contextlib.suppress(SabotError):  # (said by the store's own line)
-                    s.validator.store_cosignatures(wait=COSIGN_WAIT)
-        with self.lock:
+            t.join(timeout=max(0.0, end - time.monotonic()))
+        stuck = [s for s, t in zip(self.shoes, self.threads) if t.is_alive()]
+        for s in stuck:
+            self.unstored.append(
+                f"{s.config.table}: a read was not stored when serve stopped (the audit database "
+                "had not confirmed its commit): the shoe keeps it and sends it again to the "
+                "next validator")
+        if stuck or not self.lock.acquire(timeout=max(0.1, end - time.monotonic())):
+            if not stuck:
+                self.unstored.append("the audit database did not confirm the last commit "
+                                     "before serve stopped: the shoes keep what it held")
+            if any(s.validator is not None and s.validator.cosigner is not None
+                   for s in self.shoes):
+                self.unstored.append("the witnesses' last cosignatures were not stored: they "
+                                     "are asked for again at the shoes' next checkpoints")
+            for line in self.unstored:
+                _said_plain(line)
+            return False
+        try:
+            for s in self.shoes:
+                if s.validator is not None:
+                    with contextlib.suppress(SabotError):  # (said by the store's own line)
+                        Validator.store_cosignatures(s.validator, wait=COSIGN_WAIT)
             self.store.close()
+        finally:
+            self.lock.release()
+        return True
+
+    def log(self, shoe_id: int, entry: dict[str, Any], seq: int | None = None) -> None:
+        """An operator entry (a dealer signing on, an acknowledgement) into the operator log,
+        naming frame `seq` of the shoe (None: its newest stored chained frame); confirmed when
+        this returns, else a one-line SabotError."""
+        from sabot.link.operate import log_operation
+
+        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        if shoe is None or shoe.validator is None:
+            raise SabotError("no such shoe is served here")
+        if not self.lock.acquire(timeout=OPERATION_WAIT):
+            raise SabotError("the audit database is busy: try again shortly")
+        try:
+            newest = shoe.validator.state["last_seq"] or 0
+            log_operation(self.store, entry, newest if seq is None else seq)
+        finally:
+            self.lock.release()
+        self.notify()
 
     def operate(self, shoe_id: int, action: str, resolution: str | None, by: str,
                 logged: dict[str, Any]) -> dict[str, Any]:
@@ -204,8 +261,12 @@ class Validation:
         shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
         if shoe is None or shoe.validator is None:
             return None
-        with self.lock:
+        if not self.lock.acquire(timeout=LOCK_WAIT):  # a commit the database holds: unknown
+            return None
+        try:
             inv = dict(shoe.validator.state.get("inventory") or {})
+        finally:
+            self.lock.release()
         if not inv.get("held"):
             return None
         in_round = inv.get("round", 0) + (inv.get("initial") is not None)
@@ -239,10 +300,20 @@ def _said(table: str, url: str) -> Callable[[str], None]:
     return say
 
 
+def _said_plain(text: str) -> None:
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    print(f"sabot serve: {when} {text}", file=sys.stderr, flush=True)
+
+
 def _told(table: str) -> Callable[[SabotError], None]:
-    """A store error of one table's session, on stderr: the session goes on."""
+    """A store error of one table's session, on stderr, once while it stays the same: the
+    session goes on, and tries the read again every half second."""
+    last = [""]
+
     def tell(e: SabotError) -> None:
-        print(f"sabot serve: {table}: {e}", file=sys.stderr, flush=True)
+        if str(e) != last[0]:
+            last[0] = str(e)
+            _said_plain(f"{table}: {e}")
 
     return tell
 

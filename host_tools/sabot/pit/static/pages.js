@@ -1,9 +1,13 @@
 // The live part of the pit's pages (sabot serve), served as a file: the pages'
 // Content-Security-Policy runs no inline script. Each server-sent event from the page's stream
 // (the body's data-events) brings the fresh fragment, rendered and escaped on the server; the
-// body's data-version is the fragment's, data-updates how many this page has taken.
+// body's data-version is the fragment's, data-updates how many this page has taken. The server
+// sends one at least every second (its clock): a page that has had none for STALE_MS says so
+// (data-stale on the body; on the pit's pages a line naming the server's time it last heard),
+// so a page whose server or network has gone quiet never passes for a quiet table.
 "use strict";
 (() => {
+  const STALE_MS = 5000;
   const events = document.body.dataset.events;
   const live = document.getElementById("live");
   if (!events || !live) {
@@ -17,12 +21,98 @@
     }
   };
   toEnd();
+  let heard = Date.now();
+  let heardClock = (document.getElementById("clock") || {}).textContent || "";
+  const stale = () => {
+    const quiet = Date.now() - heard > STALE_MS;
+    let line = document.getElementById("stale");
+    if (!quiet) {
+      delete document.body.dataset.stale;
+      if (line) {
+        line.remove();
+      }
+      return;
+    }
+    document.body.dataset.stale = "1";
+    if (document.body.classList.contains("scoreboard")) {
+      return; // the players' display dims (pages.css); the pit's staff read the line
+    }
+    if (!line) {
+      line = document.createElement("p");
+      line.id = "stale";
+      line.className = "alarm banner";
+      live.before(line);
+    }
+    const secs = Math.round((Date.now() - heard) / 1000);
+    line.textContent = `NO WORD FROM THE SERVER for ${secs} s (its time was ${heardClock || "?"}` +
+      "): what this page shows may be out of date";
+  };
+  setInterval(stale, 1000);
+  // An operator filling a form (a note, a dealer to sign on) or pressing a button is not
+  // interrupted: the fragment waits until they are done, its clock alone shown meanwhile.
+  let pressing = false;
+  let pending = null;
+  let waitingSince = Date.now(); // an operator who walks away mid-form holds no page for long
+  const busy = () => {
+    const a = document.activeElement;
+    return pressing || (a && a !== document.body && live.contains(a) && a.closest("form"));
+  };
+  // what the operator was filling in, found again in the new fragment by its form's data-key
+  const restore = (was) => {
+    if (!was) {
+      return;
+    }
+    const form = [...live.querySelectorAll("form[data-key]")].find(
+      (f) => f.dataset.key === was.key);
+    const field = form && form.elements.namedItem(was.name);
+    if (field && "value" in field) {
+      field.value = was.value;
+      field.focus();
+    }
+  };
+  const apply = (m) => {
+    const a = document.activeElement;
+    const form = a && a.form;
+    const was = form && form.dataset.key && a.name ?
+      {key: form.dataset.key, name: a.name, value: a.value} : null;
+    live.innerHTML = m.html;
+    restore(was);
+    toEnd();
+    heardClock = (document.getElementById("clock") || {}).textContent || heardClock;
+    document.body.dataset.version = m.version;
+    document.body.dataset.updates = +(document.body.dataset.updates || 0) + 1;
+  };
+  const later = () => {
+    setTimeout(() => {
+      if (pending && !busy()) {
+        const m = pending;
+        pending = null;
+        waitingSince = Date.now();
+        apply(m);
+      }
+    }, 300);
+  };
+  live.addEventListener("pointerdown", () => { pressing = true; });
+  document.addEventListener("pointerup", () => { pressing = false; later(); });
+  live.addEventListener("focusout", later);
   const source = new EventSource(events);
   source.onmessage = (e) => {
     const m = JSON.parse(e.data);
-    live.innerHTML = m.html;
-    toEnd();
-    document.body.dataset.version = m.version;
-    document.body.dataset.updates = +(document.body.dataset.updates || 0) + 1;
+    heard = Date.now();
+    if (busy() && Date.now() - waitingSince < 15000) {
+      pending = m;
+      const next = document.createElement("template");
+      next.innerHTML = m.html;
+      const now = next.content.getElementById("clock");
+      const clock = document.getElementById("clock");
+      if (now && clock) {
+        clock.textContent = heardClock = now.textContent;
+      }
+    } else {
+      pending = null;
+      waitingSince = Date.now();
+      apply(m);
+    }
+    stale();
   };
 })();

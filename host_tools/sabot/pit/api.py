@@ -1,0 +1,92 @@
+"""The pit's JSON (`/api/tables`, `/api/tables/NAME`, `/api/floor`, `/api/health`): the same
+facts as the human pages, under keys scripts rely on (docs/INTERFACES.md), with every time in
+ISO 8601 with the server's offset and every age in seconds."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sabot.pit.tables import FLOOR_ALARMS, Pit, TableView, counts, roads_of
+from sabot.pit.words import iso
+
+
+def link_json(pit: Pit, t: TableView) -> dict[str, Any] | None:
+    """The table's link: its state, why it is lost ("" when up), and since when (null before
+    the first try); null for another pit's table."""
+    link = pit._own_link(t)
+    if link is None:
+        return None
+    return {"state": link["state"], "reason": link["reason"], "since": iso(link["since"])}
+
+
+def alarm_json(a: dict[str, Any]) -> dict[str, Any]:
+    """A table's alarm (Pit.alarms_of): its stored keys, when it was raised and cleared, whether
+    serve itself raised it, and its acknowledgement."""
+    ack = a.get("ack")
+    return {"kind": a.get("kind"), "shoe_id": a.get("shoe_id"), "shoe": a.get("shoe"),
+            "round": a.get("round"), "detail": a.get("detail"), "id": a.get("id"),
+            "raised_at": _iso(a.get("raised_at")), "cleared_at": _iso(a.get("cleared_at")),
+            "serve": bool(a.get("serve")),
+            "acknowledged": None if not ack else {
+                "by": ack.get("by"), "at": _iso(ack.get("logged_at")), "note": ack.get("note")}}
+
+
+def summary(pit: Pit, t: TableView, now: float | None = None) -> dict[str, Any]:
+    now = time.time() if now is None else now
+    newest = t.hands or t.rounds
+    state, at, why = pit.status(t, now)
+    alarms = pit.alarms_of(t)
+    return {"table": t.table, "shoe_id": t.shoe_id, "shoe": t.shoe,
+            "round": newest[-1].get("round", 0) if newest else 0,
+            "state": state, "link": link_json(pit, t), "as_of": iso(now),
+            "state_since": iso(at), "state_detail": why,
+            "last_frame_at": iso(t.frame_at),
+            "last_frame_age_s": None if t.frame_at is None else round(now - t.frame_at, 1),
+            "dealer": t.dealer, "dealer_since": iso(t.dealer_since), **pit.figures(t, now),
+            "alarms_open": sum(1 for a in alarms if not a.get("ack")
+                               and a.get("cleared_at") is None)}
+
+
+def detail(pit: Pit, t: TableView) -> dict[str, Any]:
+    return {**summary(pit, t), "rounds": t.rounds, "roads": roads_of(t),
+            "remaining_cards": t.remaining, "edges": t.edges,
+            "alarms": [alarm_json(a) for a in pit.alarms_of(t)], "counts": counts(t.rounds),
+            "stored_at": t.stored_at, **({"hands": t.hands} if t.hands else {})}
+
+
+def floor_json(pit: Pit, only: str | None = None) -> dict[str, Any]:
+    now = time.time()
+    pits = pit.floor(only)
+    alarms = sorted(({"pit": p, "table": t.table, **alarm_json(a)} for p, ts in pits
+                     for t in ts for a in pit.alarms_of(t)),
+                    key=lambda a: a["raised_at"] or "")
+    return {"now": iso(now),
+            "pits": [{"pit": p, "tables": [{**summary(pit, t, now), "pit": p,
+                                            "alarms": len(pit.alarms_of(t))} for t in ts]}
+                     for p, ts in pits],
+            "tables": sum(len(ts) for _, ts in pits), "alarms": alarms[-FLOOR_ALARMS:]}
+
+
+def health(pit: Pit) -> tuple[int, dict[str, Any]]:
+    """For monitoring: 200 while every table served here (every table of the floor) is
+    recording and the store answers; 503 otherwise, naming each table that is not and why."""
+    now = time.time()
+    tables = {t.table: pit.status(t, now) for t in pit.tables()}
+    wrong = {name: {"state": s, "since": iso(at), "detail": why}
+             for name, (s, at, why) in tables.items()
+             if s in ("not recording", "silent", "link lost", "no validator", "tilted",
+                      "wrong shoe")}
+    stalled = pit.recording.not_recording() if pit.recording is not None else None
+    ok = not wrong and stalled is None and pit.problem is None
+    return (200 if ok else 503), {
+        "ok": ok, "now": iso(now), "recording": stalled is None and not any(
+            v["state"] == "not recording" for v in wrong.values()),
+        "not_recording": None if stalled is None else stalled.json(),
+        "problem": pit.problem, "tables": len(tables), "not_ok": wrong}
+
+
+def _iso(value: Any) -> str | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return iso(float(value))
+    return value if isinstance(value, str) else None

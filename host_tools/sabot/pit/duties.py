@@ -1,0 +1,308 @@
+"""The pit's shift, run from the dashboard: dealers sign on and off at tables, supervisors
+acknowledge alarms with a note, and the shift report is read as a printable page or CSV.
+
+Signing on and acknowledging are entries of the chained operator log (the audit store), each
+naming the shoe's newest stored frame (an acknowledgement: its alarm's), so every round that
+follows is attributed to the dealer on duty and `sabot audit verify` finds an entry moved,
+altered or inserted (docs/SECURITY.md: who signed on is the host's word, not the shoe's). A
+dealer signs themself on and off; a supervisor signs any dealer on or off and acknowledges
+alarms. Nothing is said done that the store has not confirmed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from sabot.errors import SabotError
+from sabot.pit import shift
+from sabot.pit.accounts import OPERATE, SEE_LOG, Session, name_problem
+from sabot.pit.markup import Html, el, join
+from sabot.pit.tables import Pit, TableView, alarm_key, shift_bounds
+from sabot.pit.words import alarm_words, clock, iso
+
+SIGN = frozenset({"dealer", "supervisor"})  # the roles that sign dealers on and off
+NOTE_MAX = 200
+ACTIONS = ("sign-on", "sign-off", "acknowledge")
+LOG_WAIT = 5.0  # seconds an entry may take to be confirmed before the request is answered
+
+# log(shoe_id, entry, seq or None for the shoe's newest stored frame): the entry written and
+# confirmed, or a one-line SabotError
+Log = Callable[[int, dict[str, Any], "int | None"], None]
+
+
+def alarm_ref(alarm: dict[str, Any]) -> str:
+    """An alarm as a form names it: a stored one by its row id, serve's own by kind and time."""
+    if alarm.get("id") is not None:
+        return f"stored:{alarm['id']}"
+    raised = alarm.get("raised_at")
+    return f"serve:{alarm.get('kind')}:{iso(raised) if isinstance(raised, float) else raised}"
+
+
+class Duties:
+    def __init__(self, pit: Pit, log: Log | None, dealers: Callable[[], list[str]]) -> None:
+        self.pit = pit
+        self.log = log
+        self.dealers = dealers  # the dealer accounts' names
+
+    # ---- the dashboard's controls ------------------------------------------------------------
+    def dealer_controls(self, s: Session | None, table: str, dealer: str | None) -> Html | None:
+        if s is None or s.role not in SIGN or self.log is None:
+            return None
+
+        def form(action: str, label: str, *fields: Any) -> Html:
+            return el("form", el("input", type="hidden", name="csrf", value=s.csrf),
+                      el("input", type="hidden", name="table", value=table),
+                      el("input", type="hidden", name="action", value=action), *fields,
+                      el("button", label, type="submit", data_action=action),
+                      method="post", action="/operate", class_="operate duty",
+                      data_key=f"{table}|{action}")
+
+        out = []
+        if s.role == "dealer":
+            if dealer != s.name:
+                out.append(form("sign-on", "sign on here"))
+            else:
+                out.append(form("sign-off", "sign off"))
+        else:
+            names = [n for n in self.dealers() if n != dealer]
+            if names:
+                out.append(form("sign-on", "sign on", el("select", [
+                    el("option", n, value=n) for n in names], name="dealer")))
+            if dealer:
+                out.append(form("sign-off", f"sign {dealer} off",
+                                el("input", type="hidden", name="dealer", value=dealer)))
+        return join(el("br"), *out)
+
+    def ack_control(self, s: Session | None, table: str, alarm: dict[str, Any]) -> Html | None:
+        if s is None or s.role not in OPERATE or self.log is None:
+            return None
+        return el("form", el("input", type="hidden", name="csrf", value=s.csrf),
+                  el("input", type="hidden", name="table", value=table),
+                  el("input", type="hidden", name="action", value="acknowledge"),
+                  el("input", type="hidden", name="alarm", value=alarm_ref(alarm)),
+                  el("input", name="note", maxlength=NOTE_MAX, placeholder="note",
+                     aria_label="note"),
+                  el("button", "acknowledge", type="submit", data_action="acknowledge"),
+                  method="post", action="/operate", class_="operate ack",
+                  data_key=f"{table}|acknowledge|{alarm_ref(alarm)}")
+
+    # ---- doing it ----------------------------------------------------------------------------
+    def allowed(self, s: Session, action: str, fields: dict[str, Any]) -> str | None:
+        """Why this account may not do it (None: it may)."""
+        if action == "acknowledge" and s.role not in OPERATE:
+            return f"{s.name}'s account may not acknowledge alarms; a supervisor's may"
+        if action in ("sign-on", "sign-off"):
+            if s.role not in SIGN:
+                return f"{s.name}'s account may not sign dealers on or off"
+            dealer = fields.get("dealer") or s.name
+            if s.role == "dealer" and dealer != s.name:
+                return "a dealer signs only themself on or off"
+        return None
+
+    async def do(self, t: TableView, s: Session, action: str, fields: dict[str, Any],
+                 who: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.log is None:
+            return 409, {"error": "serve validates no shoe here: nothing is logged"}
+        stalled = self.pit.recording.not_recording() if self.pit.recording else None
+        if stalled is not None:
+            return 409, {"error": f"not done: serve is not recording (since "
+                                  f"{clock(stalled.since)}); try again once it records"}
+        entry: dict[str, Any] = {"shoe_id": t.shoe_id, "table": t.table, "by": s.name,
+                                 **who, "at": iso(time.time())}
+        seq = None
+        if action in ("sign-on", "sign-off"):
+            dealer = fields.get("dealer") or s.name
+            if not isinstance(dealer, str) or name_problem(dealer):
+                return 400, {"error": "dealer: an account name, 1-16 printable characters"}
+            if action == "sign-on" and s.role != "dealer" and dealer not in self.dealers():
+                return 400, {"error": f"no dealer account {dealer!r}"}
+            if action == "sign-off" and t.dealer != dealer:
+                return 409, {"error": f"{dealer} is not signed on at {t.table}"}
+            entry.update(operation=action.replace("-", "_"), dealer=dealer)
+        else:
+            ref, note = fields.get("alarm"), fields.get("note") or ""
+            if not isinstance(note, str) or len(note) > NOTE_MAX or not note.isprintable():
+                return 400, {"error": f"note: up to {NOTE_MAX} printable characters"}
+            alarm = next((a for a in self.pit.alarms_of(t) if alarm_ref(a) == ref), None)
+            if alarm is None:
+                return 404, {"error": f"no alarm {ref!r} at {t.table}"}
+            if alarm.get("ack"):
+                return 409, {"error": f"that alarm was acknowledged by {alarm['ack'].get('by')}"}
+            raised = alarm.get("raised_at")
+            if not isinstance(raised, float) or not isinstance(alarm.get("detail"), str):
+                return 409, {"error": "that alarm's stored row is none a validator writes (no "
+                                      "time, or no detail): run sabot audit verify"}
+            entry.update(operation="acknowledge", note=note, alarm={
+                "id": alarm.get("id"), "kind": alarm.get("kind"),
+                "raised_at": iso(raised) if isinstance(raised, float) else raised,
+                "detail": alarm.get("detail")})
+            seq = alarm.get("seq") if alarm.get("id") is not None else None
+        log = self.log
+        try:
+            await asyncio.wait_for(asyncio.to_thread(log, t.shoe_id, entry, seq), LOG_WAIT)
+        except TimeoutError:
+            return 409, {"error": f"the audit database has not confirmed it within {LOG_WAIT:g}"
+                                  " s: it is logged when the database answers (check the "
+                                  "operator log)"}
+        except SabotError as e:
+            return 409, {"error": f"not logged: {e}"}
+        self.pit.apply_operation(dict(entry, logged_at=time.time(), seq=seq))
+        return 200, {"table": t.table, "action": action, "by": s.name,
+                     **({"dealer": entry["dealer"]} if "dealer" in entry else {}),
+                     **({"alarm": entry["alarm"], "note": entry["note"]}
+                        if "alarm" in entry else {})}
+
+    @staticmethod
+    def said(out: dict[str, Any]) -> str:
+        """What was done, for the page after the form."""
+        if out["action"] == "sign-on":
+            return f"{out['table']}: {out['dealer']} signed on (logged as {out['by']})"
+        if out["action"] == "sign-off":
+            return f"{out['table']}: {out['dealer']} signed off (logged as {out['by']})"
+        a = out["alarm"]
+        return (f"{out['table']}: acknowledged {alarm_words(a['kind'])} raised "
+                f"{shift_time(a['raised_at'])} (logged as {out['by']})")
+
+    # ---- the shift report ------------------------------------------------------------------
+    def routes(self, session: Callable[[Request], Session | None], guarded: bool,
+               page: Callable[[str, Html], Response],
+               read: Callable[[Callable[[], Any]], Any]) -> list[Route]:
+        """/shift (printable), /shift.csv and /api/shift, for ?start=&end= (ISO 8601; default
+        the current shift so far). `guarded`: only supervisors and IT read it (serve with
+        --accounts: the report names operators)."""
+
+        def span(request: Request) -> tuple[float, float] | str:
+            q = request.query_params
+            try:
+                start = _when(q.get("start"))
+                end = _when(q.get("end"))
+            except ValueError:
+                return "start and end are ISO 8601 times, e.g. 2026-12-05T06:00:00+00:00"
+            if start is None:
+                start, _ = shift_bounds(self.pit.shifts, time.time() if end is None
+                                        else end - 1)
+            if end is None:
+                end = shift_bounds(self.pit.shifts, start)[1]
+            return (start, end) if end > start else "end must come after start"
+
+        async def report(request: Request) -> tuple[int, Any]:
+            s = session(request)
+            if guarded and (s is None or s.role not in SEE_LOG):
+                return (401 if s is None else 403), ("log in as a supervisor or IT to read "
+                                                     "the shift report")
+            bounds = span(request)
+            if isinstance(bounds, str):
+                return 400, bounds
+            start, end = bounds
+            names = {t.shoe_id: t.table for t in self.pit.by_id.values()}
+            opened = self._open_alarms()
+            try:
+                built = await read(lambda: _reading(self.pit.db, lambda store: shift.build(
+                    store, names, start, end, opened)))
+            except TimeoutError:
+                return 503, "the audit database does not answer: try again shortly"
+            except SabotError as e:
+                return 503, str(e)
+            return 200, (built, start, end)
+
+        def nav(start: float, end: float) -> Html:
+            before = shift_bounds(self.pit.shifts, start - 1)
+            after = shift_bounds(self.pit.shifts, end)
+            q = f"?start={_q(iso(start))}&end={_q(iso(end))}"
+            return el("p", el("a", "back to the pit", href="/"), " · ",
+                      el("a", "previous shift", href=f"/shift?start={_q(iso(before[0]))}"),
+                      " · " if after[0] <= time.time() else None,
+                      el("a", "next shift", href=f"/shift?start={_q(iso(after[0]))}")
+                      if after[0] <= time.time() else None, " · ",
+                      el("a", "as CSV", href=f"/shift.csv{q}", id="csv"), class_="nav")
+
+        async def html_route(request: Request) -> Response:
+            status, out = await report(request)
+            if status != 200:
+                r = page("Shift report", el("p", out, class_="alarm"))
+                r.status_code = status
+                return r
+            built, start, end = out
+            return page("Shift report", shift.as_html(built, start, end, self.pit.name,
+                                                      nav(start, end)))
+
+        async def csv_route(request: Request) -> Response:
+            status, out = await report(request)
+            if status != 200:
+                return Response(f"{out}\n", status_code=status, media_type="text/plain")
+            built, start, end = out
+            name = f"shift-{time.strftime('%Y%m%d-%H%M', time.localtime(start))}.csv"
+            return Response(shift.as_csv(built, start, end), media_type="text/csv; charset=utf-8",
+                            headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+        async def api_route(request: Request) -> Response:
+            from sabot.pit.pages import StoredJSON
+
+            status, out = await report(request)
+            if status != 200:
+                return StoredJSON({"error": out}, status_code=status)
+            built, start, end = out
+            return StoredJSON({"start": iso(start), "end": iso(end), "pit": self.pit.name,
+                               "tables": [vars(t) | {"per_hour": t.per_hour} for t in built]})
+
+        return [Route("/shift", html_route), Route("/shift.csv", csv_route),
+                Route("/api/shift", api_route)]
+
+    def _open_alarms(self) -> list[dict[str, Any]]:
+        """serve's own alarms that no operator entry carries yet (still open, or cleared and
+        not yet logged), each as the report takes it."""
+        rec = self.pit.recording
+        if rec is None:
+            return []
+        out = []
+        for t in self.pit.tables():
+            for a in rec.of_shoe(t.shoe_id):
+                if t.shoe_id not in a.logged:
+                    out.append({"kind": a.kind, "shoe_id": t.shoe_id, "raised_at": a.raised_at,
+                                "cleared_at": a.cleared_at, "detail": a.detail})
+        return out
+
+
+def _reading(db: str, work: Callable[[Any], Any]) -> Any:
+    """work(a read-only store of its own), closed after."""
+    from sabot.audit.store import AuditStore
+
+    store = AuditStore(db, writer=False)
+    try:
+        return work(store)
+    finally:
+        store.close()
+
+
+def shift_time(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            return clock(datetime.fromisoformat(value).timestamp())
+        except ValueError:
+            return value
+    return clock(value) if isinstance(value, (int, float)) else "?"
+
+
+def _when(text: str | None) -> float | None:
+    if not text:
+        return None
+    at = datetime.fromisoformat(text)
+    if at.tzinfo is None:
+        at = at.astimezone()
+    return at.timestamp()
+
+
+def _q(text: str | None) -> str:
+    from urllib.parse import quote
+
+    return quote(text or "", safe="")
+
+
+__all__ = ["ACTIONS", "Duties", "alarm_key", "alarm_ref"]

@@ -1,0 +1,187 @@
+"""Whether `sabot serve` is recording, watched from a thread of its own: a floor that is not
+recording must never look healthy.
+
+The validators' threads write through one store (pit/serve.py); a read is acknowledged to its
+shoe only once its commit is confirmed. When the store confirms no commit for `bound` seconds
+(a synchronous standby gone, a server stopped, a disk that does not answer) or refuses them (a
+full disk), that is the alarm `not_recording`: said at once in one line on serve's log with the
+cause as the database tells it, shown on every page of the pit with the time it began, and
+cleared — with another line — by the next confirmed commit. A shoe that has sent nothing for
+SILENT_ALARM seconds, its link lost or up (the host link hellos every 2 s, and a live shoe
+answers each), is the alarm `link_silent`. Neither alarm is carried by any frame: when one
+clears it is written to the operator log (`serve_alarm`), where the shift report and audit
+verify find it.
+Meanwhile the shoes keep every frame they have not had acknowledged, as always."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sabot.errors import SabotError
+from sabot.pit.words import clock, iso
+
+STORE_ALARM = 5.0  # seconds a commit may wait before serve says it is not recording
+SILENT_ALARM = 30.0  # seconds of nothing from a shoe whose link is up before its alarm
+TICK = 0.25  # seconds between looks
+DIAGNOSE_EVERY = 15.0  # seconds between asking the database again while it does not commit
+
+
+@dataclass
+class ServeAlarm:
+    """An alarm serve itself raised: `kind` not_recording (every shoe of this serve: shoe_id
+    None) or link_silent (one shoe)."""
+
+    kind: str
+    shoe_id: int | None
+    raised_at: float
+    detail: str
+    since: float  # since when: the first commit unconfirmed, the shoe's last word
+    cleared_at: float | None = None
+    logged: set[int] = field(default_factory=set)  # the shoes whose operator entry is written
+
+    def json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "shoe_id": self.shoe_id, "since": iso(self.since),
+                "raised_at": iso(self.raised_at),
+                "cleared_at": iso(self.cleared_at), "detail": self.detail}
+
+
+class Recording:
+    """The watch over one serve's store and links. `shoes`: its Shoe objects (pit/serve.py);
+    `lock`: the serve lock over the store; `say`: serve's log; `notify`: the pages."""
+
+    def __init__(self, store: Any, lock: threading.Lock, shoes: Sequence[Any],
+                 bound: float = STORE_ALARM, say: Callable[[str], None] | None = None,
+                 notify: Callable[[], None] | None = None,
+                 silent_after: float = SILENT_ALARM) -> None:
+        self.store = store
+        self.lock = lock
+        self.shoes = list(shoes)
+        self.bound = bound
+        self.silent_after = silent_after
+        self.say = say or _said
+        self.notify = notify or (lambda: None)
+        self.stalled: ServeAlarm | None = None
+        self.alarms: list[ServeAlarm] = []  # raised while serve runs, oldest first
+        self.silent: dict[int, ServeAlarm] = {}
+        self._diagnosed = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- what the pages read ----------------------------------------------------------------
+    def not_recording(self) -> ServeAlarm | None:
+        """The open not_recording alarm, or None while every commit is confirmed in time."""
+        return self.stalled
+
+    def open_for(self, shoe_id: int) -> list[ServeAlarm]:
+        return [a for a in self.alarms
+                if a.cleared_at is None and a.shoe_id in (None, shoe_id)]
+
+    def of_shoe(self, shoe_id: int) -> list[ServeAlarm]:
+        """This serve's alarms of a shoe (those of every shoe included), oldest first."""
+        return [a for a in self.alarms if a.shoe_id in (None, shoe_id)]
+
+    # ---- watching -----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="recording-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(TICK):
+            try:
+                self.check(time.time())
+            except Exception as e:  # a fault of ours must not end the watch: said, and on
+                self.say(f"the recording watch met {type(e).__name__}: {e}")
+
+    def check(self, now: float) -> None:
+        """One look: the store's commits, then each shoe's link."""
+        since = self.store.unconfirmed_since
+        if since is not None and now - since >= self.bound:
+            if self.stalled is None:
+                self.stalled = ServeAlarm("not_recording", None, now, self._detail(since), since)
+                self.alarms.append(self.stalled)
+                self._diagnosed = now
+                self.say(f"ALARM not_recording: {self.stalled.detail}")
+                self.notify()
+            elif now - self._diagnosed >= DIAGNOSE_EVERY:
+                self._diagnosed = now
+                detail = self._detail(since)
+                if detail != self.stalled.detail:
+                    self.stalled.detail = detail
+                    self.say(f"still not recording: {detail}")
+                    self.notify()
+        elif self.stalled is not None and since is None:
+            self.stalled.cleared_at = now
+            self.say(f"recording again: the audit database confirmed a commit after "
+                     f"{now - self.stalled.since:.1f} s without one")
+            self.stalled = None
+            self.notify()
+        if self.stalled is None:
+            self._links(now)
+            self._log_cleared()
+
+    def _detail(self, since: float) -> str:
+        cause = self.store.refusal or self.store.stall_cause()
+        return (f"the audit database has confirmed no commit since {clock(since)}"
+                + (f": {cause}" if cause else "")
+                + "; the shoes keep every frame until it is stored")
+
+    def _links(self, now: float) -> None:
+        for shoe in self.shoes:
+            session = shoe.session
+            sid = shoe.config.shoe_id
+            heard = 0.0 if session is None else max(session.heard_at, session.link_since)
+            quiet = (session is not None and session.link_state in ("up", "lost")
+                     and now - heard >= self.silent_after)
+            alarm = self.silent.get(sid)
+            if quiet and alarm is None:
+                why = (f"its link is lost ({session.link_reason or 'no reason given'})"
+                       if session.link_state == "lost" else "although its link is up")
+                alarm = self.silent[sid] = ServeAlarm(
+                    "link_silent", sid, now, f"the shoe has sent nothing since {clock(heard)}: "
+                    f"{why}; check the shoe, its power and its cable", heard)
+                self.alarms.append(alarm)
+                self.say(f"ALARM link_silent ({shoe.config.table}): {alarm.detail}")
+                self.notify()
+            elif not quiet and alarm is not None:
+                alarm.cleared_at = now
+                del self.silent[sid]
+                self.say(f"{shoe.config.table}: the shoe speaks again")
+                self.notify()
+
+    def _log_cleared(self) -> None:
+        """Each cleared alarm into the operator log, once per shoe, while the store commits."""
+        for alarm in self.alarms:
+            if alarm.cleared_at is None:
+                continue
+            for shoe in self.shoes:
+                sid = shoe.config.shoe_id
+                if alarm.shoe_id not in (None, sid) or sid in alarm.logged:
+                    continue
+                if not self.lock.acquire(timeout=1.0):
+                    return
+                try:
+                    seq = shoe.validator.state["last_seq"] if shoe.validator else 0
+                    self.store.log_operation({
+                        "operation": "serve_alarm", "shoe_id": sid, "table": shoe.config.table,
+                        "kind": alarm.kind, "raised_at": iso(alarm.raised_at),
+                        "cleared_at": iso(alarm.cleared_at), "detail": alarm.detail,
+                        "by": "sabot serve", "role": "serve", "from": "serve",
+                        "via": "serve", "at": iso(time.time())}, sid, seq)
+                except SabotError:
+                    return  # not recording again: written at a later look
+                finally:
+                    self.lock.release()
+                alarm.logged.add(sid)
+
+
+def _said(text: str) -> None:
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    print(f"sabot serve: {when} {text}", file=sys.stderr, flush=True)

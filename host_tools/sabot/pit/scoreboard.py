@@ -1,0 +1,223 @@
+"""A table's scoreboard, as players see it: the roads, the counts, the last results, the
+table's state for players (nothing of the pit's own: a lost link, a held irregularity or a store
+that is not recording are the pit's to handle; the players see the table paused), and the last
+round's receipt as a QR code."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from sabot.game.roads import DERIVED, UNKNOWN, bead, streaks
+from sabot.pit.markup import Html, el, join
+from sabot.pit.tables import Pit, TableView, counts, flag_list, roads_of
+from sabot.pit.words import cards_text, clock, flags_text, money, percent, shown
+
+LAST_RESULTS = 12
+
+def derived_cells(entries: list[str]) -> list[tuple[int, int, str]]:
+    """Derived-road entries laid out as players read them: a new column when the colour
+    changes, down the column while it repeats."""
+    out: list[tuple[int, int, str]] = []
+    col, row = 0, 0
+    for i, e in enumerate(entries):
+        if i == 0 or e != entries[i - 1]:
+            col, row = col + 1, 1
+        else:
+            row += 1
+        out.append((col, row, e))
+    return out
+
+
+def bead_plate(t: TableView, marks: list[str]) -> Html:
+    beads = []
+    for i, (rec, v) in enumerate(zip(t.rounds, marks)):
+        flags = flag_list(rec)
+        pairs = [c for c, f in (("pp", "player_pair"), ("bp", "banker_pair")) if f in flags]
+        beads.append(el("span", v, class_=" ".join(["bead", "U" if v == UNKNOWN else v, *pairs]),
+                        data_i=i, data_v=v, title=f"round {shown(rec.get('round', UNKNOWN))}"))
+    return el("div", beads, class_="grid", id="bead_plate")
+
+
+def big_road(columns: list[list[dict[str, Any]]]) -> Html:
+    return el("div", [
+        el("div", [el("span", el("i", cell["ties"], class_="ties") if cell["ties"] else None,
+                      class_=f"big {cell['winner']}", data_col=c, data_row=row,
+                      data_v=cell["winner"], data_ties=cell["ties"])
+                   for row, cell in enumerate(column, 1)], class_="col")
+        for c, column in enumerate(columns, 1)], class_="road", id="big_road")
+
+
+def derived_road(name: str, entries: list[str]) -> Html:
+    columns: list[list[Html]] = []
+    for i, (_, row, e) in enumerate(derived_cells(entries)):
+        if row == 1:
+            columns.append([])
+        columns[-1].append(el("span", class_=e, data_i=i, data_v=e))
+    return el("div", el("h2", name.replace("_", " ").title()),
+              el("div", [el("div", col, class_="col") for col in columns],
+                 class_=f"road derived {name}", id=name))
+
+
+def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = ()) -> Html:
+    """The newest rounds, each with the flags players are told of: naturals and pairs, and the
+    side wagers the table offers (`offered`); not a Lucky Six on a table with no such wager."""
+    told = {"player_natural", "banker_natural", "player_pair", "banker_pair", *offered}
+    items = []
+    for rec in rounds[-LAST_RESULTS:][::-1]:
+        flags = flags_text([f for f in flag_list(rec) if isinstance(f, str) and f in told])
+        rnd, winner = rec.get("round"), rec.get("winner")
+        mark = bead(winner)
+        items.append(el(
+            "li", f"P {cards_text(rec.get('player'))} ({shown(rec.get('player_total'))}) "
+            f"B {cards_text(rec.get('banker'))} ({shown(rec.get('banker_total'))}) → ",
+            el("b", shown(winner), class_="unknown-t" if mark == UNKNOWN else f"{mark}-t"),
+            f" {flags}" if flags else None,
+            value=rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None))
+    return el("ol", items, class_="last", reversed=True)
+
+
+# What players are told of a table's state: nothing of the pit's own (a lost link, a tilt, a
+# held irregularity are the pit's to handle; the table is paused for the players).
+PLAYER_STATE = {"dealing": "dealing", "waiting": "waiting for the next shoe",
+                "ended": "shoe ended"}  # any other state: paused
+SIDE_NAMES = {"dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
+
+
+def ask_panel(asked: dict[str, dict[str, str | None]]) -> Html:
+    """Banker ask and Player ask: each derived road's entry were the next round won by that
+    side, drawn as the road draws it (an empty place where it gives none)."""
+    rows = []
+    for side, label in (("banker", "Banker ask"), ("player", "Player ask")):
+        marks = [el("span", el("span", class_=e) if e else None, class_=f"askmark {name}",
+                    data_road=name, data_v=e or "none", title=name.replace("_", " "))
+                 for name, e in asked[side].items()]
+        rows.append(el("div", el("b", label, class_="B-t" if side == "banker" else "P-t"),
+                       marks, class_="ask", id=f"ask_{side}"))
+    return el("div", rows, class_="asks")
+
+
+def blackjack_board(pit: Pit, t: TableView) -> Html:
+    """A blackjack table's scoreboard: the newest round's hands, the dealer's and each seat's
+    from the dealer's left, then the rounds before it."""
+    c = t.config
+    last = t.hands[-1] if t.hands else None
+    head = [el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
+            el("span", f"round {shown(last['round']) if last else 0}"),
+            el("span", PLAYER_STATE.get(pit.state(t), "paused"), class_="state"),
+            el("span", clock(time.time()), class_="clock", id="clock"),
+            el("span", f"dealer {'draws to soft 17' if c.dealer == 'h17' else 'stands on 17'}"
+               f"{'' if c.hole_card else ' · no hole card'}")]
+    if c.min_bet_cents is not None and c.max_bet_cents is not None:
+        head.append(el("span", f"Min {money(c.min_bet_cents)} · Max {money(c.max_bet_cents)}",
+                       class_="limits", id="limits"))
+
+    def hands(h: dict[str, Any]) -> Html:
+        if h.get("voided"):
+            return el("p", "voided by the supervisor: no wager settled", class_="voided")
+        rows = [el("tr", el("th", "Dealer"), el("td", cards_text(h.get("dealer"))),
+                   el("td", shown(h.get("dealer_total")),
+                      f" · {len(h.get('dealer') or [])} cards"), class_="dealer")]
+        rows += [el("tr", el("th", f"Seat {shown(x.get('seat'))}"),
+                    el("td", cards_text(x.get("cards"))),
+                    el("td", shown(x.get("total")), " · doubled" if x.get("doubled") else None,
+                       " · split" if x.get("split") else None), data_seat=shown(x.get("seat")))
+                 for x in h.get("hands") or []]
+        return el("table", rows, class_="hands")
+
+    newest = el("div", el("h2", f"Round {shown(last['round'])}" if last else "No round yet"),
+                hands(last) if last else None, class_="lastbox", id="hands")
+    # (the list's own numbers are the rounds')
+    before = [el("li", "voided" if h.get("voided") else join(
+        el("b", f"dealer {cards_text(h.get('dealer'))} ({shown(h.get('dealer_total'))})"),
+        *(f" · seat {shown(x.get('seat'))} {shown(x.get('total'))}"
+          for x in h.get("hands") or [])),
+        value=h.get("round") if isinstance(h.get("round"), int) else None)
+        for h in t.hands[-LAST_RESULTS - 1:-1][::-1]]
+    return join(
+        el("div", head, id="where", class_="where", data_shoe=shown(t.shoe),
+           data_round=shown(last["round"]) if last else 0),
+        newest,
+        el("div", el("h2", "Rounds before"), el("ol", before, class_="last", reversed=True),
+           class_="lastbox"),
+        receipt_qr(t))
+
+
+def scoreboard(pit: Pit, t: TableView) -> Html:
+    if t.config.game == "blackjack":
+        return blackjack_board(pit, t)
+    r, n = roads_of(t), counts(t.rounds)
+    c = t.config
+    decided = n["banker"] + n["player"] + n["tie"]
+    streak = streaks(r["big_road"])
+    now = streak["current"]
+    in_shoe = c.decks * 52
+    dealt = None if t.remaining is None else in_shoe - t.remaining
+    head = [el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
+            el("span", f"round {len(t.rounds)}"),
+            el("span", PLAYER_STATE.get(pit.state(t), "paused"), class_="state"),
+            el("span", clock(time.time()), class_="clock", id="clock")]
+    if c.min_bet_cents is not None and c.max_bet_cents is not None:
+        head.append(el("span", f"Min {money(c.min_bet_cents)} · Max {money(c.max_bet_cents)}",
+                       class_="limits", id="limits"))
+    progress = el("label", el("progress", value=dealt or 0, max=in_shoe),
+                  "cards dealt -" if dealt is None else f"cards dealt {dealt} of {in_shoe}",
+                  class_="progress", id="progress")
+    stats = [el("span", f"Banker {n['banker']} · {percent(n['banker'], decided)}",
+                class_="B-t"),
+             el("span", f"Player {n['player']} · {percent(n['player'], decided)}",
+                class_="P-t"),
+             el("span", f"Tie {n['tie']} · {percent(n['tie'], decided)}", class_="T-t"),
+             el("span", f"Banker pair {n['banker_pair']}"),
+             el("span", f"Player pair {n['player_pair']}"),
+             el("span", f"Naturals {n['natural']}")]
+    stats += [el("span", f"{SIDE_NAMES[w]} {n[w]}", data_side=w)
+              for w in SIDE_NAMES if w in c.side_wagers]
+    streak_line = [el("span", "streak " + ("-" if now is None else
+                                          f"{'Banker' if now['winner'] == 'B' else 'Player'} "
+                                          f"{now['length']}"), id="streak"),
+                   el("span", f"longest Banker {streak['longest_banker']}"),
+                   el("span", f"longest Player {streak['longest_player']}")]
+    return join(
+        el("div", head, progress, id="where", class_="where", data_shoe=shown(t.shoe),
+           data_round=len(t.rounds)),
+        el("div", el("div", el("h2", "Bead Plate"), bead_plate(t, r["bead_plate"]),
+                     class_="beads"),
+           el("div", el("h2", "Big Road"), big_road(r["big_road"]), class_="bigroad"),
+           class_="roads top"),
+        el("div", [derived_road(name, r[name]) for name in DERIVED], ask_panel(r["ask"]),
+           class_="roads derived-row"),
+        el("div", el("p", stats, class_="counts", id="counts"),
+           el("p", streak_line, class_="counts streaks"), class_="stats"),
+        el("div", el("h2", "Last results"), last_results(t.rounds, c.side_wagers),
+           class_="lastbox"),
+        receipt_qr(t))
+
+
+def receipt_path(table: str, shoe: int, round_no: int) -> str:
+    return f"/receipt/{quote(table, safe='', errors='replace')}/{shoe}/{round_no}"
+
+
+def receipt_qr(t: TableView) -> Html:
+    """The last round's receipt as a QR code: a link to this server's checker page, which loads
+    the receipt and checks it in the player's browser against keys the player trusts."""
+    played = [h for h in t.hands if not h.get("voided")] if t.config.game == "blackjack" \
+        else t.rounds
+    last = played[-1] if played else None
+    rnd = last.get("round") if isinstance(last, dict) else None
+    # (an edited store may give anything: no number, no code)
+    shoe = t.shoe
+    if not (isinstance(shoe, int) and isinstance(rnd, int) and not isinstance(rnd, bool)
+            and 0 < shoe < 1 << 16 and 0 < rnd < 1 << 16):
+        return join()
+    src = receipt_path(t.table, shoe, rnd).replace("/receipt/", "/qr/", 1)
+    return el("figure", el("img", src=src, alt=f"QR code: the receipt of round {rnd}"),
+              el("figcaption", f"Round {rnd}: scan to check its receipt"),
+              class_="receipt-qr", id="receipt-qr")
+
+
+def scoreboard_html(pit: Pit, t: TableView) -> str:
+    return str(scoreboard(pit, t))
+

@@ -1,0 +1,87 @@
+"""What the pit's pages say, in process: plain words for results, edges, holds and states; only
+the table's own side wagers among a result's flags; since when a table is in its state, and a
+table that should speak turning silent; the shift a time falls in; a database's error in one
+short line."""
+
+import time
+
+from sabot.audit.store_pg import short_reason
+from sabot.pit.dashboard import last_result
+from sabot.pit.tables import STALE, Pit, TableView, shift_bounds
+from sabot.pit.words import ago, edge_words, iso, result_words, since, state_words
+from sabot.registry import ShoeEntry
+
+
+def test_results_edges_and_states_are_said_in_words():
+    rec = {"winner": "player", "player_total": 9, "banker_total": 3, "flags": ["player_natural"]}
+    assert result_words(rec) == "Player 9 beats Banker 3 — Player natural"
+    rec = {"winner": "banker", "player_total": 3, "banker_total": 7, "flags": ["dragon7"]}
+    assert result_words(rec) == "Banker 7 beats Player 3 — Dragon 7"
+    assert result_words({"winner": "tie", "player_total": 5, "banker_total": 5}) == \
+        "Tie 5 — 5"
+    assert edge_words("banker", 0.0105791) == "Banker edge 1.06%"
+    assert edge_words("dragon7", -0.01593016) == "Dragon 7: players ahead by 1.59%"
+    assert state_words("held", "cards_exhausted") == "held: no cards left — resolve"
+    assert ago(12) == "12 s" and ago(180) == "3 min" and ago(7500) == "2 h 05 min"
+    now = time.time()
+    hhmmss = time.strftime("%H:%M:%S", time.localtime(now - 180))
+    assert since(now - 180, now) == f"since {hhmmss}, 3 min"
+    assert iso(0.0).endswith(("+00:00", "Z")) or iso(0.0)[-6] in "+-"
+    assert iso(1e300) is None  # a time no validator stores: nothing, never an error
+
+
+def test_a_plain_table_shows_no_side_wager_it_does_not_offer():
+    rec = {"round": 1, "winner": "banker", "player_total": 3, "banker_total": 6,
+           "flags": ["banker_pair", "lucky_six"]}
+    plain = TableView(1, ShoeEntry(1, table="plain"), shoe=1, rounds=[rec])
+    assert last_result(plain) == "Banker 6 beats Player 3 — Banker pair"
+    lucky = TableView(2, ShoeEntry(2, table="lucky", side_wagers=["lucky_six"],
+                                   commission_free=True), shoe=1, rounds=[rec])
+    assert last_result(lucky) == "Banker 6 beats Player 3 — Banker pair, Lucky Six"
+
+
+def test_a_table_says_since_when_and_turns_silent_when_nothing_is_stored():
+    entry = ShoeEntry(7, table="BAC-07")
+    up = {"state": "up", "reason": "", "since": 1000.0}
+    pit = Pit(":memory:", [entry], link=lambda sid: up)
+    t = pit.by_id[7]
+    t.shoe, t.started_at, t.frame_at = 1, 1000.0, 1005.0
+    assert pit.status(t, now=1006.0) == ("dealing", 1000.0, "")
+    t.held, t.held_at = "card_missing", 1003.0
+    assert pit.status(t, now=1006.0) == ("held", 1003.0, "")
+    state, at, why = pit.status(t, now=1005.0 + STALE)  # nothing stored since 1005
+    assert (state, at) == ("silent", 1005.0) and why
+    up["state"], up["reason"], up["since"] = "lost", "connection refused", 1010.0
+    assert pit.status(t, now=1020.0) == ("link lost", 1010.0, "connection refused")
+    # the floor: a writer the database holds (its commit waiting for a standby)
+    floor = Pit(":memory:", [], floor=[entry])
+    ft = floor.by_id[7]
+    floor.claims, floor.stalls = {7: "sabot serve pit-1"}, {
+        "sabot serve pit-1": (1002.0, "its commit waits for a synchronous standby")}
+    state, at, why = floor.status(ft, now=1010.0)
+    assert (state, at) == ("not recording", 1002.0) and "pit-1" in why and "standby" in why
+    floor.stalls, floor.claims = {}, {}
+    ft.unclaimed_since = 1009.0
+    assert floor.status(ft, now=1010.0)[:2] == ("no validator", 1009.0)
+
+
+def test_the_shift_a_time_falls_in():
+    day = time.mktime((2026, 12, 5, 0, 0, 0, 0, 0, -1))
+    start, end = shift_bounds(["06:00", "14:00", "22:00"], day + 3 * 3600)  # 03:00
+    assert (start, end) == (day - 2 * 3600, day + 6 * 3600)  # 22:00 the day before to 06:00
+    assert shift_bounds(["06:00", "14:00", "22:00"], day + 14 * 3600) == (
+        day + 14 * 3600, day + 22 * 3600)  # a shift begins at its own start
+
+
+def test_a_database_error_is_one_short_line_naming_each_server():
+    said = ('connection failed: connection to server at "127.0.0.1", port 20115 failed: session '
+            "is read-only\nMultiple connection attempts failed. All failures were:\n- host: "
+            "'127.0.0.1', port: '21115', hostaddr: '127.0.0.1': connection failed: connection "
+            'to server at "127.0.0.1", port 21115 failed: Connection refused\n\tIs the server '
+            "running on that host and accepting TCP/IP connections?\n- host: '127.0.0.1', port:"
+            " '20115', hostaddr: '127.0.0.1': connection failed: connection to server at "
+            '"127.0.0.1", port 20115 failed: session is read-only')
+    line = short_reason(Exception(said))
+    assert line == ("127.0.0.1:20115 is read-only (a standby, or fenced); 127.0.0.1:21115 "
+                    "refused the connection (no server there)"), line
+    assert "\n" not in line and len(line) < len(said) / 2

@@ -1,0 +1,187 @@
+"""A pit supervisor runs and reports a shift from the dashboard (`sabot serve --accounts`), in
+headless Chromium: a dealer signs on from the API, the supervisor signs the next dealer on from
+the dashboard, the shoe runs out of cards and the supervisor ends it, another process holds the
+store's write lock long enough for serve to say it is not recording, the supervisor
+acknowledges that alarm with a note, and the shift report — the page and its CSV — gives each
+dealer's rounds, the irregularity and who resolved it, the alarm and who acknowledged it; roles
+are held to what they may do, and audit verify passes over the operator log's new entries."""
+
+import csv
+import io
+import json
+import sqlite3
+import subprocess
+import time
+
+import pytest
+from selenium.webdriver.support.ui import Select
+
+from sabot.game import cards, rules
+from sabot.virtual.board import PH_HELD, Dealer
+
+from kit import ROOT, SABOT
+from kit.browser import browser, csp_violations
+from kit.pit import (
+    PASSWORDS,
+    Client,
+    act,
+    held_tokens,
+    make_accounts,
+    press,
+    text_of,
+    wait_state,
+)
+from kit.serve_rig import ServeRig
+
+pytestmark = pytest.mark.board
+
+
+def cell(driver, table, css):
+    return text_of(driver, f'tr[data-table="{table}"] {css}')
+
+
+class Shift:
+    """One shoe that runs out of cards after five rounds, served with accounts, dealt a round
+    at a time."""
+
+    def __init__(self, tmp_path):
+        self.tokens = held_tokens(seed=21, rounds_before=5)
+        self.rig = ServeRig(tmp_path, shoes=1, seed=21, accounts=make_accounts(tmp_path),
+                            tokens=self.tokens, extra=["--store-alarm", "1"])
+        self.table = self.rig.tables[0]
+        self.board = self.rig.boards[0]
+        self.dealer = Dealer(self.board, self.tokens, on_held=lambda b, ind: None)
+        shoe = [t for t in cards.shuffled_shoe(8, 21) if t != "CUT"]  # as held_tokens has it
+        self.burn = 1 + cards.BURN_VALUES[shoe[0][0]]
+        self.dealt = rules.deal_shoe(shoe[:self.burn + 60])
+
+    def deal_to(self, rounds):
+        """The dealer draws the cards of the first `rounds` rounds; until serve has them."""
+        out = self.burn + sum(len(r["player"]) + len(r["banker"]) for r in self.dealt[:rounds])
+        while self.board.indicator[2] < out:
+            self.dealer.step(timeout=2)
+        end = time.monotonic() + 30
+        while self.rig.get("/api/tables")[0]["round"] < rounds:
+            assert time.monotonic() < end, self.rig.get("/api/tables")
+            time.sleep(0.1)
+
+    def until_held(self):
+        while self.board.indicator[0] != PH_HELD:
+            self.dealer.step(timeout=2)
+        wait_state(self.rig, "held")
+
+
+def log_in(driver, url, name):
+    driver.get(url + "/login")
+    driver.find_element("name", "name").send_keys(name)
+    driver.find_element("name", "password").send_keys(PASSWORDS[name])
+    driver.find_element("css selector", "button[type=submit]").click()
+
+
+def not_recording_while_locked(driver, db):
+    """Another process takes the store's write lock: serve's commits wait, the page says NOT
+    RECORDING; released, it records again."""
+    lock = sqlite3.connect(db, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        said = text_of(driver, "#not-recording", timeout=15)
+        assert said and "NOT RECORDING" in said and "write lock is taken" in said, said
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    end = time.monotonic() + 30
+    while text_of(driver, "#not-recording", wait=False) is not None:
+        assert time.monotonic() < end
+        time.sleep(0.2)
+
+
+def check_report(rig, table, driver, dan):
+    """The shift report: for supervisors and IT only; the page and its CSV say who dealt what,
+    how the irregularity was resolved, and who acknowledged the alarm."""
+    assert Client(rig.url).get("/shift")[0] == 401
+    assert dan.get("/shift.csv")[0] == 403
+    driver.get(rig.url + "/shift")
+    page = text_of(driver, "#live")
+    assert f"{table} — 5 rounds" in page and "dan, erin" in page, page
+    assert "no cards left" in page and "the shoe ended" in page, page
+    assert "not recording" in page and "IT released the lock" in page, page
+    assert csp_violations(driver) == []
+    driver.set_window_size(1300, 1100)
+    driver.save_screenshot(str(ROOT / "docs" / "shift-report.png"))
+    alice = Client(rig.url)
+    assert alice.login("alice", PASSWORDS["alice"])[0] == 200
+    status, text = alice.get("/shift.csv")
+    assert status == 200, text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    by = {(r["section"], r["name"] or r["what"]): r for r in rows}
+    summary = next(r for r in rows if r["section"] == "table")
+    assert summary["table"] == table and summary["rounds"] == "5", summary
+    assert by[("dealer", "dan")]["rounds"] == "3" and by[("dealer", "erin")]["rounds"] == "2"
+    held = by[("irregularity", "cards_exhausted")]
+    assert held["resolved"] == "end_shoe" and held["by"] == "alice", held
+    alarm = by[("alarm", "not_recording")]
+    assert alarm["acknowledged_by"] == "alice" and alarm["note"] == "IT released the lock"
+    assert alarm["start"] and alarm["end"], alarm  # raised and cleared, with the offset
+
+
+@pytest.mark.long
+def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path):
+    shift = Shift(tmp_path)
+    rig, table = shift.rig, shift.table
+    driver = browser(tmp_path)
+    try:
+        dan = Client(rig.url)
+        assert dan.login("dan", PASSWORDS["dan"])[0] == 200
+        status, out = dan.post("/api/operate", {"table": table, "action": "sign-on",
+                                                "dealer": "erin"})
+        assert status == 403 and "only themself" in out["error"], out
+        status, out = dan.post("/api/operate", {"table": table, "action": "sign-on"})
+        assert status == 200 and out["dealer"] == "dan", out
+        assert rig.get("/api/tables")[0]["dealer"] == "dan"
+        shift.deal_to(3)
+
+        log_in(driver, rig.url, "alice")
+        assert "dan" in cell(driver, table, "span.dealer")
+        act(driver, "select[name=dealer]", lambda e: Select(e).select_by_value("erin"))
+        done = press(driver, "button[data-action=sign-on]")
+        assert "erin signed on (logged as alice)" in done, done
+        driver.get(rig.url + "/")
+        assert "erin" in cell(driver, table, "span.dealer")
+        shift.until_held()  # rounds 4 and 5, then the cards run out
+        assert "no cards left" in cell(driver, table, "td.state")
+        not_recording_while_locked(driver, rig.db)
+
+        press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
+        done = press(driver, "button[data-confirm=end-shoe]")
+        assert "resolved end-shoe" in done, done
+        wait_state(rig, "ended")
+
+        status, out = dan.post("/api/operate", {"table": table, "action": "acknowledge",
+                                                "alarm": "x", "note": "x"})
+        assert status == 403 and "acknowledge" in out["error"], out
+        driver.get(rig.url + "/")
+        alarm = f'tr[data-table="{table}"] li[data-kind=not_recording]'
+        act(driver, f"{alarm} input[name=note]", lambda e: e.send_keys("IT released the lock"))
+        done = press(driver, f"{alarm} button[data-action=acknowledge]")
+        assert "acknowledged not recording" in done and "alice" in done, done
+        driver.get(rig.url + "/")
+        acked = cell(driver, table, "li[data-kind=not_recording] .ack")
+        assert "acknowledged by alice" in acked and "IT released the lock" in acked, acked
+        assert cell(driver, table, "td.hands-hour") == "5"
+        driver.set_window_size(1500, 520)
+        driver.save_screenshot(str(ROOT / "docs" / "dashboard-shift.png"))
+        done = press(driver, "button[data-action=sign-off]")
+        assert "erin signed off" in done, done
+        check_report(rig, table, driver, dan)
+    finally:
+        driver.quit()
+        code = rig.stop()
+    assert code == 0, rig.log_text()
+    ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
+                         capture_output=True, text=True, timeout=60)
+    kinds = [json.loads(line)["operation"] for line in ops.stdout.splitlines()]
+    assert kinds == ["sign_on", "sign_on", "serve_alarm", "resolve", "acknowledge",
+                     "sign_off"], kinds
+    verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
+                               str(rig.registry)], capture_output=True, text=True, timeout=120)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
