@@ -18,7 +18,10 @@ What it wires, from the board's data (`wire(board, ...)`):
   - the host link on a TCP socket (`L <host> <port>` on stdout once it listens): the USB CDC
     interface of usb.device.cdc (boards/emulated/usb/, for LINK = "usb_cdc") or the link UART
     (board.LINK_UART, for LINK = "uart"). `chunk` caps the bytes a write takes, as a full CDC
-    buffer or a UART FIFO does;
+    buffer or a UART FIFO does. One host at a time, as on the virtual board (docs/PROTOCOL.md
+    "One host at a time"): a second connection while a host holds the link (connected, heard
+    from within LINK_IDLE_MS: $SABOT_LINK_IDLE_MS, 10000 by default) is answered with one line,
+    `sabot-link taken by IP:PORT for N s`, and closed; a holder silent that long is replaced;
   - reset(): the process ends with status 4, the virtual board's reset (the harness powers the
     board up again); os.dupterm (the unix port has none) is recorded in `dupterm_calls`.
 """
@@ -35,6 +38,8 @@ HOLD_MS = 50  # a button press held this long: more than the firmware's 30 ms de
 # (counted from the firmware's first read of the pin held down, to a read that long after: a
 # machine too loaded to run the board loop every few ms still sees every press whole)
 _EAGAIN = 11
+_RDHUP = 0x2000  # POLLRDHUP (Linux): the peer hung up, though what it sent may wait unread
+LINK_IDLE_MS = int(os.getenv("SABOT_LINK_IDLE_MS") or 10000)
 _EXIT_EDGE = 0x80
 _BUTTON_BYTES = {0x81: "confirm", 0x82: "empty", 0x83: "reveal", 0x91: "void_card",
                  0x92: "keep_dummy", 0x93: "void_round", 0x94: "end_shoe", 0xA1: "next",
@@ -201,9 +206,11 @@ def _pump():
 
 # ---- the host link (a TCP socket) -----------------------------------------------------------
 class _HostPort:
-    """The shoe's end of the host link: one host at a time, the newest connection wins (a host
-    that reconnects, as after a USB re-plug). Bytes written while nobody is connected are lost,
-    as on an unplugged cable."""
+    """The shoe's end of the host link: one host at a time. While a host holds it (connected, and
+    heard from within LINK_IDLE_MS) a second connection is told who holds it, for how long, and
+    closed; a holder silent that long (its host gone without closing: a power cut, a cut
+    network) is replaced by the next connection, one that hung up is let go first. Bytes written
+    while nobody is connected are lost, as on an unplugged cable."""
 
     def __init__(self, listen, chunk):
         host, port = listen.rsplit(":", 1)
@@ -216,19 +223,37 @@ class _HostPort:
         _waking.register(s, select.POLLIN)
         self.conn = None
         self.reading = None
+        self.peer = ""  # the holder's IP:PORT
+        self.since = 0  # ticks_ms() when it connected
+        self.heard = 0  # ticks_ms() of the last bytes read from it
         self.chunk = chunk
         self.taken = []  # bytes each write took (the tests read how the link was cut)
         _say("L %s %s" % (host, port))
 
     def _accept(self):
-        if self.accepting.poll(0):
-            conn, _ = self.server.accept()
-            self._close()
-            conn.setblocking(False)
-            self.conn = conn
-            self.reading = select.poll()
-            self.reading.register(conn, select.POLLIN)
-            _waking.register(conn, select.POLLIN)
+        if not self.accepting.poll(0):
+            return
+        if self.conn is not None and self._hung_up():
+            return  # readinto() takes its last bytes and finds it gone: then the new host
+        conn, addr = self.server.accept()
+        now = time.ticks_ms()
+        if self.conn is not None and time.ticks_diff(now, self.heard) < LINK_IDLE_MS:
+            _refuse(conn, self.peer, time.ticks_diff(now, self.since) // 1000)
+            return
+        self._close()  # silent for LINK_IDLE_MS, if there is one: its host is gone
+        conn.setblocking(False)
+        self.conn = conn
+        self.peer = _peer_name(addr)
+        self.since = self.heard = now
+        self.reading = select.poll()
+        self.reading.register(conn, select.POLLIN)
+        _waking.register(conn, select.POLLIN)
+
+    def _hung_up(self):
+        watch = select.poll()
+        watch.register(self.conn, _RDHUP)
+        events = watch.poll(0)
+        return bool(events) and bool(events[0][1] & (_RDHUP | select.POLLHUP | select.POLLERR))
 
     def _close(self):
         if self.conn is not None:
@@ -268,7 +293,32 @@ class _HostPort:
         if not n:
             self._close()  # the host hung up
             return None
+        self.heard = time.ticks_ms()
         return n
+
+
+def _peer_name(addr):
+    """IP:PORT of an accepted connection's peer ([IP]:PORT for IPv6)."""
+    try:
+        family, ip, port = socket.sockaddr(addr)[:3]
+        name = socket.inet_ntop(family, ip)
+    except (OSError, ValueError, TypeError):
+        return "unknown"
+    return ("[%s]:%d" if ":" in name else "%s:%d") % (name, port)
+
+
+def _refuse(conn, holder, seconds):
+    """The taken line to a connection, then its close: what it sent is read first, so the close
+    is a clean one (a reset instead could cost its host the line)."""
+    conn.setblocking(False)
+    try:
+        conn.send(("sabot-link taken by %s for %d s\n" % (holder, seconds)).encode())
+        for _ in range(8):  # a hello or two; a host that floods it is reset instead
+            if not conn.recv(256):
+                break
+    except OSError:
+        pass  # nothing more waiting (EAGAIN), or the host is gone already
+    conn.close()
 
 
 def host_port():

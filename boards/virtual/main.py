@@ -4,7 +4,15 @@
 [--flash-bytes N]  (the most bytes a flash file may hold: the harness caps them so)
 
 The shoe runs through the same board loop as on a Pico (shoe/loop.py); its io is the simulated
-dealer's channel on stdin (board.py) and the host link, a TCP socket."""
+dealer's channel on stdin (board.py) and the host link, a TCP socket.
+
+The host link takes one host at a time (docs/PROTOCOL.md "One host at a time"): while a host
+holds it (connected, and heard from within LINK_IDLE_MS), a second connection is answered with
+one line, `sabot-link taken by IP:PORT for N s`, and closed; the holder is untouched. A holder
+silent that long (its host gone without closing: a power cut, a cut network) is replaced by the
+next connection; one that hung up is let go first. $SABOT_LINK_IDLE_MS sets LINK_IDLE_MS (10000
+by default: a host's link is never that quiet). Bytes written while nobody is connected are lost,
+as on an unplugged cable."""
 import micropython
 
 micropython.kbd_intr(-1)  # first line that runs, as on a board
@@ -24,6 +32,8 @@ _RESET_EXIT = 4  # a crash: the harness powers the board up again (a board's mac
 _BLANK_EXIT = 5  # a factory-fresh shoe: the harness serves the REPL on its port, as a Pico
 
 _EAGAIN = 11
+_RDHUP = 0x2000  # POLLRDHUP (Linux): the peer hung up, though what it sent may wait unread
+LINK_IDLE_MS = int(os.getenv("SABOT_LINK_IDLE_MS") or 10000)
 
 
 class StdoutIndicators:
@@ -65,8 +75,41 @@ class StdoutIndicators:
 
 
 class SocketLink:
+    """The shoe's end of the host link: the holder's connection, who it is, when it connected and
+    when it last sent bytes."""
+
     def __init__(self):
         self.conn = None
+        self.peer = ""  # the holder's IP:PORT
+        self.since = 0  # ticks_ms() when it connected
+        self.heard = 0  # ticks_ms() of the last bytes read from it
+
+    def accept(self, server, poller):
+        """A host connecting: the link is its own, unless another holds it (then it is told so
+        and hung up on). A holder that hung up is let go first: the main loop reads its last
+        bytes and its hang-up, and this host is taken on a later pass."""
+        if self.conn is not None and self.hung_up():
+            return
+        conn, addr = server.accept()
+        now = time.ticks_ms()
+        if self.conn is not None and time.ticks_diff(now, self.heard) < LINK_IDLE_MS:
+            refuse(conn, self.peer, time.ticks_diff(now, self.since) // 1000)
+            return
+        if self.conn is not None:  # silent for LINK_IDLE_MS: its host is gone
+            poller.unregister(self.conn)
+            self.conn.close()
+        conn.setblocking(False)
+        self.conn = conn
+        self.peer = peer_name(addr)
+        self.since = self.heard = now
+        poller.register(conn, select.POLLIN)
+
+    def hung_up(self):
+        """The holder has hung up (its last bytes may still wait to be read)."""
+        watch = select.poll()
+        watch.register(self.conn, _RDHUP)
+        events = watch.poll(0)
+        return bool(events) and bool(events[0][1] & (_RDHUP | select.POLLHUP | select.POLLERR))
 
     def write(self, data, n=-1):
         """data[:n] (all of it when n < 0)."""
@@ -84,6 +127,30 @@ class SocketLink:
                     continue
                 raise
             mv = mv[n:]
+
+
+def peer_name(addr):
+    """IP:PORT of an accepted connection's peer ([IP]:PORT for IPv6)."""
+    try:
+        family, ip, port = socket.sockaddr(addr)[:3]
+        name = socket.inet_ntop(family, ip)
+    except (OSError, ValueError, TypeError):
+        return "unknown"
+    return ("[%s]:%d" if ":" in name else "%s:%d") % (name, port)
+
+
+def refuse(conn, holder, seconds):
+    """The taken line to a connection, then its close: what it sent is read first, so the close
+    is a clean one (a reset instead could cost its host the line)."""
+    conn.setblocking(False)
+    try:
+        conn.send(("sabot-link taken by %s for %d s\n" % (holder, seconds)).encode())
+        for _ in range(8):  # a hello or two; a host that floods it is reset instead
+            if not conn.recv(256):
+                break
+    except OSError:
+        pass  # nothing more waiting (EAGAIN), or the host is gone already
+    conn.close()
 
 
 _BUTTON = {board.CONFIRM: loop.CONFIRM, board.EMPTY: loop.EMPTY, board.REVEAL: loop.REVEAL,
@@ -161,6 +228,8 @@ class DealerIO:
             n = 0
         if n is None:  # nothing there after all
             return 0
+        if n:
+            self.link.heard = time.ticks_ms()
         return n or self.hang_up()
 
     def hang_up(self):
@@ -274,13 +343,7 @@ def main():
             loop.step(app, io, time.ticks_ms())
         for obj, ev, *_ in events:
             if obj is server:
-                conn, _ = server.accept()
-                if link.conn is not None:
-                    poller.unregister(link.conn)
-                    link.conn.close()
-                conn.setblocking(False)
-                link.conn = conn
-                poller.register(conn, select.POLLIN)
+                link.accept(server, poller)
             elif obj is stdin:
                 # read() of fd 0 returns only when its buffer is full, so take the bytes one at a
                 # time while poll says more are waiting.

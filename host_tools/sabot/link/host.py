@@ -33,7 +33,9 @@ CHECKPOINT_EVERY = 1.0  # seconds between the checkpoints a witnessed link asks 
 
 
 class HostLink:
-    """A validator session on a shoe's port: `port` is a Port, or a URL to open as a ShoePort."""
+    """A validator session on a shoe's port: `port` is a Port, or a URL to open as a ShoePort.
+    A shoe whose link another host holds is LinkTaken (transport.py, a SabotError), from the
+    constructor or reconnect(), or from the reads after them should the shoe's line come late."""
 
     def __init__(self, port: Port | str, validator: Validator, command_key: CommandKey | None,
                  capture: CaptureWriter | BinaryIO | None = None,

@@ -43,7 +43,8 @@ def first_status(link: HostLink, url: str, wait: float = ANSWER_WAIT,
                  any_frame: bool = False) -> dict[str, Any] | None:
     """The shoe's first authentic status on a fresh link; a one-line SabotError saying why there
     is none: nothing speaks on the port, something that is not a sabot shoe speaks, or a shoe
-    speaks that does not answer to this key."""
+    speaks that does not answer to this key; LinkTaken (its own line) when the shoe's link is
+    another host's."""
     start = time.monotonic()
     end = start + wait
     reconnected = False
@@ -179,9 +180,9 @@ def at_repl_line(url: str) -> str:
 def open_port(url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
               capture: Any = None) -> ShoePort:
     """The shoe's port (ShoePort: retried until `open_timeout`). Its callers open their store
-    first, so a store that refuses never touches the port (opening it knocks the link of a
-    validator already on it off), and drop that store when the port fails (no empty database
-    left behind)."""
+    first, so a store that refuses never touches the port, and drop that store when the port
+    fails (no empty database left behind). A shoe whose link another host holds says so on the
+    port's first read: LinkTaken (transport.py)."""
     return ShoePort(url, baud, open_timeout, capture)
 
 
@@ -194,7 +195,6 @@ class Operation:
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None) -> None:
         # the store first: one in use, or not a sabot store, refuses before the port is opened
-        # (opening it knocks the link of the validator on it off)
         validator = Validator(config, db, on_alarm=on_alarm)
         try:
             port = open_port(url, baud, open_timeout)

@@ -1,15 +1,18 @@
 """One byte stream to a shoe: a pyserial URL (/dev/ttyACM0, socket://127.0.0.1:7000, ...) opened
 with retries, read and written with serial errors turned into ConnectionError, and split into
-frames."""
+frames. A networked shoe whose link another host holds says so in one line at the start of the
+connection (docs/PROTOCOL.md "One host at a time"): LinkTaken."""
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
 import serial
+from serial.urlhandler import protocol_socket
 
 try:
     from termios import error as TtyError  # a pty whose other end went (pyserial's tcdrain)
@@ -31,6 +34,23 @@ from sabot.protocol import (
 
 DEFAULT_BAUD = 115200
 TIMEOUT = 0.05  # seconds a read waits for a first byte unless told otherwise
+# what a networked shoe answers a host while another holds its link, then hangs up:
+# `sabot-link taken by IP:PORT for N s\n` (boards/virtual/main.py, boards/emulated)
+TAKEN = b"sabot-link taken by "
+TAKEN_LONGEST = 128  # bytes: a longer first line is no taken line
+_TAKEN_REST = re.compile(rb"(\S+) for (\d+) s\r?")
+
+
+class LinkTaken(SabotError):
+    """Another host holds the shoe's link: `holder` (its IP:PORT, as the shoe saw it) for
+    `seconds` so far. The shoe hung up on us; nothing of ours reached it."""
+
+    def __init__(self, url: str, holder: str, seconds: int) -> None:
+        super().__init__(f"{url}: the shoe's link is taken by another host ({holder}, for "
+                         f"{seconds} s): one validator per shoe — stop that one first")
+        self.url = url
+        self.holder = holder
+        self.seconds = seconds
 
 
 class Port(Protocol):
@@ -51,7 +71,9 @@ class Port(Protocol):
 class ShoePort:
     """A shoe's port. Opening retries until `open_timeout` (a rebooting shoe, a board still
     starting), then fails with one SabotError; afterwards every serial or socket failure is a
-    ConnectionError. With `capture` every byte received is appended to that file as it arrives."""
+    ConnectionError, and a shoe's word that another host holds its link is LinkTaken, from the
+    read that completes its line on (write() too), until reopen(). With `capture` every byte
+    received is appended to that file as it arrives."""
 
     def __init__(self, url: str, baud: int = DEFAULT_BAUD, open_timeout: float = 10.0,
                  capture: BinaryIO | None = None) -> None:
@@ -60,6 +82,8 @@ class ShoePort:
         self.capture = capture
         self.ser: serial.SerialBase | None = None
         self.deframer = Deframer()
+        self.head: bytearray | None = None  # a connection's first bytes, while they may be TAKEN
+        self.taken: LinkTaken | None = None  # what the shoe said of this connection, if so
         self.reopen(open_timeout)
 
     @property
@@ -69,11 +93,11 @@ class ShoePort:
     def reopen(self, timeout: float) -> None:
         """(Re)connect, trying until `timeout` seconds have passed."""
         self.close()
+        self.taken = None
         end = time.monotonic() + timeout
         while True:
             try:
-                self.ser = serial.serial_for_url(self.url, baudrate=self.baud, timeout=TIMEOUT,
-                                                 exclusive=True)
+                self.ser = _open_url(self.url, self.baud)
                 break
             except (serial.SerialException, OSError, ValueError) as e:
                 if isinstance(e, ValueError) or _bad_socket_url(self.url):
@@ -91,8 +115,11 @@ class ShoePort:
                     raise SabotError(f"cannot open {self.url}: {reason}") from None
                 time.sleep(0.1)
         self.deframer = Deframer()  # a partial frame from the last connection is gone
+        self.head = bytearray()
 
     def _open(self) -> serial.SerialBase:
+        if self.taken is not None:
+            raise self.taken
         if self.ser is None:
             raise ConnectionError("link closed")
         return self.ser
@@ -104,6 +131,11 @@ class ShoePort:
             ser.write(data)
             ser.flush()
         except (serial.SerialException, OSError, TtyError) as e:
+            if self.head is not None:  # the shoe may have hung up on us with its taken line
+                try:
+                    self.read(0)
+                except ConnectionError:
+                    pass
             raise ConnectionError(str(e)) from None
 
     def read(self, wait: float = TIMEOUT) -> bytes:
@@ -121,7 +153,29 @@ class ShoePort:
         if data and self.capture:
             self.capture.write(data)
             self.capture.flush()
+        if self.head is not None and data:
+            return self._first_bytes(data)
         return data
+
+    def _first_bytes(self, data: bytes) -> bytes:
+        """The connection's first bytes: held while they may still be the shoe's taken line,
+        handed on whole once they cannot be; LinkTaken once they are one."""
+        assert self.head is not None
+        head = self.head
+        head += data
+        if head[: len(TAKEN)] != TAKEN[: len(head)]:
+            self.head = None
+            return bytes(head)
+        end = head.find(b"\n")
+        if end < 0 and len(head) <= TAKEN_LONGEST:
+            return b""  # more of the line to come
+        said = _TAKEN_REST.fullmatch(bytes(head[len(TAKEN) : max(end, 0)]))
+        if end < 0 or said is None:
+            self.head = None
+            return bytes(head)
+        self.taken = LinkTaken(self.url, said[1].decode("ascii", "replace"), int(said[2]))
+        self.close()  # the shoe has hung up on this connection
+        raise self.taken
 
     def read_chunks(self, wait: float = TIMEOUT) -> list[bytes]:
         """What arrived, as the reads that delivered it (one read here)."""
@@ -173,6 +227,25 @@ class ShoePort:
             except Exception:
                 pass
             self.ser = None
+
+
+class _SocketPort(protocol_socket.Serial):
+    """pyserial's socket:// port without its flush of what has arrived (reset_input_buffer): a
+    fresh connection holds no stale backlog, and what a networked shoe says at once, as it
+    accepts the connection, is its word that the link is taken; open() would drop it unread."""
+
+    def reset_input_buffer(self) -> None:
+        pass
+
+
+def _open_url(url: str, baud: int) -> serial.SerialBase:
+    """The port at a pyserial URL, opened exclusively."""
+    if not url.startswith("socket://"):
+        return serial.serial_for_url(url, baudrate=baud, timeout=TIMEOUT, exclusive=True)
+    port = _SocketPort(None, baudrate=baud, timeout=TIMEOUT, exclusive=True)
+    port.port = url
+    port.open()
+    return port
 
 
 def _bad_socket_url(url: str) -> bool:
