@@ -15,6 +15,7 @@ import pytest
 
 from kit import SABOT
 from kit.browser import browser, csp_violations
+from kit.procs import free_port_for_tests
 from kit.serve_rig import ServeRig, SSEClient
 
 pytestmark = pytest.mark.board  # every test here starts a process
@@ -231,5 +232,38 @@ def test_a_shoe_plugged_in_at_the_wrong_table_is_named_once_and_stores_nothing_a
         log = rig.log_text()
         assert log.count("not the registered shoe") == 2, log
         assert "rejected frames" not in log, log
+    finally:
+        rig.stop()
+
+
+def test_a_second_serve_on_a_shoe_another_serve_validates_is_refused_naming_the_holder(
+        tmp_path):
+    """Two pits' serves on one shoe, each with a store of its own (no database sees both): the
+    shoe tells the second its link is taken and by whom, the second refuses to start (one
+    line, exit 2), and the first's link is never disturbed — it goes on storing the shoe."""
+    rig = ServeRig(tmp_path, shoes=1, seed=9, cut_from_end=360)
+    try:
+        end = time.monotonic() + 20
+        while rig.get("/api/tables")[0]["last_frame_at"] is None:
+            assert time.monotonic() < end, rig.get("/api/tables")
+            time.sleep(0.1)
+        other = tmp_path / "other"
+        other.mkdir()
+        second = subprocess.run(
+            [*SABOT, "serve", "--listen", f"127.0.0.1:{free_port_for_tests()}", "--db",
+             str(other / "pit2.db"),
+             "--registry", str(rig.registry), "--key", str(rig.key.path),
+             "--shoe", f"{rig.boards[0].url}={rig.shoe_ids[0]}"],
+            capture_output=True, text=True, timeout=60, cwd=other)
+        said = second.stderr.strip().splitlines()
+        assert second.returncode == 2 and not (other / "pit2.db").exists(), second.stderr
+        assert said[-1].startswith(f"sabot serve: BAC-01 ({rig.shoe_ids[0]:#010x}) on "
+                                   f"{rig.boards[0].url}: the shoe's link is taken by another "
+                                   "host (127.0.0.1:"), said
+        rig.deal()
+        rig.wait_dealt()
+        rig.wait_stored()
+        assert rig.stored(0) == rig.expected(0)
+        assert "link lost" not in rig.log_text(), rig.log_text()
     finally:
         rig.stop()

@@ -141,6 +141,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app, hub = build_app(pit, console)
     validation.notify = hub.notify  # type: ignore[method-assign]
     validation.start()
+    taken = validation.taken()
+    if taken:  # one validator per shoe: not a second that would take turns on its link
+        validation.stop()
+        validation.store.discard_if_unused()  # a store this run made and wrote nothing in
+        raise SabotError("; ".join(taken))
     clean = False
     try:
         run_web(app, hub, host, port, f"http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"

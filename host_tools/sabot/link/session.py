@@ -22,12 +22,13 @@ from sabot.errors import SabotError
 from sabot.keys import CommandKey
 from sabot.link.host import HostLink
 from sabot.link.operate import first_status, identify, open_port
-from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, Port
+from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, LinkTaken, Port
 from sabot.protocol import C_HELLO, HOLDS, command, shoe_id_text
 from sabot.registry import Registry, ShoeEntry
 
 RECONNECT_WAIT = 30.0  # seconds of one try to get a lost link back
 RETRY_PAUSE = 0.2  # seconds between tries
+TAKEN_PAUSE = 2.0  # seconds between tries of a shoe whose link another host holds
 COSIGN_WAIT = 10.0  # seconds the witnesses have at the end to answer the last checkpoints
 BURST_LINE = 1000  # rejections said in one line at most (a long burst: one line per thousand)
 NOT_THIS_SHOE = frozenset(("bad_signature", "unknown_shoe_or_key"))  # another shoe's frames
@@ -91,6 +92,8 @@ class ValidationSession:
         self.wrong: str | None = None  # why what answers is not the registered shoe
         self.wrong_since = 0.0
         self._asked_who = 0.0
+        self.first_tried = threading.Event()  # the first connection tried (connect())
+        self.taken: LinkTaken | None = None  # what the shoe said of that try, when taken
         self.refused: list[dict[str, Any]] = []  # every rejected frame, with its reason
         self.ended: list[int] = []  # shoes seen ended (a shoe_end stored, or the shoe's status)
         self.held: list[dict[str, Any]] = []  # irregularities holding the shoe, until resolved
@@ -108,12 +111,17 @@ class ValidationSession:
                              + (f" ({self.link_reason})" if self.link_reason else ""))
         done: Future[Any] = Future()
         self._asked.put((work, done))
-        try:
-            return done.result(timeout)
-        except TimeoutError:
-            done.cancel()
-            raise SabotError(f"the shoe's session did not get to it within {timeout:g} "
-                             "s") from None
+        end = time.monotonic() + timeout
+        while True:  # a stopping session (serve's SIGTERM) answers at once, never at `timeout`
+            try:
+                return done.result(min(0.2, max(0.0, end - time.monotonic())))
+            except TimeoutError:
+                if self.stopping.is_set() and done.cancel():
+                    raise SabotError("serve is stopping: nothing was sent") from None
+                if time.monotonic() >= end:
+                    done.cancel()
+                    raise SabotError(f"the shoe's session did not get to it within {timeout:g} "
+                                     "s") from None
 
     def _do_asked(self, link: HostLink) -> None:
         while True:
@@ -167,11 +175,20 @@ class ValidationSession:
                                      connect_timeout=self.reconnect_wait, baud=self.baud)
             except (SabotError, ConnectionError) as e:
                 self._state("lost", _reason(e))
-                self.stopping.wait(RETRY_PAUSE)
+                self._first(e)
+                self.stopping.wait(TAKEN_PAUSE if isinstance(e, LinkTaken) else RETRY_PAUSE)
                 continue
             self._state("up")
+            self._first(None)
             return self.link
         return None
+
+    def _first(self, e: BaseException | None) -> None:
+        """The first try's outcome, for whoever waits on `first_tried` (serve, before it
+        serves): the link up, lost, or taken by another host (`taken`)."""
+        if not self.first_tried.is_set():
+            self.taken = e if isinstance(e, LinkTaken) else None
+            self.first_tried.set()
 
     def stop(self) -> None:
         self.stopping.set()
@@ -190,7 +207,7 @@ class ValidationSession:
             try:
                 self._who_is_there(link)
                 results = link.pump(self.pump_wait)
-            except ConnectionError as e:
+            except (ConnectionError, LinkTaken) as e:  # (another host's now: waited out too)
                 link = self._get_back(link, end, _reason(e))
                 continue
             except SabotError as e:  # the store refused a write: nothing of it was acknowledged
@@ -282,7 +299,7 @@ class ValidationSession:
                 if end is not None and time.monotonic() >= end:
                     return None
                 self._state("lost", _reason(e))
-                self.stopping.wait(RETRY_PAUSE)
+                self.stopping.wait(TAKEN_PAUSE if isinstance(e, LinkTaken) else RETRY_PAUSE)
                 continue
             self._state("up")
             return link
@@ -347,7 +364,11 @@ def validate(url: str, key: CommandKey, config: ShoeEntry, db: str, *,
         end = time.monotonic() + seconds if seconds else None
         session = ValidationSession(validator, url, key, capture=capture_file, baud=baud, say=say)
         try:
-            link = session.open(port, wait)
+            try:
+                link = session.open(port, wait)
+            except SabotError:
+                validator.store.discard_if_unused()  # nothing stored: no database left behind
+                raise
             link.on_key_refused = say  # said once, as soon as the shoe's count shows it
             try:
                 link.check_key()

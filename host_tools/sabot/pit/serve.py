@@ -157,6 +157,20 @@ class Validation:
             t.start()
             self.threads.append(t)
 
+    def taken(self, wait: float = RECONNECT_WAIT + 1.0) -> list[str]:
+        """After start(): the shoes whose link another host held at the first try (each shoe
+        waited for up to `wait` seconds), one line each naming the table and the holder: serve
+        refuses to start over them (one validator per shoe) rather than take turns."""
+        end = time.monotonic() + wait
+        out = []
+        for s in self.shoes:
+            if s.session is None:
+                continue
+            s.session.first_tried.wait(max(0.0, end - time.monotonic()))
+            if s.session.taken is not None:
+                out.append(f"{s.config.table} ({s.config.shoe_id:#010x}) on {s.session.taken}")
+        return out
+
     @staticmethod
     def _run(session: ValidationSession) -> None:
         try:
