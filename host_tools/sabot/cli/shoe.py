@@ -111,8 +111,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _shoe(args: argparse.Namespace) -> Any:
     """The registered shoe on --port, after every check that can refuse without it: the key
-    file, the registry and the audit database are all tried before the port is opened (opening
-    it knocks the link of a validator already on it off)."""
+    file, the registry and the audit database are all tried before the port is opened (a
+    command that cannot go on never touches the shoe)."""
     from sabot import keys
     from sabot.audit.store import refuse_unwritable
     from sabot.link.operate import ANSWER_WAIT, identify
