@@ -731,17 +731,16 @@ def _ack_latencies(url, tables, pits, period):
     return lat
 
 
-def _failover(tmp, primary, standby, name, tables):
-    """The primary killed while a pit writes a read every 50 ms and the standby promoted at
-    once: seconds from the kill to the first read acknowledged after it, and how many rounds
-    were then stored other than once."""
+def _failover(floor, url, tables):
+    """The primary (db1) killed while a pit writes a read every 50 ms, and the runbook's failover
+    block (docs/FLOOR.md: sabot floor promote, from IT's workstation) run at once: seconds from
+    the kill to the first read acknowledged after it, and how many rounds were then stored other
+    than once."""
     import threading
 
     from sabot.audit.store import AuditStore
     from sabot.audit.validator import Validator
 
-    url = (f"postgresql://sabot@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/{name}"
-           "?target_session_attrs=read-write")
     store = AuditStore(url, name="sabot serve failover")
     store.db.say = lambda text: None
     killed, acked = [], []
@@ -759,11 +758,11 @@ def _failover(tmp, primary, standby, name, tables):
     th.start()
     time.sleep(1.0)
     killed.append(time.monotonic())
-    primary.kill()
-    standby.promote()
+    floor.server("db1").kill()
+    floor.run("it", "failover")
     th.join()
     store.close()
-    check = AuditStore(standby.url(name), writer=False)
+    check = AuditStore(url, writer=False)  # db2, the primary now
     try:
         stored = len(check.records(["result"]))
     finally:
@@ -772,22 +771,24 @@ def _failover(tmp, primary, standby, name, tables):
 
 
 def bench_floor():
-    """The floor in PostgreSQL (kit/pg.py: initdb and pg_ctl, fsync on): a primary with a
-    synchronous hot standby, every signature verified."""
+    """The floor in PostgreSQL as docs/FLOOR.md sets it up (its blocks run as written,
+    kit/runbook.py; the servers initdb'd on this machine, fsync on): a primary with a
+    synchronous hot standby, every signature verified, each writer the floor's role sabot."""
     import tempfile
 
     from sabot.audit.verify import verify
 
-    from kit.pg import PgServer
+    from kit.runbook import Floor
     from kit.serve_rig import percentile
 
-    primary = PgServer(fsync=True).start()
-    standby = None
+    floor = Floor(fsync=True)
+    before = os.environ.get("PGPASSFILE")
     try:
-        standby = primary.standby()
+        floor.set_up()
+        os.environ["PGPASSFILE"] = floor.pgpass("it")  # IT's ~/.pgpass: the role sabot's
         with tempfile.TemporaryDirectory() as tmp:
             tables = _floor_tables(tmp, 24)
-            url = primary.database()
+            url = floor.database()
             rate = _floor_rate(url, tables)
             t = time.perf_counter()
             r = verify(url, {e.shoe_id: e for e, _, _ in tables})
@@ -796,15 +797,16 @@ def bench_floor():
             frames_per_s = r["frames"] / spent
             # a month of a 100-table floor: 16 dealing hours a day, a shoe an hour per table
             month_frames = 100 * 30 * 16 * r["frames"] / len(tables)
-            floor = _floor_tables(tmp, 500, first=0x5AB2_0000)
-            lat = [x * 1000 for x in _ack_latencies(primary.database(), floor, 5, 30.0)]
-            name = primary.database().rpartition("/")[2]
-            failover_s, misstored = _failover(tmp, primary, standby, name,
+            floor_tables = _floor_tables(tmp, 500, first=0x5AB2_0000)
+            lat = [x * 1000 for x in _ack_latencies(floor.database(), floor_tables, 5, 30.0)]
+            failover_s, misstored = _failover(floor, floor.database(),
                                               _floor_tables(tmp, 4, first=0x5AB3_0000))
     finally:
-        if standby is not None:
-            standby.stop()
-        primary.stop()
+        if before is None:
+            os.environ.pop("PGPASSFILE", None)
+        else:
+            os.environ["PGPASSFILE"] = before
+        floor.stop()
     return {"rounds_per_s": int(rate), "tables": len(tables), "writers": 2,
             "verify_frames_per_s": int(frames_per_s),
             "verify_month_100_tables_projected_h": round(month_frames / frames_per_s / 3600, 1),

@@ -28,13 +28,14 @@ class PgServer:
     """initdb, then pg_ctl start on 127.0.0.1:PORT, in `dir` (a fresh temporary one by default);
     database() makes a fresh database, its URL."""
 
-    def __init__(self, dir=None, port=None, fsync=False):
+    def __init__(self, dir=None, port=None, fsync=False, user="sabot"):
         self.bin = pg_bin()
         self.fsync = fsync  # on for make bench's figures: a floor's server runs with it
         self.dir = dir or tempfile.mkdtemp(prefix="sabot-pg-")
         self.port = port or free_port_for_tests()
-        self.user = "sabot"
+        self.user = user  # the superuser initdb makes
         self.data = os.path.join(self.dir, "data")
+        self.log = os.path.join(self.dir, "log")
         self._as = None
         if os.geteuid() == 0:  # initdb refuses root: the server runs as nobody
             import pwd
@@ -42,27 +43,42 @@ class PgServer:
             nobody = pwd.getpwnam("nobody")
             os.chown(self.dir, nobody.pw_uid, nobody.pw_gid)
             uid, gid = nobody.pw_uid, nobody.pw_gid
+            self.uid, self.gid = uid, gid
 
             def drop():
                 os.setgroups([])
                 os.setgid(gid)
                 os.setuid(uid)
             self._as = drop
+        else:
+            self.uid, self.gid = os.geteuid(), os.getegid()
 
     def start(self):
-        self._run("initdb", "-D", self.data, "-U", self.user, "--auth=trust", "-E", "UTF8",
-                  "--no-instructions")
-        # fsync off: these tests are of sabot's store, never of PostgreSQL's own crash safety (a
-        # database copied per test is then a file copy, not a WAL flush and two checkpoints)
-        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-t",
-                  "60", "-o", f"-k {self.dir} -h 127.0.0.1 -p {self.port}"
-                  + ("" if self.fsync else " -c fsync=off -c full_page_writes=off"), "start")
+        self.initdb()
+        self.launch()
         return self
+
+    def initdb(self, *auth):
+        """The cluster made; `auth`, initdb's options for it (default: --auth=trust)."""
+        self._run("initdb", "-D", self.data, "-U", self.user, *(auth or ["--auth=trust"]),
+                  "-E", "UTF8", "--no-instructions", *([] if self.fsync else ["--no-sync"]))
+
+    def options(self):
+        """The server's own options (pg_ctl -o): its socket's directory, loopback, its port.
+        fsync off: these tests are of sabot's store, never of PostgreSQL's own crash safety (a
+        database copied per test is then a file copy, not a WAL flush and two checkpoints)."""
+        return (f"-k {self.dir} -h 127.0.0.1 -p {self.port}"
+                + ("" if self.fsync else " -c fsync=off -c full_page_writes=off"))
+
+    def launch(self):
+        self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60", "-o",
+                  self.options(), "start")
 
     def standby(self):
         """A hot standby of this server (pg_basebackup -R: streaming from it), started, and this
         server made to wait for it at each commit (synchronous_standby_names): a commit is
-        acknowledged only once both hold it."""
+        acknowledged only once both hold it. (A quick pair for a test of waiting; the floor's
+        own set-up, as docs/FLOOR.md has IT build it, is kit/runbook.py's.)"""
         other = PgServer(fsync=self.fsync)
         other._run("pg_basebackup", "-D", other.data, "-h", "127.0.0.1", "-p", str(self.port),
                    "-U", self.user, "-R", "-X", "stream", "-c", "fast")
@@ -91,11 +107,19 @@ class PgServer:
         import signal
 
         with open(os.path.join(self.data, "postmaster.pid")) as f:
-            pid = int(f.readline())
-        os.kill(pid, signal.SIGKILL)  # its backends notice and exit (they watch it)
+            self.killed = int(f.readline())
+        os.kill(self.killed, signal.SIGKILL)  # its backends notice and exit (they watch it)
 
-    def promote(self):
-        self._run("pg_ctl", "-D", self.data, "-w", "promote")
+    def wait_gone(self, timeout=30):
+        """Until the killed postmaster is no process at all: until then (a zombie, until the
+        system reaps it) its pid in postmaster.pid counts as a live server, and pg_ctl, postgres
+        and pg_rewind refuse the data directory; a machine that lost power has none."""
+        import time
+
+        end = time.monotonic() + timeout
+        while os.path.exists(f"/proc/{self.killed}"):
+            assert time.monotonic() < end, f"postmaster {self.killed} not reaped"
+            time.sleep(0.05)
 
     def _run(self, tool, *args):
         r = subprocess.run([os.path.join(self.bin, tool), *args], capture_output=True, text=True,

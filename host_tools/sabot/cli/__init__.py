@@ -1,6 +1,6 @@
-"""The `sabot` command line: each area module (offline, virtual, shoe, store, pit, release)
-registers its own commands; this module puts them in one parser, in the order `sabot --help`
-lists them, and runs the one asked for.
+"""The `sabot` command line: each area module (offline, virtual, shoe, store, floor, pit,
+release, witness) registers its own commands; this module puts them in one parser, in the order
+`sabot --help` lists them, and runs the one asked for.
 
 Starting is kept light for every command: the area modules import only argparse and what their
 parsers need (a handler imports its work when it runs), and only the command being run gets its
@@ -21,17 +21,17 @@ __all__ = ["HelpFormatter", "build_parser", "main"]
 # `sabot --help` lists the commands in this order; a command not named here comes last
 ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serve", "replay",
          "audit", "settle", "firmware", "bench", "deploy", "verify-firmware", "provision", "soak",
-         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "witness", "receipt",
-         "bind", "protocol", "shuffle")
+         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "floor", "witness",
+         "receipt", "bind", "protocol", "shuffle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `command`, only that command's parser (any other word: every
     command by name and help line, for `sabot --help` and a misspelt name)."""
-    from sabot.cli import offline, pit, release, shoe, store, virtual, witness
+    from sabot.cli import floor, offline, pit, release, shoe, store, virtual, witness
     from sabot.cli.options import HelpFormatter, Parser, VersionAction
 
-    areas = (offline, virtual, shoe, store, pit, release, witness)
+    areas = (offline, virtual, shoe, store, floor, pit, release, witness)
     p = Parser(
         prog="sabot", formatter_class=HelpFormatter,
         description="Host tools for the sabot smart baccarat shoe (58 Pa. Code rules).",
