@@ -185,3 +185,31 @@ def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path):
     verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
                                str(rig.registry)], capture_output=True, text=True, timeout=120)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_a_dealer_signed_on_at_another_table_leaves_the_last_one(tmp_path):
+    """A dealer deals at one table: signing on at another signs them off the first (both in
+    the operator log); signing on twice, or off a table they are not at, is refused."""
+    rig = ServeRig(tmp_path, shoes=2, seed=31, accounts=make_accounts(tmp_path))
+    try:
+        dan = Client(rig.url)
+        assert dan.login("dan", PASSWORDS["dan"])[0] == 200
+        assert dan.post("/api/operate", {"table": "BAC-01", "action": "sign-on"})[0] == 200
+        status, out = dan.post("/api/operate", {"table": "BAC-01", "action": "sign-on"})
+        assert status == 409 and "already" in out["error"], out
+        assert dan.post("/api/operate", {"table": "BAC-02", "action": "sign-on"})[0] == 200
+        tables = {t["table"]: t for t in rig.get("/api/tables")}
+        assert tables["BAC-01"]["dealer"] is None and tables["BAC-02"]["dealer"] == "dan"
+        status, out = dan.post("/api/operate", {"table": "BAC-01", "action": "sign-off"})
+        assert status == 409 and "not signed on at BAC-01" in out["error"], out
+    finally:
+        rig.stop()
+    ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
+                         capture_output=True, text=True, timeout=60)
+    entries = [json.loads(line) for line in ops.stdout.splitlines()]
+    assert [(e["operation"], e["table"]) for e in entries] == [
+        ("sign_on", "BAC-01"), ("sign_off", "BAC-01"), ("sign_on", "BAC-02")]
+    assert entries[1]["moved_to"] == "BAC-02" and entries[1]["dealer"] == "dan"
+    verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
+                               str(rig.registry)], capture_output=True, text=True, timeout=120)
+    assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -69,21 +69,22 @@ def floor_json(pit: Pit, only: str | None = None) -> dict[str, Any]:
 
 
 def health(pit: Pit) -> tuple[int, dict[str, Any]]:
-    """For monitoring: 200 while every table served here (every table of the floor) is
-    recording and the store answers; 503 otherwise, naming each table that is not and why."""
+    """For monitoring: 200 while the pit records (its store confirms commits in time and its
+    pages' reads are answered), 503 while it does not. `attention` names each table a person
+    should look at (its link lost, silent, not the registered shoe, tilted, no validator),
+    whatever the status."""
     now = time.time()
-    tables = {t.table: pit.status(t, now) for t in pit.tables()}
-    wrong = {name: {"state": s, "since": iso(at), "detail": why}
-             for name, (s, at, why) in tables.items()
-             if s in ("not recording", "silent", "link lost", "no validator", "tilted",
-                      "wrong shoe")}
+    states = {t.table: pit.status(t, now) for t in pit.tables()}
+    attention = {name: {"state": s, "since": iso(at), "detail": why}
+                 for name, (s, at, why) in states.items()
+                 if s not in ("dealing", "held", "ended", "waiting")}
     stalled = pit.recording.not_recording() if pit.recording is not None else None
-    ok = not wrong and stalled is None and pit.problem is None
-    return (200 if ok else 503), {
-        "ok": ok, "now": iso(now), "recording": stalled is None and not any(
-            v["state"] == "not recording" for v in wrong.values()),
+    recording = stalled is None and pit.problem is None and not any(
+        v["state"] == "not recording" for v in attention.values())
+    return (200 if recording else 503), {
+        "recording": recording, "now": iso(now),
         "not_recording": None if stalled is None else stalled.json(),
-        "problem": pit.problem, "tables": len(tables), "not_ok": wrong}
+        "problem": pit.problem, "tables": len(states), "attention": attention}
 
 
 def _iso(value: Any) -> str | None:

@@ -125,7 +125,17 @@ class Duties:
                 return 400, {"error": f"no dealer account {dealer!r}"}
             if action == "sign-off" and t.dealer != dealer:
                 return 409, {"error": f"{dealer} is not signed on at {t.table}"}
+            if action == "sign-on" and t.dealer == dealer:
+                return 409, {"error": f"{dealer} is signed on at {t.table} already"}
             entry.update(operation=action.replace("-", "_"), dealer=dealer)
+            if action == "sign-on":  # a dealer deals at one table: signed off the last one
+                for other in self.pit.tables():
+                    if other.dealer == dealer and other is not t:
+                        status, out = await self._log(other, dict(
+                            entry, shoe_id=other.shoe_id, table=other.table,
+                            operation="sign_off", moved_to=t.table), None)
+                        if status != 200:
+                            return status, out
         else:
             ref, note = fields.get("alarm"), fields.get("note") or ""
             if not isinstance(note, str) or len(note) > NOTE_MAX or not note.isprintable():
@@ -144,7 +154,19 @@ class Duties:
                 "raised_at": iso(raised) if isinstance(raised, float) else raised,
                 "detail": alarm.get("detail")})
             seq = alarm.get("seq") if alarm.get("id") is not None else None
+        status, out = await self._log(t, entry, seq)
+        if status != 200:
+            return status, out
+        return 200, {"table": t.table, "action": action, "by": s.name,
+                     **({"dealer": entry["dealer"]} if "dealer" in entry else {}),
+                     **({"alarm": entry["alarm"], "note": entry["note"]}
+                        if "alarm" in entry else {})}
+
+    async def _log(self, t: TableView, entry: dict[str, Any], seq: int | None
+                   ) -> tuple[int, dict[str, Any]]:
+        """The entry into the operator log, confirmed; shown at once on this server's pages."""
         log = self.log
+        assert log is not None
         try:
             await asyncio.wait_for(asyncio.to_thread(log, t.shoe_id, entry, seq), LOG_WAIT)
         except TimeoutError:
@@ -154,10 +176,7 @@ class Duties:
         except SabotError as e:
             return 409, {"error": f"not logged: {e}"}
         self.pit.apply_operation(dict(entry, logged_at=time.time(), seq=seq))
-        return 200, {"table": t.table, "action": action, "by": s.name,
-                     **({"dealer": entry["dealer"]} if "dealer" in entry else {}),
-                     **({"alarm": entry["alarm"], "note": entry["note"]}
-                        if "alarm" in entry else {})}
+        return 200, {}
 
     @staticmethod
     def said(out: dict[str, Any]) -> str:
