@@ -22,7 +22,7 @@ from test_audit_verify import (  # noqa: F401 (backend: the fixture, for this mo
     store_of,
 )
 
-from sabot.audit.store import AuditStore
+from sabot.audit.store import COLUMNS, AuditStore
 from sabot.audit.validator import Validator
 from sabot.game.cards import shuffled_shoe
 from sabot.registry import Registry
@@ -126,7 +126,35 @@ def test_an_acknowledgement_of_an_alarm_stored_after_it_is_found(hosted, tmp_pat
 def test_a_sign_on_naming_a_frame_stored_after_it_is_found(hosted, tmp_path):
     db = edited(hosted, tmp_path, "UPDATE operations SET seq = 30 WHERE operation='sign_on'"
                                   " AND seq = 20")
-    found(check(hosted, db), "sign_on by sue", "seq 30", "no frame of it stored before")
+    found(check(hosted, db), "sign_on by sue", "seq 30", "not its newest frame stored before")
+
+
+def test_a_pit_entry_moved_back_among_older_frames_is_found(hosted, tmp_path):
+    """serve names the shoe's newest frame when it logs a pit entry: one naming an older frame
+    was moved (a dealer's rounds handed to another)."""
+    db = edited(hosted, tmp_path,
+                "UPDATE operations SET seq = 10 WHERE operation='sign_off' AND seq = 20")
+    found(check(hosted, db), "sign_off by sue", "seq 10", "not its newest frame stored before")
+
+
+def test_an_alarm_acknowledged_twice_or_before_it_was_raised_is_found(hosted, tmp_path):
+    con = connect(store_of(hosted))
+    entry, logged = con.execute("SELECT entry, logged_at FROM operations"
+                                " WHERE operation='acknowledge' AND seq = 1").fetchone()
+    raised = con.execute("SELECT raised_at FROM alarms WHERE id = 1").fetchone()[0]
+    con.close()
+    def again(con):  # the same acknowledgement once more, at the chain's end
+        top = max(con.execute(f"SELECT COALESCE(MAX(chain_no), 0) FROM {t}").fetchone()[0]
+                  for t in COLUMNS)
+        rid = con.execute("SELECT MAX(id) FROM operations").fetchone()[0] + 1
+        con.execute("INSERT INTO operations (id, chain_no, logged_at, shoe_id, seq, operation,"
+                    " entry, row_hash) VALUES (?, ?, ?, ?, 1, 'acknowledge', ?, ?)",
+                    (rid, top + 1, logged, A, entry, bytes(32)))
+    twice = edited(hosted, tmp_path, again)
+    found(check(hosted, twice), "acknowledges an alarm acknowledged before it")
+    early = edited(hosted, tmp_path, f"UPDATE operations SET logged_at = {raised - 3600}"
+                   " WHERE operation='acknowledge' AND seq = 1")
+    found(check(hosted, early), "logged before alarm id 1 it acknowledges was raised")
 
 
 @pytest.mark.parametrize("step,said", [
@@ -151,10 +179,8 @@ def test_an_altered_pit_entry_is_found(hosted, tmp_path, step, said):
 
 def test_who_a_pit_entry_names_is_the_hosts_word(hosted, tmp_path):
     """Beyond what audit verify can show (docs/SECURITY.md): no shoe signs who signed on or what
-    a note says, so a dealer's name or a note rewritten, or an entry moved among the frames it
-    may name, passes."""
+    a note says, so a dealer's name or a note rewritten passes."""
     db = edited(hosted, tmp_path, rewritten("sign_on", {"dealer": "Zed"}, of="Bob"),
-                rewritten("acknowledge", {"note": "nothing to see"}),
-                "UPDATE operations SET seq = 10 WHERE operation='sign_off' AND seq = 20")
+                rewritten("acknowledge", {"note": "nothing to see"}))
     out = check(hosted, db)
     assert out["ok"], out["problem"]

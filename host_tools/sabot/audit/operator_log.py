@@ -7,9 +7,10 @@ Two kinds of entry:
   shoe signed as given from the host has one;
 - an operation of the pit that no shoe signs (`sign_on`, `sign_off`, `acknowledge`,
   `serve_alarm`, written by `sabot serve`): its word is the host's alone, so what can be checked
-  is where it stands — the seq it names is 0 or a frame of its shoe stored before it (the newest,
-  as serve logs it), an acknowledged alarm is a row stored before it, of that shoe and kind, and
-  the entry has the shape serve writes. Several may name one frame.
+  is where it stands — the seq it names is its shoe's newest frame stored before it (as serve
+  logs it; 0 before any), an acknowledged alarm is a row stored before it, of that shoe and
+  kind, raised no later than the acknowledgement was logged, and acknowledged once; the entry
+  has the shape serve writes. Several may name one frame.
 Any other operation is none sabot logs."""
 
 from __future__ import annotations
@@ -64,9 +65,11 @@ def serve_shape(entry: Mapping[str, Any], operation: str) -> str | None:
             return f"its note is no text of up to {NOTE_MAX} characters"
     elif entry.get("kind") not in SERVE_ALARMS:
         return "its kind is no alarm serve raises (not_recording, link_silent)"
-    elif not (_iso(entry.get("raised_at")) and _iso(entry.get("cleared_at"))
+    elif not (_iso(entry.get("raised_at"))
+              and (entry.get("cleared_at") is None or _iso(entry.get("cleared_at")))
               and isinstance(entry.get("detail"), str)):
-        return "it lacks the alarm's detail or its ISO 8601 times raised and cleared"
+        return ("it lacks the alarm's detail or its ISO 8601 times raised and cleared (null: "
+                "open when serve stopped)")
     return None
 
 
@@ -75,12 +78,14 @@ class OperatorLog:
 
     def __init__(self) -> None:
         self.claimed: set[tuple[int, int]] = set()  # (shoe id, seq) a signed operation's entry
-        # alarm id -> (shoe id, kind, the seq of the frame it was raised on, or None)
-        self.alarms: dict[int, tuple[Any, str, int | None]] = {}
+        # alarm id -> (shoe id, kind, the seq of the frame it was raised on or None, raised at)
+        self.alarms: dict[int, tuple[Any, str, int | None, Any]] = {}
+        self.acknowledged: set[tuple[Any, ...]] = set()  # each alarm acknowledged once
 
-    def alarm(self, rid: int, shoe_id: Any, kind: str, seq: int | None) -> None:
+    def alarm(self, rid: int, shoe_id: Any, kind: str, seq: int | None,
+              raised_at: Any = None) -> None:
         """An alarm row, stored where the walk is now."""
-        self.alarms[rid] = (shoe_id, kind, seq)
+        self.alarms[rid] = (shoe_id, kind, seq, raised_at)
 
     def entry(self, rid: int, values: tuple[Any, ...],
               shoes: Mapping[int, DerivedShoe]) -> None:
@@ -95,7 +100,7 @@ class OperatorLog:
                 or entry.get("shoe_id") != shoe_id:
             raise Broken(f"{where} is not the entry its columns say (altered?)")
         if operation in HOSTED:
-            self._hosted(where, entry, shoe_id, seq, operation, shoes.get(shoe_id))
+            self._hosted(where, entry, shoe_id, seq, operation, shoes.get(shoe_id), values[0])
             return
         if operation not in SIGNED:
             raise Broken(f"{where} is a {operation!r} entry, no operation sabot logs "
@@ -127,7 +132,7 @@ class OperatorLog:
         self.claimed.add((shoe_id, seq))
 
     def _hosted(self, where: str, entry: dict[str, Any], shoe_id: Any, seq: Any,
-                operation: str, shoe: DerivedShoe | None) -> None:
+                operation: str, shoe: DerivedShoe | None, logged_at: Any) -> None:
         """An entry of the pit's own word: where it stands in the chain is what can be checked."""
         problem = serve_shape(entry, operation)
         if problem is not None:
@@ -135,6 +140,12 @@ class OperatorLog:
                          "inserted?)")
         where += f" ({operation} by {entry['by']})"
         alarm = entry["alarm"] if operation == "acknowledge" else None
+        if alarm is not None:
+            once = (("stored", alarm["id"]) if alarm["id"] is not None
+                    else ("serve", alarm["kind"], alarm["raised_at"], shoe_id))
+            if once in self.acknowledged:
+                raise Broken(f"{where} acknowledges an alarm acknowledged before it (inserted?)")
+            self.acknowledged.add(once)
         if alarm is not None and alarm["id"] is not None:
             row = self.alarms.get(alarm["id"])
             if row is None:
@@ -144,19 +155,21 @@ class OperatorLog:
                 raise Broken(f"{where} acknowledges alarm id {alarm['id']} as a {alarm['kind']} "
                              f"of shoe {sid(shoe_id)}: that row is a {row[1]} of shoe "
                              f"{sid(row[0])} (altered?)")
+            if (isinstance(row[3], (int, float)) and isinstance(logged_at, (int, float))
+                    and logged_at < row[3]):
+                raise Broken(f"{where} is logged before alarm id {alarm['id']} it acknowledges "
+                             "was raised (inserted, or its time altered?)")
             if row[2] is not None:  # raised on a frame of the shoe: the entry names that frame
                 if seq != row[2]:
                     raise Broken(f"{where} names frame seq {seq}, not seq {row[2]}, which the "
                                  f"alarm id {alarm['id']} it acknowledges was raised on "
                                  "(altered or moved?)")
                 return
-        if seq == 0:
-            return
-        if shoe is None or not (seq in shoe.seqs or seq == shoe.st["last_seq"]):
-            newest = f"seq {shoe.st['last_seq']}" if shoe is not None else "none"
-            raise Broken(f"{where} names frame seq {seq} of shoe {sid(shoe_id)}, which is no "
-                         f"frame of it stored before the entry (the newest then: {newest}; "
-                         "inserted or moved?)")
+        newest = (shoe.st["last_seq"] or 0) if shoe is not None else 0
+        if seq != newest:
+            raise Broken(f"{where} names frame seq {seq} of shoe {sid(shoe_id)}, not its newest "
+                         f"frame stored before the entry (seq {newest}), as serve logs it "
+                         "(inserted or moved?)")
 
     def finish(self, shoes: Mapping[int, DerivedShoe]) -> None:
         """Every resolution a shoe signed as given from the host has its entry."""

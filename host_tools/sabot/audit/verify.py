@@ -532,7 +532,7 @@ class _Walk:
             if shoe_id is None:
                 raise Broken(f"alarm id {rid}: a {kind} alarm on no frame and no shoe "
                              "(inserted?)")
-            self.operator_log.alarm(rid, shoe_id, kind, None)
+            self.operator_log.alarm(rid, shoe_id, kind, None, raised_at)
             return
         fr = self.frame
         if fr is None or frame_id != fr.id:
@@ -545,7 +545,7 @@ class _Walk:
             self.stored_alarms.append((rid, _alarm_key(kind, shoe, rnd, detail)))
         elif kind not in NOTICES:
             raise Broken(f"alarm id {rid}: {kind!r} is no alarm a validator raises (inserted?)")
-        self.operator_log.alarm(rid, shoe_id, kind, fr.frame.seq)
+        self.operator_log.alarm(rid, shoe_id, kind, fr.frame.seq, raised_at)
 
     def _link_state(self, rid: int, values: tuple[Any, ...]) -> None:
         shoe = self._shoe(values[1])
