@@ -49,6 +49,13 @@ def fail_over_mid_shoe(floor, tmp_path):
     try:
         rig.deal()
         until(lambda: count_results(db1) >= 12, 60, rig.log_text())
+        # promoting while the primary is up but not reached (a typo in --old, a cut network)
+        # would make two primaries: refused, nothing changed
+        wrong = floor.shell("it", 'sabot floor promote --db "postgresql://sabot@$DB2/postgres"'
+                                  ' --old "postgresql://sabot@127.0.0.1:1/postgres"')
+        assert wrong.returncode == 2 and "is streaming from a primary that is up" in \
+            wrong.stderr, wrong.stdout + wrong.stderr
+        assert "records" in floor.run("it", "watch").stdout
         db1.kill()
         held = count_results(db2)  # all db1 acknowledged (synchronous), and no more: read-only
         said = floor.run("it", "watch", check=False)
@@ -135,6 +142,9 @@ def test_the_runbook_as_written_keeps_the_floor_recording_through_a_failover(tmp
         until(lambda: floor.run("it", "watch", check=False).returncode == 1, 10, floor.log())
         assert "the floor is NOT safe: " in floor.said[-1][2] and "both take writes" in \
             floor.said[-1][2], floor.said[-1][2]
+        # the two-primaries block: db1 was promoted last, so db2 (its DB1 there) is fenced
+        said = floor.run("it", "two-primaries", swapped=True).stdout
+        assert f"fenced {db2.address()}" in said and "the floor records" in said, said
 
         everything = floor.log()
         assert not [p for p in PASSWORDS.values() if p in everything]
@@ -193,6 +203,13 @@ def test_promote_refuses_a_primary_and_changes_nothing(cli, server):
     assert "--db and --old both name" in err
     err = one_line(cli("floor", "promote", "--db", server.url()), 2)
     assert "is not a standby" in err and "nothing was promoted or fenced" in err
+    assert settings(server.url()) == before
+
+
+def test_fence_refuses_the_floors_only_primary_and_changes_nothing(cli, server):
+    before = settings(server.url())
+    err = one_line(cli("floor", "fence", "--db", server.url(), "--floor", server.url()), 2)
+    assert "no other server of --floor takes writes" in err and "nothing fenced" in err
     assert settings(server.url()) == before
 
 

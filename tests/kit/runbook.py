@@ -241,6 +241,13 @@ class Floor:
                                        f"{r.stderr}{self.server_logs()}")
         return r
 
+    def shell(self, host, script):
+        """A script of the test's own (no block of the runbook) on `host`, with its settings:
+        its CompletedProcess."""
+        h = self.hosts[host]
+        return subprocess.run(["bash", "-c", self.settings(host) + script], env=h.env(),
+                              cwd=h.home, capture_output=True, text=True, timeout=180)
+
     def server_logs(self, lines=15):
         """The end of each server's log, for a failing test's message."""
         out = ""

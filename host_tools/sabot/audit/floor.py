@@ -44,7 +44,16 @@ class Server:
         try:
             return self.connect()
         except psycopg.Error as e:
-            raise SabotError(f"{self.shown} does not answer ({reason(e)}){what}") from None
+            raise SabotError(f"{self.shown} {not_answering(reason(e))}{what}") from None
+
+
+def not_answering(why: str) -> str:
+    """A server that gave no connection, said as what it was: one that answered and refused
+    this login (pg_hba.conf, the password) is not one that does not answer."""
+    low = why.lower()
+    if "pg_hba.conf" in low or "password authentication" in low or "permission denied" in low:
+        return f"answers but refuses this login ({why})"
+    return f"does not answer ({why})"
 
 
 def reason(e: BaseException) -> str:
@@ -144,7 +153,7 @@ def survey_one(server: Server) -> dict[str, Any]:
 def describe(s: dict[str, Any]) -> str:
     """One server's line."""
     if not s["answers"]:
-        return f"{s['server']}: does not answer ({s['error']})"
+        return f"{s['server']}: {not_answering(s['error'])}"
     if s["role"] == "standby":
         up = s.get("upstream")
         if up and up["status"] == "streaming":
@@ -190,8 +199,8 @@ def verdict(states: list[dict[str, Any]]) -> tuple[bool | None, str]:
             f"{p['waits_for']} synchronous standby{'s' if p['waits_for'] > 1 else ''} "
             f"(synchronous_standby_names = '{p['synchronous_standby_names']}') and "
             f"{p['synchronous'] or 'none'} {'is' if p['synchronous'] < 2 else 'are'} connected, "
-            "so no round is acknowledged: bring the standby back, or fail over to it (sabot "
-            "floor promote), or knowingly stop waiting (docs/FLOOR.md)")
+            "so no round is acknowledged: bring the standby back, or knowingly stop waiting "
+            "for it (docs/FLOOR.md, \"When db2, the standby, dies\")")
     if p["waits_for"]:
         return True, (f"the floor records: each commit is on {p['server']} and on its "
                       "synchronous standby before a shoe hears of it")
@@ -235,10 +244,36 @@ def _fresh(server: Server, sql: str) -> Any:
         con.close()
 
 
+def fenced(server: Server) -> bool:
+    """Whether `server` answers and refuses writes now (fenced, or a standby)."""
+    try:
+        return _fresh(server, "SHOW transaction_read_only") == "on"
+    except (psycopg.Error, SabotError):
+        return False
+
+
+def fence_one(url: str, floor_url: str, say: Say) -> None:
+    """One server fenced (two primaries: the old one back on its own), once another server of
+    the floor is seen to take writes."""
+    target = one_server(url, "--db")
+    others = [s for s in status(floor_url)["servers"] if s["server"] != target.shown]
+    if not any(s["answers"] and s["role"] == "primary" and not s["fenced"] for s in others):
+        raise SabotError(f"no other server of --floor takes writes: fencing {target.shown} "
+                         "would stop the floor recording; nothing fenced (sabot floor status)")
+    con = target.must_connect(": nothing fenced")
+    try:
+        if _one(con, "SELECT pg_is_in_recovery()"):
+            raise SabotError(f"{target.shown} is a standby: it takes no writes; nothing fenced")
+    except psycopg.Error as e:
+        raise SabotError(f"{target.shown}: {reason(e)}") from None
+    finally:
+        con.close()
+    _fence(target, say)
+
+
 def fence(old: Server, standby: psycopg.Connection[Any], say: Say) -> None:
-    """The old primary made to refuse writes (so target_session_attrs=read-write skips it), for
-    good (ALTER SYSTEM: its postgresql.auto.conf), its client sessions ended (they reconnect,
-    to the new primary); then the standby given the time to replay all it wrote."""
+    """The old primary fenced (_fence) if it answers; then the standby given the time to replay
+    all it wrote."""
     try:
         con = old.connect()
     except psycopg.Error as e:
@@ -250,26 +285,11 @@ def fence(old: Server, standby: psycopg.Connection[Any], say: Say) -> None:
         if _one(con, "SELECT pg_is_in_recovery()"):
             say(f"{old.shown} is a standby, not a primary: nothing to fence there")
             return
-        con.execute(b"ALTER SYSTEM SET default_transaction_read_only = on")
-        con.execute(b"SELECT pg_reload_conf()")
-        if not _until(lambda: _fresh(old, "SHOW default_transaction_read_only") == "on",
-                      SETTLE_S):
-            raise SabotError(f"{old.shown} did not take default_transaction_read_only = on "
-                             f"within {SETTLE_S:g} s: nothing promoted")
-        ended = _one(con, "SELECT count(*) FILTER (WHERE pg_terminate_backend(a.pid))"
-                     " FROM pg_stat_activity a LEFT JOIN pg_roles r ON r.oid = a.usesysid"
-                     " WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()"
-                     " AND (NOT coalesce(r.rolsuper, false) OR (SELECT rolsuper FROM pg_roles"
-                     " WHERE rolname = current_user))")
-        say(f"fenced the old primary {old.shown}: it refuses writes (default_transaction_read_only"
-            f" = on, kept in its postgresql.auto.conf across restarts); {ended} client "
-            f"session{'' if ended == 1 else 's'} there ended, to reconnect to the new primary")
-        lsn = _one(con, "SELECT pg_current_wal_lsn()::text")
     except psycopg.Error as e:
-        raise SabotError(f"{old.shown}: {reason(e)} (the role needs the grants docs/FLOOR.md "
-                         "gives): nothing promoted") from None
+        raise SabotError(f"{old.shown}: {reason(e)}: nothing promoted") from None
     finally:
         con.close()
+    lsn = _fence(old, say, "nothing promoted", f"the old primary {old.shown}")
     caught = _until(lambda: bool(_one(standby, "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
                                       (lsn,))), CATCH_UP_S)
     if caught:
@@ -278,6 +298,34 @@ def fence(old: Server, standby: psycopg.Connection[Any], say: Say) -> None:
         say(f"the standby has not replayed everything {old.shown} wrote (up to {lsn}) after "
             f"{CATCH_UP_S:g} s: promoting it anyway; what only {old.shown} holds is undone when "
             "it rejoins (a round in doubt is written again by its pit)")
+
+
+def _fence(server: Server, say: Say, not_done: str = "nothing fenced", label: str = "") -> str:
+    """`server` made to refuse writes (so target_session_attrs=read-write skips it), for good
+    (ALTER SYSTEM: its postgresql.auto.conf), its client sessions ended (they reconnect, to the
+    server that takes writes); the WAL position it had then."""
+    con = server.must_connect(f": {not_done}")
+    try:
+        con.execute(b"ALTER SYSTEM SET default_transaction_read_only = on")
+        con.execute(b"SELECT pg_reload_conf()")
+        if not _until(lambda: _fresh(server, "SHOW default_transaction_read_only") == "on",
+                      SETTLE_S):
+            raise SabotError(f"{server.shown} did not take default_transaction_read_only = on "
+                             f"within {SETTLE_S:g} s: {not_done}")
+        ended = _one(con, "SELECT count(*) FILTER (WHERE pg_terminate_backend(a.pid))"
+                     " FROM pg_stat_activity a LEFT JOIN pg_roles r ON r.oid = a.usesysid"
+                     " WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()"
+                     " AND (NOT coalesce(r.rolsuper, false) OR (SELECT rolsuper FROM pg_roles"
+                     " WHERE rolname = current_user))")
+        say(f"fenced {label or server.shown}: it refuses writes (default_transaction_read_only "
+            f"= on, kept in its postgresql.auto.conf across restarts); {ended} client "
+            f"session{'' if ended == 1 else 's'} there ended, to reconnect to the primary")
+        return str(_one(con, "SELECT pg_current_wal_lsn()::text"))
+    except psycopg.Error as e:
+        raise SabotError(f"{server.shown}: {reason(e)} (the role needs the grants docs/FLOOR.md "
+                         f"gives): {not_done}") from None
+    finally:
+        con.close()
 
 
 def promote(standby_url: str, old_url: str | None, say: Say) -> None:
@@ -292,11 +340,18 @@ def promote(standby_url: str, old_url: str | None, say: Say) -> None:
         if not _one(con, "SELECT pg_is_in_recovery()"):
             raise SabotError(f"{new.shown} is not a standby: it is a primary already, so "
                              "nothing was promoted or fenced (sabot floor status shows the floor)")
+        receiving = con.execute(b"SELECT status, sender_host, sender_port FROM"
+                                b" pg_stat_wal_receiver").fetchone()
         if old:
             fence(old, con, say)
         else:
             say("no --old given: the old primary was not fenced; it must be down and must not "
                 "start again as a primary (docs/FLOOR.md)")
+        if receiving and receiving[0] == "streaming" and not (old and fenced(old)):
+            # its primary is up and sends it every change: promoting now makes two primaries
+            raise SabotError(f"{new.shown} is streaming from a primary that is up "
+                             f"({receiving[1]}:{receiving[2]}): nothing promoted. Fence that "
+                             "one first (--old HOST:PORT naming it as it answers), or stop it")
         if _one(con, "SHOW default_transaction_read_only") == "on":
             con.execute(b"ALTER SYSTEM RESET default_transaction_read_only")
             say(f"{new.shown} had been fenced: default_transaction_read_only reset")

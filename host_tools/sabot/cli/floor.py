@@ -65,6 +65,21 @@ def floor_args(p: argparse.ArgumentParser) -> None:
     p2.add_argument("--old", metavar="URL", help="the old primary, to fence if it answers: one "
                     "server's URL (without it nothing is fenced, and a line says so)")
 
+    f = action("fence", "make one server refuse writes: an old primary back on its own",
+               "Fences the one server named by --db: ALTER SYSTEM SET "
+               "default_transaction_read_only = on (kept across its restarts), its settings "
+               "reread and its client sessions ended, so every pit reconnects through its URL "
+               "to the server that takes writes. For two primaries (sabot floor status: the "
+               "floor is NOT safe): fence the old primary that came back on its own, then "
+               "rejoin it as the standby (docs/FLOOR.md). Refused, nothing changed, when --db "
+               "is a standby or the floor's only server that takes writes.",
+               "sabot floor fence --db postgresql://sabot@db1:5432/postgres --floor "
+               "'postgresql://sabot@db1:5432,db2:5432/postgres'")
+    f.add_argument("--db", required=True, metavar="URL", help="the server to fence: one "
+                   "server's URL")
+    f.add_argument("--floor", required=True, metavar="URL", help="every server of the floor "
+                   "(the --db of sabot floor status): another must take writes")
+
     y = action("sync", "require the standby synchronously again, once it streams",
                "Makes the primary among --db's servers wait at each commit for a synchronous "
                "standby (ALTER SYSTEM SET synchronous_standby_names = '*') once a standby "
@@ -83,7 +98,8 @@ def floor_args(p: argparse.ArgumentParser) -> None:
           description="A floor's PostgreSQL primary and its synchronous hot standby "
           "(docs/FLOOR.md,\nthe runbook): `status` says what each server is and whether the "
           "floor records,\n`promote` fails over to the standby (the old primary fenced first), "
-          "`sync` makes\nthe primary wait for its standby again once one streams. See\n"
+          "`sync` makes\nthe primary wait for its standby again once one streams, `fence` makes a "
+          "server\nrefuse writes (two primaries). See\n"
           "`sabot floor ACTION --help` for each.",
           example="sabot floor status --db 'postgresql://sabot@db1:5432,db2:5432/postgres'")
 def cmd_floor(args: argparse.Namespace) -> int:
@@ -94,6 +110,9 @@ def cmd_floor(args: argparse.Namespace) -> int:
         return 0
     if args.action == "sync":
         floor.sync(args.db, args.wait, print)
+        return 0
+    if args.action == "fence":
+        floor.fence_one(args.db, args.floor, print)
         return 0
     out = floor.status(args.db)
     if args.json:
