@@ -60,9 +60,9 @@ def test_audit_verify_counts_the_shoe_frames_once_and_the_rest_apart(sessions):
     assert (r["statuses"], r["checkpoints"], r["resent"], r["deferred"], r["rejected"]) == (
         2, 1, 5, 1, 1)
     assert stored_text(r) == (
-        f"{r['frames']} frames, {r['rounds']} rounds (the shoe frames of 2 shoes, each once; "
-        "also stored: 2 statuses, 1 checkpoint, 5 resent copies, 1 deferred frame, 1 rejected "
-        f"frame; {r['rows']} rows chained)")
+        f"{r['frames']} frames, {r['rounds']} rounds (the shoe frames of 2 shoe devices, each "
+        "once; also stored: 2 statuses, 1 checkpoint, 5 resent copies, 1 deferred frame, 1 "
+        f"rejected frame; {r['rows']} rows chained)")
     # what every session verified, together, is what the store holds new: no frame twice
     assert sum(v["verified"] for v in runs) == r["frames"] + r["statuses"] + r["checkpoints"]
     assert [v["resent"] for v in runs] == [5, 0, 0] and runs[1]["deferred"] == 1

@@ -43,7 +43,7 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
         assert rig.get("/api/tables")[0]["state"] == "held"
         press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
         done = press(driver, "button[data-confirm=end-shoe]")
-        assert "resolved end-shoe" in done and "phase ended" in done, done
+        assert "resolved end-shoe" in done and "the shoe is now ended" in done, done
         wait_state(rig, "ended")
         driver.get(rig.url + "/")
         done = press(driver, "button[data-action=new-shoe]")

@@ -42,7 +42,7 @@ def test_a_plain_table_shows_no_side_wager_it_does_not_offer():
 
 def test_a_table_says_since_when_and_turns_silent_when_nothing_is_stored():
     entry = ShoeEntry(7, table="BAC-07")
-    up = {"state": "up", "reason": "", "since": 1000.0}
+    up = {"state": "up", "reason": "", "since": 1000.0, "heard": 1005.0}
     pit = Pit(":memory:", [entry], link=lambda sid: up)
     t = pit.by_id[7]
     t.shoe, t.started_at, t.frame_at = 1, 1000.0, 1005.0
@@ -85,3 +85,50 @@ def test_a_database_error_is_one_short_line_naming_each_server():
     assert line == ("127.0.0.1:20115 is read-only (a standby, or fenced); 127.0.0.1:21115 "
                     "refused the connection (no server there)"), line
     assert "\n" not in line and len(line) < len(said) / 2
+
+
+def test_the_shift_csv_keeps_every_cell_text_in_a_spreadsheet():
+    """A note or name a spreadsheet could take for a formula stays text: every cell quoted
+    (a `;` list separator splits nothing), a formula's first character behind a `'`."""
+    import csv
+    import io
+
+    from sabot.pit.shift import TableShift, as_csv
+
+    t = TableShift("=HYPERLINK(\"x\")", 1, rounds=1)
+    t.alarms.append({"raised": None, "cleared": None, "kind": "link_silent", "shoe": 1,
+                     "round": None, "detail": "d", "by": "@alice", "at": None,
+                     "note": "x;=1+1"})
+    text = as_csv([t], 0.0, 3600.0)
+    assert all(line.startswith('"') for line in text.splitlines())
+    rows = list(csv.DictReader(io.StringIO(text)))
+    alarm = next(r for r in rows if r["section"] == "alarm")
+    assert rows[0]["table"] == "'=HYPERLINK(\"x\")" and alarm["acknowledged_by"] == "'@alice"
+    assert alarm["note"] == "x;=1+1" and '"x;=1+1"' in text
+
+
+def test_a_status_replayed_byte_for_byte_is_not_the_shoe_heard(tmp_path):
+    """A box on the cable answering each hello with the shoe's newest status, the shoe cut off:
+    each status the shoe makes is signed afresh, so the same bytes again are a recording, said
+    once, and the shoe is not counted as heard (serve's silent state, its link_silent alarm)."""
+    from sabot import protocol as pr
+    from sabot.audit.validator import Validator
+    from sabot.link.session import ValidationSession
+    from sabot.virtual.capture_gen import status_payload
+
+    from kit import signing_shoe
+
+    shoe, entry = signing_shoe()
+    said = []
+    session = ValidationSession(Validator(entry, str(tmp_path / "a.db")), "socket://x:1", None,
+                                say=said.append)
+    first = pr.parse(shoe.status(status_payload()))
+    again = pr.parse(shoe.status(status_payload()))  # the same status, signed once more
+    assert first.raw != again.raw  # ECDSA: a fresh signature each time
+    assert session._heard([(first, "accepted", None)])
+    assert not session._heard([(first, "accepted", None)])  # its bytes again: a recording
+    assert not session._heard([(first, "accepted", None)]) and len(said) == 1, said
+    assert "byte for byte" in said[0]
+    assert session._heard([(again, "accepted", None)])  # the shoe itself, speaking again
+    assert not session._heard([(first, "rejected", "replayed")])
+    session.validator.store.close()

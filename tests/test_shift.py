@@ -9,9 +9,12 @@ are held to what they may do, and audit verify passes over the operator log's ne
 import csv
 import io
 import json
+import socket
 import sqlite3
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from selenium.webdriver.support.ui import Select
@@ -34,6 +37,7 @@ from kit.pit import (
 from kit.serve_rig import ServeRig
 
 pytestmark = pytest.mark.board
+LINK_IDLE_S = 3.0  # the board's: a host silent this long gives its link up
 
 
 def cell(driver, table, css):
@@ -78,14 +82,20 @@ def log_in(driver, url, name):
     driver.find_element("css selector", "button[type=submit]").click()
 
 
-def not_recording_while_locked(driver, db):
+def not_recording_while_locked(driver, db, board):
     """Another process takes the store's write lock: serve's commits wait, the page says NOT
-    RECORDING; released, it records again."""
+    RECORDING; meanwhile serve keeps its link (a byte the shoe ignores), so another host that
+    connects past the link's idle time is told it is taken; released, it records again."""
     lock = sqlite3.connect(db, isolation_level=None)
     lock.execute("BEGIN EXCLUSIVE")
+    locked = time.monotonic()
     try:
         said = text_of(driver, "#not-recording", timeout=15)
         assert said and "NOT RECORDING" in said and "write lock is taken" in said, said
+        time.sleep(max(0.0, locked + 2 * LINK_IDLE_S - time.monotonic()))
+        host, port = board.url.removeprefix("socket://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as other:
+            assert other.recv(200).startswith(b"sabot-link taken by 127.0.0.1:")
     finally:
         lock.execute("ROLLBACK")
         lock.close()
@@ -117,15 +127,17 @@ def check_report(rig, table, driver, dan):
     summary = next(r for r in rows if r["section"] == "table")
     assert summary["table"] == table and summary["rounds"] == "5", summary
     assert by[("dealer", "dan")]["rounds"] == "3" and by[("dealer", "erin")]["rounds"] == "2"
-    held = by[("irregularity", "cards_exhausted")]
-    assert held["resolved"] == "end_shoe" and held["by"] == "alice", held
-    alarm = by[("alarm", "not_recording")]
+    held = by[("irregularity", "no cards left")]
+    assert held["resolved"] == "the shoe ended" and held["by"] == "alice", held
+    assert held["code"] == "cards_exhausted"
+    alarm = by[("alarm", "not recording")]
     assert alarm["acknowledged_by"] == "alice" and alarm["note"] == "IT released the lock"
     assert alarm["start"] and alarm["end"], alarm  # raised and cleared, with the offset
 
 
 @pytest.mark.long
-def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path):
+def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path, monkeypatch):
+    monkeypatch.setenv("SABOT_LINK_IDLE_MS", str(int(LINK_IDLE_S * 1000)))  # for the board
     shift = Shift(tmp_path)
     rig, table = shift.rig, shift.table
     driver = browser(tmp_path)
@@ -149,7 +161,7 @@ def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path):
         assert "erin" in cell(driver, table, "span.dealer")
         shift.until_held()  # rounds 4 and 5, then the cards run out
         assert "no cards left" in cell(driver, table, "td.state")
-        not_recording_while_locked(driver, rig.db)
+        not_recording_while_locked(driver, rig.db, shift.board)
 
         press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
         done = press(driver, "button[data-confirm=end-shoe]")
@@ -180,20 +192,26 @@ def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path):
     ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
                          capture_output=True, text=True, timeout=60)
     kinds = [json.loads(line)["operation"] for line in ops.stdout.splitlines()]
-    assert kinds == ["sign_on", "sign_on", "serve_alarm", "resolve", "acknowledge",
-                     "sign_off"], kinds
+    assert kinds == ["sign_on", "sign_off", "sign_on", "serve_alarm", "resolve",
+                     "acknowledge", "sign_off"], kinds  # dan signed off as erin is signed on
     verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
                                str(rig.registry)], capture_output=True, text=True, timeout=120)
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
-def test_a_dealer_signed_on_at_another_table_leaves_the_last_one(tmp_path):
-    """A dealer deals at one table: signing on at another signs them off the first (both in
-    the operator log); signing on twice, or off a table they are not at, is refused."""
-    rig = ServeRig(tmp_path, shoes=2, seed=31, accounts=make_accounts(tmp_path))
+def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
+    """A dealer deals at one table: signing on at another signs them off the first; a dealer may
+    not take a table another dealer is signed on at; signing on twice, or off a table they are
+    not at, is refused. A pit-wide alarm (the store not recording) is acknowledged once, at
+    every table. A shoe gone quiet is link_silent; a dealer is not signed on at a table whose
+    link is lost (its rounds would count to the wrong dealer); serve stopping with that alarm
+    open logs it open."""
+    rig = ServeRig(tmp_path, shoes=2, seed=31, accounts=make_accounts(tmp_path),
+                   extra=["--store-alarm", "1", "--silent-alarm", "5"])
     try:
-        dan = Client(rig.url)
-        assert dan.login("dan", PASSWORDS["dan"])[0] == 200
+        dan, erin, alice = Client(rig.url), Client(rig.url), Client(rig.url)
+        for who, client in (("dan", dan), ("erin", erin), ("alice", alice)):
+            assert client.login(who, PASSWORDS[who])[0] == 200
         assert dan.post("/api/operate", {"table": "BAC-01", "action": "sign-on"})[0] == 200
         status, out = dan.post("/api/operate", {"table": "BAC-01", "action": "sign-on"})
         assert status == 409 and "already" in out["error"], out
@@ -202,14 +220,73 @@ def test_a_dealer_signed_on_at_another_table_leaves_the_last_one(tmp_path):
         assert tables["BAC-01"]["dealer"] is None and tables["BAC-02"]["dealer"] == "dan"
         status, out = dan.post("/api/operate", {"table": "BAC-01", "action": "sign-off"})
         assert status == 409 and "not signed on at BAC-01" in out["error"], out
+        status, out = erin.post("/api/operate", {"table": "BAC-02", "action": "sign-on"})
+        assert status == 409 and "dan is signed on at BAC-02" in out["error"], out
+
+        acknowledged_once_for_the_pit(rig, alice)
+
+        # a shoe gone quiet
+        rig.boards[1].stop()
+        end = time.monotonic() + 20
+        while "BAC-02" not in (health := rig_health(rig))["attention"] or not [
+                a for a in rig.get("/api/tables/BAC-02")["alarms"] if a["kind"] == "link_silent"]:
+            assert time.monotonic() < end, health
+            time.sleep(0.2)
+        status, out = alice.post("/api/operate", {"table": "BAC-02", "action": "sign-on",
+                                                  "dealer": "erin"})
+        assert status == 409 and "its link is lost" in out["error"], out
     finally:
-        rig.stop()
+        code = rig.stop()
+    assert code == 0, rig.log_text()
+    assert "serve's own alarms: 1 link_silent, 1 not_recording" in rig.log_text()
     ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
                          capture_output=True, text=True, timeout=60)
     entries = [json.loads(line) for line in ops.stdout.splitlines()]
-    assert [(e["operation"], e["table"]) for e in entries] == [
+    assert [(e["operation"], e["table"]) for e in entries[:3]] == [
         ("sign_on", "BAC-01"), ("sign_off", "BAC-01"), ("sign_on", "BAC-02")]
     assert entries[1]["moved_to"] == "BAC-02" and entries[1]["dealer"] == "dan"
+    acks = [e for e in entries if e["operation"] == "acknowledge"]
+    assert sorted(e["table"] for e in acks) == ["BAC-01", "BAC-02"]
+    silent = [e for e in entries if e["operation"] == "serve_alarm" and e["kind"] ==
+              "link_silent"]
+    assert len(silent) == 1 and silent[0]["cleared_at"] is None, entries  # open at the stop
     verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
                                str(rig.registry)], capture_output=True, text=True, timeout=120)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def acknowledged_once_for_the_pit(rig, alice):
+    """The store not recording (another process holds its write lock): one alarm of the whole
+    pit, acknowledged once, at every table."""
+    lock = sqlite3.connect(rig.db, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        end = time.monotonic() + 15
+        while rig.get("/api/tables")[0]["state"] != "not recording":
+            assert time.monotonic() < end
+            time.sleep(0.1)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    end = time.monotonic() + 15
+    while not (alarms := [a for a in rig.get("/api/tables/BAC-01")["alarms"]
+                          if a["kind"] == "not_recording" and a["cleared_at"]]):
+        assert time.monotonic() < end
+        time.sleep(0.1)
+    status, out = alice.post("/api/operate", {
+        "table": "BAC-01", "action": "acknowledge", "note": "backup held the lock",
+        "alarm": f"serve:not_recording:{alarms[0]['raised_at']}"})
+    assert status == 200, out
+    for table in ("BAC-01", "BAC-02"):
+        acked = [a["acknowledged"] for a in rig.get(f"/api/tables/{table}")["alarms"]
+                 if a["kind"] == "not_recording"]
+        assert acked and acked[0]["by"] == "alice", (table, acked)
+
+
+
+def rig_health(rig):
+    try:
+        with urllib.request.urlopen(rig.url + "/api/health", timeout=10) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read())

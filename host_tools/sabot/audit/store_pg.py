@@ -311,10 +311,11 @@ class _Connection:
                     said = now
                 time.sleep(RETRY_PAUSE)
         self.con = con
-        if self.say is not None and self.lost_since is not None:
+        if self.say is not None and self.lost_since is not None and self.lost_reason:
+            # (a connection found dead and made again at the first try was never said lost)
             self.say(f"audit database {self.shown} back after "
                      f"{time.monotonic() - self.lost_since:.1f} s")
-        self.lost_since = None
+        self.lost_since, self.lost_reason = None, ""
 
     def _remake(self, con: psycopg.Connection[Any]) -> None:
         """The session's state made again on a new connection (reconnect())."""
@@ -459,6 +460,11 @@ class PgAuditStore(AuditStore):
                 " (SELECT count(*) FROM pg_stat_replication),"
                 " pg_blocking_pids(a.pid) FROM pg_stat_activity a WHERE a.pid = %s",
                 (pid,)).fetchone()
+            # what holds the lock it waits for: another writer's commit may itself wait for
+            # the synchronous standby (the chain's lock is held through every commit)
+            blockers = con.execute(
+                "SELECT pid, application_name, wait_event FROM pg_stat_activity"
+                " WHERE pid = ANY(%s)", (list(row[5] or []) if row else [],)).fetchall()
         except psycopg.Error as e:
             return f"the database server {host}:{port} did not say ({short_reason(e)})"
         finally:
@@ -471,9 +477,18 @@ class PgAuditStore(AuditStore):
             if not streaming:
                 return (f"the database server {host}:{port} waits for a synchronous standby "
                         f"(synchronous_standby_names = '{names}') and no standby is connected:"
-                        " bring the standby back, or fail over (docs/FLOOR.md)")
+                        " bring the standby back, or stop waiting for it (docs/FLOOR.md)")
             return (f"the database server {host}:{port} waits for its synchronous standby to "
                     f"confirm ({streaming} streaming, synchronous_standby_names = '{names}')")
+        held_by_sync = [b for b in blockers if b[2] == "SyncRep"]
+        if held_by_sync:
+            who = ", ".join(f"{name or 'a session'} (server pid {bpid})"
+                            for bpid, name, _ in held_by_sync)
+            return (f"the commit waits for another writer's, {who}, which waits on "
+                    f"{host}:{port} for a synchronous standby (synchronous_standby_names = "
+                    f"'{names}')" + (" and no standby is connected: bring the standby back, or "
+                                     "stop waiting for it (docs/FLOOR.md)" if not streaming
+                                     else ""))
         if kind == "Lock" or blocking:
             return (f"the commit waits for a lock on {host}:{port} held by server pid"
                     f"{'s' if len(blocking or []) > 1 else ''} "

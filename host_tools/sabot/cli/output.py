@@ -201,7 +201,7 @@ def validated_line(summary: dict[str, Any], ended: Any = None) -> str:
 
 def stored_text(r: dict[str, Any]) -> str:
     """`sabot audit verify`'s count of what a store holds (audit/verify.verify's): `139 frames,
-    68 rounds (the shoe frames of 1 shoe, each once; also stored: 4 statuses, ...; 367 rows
+    68 rounds (the shoe frames of 1 shoe device, each once; also stored: 4 statuses, ...; 367 rows
     chained)`."""
     also = [plural(r[key], one, many) for key, one, many in (
         ("statuses", "status", "statuses"), ("checkpoints", "checkpoint", None),
@@ -209,7 +209,7 @@ def stored_text(r: dict[str, Any]) -> str:
         ("resent", "resent copy", "resent copies"), ("deferred", "deferred frame", None),
         ("rejected", "rejected frame", None)) if r.get(key)]
     return (f"{r['frames']} frames, {r['rounds']} rounds (the shoe frames of "
-            f"{plural(r['shoes'], 'shoe')}, each once"
+            f"{plural(r['shoes'], 'shoe device')}, each once"
             + (f"; also stored: {', '.join(also)}" if also else "")
             + f"; {r['rows']} rows chained)")
 

@@ -59,10 +59,10 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    help="how long the audit database may take to confirm a commit before serve "
                    "says it is not recording: one line in its log, NOT RECORDING on every page, "
                    "503 from /api/health (default 5)")
-    p.add_argument("--silent-alarm", metavar="SECONDS", type=seconds_arg, default=30.0,
+    p.add_argument("--silent-alarm", metavar="SECONDS", type=silent_arg, default=30.0,
                    help="how long a shoe may send nothing, its link up or lost, before serve "
-                   "raises link_silent (default 30; a live shoe answers the host's hello every "
-                   "2 s)")
+                   "raises link_silent (default 30, at least 5: a live shoe answers the host's "
+                   "hello every 2 s)")
     p.add_argument("--shifts", metavar="HH:MM,...", type=shifts_arg,
                    default=["06:00", "14:00", "22:00"],
                    help="when the pit's shifts begin, the server's local time (default "
@@ -85,6 +85,8 @@ def serve_args(p: argparse.ArgumentParser) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Validate every --shoe (as `sabot validate` does, one thread each, one shared writer store)
     and serve the pit dashboard, the tables' scoreboards and the API from that store."""
+    from collections import Counter
+
     from sabot.link.session import registry_entry
     from sabot.pit.accounts import Accounts
     from sabot.pit.console import Console, operations_of
@@ -130,7 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     pit.recording = validation.recording
     duties = Duties(pit, validation.log if accounts else None,
                     lambda: sorted(n for n, u in accounts.users.items()
-                                   if u["role"] == "dealer") if accounts else [])
+                                   if u["role"] == "dealer") if accounts else [],
+                    validation.ready)
     console = Console(accounts, validation.operate if accounts else None, pit.table,
                       operations_of(args.db), lambda title, body: html_response(
                           page(title, body, "")),
@@ -142,16 +145,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     validation.notify = hub.notify  # type: ignore[method-assign]
     validation.start()
     taken = validation.taken()
-    if taken:  # one validator per shoe: not a second that would take turns on its link
+    if taken and len(taken) == len(shoes):
+        # one validator per shoe: not a second that would take turns on its link
         validation.stop()
         validation.store.discard_if_unused()  # a store this run made and wrote nothing in
         raise SabotError("; ".join(taken))
+    for line in taken:  # the pit's other tables are served; these wait, their link taken
+        print(f"sabot serve: not validating yet: {line}", file=sys.stderr, flush=True)
     clean = False
     try:
         run_web(app, hub, host, port, f"http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"
                 f"{'' if len(shoes) == 1 else 's'}, audit {shown_db(args.db)})")
     finally:
         clean = validation.stop()
+    own = Counter(a.kind for a in validation.recording.alarms)
+    if own:  # none of them is in the frames' count of alarms: said apart
+        print("serve's own alarms: " + ", ".join(f"{n} {k}" for k, n in sorted(own.items()))
+              + " (each in the lines above and the operator log)", file=sys.stderr)
     return served(validation.summary(), args, clean)
 
 
@@ -177,6 +187,18 @@ def served(s: dict[str, Any], args: argparse.Namespace, clean: bool) -> int:
         sys.stderr.flush()
         os._exit(code or BAD_INPUT)  # an I/O fault: the database's
     return 0
+
+
+def silent_arg(text: str) -> float:
+    """--silent-alarm: seconds, 5 or more (a live shoe is heard every 2 s: less would call a
+    quiet table silent)."""
+    import argparse
+
+    value = seconds_arg(text)
+    if value < 5:
+        raise argparse.ArgumentTypeError(f"wants 5 seconds or more (a live shoe answers a hello "
+                                         f"every 2 s), not {text}")
+    return value
 
 
 def shifts_arg(text: str) -> list[str]:

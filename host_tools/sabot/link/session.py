@@ -5,6 +5,7 @@ long (the shoe keeps what it has not delivered). `sabot validate` runs one in th
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import signal
 import threading
@@ -23,7 +24,7 @@ from sabot.keys import CommandKey
 from sabot.link.host import HostLink
 from sabot.link.operate import first_status, identify, open_port
 from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, LinkTaken, Port
-from sabot.protocol import C_HELLO, HOLDS, command, shoe_id_text
+from sabot.protocol import C_HELLO, HOLDS, T_STATUS, command, shoe_id_text
 from sabot.registry import Registry, ShoeEntry
 
 RECONNECT_WAIT = 30.0  # seconds of one try to get a lost link back
@@ -93,6 +94,9 @@ class ValidationSession:
         self.wrong_since = 0.0
         self._asked_who = 0.0
         self.first_tried = threading.Event()  # the first connection tried (connect())
+        self._status_seq, self._statuses = -1, set[bytes]()  # statuses taken at that seq
+        self._replay_said = False
+        self.pumping_since: float | None = None  # a read being validated and stored since
         self.taken: LinkTaken | None = None  # what the shoe said of that try, when taken
         self.refused: list[dict[str, Any]] = []  # every rejected frame, with its reason
         self.ended: list[int] = []  # shoes seen ended (a shoe_end stored, or the shoe's status)
@@ -206,7 +210,11 @@ class ValidationSession:
             self._do_asked(link)
             try:
                 self._who_is_there(link)
-                results = link.pump(self.pump_wait)
+                self.pumping_since = time.time()
+                try:
+                    results = link.pump(self.pump_wait)
+                finally:
+                    self.pumping_since = None
             except (ConnectionError, LinkTaken) as e:  # (another host's now: waited out too)
                 link = self._get_back(link, end, _reason(e))
                 continue
@@ -218,7 +226,7 @@ class ValidationSession:
                 continue
             burst = [{"reason": r} for _, v, r in results if v == "rejected"]
             self.refused += burst
-            if any(v != "rejected" for _, v, _ in results):
+            if self._heard(results):
                 self.heard_at = time.time()
                 self._not_ours(None)
             elif burst:
@@ -231,6 +239,41 @@ class ValidationSession:
             if unsaid and (len(unsaid) >= BURST_LINE or not burst):
                 self.say(f"rejected frames: {group_rejections(unsaid)}")
                 unsaid = []
+
+    def _heard(self, results: list[Any]) -> bool:
+        """Whether these frames are the shoe speaking now: any authentic frame, but a status
+        the very bytes of one already taken (a status is signed afresh each time, so the same
+        bytes again are a recording played on the line, however it passed the validator), said
+        once."""
+        heard = False
+        for f, verdict, _ in results:
+            if verdict == "rejected" or f is None:
+                continue
+            if f.type != T_STATUS:
+                heard = True
+                continue
+            digest = hashlib.sha256(f.raw).digest()
+            if f.seq != self._status_seq:
+                self._status_seq, self._statuses = f.seq, set()
+            if digest in self._statuses:
+                if not self._replay_said:
+                    self._replay_said = True
+                    self.say("a status came again byte for byte (a recording played on the "
+                             "line?): the shoe itself is not counted as heard")
+                continue
+            self._statuses.add(digest)
+            heard = True
+        return heard
+
+    def keep_alive(self) -> None:
+        """One zero byte to the shoe (an empty frame it ignores), from another thread, while
+        this session waits on the store: a networked shoe's link stays this host's."""
+        link = self.link
+        if link is not None and self.link_state == "up":
+            try:
+                link.port.write(b"\x00")
+            except (ConnectionError, SabotError, OSError):
+                pass  # the session finds a lost link itself
 
     def _who_is_there(self, link: HostLink) -> None:
         """A link up and silent: a hello to whichever shoe is on the port (shoe id 0), whose
@@ -311,7 +354,11 @@ class ValidationSession:
 
 
 def _reason(e: BaseException) -> str:
-    """Why a link went or would not come back, in the port's own words."""
+    """Why a link went or would not come back, in the port's own words (a link taken: by whom,
+    without the seconds that change at every try, so it is said once)."""
+    if isinstance(e, LinkTaken):
+        return (f"the shoe's link is taken by another host ({e.holder}): one validator per "
+                "shoe")
     text = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
     return text or type(e).__name__
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import BinaryIO, Protocol
@@ -38,6 +39,7 @@ TIMEOUT = 0.05  # seconds a read waits for a first byte unless told otherwise
 # `sabot-link taken by IP:PORT for N s\n` (boards/virtual/main.py, boards/emulated)
 TAKEN = b"sabot-link taken by "
 TAKEN_LONGEST = 128  # bytes: a longer first line is no taken line
+NETWORKED = ("socket://", "rfc2217://")  # ports where several hosts can reach one shoe
 _TAKEN_REST = re.compile(rb"(\S+) for (\d+) s\r?")
 
 
@@ -83,6 +85,7 @@ class ShoePort:
         self.ser: serial.SerialBase | None = None
         self.deframer = Deframer()
         self.head: bytearray | None = None  # a connection's first bytes, while they may be TAKEN
+        self._writing = threading.Lock()
         self.taken: LinkTaken | None = None  # what the shoe said of this connection, if so
         self.reopen(open_timeout)
 
@@ -115,7 +118,8 @@ class ShoePort:
                     raise SabotError(f"cannot open {self.url}: {reason}") from None
                 time.sleep(0.1)
         self.deframer = Deframer()  # a partial frame from the last connection is gone
-        self.head = bytearray()
+        # only a networked port's shoe answers a second host so; on a tty it is line noise
+        self.head = bytearray() if self.url.startswith(NETWORKED) else None
 
     def _open(self) -> serial.SerialBase:
         if self.taken is not None:
@@ -125,11 +129,13 @@ class ShoePort:
         return self.ser
 
     def write(self, data: bytes) -> None:
-        """Put bytes on the line (flushed: a command is out when this returns)."""
+        """Put bytes on the line (flushed: a command is out when this returns); whole, whatever
+        other thread writes too (a keepalive)."""
         ser = self._open()
         try:
-            ser.write(data)
-            ser.flush()
+            with self._writing:
+                ser.write(data)
+                ser.flush()
         except (serial.SerialException, OSError, TtyError) as e:
             if self.head is not None:  # the shoe may have hung up on us with its taken line
                 try:

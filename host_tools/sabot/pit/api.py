@@ -61,7 +61,9 @@ def floor_json(pit: Pit, only: str | None = None) -> dict[str, Any]:
     alarms = sorted(({"pit": p, "table": t.table, **alarm_json(a)} for p, ts in pits
                      for t in ts for a in pit.alarms_of(t)),
                     key=lambda a: a["raised_at"] or "")
-    return {"now": iso(now),
+    states = [pit.status(t, now)[0] for _, ts in pits for t in ts]
+    return {"now": iso(now), "problem": pit.problem,
+            "recording": not any(s == "not recording" for s in states),
             "pits": [{"pit": p, "tables": [{**summary(pit, t, now), "pit": p,
                                             "alarms": len(pit.alarms_of(t))} for t in ts]}
                      for p, ts in pits],
@@ -71,13 +73,16 @@ def floor_json(pit: Pit, only: str | None = None) -> dict[str, Any]:
 def health(pit: Pit) -> tuple[int, dict[str, Any]]:
     """For monitoring: 200 while the pit records (its store confirms commits in time and its
     pages' reads are answered), 503 while it does not. `attention` names each table a person
-    should look at (its link lost, silent, not the registered shoe, tilted, no validator),
-    whatever the status."""
+    should look at (its link lost, silent, not the registered shoe, tilted, no validator, or an
+    alarm nobody acknowledged), whatever the status."""
     now = time.time()
     states = {t.table: pit.status(t, now) for t in pit.tables()}
-    attention = {name: {"state": s, "since": iso(at), "detail": why}
+    unacked = {t.table: sum(1 for a in pit.alarms_of(t) if not a.get("ack"))
+               for t in pit.tables()}
+    attention = {name: {"state": s, "since": iso(at), "detail": why,
+                        "alarms_unacknowledged": unacked[name]}
                  for name, (s, at, why) in states.items()
-                 if s not in ("dealing", "held", "ended", "waiting")}
+                 if s not in ("dealing", "held", "ended", "waiting") or unacked[name]}
     stalled = pit.recording.not_recording() if pit.recording is not None else None
     recording = stalled is None and pit.problem is None and not any(
         v["state"] == "not recording" for v in attention.values())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -45,6 +46,8 @@ CONFIRM = {"end-shoe": "ends the shoe here: a round in progress is voided and th
            "void-round": "voids the round in progress: its cards are set aside and it is dealt "
                          "again"}
 BODY_MAX = 4096  # bytes of a form or API request: a login or a command is small
+PHASE_WORDS = {"burn_first": "burning its first card", "burn": "burning", "dealing": "dealing",
+               "held": "held", "ended": "ended", "tilt": "out of play (tilt)"}
 
 # operate(shoe_id, action, resolution, by, logged) -> what the shoe reported, or SabotError
 Operate = Callable[[int, str, "str | None", str, dict[str, Any]], dict[str, Any]]
@@ -112,7 +115,9 @@ class Console:
                   el("button", "log out", type="submit"),
                   join(" · ", el("a", "operator log", href="/operations"))
                   if s.role in SEE_LOG else None,
-                  " · this account sees the pit and operates no table"
+                  (" · a dealer signs themself on and off at a table; a supervisor operates "
+                   "the tables" if s.role == "dealer" else
+                   " · this account sees the pit and operates no table")
                   if s.role not in OPERATE else None,
                   method="post", action="/logout", class_="who")
 
@@ -258,6 +263,12 @@ class Console:
             return 400, {"error": f"resolution must be one of {', '.join(RESOLUTIONS)}"}
         if self.operate is None:
             return 409, {"error": "serve holds no shoe link to operate"}
+        stalled = self.duties.pit.recording.not_recording() if (
+            self.duties is not None and self.duties.pit.recording is not None) else None
+        if stalled is not None:  # the shoe would do it, and its frame wait unstored
+            return 409, {"error": "not done: serve is not recording (since "
+                                  f"{time.strftime('%H:%M:%S', time.localtime(stalled.since))}"
+                                  "); try again once it records"}
         logged = {"account": s.name, "role": s.role, "from": self.client(request),
                   "via": "serve", "user_agent": request.headers.get("user-agent", "")[:120]}
         try:
@@ -299,8 +310,9 @@ class Console:
             what = (f"resolved {out['resolution']}" if out["action"] == "resolve" else
                     "started the next shoe" if sh.get("started", True) else
                     "the next shoe was already started")
-            body = el("p", f"{out['table']}: {what} — shoe {sh.get('shoe')}, phase "
-                      f"{sh.get('phase')}, round {sh.get('round')} (logged as {s.name})",
+            body = el("p", f"{out['table']}: {what} — the shoe is now "
+                      f"{PHASE_WORDS.get(sh.get('phase'), sh.get('phase'))} (shoe "
+                      f"{sh.get('shoe')}, round {sh.get('round')}; logged as {s.name})",
                       id="done")
         response = self.page("Done" if status == 200 else "Not done",
                              join(body, el("a", "back to the pit", href="/")))
@@ -393,7 +405,7 @@ class Console:
         return JSONResponse(out, status)
 
 
-LOG_HEADINGS = ("at", "table", "operation", "resolution", "shoe id", "shoe", "round", "account",
+LOG_HEADINGS = ("at", "table", "operation", "what", "shoe id", "shoe", "round", "account",
                 "role", "from", "frame (seq)")
 
 
@@ -405,12 +417,52 @@ def log_row(op: dict[str, Any], table_of: Callable[[int], str | None]) -> list[s
 
     sid = op.get("shoe_id")
     shoe_id = f"{sid:#010x}" if isinstance(sid, int) and not isinstance(sid, bool) else text(sid)
-    return [text(op.get("at")), text(table_of(sid) if isinstance(sid, int) else None),
-            text(op.get("operation")).replace("_", "-"),
-            text(op.get("resolution")).replace("_", "-"), shoe_id, text(op.get("shoe")),
-            text(op.get("round")), text(op.get("account") or op.get("user")),
+    return [when(op.get("logged_at"), op.get("at")),
+            text(op.get("table") or (table_of(sid) if isinstance(sid, int) else None)),
+            text(op.get("operation")).replace("_", "-"), entry_words(op), shoe_id,
+            text(op.get("shoe")), text(op.get("round")), text(op.get("account") or op.get("by")
+                                                                or op.get("user")),
             text(op.get("role") or ("command line" if op.get("user") else None)),
             text(op.get("from") or op.get("host")), text(op.get("seq"))]
+
+
+def when(logged_at: Any, at: Any) -> str:
+    """An entry's time as the server's local date and time (the stored time; its `at` text if
+    that is all it has)."""
+    import time
+
+    if isinstance(logged_at, (int, float)) and not isinstance(logged_at, bool):
+        try:
+            return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(logged_at))
+        except (OverflowError, OSError, ValueError):
+            pass
+    return "" if at is None else str(at)[:40]
+
+
+def entry_words(op: dict[str, Any]) -> str:
+    """What an entry did, in words: the resolution, the dealer, the alarm and its note."""
+    from sabot.pit.words import alarm_words, resolution_words, shown
+
+    kind = op.get("operation")
+    if kind == "resolve":
+        return (f"{shown(op.get('resolution')).replace('_', '-')}: "
+                f"{resolution_words(op.get('resolution'))}")
+    if kind == "new_shoe":
+        return f"shoe {shown(op.get('shoe'))} started"
+    if kind in ("sign_on", "sign_off"):
+        why = (f" (moved to {shown(op['moved_to'])})" if op.get("moved_to") else
+               f" (in place of them: {shown(op['replaced_by'])})" if op.get("replaced_by")
+               else "")
+        return f"{shown(op.get('dealer'))} signed {'on' if kind == 'sign_on' else 'off'}{why}"
+    if kind == "acknowledge":
+        alarm: dict[str, Any] = op["alarm"] if isinstance(op.get("alarm"), dict) else {}
+        note = op.get("note")
+        return (f"{alarm_words(alarm.get('kind'))} raised {shown(alarm.get('raised_at'))}"
+                + (f": {shown(note)}" if note else ""))
+    if kind == "serve_alarm":
+        return (f"{alarm_words(op.get('kind'))}, {shown(op.get('raised_at'))} to "
+                f"{shown(op.get('cleared_at') or 'serve stopping')}")
+    return ""
 
 
 def operations_of(store_path: str) -> Callable[[], list[dict[str, Any]]]:
@@ -423,7 +475,7 @@ def operations_of(store_path: str) -> Callable[[], list[dict[str, Any]]]:
         except SabotError:
             return []
         try:
-            return store.operations()
+            return store.operations_since(0)
         finally:
             store.close()
 

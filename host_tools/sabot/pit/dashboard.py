@@ -56,11 +56,15 @@ def floor_path(only: str | None = None, events: bool = False) -> str:
 def page(title: str, body: Html, events: str, kind: str = "pit") -> Html:
     """A whole page: `kind` "pit" (the dashboard and every page of the pit's staff) or
     "scoreboard" (a table's display, laid out to fill the screen it is shown on)."""
+    # a page with no stream of its own says when the server made it (a live one's fragment
+    # carries the server's time, every second)
+    made = None if events else el("p", f"server time {clock(time.time())} {zone()}",
+                                  class_="now", id="made")
     return document(
         [el("meta", charset="utf-8"), el("title", title),
          el("meta", name="viewport", content="width=device-width, initial-scale=1"),
          el("link", rel="stylesheet", href=STYLESHEET)],
-        el("body", el("h1", title), el("div", body, id="live"), el("script", src=SCRIPT),
+        el("body", el("h1", title), made, el("div", body, id="live"), el("script", src=SCRIPT),
            data_version=0, data_events=events, class_=kind))
 
 
@@ -172,7 +176,13 @@ def dashboard_row(pit: Pit, t: TableView, now: float, operator: Operator | None 
     f = pit.figures(t, now)
     edges = [el("div", edge_words(w, e), class_="fav" if e < 0 else None)
              for w, e in (t.edges or {}).items()] or "-"
-    alarms = pit.alarms_of(t)[-5:]
+    every = pit.alarms_of(t)
+    # every alarm nobody acknowledged stays in view, however many came since; of the others
+    # the newest three, and a count
+    open_ = [a for a in every if not a.get("ack")]
+    done = [a for a in every if a.get("ack")]
+    alarms = sorted(open_ + done[-3:], key=lambda a: a["raised_at"] or 0.0)
+    more = len(done) - min(3, len(done))
     shoe_time = (f"{plural(f['shoe_rounds'], 'round')} in {ago(f['shoe_minutes'] * 60)}"
                  if f["shoe_minutes"] is not None else "-")
     return el(
@@ -195,7 +205,9 @@ def dashboard_row(pit: Pit, t: TableView, now: float, operator: Operator | None 
         el("td", "-" if t.remaining is None or t.blackjack else t.remaining),
         el("td", "-" if t.blackjack else edges),
         el("td", el("ul", [alarm_item(pit, t, a, now, operator) for a in reversed(alarms)],
-                    class_="alarms") if alarms else "none"),
+                    class_="alarms") if alarms else "none",
+           el("small", f"and {plural(more, 'acknowledged alarm')} before: the shift report "
+                       "has them") if more else None),
         data_table=t.table)
 
 
@@ -214,7 +226,7 @@ def dashboard_html(pit: Pit, operator: Operator | None = None, bar: Html | None 
 
 
 def floor_row(pit: Pit, name: str, t: TableView, now: float) -> Html:
-    alarms = pit.alarms_of(t)
+    alarms = [a for a in pit.alarms_of(t) if not a.get("ack")]  # what someone must look at
     return el(
         "tr",
         el("td", shown(name) if name else "-"),
@@ -226,7 +238,8 @@ def floor_row(pit: Pit, name: str, t: TableView, now: float) -> Html:
         el("td", shoe_round(t), class_="shoe-round", data_shoe=shown(t.shoe),
            data_round=shown(newest_round(t))),
         el("td", last_result(t), class_="last-result"),
-        el("td", len(alarms) or "none", class_="alarm" if alarms else None),
+        el("td", f"{len(alarms)} not acknowledged" if alarms else "none",
+           class_="alarm" if alarms else None),
         data_table=t.table, data_pit=name)
 
 
@@ -238,9 +251,20 @@ def floor_view(pit: Pit, only: str | None = None, now: float | None = None) -> H
     choose = [el("a", "every pit", href=floor_path(), class_="on" if only is None else None)]
     choose += [el("a", shown(p) or "no pit", href=floor_path(p),
                   class_="on" if p == only else None) for p, _ in every]
-    alarms = sorted(((p, t, a) for p, ts in shown_pits for t in ts for a in pit.alarms_of(t)),
-                    key=lambda x: x[2]["raised_at"] if isinstance(x[2]["raised_at"],
-                                                                  (int, float)) else 0.0)
+    seen: set[tuple[Any, ...]] = set()
+    alarms = []
+    for p, ts in shown_pits:
+        for t in ts:
+            for a in pit.alarms_of(t):
+                if a.get("serve"):  # a pit-wide alarm of serve's own: once for the pit
+                    key = (p, a["kind"], a["raised_at"], t.table if not a.get("pit_wide")
+                           else None)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                alarms.append((p, t, a))
+    alarms.sort(key=lambda x: x[2]["raised_at"] if isinstance(x[2]["raised_at"],
+                                                              (int, float)) else 0.0)
     states: dict[str, int] = {}
     for _, ts in shown_pits:
         for t in ts:
@@ -258,8 +282,10 @@ def floor_view(pit: Pit, only: str | None = None, now: float | None = None) -> H
         el("h2", "Alarms across the floor"),
         el("ul", [el("li", el("b", clock(a["raised_at"]) if isinstance(
             a["raised_at"], (int, float)) else "?"), f" {shown(p) or 'no pit'} "
-            f"{shown(t.table)}: {alarm_words(a['kind'])}",
+            f"{'every table' if a.get('pit_wide') else shown(t.table)}: "
+            f"{alarm_words(a['kind'])}",
             f" (round {shown(a['round'])})" if a.get("round") else "", ": ",
-            shown(a["detail"]), class_="alarm", data_kind=shown(a["kind"]))
+            shown(a["detail"]), ack_line(a["ack"]) if a.get("ack") else None,
+            class_="alarm" + (" acked" if a.get("ack") else ""), data_kind=shown(a["kind"]))
             for p, t, a in reversed(alarms[-FLOOR_ALARMS:])]
            or el("li", "none"), id="floor-alarms"))

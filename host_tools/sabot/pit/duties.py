@@ -3,10 +3,13 @@ acknowledge alarms with a note, and the shift report is read as a printable page
 
 Signing on and acknowledging are entries of the chained operator log (the audit store), each
 naming the shoe's newest stored frame (an acknowledgement: its alarm's), so every round that
-follows is attributed to the dealer on duty and `sabot audit verify` finds an entry moved,
-altered or inserted (docs/SECURITY.md: who signed on is the host's word, not the shoe's). A
-dealer signs themself on and off; a supervisor signs any dealer on or off and acknowledges
-alarms. Nothing is said done that the store has not confirmed."""
+follows is attributed to the dealer on duty; `sabot audit verify` finds an entry that names
+another frame than serve wrote, an acknowledgement of an alarm stored after it, of another
+kind or shoe, or twice — not one inserted as serve would have written it, nor one deleted (who
+signed on is the host's word, not the shoe's: docs/SECURITY.md). A dealer signs themself on and
+off, never over another dealer; a supervisor signs any dealer on or off and acknowledges
+alarms; a dealer's table changes only while its shoe has delivered every round dealt. Nothing
+is said done that the store has not confirmed."""
 
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ LOG_WAIT = 5.0  # seconds an entry may take to be confirmed before the request i
 # log(shoe_id, entry, seq or None for the shoe's newest stored frame): the entry written and
 # confirmed, or a one-line SabotError
 Log = Callable[[int, dict[str, Any], "int | None"], None]
+Planned = tuple[TableView, dict[str, Any], "int | None"]  # a table, its entry, the seq it names
 
 
 def alarm_ref(alarm: dict[str, Any]) -> str:
@@ -46,10 +50,13 @@ def alarm_ref(alarm: dict[str, Any]) -> str:
 
 
 class Duties:
-    def __init__(self, pit: Pit, log: Log | None, dealers: Callable[[], list[str]]) -> None:
+    def __init__(self, pit: Pit, log: Log | None, dealers: Callable[[], list[str]],
+                 ready: Callable[[int], str | None] = lambda shoe_id: None) -> None:
         self.pit = pit
         self.log = log
         self.dealers = dealers  # the dealer accounts' names
+        # why a table's dealer may not change now (its shoe not caught up), or None
+        self.ready = ready
 
     # ---- the dashboard's controls ------------------------------------------------------------
     def dealer_controls(self, s: Session | None, table: str, dealer: str | None) -> Html | None:
@@ -72,9 +79,12 @@ class Duties:
                 out.append(form("sign-off", "sign off"))
         else:
             names = [n for n in self.dealers() if n != dealer]
-            if names:
-                out.append(form("sign-on", "sign on", el("select", [
-                    el("option", n, value=n) for n in names], name="dealer")))
+            at = {o.dealer: o.table for o in self.pit.tables() if o.dealer}
+            if names:  # a dealer at another table is moved here (said in the option)
+                out.append(form("sign-on", f"sign on{' in place of ' + dealer if dealer else ''}",
+                                el("select", [el("option", n + (f" (now at {at[n]})"
+                                                                 if n in at else ""), value=n)
+                                              for n in names], name="dealer")))
             if dealer:
                 out.append(form("sign-off", f"sign {dealer} off",
                                 el("input", type="hidden", name="dealer", value=dealer)))
@@ -108,6 +118,9 @@ class Duties:
 
     async def do(self, t: TableView, s: Session, action: str, fields: dict[str, Any],
                  who: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A sign-on, sign-off or acknowledgement: every entry it takes checked first, then
+        each logged and confirmed (a sign-on may sign others off; a pit-wide alarm is
+        acknowledged at every table it stands at)."""
         if self.log is None:
             return 409, {"error": "serve validates no shoe here: nothing is logged"}
         stalled = self.pit.recording.not_recording() if self.pit.recording else None
@@ -116,51 +129,81 @@ class Duties:
                                   f"{clock(stalled.since)}); try again once it records"}
         entry: dict[str, Any] = {"shoe_id": t.shoe_id, "table": t.table, "by": s.name,
                                  **who, "at": iso(time.time())}
-        seq = None
-        if action in ("sign-on", "sign-off"):
-            dealer = fields.get("dealer") or s.name
-            if not isinstance(dealer, str) or name_problem(dealer):
-                return 400, {"error": "dealer: an account name, 1-16 printable characters"}
-            if action == "sign-on" and s.role != "dealer" and dealer not in self.dealers():
-                return 400, {"error": f"no dealer account {dealer!r}"}
-            if action == "sign-off" and t.dealer != dealer:
-                return 409, {"error": f"{dealer} is not signed on at {t.table}"}
-            if action == "sign-on" and t.dealer == dealer:
-                return 409, {"error": f"{dealer} is signed on at {t.table} already"}
-            entry.update(operation=action.replace("-", "_"), dealer=dealer)
-            if action == "sign-on":  # a dealer deals at one table: signed off the last one
-                for other in self.pit.tables():
-                    if other.dealer == dealer and other is not t:
-                        status, out = await self._log(other, dict(
-                            entry, shoe_id=other.shoe_id, table=other.table,
-                            operation="sign_off", moved_to=t.table), None)
-                        if status != 200:
-                            return status, out
-        else:
-            ref, note = fields.get("alarm"), fields.get("note") or ""
-            if not isinstance(note, str) or len(note) > NOTE_MAX or not note.isprintable():
-                return 400, {"error": f"note: up to {NOTE_MAX} printable characters"}
-            alarm = next((a for a in self.pit.alarms_of(t) if alarm_ref(a) == ref), None)
-            if alarm is None:
-                return 404, {"error": f"no alarm {ref!r} at {t.table}"}
-            if alarm.get("ack"):
-                return 409, {"error": f"that alarm was acknowledged by {alarm['ack'].get('by')}"}
-            raised = alarm.get("raised_at")
-            if not isinstance(raised, float) or not isinstance(alarm.get("detail"), str):
-                return 409, {"error": "that alarm's stored row is none a validator writes (no "
-                                      "time, or no detail): run sabot audit verify"}
-            entry.update(operation="acknowledge", note=note, alarm={
-                "id": alarm.get("id"), "kind": alarm.get("kind"),
-                "raised_at": iso(raised) if isinstance(raised, float) else raised,
-                "detail": alarm.get("detail")})
-            seq = alarm.get("seq") if alarm.get("id") is not None else None
-        status, out = await self._log(t, entry, seq)
-        if status != 200:
-            return status, out
+        plan = (self._signing(t, s, action, fields, entry) if action in ("sign-on", "sign-off")
+                else self._acknowledging(t, fields, entry))
+        if isinstance(plan, tuple):
+            return plan  # refused: nothing logged
+        for table, one, seq in plan:
+            status, out = await self._log(table, one, seq)
+            if status != 200:
+                return status, out
         return 200, {"table": t.table, "action": action, "by": s.name,
                      **({"dealer": entry["dealer"]} if "dealer" in entry else {}),
                      **({"alarm": entry["alarm"], "note": entry["note"]}
                         if "alarm" in entry else {})}
+
+    def _signing(self, t: TableView, s: Session, action: str, fields: dict[str, Any],
+                 entry: dict[str, Any]) -> list[Planned] | tuple[int, dict[str, Any]]:
+        """A sign-on's or sign-off's entries (one dealer a table, one table a dealer: whoever
+        it replaces is signed off there, and the dealer off the table they leave), or why not."""
+        dealer = fields.get("dealer") or s.name
+        if not isinstance(dealer, str) or name_problem(dealer):
+            return 400, {"error": "dealer: an account name, 1-16 printable characters"}
+        if action == "sign-on" and s.role != "dealer" and dealer not in self.dealers():
+            return 400, {"error": f"no dealer account {dealer!r}"}
+        if action == "sign-off" and t.dealer != dealer:
+            return 409, {"error": f"{dealer} is not signed on at {t.table}"}
+        if action == "sign-on" and t.dealer == dealer:
+            return 409, {"error": f"{dealer} is signed on at {t.table} already"}
+        if action == "sign-on" and t.dealer and s.role == "dealer":
+            return 409, {"error": f"{t.dealer} is signed on at {t.table}: they sign off first, "
+                                  "or a supervisor signs you on there"}
+        entry.update(operation=action.replace("-", "_"), dealer=dealer)
+        plan: list[Planned] = []
+        if action == "sign-on":
+            leaving = [(o, dealer) for o in self.pit.tables() if o.dealer == dealer
+                       and o is not t]
+            if t.dealer:
+                leaving.append((t, t.dealer))
+            for other, who_left in leaving:
+                why = {"moved_to": t.table} if who_left == dealer else {"replaced_by": dealer}
+                plan.append((other, dict(entry, shoe_id=other.shoe_id, table=other.table,
+                                         dealer=who_left, operation="sign_off", **why), None))
+        plan.append((t, entry, None))
+        for table, _, _ in plan:  # a table whose rounds would be counted wrongly: none logged
+            why_not = self.ready(table.shoe_id)
+            if why_not:
+                return 409, {"error": f"not done: {table.table}: {why_not}"}
+        return plan
+
+    def _acknowledging(self, t: TableView, fields: dict[str, Any], entry: dict[str, Any]
+                       ) -> list[Planned] | tuple[int, dict[str, Any]]:
+        """An acknowledgement's entries (a pit-wide alarm's at every table it stands at), or
+        why not."""
+        ref, note = fields.get("alarm"), fields.get("note") or ""
+        if not isinstance(note, str) or len(note) > NOTE_MAX or not note.isprintable():
+            return 400, {"error": f"note: up to {NOTE_MAX} printable characters"}
+        alarm = next((a for a in self.pit.alarms_of(t) if alarm_ref(a) == ref), None)
+        if alarm is None:
+            return 404, {"error": f"no alarm {ref!r} at {t.table}"}
+        if alarm.get("ack"):
+            return 409, {"error": f"that alarm was acknowledged by {alarm['ack'].get('by')}"}
+        raised = alarm.get("raised_at")
+        if not isinstance(raised, float) or not isinstance(alarm.get("detail"), str):
+            return 409, {"error": "that alarm's stored row is none a validator writes (no time, "
+                                  "or no detail): run sabot audit verify"}
+        entry.update(operation="acknowledge", note=note, alarm={
+            "id": alarm.get("id"), "kind": alarm.get("kind"), "raised_at": iso(raised),
+            "detail": alarm.get("detail")})
+        plan: list[Planned] = [(t, entry, alarm.get("seq") if alarm.get("id") is not None
+                                else None)]
+        if alarm.get("pit_wide"):
+            for other in self.pit.tables():
+                if other is not t and any(alarm_ref(a) == ref and not a.get("ack")
+                                          for a in self.pit.alarms_of(other)):
+                    plan.append((other, dict(entry, shoe_id=other.shoe_id, table=other.table),
+                                 None))
+        return plan
 
     async def _log(self, t: TableView, entry: dict[str, Any], seq: int | None
                    ) -> tuple[int, dict[str, Any]]:
@@ -269,7 +312,7 @@ class Duties:
                 return StoredJSON({"error": out}, status_code=status)
             built, start, end = out
             return StoredJSON({"start": iso(start), "end": iso(end), "pit": self.pit.name,
-                               "tables": [vars(t) | {"per_hour": t.per_hour} for t in built]})
+                               "tables": [t.json() for t in built]})
 
         return [Route("/shift", html_route), Route("/shift.csv", csv_route),
                 Route("/api/shift", api_route)]

@@ -28,6 +28,7 @@ from sabot.pit.words import clock, iso
 STORE_ALARM = 5.0  # seconds a commit may wait before serve says it is not recording
 SILENT_ALARM = 30.0  # seconds of nothing from a shoe whose link is up before its alarm
 TICK = 0.25  # seconds between looks
+KEEPALIVE = 2.0  # seconds a read may wait on the store before its shoe gets a keepalive byte
 DIAGNOSE_EVERY = 15.0  # seconds between asking the database again while it does not commit
 
 
@@ -69,6 +70,7 @@ class Recording:
         self.alarms: list[ServeAlarm] = []  # raised while serve runs, oldest first
         self.silent: dict[int, ServeAlarm] = {}
         self._diagnosed = 0.0
+        self._kept: dict[int, float] = {}  # when each shoe last got a keepalive
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -102,6 +104,7 @@ class Recording:
 
     def check(self, now: float) -> None:
         """One look: the store's commits, then each shoe's link."""
+        self._keep_alive(now)
         since = self.store.unconfirmed_since
         if since is not None and now - since >= self.bound:
             if self.stalled is None:
@@ -127,6 +130,19 @@ class Recording:
             self._links(now)
             self._log_cleared()
 
+    def _keep_alive(self, now: float) -> None:
+        """A shoe whose read waits on the store hears from this host all the same (a zero byte
+        every KEEPALIVE s): its networked link stays this host's, not taken by another after
+        its idle time."""
+        for shoe in self.shoes:
+            s = shoe.session
+            sid = shoe.config.shoe_id
+            if (s is not None and s.pumping_since is not None
+                    and now - s.pumping_since >= KEEPALIVE
+                    and now - self._kept.get(sid, 0.0) >= KEEPALIVE):
+                self._kept[sid] = now
+                s.keep_alive()
+
     def _detail(self, since: float) -> str:
         cause = self.store.refusal or self.store.stall_cause()
         return (f"the audit database has confirmed no commit since {clock(since)}"
@@ -142,11 +158,11 @@ class Recording:
                      and now - heard >= self.silent_after)
             alarm = self.silent.get(sid)
             if quiet and alarm is None:
-                why = (f"its link is lost ({session.link_reason or 'no reason given'})"
-                       if session.link_state == "lost" else "although its link is up")
+                why = (f", its link lost ({session.link_reason or 'no reason given'})"
+                       if session.link_state == "lost" else " although its link is up")
                 alarm = self.silent[sid] = ServeAlarm(
-                    "link_silent", sid, now, f"the shoe has sent nothing since {clock(heard)}: "
-                    f"{why}; check the shoe, its power and its cable", heard)
+                    "link_silent", sid, now, f"the shoe has sent nothing since {clock(heard)}"
+                    f"{why}: check the shoe, its power and its cable", heard)
                 self.alarms.append(alarm)
                 self.say(f"ALARM link_silent ({shoe.config.table}): {alarm.detail}")
                 self.notify()
@@ -159,27 +175,46 @@ class Recording:
     def _log_cleared(self) -> None:
         """Each cleared alarm into the operator log, once per shoe, while the store commits."""
         for alarm in self.alarms:
-            if alarm.cleared_at is None:
+            if alarm.cleared_at is not None and not self._log(alarm, locked=False):
+                return
+
+    def log_open(self) -> list[str]:
+        """serve stopping (the caller holds the store's lock): each alarm still open into the
+        operator log as open (`cleared_at` null), where the store records; the lines saying
+        what could not be logged."""
+        said = []
+        for alarm in self.alarms:
+            if alarm.cleared_at is None and (alarm is self.stalled
+                                             or not self._log(alarm, locked=True)):
+                said.append(f"the alarm {alarm.kind} raised {clock(alarm.raised_at)} was open "
+                            "when serve stopped and is not in the operator log (the store "
+                            "did not record): serve's log above has it")
+        return said
+
+    def _log(self, alarm: ServeAlarm, locked: bool) -> bool:
+        """The alarm's serve_alarm entry for each shoe it concerns not yet logged; whether all
+        are."""
+        for shoe in self.shoes:
+            sid = shoe.config.shoe_id
+            if alarm.shoe_id not in (None, sid) or sid in alarm.logged:
                 continue
-            for shoe in self.shoes:
-                sid = shoe.config.shoe_id
-                if alarm.shoe_id not in (None, sid) or sid in alarm.logged:
-                    continue
-                if not self.lock.acquire(timeout=1.0):
-                    return
-                try:
-                    seq = shoe.validator.state["last_seq"] if shoe.validator else 0
-                    self.store.log_operation({
-                        "operation": "serve_alarm", "shoe_id": sid, "table": shoe.config.table,
-                        "kind": alarm.kind, "raised_at": iso(alarm.raised_at),
-                        "cleared_at": iso(alarm.cleared_at), "detail": alarm.detail,
-                        "by": "sabot serve", "role": "serve", "from": "serve",
-                        "via": "serve", "at": iso(time.time())}, sid, seq)
-                except SabotError:
-                    return  # not recording again: written at a later look
-                finally:
+            if not locked and not self.lock.acquire(timeout=1.0):
+                return False
+            try:
+                seq = shoe.validator.state["last_seq"] if shoe.validator else 0
+                self.store.log_operation({
+                    "operation": "serve_alarm", "shoe_id": sid, "table": shoe.config.table,
+                    "kind": alarm.kind, "raised_at": iso(alarm.raised_at),
+                    "cleared_at": iso(alarm.cleared_at), "detail": alarm.detail,
+                    "by": "sabot serve", "role": "serve", "from": "serve", "via": "serve",
+                    "at": iso(time.time())}, sid, seq)
+            except SabotError:
+                return False  # not recording again: written at a later look
+            finally:
+                if not locked:
                     self.lock.release()
-                alarm.logged.add(sid)
+            alarm.logged.add(sid)
+        return True
 
 
 def _said(text: str) -> None:

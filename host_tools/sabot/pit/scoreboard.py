@@ -13,7 +13,7 @@ from urllib.parse import quote
 from sabot.game.roads import DERIVED, UNKNOWN, bead, streaks
 from sabot.pit.markup import Html, el, join
 from sabot.pit.tables import Pit, TableView, counts, flag_list, roads_of
-from sabot.pit.words import cards_text, clock, flags_text, money, percent, shown
+from sabot.pit.words import FLAG_NAMES, cards_text, clock, money, percent, shown
 
 LAST_RESULTS = 12
 
@@ -67,7 +67,8 @@ def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = ()) -> H
     told = {"player_natural", "banker_natural", "player_pair", "banker_pair", *offered}
     items = []
     for rec in rounds[-LAST_RESULTS:][::-1]:
-        flags = flags_text([f for f in flag_list(rec) if isinstance(f, str) and f in told])
+        flags = ", ".join(FLAG_NAMES.get(f, f) for f in flag_list(rec)
+                          if isinstance(f, str) and f in told)
         rnd, winner = rec.get("round"), rec.get("winner")
         mark = bead(winner)
         items.append(el(

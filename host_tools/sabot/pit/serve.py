@@ -104,13 +104,16 @@ class Shoe:
     @property
     def link(self) -> dict[str, Any]:
         """The link as the dashboard shows it: its state (connecting, up, lost, or wrong shoe:
-        what answers is not the registered shoe), why, and since when."""
+        what answers is not the registered shoe), why, since when, and when the shoe itself was
+        last heard (a status replayed on the line is not the shoe)."""
         s = self.session
         if s is None:
             return {"state": "connecting", "reason": "", "since": None}
         if s.wrong is not None and s.link_state == "up":
-            return {"state": "wrong shoe", "reason": s.wrong, "since": s.wrong_since}
-        return {"state": s.link_state, "reason": s.link_reason, "since": s.link_since}
+            return {"state": "wrong shoe", "reason": s.wrong, "since": s.wrong_since,
+                    "heard": s.heard_at or None}
+        return {"state": s.link_state, "reason": s.link_reason, "since": s.link_since,
+                "heard": s.heard_at or None}
 
     @property
     def refused(self) -> list[dict[str, Any]]:
@@ -209,6 +212,8 @@ class Validation:
                 if s.validator is not None:
                     with contextlib.suppress(SabotError):  # (said by the store's own line)
                         Validator.store_cosignatures(s.validator, wait=COSIGN_WAIT)
+            for line in self.recording.log_open():
+                _said_plain(line)
             self.store.close()
         finally:
             self.lock.release()
@@ -264,6 +269,25 @@ class Validation:
             raise SabotError(f"no operation {action!r}: resolve or new-shoe")
         done: dict[str, Any] = shoe.session.call(work, OPERATION_WAIT)
         return done
+
+    def ready(self, shoe_id: int) -> str | None:
+        """Why the table's dealer may not change now, or None. A dealer's rounds are those
+        stored after their sign-on, so the shoe must have delivered every round dealt so far
+        (its link up, nothing it holds unsent), or the rounds of the dealer before would count
+        as the next's."""
+        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        if shoe is None:
+            return "no such shoe is served here"
+        link = shoe.link
+        if link["state"] != "up":
+            return (f"its link is {link['state']}: sign dealers on and off once it is back and "
+                    "the shoe has sent what it kept (its rounds would count to the wrong "
+                    "dealer)")
+        v = shoe.validator
+        st = v.status if v is not None else None
+        if v is not None and st is not None and st.get("unacked_to", 0) > v.state["last_seq"]:
+            return "the shoe is still sending rounds it kept while its link was down: try again"
+        return None
 
     def applicable(self, shoe_id: int) -> list[str] | None:
         """The resolutions the held shoe takes, as the shoe decides it, from this serve's

@@ -30,7 +30,7 @@ from sabot.pit.words import (
 
 CSV_COLUMNS = ("section", "table", "shoe_id", "shoe", "round", "start", "end", "name", "what",
                "detail", "rounds", "per_hour", "resolved", "by", "acknowledged_by",
-               "acknowledged_at", "note")
+               "acknowledged_at", "note", "code")
 
 
 @dataclass
@@ -47,6 +47,23 @@ class TableShift:
     @property
     def per_hour(self) -> float | None:
         return round(self.rounds * 3600 / self.dealing_s, 1) if self.dealing_s >= 60 else None
+
+    @property
+    def undealt(self) -> int:
+        """Rounds no dealer was signed on for."""
+        return self.rounds - sum(d["rounds"] for d in self.dealers)
+
+    def json(self) -> dict[str, Any]:
+        """As /api/shift gives it: every time ISO 8601 with the offset."""
+        def times(item: dict[str, Any]) -> dict[str, Any]:
+            return {k: iso(v) if k in ("start", "end", "at", "resolved_at")
+                    and isinstance(v, (int, float)) else v for k, v in item.items()}
+        return {"table": self.table, "shoe_id": self.shoe_id, "rounds": self.rounds,
+                "per_hour": self.per_hour, "rounds_with_no_dealer": self.undealt,
+                "shoes": [times(x) for x in self.shoes],
+                "dealers": [times(x) for x in self.dealers],
+                "irregularities": [times(x) for x in self.irregularities],
+                "alarms": self.alarms}
 
 
 def build(store: AuditStore, tables: dict[int, str], start: float, end: float,
@@ -202,9 +219,9 @@ def _alarm(a: dict[str, Any], acks: dict[tuple[Any, ...], dict[str, Any]], store
 
 # ---- as CSV --------------------------------------------------------------------------------
 class _Cells(csv.DictWriter):  # type: ignore[type-arg,unused-ignore]
-    """A row whose text cells a spreadsheet could take for a formula (=, +, -, @) gets a `'`
-    first: a table or dealer named by whoever edits a file stays text when the report is
-    opened."""
+    """Every cell quoted, and a text cell a spreadsheet could take for a formula (=, +, -, @)
+    given a `'` first: a table, dealer or note named by whoever edits a file stays text when the
+    report is opened (in a locale whose list separator is `;` too)."""
 
     def writerow(self, row: Mapping[str, Any]) -> Any:
         return super().writerow({k: "'" + v if isinstance(v, str) and v[:1] in "=+-@\t\r"
@@ -213,7 +230,7 @@ class _Cells(csv.DictWriter):  # type: ignore[type-arg,unused-ignore]
 
 def as_csv(report: list[TableShift], start: float, end: float) -> str:
     out = io.StringIO()
-    w = _Cells(out, CSV_COLUMNS, lineterminator="\r\n")
+    w = _Cells(out, CSV_COLUMNS, lineterminator="\r\n", quoting=csv.QUOTE_ALL)
     w.writeheader()
     for t in report:
         sid = f"{t.shoe_id:#010x}"
@@ -229,17 +246,21 @@ def as_csv(report: list[TableShift], start: float, end: float) -> str:
             w.writerow({"section": "dealer", "table": t.table, "shoe_id": sid,
                         "name": d["dealer"], "start": iso(d["start"]), "end": iso(d["end"]),
                         "rounds": d["rounds"], "per_hour": d["per_hour"], "by": d["by"]})
+        if t.undealt:
+            w.writerow({"section": "dealer", "table": t.table, "shoe_id": sid,
+                        "what": "no dealer signed on", "rounds": t.undealt})
         for i in t.irregularities:
             w.writerow({"section": "irregularity", "table": t.table, "shoe_id": sid,
                         "shoe": i["shoe"], "round": i["round"], "start": iso(i["at"]),
-                        "what": i["kind"], "detail": hold_words(i["kind"])
-                        + (f" ({i['card']})" if i.get("card") else ""),
-                        "resolved": i.get("resolution") or "not resolved",
-                        "end": iso(i.get("resolved_at")), "by": i.get("by")})
+                        "what": hold_words(i["kind"]), "detail": i.get("card"),
+                        "resolved": resolution_words(i["resolution"]) if i.get("resolution")
+                        else "not resolved", "end": iso(i.get("resolved_at")),
+                        "by": i.get("by"), "code": i["kind"]})
         for a in t.alarms:
             w.writerow({"section": "alarm", "table": t.table, "shoe_id": sid,
                         "shoe": a["shoe"], "round": a["round"], "start": a["raised"],
-                        "end": a["cleared"], "what": a["kind"], "detail": a["detail"],
+                        "end": a["cleared"], "what": alarm_words(a["kind"]),
+                        "detail": a["detail"], "code": a["kind"],
                         "acknowledged_by": a["by"], "acknowledged_at": a["at"],
                         "note": a["note"]})
     return out.getvalue()
@@ -279,7 +300,10 @@ def as_html(report: list[TableShift], start: float, end: float, pit: str,
                         _rows("Dealers", ("dealer", "from", "to", "rounds", "hands per hour",
                                           "signed on by"),
                               [(d["dealer"], _t(d["start"]), _t(d["end"]), d["rounds"],
-                                d["per_hour"] or "-", d["by"]) for d in t.dealers]),
+                                "-" if d["per_hour"] is None else d["per_hour"], d["by"])
+                               for d in t.dealers]
+                              + ([("no dealer signed on", "-", "-", t.undealt, "-", "-")]
+                                 if t.undealt else [])),
                         _rows("Irregularities", ("at", "shoe", "round", "what", "resolved",
                                                  "at", "by"),
                               [(_t(i["at"]), i["shoe"], i["round"], hold_words(i["kind"])

@@ -88,6 +88,7 @@ class Rows:
     claims: dict[int, str] | bool | None = False  # False: not asked this time
     stalls: dict[str, tuple[float, str]] = field(default_factory=dict)
     problem: str | None = None
+    unreadable: bool = False  # the database itself refused a read (not an edited row)
 
 
 class Pit:
@@ -120,6 +121,7 @@ class Pit:
         self.last_record = self.last_alarm = self.last_frame = self.last_op = 0
         self.problem: str | None = None  # why the newest rows could not be read, if they could not
         self.unanswered_since: float | None = None  # a read the database has not answered
+        self.unreadable_since: float | None = None  # since when every read is refused
         self.skipped = 0  # rows naming no shoe id (an edited store): counted, shown on no table
         self.notes = 0  # moves when what the dashboard says of the store itself changes
         # acknowledgements from the operator log: alarm key (alarm_key) -> the entry
@@ -165,6 +167,7 @@ class Pit:
                 return get()
             except SabotError as e:  # the database itself (its server lost, a damaged file)
                 rows.problem = f"{e}: these pages show what they read last"
+                rows.unreadable = True
             except (ValueError, TypeError, RecursionError) as e:
                 # a row the validators never wrote (not JSON, not an object): the pages keep
                 # what they showed and say so; which row it is, audit verify says
@@ -200,6 +203,10 @@ class Pit:
         changed: set[int] = set()
         said = (self.problem, self.skipped)
         self.problem = rows.problem
+        if not rows.unreadable:
+            self.unreadable_since = None
+        elif self.unreadable_since is None:
+            self.unreadable_since = time.time()
         for r in rows.records:
             self.last_record = r.id
             t = self._view(r.shoe_id)
@@ -237,7 +244,8 @@ class Pit:
             if self._operation(op) and isinstance(named, int) and named in self.by_id:
                 changed.add(named)
         for sid in changed:
-            self._edges(self.by_id[sid], rows.inventories.get(sid))
+            if sid in rows.inventories:  # new records: the shoe's accounting moved
+                self._edges(self.by_id[sid], rows.inventories[sid])
             self.by_id[sid].version += 1
         if (self.problem, self.skipped) != said:
             self.notes += 1
@@ -354,6 +362,10 @@ class Pit:
                 self.store_alarm:
             return ("not recording", self.unanswered_since,
                     "the audit database has not answered the pages' reads since then")
+        if self.unreadable_since is not None and now - self.unreadable_since >= \
+                self.store_alarm:
+            return ("not recording", self.unreadable_since,
+                    f"the audit database cannot be read: {self.problem}")
         if link is not None and link["state"] in ("lost", "wrong shoe"):
             return f"link {link['state']}" if link["state"] == "lost" else "wrong shoe", \
                 link["since"], link["reason"]
@@ -363,7 +375,10 @@ class Pit:
             return "tilted", t.tilted_at, ""
         speaks = (link["state"] == "up" if link is not None
                   else self.claims is not None and t.shoe_id in self.claims)
-        heard = t.frame_at if t.frame_at is not None else (link or {}).get("since")
+        # this pit's own shoe: when its session last heard it (what the store holds may be a
+        # recording played on the line); another pit's: its newest authentic frame stored
+        heard = (max(filter(None, (link.get("heard"), link.get("since"))), default=None)
+                 if link is not None else t.frame_at)
         if speaks and heard is not None and now - heard >= STALE:
             return "silent", heard, "no frame stored since then"
         if t.ended:
@@ -427,7 +442,8 @@ class Pit:
             for a in self.recording.of_shoe(t.shoe_id):
                 out.append({"kind": a.kind, "shoe_id": t.shoe_id, "shoe": t.shoe,
                             "round": None, "detail": a.detail, "raised_at": a.raised_at,
-                            "cleared_at": a.cleared_at, "serve": True, "id": None})
+                            "cleared_at": a.cleared_at, "serve": True, "id": None,
+                            "pit_wide": a.shoe_id is None})
                 seen.add((a.kind, iso(a.raised_at)))
         for a in self.logged_alarms.get(t.shoe_id, []):
             if (a["kind"], a["raised_at"]) not in seen:
