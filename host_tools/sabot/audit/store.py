@@ -26,10 +26,14 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
+from sabot.audit.store_queries import RecordQueries, StoredRecord
 from sabot.errors import SabotError
 from sabot.locks import try_lock
+
+__all__ = ["AuditStore", "StoreUnreadable", "StoredRecord", "refuse_unwritable", "row_hash",
+           "shown_db"]
 
 SCHEMA_VERSION = "sabot-audit/5"  # 5: witnesses' cosignatures; 4: the operator log in the
 # chain; 3: protocol v2
@@ -229,16 +233,6 @@ class StoreUnreadable(SabotError):
         self.reason = reason
 
 
-class StoredRecord(NamedTuple):
-    """A decoded record as the pages follow it: its row id, and when its frame was received."""
-
-    id: int
-    kind: str
-    record: dict[str, Any]  # carries its shoe_id, as records() gives it
-    shoe_id: int
-    received_at: float
-
-
 def is_server_url(path: object) -> bool:
     """Whether `--db` names a PostgreSQL server's database rather than a SQLite file."""
     return str(path).startswith(("postgresql://", "postgres://"))
@@ -253,7 +247,7 @@ def shown_db(path: str) -> str:
     return shown_url(path)
 
 
-class AuditStore:
+class AuditStore(RecordQueries):
     """The audit store. `threads=True` opens a connection any thread may use (one at a time: the
     caller serialises them, as `sabot serve` does with one lock over its validators).
 
@@ -614,133 +608,6 @@ class AuditStore:
         return {"last_seq": row[0], "last_digest": row[1], "last_boot": row[2],
                 "host_counter": row[3], "inventory": json.loads(row[4])}
 
-    def latest_inventory(self, shoe_id: int) -> dict[str, Any] | None:
-        """The validator's accounting of the shoe device's current shoe after its latest stored
-        read (new_shoe_accounts' shape), or None before any."""
-        with self._reading():
-            row = self.db.execute("SELECT inventory FROM link_state WHERE shoe_id=?"
-                                  " ORDER BY id DESC LIMIT 1", (shoe_id,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def records(self, kinds: Sequence[str] | None = None, shoe: int | None = None,
-                round_no: int | None = None,
-                shoe_id: int | None = None) -> list[tuple[str, dict[str, Any]]]:
-        """Decoded records in the order the shoe sent them; each carries its shoe_id."""
-        q = "SELECT kind, record, shoe_id FROM records WHERE 1=1"
-        args: list[object] = []
-        if kinds:
-            q += f" AND kind IN ({','.join('?' * len(kinds))})"
-            args.extend(kinds)
-        for col, val in (("shoe", shoe), ("round", round_no), ("shoe_id", shoe_id)):
-            if val is not None:
-                q += f" AND {col}=?"
-                args.append(val)
-        with self._reading():
-            rows = self.db.execute(q + " ORDER BY key_id, shoe_id, seq", args).fetchall()
-        return [(r[0], dict(json.loads(r[1]), shoe_id=r[2])) for r in rows]
-
-    def round_frames(self, shoe_id: int, shoe: int, round_no: int) -> dict[str, tuple[int, bytes]]:
-        """kind -> (seq, raw) of the stored frames of one round (initial_cards, result; a
-        blackjack round's blackjack_result), the last of each kind stored (a round voided and
-        dealt again keeps its number)."""
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT r.kind, r.seq, f.raw FROM records r JOIN frames f ON f.id = r.frame_id"
-                " WHERE r.shoe_id=? AND r.shoe=? AND r.round=? AND r.kind IN"
-                " ('initial_cards', 'result', 'blackjack_result') ORDER BY r.seq",
-                (shoe_id, shoe, round_no)
-            ).fetchall()
-        return {kind: (seq, bytes(raw)) for kind, seq, raw in rows}
-
-    def records_since(self, record_id: int) -> list[StoredRecord]:
-        """The records stored after row id `record_id`, in the order they were stored."""
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT r.id, r.kind, r.record, r.shoe_id, f.received_at FROM records r"
-                " JOIN frames f ON f.id = r.frame_id WHERE r.id > ? ORDER BY r.id",
-                (record_id,)).fetchall()
-        return [StoredRecord(rid, kind, json.loads(text) | {"shoe_id": shoe_id}, shoe_id, at)
-                for rid, kind, text, shoe_id, at in rows]
-
-    def result_records(self) -> list[tuple[int, dict[str, Any]]]:
-        """(frame id, record) of every stored result, in the order stored; each record exactly
-        as its frame decoded."""
-        with self._reading():
-            rows = self.db.execute("SELECT frame_id, record FROM records WHERE kind='result'"
-                                   " ORDER BY id").fetchall()
-        return [(fid, json.loads(text)) for fid, text in rows]
-
-    def alarms(self, shoe_id: int | None = None, shoe: int | None = None) -> list[dict[str, Any]]:
-        q = "SELECT kind, shoe_id, shoe, round, detail, frame_id FROM alarms WHERE 1=1"
-        args: list[object] = []
-        for col, val in (("shoe_id", shoe_id), ("shoe", shoe)):
-            if val is not None:
-                q += f" AND {col}=?"
-                args.append(val)
-        with self._reading():
-            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [{"kind": r[0], "shoe_id": r[1], "shoe": r[2], "round": r[3], "detail": r[4],
-                 "frame_id": r[5]} for r in rows]
-
-    def alarms_since(self, alarm_id: int) -> list[dict[str, Any]]:
-        """The alarms stored after row id `alarm_id`, in the order stored: alarms()'s keys, the
-        row's `id`, when it was raised (`raised_at`, epoch seconds) and the shoe's seq of the
-        frame it was raised on (`seq`, None for none)."""
-        return self._alarm_rows("a.id > ?", (alarm_id,))
-
-    def alarms_between(self, start: float, end: float) -> list[dict[str, Any]]:
-        """alarms_since()'s rows of the alarms raised from `start` to before `end`."""
-        return self._alarm_rows("a.raised_at >= ? AND a.raised_at < ?", (start, end))
-
-    def _alarm_rows(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT a.id, a.kind, a.shoe_id, a.shoe, a.round, a.detail, a.frame_id,"
-                " a.raised_at, f.seq FROM alarms a LEFT JOIN frames f ON f.id = a.frame_id"
-                f" WHERE {where} ORDER BY a.id", args).fetchall()
-        return [{"id": r[0], "kind": r[1], "shoe_id": r[2], "shoe": r[3], "round": r[4],
-                 "detail": r[5], "frame_id": r[6], "raised_at": r[7], "seq": r[8]}
-                for r in rows]
-
-    def frames_since(self, frame_id: int) -> tuple[int, dict[int, tuple[float, int | None]]]:
-        """What was stored after frame row `frame_id`: (the newest frame row's id, {shoe id:
-        (when its newest authentic frame was stored, that frame's seq)}). A shoe's statuses,
-        which answer the host's hellos every few seconds, count: a live link's shoe is never
-        quiet here; refused frames (another shoe's, a forger's) do not."""
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT f.shoe_id, f.id, f.received_at, f.seq FROM frames f JOIN (SELECT"
-                " shoe_id, MAX(id) AS id FROM frames WHERE id > ? AND shoe_id IS NOT NULL"
-                " AND verdict <> 'rejected' GROUP BY shoe_id) newest ON newest.id = f.id",
-                (frame_id,)).fetchall()
-            top = self.db.execute("SELECT MAX(id) FROM frames").fetchone()[0]
-        return (max(int(top or 0), frame_id),
-                {sid: (at, seq) for sid, _, at, seq in rows if isinstance(sid, int)})
-
-    def records_between(self, start: float, end: float) -> list[StoredRecord]:
-        """records_since()'s records whose frames were stored from `start` to before `end`,
-        each with its frame's seq in the record (`seq`)."""
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT r.id, r.kind, r.record, r.shoe_id, f.received_at, r.seq FROM records r"
-                " JOIN frames f ON f.id = r.frame_id WHERE f.received_at >= ?"
-                " AND f.received_at < ? ORDER BY r.id", (start, end)).fetchall()
-        return [StoredRecord(rid, kind, json.loads(text) | {"shoe_id": shoe_id, "seq": seq},
-                             shoe_id, at) for rid, kind, text, shoe_id, at, seq in rows]
-
-    def operations_since(self, op_id: int, until: float | None = None) -> list[dict[str, Any]]:
-        """The operator log's entries after row `op_id` (logged before `until`, when given),
-        oldest first: each entry as logged, with its row `id`, `logged_at` (epoch seconds),
-        `seq` and `shoe_id` columns."""
-        q = "SELECT id, logged_at, shoe_id, seq, entry FROM operations WHERE id > ?"
-        args: list[Any] = [op_id]
-        if until is not None:
-            q, args = q + " AND logged_at < ?", [*args, until]
-        with self._reading():
-            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [dict(json.loads(text), id=rid, logged_at=at, shoe_id=sid, seq=seq)
-                for rid, at, sid, seq, text in rows]
-
     def stall_cause(self, wait: float = 2.0) -> str:
         """Why a commit of this writer has not been confirmed, in the database's words where it
         can tell (a server's store asks the server on a connection of its own, `wait` seconds
@@ -761,21 +628,6 @@ class AuditStore:
         finally:
             probe.close()
         return f"the disk holding {self.path} has not finished the write"
-
-    def alarmed_frame_ids(self) -> set[int | None]:
-        """The frame id of every stored alarm (None for an alarm on no frame)."""
-        with self._reading():
-            return {fid for (fid,) in self.db.execute("SELECT frame_id FROM alarms")}
-
-    def operations(self, shoe_id: int | None = None) -> list[dict[str, Any]]:
-        """The operator log in the order written, each entry as it was logged, with `seq`: the
-        shoe's signed frame that shows it done."""
-        q, args = "SELECT seq, entry FROM operations", []
-        if shoe_id is not None:
-            q, args = q + " WHERE shoe_id=?", [shoe_id]
-        with self._reading():
-            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [dict(json.loads(text), seq=seq) for seq, text in rows]
 
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         """Every row of every table in chain order: (table, id, chain_no, values, row_hash)."""
