@@ -22,7 +22,7 @@ import termios
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
 
 from sabot import keys, registry
@@ -401,7 +401,7 @@ class VirtualBoard:
 
     def _read_indicators(self, proc: subprocess.Popen[bytes],
                          listening: queue.Queue[bool]) -> None:
-        for line in proc.stdout or ():
+        for line in _lines(proc):
             parts = line.split()
             if parts[:1] == [b"K"]:  # a button the board has taken (and shown what it did)
                 with self.changed:
@@ -694,3 +694,12 @@ def _connected(conn: socket.socket, master: int, repl: subprocess.Popen[bytes]) 
             except OSError:
                 break  # the host hung up as the REPL spoke
     return reset_at
+
+
+def _lines(proc: subprocess.Popen[bytes]) -> Iterator[bytes]:
+    """The board's output, line by line, until it ends or the board is stopped under it (its
+    pipe closed by stop(): that ends the lines too, never the reading thread with an error)."""
+    try:
+        yield from proc.stdout or ()
+    except (OSError, ValueError):
+        return
