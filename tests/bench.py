@@ -921,7 +921,7 @@ SECTIONS["receipt"] = bench_receipt
 
 
 def bench_blackjack():
-    """Blackjack (issue 24): `sabot analyze --game blackjack --decks 8` computed in this process
+    """Blackjack: `sabot analyze --game blackjack --decks 8` computed in this process
     (the dealer's exact distribution and both side wagers' edges, best of 5), and the shoe's
     round follower (firmware/shoe/blackjack.py) on the unix-port MicroPython: 1,000 random
     rounds' cards and presses, the heap locked over them (tests/mp/blackjack_rounds.py)."""

@@ -665,7 +665,7 @@ def test_update_and_rekey_frames_are_alarms_and_a_deleted_one_is_found(tmp_path)
 
 
 def test_the_dashboard_escapes_markup_an_edited_store_holds_in_any_column(tmp_path):
-    """Issue 21's stored XSS: the alarms table's `round` column was rendered raw. Every value a
+    """A stored XSS once: the alarms table's `round` column was rendered raw. Every value a
     page shows is escaped, numbers' columns included."""
     from sabot.pit.pages import Pit, dashboard_html, scoreboard_html
 

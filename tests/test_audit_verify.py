@@ -1,9 +1,9 @@
-"""`sabot audit verify` against the insider of issue 21: someone who can edit the SQLite file and
-then recompute the whole row chain (`rechain`), but holds no shoe's key. Each attack below passed
-`audit verify` before issue 21 (shown by running these tests against that code); what the
-store's signed frames and authentic statuses prove is now derived again and compared, row by row
-and column by column. What lies beyond a store's own reach is pinned down at the end
-(docs/SECURITY.md).
+"""`sabot audit verify` against an insider: someone who can edit the SQLite file and then
+recompute the whole row chain (`rechain`), but holds no shoe's key. Each attack below passed an
+`audit verify` that checked only the row chain (shown by running these tests against that
+code); what the store's signed frames and authentic statuses prove is now derived again and
+compared, row by row and column by column. What lies beyond a store's own reach is pinned down
+at the end (docs/SECURITY.md).
 
 The stores are written by real Validators from frames signed as a shoe signs them (no board).
 The same tests run on both backends: each store of a module fixture (a pit, a shoe's content
@@ -587,7 +587,8 @@ def test_the_whole_tail_of_one_shoe_is_beyond_the_stores_own_reach(pit, tmp_path
     """Nothing one shoe signs refers to another: A's newest rounds deleted with every row derived
     from them and every later status of A pass, though B's rows stored after them stay. So does
     every row of B deleted — then only the registry says B should be there, and verify names it.
-    The shoe's own status, another host's store and the outside anchor (issue 23) close this."""
+    The shoe's own status, another host's store and the outside anchor (the shoe's witnessed
+    log) close this."""
     ids = newest_of_a(pit)
     first = min(map(int, ids.split(",")))
     out = check(pit, edited(

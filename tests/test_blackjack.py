@@ -1,4 +1,4 @@
-"""Blackjack (58 Pa. Code Chapter 633a, issue 24): the host's hand rules (sabot/game/blackjack.py),
+"""Blackjack (58 Pa. Code Chapter 633a): the host's hand rules (sabot/game/blackjack.py),
 the exact analysis of the dealer's hand (sabot/game/blackjack_analyze.py, `sabot analyze --game
 blackjack`) — checked against hands counted by hand and against an independent simulation in C
 (tests/simulate_dealer.c) of 10^7 hands for each case."""

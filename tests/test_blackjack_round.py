@@ -1,4 +1,4 @@
-"""Following a blackjack round (issue 24): the shoe's round follower (firmware/shoe/blackjack.py,
+"""Following a blackjack round: the shoe's round follower (firmware/shoe/blackjack.py,
 deciding the dealer's draws from the generated shoe/bjtable.py) and the host's independent one
 (sabot/game/blackjack.py follow_round, the validator's second opinion) attribute every card of
 four thousand random rounds — random seats, cards and presses, valid or not, under both dealer's

@@ -1,4 +1,4 @@
-"""The shoe's blackjack dealing mode (issue 24), in-process under CPython: ShoeApp with a
+"""The shoe's blackjack dealing mode, in-process under CPython: ShoeApp with a
 blackjack variant, the element the real driver on the emulated chip (tests/kit/fw.py), fed by the
 simulated table of basic-strategy players (virtual/blackjack_dealer.py): the bet spots as each
 round's first card leaves, every card, the dealer's presses, and the confirm once the dealer has

@@ -1,4 +1,4 @@
-"""A blackjack table end to end (issue 24): `sabot provision --game blackjack` registers the
+"""A blackjack table end to end: `sabot provision --game blackjack` registers the
 table; `sabot demo --game blackjack` deals a six-deck shoe on the virtual board (the firmware on
 the unix-port MicroPython, its element the emulator process) to a table of basic-strategy
 players, over a real pyserial link to the validator, every round verified, followed again by the

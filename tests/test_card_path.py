@@ -7,8 +7,8 @@ The small heap was 64 KB before the secure element; on the 64-bit unix port the 
 and its socket bus take ~17 KB of it as loaded .mpy (bytecode and qstrs, which a board's frozen
 firmware keeps in flash), and loading fragments the heap, so the bound was 96 KB; the command
 port's one-command check slot and the hello's status, both made by the element step by step
-from service() (issue 20), the status flags and the ring's room for a maintenance frame (30 B
-more a slot) put it at 104 KB; the shoe's own log (issue 23: its right edge, leaf, node and note
+from service(), the status flags and the ring's room for a maintenance frame (30 B
+more a slot) put it at 104 KB; the shoe's own log (its right edge, leaf, node and note
 buffers, 1.6 KB, and its code, which a board keeps frozen in flash) and the squeeze's kept
 digest at 116 KB (measured; see the firmware section of tests/bench.py)."""
 

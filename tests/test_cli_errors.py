@@ -218,7 +218,7 @@ def test_version_and_every_help_has_a_description_defaults_and_an_example(cli):
                 assert action.help and len(action.help) > 10, name
 
 
-# ---- honest commands (issue 21 item 4): --db named, refusals before the port, files untouched
+# ---- honest commands: --db named, refusals before the port, files untouched
 
 PORT_COMMANDS = (["status"], ["new-shoe", "--by", "x"], ["resolve", "void-card", "--by", "x"],
                  ["validate"])

@@ -93,7 +93,7 @@ def test_10000_seeded_random_chunks_into_the_validator_accept_nothing(tmp_path):
     assert v.counts["frames"] > 800
 
 
-# ---- what answers on the port, each its own line (issue 21 item 4) ---------------------------
+# ---- what answers on the port, each its own line ---------------------------------------------
 
 # What the unix-port MicroPython REPL sent back to a hello (its COBS bytes hold a Ctrl-A: the raw
 # REPL), recorded from a blank `sabot board --root` (test_deploy checks it on the board itself)

@@ -1,4 +1,4 @@
-"""Configuration honoured (issue 21 item 5): the deck count and the table's wagers are provisioned,
+"""Configuration honoured: the deck count and the table's wagers are provisioned,
 the shoe deals and announces the deck count it was provisioned with (not its board's DECKS), the
 registry keeps them, and the host checks the shoe against them (config_mismatch, the inventory),
 takes the edges' wagers and `sabot settle --table` from them.

@@ -153,7 +153,7 @@ def test_errors_carry_their_exit_status():
 
 def test_a_command_refused_before_the_shoe_is_asked_exits_2(tmp_path, capsys):
     """A forgotten --db, a store another validator holds, a file that is not a sabot store: bad
-    input (2), never a verdict on the record (1), each in one line (issue 21 item 4)."""
+    input (2), never a verdict on the record (1), each in one line."""
     import sqlite3
 
     from sabot import keys

@@ -515,7 +515,7 @@ def test_app_deals_a_shoe_signed_and_resumes_after_a_power_cut_at_every_record(t
 
 
 def test_the_shoes_log_goes_on_across_the_compaction_and_a_power_cut(tmp_path):
-    """Issue 23: the log is the shoe's whole life. After a whole shoe, the next shoe's start
+    """The log is the shoe's whole life. After a whole shoe, the next shoe's start
     compacts the flash log (the edge carried over in R_TREE records), a power cut reboots the
     shoe from that log, and the checkpoint the host then asks for is the root of every chained
     frame the shoe ever sent, from seq 1 — computed here by sabot.tlog from the frames alone."""

@@ -1,4 +1,4 @@
-"""The pit's pages against an insider's edited store and registry (issue 21 item 3): markup in
+"""The pit's pages against an insider's edited store and registry: markup in
 every stored and registry field is shown as text and never runs, in a real browser; a value of
 any shape renders (no server error); every response carries the Content-Security-Policy, and the
 real pages run under it (the dashboard's live refresh included) with nothing refused.

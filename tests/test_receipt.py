@@ -3,8 +3,8 @@ is the round's signed result in its shoe's log, the checkpoint signed by the sho
 cosigned by a real witness (sabot/witness/service.py's add-checkpoint). A genuine receipt
 verifies and says what it proves in plain words; each of a flipped card, altered initial cards, a
 wrong shoe key, a proof to another tree, a checkpoint not signed by the shoe and a missing
-cosignature is refused, saying which part does not hold. (The shoe signing its own checkpoints
-is issue 23's next step: here a P-256 key stands in for its element, as in capture_gen.)"""
+cosignature is refused, saying which part does not hold. (The shoe's element signs its
+checkpoints on a board: here a P-256 key stands in for it, as in capture_gen.)"""
 
 import base64
 import json

@@ -1,5 +1,5 @@
 """Binding a shoe's key 1 to the witnesses at provisioning (first_checkpoint, sabot bind), as an
-insider with every host file attacked it (a review of issue 23's last step): a witness bound at
+insider with every host file attacked it: a witness bound at
 size 0 does not make `audit verify` claim a deletion; an unsigned 409 is no proof a witness holds
 the key, only its signed state is; a first_checkpoint that is not the shoe's own is not sent; the
 attestation key is bound with the log's first checkpoint only; a fresh element drops the old

@@ -1,4 +1,4 @@
-"""Issue 23's outside anchor against what no store shows about itself (docs/SECURITY.md): each
+"""The shoe's witnessed log against what no store shows about itself (docs/SECURITY.md): each
 attack below is first shown to pass `audit verify` on the store alone, then found by `audit
 verify --witness-state` with the state of a witness that cosigned the shoe's checkpoints —
 even with every host file (store, registry) rewritten consistently:

@@ -1,7 +1,7 @@
-"""Issue 23 end to end, from the command line: a witness someone else runs, then a virtual shoe
-provisioned (its registry given to the witness; its first checkpoint binds its key there), dealt
-by `sabot demo --witness URL=VKEY`: the shoe signs checkpoints of its own log, the validator
-checks each against the stored frames and sends it to the witness, which cosigns; `sabot
+"""The witnessed pit end to end, from the command line: a witness someone else runs, then a
+virtual shoe provisioned (its registry given to the witness; its first checkpoint binds its key
+there), dealt by `sabot demo --witness URL=VKEY`: the shoe signs checkpoints of its own log, the
+validator checks each against the stored frames and sends it to the witness, which cosigns; `sabot
 receipt` then writes a round's receipt from the store and `sabot receipt verify` checks it
 offline — and refuses it with a card changed. A witness nobody can reach is said in one line,
 and no receipt is made."""

@@ -1,4 +1,4 @@
-"""Following a blackjack round (58 Pa. Code Chapter 633a; issue 24): which hand each card the shoe
+"""Following a blackjack round (58 Pa. Code Chapter 633a): which hand each card the shoe
 reads belongs to, and whether the dealer must draw — from the generated table (shoe/bjtable.py),
 as the baccarat tableau is decided from shoe/table.py. Allocation-free on the card path: every
 buffer is made once, in __init__.

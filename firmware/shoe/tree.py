@@ -1,4 +1,4 @@
-"""The shoe's own transparency log (issue 23): every chained frame the shoe finishes is a leaf —
+"""The shoe's own transparency log: every chained frame the shoe finishes is a leaf —
 its exact bytes as sent — of one RFC 6962 Merkle tree for the shoe's whole life, leaf i being the
 frame of seq i + 1. The shoe keeps only the tree's right edge: the roots of its perfect
 subtrees, largest first, one per set bit of the size (at most 30: seq stays below 2**30).

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 # numbers stay below 65536, so 6 digits and more after "shoe" can only be an id)
 PYTHON_VALUE = re.compile(r"\bNone\b|\['|\{'|\('[^)]*',|\[\d+, \d+")
 DECIMAL_SHOE_ID = re.compile(r"\bshoe(?:[ _]id)?[ =:]+\d{6,}\b")
-# audit/verify.py's lines still name a shoe in decimal: its owner's change (issue 21); then this
-# exception goes
+# audit/verify.py's lines still name a shoe in decimal where a store lacks it; until they name it
+# in hex, this exception stands
 NOT_YET_HEX = "the audit store does not hold: "
 
 

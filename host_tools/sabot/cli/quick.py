@@ -1,5 +1,5 @@
 """The commands run so often that their start is a goal of its own, without argparse: `sabot
-analyze --decks N [--json]` (issue 21: the whole command in 30 ms, of which the interpreter's
+analyze --decks N [--json]` (the whole command in 30 ms, of which the interpreter's
 start takes half; argparse and the modules every parser needs take another 15).
 
 Only the plainest forms are taken here, each meaning exactly what the full parser makes of it

@@ -1,4 +1,4 @@
-"""A simulated blackjack table for the virtual shoe (issue 24): players who follow a basic
+"""A simulated blackjack table for the virtual shoe: players who follow a basic
 strategy, and a dealer who deals the cards in the order the dealing procedure makes them and
 presses NEXT, DOUBLE or SPLIT as the players decide. What it produces is the round's events, as
 the shoe's round follower (firmware/shoe/blackjack.py) takes them: every card as it leaves the
