@@ -12,7 +12,16 @@ import pytest
 
 from kit import ROOT, SABOT
 from kit.browser import browser, csp_violations
-from kit.pit import PASSWORDS, Client, held_rig, press, text_of, wait_state
+from kit.pit import (
+    PASSWORDS,
+    Client,
+    assert_audit_verifies,
+    held_rig,
+    operator_log,
+    press,
+    text_of,
+    wait_state,
+)
 
 pytestmark = pytest.mark.board  # every test here starts a process
 
@@ -57,17 +66,12 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
         driver.quit()
         code = rig.stop()
     assert code == 0, rig.log_text()
-    ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
-                         capture_output=True, text=True, timeout=60)
-    assert ops.returncode == 0, ops.stderr
-    entries = [json.loads(line) for line in ops.stdout.splitlines()]
+    entries = operator_log(rig)
     assert [e["operation"] for e in entries] == ["resolve", "new_shoe"]
     assert all(e["account"] == "alice" and e["by"] == "alice" and e["via"] == "serve"
                and e["from"] == "127.0.0.1" and e["role"] == "supervisor" for e in entries)
     assert entries[0]["resolution"] == "end_shoe" and entries[1]["shoe"] == 2
-    verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
-                               str(rig.registry)], capture_output=True, text=True, timeout=120)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert_audit_verifies(rig)
 
 
 @pytest.mark.long

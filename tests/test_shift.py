@@ -11,7 +11,6 @@ import io
 import json
 import socket
 import sqlite3
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -22,14 +21,16 @@ from selenium.webdriver.support.ui import Select
 from sabot.game import cards, rules
 from sabot.virtual.board import PH_HELD, Dealer
 
-from kit import ROOT, SABOT
+from kit import ROOT
 from kit.browser import browser, csp_violations
 from kit.pit import (
     PASSWORDS,
     Client,
     act,
+    assert_audit_verifies,
     held_tokens,
     make_accounts,
+    operator_log,
     press,
     text_of,
     wait_state,
@@ -189,14 +190,10 @@ def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path, monk
         driver.quit()
         code = rig.stop()
     assert code == 0, rig.log_text()
-    ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
-                         capture_output=True, text=True, timeout=60)
-    kinds = [json.loads(line)["operation"] for line in ops.stdout.splitlines()]
+    kinds = [e["operation"] for e in operator_log(rig)]
     assert kinds == ["sign_on", "sign_off", "sign_on", "serve_alarm", "resolve",
                      "acknowledge", "sign_off"], kinds  # dan signed off as erin is signed on
-    verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
-                               str(rig.registry)], capture_output=True, text=True, timeout=120)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert_audit_verifies(rig)
 
 
 def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
@@ -239,9 +236,7 @@ def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
         code = rig.stop()
     assert code == 0, rig.log_text()
     assert "serve's own alarms: 1 link_silent, 1 not_recording" in rig.log_text()
-    ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
-                         capture_output=True, text=True, timeout=60)
-    entries = [json.loads(line) for line in ops.stdout.splitlines()]
+    entries = operator_log(rig)
     assert [(e["operation"], e["table"]) for e in entries[:3]] == [
         ("sign_on", "BAC-01"), ("sign_off", "BAC-01"), ("sign_on", "BAC-02")]
     assert entries[1]["moved_to"] == "BAC-02" and entries[1]["dealer"] == "dan"
@@ -250,9 +245,7 @@ def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
     silent = [e for e in entries if e["operation"] == "serve_alarm" and e["kind"] ==
               "link_silent"]
     assert len(silent) == 1 and silent[0]["cleared_at"] is None, entries  # open at the stop
-    verified = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
-                               str(rig.registry)], capture_output=True, text=True, timeout=120)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert_audit_verifies(rig)
 
 
 def acknowledged_once_for_the_pit(rig, alice):

@@ -146,3 +146,19 @@ class Client:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+
+
+def operator_log(rig):
+    """The operator log of the rig's store, as `sabot history --operations` prints it: one
+    entry a line, parsed."""
+    ops = subprocess.run([*SABOT, "history", "--db", str(rig.db), "--operations"],
+                         capture_output=True, text=True, timeout=60)
+    assert ops.returncode == 0, ops.stderr
+    return [json.loads(line) for line in ops.stdout.splitlines()]
+
+
+def assert_audit_verifies(rig):
+    """`sabot audit verify` over the rig's store and registry passes."""
+    r = subprocess.run([*SABOT, "audit", "verify", "--db", str(rig.db), "--registry",
+                        str(rig.registry)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -92,6 +92,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from sabot.pit.console import Console, operations_of
     from sabot.pit.duties import Duties
     from sabot.pit.pages import Pit, build_app, html_response, page
+    from sabot.pit.recording import serve_line
     from sabot.pit.serve import Validation, load_shoes
 
     host, port = args.listen
@@ -151,7 +152,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         validation.store.discard_if_unused()  # a store this run made and wrote nothing in
         raise SabotError("; ".join(taken))
     for line in taken:  # the pit's other tables are served; these wait, their link taken
-        print(f"sabot serve: not validating yet: {line}", file=sys.stderr, flush=True)
+        serve_line(f"not validating yet: {line}")
     clean = False
     try:
         run_web(app, hub, host, port, f"http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"

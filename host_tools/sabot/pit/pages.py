@@ -53,6 +53,7 @@ from sabot.pit.dashboard import (
 from sabot.pit.duties import Duties
 from sabot.pit.markup import Html, join
 from sabot.pit.proofs import in_time, log_routes, receipt_routes
+from sabot.pit.recording import serve_line
 from sabot.pit.scoreboard import scoreboard, scoreboard_html
 from sabot.pit.tables import Pit, Rows
 
@@ -140,9 +141,8 @@ class Hub:
         except TimeoutError:
             if pit.unanswered_since is None and time.time() - self._read_began >= READ_WAIT:
                 pit.unanswered_since = self._read_began
-                print(f"sabot serve: {time.strftime('%Y-%m-%dT%H:%M:%S%z')} the audit "
-                      f"database has not answered the pages' reads for {READ_WAIT:g} s",
-                      file=sys.stderr, flush=True)
+                serve_line(f"the audit database has not answered the pages' reads for "
+                           f"{READ_WAIT:g} s")
                 return True
             return False
         except Exception as e:  # a fault of ours: said, and the next read tried
@@ -154,9 +154,8 @@ class Hub:
         notes, was = pit.notes, pit.unanswered_since
         pit.unanswered_since = None
         if was is not None:
-            print(f"sabot serve: {time.strftime('%Y-%m-%dT%H:%M:%S%z')} the audit database "
-                  f"answers the pages' reads again, after {time.time() - was:.1f} s",
-                  file=sys.stderr, flush=True)
+            serve_line(f"the audit database answers the pages' reads again, after "
+                       f"{time.time() - was:.1f} s")
         changed = pit.apply(rows)
         return bool(changed) or pit.notes != notes or was is not None
 

@@ -30,6 +30,7 @@ SILENT_ALARM = 30.0  # seconds of nothing from a shoe whose link is up before it
 TICK = 0.25  # seconds between looks
 KEEPALIVE = 2.0  # seconds a read may wait on the store before its shoe gets a keepalive byte
 DIAGNOSE_EVERY = 15.0  # seconds between asking the database again while it does not commit
+KEPT = 24 * 3600.0  # seconds a cleared, logged alarm stays in serve's memory
 
 
 @dataclass
@@ -64,7 +65,7 @@ class Recording:
         self.shoes = list(shoes)
         self.bound = bound
         self.silent_after = silent_after
-        self.say = say or _said
+        self.say = say or serve_line
         self.notify = notify or (lambda: None)
         self.stalled: ServeAlarm | None = None
         self.alarms: list[ServeAlarm] = []  # raised while serve runs, oldest first
@@ -129,6 +130,9 @@ class Recording:
         if self.stalled is None:
             self._links(now)
             self._log_cleared()
+            # alarms cleared and logged a day ago live on in the operator log, not here
+            self.alarms = [a for a in self.alarms if a.cleared_at is None
+                           or now - a.cleared_at < KEPT or len(a.logged) < len(self.shoes)]
 
     def _keep_alive(self, now: float) -> None:
         """A shoe whose read waits on the store hears from this host all the same (a zero byte
@@ -217,6 +221,7 @@ class Recording:
         return True
 
 
-def _said(text: str) -> None:
+def serve_line(text: str) -> None:
+    """One line of serve's log (standard error: a service's journal), with its time."""
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     print(f"sabot serve: {when} {text}", file=sys.stderr, flush=True)

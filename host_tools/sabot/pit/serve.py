@@ -16,7 +16,6 @@ milliseconds of its frame's commit (and within 0.25 s at worst, by polling)."""
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
 from sabot.link.session import COSIGN_WAIT, ValidationSession
-from sabot.pit.recording import SILENT_ALARM, STORE_ALARM, Recording
+from sabot.pit.recording import SILENT_ALARM, STORE_ALARM, Recording, serve_line
 from sabot.registry import ShoeEntry
 
 RECONNECT_WAIT = 2.0  # seconds of each attempt to reach a shoe whose link is lost
@@ -140,7 +139,7 @@ class Validation:
         for s in shoes:
             s.validator = LockedValidator(self.lock, s.config, self.store,
                                           on_alarm=on_alarm, cosigner=cosigner())
-        self.recording = Recording(self.store, self.lock, shoes, store_alarm, _said_plain,
+        self.recording = Recording(self.store, self.lock, shoes, store_alarm, serve_line,
                                    lambda: self.notify(), silent_alarm)
         self.unstored: list[str] = []  # what a stop left unstored, one line each
 
@@ -205,7 +204,7 @@ class Validation:
                 self.unstored.append("the witnesses' last cosignatures were not stored: they "
                                      "are asked for again at the shoes' next checkpoints")
             for line in self.unstored:
-                _said_plain(line)
+                serve_line(line)
             return False
         try:
             for s in self.shoes:
@@ -213,7 +212,7 @@ class Validation:
                     with contextlib.suppress(SabotError):  # (said by the store's own line)
                         Validator.store_cosignatures(s.validator, wait=COSIGN_WAIT)
             for line in self.recording.log_open():
-                _said_plain(line)
+                serve_line(line)
             self.store.close()
         finally:
             self.lock.release()
@@ -332,15 +331,9 @@ def _said(table: str, url: str) -> Callable[[str], None]:
     """A table's link and rejection lines, on stderr with the time and the shoe's port: a
     service manager's journal says when each table's link went, where, and why."""
     def say(text: str) -> None:
-        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        print(f"sabot serve: {when} {table} ({url}): {text}", file=sys.stderr, flush=True)
+        serve_line(f"{table} ({url}): {text}")
 
     return say
-
-
-def _said_plain(text: str) -> None:
-    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    print(f"sabot serve: {when} {text}", file=sys.stderr, flush=True)
 
 
 def _told(table: str) -> Callable[[SabotError], None]:
@@ -351,7 +344,7 @@ def _told(table: str) -> Callable[[SabotError], None]:
     def tell(e: SabotError) -> None:
         if str(e) != last[0]:
             last[0] = str(e)
-            _said_plain(f"{table}: {e}")
+            serve_line(f"{table}: {e}")
 
     return tell
 
