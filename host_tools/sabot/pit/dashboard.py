@@ -102,8 +102,9 @@ def problem(pit: Pit) -> Html | None:
     return el("p", "; ".join(said), class_="alarm", id="problem") if said else None
 
 
-def state_cell(pit: Pit, t: TableView, now: float, buttons: Html | None = None) -> Html:
-    state, at, why = pit.status(t, now)
+def state_cell(pit: Pit, t: TableView, now: float, buttons: Html | None = None,
+               status: tuple[str, float | None, str] | None = None) -> Html:
+    state, at, why = status or pit.status(t, now)
     return el("td", el("span", state_words(state, t.held), class_="word"),
               join(el("br"), el("small", since(at, now), class_="since")) if at else None,
               join(el("br"), el("small", shown(why))) if why else None,
@@ -172,7 +173,8 @@ def dashboard_row(pit: Pit, t: TableView, now: float, operator: Operator | None 
                   ) -> Html:
     """A table's row: name, dealer, state and since when, shoe and round, last result in
     words, this shoe's rounds and time, hands in the last hour, cards left, edges, alarms."""
-    state = pit.state(t)
+    status = pit.status(t, now)
+    state = status[0]
     f = pit.figures(t, now)
     edges = [el("div", edge_words(w, e), class_="fav" if e < 0 else None)
              for w, e in (t.edges or {}).items()] or "-"
@@ -195,7 +197,7 @@ def dashboard_row(pit: Pit, t: TableView, now: float, operator: Operator | None 
            join(el("br"), el("small", since(t.dealer_since, now)))
            if t.dealer and t.dealer_since else None,
            operator.dealer(t.table, t.dealer) if operator else None),
-        state_cell(pit, t, now, operator.buttons(t.table, state) if operator else None),
+        state_cell(pit, t, now, operator.buttons(t.table, state) if operator else None, status),
         el("td", shoe_round(t), class_="shoe-round", data_shoe=shown(t.shoe),
            data_round=shown(newest_round(t))),
         el("td", last_result(t), class_="last-result"),

@@ -80,10 +80,6 @@ class Recording:
         """The open not_recording alarm, or None while every commit is confirmed in time."""
         return self.stalled
 
-    def open_for(self, shoe_id: int) -> list[ServeAlarm]:
-        return [a for a in self.alarms
-                if a.cleared_at is None and a.shoe_id in (None, shoe_id)]
-
     def of_shoe(self, shoe_id: int) -> list[ServeAlarm]:
         """This serve's alarms of a shoe (those of every shoe included), oldest first."""
         return [a for a in self.alarms if a.shoe_id in (None, shoe_id)]

@@ -66,12 +66,6 @@ def cards_text(cards: Any) -> str:
     return " ".join(map(shown, cards)) if isinstance(cards, list) else shown(cards)
 
 
-def flags_text(flags: Any) -> str:
-    if isinstance(flags, list):
-        return ", ".join(map(shown, flags))
-    return shown(flags) if flags else ""
-
-
 def money(cents: int) -> str:
     """$25, $2.50, $5,000: whole dollars without cents."""
     dollars, rest = divmod(cents, 100)
