@@ -183,17 +183,17 @@ def test_a_frozen_database_is_an_alarm_on_the_page_within_the_bound_and_nothing_
         dealer = Dealer(rig.boards[0], rig.tokens[0])
         paced = threading.Event()
 
-        def deal():  # a card every 50 ms until told to go at full speed
+        def deal():  # a card every 0.2 s (the freezes come mid-shoe), then at full speed
             while dealer.step():
                 if not paced.is_set():
-                    time.sleep(0.05)
+                    time.sleep(0.2)
+        floor = Floor(tmp_path, rig)
         dealing = threading.Thread(target=deal, daemon=True)
         dealing.start()
         driver = browser(tmp_path)
         driver.get(rig.url + "/")
         until(lambda: rig.get("/api/tables")[0]["round"], lambda n: n >= 3, 60)
         assert page_alarm(driver) is None and health(rig)[0] == 200
-        floor = Floor(tmp_path, rig)
         until(floor.table, lambda t: t.get("state") == "dealing", 30)
 
         standby_gone(rig, driver, standby, floor)
