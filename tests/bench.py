@@ -1,11 +1,12 @@
-"""`make bench`: speed and memory figures for README. Each section prints one line of figures:
-its name, then a JSON object whose keys are the ones LABELS names for it.
+"""`make bench`: speed and memory figures for docs/PERFORMANCE.md (and README and the documents
+citing them). Each section prints one line of figures: its name, then a JSON object whose keys are
+the ones LABELS names for it.
 
 Run: make bench   (or .venv/bin/python tests/bench.py [section ...])
 
-README cites every figure by its label, `section.key` (tests/test_figures.py: each label README
-names is one of LABELS; main() checks each section prints exactly its LABELS), so a figure README
-states is one this file prints."""
+The documents cite every figure by its label, `section.key` (tests/test_figures.py: each label
+they name is one of LABELS; main() checks each section prints exactly its LABELS), so a figure
+they state is one this file prints."""
 
 import hashlib
 import json
@@ -1040,7 +1041,7 @@ assert set(LABELS) == set(SECTIONS)
 
 
 def machine():
-    """The machine line README quotes: CPU, cores, Python, the MicroPython unix port."""
+    """The machine line docs/PERFORMANCE.md quotes: CPU, cores, Python, MicroPython unix port."""
     from sabot.paths import micropython
 
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
@@ -1065,7 +1066,7 @@ def main(names):
     for name in names or SECTIONS:
         t = time.perf_counter()
         figures = SECTIONS[name]()
-        if set(figures) != set(LABELS[name]):  # README's labels would drift from what is printed
+        if set(figures) != set(LABELS[name]):  # the documents' labels would drift from the output
             sys.exit(f"bench: section {name} printed {sorted(set(figures) - set(LABELS[name]))}"
                      f" beyond LABELS and not {sorted(set(LABELS[name]) - set(figures))}")
         figures["section_s"] = round(time.perf_counter() - t, 1)

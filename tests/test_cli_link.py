@@ -1,5 +1,5 @@
-"""The bench path from the README: provision a virtual shoe, run it with `sabot board`, validate
-its link with `sabot validate` from another process, then read the audit log back."""
+"""The bench path of docs/COMMANDS.md: provision a virtual shoe, run it with `sabot board`,
+validate its link with `sabot validate` from another process, then read the audit log back."""
 
 import json
 import os

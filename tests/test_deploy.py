@@ -56,9 +56,10 @@ def first_checkpoint_is_key_1s(entry):
 
 @pytest.mark.long
 def test_a_blank_board_is_deployed_then_provisioned_over_a_tty(env, tmp_path):
-    """The bench walk-through of README on a real tty: a blank board (an old boot.py and lib/ on
-    it, a factory-fresh element) takes the firmware at its REPL (deploy removes what the build
-    does not own and keeps the data directory), is provisioned over the same port and deals."""
+    """The bench walk-through of docs/TECHNICIAN.md on a real tty: a blank board (an old boot.py
+    and lib/ on it, a factory-fresh element) takes the firmware at its REPL (deploy removes what
+    the build does not own and keeps the data directory), is provisioned over the same port and
+    deals."""
     from sabot.registry import Registry
 
     from kit import PtyBridge

@@ -1,6 +1,8 @@
-"""README states only figures that `make bench` prints: each figure names the bench label it comes
-from, `section.key`, and every label is one tests/bench.py prints (its LABELS, which bench's main()
-checks against each section's output), so README and bench cannot drift apart unnoticed."""
+"""The documents state only figures that `make bench` prints: each figure names the bench label it
+comes from, `section.key`, and every label is one tests/bench.py prints (its LABELS, which bench's
+main() checks against each section's output), so the documents and bench cannot drift apart
+unnoticed. docs/PERFORMANCE.md holds the figures' tables; README and the documents the rest of
+its text moved to cite some of them, held to the same checks."""
 
 import functools
 import importlib.util
@@ -8,7 +10,13 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# the README sections whose tables and examples are figures; anywhere, a paragraph citing the bench
+# the documents held to the bench: the front page and every document its text moved to
+DOCUMENTS = ("README.md", "docs/PERFORMANCE.md", "docs/DEVELOPING.md", "docs/TECHNICIAN.md",
+             "docs/HARDWARE.md", "docs/COMMANDS.md", "docs/SERVE.md", "docs/AUDIT.md",
+             "docs/RULES.md")
+# the document of the figures, and its sections whose tables and examples are figures; anywhere,
+# a paragraph citing the bench
+FIGURES = "docs/PERFORMANCE.md"
 FIGURE_SECTIONS = ("Performance", "Reliability")
 # a measured-looking number: a size, a time, a rate
 FIGURE = re.compile(r"\d[\d,.]*\s?(?:ms|µs|s|KB|MB|B|%|×|rounds/s|frames/s)(?![\w/])")
@@ -53,18 +61,29 @@ def _blocks(text):
         lines.append(line)
 
 
+def _documents():
+    """(path, its blocks) of every document held to the bench."""
+    return [(path, list(_blocks((ROOT / path).read_text()))) for path in DOCUMENTS]
+
+
 def _labels(block, sections):
     return [(s, k) for s, k in LABEL.findall(block) if s in sections and k not in FILE_SUFFIXES]
 
 
-def test_every_label_readme_names_is_one_bench_prints():
+def test_every_label_the_documents_name_is_one_bench_prints():
     bench = _bench()
     labels = {(s, k) for s, keys in bench.LABELS.items() for k in (*keys, "section_s")}
-    named = [lab for _, _, block in _blocks((ROOT / "README.md").read_text())
-             for lab in _labels(block, bench.SECTIONS)]
-    unknown = sorted({f"{s}.{k}" for s, k in named if (s, k) not in labels})
-    assert not unknown, f"README names figures tests/bench.py does not print: {unknown}"
-    assert len(set(named)) >= 40  # the figures really are labelled (not a vacuous pass)
+    unknown, named = [], {}
+    for path, blocks in _documents():
+        named[path] = {lab for _, _, block in blocks for lab in _labels(block, bench.SECTIONS)}
+        unknown += sorted(f"{path}: {s}.{k}" for s, k in named[path] if (s, k) not in labels)
+    assert not unknown, f"the documents name figures tests/bench.py does not print: {unknown}"
+    assert len(named[FIGURES]) >= 40  # the figures really are labelled (not a vacuous pass)
+    # a document that cites a bench label is one of those held to the checks
+    unheld = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").glob("*.md"))
+              if str(p.relative_to(ROOT)) not in DOCUMENTS
+              and any(_labels(b, bench.SECTIONS) for _, _, b in _blocks(p.read_text()))]
+    assert not unheld, f"these cite bench labels: add them to DOCUMENTS: {unheld}"
 
 
 def _checked(section, kind, block):
@@ -76,21 +95,32 @@ def _checked(section, kind, block):
 
 
 def test_every_figure_in_the_figures_sections_names_its_bench_label():
-    """A table row or example in Performance or Reliability that states a figure, and any
-    paragraph anywhere that cites `make bench` and states one, names at least one label."""
+    """A table row or example in docs/PERFORMANCE.md's Performance or Reliability that states a
+    figure, and any paragraph of any document that cites `make bench` and states one, names at
+    least one label."""
     bench = _bench()
     unlabelled = []
-    for section, kind, block in _blocks((ROOT / "README.md").read_text()):
-        if FIGURE.findall(block) and _checked(section, kind, block) \
-                and not _labels(block, bench.SECTIONS):
-            unlabelled.append(f"[{section}] {block[:100]}")
+    for path, blocks in _documents():
+        for section, kind, block in blocks:
+            figures_section = section if path == FIGURES else ""
+            if FIGURE.findall(block) and _checked(figures_section, kind, block) \
+                    and not _labels(block, bench.SECTIONS):
+                unlabelled.append(f"{path} [{section}] {block[:100]}")
     assert not unlabelled, "figures without a bench label:\n" + "\n".join(unlabelled)
+
+
+def test_the_figures_document_has_its_figures_sections():
+    """docs/PERFORMANCE.md keeps the sections the checks above hold row by row, each with a table
+    of labelled figures (a renamed heading would let its rows go unchecked)."""
+    sections = {section for section, kind, _ in _blocks((ROOT / FIGURES).read_text())
+                if kind == "row"}
+    assert set(FIGURE_SECTIONS) <= sections
 
 
 def test_the_figures_say_which_machine_and_command():
     """The Performance section names the machine and the command its figures came from, as
     bench's own first lines print them."""
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / FIGURES).read_text()
     performance = text.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
     assert "machine: " in performance and "command: make bench" in performance
     source = (ROOT / "tests" / "bench.py").read_text()

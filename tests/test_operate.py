@@ -1,7 +1,8 @@
-"""Operating a shoe over its port, as a bench technician does by hand (README, "Bench testing a
-shoe over USB"): the virtual board deals two shoe files, and every host command reaches it through
-a real pseudo-terminal (socat), as a USB CDC shoe appears: validate until the shoe ends, status,
-new-shoe, an irregularity resolved from the host with who gave it logged, and the next shoe."""
+"""Operating a shoe over its port, as a bench technician does by hand (docs/TECHNICIAN.md,
+"Bench testing a shoe over USB"): the virtual board deals two shoe files, and every host
+command reaches it through a real pseudo-terminal (socat), as a USB CDC shoe appears: validate
+until the shoe ends, status, new-shoe, an irregularity resolved from the host with who gave it
+logged, and the next shoe."""
 
 import json
 import os

@@ -1,7 +1,7 @@
-"""The recognition module's CRC-8 (CRC-8/DVB-S2, README "Reference hardware"): every 1- and 2-bit
-error of every card's frame is refused by the firmware's own decoder, the CRC's structure proves it
-for every frame at every confidence, the host's frames equal the firmware's, and MicroPython's
-decoder gives exactly what CPython's does."""
+"""The recognition module's CRC-8 (CRC-8/DVB-S2, docs/HARDWARE.md "The recognition module's
+frames"): every 1- and 2-bit error of every card's frame is refused by the firmware's own decoder,
+the CRC's structure proves it for every frame at every confidence, the host's frames equal the
+firmware's, and MicroPython's decoder gives exactly what CPython's does."""
 
 import re
 import subprocess
@@ -52,25 +52,25 @@ def flips(frame):
 
 
 def test_the_crc_is_crc8_dvb_s2_in_firmware_and_host():
-    # the catalogue's check value (reveng: CRC-8/DVB-S2 check=0xbc) and the README's worked example
+    # the catalogue's check value (reveng: CRC-8/DVB-S2 check=0xbc), docs/HARDWARE.md's example
     assert sensor.crc8(b"123456789", 9) == host_crc8(b"123456789") == 0xBC
     assert crc8_poly(b"123456789", 0xD5) == 0xBC
     assert encode(ord("R"), b"3S", 0xF0) == b"$R3SF0*CA\n"
     assert bytes(sensor._CRC) == bytes(crc8_poly(bytes([i]), 0xD5) for i in range(256))
 
 
-def test_the_readme_frames_are_what_the_module_sends():
-    readme = (ROOT / "README.md").read_text()
+def test_the_documented_frames_are_what_the_module_sends():
+    doc = (ROOT / "docs" / "HARDWARE.md").read_text()
     examples = {"$R3SF0*CA\\n": ("R", "3S"), "$C--F0*24\\n": ("C", "--"),
                 "$U--F0*D9\\n": ("U", "--")}
     for text, (kind, rank_suit) in examples.items():
-        assert f"`{text}`" in readme
+        assert f"`{text}`" in doc
         assert sensor_frame(kind, rank_suit, 0xF0) == text.replace("\\n", "\n").encode()
-    assert "24 52 33 53 46 30 2A 43 41 0A" in readme
+    assert "24 52 33 53 46 30 2A 43 41 0A" in doc
     assert bytes.fromhex("24 52 33 53 46 30 2A 43 41 0A") == encode(ord("R"), b"3S", 0xF0)
     for param in ("poly 0xD5", "init 0x00", "refin false", "refout false", "xorout 0x00",
                   "check value 0xBC"):
-        assert param in readme
+        assert param in doc
 
 
 def test_host_frames_equal_the_firmware_frames_for_every_card_and_confidence():

@@ -1,5 +1,5 @@
-"""Recognition-module frame decoder (the reference module's UART protocol, README "Reference
-hardware").
+"""Recognition-module frame decoder (the reference module's UART protocol, docs/HARDWARE.md
+"The recognition module's frames").
 
 A frame is 10 ASCII bytes: `$` TYPE RANK SUIT CONF(2 hex) `*` CRC(2 hex) `\\n`, the CRC a CRC-8
 over TYPE..CONF (the five ASCII bytes as sent): CRC-8/DVB-S2, poly 0xD5, init 0x00, not

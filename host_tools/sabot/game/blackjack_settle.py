@@ -3,7 +3,7 @@ Hit and Run Progressive (§ 633a.7(o)(2), § 633a.13(l)), Straight Jack Progress
 and House Money (§ 633a.13(n)), with the progressive meters and their reset amounts.
 
 What the text gives, and what is configuration or this module's reading where it is silent
-(README, "Blackjack: what Chapter 633a gives"):
+(docs/RULES.md, "Blackjack"):
 - Hit and Run counts the dealer's cards, the busting card included (§ 633a.7(o)(2)(i)); its
   paytable is "for 1" (the payout includes the wager: `win_cents` is the payout less the wager,
   and with eight or more cards the meter's amount less the wager); several players winning the

@@ -178,8 +178,8 @@ def render_module(tables: dict[str, bytes] | None = None) -> str:
 
 
 # The blackjack dealer's rule, as the common rule words it (Chapter 633a leaves it to the
-# certificate holder's Rules Submission, § 633a.12; README "Blackjack"): the two rules a table
-# may take, each parsed into the dealer's drawing table.
+# certificate holder's Rules Submission, § 633a.12; docs/RULES.md "Blackjack"): the two rules a
+# table may take, each parsed into the dealer's drawing table.
 DEALER_RULE = """\
 - s17: the dealer draws to 16 and stands on all 17s.
 - h17: the dealer draws to 16 and to a soft 17, and stands on a hard 17 and on 18 and more.

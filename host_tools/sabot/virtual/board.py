@@ -49,8 +49,8 @@ BETS, PRESS = 0x84, 0xA0  # blackjack: PRESS + 1..3: next, double, split
 
 def crc8(data: bytes) -> int:
     """CRC-8/DVB-S2 (poly 0xD5, init 0, not reflected, xorout 0): the recognition module's check
-    (README "Reference hardware"), computed bit by bit here, independently of the firmware's
-    table."""
+    (docs/HARDWARE.md "The recognition module's frames"), computed bit by bit here,
+    independently of the firmware's table."""
     c = 0
     for b in data:
         c ^= b

@@ -294,7 +294,7 @@ def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
 
 def show_on_stdout(board: VirtualBoard) -> None:
     """The board's lamps and display as lines on stdout, as a technician watching the shoe sees
-    them (the README's promise)."""
+    them (docs/COMMANDS.md, `sabot board`)."""
     from sabot.virtual.board import describe_show
 
     blackjack = flash_table(board.flash_dir).get("game") == "blackjack"
