@@ -107,3 +107,19 @@ def test_bench_prompts_go_to_stderr_so_json_stdout_stays_clean(capsys, monkeypat
     assert out.out == "" and "draw card 1" in out.err
     with pytest.raises(EOFError):  # stdin closed: no technician
         ask_on_stderr("draw card 2: 2H ")
+
+
+def test_a_game_protection_notice_is_no_fault_of_the_shoes_dealing():
+    """A round the players are ahead on after (player_advantage), or a shuffle repeated, stands
+    as the shoe signed it; an alarm on the dealing itself fails its round."""
+    from sabot.game import rules
+    from sabot.release.bench import judge
+
+    expected = rules.deal_shoe(SCRIPT.split())
+    records = [("result", dict(r, shoe=1)) for r in expected]
+    notice = {"kind": "player_advantage", "round": 1, "detail": "the player has the edge"}
+    assert [v for _, v, _ in judge(expected, records, [notice])] == ["PASS"] * len(expected)
+    fault = {"kind": "rules_mismatch", "round": 1, "detail": "the rules deal otherwise"}
+    assert judge(expected, records, [fault])[0][1] == "FAIL"
+    shoe_wide = {"kind": "repeated_sequence", "round": None, "detail": "cards 1..20"}
+    assert all(v == "PASS" for _, v, _ in judge(expected, records, [shoe_wide]))

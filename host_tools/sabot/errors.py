@@ -7,6 +7,9 @@ OK = 0  # the record verified (or the command did what it was asked)
 NOT_VERIFIED = 1  # the record did not verify: a rejected frame, an integrity or content alarm
 BAD_INPUT = 2  # bad input, usage or I/O (a link lost included), with a one-line reason
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+# Game-protection notices: what is dealt, not whether the shoe or the record holds. Printed,
+# stored, counted and shown; they change no exit status or verdict unless --fail-on-notice.
+NOTICES = frozenset(("player_advantage", "repeated_sequence"))
 
 
 class SabotError(Exception):

@@ -56,7 +56,7 @@ from sabot.audit.store_checks import (
 )
 from sabot.audit.validator import TILT_DETAIL, checkpoint_mismatch
 from sabot.audit.witness_check import Cosignatures, check_witnessed
-from sabot.errors import SabotError
+from sabot.errors import NOTICES, SabotError  # NOTICES: watch.py's, not derived here
 from sabot.registry import ShoeEntry
 
 # the alarms a frame's content raises: derived again from the frames, they must be those stored
@@ -67,7 +67,6 @@ CONTENT_ALARMS = frozenset((
     "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end", "firmware_update",
     "update_refused", "rekey"))
 DERIVED = CONTENT_ALARMS | {"sequence_gap", "tilt", "checkpoint_mismatch"}
-NOTICES = frozenset(("player_advantage", "repeated_sequence"))  # watch.py's: not derived here
 FRAMELESS = frozenset(("missing_shoe_end",))  # a capture ending mid-shoe (Validator.finish)
 VERDICTS = frozenset(("accepted", "rejected", "deferred", "resent"))
 SEQUENCE = frozenset(("replayed", "boot_backwards", "sequence_gap", "chain_broken"))

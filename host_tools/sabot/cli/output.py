@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Container, Sequence
 
-from sabot.errors import NotVerified
+from sabot.errors import NOTICES, NotVerified
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
@@ -240,11 +240,6 @@ def group_rejections(rejections: list[dict[str, Any]]) -> str:
     from sabot.link.session import group_rejections as grouped
 
     return grouped(rejections)
-
-
-# Game-protection notices: what is dealt, not whether the shoe or the record holds. Printed,
-# stored, counted and shown; they change the exit status only with --fail-on-notice.
-NOTICES = frozenset(("player_advantage", "repeated_sequence"))
 
 
 def fail_on(rejections: list[dict[str, Any]], alarms: list[dict[str, Any]],

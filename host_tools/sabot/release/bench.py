@@ -17,7 +17,7 @@ from typing import Any
 
 from sabot import keys
 from sabot.audit.validator import Validator, contract_round
-from sabot.errors import SabotError
+from sabot.errors import NOTICES, SabotError
 from sabot.game import rules
 from sabot.game.cards import CUT
 from sabot.keys import CommandKey
@@ -57,12 +57,15 @@ def judge(expected: list[dict[str, Any]], records: list[tuple[str, dict[str, Any
             out.append((want["round"], "FAIL",
                         f"shoe signed {_hand(got)}; rules deal {_hand(want)}"))
     for r in rejections:  # alarms on a round make it FAIL, whatever the shoe signed
-        if r.get("round") is not None and r.get("kind"):
+        # (a game-protection notice — the players ahead, a shuffle repeated — is no fault of
+        # the shoe's dealing: the round stands as the shoe signed it)
+        if r.get("round") is not None and r.get("kind") and r["kind"] not in NOTICES:
             i = next((i for i, v in enumerate(out) if v[0] == r["round"]), None)
             if i is not None:
                 out[i] = (r["round"], "FAIL", f"{r['kind']}: {r['detail']}; {out[i][2]}")
     rejected = [r for r in rejections if "reason" in r]
-    alarms = [r for r in rejections if "kind" in r and r.get("round") is None]
+    alarms = [r for r in rejections if "kind" in r and r.get("round") is None
+              and r["kind"] not in NOTICES]
     if rejected:
         reasons = ", ".join(sorted({r["reason"] for r in rejected}))
         out.append((None, "FAIL", "frames rejected: " + reasons))

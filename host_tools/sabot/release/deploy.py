@@ -199,7 +199,14 @@ def _update(url: str, baud: int, key: CommandKey, shoe: ShoeEntry, info: dict[st
                 log(state)
                 raise
             raise SabotError(state) from None
-        st = channel.back_after_boot(port, key, shoe)
+        try:
+            st = channel.back_after_boot(port, key, shoe)
+        except SabotError as e:
+            if rekey:  # the shoe took the update; the rekey was never asked for
+                raise SabotError(f"{e}; no new result key was made: once it answers, run this "
+                                 "deploy again with --rekey (the update is already taken)"
+                                 ) from None
+            raise
         if st["integrity"] != "ok":
             raise SabotError(f"shoe {pr.shoe_id_text(shoe.shoe_id)} booted the update but "
                              f"reports integrity {st['integrity']}")

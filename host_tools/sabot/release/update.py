@@ -223,7 +223,10 @@ def back_after_boot(port: ShoePort, key: CommandKey, config: ShoeEntry) -> dict[
     while time.monotonic() < end:
         try:
             if port.closed:
-                port.reopen(max(end - time.monotonic(), 1.0))
+                try:
+                    port.reopen(max(end - time.monotonic(), 1.0))
+                except SabotError:  # its port not back (a tty that a bridge must recreate)
+                    continue  # the line below says so, once the wait is over
             st = ch.hello(2.0)
             if st is not None and ch.status_frame is not None:
                 return dict(st, boot=ch.status_frame.boot)
