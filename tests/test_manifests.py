@@ -61,7 +61,8 @@ def test_board_manifest_freezes_the_ports_boot_then_exactly_the_shipped_files(bo
     assert targets[0] == "_boot.py"  # the port's own manifest came first
     fw = ROOT / "firmware"
     shoe = {p.relative_to(fw).as_posix() for p in (fw / "shoe").rglob("*.py")}
-    extra = {"i2c_socket.py"} if board == "virtual" else set()  # its element bus: a socket
+    # its element bus (a socket) and its socket link's one-host rule
+    extra = {"i2c_socket.py", "one_host.py"} if board == "virtual" else set()
     usb = {t for t in targets if t.startswith("usb/")}
     assert set(targets) - usb == shoe | {"_boot.py", "board.py", "main.py", "maint.py"} | extra
     assert bool(usb) == (board == "rpi_pico")  # its host link is usb-device-cdc
@@ -70,8 +71,8 @@ def test_board_manifest_freezes_the_ports_boot_then_exactly_the_shipped_files(bo
 
 @pytest.mark.parametrize("board", BOARDS)
 def test_a_board_manifest_without_its_ports_manifest_is_caught(board, tmp_path):
-    """What the test above guards against: the manifest the issue found (no include of the port's
-    own), which freezes no _boot.py."""
+    """What the test above guards against: a manifest without an include of the port's own,
+    which freezes no _boot.py."""
     text = (ROOT / "boards" / board / "manifest.py").read_text()
     line = f'include("$(PORT_DIR)/{PORT_MANIFEST[board]}")\n'
     assert line in text

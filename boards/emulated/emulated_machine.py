@@ -33,13 +33,12 @@ import sys
 import time
 
 from i2c_socket import SocketI2C
+from one_host import LINK_IDLE_MS, hung_up, peer_name, refuse
 
 HOLD_MS = 50  # a button press held this long: more than the firmware's 30 ms debounce
 # (counted from the firmware's first read of the pin held down, to a read that long after: a
 # machine too loaded to run the board loop every few ms still sees every press whole)
 _EAGAIN = 11
-_RDHUP = 0x2000  # POLLRDHUP (Linux): the peer hung up, though what it sent may wait unread
-LINK_IDLE_MS = int(os.getenv("SABOT_LINK_IDLE_MS") or 10000)
 _EXIT_EDGE = 0x80
 _BUTTON_BYTES = {0x81: "confirm", 0x82: "empty", 0x83: "reveal", 0x91: "void_card",
                  0x92: "keep_dummy", 0x93: "void_round", 0x94: "end_shoe", 0xA1: "next",
@@ -233,27 +232,21 @@ class _HostPort:
     def _accept(self):
         if not self.accepting.poll(0):
             return
-        if self.conn is not None and self._hung_up():
+        if self.conn is not None and hung_up(self.conn):
             return  # readinto() takes its last bytes and finds it gone: then the new host
         conn, addr = self.server.accept()
         now = time.ticks_ms()
         if self.conn is not None and time.ticks_diff(now, self.heard) < LINK_IDLE_MS:
-            _refuse(conn, self.peer, time.ticks_diff(now, self.since) // 1000)
+            refuse(conn, self.peer, time.ticks_diff(now, self.since) // 1000)
             return
         self._close()  # silent for LINK_IDLE_MS, if there is one: its host is gone
         conn.setblocking(False)
         self.conn = conn
-        self.peer = _peer_name(addr)
+        self.peer = peer_name(addr)
         self.since = self.heard = now
         self.reading = select.poll()
         self.reading.register(conn, select.POLLIN)
         _waking.register(conn, select.POLLIN)
-
-    def _hung_up(self):
-        watch = select.poll()
-        watch.register(self.conn, _RDHUP)
-        events = watch.poll(0)
-        return bool(events) and bool(events[0][1] & (_RDHUP | select.POLLHUP | select.POLLERR))
 
     def _close(self):
         if self.conn is not None:
@@ -295,30 +288,6 @@ class _HostPort:
             return None
         self.heard = time.ticks_ms()
         return n
-
-
-def _peer_name(addr):
-    """IP:PORT of an accepted connection's peer ([IP]:PORT for IPv6)."""
-    try:
-        family, ip, port = socket.sockaddr(addr)[:3]
-        name = socket.inet_ntop(family, ip)
-    except (OSError, ValueError, TypeError):
-        return "unknown"
-    return ("[%s]:%d" if ":" in name else "%s:%d") % (name, port)
-
-
-def _refuse(conn, holder, seconds):
-    """The taken line to a connection, then its close: what it sent is read first, so the close
-    is a clean one (a reset instead could cost its host the line)."""
-    conn.setblocking(False)
-    try:
-        conn.send(("sabot-link taken by %s for %d s\n" % (holder, seconds)).encode())
-        for _ in range(8):  # a hello or two; a host that floods it is reset instead
-            if not conn.recv(256):
-                break
-    except OSError:
-        pass  # nothing more waiting (EAGAIN), or the host is gone already
-    conn.close()
 
 
 def host_port():

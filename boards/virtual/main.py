@@ -24,6 +24,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 import board  # noqa: E402
+from one_host import LINK_IDLE_MS, hung_up, peer_name, refuse  # noqa: E402
 
 from shoe import loop, tilt  # noqa: E402
 from shoe.store import Flash  # noqa: E402
@@ -32,8 +33,6 @@ _RESET_EXIT = 4  # a crash: the harness powers the board up again (a board's mac
 _BLANK_EXIT = 5  # a factory-fresh shoe: the harness serves the REPL on its port, as a Pico
 
 _EAGAIN = 11
-_RDHUP = 0x2000  # POLLRDHUP (Linux): the peer hung up, though what it sent may wait unread
-LINK_IDLE_MS = int(os.getenv("SABOT_LINK_IDLE_MS") or 10000)
 
 
 class StdoutIndicators:
@@ -88,7 +87,7 @@ class SocketLink:
         """A host connecting: the link is its own, unless another holds it (then it is told so
         and hung up on). A holder that hung up is let go first: the main loop reads its last
         bytes and its hang-up, and this host is taken on a later pass."""
-        if self.conn is not None and self.hung_up():
+        if self.conn is not None and hung_up(self.conn):
             return
         conn, addr = server.accept()
         now = time.ticks_ms()
@@ -103,13 +102,6 @@ class SocketLink:
         self.peer = peer_name(addr)
         self.since = self.heard = now
         poller.register(conn, select.POLLIN)
-
-    def hung_up(self):
-        """The holder has hung up (its last bytes may still wait to be read)."""
-        watch = select.poll()
-        watch.register(self.conn, _RDHUP)
-        events = watch.poll(0)
-        return bool(events) and bool(events[0][1] & (_RDHUP | select.POLLHUP | select.POLLERR))
 
     def write(self, data, n=-1):
         """data[:n] (all of it when n < 0)."""
@@ -127,30 +119,6 @@ class SocketLink:
                     continue
                 raise
             mv = mv[n:]
-
-
-def peer_name(addr):
-    """IP:PORT of an accepted connection's peer ([IP]:PORT for IPv6)."""
-    try:
-        family, ip, port = socket.sockaddr(addr)[:3]
-        name = socket.inet_ntop(family, ip)
-    except (OSError, ValueError, TypeError):
-        return "unknown"
-    return ("[%s]:%d" if ":" in name else "%s:%d") % (name, port)
-
-
-def refuse(conn, holder, seconds):
-    """The taken line to a connection, then its close: what it sent is read first, so the close
-    is a clean one (a reset instead could cost its host the line)."""
-    conn.setblocking(False)
-    try:
-        conn.send(("sabot-link taken by %s for %d s\n" % (holder, seconds)).encode())
-        for _ in range(8):  # a hello or two; a host that floods it is reset instead
-            if not conn.recv(256):
-                break
-    except OSError:
-        pass  # nothing more waiting (EAGAIN), or the host is gone already
-    conn.close()
 
 
 _BUTTON = {board.CONFIRM: loop.CONFIRM, board.EMPTY: loop.EMPTY, board.REVEAL: loop.REVEAL,

@@ -6,4 +6,5 @@ include("../../firmware/manifest.py")
 module("board.py")
 module("main.py")
 module("i2c_socket.py")  # the bus to the secure element (the emulator's socket)
+module("one_host.py")  # the socket link's one-host rule
 module("maint.py", base_path="../../firmware")  # the blank shoe's REPL helpers (provisioning)

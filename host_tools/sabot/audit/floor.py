@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -25,6 +26,7 @@ CATCH_UP_S = 10.0  # how long a promotion waits for the standby to replay the fe
 SETTLE_S = 10.0  # how long a reloaded setting or a promotion takes to show on new connections
 
 Say = Callable[[str], None]
+GRANTS = " (the role needs the grants docs/FLOOR.md gives)"
 
 
 class Server:
@@ -45,6 +47,19 @@ class Server:
             return self.connect()
         except psycopg.Error as e:
             raise SabotError(f"{self.shown} {not_answering(reason(e))}{what}") from None
+
+    @contextmanager
+    def session(self, not_done: str = "",
+                failed: str = GRANTS) -> Iterator[psycopg.Connection[Any]]:
+        """A connection to work on, closed after: a server that does not answer says so, then
+        `not_done`; an error of the server's on it is one line naming it, then `failed`."""
+        con = self.must_connect(not_done)
+        try:
+            yield con
+        except psycopg.Error as e:
+            raise SabotError(f"{self.shown}: {reason(e)}{failed}") from None
+        finally:
+            con.close()
 
 
 def not_answering(why: str) -> str:
@@ -260,14 +275,9 @@ def fence_one(url: str, floor_url: str, say: Say) -> None:
     if not any(s["answers"] and s["role"] == "primary" and not s["fenced"] for s in others):
         raise SabotError(f"no other server of --floor takes writes: fencing {target.shown} "
                          "would stop the floor recording; nothing fenced (sabot floor status)")
-    con = target.must_connect(": nothing fenced")
-    try:
+    with target.session(": nothing fenced", "") as con:
         if _one(con, "SELECT pg_is_in_recovery()"):
             raise SabotError(f"{target.shown} is a standby: it takes no writes; nothing fenced")
-    except psycopg.Error as e:
-        raise SabotError(f"{target.shown}: {reason(e)}") from None
-    finally:
-        con.close()
     _fence(target, say)
 
 
@@ -304,8 +314,7 @@ def _fence(server: Server, say: Say, not_done: str = "nothing fenced", label: st
     """`server` made to refuse writes (so target_session_attrs=read-write skips it), for good
     (ALTER SYSTEM: its postgresql.auto.conf), its client sessions ended (they reconnect, to the
     server that takes writes); the WAL position it had then."""
-    con = server.must_connect(f": {not_done}")
-    try:
+    with server.session(f": {not_done}", f"{GRANTS}: {not_done}") as con:
         con.execute(b"ALTER SYSTEM SET default_transaction_read_only = on")
         con.execute(b"SELECT pg_reload_conf()")
         if not _until(lambda: _fresh(server, "SHOW default_transaction_read_only") == "on",
@@ -321,11 +330,6 @@ def _fence(server: Server, say: Say, not_done: str = "nothing fenced", label: st
             f"= on, kept in its postgresql.auto.conf across restarts); {ended} client "
             f"session{'' if ended == 1 else 's'} there ended, to reconnect to the primary")
         return str(_one(con, "SELECT pg_current_wal_lsn()::text"))
-    except psycopg.Error as e:
-        raise SabotError(f"{server.shown}: {reason(e)} (the role needs the grants docs/FLOOR.md "
-                         f"gives): {not_done}") from None
-    finally:
-        con.close()
 
 
 def promote(standby_url: str, old_url: str | None, say: Say) -> None:
@@ -335,8 +339,7 @@ def promote(standby_url: str, old_url: str | None, say: Say) -> None:
     old = one_server(old_url, "--old") if old_url else None
     if old and old.shown == new.shown:
         raise SabotError(f"--db and --old both name {new.shown}")
-    con = new.must_connect(": nothing promoted")
-    try:
+    with new.session(": nothing promoted") as con:
         if not _one(con, "SELECT pg_is_in_recovery()"):
             raise SabotError(f"{new.shown} is not a standby: it is a primary already, so "
                              "nothing was promoted or fenced (sabot floor status shows the floor)")
@@ -361,11 +364,6 @@ def promote(standby_url: str, old_url: str | None, say: Say) -> None:
         if not _one(con, f"SELECT pg_promote(true, {PROMOTE_S})"):
             raise SabotError(f"{new.shown} did not finish promoting within {PROMOTE_S} s "
                              "(its log says why)")
-    except psycopg.Error as e:
-        raise SabotError(f"{new.shown}: {reason(e)} (the role needs the grants docs/FLOOR.md "
-                         "gives)") from None
-    finally:
-        con.close()
     if not _until(lambda: _fresh(new, "SELECT NOT pg_is_in_recovery() AND current_setting("
                                       "'transaction_read_only') = 'off' AND current_setting("
                                       "'synchronous_standby_names') = ''"), SETTLE_S):
@@ -375,15 +373,9 @@ def promote(standby_url: str, old_url: str | None, say: Say) -> None:
         "no standby (synchronous_standby_names = '') until one streams from it and sabot floor "
         "sync requires it")
     # pg_rewind reads the new timeline from the control file, which only a checkpoint writes
-    con = new.must_connect()
-    try:
+    with new.session(failed=" (the role needs the grants docs/FLOOR.md gives; pg_rewind cannot "
+                     "rejoin the old primary until a CHECKPOINT is made)") as con:
         con.execute(b"CHECKPOINT")
-    except psycopg.Error as e:
-        raise SabotError(f"{new.shown}: CHECKPOINT: {reason(e)} (the role needs the grants "
-                         "docs/FLOOR.md gives; pg_rewind cannot rejoin the old primary until "
-                         "one is made)") from None
-    finally:
-        con.close()
     say(f"checkpointed {new.shown}: its control file names its new timeline, which pg_rewind "
         "needs when the old primary rejoins")
 
@@ -399,8 +391,7 @@ def sync(url: str, wait: float, say: Say) -> None:
     if not writable:
         raise SabotError("no server there takes writes: " + "; ".join(map(describe, states)))
     p = next(s for s in servers(url) if s.shown == writable[0]["server"])
-    con = p.must_connect()
-    try:
+    with p.session() as con:
         def streaming() -> list[tuple[str, str]]:
             return con.execute(b"SELECT application_name, host(client_addr) FROM"
                                b" pg_stat_replication WHERE state = 'streaming'").fetchall()
@@ -427,11 +418,6 @@ def sync(url: str, wait: float, say: Say) -> None:
             raise NotVerified(f"{p.shown} now waits for a synchronous standby but none became "
                               f"one within {SETTLE_S:g} s: the floor may NOT be recording "
                               "(sabot floor status)")
-    except psycopg.Error as e:
-        raise SabotError(f"{p.shown}: {reason(e)} (the role needs the grants docs/FLOOR.md "
-                         "gives)") from None
-    finally:
-        con.close()
     name, addr = sync_rows[0]
     say(f"{p.shown}: each commit now waits for its synchronous standby {name or '?'} (from "
         f"{addr or '?'}): both servers hold every round before a shoe hears of it")

@@ -36,7 +36,7 @@ from sabot.protocol import (
 DEFAULT_BAUD = 115200
 TIMEOUT = 0.05  # seconds a read waits for a first byte unless told otherwise
 # what a networked shoe answers a host while another holds its link, then hangs up:
-# `sabot-link taken by IP:PORT for N s\n` (boards/virtual/main.py, boards/emulated)
+# `sabot-link taken by IP:PORT for N s\n` (boards/virtual/one_host.py)
 TAKEN = b"sabot-link taken by "
 TAKEN_LONGEST = 128  # bytes: a longer first line is no taken line
 NETWORKED = ("socket://", "rfc2217://")  # ports where several hosts can reach one shoe
