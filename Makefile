@@ -8,7 +8,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test check lint bench figures firmware deploy table clean venv socat postgres golang
+.PHONY: all demo test check lint screenshots bench figures firmware deploy table clean venv socat postgres golang
 
 all: test
 
@@ -122,6 +122,13 @@ test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
 check: $(STAMP) $(KERNEL)
 	$(COMPILE)
 	$(BIN)/python -m pytest -q -n 3 --dist worksteal -m "not board" tests
+
+# docs/*.png, the pages as the browser tests see them (a plain test run writes them to a temporary
+# file, so it leaves the checkout as it found it)
+screenshots: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
+	$(COMPILE)
+	SABOT_SCREENSHOTS=1 $(BIN)/python -m pytest -q -n 3 tests/test_serve.py tests/test_shift.py \
+		tests/test_pit_operations.py
 
 # speed and memory figures of the tools and firmware (`make figures` is the same; `sabot bench`
 # is something else: a scripted shoe through a shoe, round by round)

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from kit import ROOT, SABOT
-from kit.browser import browser, csp_violations
+from kit import SABOT
+from kit.browser import browser, csp_violations, screenshot
 from kit.pit import (
     PASSWORDS,
     Client,
@@ -45,7 +45,7 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
             ".map(b => b.dataset.resolution)")
         assert offered == ["void-round", "end-shoe"], offered
         driver.set_window_size(1400, 450)
-        driver.save_screenshot(str(ROOT / "docs" / "dashboard-supervisor.png"))  # docs/SERVE.md's
+        screenshot(driver, "dashboard-supervisor.png")  # docs/SERVE.md's
         # end-shoe cannot be taken back: a second page asks first, and cancelling sends nothing
         press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
         driver.find_element("link text", "cancel: back to the pit").click()

@@ -9,19 +9,15 @@ import subprocess
 import time
 import urllib.request
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from kit import SABOT
-from kit.browser import browser, csp_violations
+from kit.browser import browser, csp_violations, screenshot
 from kit.procs import free_port_for_tests
 from kit.serve_rig import ServeRig, SSEClient
 
 pytestmark = pytest.mark.board  # every test here starts a process
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 READ_PAGE = """
 const q = (css) => [...document.querySelectorAll(css)];
@@ -82,7 +78,7 @@ def check_full_screen(driver, w, h, dragons):
     assert "Min $25 · Max $5,000" in lay["text"] and f"Dragon 7 {dragons}" in lay["text"]
     assert "Panda 8 " in lay["text"] and "Lucky Six" not in lay["text"]
     assert "Banker ask" in lay["text"] and "cards dealt " in lay["text"]
-    driver.save_screenshot(str(ROOT / "docs" / f"scoreboard-{w}x{h}.png"))
+    screenshot(driver, f"scoreboard-{w}x{h}.png")
 
 
 @pytest.mark.long
@@ -120,12 +116,11 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
         rounds = rig.get(f"/api/tables/{table}")["rounds"]
         for w, h in ((1920, 1080), (1280, 720)):
             check_full_screen(driver, w, h, sum("dragon7" in r["flags"] for r in rounds))
-        docs = ROOT / "docs"
         driver.get(rig.url + "/")
         pit = driver.execute_script("return document.querySelector('table.pit').innerText")
         assert table in pit and "shoe ended" in pit and "Banker" in pit
         driver.set_window_size(1400, 400)
-        driver.save_screenshot(str(docs / "dashboard.png"))
+        screenshot(driver, "dashboard.png")
         # a lost link is the pit's business: the players' page says only that the table paused
         rig.boards[0].stop()
         driver.get(f"{rig.url}/table/{table}")

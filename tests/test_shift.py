@@ -21,8 +21,7 @@ from selenium.webdriver.support.ui import Select
 from sabot.game import cards, rules
 from sabot.virtual.board import PH_HELD, Dealer
 
-from kit import ROOT
-from kit.browser import browser, csp_violations
+from kit.browser import browser, csp_violations, screenshot
 from kit.pit import (
     PASSWORDS,
     Client,
@@ -118,7 +117,7 @@ def check_report(rig, table, driver, dan):
     assert "not recording" in page and "IT released the lock" in page, page
     assert csp_violations(driver) == []
     driver.set_window_size(1300, 1100)
-    driver.save_screenshot(str(ROOT / "docs" / "shift-report.png"))
+    screenshot(driver, "shift-report.png")
     alice = Client(rig.url)
     assert alice.login("alice", PASSWORDS["alice"])[0] == 200
     status, text = alice.get("/shift.csv")
@@ -182,7 +181,7 @@ def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path, monk
         assert "acknowledged by alice" in acked and "IT released the lock" in acked, acked
         assert cell(driver, table, "td.hands-hour") == "5"
         driver.set_window_size(1500, 520)
-        driver.save_screenshot(str(ROOT / "docs" / "dashboard-shift.png"))
+        screenshot(driver, "dashboard-shift.png")
         done = press(driver, "button[data-action=sign-off]")
         assert "erin signed off" in done, done
         check_report(rig, table, driver, dan)

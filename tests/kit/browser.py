@@ -1,9 +1,13 @@
 """Debian's headless Chromium through Selenium, for the pages of `sabot serve`: one browser with
 its console kept, and the Content-Security-Policy violations that console reported."""
 
+import os
 import shutil
+import tempfile
 
 import pytest
+
+from .base import ROOT
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
@@ -28,3 +32,14 @@ def csp_violations(driver):
     """The console's Content-Security-Policy refusals since the last call (reading clears it)."""
     return [e["message"] for e in driver.get_log("browser")
             if "Content Security Policy" in e["message"]]
+
+
+def screenshot(driver, name):
+    """The page as docs/NAME shows it: written there under `make screenshots`
+    (SABOT_SCREENSHOTS=1), otherwise taken into a temporary file, so a test run leaves the
+    checkout as it found it."""
+    if os.environ.get("SABOT_SCREENSHOTS") == "1":
+        assert driver.save_screenshot(str(ROOT / "docs" / name))
+        return
+    with tempfile.NamedTemporaryFile(suffix=".png") as f:
+        assert driver.save_screenshot(f.name)
