@@ -33,7 +33,7 @@ import sys
 import time
 
 from i2c_socket import SocketI2C
-from one_host import LINK_IDLE_MS, hung_up, peer_name, refuse
+from one_host import Holder
 
 HOLD_MS = 50  # a button press held this long: more than the firmware's 30 ms debounce
 # (counted from the firmware's first read of the pin held down, to a read that long after: a
@@ -204,7 +204,7 @@ def _pump():
 
 
 # ---- the host link (a TCP socket) -----------------------------------------------------------
-class _HostPort:
+class _HostPort(Holder):
     """The shoe's end of the host link: one host at a time. While a host holds it (connected, and
     heard from within LINK_IDLE_MS) a second connection is told who holds it, for how long, and
     closed; a holder silent that long (its host gone without closing: a power cut, a cut
@@ -212,6 +212,7 @@ class _HostPort:
     while nobody is connected are lost, as on an unplugged cable."""
 
     def __init__(self, listen, chunk):
+        Holder.__init__(self)
         host, port = listen.rsplit(":", 1)
         s = self.server = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -220,11 +221,7 @@ class _HostPort:
         self.accepting = select.poll()
         self.accepting.register(s, select.POLLIN)
         _waking.register(s, select.POLLIN)
-        self.conn = None
         self.reading = None
-        self.peer = ""  # the holder's IP:PORT
-        self.since = 0  # ticks_ms() when it connected
-        self.heard = 0  # ticks_ms() of the last bytes read from it
         self.chunk = chunk
         self.taken = []  # bytes each write took (the tests read how the link was cut)
         _say("L %s %s" % (host, port))
@@ -232,18 +229,11 @@ class _HostPort:
     def _accept(self):
         if not self.accepting.poll(0):
             return
-        if self.conn is not None and hung_up(self.conn):
-            return  # readinto() takes its last bytes and finds it gone: then the new host
-        conn, addr = self.server.accept()
-        now = time.ticks_ms()
-        if self.conn is not None and time.ticks_diff(now, self.heard) < LINK_IDLE_MS:
-            refuse(conn, self.peer, time.ticks_diff(now, self.since) // 1000)
-            return
+        conn = self.admit(self.server)
+        if conn is None:
+            return  # kept by its holder; or the holder hung up, which readinto() finds first
         self._close()  # silent for LINK_IDLE_MS, if there is one: its host is gone
-        conn.setblocking(False)
         self.conn = conn
-        self.peer = peer_name(addr)
-        self.since = self.heard = now
         self.reading = select.poll()
         self.reading.register(conn, select.POLLIN)
         _waking.register(conn, select.POLLIN)

@@ -24,7 +24,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 import board  # noqa: E402
-from one_host import LINK_IDLE_MS, hung_up, peer_name, refuse  # noqa: E402
+from one_host import Holder  # noqa: E402
 
 from shoe import loop, tilt  # noqa: E402
 from shoe.store import Flash  # noqa: E402
@@ -73,34 +73,18 @@ class StdoutIndicators:
         pass
 
 
-class SocketLink:
-    """The shoe's end of the host link: the holder's connection, who it is, when it connected and
-    when it last sent bytes."""
-
-    def __init__(self):
-        self.conn = None
-        self.peer = ""  # the holder's IP:PORT
-        self.since = 0  # ticks_ms() when it connected
-        self.heard = 0  # ticks_ms() of the last bytes read from it
+class SocketLink(Holder):
+    """The shoe's end of the host link (one_host.Holder: who holds it)."""
 
     def accept(self, server, poller):
-        """A host connecting: the link is its own, unless another holds it (then it is told so
-        and hung up on). A holder that hung up is let go first: the main loop reads its last
-        bytes and its hang-up, and this host is taken on a later pass."""
-        if self.conn is not None and hung_up(self.conn):
-            return
-        conn, addr = server.accept()
-        now = time.ticks_ms()
-        if self.conn is not None and time.ticks_diff(now, self.heard) < LINK_IDLE_MS:
-            refuse(conn, self.peer, time.ticks_diff(now, self.since) // 1000)
+        """A host connecting: the link is its own, unless another holds it (Holder.admit)."""
+        conn = self.admit(server)
+        if conn is None:
             return
         if self.conn is not None:  # silent for LINK_IDLE_MS: its host is gone
             poller.unregister(self.conn)
             self.conn.close()
-        conn.setblocking(False)
         self.conn = conn
-        self.peer = peer_name(addr)
-        self.since = self.heard = now
         poller.register(conn, select.POLLIN)
 
     def write(self, data, n=-1):

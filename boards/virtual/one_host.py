@@ -5,9 +5,39 @@ and closed."""
 import os
 import select
 import socket
+import time
 
 RDHUP = 0x2000  # POLLRDHUP (Linux): the peer hung up, though what it sent may wait unread
 LINK_IDLE_MS = int(os.getenv("SABOT_LINK_IDLE_MS") or 10000)
+
+
+class Holder:
+    """Who holds the link: its connection, its IP:PORT, when it connected and when it last sent
+    bytes (ticks_ms)."""
+
+    def __init__(self):
+        self.conn = None
+        self.peer = ""
+        self.since = 0
+        self.heard = 0
+
+    def admit(self, server):
+        """A host connecting: its connection (non-blocking), for the caller to take as the
+        link's in place of a holder silent for LINK_IDLE_MS (its host gone). None when the
+        holder keeps the link (the newcomer is told so and hung up on), or when the holder hung
+        up: its last bytes and its hang-up are read first, and the newcomer is taken on a later
+        pass."""
+        if self.conn is not None and hung_up(self.conn):
+            return None
+        conn, addr = server.accept()
+        now = time.ticks_ms()
+        if self.conn is not None and time.ticks_diff(now, self.heard) < LINK_IDLE_MS:
+            refuse(conn, self.peer, time.ticks_diff(now, self.since) // 1000)
+            return None
+        conn.setblocking(False)
+        self.peer = peer_name(addr)
+        self.since = self.heard = now
+        return conn
 
 
 def hung_up(conn):

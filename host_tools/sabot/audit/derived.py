@@ -55,7 +55,6 @@ class DerivedShoe:
         self.tilted = False  # its latest authentic status said tilt
         self.said = 0  # the newest frame an authentic status of it named
         self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
-        self.seqs: set[int] = set()  # the seq of every frame of it stored and not rejected
         self.log = tlog.Prefix()  # its log as stored, from seq 1 while none is missing
         self.unseen = 0  # met at its first frame past seq 1: the seqs before it (resends)
         # seq -> what an operator entry may name there: ("resolve", record) given from the host,

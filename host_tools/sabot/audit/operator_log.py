@@ -21,11 +21,12 @@ from datetime import datetime
 from typing import Any
 
 from sabot.audit.derived import Broken, DerivedShoe, sid
+from sabot.protocol import BY_LEN
 
 SIGNED = frozenset(("new_shoe", "resolve"))
 HOSTED = frozenset(("sign_on", "sign_off", "acknowledge", "serve_alarm"))
 SERVE_ALARMS = frozenset(("not_recording", "link_silent"))
-DEALER_MAX = 16  # characters of a dealer's name
+DEALER_MAX = BY_LEN  # characters of a dealer's name: an account's, a signed command's `by`
 NOTE_MAX = 200  # characters of an acknowledgement's note
 
 

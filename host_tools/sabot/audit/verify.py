@@ -304,7 +304,6 @@ class _Walk:
             check_rejected(rid, f, reason, shoe, authentic, self._key(f) is not None)
             self.counts["rejected"] += 1
             return
-        shoe.seqs.add(f.seq)
         if not f.signed and f.type != pr.T_INITIAL_CARDS:
             raise Broken(f"frame id {rid} is an unsigned {type_name(f)}: no shoe frame")
         if not f.signed and verdict != "deferred":

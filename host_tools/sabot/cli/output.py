@@ -8,6 +8,7 @@ import sys
 from collections.abc import Container, Sequence
 
 from sabot.errors import NOTICES, NotVerified
+from sabot.pit.words import plural
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
@@ -160,11 +161,6 @@ def witnessed_line(summary: dict[str, Any], witnessed: bool = False) -> str:
 # that were new to the store: shoe frames, statuses (answers to the link's hellos) and
 # checkpoints. Audit verify's `frames` are the shoe frames alone, of every session and shoe the
 # store holds; the rest it counts apart.
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """"1 status", "4 statuses"."""
-    return f"{n} {one if n == 1 else many or one + 's'}"
-
-
 def verified_text(counts: dict[str, Any]) -> str:
     """`150 frames verified (new to the store: ...)`, then the frames a session took that were
     not new, where there were any: resent copies, deferred ones, one awaiting its seal."""

@@ -143,7 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                           for s in shoes if s.config.table == table), None),
                       duties=duties)
     app, hub = build_app(pit, console)
-    validation.notify = hub.notify  # type: ignore[method-assign]
+    validation.notify = hub.notify
     validation.start()
     taken = validation.taken()
     if taken and len(taken) == len(shoes):

@@ -107,6 +107,12 @@ class ValidationSession:
         # session's own thread between reads: one thread ever talks on the link
         self._asked: queue.Queue[tuple[Callable[[HostLink], Any], Future[Any]]] = queue.Queue()
 
+    @property
+    def heard(self) -> float:
+        """When the shoe was last heard: its last authentic frame, or the link's last change if
+        that came later (a link just up, or just lost, has not yet been silent for long)."""
+        return max(self.heard_at, self.link_since)
+
     def call(self, work: Callable[[HostLink], Any], timeout: float) -> Any:
         """`work(link)` done by the session's thread, its result (or its exception) here; a
         SabotError when the link is not up to do it, or it took longer than `timeout`."""
@@ -280,7 +286,7 @@ class ValidationSession:
         answer, if it is another shoe's, the validator refuses and _who names. (A shoe answers
         only hellos to its own id or to any: the registered shoe's silence says nothing.)"""
         now = time.time()
-        if (now - max(self.heard_at, self.link_since) >= WHO_AFTER
+        if (now - self.heard >= WHO_AFTER
                 and now - self._asked_who >= 5 * WHO_AFTER):
             self._asked_who = now
             link.port.write(command(None, 0, 0, C_HELLO, b""))

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sabot.errors import SabotError
+from sabot.protocol import BY_LEN
 
 ROLES = ("dealer", "supervisor", "it")
 OPERATE = frozenset({"supervisor"})  # the roles that resolve and start shoes
 SEE_LOG = frozenset({"supervisor", "it"})  # the roles that read the operator log
-NAME_MAX = 16  # as a signed maintenance command's `by` (protocol.BY_LEN): one name everywhere
+NAME_MAX = BY_LEN  # as a signed maintenance command's `by`: one name everywhere
 SESSION_S = 8 * 3600  # a session lasts one shift at most
 IDLE_S = 30 * 60  # and ends after half an hour without a request
 FAILURES = 5  # failed logins allowed per window, per account name and per client address

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from sabot.pit.tables import FLOOR_ALARMS, Pit, TableView, counts, roads_of
-from sabot.pit.words import iso
+from sabot.pit.words import iso, iso_text
 
 
 def link_json(pit: Pit, t: TableView) -> dict[str, Any] | None:
@@ -26,17 +26,21 @@ def alarm_json(a: dict[str, Any]) -> dict[str, Any]:
     ack = a.get("ack")
     return {"kind": a.get("kind"), "shoe_id": a.get("shoe_id"), "shoe": a.get("shoe"),
             "round": a.get("round"), "detail": a.get("detail"), "id": a.get("id"),
-            "raised_at": _iso(a.get("raised_at")), "cleared_at": _iso(a.get("cleared_at")),
+            "raised_at": iso_text(a.get("raised_at")),
+            "cleared_at": iso_text(a.get("cleared_at")),
             "serve": bool(a.get("serve")),
             "acknowledged": None if not ack else {
-                "by": ack.get("by"), "at": _iso(ack.get("logged_at")), "note": ack.get("note")}}
+                "by": ack.get("by"), "at": iso_text(ack.get("logged_at")),
+                "note": ack.get("note")}}
 
 
-def summary(pit: Pit, t: TableView, now: float | None = None) -> dict[str, Any]:
+def summary(pit: Pit, t: TableView, now: float | None = None,
+            looked: tuple[tuple[str, float | None, str], list[dict[str, Any]]] | None = None
+            ) -> dict[str, Any]:
+    """A table's row; `looked`: its status and alarms, when the caller has them already."""
     now = time.time() if now is None else now
     newest = t.hands or t.rounds
-    state, at, why = pit.status(t, now)
-    alarms = pit.alarms_of(t)
+    (state, at, why), alarms = looked or (pit.status(t, now), pit.alarms_of(t))
     return {"table": t.table, "shoe_id": t.shoe_id, "shoe": t.shoe,
             "round": newest[-1].get("round", 0) if newest else 0,
             "state": state, "link": link_json(pit, t), "as_of": iso(now),
@@ -49,23 +53,25 @@ def summary(pit: Pit, t: TableView, now: float | None = None) -> dict[str, Any]:
 
 
 def detail(pit: Pit, t: TableView) -> dict[str, Any]:
-    return {**summary(pit, t), "rounds": t.rounds, "roads": roads_of(t),
-            "remaining_cards": t.remaining, "edges": t.edges,
-            "alarms": [alarm_json(a) for a in pit.alarms_of(t)], "counts": counts(t.rounds),
+    now = time.time()
+    alarms = pit.alarms_of(t)
+    return {**summary(pit, t, now, (pit.status(t, now), alarms)), "rounds": t.rounds,
+            "roads": roads_of(t), "remaining_cards": t.remaining, "edges": t.edges,
+            "alarms": [alarm_json(a) for a in alarms], "counts": counts(t.rounds),
             "stored_at": t.stored_at, **({"hands": t.hands} if t.hands else {})}
 
 
 def floor_json(pit: Pit, only: str | None = None) -> dict[str, Any]:
     now = time.time()
     pits = pit.floor(only)
+    looked = {t.shoe_id: (pit.status(t, now), pit.alarms_of(t)) for _, ts in pits for t in ts}
     alarms = sorted(({"pit": p, "table": t.table, **alarm_json(a)} for p, ts in pits
-                     for t in ts for a in pit.alarms_of(t)),
+                     for t in ts for a in looked[t.shoe_id][1]),
                     key=lambda a: a["raised_at"] or "")
-    states = [pit.status(t, now)[0] for _, ts in pits for t in ts]
     return {"now": iso(now), "problem": pit.problem,
-            "recording": not any(s == "not recording" for s in states),
-            "pits": [{"pit": p, "tables": [{**summary(pit, t, now), "pit": p,
-                                            "alarms": len(pit.alarms_of(t))} for t in ts]}
+            "recording": not any(s[0] == "not recording" for s, _ in looked.values()),
+            "pits": [{"pit": p, "tables": [{**summary(pit, t, now, looked[t.shoe_id]), "pit": p,
+                                            "alarms": len(looked[t.shoe_id][1])} for t in ts]}
                      for p, ts in pits],
             "tables": sum(len(ts) for _, ts in pits), "alarms": alarms[-FLOOR_ALARMS:]}
 
@@ -76,9 +82,9 @@ def health(pit: Pit) -> tuple[int, dict[str, Any]]:
     should look at (its link lost, silent, not the registered shoe, tilted, no validator, or an
     alarm nobody acknowledged), whatever the status."""
     now = time.time()
-    states = {t.table: pit.status(t, now) for t in pit.tables()}
-    unacked = {t.table: sum(1 for a in pit.alarms_of(t) if not a.get("ack"))
-               for t in pit.tables()}
+    tables = pit.tables()
+    states = {t.table: pit.status(t, now) for t in tables}
+    unacked = {t.table: sum(1 for a in pit.alarms_of(t) if not a.get("ack")) for t in tables}
     attention = {name: {"state": s, "since": iso(at), "detail": why,
                         "alarms_unacknowledged": unacked[name]}
                  for name, (s, at, why) in states.items()
@@ -91,8 +97,3 @@ def health(pit: Pit) -> tuple[int, dict[str, Any]]:
         "not_recording": None if stalled is None else stalled.json(),
         "problem": pit.problem, "tables": len(states), "attention": attention}
 
-
-def _iso(value: Any) -> str | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return iso(float(value))
-    return value if isinstance(value, str) else None

@@ -252,10 +252,10 @@ class Console:
         t = self.tables(table) if isinstance(table, str) else None
         if t is None:
             return 404, {"error": f"no table {table!r}"}
+        who = {"account": s.name, "role": s.role, "from": self.client(request), "via": "serve",
+               "user_agent": request.headers.get("user-agent", "")[:120]}
         if action in ACTIONS and self.duties is not None:
-            return await self.duties.do(t, s, action, fields, {
-                "account": s.name, "role": s.role, "from": self.client(request),
-                "via": "serve", "user_agent": request.headers.get("user-agent", "")[:120]})
+            return await self.duties.do(t, s, action, fields, who)
         if action not in ("resolve", "new-shoe"):
             return 400, {"error": "action must be resolve, new-shoe, sign-on, sign-off or "
                                   "acknowledge"}
@@ -263,17 +263,13 @@ class Console:
             return 400, {"error": f"resolution must be one of {', '.join(RESOLUTIONS)}"}
         if self.operate is None:
             return 409, {"error": "serve holds no shoe link to operate"}
-        stalled = self.duties.pit.recording.not_recording() if (
-            self.duties is not None and self.duties.pit.recording is not None) else None
-        if stalled is not None:  # the shoe would do it, and its frame wait unstored
-            return 409, {"error": "not done: serve is not recording (since "
-                                  f"{time.strftime('%H:%M:%S', time.localtime(stalled.since))}"
-                                  "); try again once it records"}
-        logged = {"account": s.name, "role": s.role, "from": self.client(request),
-                  "via": "serve", "user_agent": request.headers.get("user-agent", "")[:120]}
+        recording = self.duties.pit.recording if self.duties is not None else None
+        refused = recording.refusal() if recording is not None else None
+        if refused is not None:  # the shoe would do it, and its frame wait unstored
+            return 409, {"error": refused}
         try:
             done = await asyncio.get_running_loop().run_in_executor(
-                self._operating, self.operate, t.shoe_id, action, resolution, s.name, logged)
+                self._operating, self.operate, t.shoe_id, action, resolution, s.name, who)
         except SabotError as e:
             return 409, {"error": str(e)}
         except (ConnectionError, OSError) as e:
@@ -429,8 +425,6 @@ def log_row(op: dict[str, Any], table_of: Callable[[int], str | None]) -> list[s
 def when(logged_at: Any, at: Any) -> str:
     """An entry's time as the server's local date and time (the stored time; its `at` text if
     that is all it has)."""
-    import time
-
     if isinstance(logged_at, (int, float)) and not isinstance(logged_at, bool):
         try:
             return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(logged_at))

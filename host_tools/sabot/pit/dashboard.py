@@ -17,6 +17,7 @@ from sabot.pit.words import (
     alarm_words,
     clock,
     edge_words,
+    plural,
     result_words,
     shown,
     since,
@@ -142,10 +143,6 @@ def shoe_round(t: TableView) -> str:
     return "-" if t.shoe is None else f"shoe {shown(t.shoe)} · round {shown(newest_round(t))}"
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def alarm_item(pit: Pit, t: TableView, a: dict[str, Any], now: float,
                operator: Operator | None) -> Html:
     raised = a.get("raised_at")
@@ -227,15 +224,16 @@ def dashboard_html(pit: Pit, operator: Operator | None = None, bar: Html | None 
     return str(dashboard(pit, operator, bar))
 
 
-def floor_row(pit: Pit, name: str, t: TableView, now: float) -> Html:
-    alarms = [a for a in pit.alarms_of(t) if not a.get("ack")]  # what someone must look at
+def floor_row(pit: Pit, name: str, t: TableView, now: float,
+              status: tuple[str, float | None, str], every: list[dict[str, Any]]) -> Html:
+    alarms = [a for a in every if not a.get("ack")]  # what someone must look at
     return el(
         "tr",
         el("td", shown(name) if name else "-"),
         el("td", el("a", shown(t.table), href=table_path(t.table)), el("br"),
            el("small", f"shoe id {t.shoe_id:#010x}")),
         el("td", shown(t.dealer) if t.dealer else "-"),
-        state_cell(pit, t, now),
+        state_cell(pit, t, now, None, status),
         el("td", frame_age(t, now)),
         el("td", shoe_round(t), class_="shoe-round", data_shoe=shown(t.shoe),
            data_round=shown(newest_round(t))),
@@ -253,11 +251,13 @@ def floor_view(pit: Pit, only: str | None = None, now: float | None = None) -> H
     choose = [el("a", "every pit", href=floor_path(), class_="on" if only is None else None)]
     choose += [el("a", shown(p) or "no pit", href=floor_path(p),
                   class_="on" if p == only else None) for p, _ in every]
+    looked = {t.shoe_id: (pit.status(t, now), pit.alarms_of(t)) for _, ts in shown_pits
+              for t in ts}
     seen: set[tuple[Any, ...]] = set()
     alarms = []
     for p, ts in shown_pits:
         for t in ts:
-            for a in pit.alarms_of(t):
+            for a in looked[t.shoe_id][1]:
                 if a.get("serve"):  # a pit-wide alarm of serve's own: once for the pit
                     key = (p, a["kind"], a["raised_at"], t.table if not a.get("pit_wide")
                            else None)
@@ -268,10 +268,9 @@ def floor_view(pit: Pit, only: str | None = None, now: float | None = None) -> H
     alarms.sort(key=lambda x: x[2]["raised_at"] if isinstance(x[2]["raised_at"],
                                                               (int, float)) else 0.0)
     states: dict[str, int] = {}
-    for _, ts in shown_pits:
-        for t in ts:
-            word = state_words(pit.state(t))
-            states[word] = states.get(word, 0) + 1
+    for status, _ in looked.values():
+        word = state_words(status[0])
+        states[word] = states.get(word, 0) + 1
     return join(
         now_line(pit, now), recording_banner(pit, now), problem(pit),
         el("nav", join(*[join(a, " ") for a in choose]), class_="pits"),
@@ -280,7 +279,8 @@ def floor_view(pit: Pit, only: str | None = None, now: float | None = None) -> H
            + (", ".join(f"{n} {state}" for state, n in sorted(states.items())) or "none"),
            id="floor-counts"),
         el("table", el("tr", [el("th", h) for h in FLOOR_HEADINGS]),
-           [floor_row(pit, p, t, now) for p, ts in shown_pits for t in ts], class_="pit floor"),
+           [floor_row(pit, p, t, now, *looked[t.shoe_id]) for p, ts in shown_pits for t in ts],
+           class_="pit floor"),
         el("h2", "Alarms across the floor"),
         el("ul", [el("li", el("b", clock(a["raised_at"]) if isinstance(
             a["raised_at"], (int, float)) else "?"), f" {shown(p) or 'no pit'} "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from contextlib import closing
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from sabot.audit.operator_log import NOTE_MAX
+from sabot.audit.store import AuditStore
 from sabot.errors import SabotError
 from sabot.pit import shift
 from sabot.pit.accounts import OPERATE, SEE_LOG, Session, name_problem
@@ -31,7 +34,6 @@ from sabot.pit.tables import Pit, TableView, alarm_key, shift_bounds
 from sabot.pit.words import alarm_words, clock, iso
 
 SIGN = frozenset({"dealer", "supervisor"})  # the roles that sign dealers on and off
-NOTE_MAX = 200
 ACTIONS = ("sign-on", "sign-off", "acknowledge")
 LOG_WAIT = 5.0  # seconds an entry may take to be confirmed before the request is answered
 
@@ -43,10 +45,7 @@ Planned = tuple[TableView, dict[str, Any], "int | None"]  # a table, its entry, 
 
 def alarm_ref(alarm: dict[str, Any]) -> str:
     """An alarm as a form names it: a stored one by its row id, serve's own by kind and time."""
-    if alarm.get("id") is not None:
-        return f"stored:{alarm['id']}"
-    raised = alarm.get("raised_at")
-    return f"serve:{alarm.get('kind')}:{iso(raised) if isinstance(raised, float) else raised}"
+    return ":".join(map(str, alarm_key(alarm, None)[:3]))
 
 
 class Duties:
@@ -123,10 +122,9 @@ class Duties:
         acknowledged at every table it stands at)."""
         if self.log is None:
             return 409, {"error": "serve validates no shoe here: nothing is logged"}
-        stalled = self.pit.recording.not_recording() if self.pit.recording else None
-        if stalled is not None:
-            return 409, {"error": f"not done: serve is not recording (since "
-                                  f"{clock(stalled.since)}); try again once it records"}
+        refused = self.pit.recording.refusal() if self.pit.recording else None
+        if refused is not None:
+            return 409, {"error": refused}
         entry: dict[str, Any] = {"shoe_id": t.shoe_id, "table": t.table, "by": s.name,
                                  **who, "at": iso(time.time())}
         plan = (self._signing(t, s, action, fields, entry) if action in ("sign-on", "sign-off")
@@ -265,9 +263,12 @@ class Duties:
             start, end = bounds
             names = {t.shoe_id: t.table for t in self.pit.by_id.values()}
             opened = self._open_alarms()
+
+            def build() -> list[shift.TableShift]:
+                with closing(AuditStore(self.pit.db, writer=False)) as store:
+                    return shift.build(store, names, start, end, opened)
             try:
-                built = await read(lambda: _reading(self.pit.db, lambda store: shift.build(
-                    store, names, start, end, opened)))
+                built = await read(build)
             except TimeoutError:
                 return 503, "the audit database does not answer: try again shortly"
             except SabotError as e:
@@ -330,17 +331,6 @@ class Duties:
                     out.append({"kind": a.kind, "shoe_id": t.shoe_id, "raised_at": a.raised_at,
                                 "cleared_at": a.cleared_at, "detail": a.detail})
         return out
-
-
-def _reading(db: str, work: Callable[[Any], Any]) -> Any:
-    """work(a read-only store of its own), closed after."""
-    from sabot.audit.store import AuditStore
-
-    store = AuditStore(db, writer=False)
-    try:
-        return work(store)
-    finally:
-        store.close()
 
 
 def shift_time(value: Any) -> str:

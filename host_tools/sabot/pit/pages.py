@@ -336,11 +336,12 @@ def floor_routes(pit: Pit, hub: Hub) -> list[Route]:
             Route("/api/floor", api_floor)]
 
 
+def no_table(name: str) -> Response:
+    return StoredJSON({"error": f"no table {name}"}, status_code=404)
+
+
 def api_routes(pit: Pit) -> list[Route]:
     """/api/tables, /api/tables/NAME, /api/health and /api/stats."""
-    def not_found(name: str) -> Response:
-        return StoredJSON({"error": f"no table {name}"}, status_code=404)
-
     async def api_tables(request: Request) -> Response:
         return StoredJSON([api.summary(pit, t) for t in pit.tables()])
 
@@ -359,7 +360,7 @@ def api_routes(pit: Pit) -> list[Route]:
     async def api_table(request: Request) -> Response:
         t = pit.table(request.path_params["table"])
         if t is None:
-            return not_found(request.path_params["table"])
+            return no_table(request.path_params["table"])
         return StoredJSON(api.detail(pit, t))
 
     return [Route("/api/tables", api_tables), Route("/api/tables/{table:path}", api_table),
@@ -383,9 +384,6 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
 
     def operator(request: Request) -> tuple[Operator | None, Html | None]:
         return operator_view(console, request)
-
-    def not_found(name: str) -> Response:
-        return StoredJSON({"error": f"no table {name}"}, status_code=404)
 
     async def dashboard_page(request: Request) -> Response:
         return html_response(page("Pit dashboard", dashboard(pit, *operator(request)),
@@ -425,7 +423,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
     async def table_events(request: Request, name: str) -> Response:
         t = pit.table(name)
         if t is None:
-            return not_found(name)
+            return no_table(name)
         view = t
 
         def version() -> int:

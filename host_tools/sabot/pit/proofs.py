@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -59,13 +60,11 @@ def receipt_routes(pit: Pit) -> list[Route]:
             return 404, f"no table {p['table']}\n"
         if not (0 < p["shoe"] < 1 << 16 and 0 < p["round"] < 1 << 16):
             return 404, "no such round: shoes and rounds are numbered 1 to 65535\n"
-        store = AuditStore(pit.db, writer=False)
-        try:
-            return 200, make_receipt(store, t.config, p["shoe"], p["round"])
-        except SabotError as e:
-            return 404, f"{e}\n"
-        finally:
-            store.close()
+        with closing(AuditStore(pit.db, writer=False)) as store:
+            try:
+                return 200, make_receipt(store, t.config, p["shoe"], p["round"])
+            except SabotError as e:
+                return 404, f"{e}\n"
 
     async def receipt_route(request: Request) -> Response:
         try:
@@ -127,11 +126,8 @@ def log_routes(pit: Pit) -> list[Route]:
         return t, best
 
     def reading(answer: Callable[[AuditStore], Response]) -> Response:
-        store = AuditStore(pit.db, writer=False)  # one reader a request
-        try:
+        with closing(AuditStore(pit.db, writer=False)) as store:  # one reader a request
             return answer(store)
-        finally:
-            store.close()
 
     def checkpoint_of(store: AuditStore, shoe: str) -> Response:
         t, cp = head(store, shoe)

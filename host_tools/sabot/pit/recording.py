@@ -80,6 +80,13 @@ class Recording:
         """The open not_recording alarm, or None while every commit is confirmed in time."""
         return self.stalled
 
+    def refusal(self) -> str | None:
+        """Why a person's action is not done now (what it wrote would wait unstored), or None."""
+        stalled = self.stalled
+        return None if stalled is None else (f"not done: serve is not recording (since "
+                                             f"{clock(stalled.since)}); try again once it "
+                                             "records")
+
     def of_shoe(self, shoe_id: int) -> list[ServeAlarm]:
         """This serve's alarms of a shoe (those of every shoe included), oldest first."""
         return [a for a in self.alarms if a.shoe_id in (None, shoe_id)]
@@ -153,7 +160,7 @@ class Recording:
         for shoe in self.shoes:
             session = shoe.session
             sid = shoe.config.shoe_id
-            heard = 0.0 if session is None else max(session.heard_at, session.link_since)
+            heard = 0.0 if session is None else session.heard
             quiet = (session is not None and session.link_state in ("up", "lost")
                      and now - heard >= self.silent_after)
             alarm = self.silent.get(sid)

@@ -110,9 +110,9 @@ class Shoe:
             return {"state": "connecting", "reason": "", "since": None}
         if s.wrong is not None and s.link_state == "up":
             return {"state": "wrong shoe", "reason": s.wrong, "since": s.wrong_since,
-                    "heard": s.heard_at or None}
+                    "heard": s.heard}
         return {"state": s.link_state, "reason": s.link_reason, "since": s.link_since,
-                "heard": s.heard_at or None}
+                "heard": s.heard}
 
     @property
     def refused(self) -> list[dict[str, Any]]:
@@ -132,7 +132,7 @@ class Validation:
         self.store = shared_writer(db, pit)
         self.lock = threading.Lock()
         self.shoes = shoes
-        self._notify = notify or (lambda: None)
+        self.notify = notify or (lambda: None)  # the pages; set later by a serve's Hub
         self.stop_event = threading.Event()
         self.store.wait_only_until(self.stop_event)  # a stop is not held up by a lost server
         self.threads: list[threading.Thread] = []
@@ -141,10 +141,6 @@ class Validation:
                                           on_alarm=on_alarm, cosigner=cosigner())
         self.recording = Recording(self.store, self.lock, shoes, store_alarm, serve_line,
                                    lambda: self.notify(), silent_alarm)
-        self.unstored: list[str] = []  # what a stop left unstored, one line each
-
-    def notify(self) -> None:
-        self._notify()
 
     def start(self) -> None:
         self.recording.start()
@@ -183,27 +179,26 @@ class Validation:
     def stop(self) -> bool:
         """Stop every session within STOP_WAIT seconds whatever the database does; whether all
         ended cleanly. A read still held by a commit the database has not confirmed is named
-        in `unstored` (and said): its shoe keeps it and sends it to the next validator."""
+        in serve's log: its shoe keeps it and sends it to the next validator."""
         self.stop_event.set()
         self.recording.stop()
         end = time.monotonic() + STOP_WAIT
         for t in self.threads:
             t.join(timeout=max(0.0, end - time.monotonic()))
         stuck = [s for s, t in zip(self.shoes, self.threads) if t.is_alive()]
-        for s in stuck:
-            self.unstored.append(
-                f"{s.config.table}: a read was not stored when serve stopped (the audit database "
-                "had not confirmed its commit): the shoe keeps it and sends it again to the "
-                "next validator")
+        unstored = [  # what the stop left unstored, one line each
+            f"{s.config.table}: a read was not stored when serve stopped (the audit database "
+            "had not confirmed its commit): the shoe keeps it and sends it again to the next "
+            "validator" for s in stuck]
         if stuck or not self.lock.acquire(timeout=max(0.1, end - time.monotonic())):
             if not stuck:
-                self.unstored.append("the audit database did not confirm the last commit "
-                                     "before serve stopped: the shoes keep what it held")
+                unstored.append("the audit database did not confirm the last commit before "
+                                "serve stopped: the shoes keep what it held")
             if any(s.validator is not None and s.validator.cosigner is not None
                    for s in self.shoes):
-                self.unstored.append("the witnesses' last cosignatures were not stored: they "
-                                     "are asked for again at the shoes' next checkpoints")
-            for line in self.unstored:
+                unstored.append("the witnesses' last cosignatures were not stored: they are "
+                                "asked for again at the shoes' next checkpoints")
+            for line in unstored:
                 serve_line(line)
             return False
         try:
@@ -218,13 +213,16 @@ class Validation:
             self.lock.release()
         return True
 
+    def _shoe(self, shoe_id: int) -> Shoe | None:
+        return next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+
     def log(self, shoe_id: int, entry: dict[str, Any], seq: int | None = None) -> None:
         """An operator entry (a dealer signing on, an acknowledgement) into the operator log,
         naming frame `seq` of the shoe (None: its newest stored chained frame); confirmed when
         this returns, else a one-line SabotError."""
         from sabot.link.operate import log_operation
 
-        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        shoe = self._shoe(shoe_id)
         if shoe is None or shoe.validator is None:
             raise SabotError("no such shoe is served here")
         if not self.lock.acquire(timeout=OPERATION_WAIT):
@@ -245,7 +243,7 @@ class Validation:
         `sabot resolve` / `sabot new-shoe` print it), or a one-line SabotError."""
         from sabot.link.operate import RESOLUTIONS, Operation
 
-        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        shoe = self._shoe(shoe_id)
         if shoe is None or shoe.session is None or shoe.validator is None:
             raise SabotError("no such shoe is served here")
         if shoe.key is None:
@@ -274,7 +272,7 @@ class Validation:
         stored after their sign-on, so the shoe must have delivered every round dealt so far
         (its link up, nothing it holds unsent), or the rounds of the dealer before would count
         as the next's."""
-        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        shoe = self._shoe(shoe_id)
         if shoe is None:
             return "no such shoe is served here"
         link = shoe.link
@@ -295,7 +293,7 @@ class Validation:
         held)."""
         from sabot.link.operate import applicable_resolutions
 
-        shoe = next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
+        shoe = self._shoe(shoe_id)
         if shoe is None or shoe.validator is None:
             return None
         if not self.lock.acquire(timeout=LOCK_WAIT):  # a commit the database holds: unknown

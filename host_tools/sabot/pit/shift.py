@@ -19,11 +19,13 @@ from typing import Any
 
 from sabot.audit.store import AuditStore
 from sabot.pit.markup import Html, el, join
+from sabot.pit.tables import alarm_key
 from sabot.pit.words import (
     alarm_words,
     clock,
     hold_words,
     iso,
+    iso_text,
     resolution_words,
     shown,
 )
@@ -83,7 +85,8 @@ def build(store: AuditStore, tables: dict[int, str], start: float, end: float,
             out[sid] = TableShift(tables.get(sid, f"shoe {sid:#010x}"), sid)
         return out[sid]
 
-    acks = {_ack_key(op): op for op in ops if op.get("operation") == "acknowledge"}
+    acks = {alarm_key(op["alarm"], op.get("shoe_id")): op for op in ops
+            if op.get("operation") == "acknowledge" and isinstance(op.get("alarm"), dict)}
     resolved_by = {(op.get("shoe_id"), op.get("seq")): op for op in ops
                    if op.get("operation") == "resolve"}
     _shoes_and_rounds(records, of, start, until)
@@ -91,17 +94,17 @@ def build(store: AuditStore, tables: dict[int, str], start: float, end: float,
     _dealers(ops, records, of, start, until)
     for a in alarms:
         if isinstance(a.get("shoe_id"), int):
-            of(a["shoe_id"]).alarms.append(_alarm(a, acks, stored=True))
+            of(a["shoe_id"]).alarms.append(_alarm(a, acks))
     for op in ops:
         if op.get("operation") == "serve_alarm" and isinstance(op.get("shoe_id"), int) \
                 and (op.get("logged_at") or 0) >= start:
             of(op["shoe_id"]).alarms.append(_alarm(
                 {"kind": op.get("kind"), "raised_at": op.get("raised_at"),
                  "cleared_at": op.get("cleared_at"), "detail": op.get("detail"),
-                 "shoe_id": op["shoe_id"]}, acks, stored=False))
+                 "shoe_id": op["shoe_id"]}, acks))
     for a in open_alarms:
         if isinstance(a.get("shoe_id"), int):
-            of(a["shoe_id"]).alarms.append(_alarm(a, acks, stored=False))
+            of(a["shoe_id"]).alarms.append(_alarm(a, acks))
     for t in out.values():
         t.alarms.sort(key=lambda a: a["raised"] or "")
     return sorted(out.values(), key=lambda t: t.table)
@@ -195,26 +198,13 @@ def _dealers(ops: Sequence[dict[str, Any]], records: Sequence[Any], of: Any, sta
                                     if span >= 60 else None, "by": s["by"]})
 
 
-def _ack_key(op: dict[str, Any]) -> tuple[Any, ...]:
-    a: dict[str, Any] = op["alarm"] if isinstance(op.get("alarm"), dict) else {}
-    if a.get("id") is not None:
-        return ("stored", a["id"])
-    return ("serve", a.get("kind"), a.get("raised_at"), op.get("shoe_id"))
-
-
-def _alarm(a: dict[str, Any], acks: dict[tuple[Any, ...], dict[str, Any]], stored: bool
-           ) -> dict[str, Any]:
-    raised = a.get("raised_at")
-    raised_iso = iso(raised) if isinstance(raised, (int, float)) else raised
-    key = ("stored", a.get("id")) if stored else ("serve", a.get("kind"), raised_iso,
-                                                   a.get("shoe_id"))
-    ack = acks.get(key)
-    cleared = a.get("cleared_at")
-    return {"raised": raised_iso, "cleared": iso(cleared) if isinstance(cleared, (int, float))
-            else cleared, "kind": a.get("kind"), "shoe": a.get("shoe"), "round": a.get("round"),
+def _alarm(a: dict[str, Any], acks: dict[tuple[Any, ...], dict[str, Any]]) -> dict[str, Any]:
+    ack = acks.get(alarm_key(a, a.get("shoe_id")))
+    return {"raised": iso_text(a.get("raised_at")), "cleared": iso_text(a.get("cleared_at")),
+            "kind": a.get("kind"), "shoe": a.get("shoe"), "round": a.get("round"),
             "detail": a.get("detail"), "by": ack.get("by") if ack else None,
-            "at": iso(ack["logged_at"]) if ack and isinstance(ack.get("logged_at"), float)
-            else None, "note": ack.get("note") if ack else None}
+            "at": iso_text(ack.get("logged_at")) if ack else None,
+            "note": ack.get("note") if ack else None}
 
 
 # ---- as CSV --------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from sabot.audit.watch import LiveEdges, offered_wagers
 from sabot.errors import SabotError
 from sabot.game.roads import BEAD, UNKNOWN, roads
 from sabot.pit.serve import pit_of
-from sabot.pit.words import iso
+from sabot.pit.words import iso, iso_text
 from sabot.protocol import HOLDS
 from sabot.registry import ShoeEntry
 
@@ -313,9 +313,12 @@ class Pit:
         elif kind == "acknowledge" and isinstance(op.get("alarm"), dict):
             self.acks[alarm_key(op["alarm"], sid)] = op
         elif kind == "serve_alarm" and isinstance(sid, int):
+            # its times as the pages take them, once; `logged` as the entry wrote it
             self.logged_alarms.setdefault(sid, []).append(
-                {"kind": op.get("kind"), "shoe_id": sid, "raised_at": op.get("raised_at"),
-                 "cleared_at": op.get("cleared_at"), "detail": op.get("detail"), "serve": True})
+                {"kind": op.get("kind"), "shoe_id": sid, "logged": op.get("raised_at"),
+                 "raised_at": _from_iso(op.get("raised_at")),
+                 "cleared_at": _from_iso(op.get("cleared_at")), "detail": op.get("detail"),
+                 "serve": True})
         else:
             return False
         return True
@@ -377,8 +380,7 @@ class Pit:
                   else self.claims is not None and t.shoe_id in self.claims)
         # this pit's own shoe: when its session last heard it (what the store holds may be a
         # recording played on the line); another pit's: its newest authentic frame stored
-        heard = (max(filter(None, (link.get("heard"), link.get("since"))), default=None)
-                 if link is not None else t.frame_at)
+        heard = link.get("heard") if link is not None else t.frame_at
         if speaks and heard is not None and now - heard >= STALE:
             return "silent", heard, "no frame stored since then"
         if t.ended:
@@ -446,10 +448,8 @@ class Pit:
                             "pit_wide": a.shoe_id is None})
                 seen.add((a.kind, iso(a.raised_at)))
         for a in self.logged_alarms.get(t.shoe_id, []):
-            if (a["kind"], a["raised_at"]) not in seen:
-                out.append(dict(a, shoe=None, round=None, id=None,
-                                raised_at=_from_iso(a["raised_at"]),
-                                cleared_at=_from_iso(a["cleared_at"])))
+            if (a["kind"], a["logged"]) not in seen:
+                out.append(dict(a, shoe=None, round=None, id=None))
         for a in out:
             a["ack"] = self.acks.get(alarm_key(a, t.shoe_id))
         return sorted(out, key=lambda a: a["raised_at"] if isinstance(
@@ -461,9 +461,7 @@ def alarm_key(alarm: dict[str, Any], shoe_id: Any) -> tuple[Any, ...]:
     its kind, the time it was raised and the table's shoe."""
     if alarm.get("id") is not None:
         return ("stored", alarm["id"])
-    raised = alarm.get("raised_at")
-    raised = iso(raised) if isinstance(raised, (int, float)) else raised
-    return ("serve", alarm.get("kind"), raised, shoe_id)
+    return ("serve", alarm.get("kind"), iso_text(alarm.get("raised_at")), shoe_id)
 
 
 def shift_bounds(shifts: Sequence[str], now: float) -> tuple[float, float]:

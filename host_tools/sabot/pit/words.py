@@ -32,6 +32,19 @@ def iso(at: float | None) -> str | None:
         return None
 
 
+def iso_text(value: Any) -> str | None:
+    """A stored time as ISO 8601: a number (epoch seconds) formatted, text (an operator entry's,
+    written as ISO 8601 already) kept, anything else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return iso(float(value))
+    return value if isinstance(value, str) else None
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """"1 round", "4 rounds", "2 statuses"."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def ago(seconds: float) -> str:
     """12 s, 3 min, 2 h 05 min."""
     s = max(0, int(seconds))
