@@ -65,6 +65,17 @@ def test_a_table_says_since_when_and_turns_silent_when_nothing_is_stored():
     assert floor.status(ft, now=1010.0)[:2] == ("no validator", 1009.0)
 
 
+def test_a_store_the_pages_cannot_open_is_said_and_turns_the_tables_not_recording(tmp_path):
+    """A store the pages cannot open (no server there, no file) is no empty pit: the pages say
+    why, and after --store-alarm seconds every table reads not recording."""
+    pit = Pit(str(tmp_path / "none.db"), [ShoeEntry(7, table="BAC-07")], store_alarm=5.0)
+    pit.refresh()
+    assert "no audit database" in pit.problem and pit.unreadable_since is not None
+    t = pit.by_id[7]
+    state, at, why = pit.status(t, now=pit.unreadable_since + 5.0)
+    assert (state, at) == ("not recording", pit.unreadable_since) and "cannot be read" in why
+
+
 def test_the_shift_a_time_falls_in():
     day = time.mktime((2026, 12, 5, 0, 0, 0, 0, 0, -1))
     start, end = shift_bounds(["06:00", "14:00", "22:00"], day + 3 * 3600)  # 03:00

@@ -155,9 +155,8 @@ class Pit:
         rows = Rows()
         try:
             store = self._store()
-        except SabotError:
-            return rows  # the validators have not created the store yet
-        except Exception:
+        except SabotError as e:  # no server there, no store: said, as a refused read is
+            rows.problem, rows.unreadable = f"{e}: these pages show what they read last", True
             return rows
 
         def read(what: str, get: Callable[[], Any], default: Any) -> Any:
