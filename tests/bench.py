@@ -980,7 +980,7 @@ def bench_blackjack():
 SECTIONS["blackjack"] = bench_blackjack
 
 _SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
-         "mismatched", "unended", "faults", "mistakes", "rejected", "alarms", "board_boots",
+         "mismatched", "unended", "audit_verify", "faults", "mistakes", "rejected", "alarms", "board_boots",
          "seconds", "schedule_events", "schedule_sha256")
 _LAMPS = ("cards", "lamp_ms_median", "lamp_ms_p95", "lamp_ms_max", "dealer_ms_median",
           "dealer_ms_p95", "dealer_ms_max", "seconds")
