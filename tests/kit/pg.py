@@ -102,13 +102,25 @@ class PgServer:
         return other
 
     def kill(self):
-        """The server's death: its postmaster killed (SIGKILL), as a machine that loses power
-        takes it; its backends go with it."""
+        """The server's death, as a machine that loses power takes it: its postmaster and every
+        process of it (backends, WAL sender) killed (SIGKILL) at once. A postmaster killed alone
+        leaves its backends running until they notice, long enough to commit a read begun
+        after the kill."""
         import signal
 
         with open(os.path.join(self.data, "postmaster.pid")) as f:
             self.killed = int(f.readline())
-        os.kill(self.killed, signal.SIGKILL)  # its backends notice and exit (they watch it)
+        try:
+            with open(f"/proc/{self.killed}/task/{self.killed}/children") as f:
+                children = [int(pid) for pid in f.read().split()]
+        except OSError:
+            children = []
+        os.kill(self.killed, signal.SIGKILL)  # first: it would restart a backend killed before it
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def wait_gone(self, timeout=30):
         """Until the killed postmaster is no process at all: until then (a zombie, until the
