@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the documents held to the bench: the front page and every document its text moved to
 DOCUMENTS = ("README.md", "docs/PERFORMANCE.md", "docs/DEVELOPING.md", "docs/TECHNICIAN.md",
              "docs/HARDWARE.md", "docs/COMMANDS.md", "docs/SERVE.md", "docs/AUDIT.md",
-             "docs/RULES.md")
+             "docs/RULES.md", "docs/PROTOCOL.md")
 # the document of the figures, and its sections whose tables and examples are figures; anywhere,
 # a paragraph citing the bench
 FIGURES = "docs/PERFORMANCE.md"
