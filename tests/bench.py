@@ -980,8 +980,8 @@ def bench_blackjack():
 SECTIONS["blackjack"] = bench_blackjack
 
 _SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
-         "mismatched", "unended", "audit_verify", "faults", "mistakes", "rejected", "alarms", "board_boots",
-         "seconds", "schedule_events", "schedule_sha256")
+         "mismatched", "unended", "audit_verify", "faults", "mistakes", "rejected", "alarms",
+         "board_boots", "seconds", "schedule_events", "schedule_sha256")
 _LAMPS = ("cards", "lamp_ms_median", "lamp_ms_p95", "lamp_ms_max", "dealer_ms_median",
           "dealer_ms_p95", "dealer_ms_max", "seconds")
 _NOR = ("cards", "erases_per_shoe", "erases_in_card_paths", "lamp_ms_median", "lamp_ms_p95",
