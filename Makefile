@@ -101,8 +101,8 @@ lint: $(STAMP)
 # processes, so more workers than cores. Tests go out one at a time (--dist load --maxschedchunk 1),
 # the ones marked `long` first (tests/conftest.py), so no worker is left finishing a soak at the
 # end (on 2 cores, 690 tests: -n 4 --dist worksteal in file order 3 min 22 s, -n 4 long first
-# 3 min 0 s, -n 6 long first 2 min 52 s; -n 8 was slower; 1,052 tests now: 2 min 42 s in pytest,
-# 2 min 47 s in all, load average 0.6 at the start, 3.6 at the end). Each test has its own
+# 3 min 0 s, -n 6 long first 2 min 52 s; -n 8 was slower; 1,055 tests now, on a fresh clone: 2 min 40 s
+# in pytest, 2 min 51 s in all, load average 1.6 at the start, 3.8 at the end). Each test has its own
 # directories, ports and element stores; a module fixture runs on each worker each time it takes
 # up that module's tests.
 TEST_WORKERS ?= 6
