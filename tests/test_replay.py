@@ -186,7 +186,8 @@ def _mark_at(capture, run):
 
 
 def test_a_capture_cut_mid_shoe_with_a_late_status_verifies_every_frame_in_it():
-    """The issue's 107 frames, 11 verified: nothing before a late status is deferred."""
+    """A capture of 107 frames cut mid-shoe, of which only 11 once verified: nothing before a
+    late status is deferred."""
     shoe = LiveShoe()
     frames, k, m = shoe.frames, 9, len(shoe.frames) - 6
     if not pr.parse(frames[m - 1]).signed:
