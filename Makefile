@@ -133,7 +133,7 @@ screenshots: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
 # speed and memory figures of the tools and firmware (`make figures` is the same; `sabot bench`
 # is something else: a scripted shoe through a shoe, round by round)
 bench figures: $(STAMP) $(KERNEL)
-	$(BIN)/python tests/bench.py
+	$(BIN)/python bench/bench.py
 
 table: $(STAMP)
 	$(BIN)/sabot table generate

@@ -1,5 +1,5 @@
 """The documents state only figures that `make bench` prints: each figure names the bench label it
-comes from, `section.key`, and every label is one tests/bench.py prints (its LABELS, which bench's
+comes from, `section.key`, and every label is one bench/bench.py prints (its LABELS, which bench's
 main() checks against each section's output), so the documents and bench cannot drift apart
 unnoticed. docs/PERFORMANCE.md holds the figures' tables; README and the documents the rest of
 its text moved to cite some of them, held to the same checks."""
@@ -26,7 +26,7 @@ FILE_SUFFIXES = {"py", "db", "md", "json", "txt", "pem", "key", "sock", "img", "
 
 @functools.cache
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "tests" / "bench.py")
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "bench" / "bench.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -77,7 +77,7 @@ def test_every_label_the_documents_name_is_one_bench_prints():
     for path, blocks in _documents():
         named[path] = {lab for _, _, block in blocks for lab in _labels(block, bench.SECTIONS)}
         unknown += sorted(f"{path}: {s}.{k}" for s, k in named[path] if (s, k) not in labels)
-    assert not unknown, f"the documents name figures tests/bench.py does not print: {unknown}"
+    assert not unknown, f"the documents name figures bench/bench.py does not print: {unknown}"
     assert len(named[FIGURES]) >= 40  # the figures really are labelled (not a vacuous pass)
     # a document that cites a bench label is one of those held to the checks
     unheld = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").glob("*.md"))
@@ -123,7 +123,7 @@ def test_the_figures_say_which_machine_and_command():
     text = (ROOT / FIGURES).read_text()
     performance = text.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
     assert "machine: " in performance and "command: make bench" in performance
-    source = (ROOT / "tests" / "bench.py").read_text()
+    source = (ROOT / "bench" / "bench.py").read_text()
     assert 'print(f"# machine: ' in source and '"# command: make bench' in source
 
 

@@ -1,5 +1,5 @@
-/* The yardstick `make bench` times `sabot analyze` against (tests/bench.py, section analyze): the
- * plain recursive enumeration of tests/bench.py's baseline_rank_enumeration, in C. Every ordered
+/* The yardstick `make bench` times `sabot analyze` against (bench/bench.py, section analyze): the
+ * plain recursive enumeration of bench.py's baseline_rank_enumeration, in C. Every ordered
  * deal of the six cards P1 B1 P2 B2 P3 B3 over 13 ranks, weighted by how many cards of each rank
  * are left, undealt cards counted as analyze counts them. Prints the Banker / Player / Tie counts
  * and the calculation's time: `enumerate_bpt DECKS`. */

@@ -2,7 +2,7 @@
 citing them). Each section prints one line of figures: its name, then a JSON object whose keys are
 the ones LABELS names for it.
 
-Run: make bench   (or .venv/bin/python tests/bench.py [section ...])
+Run: make bench   (or .venv/bin/python bench/bench.py [section ...])
 
 The documents cite every figure by its label, `section.key` (tests/test_figures.py: each label
 they name is one of LABELS; main() checks each section prints exactly its LABELS), so a figure
@@ -87,9 +87,9 @@ def best_of(fn, repeat):
 
 
 def _c_enumerator(tmp):
-    """tests/enumerate_bpt.c built here (the same recursion as baseline_rank_enumeration, in C)."""
+    """bench/enumerate_bpt.c built here (the same recursion as baseline_rank_enumeration, in C)."""
     exe = f"{tmp}/enumerate_bpt"
-    subprocess.run(["cc", "-O2", "-o", exe, str(ROOT / "tests/enumerate_bpt.c")], check=True)
+    subprocess.run(["cc", "-O2", "-o", exe, str(ROOT / "bench/enumerate_bpt.c")], check=True)
     return exe
 
 
@@ -107,7 +107,7 @@ def bench_analyze():
     """`sabot analyze --decks 8`: the calculation (analyze(8) in this process, the kernel loaded;
     and the first one in a fresh process, its tables and kernel loaded too), the whole command
     as a user runs it (.venv/bin/sabot, Python's start included, bytecode cached), against a
-    C enumerator (tests/enumerate_bpt.c, cc -O2: its own timing of the calculation, and its whole
+    C enumerator (bench/enumerate_bpt.c, cc -O2: its own timing of the calculation, and its whole
     process) and the same enumeration in Python."""
     import tempfile
 
@@ -1060,7 +1060,7 @@ def main(names):
     if unknown:
         sys.exit(f"bench: no section {', '.join(unknown)} (sections: {', '.join(SECTIONS)})")
     print(f"# machine: {machine()}")
-    print("# command: make bench  (.venv/bin/python tests/bench.py " + " ".join(names) + ")"
+    print("# command: make bench  (.venv/bin/python bench/bench.py " + " ".join(names) + ")"
           if names else "# command: make bench", flush=True)
     t0 = time.perf_counter()
     for name in names or SECTIONS:
