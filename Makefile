@@ -8,7 +8,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test check lint screenshots bench figures firmware deploy table clean venv socat postgres golang
+.PHONY: all demo test check lint screenshots bench figures firmware deploy table clean venv socat postgres golang docs
 
 all: test
 
@@ -122,6 +122,17 @@ test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
 check: $(STAMP) $(KERNEL)
 	$(COMPILE)
 	$(BIN)/python -m pytest -q -n 3 --dist worksteal -m "not board" tests
+
+# the documents as a site (mkdocs.yml: Material, README as the home page) in build/site, built
+# strictly: a link to a page or an anchor that is not there fails it (tests/test_docs_site.py runs
+# the same build in `make test`). The command reference docs/CLI.md is written first, from the
+# parser, where sabot has its writer.
+docs: $(STAMP)
+	@if $(BIN)/python -c "import importlib.util, sys; \
+		sys.exit(importlib.util.find_spec('sabot.cli.reference') is None)"; then \
+		echo "$(BIN)/python -m sabot.cli.reference --write docs/CLI.md"; \
+		$(BIN)/python -m sabot.cli.reference --write docs/CLI.md; fi
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 # docs/*.png, the pages as the browser tests see them (a plain test run writes them to a temporary
 # file, so it leaves the checkout as it found it)
