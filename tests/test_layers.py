@@ -1,6 +1,6 @@
-"""The host package's layers: every module's imports, those inside functions included, only go down
-errors/paths/locks → game → core (protocol, keys, registry) → audit → link → pit | virtual →
-release → cli. A module that imports from a layer above it, or from its sibling (pit and
+"""The host package's layers: every module's imports, those inside functions included, only go
+down errors/paths/locks/service → game → core (protocol, keys, registry) → audit → link → pit |
+virtual → release → cli. A module that imports from a layer above it, or from its sibling (pit and
 virtual), fails here, naming both."""
 
 import ast
@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "host_tools" / "sabot"
 
 # Lower numbers lie lower. Within a layer only the flat core's modules (0 and 2) import each other.
 LAYERS = {
-    "sabot.errors": 0, "sabot.paths": 0, "sabot.locks": 0,
+    "sabot.errors": 0, "sabot.paths": 0, "sabot.locks": 0, "sabot.service": 0,
     "sabot.game": 1,
     "sabot.protocol": 2, "sabot.keys": 2, "sabot.registry": 2, "sabot.attestation": 2,
     "sabot.tlog": 2, "sabot.note": 2, "sabot.receipt": 2,

@@ -61,9 +61,26 @@ def main(argv: list[str] | None = None) -> int:
         if done is not None:
             return done
     # the command is the first word that is no option (`sabot --help`, `sabot --version`: none)
-    parser = build_parser(next((w for w in words if not w.startswith("-")), None))
+    command = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(command)
+    fill = None
+    from sabot.cli.config import apply, command_parser, config_path
+
+    settings, own = config_path(words), command_parser(parser, command or "")
+    if settings is not None and own is not None and "--config" in own._option_string_actions:
+        try:  # the file's settings are the command's defaults: the command line wins
+            fill = apply(own, settings)
+        except SabotError as e:
+            print(f"sabot {command}: {e}", file=sys.stderr)
+            return e.exit_status
     args = parser.parse_args(argv)
+    if fill is not None:
+        fill(args)
     try:
+        if getattr(args, "log_format", None):  # a service's lines (sabot.service)
+            from sabot.service import configure
+
+            configure(args.command, args.log_format)
         return args.func(args) or OK
     except SabotError as e:  # the error's class says what it means: e.exit_status
         print(f"sabot {args.command}: {e}", file=sys.stderr)

@@ -286,3 +286,16 @@ def add_operation_args(parser: argparse.ArgumentParser) -> None:
                         "stored there, the operation in its operator log; required: " + DB_RULE)
     parser.add_argument("--registry", default=None, help=REGISTRY_HELP)
     add_baud(parser)
+
+
+def add_service_args(parser: argparse.ArgumentParser) -> None:
+    """--config and --log-format: what a service's unit gives (docs/INSTALL.md)."""
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="settings from a TOML file: each key one of this command's long "
+                        "options without its dashes (db = \"pit.db\", store-alarm = 10, shoe = "
+                        "[\"socket://10.0.0.7:7000=7\"]); an option given on the command line "
+                        "wins over the file's")
+    parser.add_argument("--log-format", choices=("text", "logfmt", "json"), default="text",
+                        help="its log lines on standard error: text (for people), logfmt "
+                        "(time=... level=... program=... msg=...) or json (one object a line), "
+                        "each with its severity (default text)")

@@ -13,6 +13,7 @@ from sabot.cli.options import (
     Commands,
     add_baud,
     add_fail_on_notice,
+    add_service_args,
     add_witness_args,
     cosigner,
     listen_arg,
@@ -23,12 +24,14 @@ from sabot.errors import SabotError
 
 TYPE_CHECKING = False  # not typing's: importing typing would slow every command's start
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 commands = Commands()
 
 
 def serve_args(p: argparse.ArgumentParser) -> None:
+    add_service_args(p)
     add_fail_on_notice(p)
     p.add_argument("--listen", type=listen_arg, default="127.0.0.1:8000",
                    help="HOST:PORT of the web server")
@@ -156,7 +159,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     clean = False
     try:
         run_web(app, hub, host, port, f"http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"
-                f"{'' if len(shoes) == 1 else 's'}, audit {shown_db(args.db)})")
+                f"{'' if len(shoes) == 1 else 's'}, audit {shown_db(args.db)})",
+                validation.alive)
     finally:
         clean = validation.stop()
     own = Counter(a.kind for a in validation.recording.alarms)
@@ -281,15 +285,17 @@ def serve_floor(args: argparse.Namespace, host: str, port: int) -> int:
     return 0
 
 
-def run_web(app: Any, hub: Any, host: str, port: int, where: str) -> None:
+def run_web(app: Any, hub: Any, host: str, port: int, where: str,
+            alive: Callable[[], bool] | None = None) -> None:
     """Say where serve is, then serve until Ctrl-C or SIGTERM (a service manager's stop):
     uvicorn shuts the web side down on either and passes the signal on, a KeyboardInterrupt
-    here, and serve goes on to its summary."""
+    here, and serve goes on to its summary. Under systemd (Type=notify) it is ready once the
+    pages' socket listens, and pings the watchdog while `alive()`."""
     from sabot.link.session import sigterm_interrupts
     from sabot.pit.pages import web_server
 
     print(f"sabot serve: {where}", file=sys.stderr, flush=True)
-    server = web_server(app, hub, host, port)
+    server = web_server(app, hub, host, port, where, alive)
     try:
         with sigterm_interrupts():
             server.run()

@@ -10,6 +10,7 @@ from sabot.cli.options import (
     REGISTRY_HELP,
     SHOE_ID,
     Commands,
+    add_service_args,
     listen_arg,
     ranged,
     witness_arg,
@@ -25,6 +26,7 @@ commands = Commands()
 
 
 def witness_args(p: argparse.ArgumentParser) -> None:
+    add_service_args(p)
     p.add_argument("--key", metavar="FILE", required=True,
                    help="the witness's Ed25519 key (created mode 0600 when missing)")
     p.add_argument("--vkey", action="store_true",
@@ -80,11 +82,10 @@ def cmd_witness(args: argparse.Namespace) -> int:
         print(f"sabot witness: registry {registry.path} does not exist yet: no shoe is "
               "known until it is written", file=sys.stderr)
     witness = Witness(args.db, key, registry.shoes, name)
-    import time
+    from sabot.service import log
 
     def say(line: str) -> None:  # each request answered, for the witness's operator
-        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        print(f"sabot witness: {when} {line}", file=sys.stderr, flush=True)
+        log(line, "info", "witness")
 
     witness.say = say
     def stamp() -> tuple[int, ...] | None:
@@ -114,14 +115,13 @@ def cmd_witness(args: argparse.Namespace) -> int:
         return shoes
 
     witness.refresh = refresh
-    print(f"sabot witness: http://{host}:{port}/add-checkpoint ({witness.vkey}; "
-          f"{len(witness.logs)} shoe logs, state {args.db})", file=sys.stderr, flush=True)
-    import uvicorn
-
+    where = (f"http://{host}:{port}/add-checkpoint ({witness.vkey}; {len(witness.logs)} shoe "
+             f"logs, state {args.db})")
+    print(f"sabot witness: {where}", file=sys.stderr, flush=True)
     from sabot.link.session import sigterm_interrupts
+    from sabot.service import uvicorn_server
 
-    server = uvicorn.Server(uvicorn.Config(app(witness), host=host, port=port,
-                                           log_level="warning", proxy_headers=False))
+    server = uvicorn_server(app(witness), host, port, where)
     try:
         with sigterm_interrupts():
             server.run()
@@ -227,7 +227,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         return verify_receipt(args)
     from sabot import receipt
     from sabot.audit.receipts import make_receipt
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
     from sabot.registry import Registry
 
     missing = [o for o, v in (("--db", args.db), ("--shoe", args.shoe), ("--round", args.round))
@@ -247,7 +247,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
             head = ""
         if head != receipt.HEADER:
             raise SabotError(f"{args.out} exists and is not a receipt: not replaced")
-    store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
+    store = open_store(args.db, writer=False)  # never writes, and refuses a foreign file
     try:
         text = make_receipt(store, entry, args.shoe, args.round, args.quorum)
     finally:

@@ -17,7 +17,6 @@ import asyncio
 import concurrent.futures
 import json
 import math
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -142,20 +141,19 @@ class Hub:
             if pit.unanswered_since is None and time.time() - self._read_began >= READ_WAIT:
                 pit.unanswered_since = self._read_began
                 serve_line(f"the audit database has not answered the pages' reads for "
-                           f"{READ_WAIT:g} s")
+                           f"{READ_WAIT:g} s", "error")
                 return True
             return False
         except Exception as e:  # a fault of ours: said, and the next read tried
             self._reading = None
-            print(f"sabot serve: internal error reading the store: {type(e).__name__}: {e}",
-                  file=sys.stderr, flush=True)
+            serve_line(f"internal error reading the store: {type(e).__name__}: {e}", "error")
             return False
         self._reading = None
         notes, was = pit.notes, pit.unanswered_since
         pit.unanswered_since = None
         if was is not None:
             serve_line(f"the audit database answers the pages' reads again, after "
-                       f"{time.time() - was:.1f} s")
+                       f"{time.time() - was:.1f} s", "notice")
         changed = pit.apply(rows)
         return bool(changed) or pit.notes != notes or was is not None
 
@@ -219,8 +217,8 @@ class SecurityHeaders:
         try:
             await self.app(scope, receive, with_headers)
         except Exception as e:  # a fault of ours: one line in serve's log, a 500 with headers
-            print(f"sabot serve: internal error on {scope.get('method')} {scope.get('path')}: "
-                  f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            serve_line(f"internal error on {scope.get('method')} {scope.get('path')}: "
+                       f"{type(e).__name__}: {e}", "error")
             if not started:
                 await PlainTextResponse("internal error", status_code=500)(scope, receive,
                                                                           with_headers)
@@ -268,22 +266,17 @@ def static_files() -> dict[str, bytes]:
     return {name: folder.joinpath(name).read_bytes() for name in STATIC_TYPES}
 
 
-def web_server(app: Starlette, hub: Hub, host: str, port: int) -> Any:
-    """The uvicorn server of the pages. Stopping, it first ends the pages' streams: an open page
-    would otherwise hold its response until the graceful timeout, then be cancelled with a
-    traceback."""
-    import uvicorn
+def web_server(app: Starlette, hub: Hub, host: str, port: int, status: str,
+               alive: Callable[[], bool] | None = None) -> Any:
+    """The uvicorn server of the pages, ready and watched as a service (sabot.service). Stopping,
+    it first ends the pages' streams: an open page would otherwise hold its response until the
+    graceful timeout, then be cancelled with a traceback. Its proxy_headers are off (there):
+    uvicorn would otherwise take X-Forwarded-For from any local process as the client's address
+    (the operator log's `from`, the login limit's per-address count)."""
+    from sabot.service import uvicorn_server
 
-    class Server(uvicorn.Server):
-        async def shutdown(self, sockets: Any = None) -> None:
-            await hub.end_streams()
-            await super().shutdown(sockets)
-
-    # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from any local process as
-    # the client's address (the operator log's `from`, the login limit's per-address count)
-    return Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                 lifespan="on", timeout_graceful_shutdown=1,
-                                 proxy_headers=False))
+    return uvicorn_server(app, host, port, status, alive, hub.end_streams, lifespan="on",
+                          timeout_graceful_shutdown=1)
 
 
 def operator_view(console: Console | None, request: Request

@@ -15,7 +15,6 @@ Meanwhile the shoes keep every frame they have not had acknowledged, as always."
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from typing import Any
 
 from sabot.errors import SabotError
 from sabot.pit.words import clock, iso
+from sabot.service import log
 
 STORE_ALARM = 5.0  # seconds a commit may wait before serve says it is not recording
 SILENT_ALARM = 30.0  # seconds of nothing from a shoe whose link is up before its alarm
@@ -54,10 +54,11 @@ class ServeAlarm:
 
 class Recording:
     """The watch over one serve's store and links. `shoes`: its Shoe objects (pit/serve.py);
-    `lock`: the serve lock over the store; `say`: serve's log; `notify`: the pages."""
+    `lock`: the serve lock over the store; `say`: serve's log (a line and its severity);
+    `notify`: the pages."""
 
     def __init__(self, store: Any, lock: threading.Lock, shoes: Sequence[Any],
-                 bound: float = STORE_ALARM, say: Callable[[str], None] | None = None,
+                 bound: float = STORE_ALARM, say: Callable[[str, str], None] | None = None,
                  notify: Callable[[], None] | None = None,
                  silent_after: float = SILENT_ALARM) -> None:
         self.store = store
@@ -99,12 +100,15 @@ class Recording:
     def stop(self) -> None:
         self._stop.set()
 
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def _run(self) -> None:
         while not self._stop.wait(TICK):
             try:
                 self.check(time.time())
             except Exception as e:  # a fault of ours must not end the watch: said, and on
-                self.say(f"the recording watch met {type(e).__name__}: {e}")
+                self.say(f"the recording watch met {type(e).__name__}: {e}", "error")
 
     def check(self, now: float) -> None:
         """One look: the store's commits, then each shoe's link."""
@@ -115,19 +119,19 @@ class Recording:
                 self.stalled = ServeAlarm("not_recording", None, now, self._detail(since), since)
                 self.alarms.append(self.stalled)
                 self._diagnosed = now
-                self.say(f"ALARM not_recording: {self.stalled.detail}")
+                self.say(f"ALARM not_recording: {self.stalled.detail}", "critical")
                 self.notify()
             elif now - self._diagnosed >= DIAGNOSE_EVERY:
                 self._diagnosed = now
                 detail = self._detail(since)
                 if detail != self.stalled.detail:
                     self.stalled.detail = detail
-                    self.say(f"still not recording: {detail}")
+                    self.say(f"still not recording: {detail}", "critical")
                     self.notify()
         elif self.stalled is not None and since is None:
             self.stalled.cleared_at = now
             self.say(f"recording again: the audit database confirmed a commit after "
-                     f"{now - self.stalled.since:.1f} s without one")
+                     f"{now - self.stalled.since:.1f} s without one", "notice")
             self.stalled = None
             self.notify()
         if self.stalled is None:
@@ -171,12 +175,12 @@ class Recording:
                     "link_silent", sid, now, f"the shoe has sent nothing since {clock(heard)}"
                     f"{why}: check the shoe, its power and its cable", heard)
                 self.alarms.append(alarm)
-                self.say(f"ALARM link_silent ({shoe.config.table}): {alarm.detail}")
+                self.say(f"ALARM link_silent ({shoe.config.table}): {alarm.detail}", "error")
                 self.notify()
             elif not quiet and alarm is not None:
                 alarm.cleared_at = now
                 del self.silent[sid]
-                self.say(f"{shoe.config.table}: the shoe speaks again")
+                self.say(f"{shoe.config.table}: the shoe speaks again", "notice")
                 self.notify()
 
     def _log_cleared(self) -> None:
@@ -224,7 +228,7 @@ class Recording:
         return True
 
 
-def serve_line(text: str) -> None:
-    """One line of serve's log (standard error: a service's journal), with its time."""
-    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    print(f"sabot serve: {when} {text}", file=sys.stderr, flush=True)
+def serve_line(text: str, level: str = "info") -> None:
+    """One line of serve's log (standard error: a service's journal), with its time and
+    severity (sabot.service: in the format --log-format chose)."""
+    log(text, level, "serve")

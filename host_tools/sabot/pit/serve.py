@@ -155,6 +155,11 @@ class Validation:
             t.start()
             self.threads.append(t)
 
+    def alive(self) -> bool:
+        """Whether every shoe's validating thread and the recording watch still run (a
+        service manager's watchdog is pinged only while they do)."""
+        return self.recording.alive() and all(t.is_alive() for t in self.threads)
+
     def taken(self, wait: float = RECONNECT_WAIT + 1.0) -> list[str]:
         """After start(): the shoes whose link another host held at the first try (each shoe
         waited for up to `wait` seconds), one line each naming the table and the holder: serve
