@@ -676,10 +676,10 @@ def _floor_rate(url, tables, workers=2):
 
 
 def _floor_writer(url, tables):
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
     from sabot.audit.validator import Validator
 
-    store = AuditStore(url, name="sabot serve bench")
+    store = open_store(url, name="sabot serve bench")
     for entry, frames, _ in tables:
         v = Validator(entry, store)
         data = b"".join(frames)
@@ -696,7 +696,7 @@ def _ack_latencies(url, tables, pits, period):
     commit's return (the acknowledgement goes right after): [seconds]."""
     import threading
 
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
     from sabot.audit.validator import Validator
 
     per_pit = [tables[i::pits] for i in range(pits)]
@@ -705,7 +705,7 @@ def _ack_latencies(url, tables, pits, period):
     start: list[float] = []
 
     def pit(k, mine):
-        store = AuditStore(url, name=f"sabot serve pit-{k}")
+        store = open_store(url, name=f"sabot serve pit-{k}")
         vs = []
         for entry, frames, _ in mine:
             v = Validator(entry, store)
@@ -739,10 +739,10 @@ def _failover(floor, url, tables):
     than once."""
     import threading
 
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
     from sabot.audit.validator import Validator
 
-    store = AuditStore(url, name="sabot serve failover")
+    store = open_store(url, name="sabot serve failover")
     store.db.say = lambda text: None
     killed, acked = [], []
 
@@ -765,7 +765,7 @@ def _failover(floor, url, tables):
     floor.run("it", "failover")
     th.join()
     store.close()
-    check = AuditStore(url, writer=False)  # db2, the primary now
+    check = open_store(url, writer=False)  # db2, the primary now
     try:
         stored = len(check.records(["result"]))
     finally:

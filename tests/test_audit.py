@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from sabot import protocol as pr
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.link.host import HostLink
 from sabot.virtual.board import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes, sensor_frame
@@ -179,7 +179,7 @@ def test_validator_on_an_old_copy_of_its_database_reanchors_after_what_others_ac
     rig.deal(*NATURALS)
     rig.validator.store.close()
     shutil.copy(rig.tmp / "audit.db", tmp_path / "old.db")  # a backup, taken here
-    rig.validator.store = AuditStore(str(rig.tmp / "audit.db"))
+    rig.validator.store = open_store(str(rig.tmp / "audit.db"))
     rig.deal(*NATURALS, *NATURALS)  # acknowledged by the live validator
     old = another_validator_deals_a_round(rig, tmp_path / "old.db", 4)
     assert old.counts["rejected"] == 0 and old.counts["rounds"] == 1
@@ -367,15 +367,15 @@ def test_history_shows_and_filters_by_the_shoes_device_id(cli, demo_db):
 
 # ---- one validator per database and per port ---------------------------------------------------
 def test_a_second_validator_on_the_same_database_is_refused_in_one_line(tmp_path):
-    first = AuditStore(str(tmp_path / "a.db"))
+    first = open_store(str(tmp_path / "a.db"))
     try:
         from sabot.errors import SabotError
 
         with pytest.raises(SabotError, match="in use by another validator"):
-            AuditStore(str(tmp_path / "a.db"))
+            open_store(str(tmp_path / "a.db"))
     finally:
         first.close()
-    AuditStore(str(tmp_path / "a.db")).close()  # free again once the first has gone
+    open_store(str(tmp_path / "a.db")).close()  # free again once the first has gone
 
 
 def test_a_second_validator_on_the_same_serial_port_is_refused_port_busy(tmp_path):

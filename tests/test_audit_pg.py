@@ -11,7 +11,7 @@ import subprocess
 import psycopg
 import pytest
 
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.registry import Registry
@@ -88,7 +88,7 @@ def test_a_capture_validated_into_postgresql_reads_back_as_in_sqlite(server, cap
     # time it was received)
     heads = []
     for db in (url, str(lite)):
-        s = AuditStore(db, writer=False)
+        s = open_store(db, writer=False)
         heads.append((s.head_no, sorted(s.chain_counts().items())))
         s.close()
     assert heads[0] == heads[1] and heads[0][0] > 250
@@ -217,7 +217,7 @@ def test_pits_writing_one_database_at_once_keep_one_chain_that_verifies(server, 
     assert errors == []
     code, said = verify(url, tmp_path / "shoes.json")
     assert code == 0 and f"{sum(r for _, _, r in shoes)} rounds" in said, said
-    store = AuditStore(url, writer=False)
+    store = open_store(url, writer=False)
     try:
         for entry, _, rounds in shoes:
             assert len(store.records(["result"], shoe_id=entry.shoe_id)) == rounds
@@ -247,7 +247,7 @@ def through_relay(server, capture, rest):
         relay.close()
     code, said = verify(direct, registry)
     assert code == 0 and f"{rounds} rounds" in said, said
-    store = AuditStore(direct, writer=False)
+    store = open_store(direct, writer=False)
     try:
         assert len(store.records(["result"])) == rounds  # none twice
     finally:
@@ -377,9 +377,9 @@ def test_a_server_away_longer_than_the_wait_refuses_reads_until_it_is_back(serve
     """The server away for longer than the store waits (RECONNECT_S): each read is refused in
     one line (a SabotError: the session goes on, nothing acknowledged), never a driver's
     exception; once it is back the same validator stores the rest, every round once."""
-    from sabot.audit import store_pg
+    from sabot.audit import store_pg_connection
 
-    monkeypatch.setattr(store_pg, "RECONNECT_S", 0.5)
+    monkeypatch.setattr(store_pg_connection, "RECONNECT_S", 0.5)
 
     def rest(relay, v, data):
         relay.away()

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from test_audit_pg import capture, clone, server, validated  # noqa: F401  (fixtures)
 
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.audit.verify import verify as audit_verify
 from sabot.errors import SabotError
@@ -90,7 +90,7 @@ def test_writers_keep_one_chain_under_a_repeatable_read_default(server, two_shoe
     with psycopg.connect(url, autocommit=True) as con:
         con.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET default_transaction_isolation"
                     " = 'repeatable read'".encode())
-    AuditStore(url).close()
+    open_store(url).close()
     errors = []
 
     def pit(entry, cap):
@@ -146,7 +146,7 @@ def test_a_database_set_to_commit_without_waiting_is_overruled(server):  # noqa:
     for setting in ("off", "local"):
         with psycopg.connect(server.url(), autocommit=True) as con:
             con.execute(f"ALTER DATABASE {name} SET synchronous_commit = {setting}".encode())
-        store = AuditStore(url)
+        store = open_store(url)
         try:
             assert store.db.execute("SHOW synchronous_commit").fetchone()[0] == "on"
         finally:
@@ -161,7 +161,7 @@ def test_a_pit_role_that_may_only_insert_validates_and_edits_nothing(server, cap
 
     entry, cap, rounds, registry = capture
     url = server.database()
-    AuditStore(url).close()  # the tables, made by IT's role
+    open_store(url).close()  # the tables, made by IT's role
     role = f"pit_{secrets.token_hex(4)}"
     with psycopg.connect(url, autocommit=True) as con:
         con.execute(f"CREATE ROLE {role} LOGIN".encode())
@@ -188,7 +188,7 @@ def test_row_security_lets_a_pit_insert_only_its_own_shoes_rows(server, tmp_path
     import secrets
 
     url = server.database()
-    AuditStore(url).close()  # IT makes the store
+    open_store(url).close()  # IT makes the store
     roles, shoes = [], []
     for i in range(2):
         d = tmp_path / f"pit{i}"
@@ -204,7 +204,7 @@ def test_row_security_lets_a_pit_insert_only_its_own_shoes_rows(server, tmp_path
                                 hex(entry.shoe_id)], capture_output=True, text=True)
             assert r.returncode == 0 and f"role {role}" in r.stdout, r.stderr
         else:
-            it = AuditStore(url)
+            it = open_store(url)
             it.assign_pit(role, [entry.shoe_id])
             it.close()
     as_a = url.replace("//sabot@", f"//{roles[0]}@")
@@ -242,7 +242,7 @@ def test_a_pit_is_never_left_with_no_shoe_and_so_with_every_shoes_rows(server, t
     import secrets
 
     url = server.database()
-    AuditStore(url).close()
+    open_store(url).close()
     d = tmp_path / "pit"
     d.mkdir()
     entry, cap, _ = capture_gen.generate(str(d), 1, seed=90, shoe_id=0x5AB0_0B00)
@@ -253,7 +253,7 @@ def test_a_pit_is_never_left_with_no_shoe_and_so_with_every_shoes_rows(server, t
     r = subprocess.run([*SABOT, "pit-role", "--db", url, "--role", pits[0]],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "no shoe named" in r.stderr and "Traceback" not in r.stderr
-    it = AuditStore(url)  # IT's role, as sabot pit-role opens it
+    it = open_store(url)  # IT's role, as sabot pit-role opens it
     try:
         for role, shoe in ((pits[0], 0x5AB0_0B01), (pits[1], entry.shoe_id),
                            (pits[1], 0x5AB0_0B01)):  # pit A's only shoe goes to pit B
@@ -273,12 +273,12 @@ def test_a_frameless_alarm_naming_no_shoe_is_found(server):  # noqa: F811
     import secrets
 
     url = server.database()
-    AuditStore(url).close()
+    open_store(url).close()
     role = f"pit_{secrets.token_hex(4)}"
     with psycopg.connect(url, autocommit=True) as con:
         con.execute(f"CREATE ROLE {role} LOGIN".encode())
-    AuditStore(url).assign_pit(role, [0x5AB0_0C00])
-    store = AuditStore(url.replace("//sabot@", f"//{role}@"))
+    open_store(url).assign_pit(role, [0x5AB0_0C00])
+    store = open_store(url.replace("//sabot@", f"//{role}@"))
     store.begin()
     store.add_alarm(None, None, None, {"kind": "missing_shoe_end", "shoe": 3, "detail": "x"})
     store.commit()

@@ -18,7 +18,8 @@ import struct
 import pytest
 
 from sabot import protocol as pr
-from sabot.audit.store import COLUMNS, GENESIS, TRIGGERS, AuditStore, is_server_url, row_hash
+from sabot.audit.store import COLUMNS, GENESIS, is_server_url, open_store, row_hash
+from sabot.audit.store_sqlite import TRIGGERS
 from sabot.audit.validator import Validator
 from sabot.audit.verify import verify as audit_verify
 from sabot.game.cards import shuffled_shoe
@@ -61,9 +62,9 @@ class PgConnection:
     """A PostgreSQL database with sqlite3's calling convention (`?`, execute, commit)."""
 
     def __init__(self, url):
-        from sabot.audit.store_pg import _Connection
+        from sabot.audit.store_pg_connection import Connection
 
-        self.db = _Connection(url)
+        self.db = Connection(url)
 
     def execute(self, sql, args=None):
         return self.db.execute(sql, args)
@@ -139,7 +140,7 @@ def rechain(db):
     con.execute("UPDATE records SET frame_id = -frame_id WHERE frame_id < 0")
     con.execute("UPDATE alarms SET frame_id = -frame_id WHERE frame_id < 0")
     con.commit()
-    store = AuditStore(str(db), writer=False)
+    store = open_store(str(db), writer=False)
     rows = list(store.rows())
     store.close()
     prev = GENESIS
@@ -228,7 +229,7 @@ def pit(tmp_path_factory, backend):
     reg.put(eb)
     fa, _ = shoe_frames(sa, shuffled_shoe(2, seed=3), 1)
     fb, _ = shoe_frames(sb, shuffled_shoe(2, seed=4), 1)
-    store = AuditStore(new_store(d, backend))
+    store = open_store(new_store(d, backend))
     va, vb = Validator(ea, store, watch=False), Validator(eb, store, watch=False)
     damaged = fb[11][:-1] + bytes([fb[11][-1] ^ 1])  # a result: signed
     va.receive(framed(*fa[:10]))
@@ -579,7 +580,7 @@ def test_an_old_store_is_refused_in_one_line_by_every_reader_and_writer(cli, ope
     from sabot.errors import SabotError
 
     with pytest.raises(SabotError, match=r"sabot-audit/3 audit database .*new database"):
-        AuditStore(str(db))  # nor does a validator append to it
+        open_store(str(db))  # nor does a validator append to it
 
 
 # ---- beyond a store's own reach (docs/SECURITY.md), pinned down so the claim stays exact -------

@@ -258,12 +258,12 @@ def test_a_refused_command_never_opens_the_shoes_port(cli, tmp_path):
     import socket
     import sqlite3
 
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
 
     key = tmp_path / "k"
     keys.create(str(key))
     one, two = registry_of(tmp_path, 7), registry_of(tmp_path, 7, 8, name="two.json")
-    held = AuditStore(str(tmp_path / "held.db"))  # another validator's store
+    held = open_store(str(tmp_path / "held.db"))  # another validator's store
     foreign = tmp_path / "foreign.db"
     con = sqlite3.connect(foreign)
     con.execute("CREATE TABLE invoices (n)")
@@ -339,9 +339,9 @@ def test_a_foreign_file_given_as_db_is_left_exactly_as_it_was(cli, tmp_path):
 
 
 def test_a_demo_on_a_store_in_use_provisions_and_registers_nothing(cli, tmp_path):
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
 
-    held = AuditStore(str(tmp_path / "held.db"))
+    held = open_store(str(tmp_path / "held.db"))
     try:
         r = cli("demo", "--db", tmp_path / "held.db", "--key", tmp_path / "demo.pem",
                 "--registry", tmp_path / "shoes.json")

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from sabot import keys
 from sabot import protocol as pr
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.errors import BAD_INPUT, SabotError
 from sabot.protocol import decode_variant, variant_byte
@@ -52,7 +52,7 @@ def test_every_variant_and_deck_count_validates_without_config_mismatch(tmp_path
     """18 variants x 8 deck counts, each its own shoe in one store: the shoe_start announcing
     the registered configuration, the rounds' announcements the variant's, no alarm."""
     key = ec.generate_private_key(ec.SECP256R1())
-    store = AuditStore(str(tmp_path / "a.db"), durable=False)
+    store = open_store(str(tmp_path / "a.db"), durable=False)
     for n, (variant, decks) in enumerate(product(VARIANTS, range(1, 9))):
         entry = entry_for(0x100 + n, key.public_key(), variant, decks)
         raw, rounds = shoe_frames(ShoeSigner(key, entry.shoe_id), SHORT_SHOE, 1, decks, variant)
@@ -86,7 +86,7 @@ class InProcess:
         self.app = ShoeApp(Flash(str(shoe.flash)), self.link, self.link, shoe.element(),
                            board_decks)
         self.records = []
-        self.validator = Validator(entry, AuditStore(str(tmp / "a.db"), durable=False),
+        self.validator = Validator(entry, open_store(str(tmp / "a.db"), durable=False),
                                    watch=False, on_record=lambda k, r: self.records.append((k, r)))
         self.app.start()
         self.pump()

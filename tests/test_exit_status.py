@@ -157,7 +157,7 @@ def test_a_command_refused_before_the_shoe_is_asked_exits_2(tmp_path, capsys):
     import sqlite3
 
     from sabot import keys
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
 
     key = tmp_path / "k"
     keys.create(str(key))
@@ -169,7 +169,7 @@ def test_a_command_refused_before_the_shoe_is_asked_exits_2(tmp_path, capsys):
     con.execute("CREATE TABLE t (x)")
     con.commit()
     con.close()
-    held = AuditStore(str(tmp_path / "held.db"))
+    held = open_store(str(tmp_path / "held.db"))
     try:
         for db, said in (("held.db", "in use by another validator"),
                          ("other.db", "not a sabot audit database")):

@@ -22,7 +22,7 @@ from test_audit_verify import (  # noqa: F401 (backend: the fixture, for this mo
     store_of,
 )
 
-from sabot.audit.store import COLUMNS, AuditStore
+from sabot.audit.store import COLUMNS, open_store
 from sabot.audit.validator import Validator
 from sabot.game.cards import shuffled_shoe
 from sabot.registry import Registry
@@ -53,7 +53,7 @@ def hosted(tmp_path_factory, backend):  # noqa: F811
     s, entry = signing_shoe(A, ez=True)
     Registry(str(d / "shoes.json")).put(entry)
     frames, _ = shoe_frames(s, shuffled_shoe(2, seed=5), 1)
-    store = AuditStore(new_store(d, backend))
+    store = open_store(new_store(d, backend))
     v = Validator(entry, store, watch=False)
     log(store, "serve_alarm", 0, kind="not_recording", raised_at=AT, cleared_at=AT,
         detail="the audit database has confirmed no commit since 21:04:00")

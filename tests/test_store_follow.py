@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.virtual import capture_gen
 
@@ -32,7 +32,7 @@ def written(request, tmp_path_factory):
                                "dealer": dealer, "by": dealer}, entry.shoe_id, seq - n)
     v.store.close()
     after = time.time()
-    store = AuditStore(db, writer=False)
+    store = open_store(db, writer=False)
     yield store, entry, rounds, before, after
     store.close()
 

@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from sabot import protocol as pr
-from sabot.audit.store import COLUMNS, TRIGGERS, AuditStore, StoreUnreadable
+from sabot.audit.store import COLUMNS, StoreUnreadable, open_store
+from sabot.audit.store_sqlite import TRIGGERS
 from sabot.audit.validator import Validator
 from sabot.audit.verify import verify
 from sabot.errors import SabotError
@@ -35,7 +36,7 @@ def written(tmp_path_factory):
 
 @pytest.fixture
 def store(written):
-    s = AuditStore(written[0], writer=False)
+    s = open_store(written[0], writer=False)
     yield s
     s.close()
 
@@ -121,7 +122,7 @@ def test_a_read_the_database_refuses_is_store_unreadable_and_verify_says_so(writ
     db.execute("ALTER TABLE records RENAME COLUMN record TO body")  # no UPDATE: no trigger fires
     db.commit()
     db.close()
-    store = AuditStore(str(copy), writer=False)
+    store = open_store(str(copy), writer=False)
     with pytest.raises(StoreUnreadable) as e:
         store.records()
     assert isinstance(e.value, SabotError) and "no such column" in e.value.reason
@@ -132,7 +133,7 @@ def test_a_read_the_database_refuses_is_store_unreadable_and_verify_says_so(writ
 
 def test_a_threaded_writer_takes_reads_from_another_thread(tmp_path):
     s, entry = signing_shoe()
-    store = AuditStore(str(tmp_path / "a.db"), threads=True)
+    store = open_store(str(tmp_path / "a.db"), threads=True)
     v = Validator(entry, store)
     out = []
     t = threading.Thread(target=lambda: out.extend(v.receive(pr.encode_frame(

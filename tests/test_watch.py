@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.audit.watch import WINDOW, LiveEdges, SequenceIndex, Watch, offered_wagers
 from sabot.game import analyze, cards, edges, rules
 from sabot.game.cards import BURN_VALUES, RANKS, SUITS
@@ -48,7 +48,7 @@ def test_live_edges_equal_analyze_on_the_validators_counts():
 
 
 def test_player_advantage_alarm_once_per_wager_per_shoe_while_favourable(tmp_path):
-    store = AuditStore(str(tmp_path / "a.db"))
+    store = open_store(str(tmp_path / "a.db"))
     raised = []
     cfg = ShoeEntry(9, decks=1, side_wagers=["player_pair"])
     w = Watch(store, 9, cfg, {"last_seq": 0, "inventory": {}},
@@ -215,7 +215,7 @@ def test_fast_watch_alarms_equal_an_exact_recompute_after_every_round(tmp_path, 
     shoes built to turn each analyzed wager favourable; and LiveEdges.favourable for all 17
     wagers, the engine any table's wagers go through."""
     assert edges.kernel() is not None, "the kernel is not built: `make` builds it"
-    store = AuditStore(str(tmp_path / "a.db"))
+    store = open_store(str(tmp_path / "a.db"))
     shoes = two_hundred_shoes()[part::4]  # each wager's stacked shoes: one in each part
     raised = {i: [] for i in range(len(TABLES))}
     want = {i: [] for i in range(len(TABLES))}
@@ -284,7 +284,7 @@ class Dealt:
     """A Watch on its own store, fed rounds of four cards (P1 B1 P2 B2), as the validator does."""
 
     def __init__(self, tmp_path, shoe_id=7, store=None):
-        self.store = store or AuditStore(str(tmp_path / "a.db"))
+        self.store = store or open_store(str(tmp_path / "a.db"))
         self.alarms = []
         self.seq = 0
         self.shoe_id = shoe_id

@@ -22,7 +22,7 @@ import time
 from typing import Any, BinaryIO
 
 from sabot import protocol as pr
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.registry import Registry, ShoeEntry
@@ -185,7 +185,7 @@ def replay(capture: bytes, config: ShoeEntry) -> dict[str, Any]:
     Bytes before a capture's first mark (one cut from a longer capture) are verified frame by
     frame from their first frame (re-anchored there, with a `sequence_gap` alarm)."""
     with tempfile.TemporaryDirectory() as tmp:
-        store = AuditStore(os.path.join(tmp, "replay.db"))
+        store = open_store(os.path.join(tmp, "replay.db"))
         runs: list[Validator] = []
         uncaptured: list[dict[str, int]] = []
         connections = 0

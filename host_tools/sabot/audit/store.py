@@ -1,4 +1,5 @@
-"""The validator's audit store: SQLite, WAL, durable commits, append-only and tamper-evident.
+"""The validator's audit store: append-only and tamper-evident, in a SQLite file or a PostgreSQL
+server's database; open_store(db) opens the one `--db` names.
 
 Every frame received is kept raw with its verdict; accepted rounds and events are kept decoded (so
 `sabot history` can reconstruct any hand in a dispute, 627a.11(c), 631a.12(c)), with the alarms
@@ -8,32 +9,29 @@ carries a place in one chain (`chain_no`) and a hash over its content and the pr
 an inserted, altered or deleted row breaks the chain, and triggers refuse UPDATE and DELETE
 outright. `sabot audit verify` (audit/verify.py) re-checks all of it from the raw frames.
 
-One validator writes a database at a time (a lock file beside it says which); readers open it
-read-only and never write to a file that is not a sabot database. This module is the only one that
-knows the schema: every query the pages, soak and `audit verify` need is a method here, so a second
-backend can implement the same methods."""
+This module is the store's contract: the schema, the row chain and AuditStore, whose methods are
+every write and query the validator, the pages, soak and `audit verify` need, the same on both
+back-ends, which hold only what differs (the connection, the SQL dialect, the locking, what the
+database says of itself): audit/store_sqlite.py for a file, audit/store_pg.py for a server. With
+audit/store_queries.py, they are the only code that knows the schema."""
 
 from __future__ import annotations
 
+import abc
 import contextlib
-import fcntl
 import hashlib
 import heapq
 import json
-import os
-import sqlite3
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from sabot.audit.store_queries import RecordQueries, StoredRecord
 from sabot.errors import SabotError
-from sabot.locks import try_lock
 
-__all__ = ["AuditStore", "StoreUnreadable", "StoredRecord", "refuse_unwritable", "row_hash",
-           "shown_db"]
+__all__ = ["AuditStore", "StoreUnreadable", "StoredRecord", "open_store", "refuse_unwritable",
+           "row_hash", "shown_db"]
 
 SCHEMA_VERSION = "sabot-audit/5"  # 5: witnesses' cosignatures; 4: the operator log in the
 # chain; 3: protocol v2
@@ -72,7 +70,7 @@ _TYPES = {"received_at": "REAL NOT NULL", "raised_at": "REAL NOT NULL",
           "result": "TEXT NOT NULL", "inventory": "TEXT NOT NULL"}
 
 
-def _table_sql(name: str, typed: Callable[[str], str] = lambda t: t) -> str:
+def table_sql(name: str, typed: Callable[[str], str] = lambda t: t) -> str:
     """A table's CREATE TABLE; `typed` turns each column's SQLite type into another database's
     (audit/store_pg.py)."""
     cols = ", ".join(f"{c} {typed(_TYPES.get(c, 'INTEGER' if c in _INTS else 'TEXT'))}"
@@ -85,10 +83,6 @@ def _table_sql(name: str, typed: Callable[[str], str] = lambda t: t) -> str:
 
 _INTS = {"key_id", "shoe_id", "boot", "seq", "frame_id", "shoe", "round", "last_seq", "last_boot",
          "host_counter", "size"}
-TRIGGERS = {f"{t}_append_only_{op[0].lower()}":
-            f"CREATE TRIGGER IF NOT EXISTS {t}_append_only_{op[0].lower()} BEFORE {op} ON {t} "
-            f"BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END"
-            for t in COLUMNS for op in ("UPDATE", "DELETE")}
 INDEXES = ("CREATE INDEX IF NOT EXISTS records_by_round ON records (shoe_id, shoe, round)",
            "CREATE INDEX IF NOT EXISTS link_by_shoe ON link_state (key_id, shoe_id, id)",
            "CREATE INDEX IF NOT EXISTS alarms_by_shoe ON alarms (shoe_id, shoe, round)")
@@ -126,95 +120,40 @@ class FrameHeader(Protocol):
     def raw(self) -> bytes: ...
 
 
-def _sqlite_reason(e: sqlite3.Error) -> str:
-    """One line for a database fault, worded for the person at the terminal."""
-    text = str(e)
-    if "disk is full" in text or "database or disk is full" in text:
-        return "the disk is full"
-    if "malformed" in text or "not a database" in text:
-        return f"the file is damaged ({text})"
-    if "locked" in text or "busy" in text:
-        return f"it is locked by another process ({text})"
-    return text
+def open_store(db: str, *, writer: bool = True, durable: bool = True, threads: bool = False,
+               name: str = "sabot") -> AuditStore:
+    """The audit store `--db` names: a `postgresql://` URL, a server's database
+    (audit/store_pg.py); any other value, a SQLite file's path (audit/store_sqlite.py).
+    `writer=False` opens it read-only (refused when it is not a store of this schema);
+    `durable=False` commits without waiting for the disk; `threads=True` lets any thread use
+    it, one at a time (the caller serialises them, as `sabot serve` does with one lock over its
+    validators); `name` is the writer's as the database shows it (a server's floor page)."""
+    if is_server_url(db):
+        from sabot.audit.store_pg import PgAuditStore
+
+        return PgAuditStore(str(db), durable=durable, writer=writer, name=name)
+    from sabot.audit.store_sqlite import SqliteAuditStore
+
+    return SqliteAuditStore(str(db), durable=durable, writer=writer, threads=threads)
 
 
-def _lock_path(path: str) -> str:
-    return os.path.realpath(path) + ".lock"  # one lock whatever the path's spelling
-
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def refuse_unwritable(path: str) -> None:
-    """A one-line SabotError when `path` cannot become (or stay) this validator's store, found
-    without creating or changing any file: a directory, a directory that does not exist, a store
-    another validator holds, a file that is not a sabot audit store of this schema. So a command
-    refuses before it opens a shoe's port, and a foreign SQLite file keeps its journal mode and
-    gets no lock file. (A store whose tables only its WAL holds yet passes; opening checks
-    again.) A `postgresql://` URL: its server answers, and the database is empty or a store of
-    this schema no other validator writes."""
-    if is_server_url(path):
+def refuse_unwritable(db: str) -> None:
+    """A one-line SabotError when `db` cannot become (or stay) this validator's store, found
+    without creating or changing anything, so a command refuses before it opens a shoe's port. A
+    file: not a directory, its directory there, no other validator holding it, empty or a sabot
+    audit store of this schema (audit/store_sqlite.py). A `postgresql://` URL: its server
+    answers, and the database is empty or a store of this schema (audit/store_pg.py)."""
+    if is_server_url(db):
         from sabot.audit.store_pg import refuse_unwritable_url
 
-        refuse_unwritable_url(path)
+        refuse_unwritable_url(db)
         return
-    if os.path.isdir(path):
-        raise SabotError(f"audit database {path} is a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise SabotError(f"audit database {path}: no directory {parent}")
-    _refuse_held(path)  # first: a store being written is not read as a plain file below
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(len(SQLITE_MAGIC))
-    except FileNotFoundError:
-        return  # a new store
-    except OSError as e:
-        raise SabotError(f"audit database {path}: {e.strerror}") from None
-    if not magic:
-        return  # an empty file is an empty database: it becomes the store
-    if magic != SQLITE_MAGIC:
-        raise SabotError(f"{path} is not a sabot audit database (not even SQLite): a validator "
-                         "writes only its own store")
-    # immutable: read as a plain file, no journal, -wal, -shm or lock touched or made
-    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro&immutable=1"
-    try:
-        con = sqlite3.connect(uri, uri=True)
-        try:
-            have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            row = (con.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
-                   if "meta" in have else None)
-        finally:
-            con.close()
-    except sqlite3.Error as e:
-        raise SabotError(f"{path} is not a sabot audit database ({_sqlite_reason(e)})") from None
-    if have and "meta" not in have:
-        raise SabotError(f"{path} is not a sabot audit database (its tables are another "
-                         "program's): a validator writes only its own store")
-    if row and row[0] != SCHEMA_VERSION:
-        raise SabotError(_not_this_schema(path, row[0]))
+    from sabot.audit.store_sqlite import refuse_unwritable_file
+
+    refuse_unwritable_file(db)
 
 
-def _refuse_held(path: str) -> None:
-    """Refused when a writer holds the store's lock (the lock file is never made here)."""
-    try:
-        fd = os.open(_lock_path(path), os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise SabotError(f"audit database {path}: cannot open its lock file ({e.strerror})"
-                         ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
-        raise SabotError(f"audit database {path} is in use by another validator (pid {holder})"
-                         ) from None
-    finally:
-        os.close(fd)  # and with it a lock taken here
-
-
-def _not_this_schema(path: str, version: Any) -> str:
+def not_this_schema(path: str, version: Any) -> str:
     """The one line refusing a database this sabot does not read or write."""
     if not isinstance(version, str) or not version.startswith("sabot-audit/"):
         return f"{path} is not a sabot audit database"
@@ -242,63 +181,24 @@ def shown_db(path: str) -> str:
     """`--db` as a line may print it: a server URL without its password."""
     if not is_server_url(path):
         return path
-    from sabot.audit.store_pg import shown_url
+    from sabot.audit.store_pg_connection import shown_url
 
     return shown_url(path)
 
 
-class AuditStore(RecordQueries):
-    """The audit store. `threads=True` opens a connection any thread may use (one at a time: the
-    caller serialises them, as `sabot serve` does with one lock over its validators).
+class AuditStore(RecordQueries, abc.ABC):
+    """The audit store's contract, opened by open_store(): the same tables, rows, chain and
+    methods whichever database holds them. A batch (one read from the link) is begun, filled
+    (add_frame, add_record, ...) and committed as one durable transaction; the reads give back
+    the same values from either back-end, so every row hash is computed alike on both.
 
-    A `postgresql://` URL is the same store in a PostgreSQL database (audit/store_pg.py): the
-    same tables, rows, chain and methods; what differs is how the database is reached, locked,
-    made append-only and described."""
+    A back-end gives its connection (`db`: execute() with `?` placeholders, giving a cursor), its
+    own faults (ERRORS), how a batch's and a snapshot's transactions begin, how a batch's rows
+    are numbered after the chain's head (_numbered), and the abstract methods below."""
 
-    ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)  # the database's own faults
-    BEGIN_WRITE = "BEGIN IMMEDIATE"  # a batch's transaction, taking the write lock at once
-    BEGIN_SNAPSHOT = "BEGIN"  # a read transaction: WAL keeps its snapshot to the end
-
-    def __new__(cls, path: str, *args: Any, **kwargs: Any) -> AuditStore:
-        if cls is AuditStore and is_server_url(path):
-            from sabot.audit.store_pg import PgAuditStore
-
-            return super().__new__(PgAuditStore)
-        return super().__new__(cls)
-
-    def _reason(self, e: BaseException) -> str:
-        return _sqlite_reason(e) if isinstance(e, sqlite3.Error) else str(e)
-
-    def claim(self, shoe_id: int) -> None:
-        """This writer validates `shoe_id` (a Validator says so as it starts): nothing to do for a
-        SQLite file, which has one writer (its lock file) whatever the shoes."""
-
-    def validators(self, shoe_ids: Sequence[int]) -> dict[int, str] | None:
-        """Of these shoes, those a live writer validates now, each with the writer's name (its
-        `name` as opened, e.g. "sabot serve PIT"); None where the database cannot tell (a SQLite
-        file: its one writer is its lock file's)."""
-        return None
-
-    def assign_pit(self, role: str, shoe_ids: Sequence[int]) -> None:
-        """Row security per pit (a PostgreSQL store's): `role` inserts these shoes' rows only."""
-        raise SabotError(f"{self.path} is a SQLite file, with one writer: row security per pit "
-                         "is for a floor's PostgreSQL store (--db postgresql://...)")
-
-    def pits(self) -> dict[int, str]:
-        return {}
-
-    def stalled_writers(self, bound: float) -> dict[str, tuple[float, str]]:
-        """Writers whose statements the database has held `bound` seconds or longer (a server's
-        store: by their connection's name); none that a SQLite file could tell."""
-        return {}
-
-    def wait_only_until(self, stopping: threading.Event) -> None:
-        """A lost database server is waited for only until `stopping` is set (a SQLite file is
-        never lost so)."""
-
-    def expected_triggers(self) -> dict[str, str]:
-        """name -> the definition every trigger of this store must have (audit verify)."""
-        return TRIGGERS
+    ERRORS: tuple[type[BaseException], ...]  # the database's own faults
+    BEGIN_WRITE: str  # a batch's transaction
+    BEGIN_SNAPSHOT: str  # a read transaction that keeps its snapshot to the end
 
     # Whether the store is recording (sabot serve's watch, pit/recording.py): since when a batch
     # has waited for its commit to be confirmed (None: every batch begun is committed), the
@@ -307,56 +207,81 @@ class AuditStore(RecordQueries):
     refusal: str | None = None
     confirmed_at: float | None = None
 
-    def __init__(self, path: str, durable: bool = True, writer: bool = True,
-                 threads: bool = False, name: str = "sabot") -> None:
-        self.path = str(path)
+    def __init__(self, path: str, writer: bool) -> None:
+        self.path = path  # as lines print it (a server URL without its password)
         self.writer = writer
-        self._lock: int | None = None
+        self.created = False  # this run made the store (discard_if_unused)
         self._pending: list[tuple[str, tuple[Any, ...]]] = []
         self._next_frame_id: int | None = None
         self._batch_raw: dict[tuple[int, int, int], bytes] = {}
         self._next_ids: dict[str, int] = {}
         self.head_no, self.head_hash = 0, GENESIS
-        self.db: sqlite3.Connection
-        self.created = writer and not os.path.exists(self.path)
-        if writer:
-            refuse_unwritable(self.path)  # before the lock file and WAL: a foreign file untouched
-            lock_existed = os.path.exists(_lock_path(self.path))
-            self._take_lock()
-            try:
-                self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10,
-                                          check_same_thread=not threads)
-                self.db.execute("PRAGMA journal_mode=WAL")
-                self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-                self._create()
-            except (sqlite3.Error, SabotError) as e:
-                self.close()
-                if not lock_existed:  # a refused open leaves no lock file it made
-                    with contextlib.suppress(OSError):
-                        os.remove(_lock_path(self.path))
-                if isinstance(e, SabotError):
-                    raise
-                raise SabotError(f"audit database {self.path}: {_sqlite_reason(e)}") from None
-        else:
-            if not os.path.exists(self.path):
-                raise SabotError(f"no audit database at {self.path}")
-            try:
-                self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                          isolation_level=None, timeout=10,
-                                          check_same_thread=not threads)
-                version = self.db.execute(
-                    "SELECT value FROM meta WHERE name='schema'").fetchone()
-            except sqlite3.Error:
-                version = None
-            if not version or version[0] != SCHEMA_VERSION:
-                with contextlib.suppress(Exception):
-                    self.db.close()
-                raise SabotError(_not_this_schema(self.path, version and version[0]))
-        try:
-            self.head_no, self.head_hash = self._chain_head()
-        except sqlite3.Error as e:
-            self.close()
-            raise SabotError(f"audit database {self.path} is damaged: {e}") from None
+
+    # ---- what each back-end gives --------------------------------------------------------------
+    @abc.abstractmethod
+    def _reason(self, e: BaseException) -> str:
+        """A database fault in one line, for the person at the terminal."""
+
+    @abc.abstractmethod
+    def _numbered(self) -> tuple[int, bytes, dict[str, list[tuple[Any, ...]]], dict[str, int]]:
+        """The batch's rows as inserted, each with its id, its place after the chain's head and
+        its hash: (the new head's place and hash, rows by table, each table's next id)."""
+
+    @abc.abstractmethod
+    def claim(self, shoe_id: int) -> None:
+        """This writer validates `shoe_id` (a Validator says so as it starts)."""
+
+    @abc.abstractmethod
+    def validators(self, shoe_ids: Sequence[int]) -> dict[int, str] | None:
+        """Of these shoes, those a live writer validates now, each with the writer's name (its
+        `name` as opened, e.g. "sabot serve PIT"); None where the database cannot tell (a SQLite
+        file: its one writer is its lock file's)."""
+
+    @abc.abstractmethod
+    def assign_pit(self, role: str, shoe_ids: Sequence[int]) -> None:
+        """Row security per pit (a PostgreSQL store's): `role` inserts these shoes' rows only."""
+
+    @abc.abstractmethod
+    def pits(self) -> dict[int, str]:
+        """shoe id -> the role that alone inserts its rows (assign_pit)."""
+
+    @abc.abstractmethod
+    def stalled_writers(self, bound: float) -> dict[str, tuple[float, str]]:
+        """Writers whose statements the database has held `bound` seconds or longer (a server's
+        store: by their connection's name); none that a SQLite file could tell."""
+
+    @abc.abstractmethod
+    def wait_only_until(self, stopping: threading.Event) -> None:
+        """A lost database server is waited for only until `stopping` is set (a SQLite file is
+        never lost so)."""
+
+    @abc.abstractmethod
+    def stall_cause(self, wait: float = 2.0) -> str:
+        """Why a commit of this writer has not been confirmed, in the database's words where it
+        can tell (a server's store asks the server on a connection of its own, `wait` seconds
+        at most; a file is asked for its write lock)."""
+
+    @abc.abstractmethod
+    def tables(self) -> set[str]:
+        """The names of the tables the database holds."""
+
+    @abc.abstractmethod
+    def triggers(self) -> dict[str, str]:
+        """name -> the definition of every trigger the database holds (and, a server's, what
+        else keeps it append-only), as the database gives it back."""
+
+    @abc.abstractmethod
+    def expected_triggers(self) -> dict[str, str]:
+        """name -> the definition every trigger of this store must have (audit verify)."""
+
+    @abc.abstractmethod
+    def discard_if_unused(self) -> None:
+        """Close, and remove what this run created if it stored nothing in it (a port nobody
+        answered on leaves no empty database behind)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """The connection closed (and a writer's lock with it)."""
 
     def _chain_head(self) -> tuple[int, bytes]:
         """The newest row's place in the chain and its hash, as the database holds them."""
@@ -364,43 +289,6 @@ class AuditStore(RecordQueries):
             " UNION ALL ".join(f"SELECT chain_no, row_hash FROM {t}" for t in COLUMNS)
             + " ORDER BY chain_no DESC LIMIT 1").fetchone()
         return (head[0], bytes(head[1])) if head else (0, GENESIS)
-
-    def _take_lock(self) -> None:
-        lock_path = _lock_path(self.path)
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise SabotError(f"audit database {self.path}: cannot create its lock file "
-                             f"({e.strerror})") from None
-        holder = try_lock(fd)
-        if holder is not None:
-            os.close(fd)
-            raise SabotError(f"audit database {self.path} is in use by another validator "
-                             f"(pid {holder})")
-        self._lock = fd
-
-    def _create(self) -> None:
-        have = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if have and "meta" not in have:
-            raise SabotError(f"{self.path} is not a sabot audit database (or an older one)")
-        if have:
-            row = self.db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
-            if row and row[0] != SCHEMA_VERSION:
-                raise SabotError(_not_this_schema(self.path, row[0]))
-        self.db.execute(self.BEGIN_WRITE)
-        for t in COLUMNS:
-            self.db.execute(_table_sql(t))
-        for sql in INDEXES:
-            self.db.execute(sql)
-        if not have:
-            for sql in TRIGGERS.values():
-                self.db.execute(sql)
-        self.db.execute("COMMIT")
-        if not have:
-            self.head_no, self.head_hash = 0, GENESIS
-            self.begin()
-            self._add("meta", ("schema", SCHEMA_VERSION))
-            self.commit()
 
     # ---- writing: one batch (one read from the link) is one durable transaction -----------
     def begin(self) -> None:
@@ -454,26 +342,6 @@ class AuditStore(RecordQueries):
         self._pending = []
         self.unconfirmed_since, self.refusal = None, None
         self.confirmed_at = time.time()
-
-    def _numbered(self) -> tuple[int, bytes, dict[str, list[tuple[Any, ...]]], dict[str, int]]:
-        """The batch's rows as inserted, each with its id, its place after the chain's head and
-        its hash: (the new head's place and hash, rows by table, each table's next id). The one
-        writer of a SQLite file knows the head and the ids from its own last batch."""
-        no, prev = self.head_no, self.head_hash
-        rows: dict[str, list[tuple[Any, ...]]] = {}
-        next_id = dict(self._next_ids)
-        for table, values in self._pending:
-            no += 1
-            cols = COLUMNS[table]
-            if table == "frames":
-                rid = values[-1]  # frames keep the ids the validator already handed out
-            else:
-                rid = next_id.get(table) or self._max_id(table) + 1
-            next_id[table] = rid + 1
-            prev = row_hash(prev, table, no, rid, values[: len(cols)])
-            rows.setdefault(table, []).append((rid, no, *values[: len(cols)], prev))
-        return no, prev, rows, next_id
-
     def _max_id(self, table: str) -> int:
         return int(self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
 
@@ -608,27 +476,6 @@ class AuditStore(RecordQueries):
         return {"last_seq": row[0], "last_digest": row[1], "last_boot": row[2],
                 "host_counter": row[3], "inventory": json.loads(row[4])}
 
-    def stall_cause(self, wait: float = 2.0) -> str:
-        """Why a commit of this writer has not been confirmed, in the database's words where it
-        can tell (a server's store asks the server on a connection of its own, `wait` seconds
-        at most; a file is asked for its write lock)."""
-        try:
-            probe = sqlite3.connect(self.path, timeout=0, isolation_level=None)
-        except sqlite3.Error as e:
-            return f"the file cannot be opened ({_sqlite_reason(e)})"
-        try:
-            probe.execute("BEGIN IMMEDIATE")
-            probe.execute("ROLLBACK")
-        except sqlite3.Error as e:
-            if "locked" in str(e) or "busy" in str(e):
-                return ("its write lock is taken: by another program holding the file (a backup "
-                        "or an editor that writes it), or by this commit on a disk that has not "
-                        "finished the write")
-            return _sqlite_reason(e)
-        finally:
-            probe.close()
-        return f"the disk holding {self.path} has not finished the write"
-
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         """Every row of every table in chain order: (table, id, chain_no, values, row_hash)."""
 
@@ -640,7 +487,7 @@ class AuditStore(RecordQueries):
 
         with self._reading():
             for no, table, rid, values, h in heapq.merge(*(table_rows(t) for t in COLUMNS)):
-                yield table, rid, no, values, h
+                yield table, rid, no, values, bytes(h)  # the same type from either database
 
     def chain_counts(self) -> dict[str, tuple[int, int]]:
         """table -> (its rows, the distinct places in the chain they hold): equal unless a row
@@ -649,34 +496,3 @@ class AuditStore(RecordQueries):
             return {t: (self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0],
                         self.db.execute(f"SELECT COUNT(DISTINCT chain_no) FROM {t}")
                         .fetchone()[0]) for t in COLUMNS}
-
-    def tables(self) -> set[str]:
-        """The names of the tables the database holds."""
-        with self._reading():
-            return {r[0] for r in self.db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")}
-
-    def triggers(self) -> dict[str, str]:
-        """name -> the SQL of every trigger the database holds, as stored."""
-        with self._reading():
-            return dict(self.db.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type='trigger'").fetchall())
-
-    def discard_if_unused(self) -> None:
-        """Close, and remove the database if this run created it and stored nothing in it (a
-        port nobody answered on leaves no empty database behind)."""
-        unused = self.created and self.head_no <= 1 and not self._pending
-        lock = _lock_path(self.path)
-        self.close()
-        if unused:
-            for p in (self.path, self.path + "-wal", self.path + "-shm", lock):
-                with contextlib.suppress(OSError):
-                    os.remove(p)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.db.close()
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
-

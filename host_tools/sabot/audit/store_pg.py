@@ -1,6 +1,6 @@
-"""The audit store in a PostgreSQL database (`--db postgresql://...`, psycopg 3): the same tables,
-rows, row chain and methods as the SQLite store (audit/store.py, the only other module that knows
-the schema), reached over libpq.
+"""The audit store in a PostgreSQL database (`--db postgresql://...`, psycopg 3): a back-end of
+the store's contract (audit/store.py: the tables, rows, row chain and methods; open_store() opens
+this one for a URL), reached over libpq (audit/store_pg_connection.py).
 
 What differs, and why:
 - Many writers at once (one `sabot serve` per pit, each with its shoes), one validator per shoe:
@@ -35,16 +35,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-import sys
 import threading
-import time
-import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 import psycopg.sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sabot.audit import store_pg_health
 from sabot.audit.store import (
@@ -53,10 +49,11 @@ from sabot.audit.store import (
     INDEXES,
     SCHEMA_VERSION,
     AuditStore,
-    _not_this_schema,
-    _table_sql,
+    not_this_schema,
     row_hash,
+    table_sql,
 )
+from sabot.audit.store_pg_connection import Connection, shown_url
 from sabot.audit.store_pg_health import shoe_key, short_reason
 from sabot.errors import SabotError
 
@@ -69,26 +66,13 @@ LOCK_KEY = int.from_bytes(hashlib.sha256(b"sabot audit chain").digest()[:8], "bi
 _PG_TYPES = {"REAL": "DOUBLE PRECISION", "BLOB": "BYTEA", "INTEGER": "BIGINT", "TEXT": "TEXT"}
 
 
-def shown_url(url: str) -> str:
-    """The URL as a line may print it: its password left out."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.hostname or ""
-    if parts.username:
-        netloc = f"{parts.username}@{netloc}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
 def _pg_type(sqlite_type: str) -> str:
     first, _, rest = sqlite_type.partition(" ")
     return f"{_PG_TYPES[first]} {rest}".strip()
 
 
-def table_sql(name: str) -> str:
-    return _table_sql(name, _pg_type)
+def pg_table_sql(name: str) -> str:
+    return table_sql(name, _pg_type)
 
 
 FUNCTION_SQL = (f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS "
@@ -139,170 +123,11 @@ def trigger_sql(name: str) -> str:
             f"{FUNCTION}()")
 
 
-# libpq's settings where the URL names none: a server that vanishes mid-statement (a primary's
-# machine gone, not just its process) is noticed within seconds, not at TCP's own two hours
-_LINK_DEFAULTS = {"connect_timeout": "5", "keepalives": "1", "keepalives_idle": "5",
-                  "keepalives_interval": "2", "keepalives_count": "3",
-                  "tcp_user_timeout": "10000"}
-RECONNECT_S = 60.0  # how long a lost server is tried again before a read or write is refused
-RETRY_PAUSE = 0.2  # seconds between tries
-SAY_EVERY = 10.0  # seconds between lines while a server stays away
-
-
-def _say(text: str) -> None:
-    print(f"sabot: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {text}",
-          file=sys.stderr, flush=True)
-
-
-class _ClaimHeld(SabotError):
-    """A shoe's claim held by another session as a connection's state is made again."""
-
-
-class _Connection:
-    """psycopg with the SQLite store's calling convention: `?` placeholders, execute() giving a
-    cursor (the store's SQL has no `?` or `%` of its own); and a lost server tried again (every
-    host of the URL, every RETRY_PAUSE) with the session's state made again: `setup` holds the
-    statements that made it, each (sql, args, whether its one value must come back true)."""
-
-    def __init__(self, url: str, shown: str = "") -> None:
-        self.url = url
-        self.shown = shown or url
-        given = conninfo_to_dict(url)
-        self.params = {k: v for k, v in _LINK_DEFAULTS.items() if k not in given}
-        self.setup: list[tuple[str, tuple[Any, ...], bool]] = []
-        self.in_tx = False
-        self.say: Callable[[str], None] | None = _say  # None: nothing said (a page's reader)
-        self.patience = RECONNECT_S  # how long a lost server is tried again, each time
-        self.lost_since: float | None = None  # when the server was found lost (monotonic)
-        self.lost_reason = ""  # what the servers said when last tried, while lost
-        self.server: tuple[str, str, int] = ("", "", 0)  # the server reached: host, port, pid
-        self.stopping: threading.Event | None = None
-        self.schema: str | None = None
-        self.con = self._connect()
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        con = psycopg.connect(make_conninfo(self.url, **self.params), autocommit=True)
-        self.server = (con.info.host, str(con.info.port), con.info.backend_pid)
-        # the store's schema as the URL and the server's settings name it (at the first
-        # connection; every later one keeps it), alone: the catalog, left unnamed, is searched
-        # before it, and temporary tables after it. So nothing of the same name in the store's
-        # schema (a view pg_trigger, a function pg_get_triggerdef) stands for the catalog's, as
-        # it would under a search_path of "public, pg_catalog", nor a temporary table for the
-        # store's.
-        if self.schema is None:
-            row = con.execute(b"SELECT pg_catalog.current_schema()").fetchone()
-            self.schema = row[0] if row else None
-        if self.schema is not None:
-            con.execute(psycopg.sql.SQL("SET search_path = {}, pg_temp")
-                        .format(psycopg.sql.Identifier(self.schema)))
-        return con
-
-    def lost(self) -> bool:
-        """The server is gone (or this connection to it): what reconnect() is for."""
-        return bool(self.con.closed or self.con.broken)
-
-    def execute(self, sql: str, args: Sequence[Any] | None = None) -> Any:
-        word = sql.split(None, 1)[0].upper()
-        if not self.in_tx:
-            if self.lost():
-                self.reconnect()
-            if word != "BEGIN":  # a statement on its own: tried again on the new server
-                try:
-                    return self._run(sql, args)
-                except psycopg.OperationalError:
-                    if not self.lost():
-                        raise
-                self.reconnect()
-                return self._run(sql, args)
-        if word == "BEGIN":
-            self.in_tx = True
-        elif word in ("COMMIT", "ROLLBACK"):
-            self.in_tx = False
-        return self._run(sql, args)
-
-    def _run(self, sql: str, args: Sequence[Any] | None) -> Any:
-        if args is None:
-            return self.con.execute(sql.encode())  # no placeholders to read: sent as it is
-        return self.con.execute(sql.replace("?", "%s"), args)
-
-    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        with self.con.cursor() as cur:
-            cur.executemany(sql.replace("?", "%s"), rows)
-
-    def keep(self, sql: str, args: tuple[Any, ...] = (), must: bool = False) -> Any:
-        """Run a statement that makes the session's state, and make it again on every new
-        connection."""
-        self.setup.append((sql, args, must))
-        return self.execute(sql, args)
-
-    def reconnect(self, deadline: float | None = None) -> None:
-        """A connection again (until `deadline`, time.monotonic(); RECONNECT_S from now by
-        default), its session state made again; psycopg.OperationalError when none came in
-        time, SabotError when another writer claimed one of this one's shoes meanwhile."""
-        self.in_tx = False
-        with contextlib.suppress(Exception):
-            self.con.close()
-        start = time.monotonic()
-        if self.lost_since is None:
-            self.lost_since = start
-        deadline = deadline if deadline is not None else start + self.patience
-        said = 0.0 if self.say is not None else float("inf")
-        while True:
-            con = None
-            try:
-                con = self._connect()
-                self._remake(con)
-                break
-            except _ClaimHeld as e:
-                # this writer's own session on the server, cut from it, may hold the claim
-                # until the server sees its connection gone (its TCP keepalive): waited for
-                if time.monotonic() >= deadline or (self.stopping is not None
-                                                    and self.stopping.is_set()):
-                    raise SabotError(str(e)) from None
-                if self.say is not None and time.monotonic() - said >= SAY_EVERY:
-                    self.say(f"{e}: waiting for it (this writer's old session holds it until "
-                             "the server sees that connection gone)")
-                    said = time.monotonic()
-                time.sleep(RETRY_PAUSE)
-                continue
-            except psycopg.OperationalError as e:
-                if con is not None:
-                    if not (con.closed or con.broken):  # the server answered: no loss to wait out
-                        con.close()
-                        raise
-                    con.close()  # lost again while its session was made: tried again whole
-                now = time.monotonic()
-                if now >= deadline or (self.stopping is not None and self.stopping.is_set()):
-                    raise
-                self.lost_reason = short_reason(e)
-                if self.say is not None and now - said >= SAY_EVERY:
-                    self.say(f"audit database {self.shown} lost ({self.lost_reason}); trying it "
-                             "again (nothing is acknowledged meanwhile: the shoes keep it)")
-                    said = now
-                time.sleep(RETRY_PAUSE)
-        self.con = con
-        if self.say is not None and self.lost_since is not None and self.lost_reason:
-            # (a connection found dead and made again at the first try was never said lost)
-            self.say(f"audit database {self.shown} back after "
-                     f"{time.monotonic() - self.lost_since:.1f} s")
-        self.lost_since, self.lost_reason = None, ""
-
-    def _remake(self, con: psycopg.Connection[Any]) -> None:
-        """The session's state made again on a new connection (reconnect())."""
-        for sql, args, must in self.setup:
-            cur = con.execute(sql.replace("?", "%s"), args) if args else \
-                con.execute(sql.encode())
-            if must and not (cur.fetchone() or (False,))[0]:
-                con.close()
-                raise _ClaimHeld(f"audit database {self.shown}: after the server came back, "
-                                 "another session holds one of this writer's shoes")
-
-    def close(self) -> None:
-        self.con.close()
-
 
 class PgAuditStore(AuditStore):
-    db: _Connection  # type: ignore[assignment]
+    """The store in a server's database: many writers, one per shoe (module docstring)."""
+
+    db: Connection
     ERRORS = (psycopg.Error,)
     # the advisory lock makes this the database's one writer; READ COMMITTED whatever the
     # database's default, so the head read after the lock sees the batch committed before it
@@ -311,20 +136,12 @@ class PgAuditStore(AuditStore):
     BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
     def __init__(self, path: str, durable: bool = True, writer: bool = True,
-                 threads: bool = False, name: str = "sabot") -> None:
-        self.path = shown_url(str(path))  # what lines print
+                 name: str = "sabot") -> None:
+        super().__init__(shown_url(str(path)), writer)  # path: what lines print
         self.url = str(path)
-        self.writer = writer
-        self._lock = None
         self._attempt: tuple[str, int, bytes] | None = None  # the batch being written: last row
-        self._pending = []
-        self._next_frame_id = None
-        self._batch_raw = {}
-        self._next_ids = {}
-        self.head_no, self.head_hash = 0, GENESIS
-        self.created = False
         try:
-            self.db = _Connection(self.url, self.path)
+            self.db = Connection(self.url, self.path)
             self.schema = self.db.schema  # the store's, its catalog queries' (not search_path's)
         except psycopg.Error as e:
             raise SabotError(f"audit database {self.path}: cannot connect "
@@ -368,7 +185,7 @@ class PgAuditStore(AuditStore):
         if have:
             row = self.db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
             if not row or row[0] != SCHEMA_VERSION:
-                raise SabotError(_not_this_schema(self.path, row and row[0]))
+                raise SabotError(not_this_schema(self.path, row and row[0]))
         return have
 
     def claim(self, shoe_id: int) -> None:
@@ -473,7 +290,7 @@ class PgAuditStore(AuditStore):
             return
         self.created = True
         for t in COLUMNS:
-            self.db.execute(table_sql(t))
+            self.db.execute(pg_table_sql(t))
         for sql in INDEXES:
             self.db.execute(sql)
         self.db.execute(FUNCTION_SQL)
@@ -635,10 +452,6 @@ class PgAuditStore(AuditStore):
         self._attempt = (self._pending[-1][0], no, prev) if self._pending else None
         return no, prev, rows, {}
 
-    def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
-        for table, rid, no, values, h in super().rows():  # BYTEA comes back as bytes already
-            yield table, rid, no, values, bytes(h)
-
     def discard_if_unused(self) -> None:
         """Close; the tables this run created go again when nobody stored anything in them (its
         schema row aside), checked under the chain's lock."""
@@ -665,7 +478,7 @@ def refuse_unwritable_url(url: str) -> None:
     changed."""
     shown = shown_url(url)
     try:
-        con = _Connection(url)
+        con = Connection(url)
     except psycopg.Error as e:
         raise SabotError(f"audit database {shown}: cannot connect ({short_reason(e)})") from None
     try:
@@ -678,7 +491,7 @@ def refuse_unwritable_url(url: str) -> None:
         if have:
             row = con.execute("SELECT value FROM meta WHERE name='schema'", ()).fetchone()
             if not row or row[0] != SCHEMA_VERSION:
-                raise SabotError(_not_this_schema(shown, row and row[0]))
+                raise SabotError(not_this_schema(shown, row and row[0]))
     except psycopg.Error as e:
         raise SabotError(f"audit database {shown}: {short_reason(e)}") from None
     finally:

@@ -21,7 +21,7 @@ from sabot import protocol as pr
 from sabot import tlog
 from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.cosign import Cosigned, Cosigner
-from sabot.audit.store import AuditStore
+from sabot.audit.store import AuditStore, open_store
 from sabot.audit.watch import Watch
 from sabot.protocol import FrameError
 from sabot.registry import ShoeEntry
@@ -74,7 +74,7 @@ class Validator:
                  batch_verify: bool = False, cosigner: Cosigner | None = None) -> None:
         self.config = config
         self.shoe_id = config.shoe_id
-        self.store = store if isinstance(store, AuditStore) else AuditStore(store)
+        self.store = store if isinstance(store, AuditStore) else open_store(store)
         self.deframer = pr.Deframer()
         self.on_record = on_record
         self.on_alarm = on_alarm

@@ -46,6 +46,7 @@ from sabot.audit.store import (
     SCHEMA_VERSION,
     AuditStore,
     StoreUnreadable,
+    open_store,
     row_hash,
 )
 from sabot.audit.store_checks import (
@@ -101,7 +102,7 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
     named ("elsewhere"), not required (a casino whose shoes write to several stores checks each
     shoe in its own). "wrong_registry" (None, or what registry_misfit found): the registry, named
     `registry` in the problem, is not this store's — bad input, not a store that does not hold."""
-    store = AuditStore(path, writer=False)
+    store = open_store(path, writer=False)
     walk = _Walk(configs, witnesses)
     walk.counts["witnessed"], walk.counts["unwitnessed"], walk.counts["elsewhere"] = [], [], []
     walk.counts["wrong_registry"] = None

@@ -485,9 +485,9 @@ def cmd_verify_firmware(args: argparse.Namespace) -> int:
         raise NoIntegrityAnswer(f"{e} (a shoe ignores a challenge for another shoe id: is it "
                                 "the registered shoe? sabot status tells)") from None
     if args.db:
-        from sabot.audit.store import AuditStore
+        from sabot.audit.store import open_store
 
-        store = AuditStore(args.db)
+        store = open_store(args.db)
         store.log_integrity(r)
         store.close()
     if args.json:

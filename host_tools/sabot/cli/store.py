@@ -47,9 +47,9 @@ def history_args(p: argparse.ArgumentParser) -> None:
 @commands("history", history_args, help="reconstruct hands from the audit store",
           example="sabot history --db audit.db --shoe 1 --round 12")
 def cmd_history(args: argparse.Namespace) -> int:
-    from sabot.audit.store import AuditStore
+    from sabot.audit.store import open_store
 
-    store = AuditStore(args.db, writer=False)  # never writes, and refuses a foreign file
+    store = open_store(args.db, writer=False)  # never writes, and refuses a foreign file
     try:
         if args.operations:
             for op in store.operations(args.shoe_id):
@@ -272,12 +272,12 @@ def pit_role_args(p: argparse.ArgumentParser) -> None:
           "owning role; prints every shoe's pit after.",
           example="sabot pit-role --db postgresql://it@db1/floor --role pit1 --shoe-id 0x5ab00001")
 def cmd_pit_role(args: argparse.Namespace) -> int:
-    from sabot.audit.store import AuditStore, is_server_url
+    from sabot.audit.store import is_server_url, open_store
 
     if not is_server_url(args.db):
         raise SabotError(f"{args.db} is a SQLite file, with one writer: row security per pit is "
                          "for a floor's PostgreSQL store (--db postgresql://...)")
-    store = AuditStore(args.db)
+    store = open_store(args.db)
     try:
         store.assign_pit(args.role, args.shoe_id)
         pits = store.pits()

@@ -462,10 +462,10 @@ def entry_words(op: dict[str, Any]) -> str:
 def operations_of(store_path: str) -> Callable[[], list[dict[str, Any]]]:
     """The operator log as a page reads it (its own read-only connection each time)."""
     def read() -> list[dict[str, Any]]:
-        from sabot.audit.store import AuditStore
+        from sabot.audit.store import open_store
 
         try:
-            store = AuditStore(store_path, writer=False)
+            store = open_store(store_path, writer=False)
         except SabotError:
             return []
         try:

@@ -25,7 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from sabot.audit.operator_log import NOTE_MAX
-from sabot.audit.store import AuditStore
+from sabot.audit.store import open_store
 from sabot.errors import SabotError
 from sabot.pit import shift
 from sabot.pit.accounts import OPERATE, SEE_LOG, Session, name_problem
@@ -265,7 +265,7 @@ class Duties:
             opened = self._open_alarms()
 
             def build() -> list[shift.TableShift]:
-                with closing(AuditStore(self.pit.db, writer=False)) as store:
+                with closing(open_store(self.pit.db, writer=False)) as store:
                     return shift.build(store, names, start, end, opened)
             try:
                 built = await read(build)

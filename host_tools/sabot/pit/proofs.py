@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from sabot.audit.store import AuditStore
+from sabot.audit.store import AuditStore, open_store
 from sabot.errors import SabotError
 from sabot.pit.scoreboard import receipt_path
 from sabot.pit.tables import Pit
@@ -60,7 +60,7 @@ def receipt_routes(pit: Pit) -> list[Route]:
             return 404, f"no table {p['table']}\n"
         if not (0 < p["shoe"] < 1 << 16 and 0 < p["round"] < 1 << 16):
             return 404, "no such round: shoes and rounds are numbered 1 to 65535\n"
-        with closing(AuditStore(pit.db, writer=False)) as store:
+        with closing(open_store(pit.db, writer=False)) as store:
             try:
                 return 200, make_receipt(store, t.config, p["shoe"], p["round"])
             except SabotError as e:
@@ -126,7 +126,7 @@ def log_routes(pit: Pit) -> list[Route]:
         return t, best
 
     def reading(answer: Callable[[AuditStore], Response]) -> Response:
-        with closing(AuditStore(pit.db, writer=False)) as store:  # one reader a request
+        with closing(open_store(pit.db, writer=False)) as store:  # one reader a request
             return answer(store)
 
     def checkpoint_of(store: AuditStore, shoe: str) -> Response:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sabot.audit.cosign import Cosigner
-from sabot.audit.store import AuditStore
+from sabot.audit.store import AuditStore, open_store
 from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
@@ -55,7 +55,7 @@ def parse_shoe(text: str) -> tuple[str, int | None]:
 def shared_writer(path: str, pit: str = "") -> AuditStore:
     """The one writer store, usable from every validator thread (each use under the serve
     lock); on a floor's database its connection says which pit writes (the floor page's)."""
-    return AuditStore(path, threads=True, name=writer_name(pit))
+    return open_store(path, threads=True, name=writer_name(pit))
 
 
 def writer_name(pit: str) -> str:

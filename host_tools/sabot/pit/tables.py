@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sabot.audit.store import AuditStore, StoredRecord
+from sabot.audit.store import AuditStore, StoredRecord, open_store
 from sabot.audit.validator import contract_round
 from sabot.audit.watch import LiveEdges, offered_wagers
 from sabot.errors import SabotError
@@ -136,7 +136,7 @@ class Pit:
 
     def _store(self) -> AuditStore:
         if self.store is None:
-            self.store = AuditStore(self.db, writer=False)
+            self.store = open_store(self.db, writer=False)
         return self.store
 
     def _view(self, shoe_id: Any) -> TableView | None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sabot import keys
-from sabot.audit.store import AuditStore
+from sabot.audit.store import AuditStore, open_store
 from sabot.audit.validator import Validator, contract_round
 from sabot.audit.verify import verify
 from sabot.errors import SabotError
@@ -425,7 +425,7 @@ def run_soak(shoes: int = 1, seed: int = 0, fault_rate: float = 0.04, workdir: s
                 plans.append(tokens)
         finally:
             s.close()
-        store = AuditStore(s.db, writer=False)
+        store = open_store(s.db, writer=False)
         try:
             outcome = judge_store(store, plans, exact=not mistake_rate)
         finally:
