@@ -141,10 +141,11 @@ screenshots: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
 	SABOT_SCREENSHOTS=1 $(BIN)/python -m pytest -q -n 3 tests/test_serve.py tests/test_shift.py \
 		tests/test_pit_operations.py
 
-# speed and memory figures of the tools and firmware (`make figures` is the same; `sabot bench`
-# is something else: a scripted shoe through a shoe, round by round)
+# speed and memory figures of the tools and firmware, printed and written to docs/FIGURES.md
+# (`make figures` is the same; `sabot bench` is something else: a scripted shoe through a shoe,
+# round by round)
 bench figures: $(STAMP) $(KERNEL)
-	$(BIN)/python bench/bench.py
+	SABOT_BENCH_COMMAND="make $@" $(BIN)/python bench/bench.py
 
 table: $(STAMP)
 	$(BIN)/sabot table generate

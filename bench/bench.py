@@ -1,12 +1,13 @@
-"""`make bench`: speed and memory figures for docs/PERFORMANCE.md (and README and the documents
-citing them). Each section prints one line of figures: its name, then a JSON object whose keys are
-the ones LABELS names for it.
+"""`make bench`: the speed, memory and size figures, written to docs/FIGURES.md (bench/page.py).
+Each section prints one line of figures: its name, then a JSON object whose keys are the ones
+LABELS names for it; then the load average at its start and end.
 
-Run: make bench   (or .venv/bin/python bench/bench.py [section ...])
+Run: make bench   (or .venv/bin/python bench/bench.py [section ...] [--no-page])
 
-The documents cite every figure by its label, `section.key` (tests/test_figures.py: each label
-they name is one of LABELS; main() checks each section prints exactly its LABELS), so a figure
-they state is one this file prints."""
+A full run writes every section of docs/FIGURES.md, a run of some sections only theirs. The
+hand-written documents (docs/PERFORMANCE.md, README and those citing it) cite each figure by its
+label, `section.key`, linked to its row there, and copy no number (tests/test_figures.py; main()
+checks each section prints exactly its LABELS)."""
 
 import hashlib
 import json
@@ -1041,37 +1042,70 @@ assert set(LABELS) == set(SECTIONS)
 
 
 def machine():
-    """The machine line docs/PERFORMANCE.md quotes: CPU, cores, Python, MicroPython unix port."""
+    """The machine the figures are from: CPU, cores, memory, kernel, Python, MicroPython."""
     from sabot.paths import micropython
 
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
                 if line.startswith("model name")), platform.processor() or "?")
+    memory = next((int(line.split()[1]) for line in open("/proc/meminfo")
+                   if line.startswith("MemTotal:")), 0)
     mp = subprocess.run([micropython(), "-c", "import sys; print('%d.%d.%d' % "
                          "sys.implementation.version[:3])"], capture_output=True,
                         text=True).stdout.strip()
-    load = "/".join(f"{x:.1f}" for x in os.getloadavg())  # other work skews every timing
-    return (f"{platform.machine()} {os.cpu_count()} cores ({cpu}), Python "
-            f"{platform.python_version()}, MicroPython unix port {mp}, {platform.platform()}; "
-            f"load average at start {load}")
+    return (f"{platform.machine()} {os.cpu_count()} cores ({cpu}), {memory / 2**20:.1f} GiB "
+            f"memory, {platform.system()} {platform.release()}, Python "
+            f"{platform.python_version()}, MicroPython unix port {mp}")
 
 
-def main(names):
+def load():
+    """The load average (1, 5, 15 minutes): other work skews every timing."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def command(args):
+    """The command as it was run: `make bench` sets SABOT_BENCH_COMMAND; else this process's."""
+    here = [os.path.relpath(a, ROOT) if os.path.isabs(a) else a
+            for a in (sys.executable, sys.argv[0])]
+    return os.environ.get("SABOT_BENCH_COMMAND") or " ".join([*here, *args])
+
+
+def main(args):
+    """Run the sections named (all without any), print each one's figures, and write each to
+    docs/FIGURES.md as it finishes (--no-page: print only; --page PATH: another page)."""
+    from page import PAGE, write
+
+    page = PAGE
+    if "--no-page" in args:
+        page = None
+    elif "--page" in args:
+        page = Path(args[args.index("--page") + 1])
+    names = [a for i, a in enumerate(args)
+             if not a.startswith("--") and (i == 0 or args[i - 1] != "--page")]
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:
         sys.exit(f"bench: no section {', '.join(unknown)} (sections: {', '.join(SECTIONS)})")
-    print(f"# machine: {machine()}")
-    print("# command: make bench  (.venv/bin/python bench/bench.py " + " ".join(names) + ")"
-          if names else "# command: make bench", flush=True)
+    on, run = machine(), command(args)
+    print(f"# machine: {on}")
+    print(f"# command: {run}", flush=True)
     t0 = time.perf_counter()
     for name in names or SECTIONS:
-        t = time.perf_counter()
+        t, at, load_start = time.perf_counter(), time.strftime("%Y-%m-%d %H:%M UTC",
+                                                               time.gmtime()), load()
         figures = SECTIONS[name]()
         if set(figures) != set(LABELS[name]):  # the documents' labels would drift from the output
             sys.exit(f"bench: section {name} printed {sorted(set(figures) - set(LABELS[name]))}"
                      f" beyond LABELS and not {sorted(set(LABELS[name]) - set(figures))}")
         figures["section_s"] = round(time.perf_counter() - t, 1)
         print(name, json.dumps(figures), flush=True)
+        load_end = load()
+        print(f"# {name}: load average {load_start} at the start, {load_end} at the end",
+              flush=True)
+        if page:
+            write(page, {name: {"figures": figures, "command": run, "machine": on, "date": at,
+                                "load_start": load_start, "load_end": load_end}}, list(SECTIONS))
     print(f"# total {time.perf_counter() - t0:.0f} s", flush=True)
+    if page:
+        print(f"# written to {page}", flush=True)
 
 
 if __name__ == "__main__":
