@@ -521,7 +521,8 @@ def _nor_shoe(tmp, log, gap):
     from statistics import median
 
     from sabot.game import cards
-    from sabot.virtual.board import Dealer, VirtualBoard
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer import Dealer
 
     from kit import provision_shoe
 
@@ -570,7 +571,8 @@ def _flood_shoe(tmp, name, flood_rate, cards, gap, hellos=False):
     from sabot.audit.validator import Validator
     from sabot.game import cards as deck
     from sabot.link.host import HostLink
-    from sabot.virtual.board import Dealer, VirtualBoard
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer import Dealer
 
     from kit import provision_shoe
     from kit.flood import Flood

@@ -18,7 +18,7 @@ from kit.run import RUN_DIR
 def pytest_configure(config):
     # the `board` marker is registered in pyproject.toml ([tool.pytest.ini_options])
     # Every sabot command the tests run, and every in-process virtual board, signs in SIGN_MS:
-    # set before collection, because sabot.virtual.board reads it when it is first imported.
+    # set before collection, because sabot.virtual.element reads it when it is first imported.
     config._sabot_env = pytest.MonkeyPatch()
     config._sabot_env.setenv("SABOT_SIGN_MS", str(SIGN_MS))
     # What the run's workers share (kit/run.py): a directory they inherit, where the first test

@@ -17,7 +17,14 @@ from sabot import protocol as pr
 from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.link.host import HostLink
-from sabot.virtual.board import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes, sensor_frame
+from sabot.virtual.dealer_channel import (
+    CONFIRM,
+    EMPTY,
+    EXIT_EDGE,
+    SUPERVISOR,
+    card_bytes,
+    sensor_frame,
+)
 
 from kit import SABOT, signing_shoe
 

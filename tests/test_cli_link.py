@@ -199,7 +199,8 @@ def test_what_answers_instead_of_a_registered_shoe_is_named_with_what_to_do(cli,
 def dealing_shoe(tmp_path_factory):
     """A provisioned virtual shoe on a board, three cards into its shoe (frames it holds
     unacknowledged), and the registry; the command key it was provisioned with, and another."""
-    from sabot.virtual.board import VirtualBoard, card_bytes
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer_channel import card_bytes
 
     from kit import SIGN_MS, provision_shoe
 

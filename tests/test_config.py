@@ -272,7 +272,8 @@ def test_a_six_deck_shoe_on_micropython_from_provision_to_the_validator(tmp_path
     seventh ace of spades is the shoe's irregularity and the host's inventory_exceeded."""
     from sabot.audit.validator import Validator
     from sabot.link.host import HostLink
-    from sabot.virtual.board import VirtualBoard, card_bytes
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer_channel import card_bytes
 
     from kit import SIGN_MS, free_port_for_tests
 

@@ -41,7 +41,7 @@ def shoes_dealt(shoes, tmp_path):
 
     from sabot import keys
     from sabot.audit.validator import contract_round
-    from sabot.virtual.board import Dealer
+    from sabot.virtual.dealer import Dealer
     from sabot.virtual.demo import DRAIN_WAIT, Session
 
     key = keys.create(str(tmp_path / "command.pem"))

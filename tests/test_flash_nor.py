@@ -116,7 +116,8 @@ def deal(tmp_path, log, cards, gap):
     from sabot.audit.validator import Validator
     from sabot.game import cards as deck
     from sabot.link.host import HostLink
-    from sabot.virtual.board import Dealer, VirtualBoard
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer import Dealer
 
     key, flash, config, _ = provision_shoe(tmp_path)
     board = VirtualBoard(flash, sign_ms=SIGN_MS, nor_erase_ms=45, nor_log=log).start()

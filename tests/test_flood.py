@@ -16,7 +16,8 @@ def test_lamps_keep_up_with_the_cards_under_a_flood_of_forged_commands(tmp_path)
     from sabot.audit.validator import Validator
     from sabot.game import cards
     from sabot.link.host import HostLink
-    from sabot.virtual.board import Dealer, VirtualBoard
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer import Dealer
 
     key, flash, config, _ = provision_shoe(tmp_path)
     # the emulated element's Verify takes a real chip's 60 ms: the cost a forged frame once

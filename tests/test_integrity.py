@@ -13,7 +13,8 @@ from sabot import keys
 from sabot.audit.validator import Validator
 from sabot.link.host import HostLink
 from sabot.release.build import build, code_digest
-from sabot.virtual.board import VirtualBoard, card_bytes
+from sabot.virtual.board import VirtualBoard
+from sabot.virtual.dealer_channel import card_bytes
 
 from kit import SABOT, SIGN_MS, provision_shoe
 

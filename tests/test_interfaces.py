@@ -312,7 +312,7 @@ def test_the_hosts_rule_names_exactly_the_resolutions_the_shoe_takes():
 def test_a_refused_resolution_names_the_ones_that_fit_the_hold(rig, cli):
     """On the firmware: the shoe runs out mid-round (cards_exhausted). void-card does not fit; the
     refusal names void-round and end-shoe, and void-round then resolves it."""
-    from sabot.virtual.board import EMPTY
+    from sabot.virtual.dealer_channel import EMPTY
 
     rig.deal("2C", "3C")
     rig.send(bytes([EMPTY]))

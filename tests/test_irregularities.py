@@ -7,7 +7,7 @@ import pytest
 
 from sabot import protocol as pr
 from sabot.protocol import KEEP_DUMMY, VOID_CARD, VOID_ROUND
-from sabot.virtual.board import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, sensor_frame
+from sabot.virtual.dealer_channel import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, sensor_frame
 
 pytestmark = pytest.mark.board  # every test here starts a process
 

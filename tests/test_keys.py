@@ -36,7 +36,7 @@ def key_forms(key):
 
 
 def secrets_of(tmp_path, root):
-    from sabot.virtual.board import element_store
+    from sabot.virtual.element import element_store
 
     store = Path(element_store(root / "data"))
     if not store.exists():

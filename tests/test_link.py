@@ -205,7 +205,8 @@ def test_frame_from_an_earlier_boot_replayed_later_is_rejected(tmp_path):
     from sabot.audit.validator import Validator
     from sabot.game import cards
     from sabot.link.host import HostLink
-    from sabot.virtual.board import Dealer, VirtualBoard
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer import Dealer
 
     from kit import SIGN_MS, provision_shoe
 

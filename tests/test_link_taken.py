@@ -190,7 +190,8 @@ class Lines:
 
 @pytest.mark.board
 def test_while_validate_holds_a_shoe_status_is_told_who_and_validate_goes_on(tmp_path):
-    from sabot.virtual.board import VirtualBoard, card_bytes
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer_channel import card_bytes
 
     key, flash, _, reg = provision_shoe(tmp_path)
     db, other, cap = tmp_path / "audit.db", tmp_path / "other.db", tmp_path / "cap.bin"

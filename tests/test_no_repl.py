@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from sabot.virtual.board import Dealer, VirtualBoard, card_bytes
+from sabot.virtual.board import VirtualBoard
+from sabot.virtual.dealer import Dealer
+from sabot.virtual.dealer_channel import card_bytes
 
 from kit import SIGN_MS, provision_shoe
 

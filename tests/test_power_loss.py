@@ -101,7 +101,8 @@ def test_frames_beyond_ram_come_back_from_flash_in_order(tmp_path):
     from sabot.audit.validator import Validator
     from sabot.game import cards
     from sabot.link.host import HostLink
-    from sabot.virtual.board import Dealer, VirtualBoard
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer import Dealer
 
     from kit import SIGN_MS, provision_shoe
 

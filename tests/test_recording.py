@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from sabot.virtual.board import Dealer
+from sabot.virtual.dealer import Dealer
 
 from kit import SABOT
 from kit.browser import browser

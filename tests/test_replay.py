@@ -286,7 +286,9 @@ def test_a_capture_kept_over_a_tty_across_two_validate_sessions_replays_as_they_
     import sabot.link.session as session_module
     from sabot.link.session import validate
     from sabot.link.transport import ShoePort
-    from sabot.virtual.board import SIGN_MS, Dealer, VirtualBoard
+    from sabot.virtual.board import VirtualBoard
+    from sabot.virtual.dealer import Dealer
+    from sabot.virtual.element import SIGN_MS
 
     key, flash, config, _ = provision_shoe(tmp_path)
     port_bytes = open(tmp_path / "port.bin", "ab")  # everything the port read

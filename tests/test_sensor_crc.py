@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from sabot.virtual.board import crc8 as host_crc8
-from sabot.virtual.board import sensor_frame
+from sabot.virtual.dealer_channel import crc8 as host_crc8
+from sabot.virtual.dealer_channel import sensor_frame
 
 from kit import FIRMWARE, ROOT
 

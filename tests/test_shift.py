@@ -19,7 +19,8 @@ import pytest
 from selenium.webdriver.support.ui import Select
 
 from sabot.game import cards, rules
-from sabot.virtual.board import PH_HELD, Dealer
+from sabot.protocol import PH_HELD
+from sabot.virtual.dealer import Dealer
 
 from kit.browser import browser, csp_violations, screenshot
 from kit.pit import (

@@ -21,7 +21,8 @@ from sabot.release.build import (
     release_key,
     sign_manifest,
 )
-from sabot.virtual.board import Dealer, VirtualBoard
+from sabot.virtual.board import VirtualBoard
+from sabot.virtual.dealer import Dealer
 
 from kit import SIGN_MS, provision_shoe, run_micropython
 

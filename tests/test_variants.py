@@ -7,7 +7,7 @@ import pytest
 from sabot import protocol as pr
 from sabot.audit.validator import Validator
 from sabot.protocol import variant_byte
-from sabot.virtual.board import REVEAL, card_bytes
+from sabot.virtual.dealer_channel import REVEAL, card_bytes
 
 from kit import signing_shoe, wait_for
 

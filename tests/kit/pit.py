@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 
 from sabot.game import cards, rules
-from sabot.virtual.board import PH_ENDED, PH_HELD
+from sabot.protocol import PH_ENDED, PH_HELD
 
 from kit.base import SABOT
 from kit.serve_rig import ServeRig
@@ -47,7 +47,7 @@ def held_rig(tmp_path):
     tokens = shoe[:burn + sum(len(r["player"]) + len(r["banker"]) for r in rounds) + 2]
     rig = ServeRig(tmp_path, shoes=1, seed=11, accounts=make_accounts(tmp_path), tokens=tokens)
     board = rig.boards[0]
-    from sabot.virtual.board import Dealer
+    from sabot.virtual.dealer import Dealer
 
     dealer = Dealer(board, tokens, on_held=lambda b, ind: None)  # no supervisor key: the host
     end = time.monotonic() + 60

@@ -13,7 +13,9 @@ from sabot import keys
 from sabot.game import cards, rules
 from sabot.protocol import variant_byte
 from sabot.registry import Registry, ShoeEntry
-from sabot.virtual.board import Dealer, VirtualBoard, provision
+from sabot.virtual.board import VirtualBoard
+from sabot.virtual.dealer import Dealer
+from sabot.virtual.provisioning import provision
 
 from kit.base import SABOT
 from kit.procs import free_port_for_tests

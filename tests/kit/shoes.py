@@ -43,7 +43,7 @@ def provision_shoe(tmp, variant=None, key_file="command.pem", shoe_id=None, deck
     from sabot import keys
     from sabot.protocol import decode_variant
     from sabot.registry import Registry, ShoeEntry
-    from sabot.virtual.board import provision, set_variant
+    from sabot.virtual.provisioning import provision, set_variant
 
     key = keys.load_or_create(str(tmp / key_file))
     flash = str(tmp / "flash")
@@ -92,7 +92,7 @@ class Rig:
         self.settle()
 
     def deal(self, *tokens):
-        from sabot.virtual.board import card_bytes
+        from sabot.virtual.dealer_channel import card_bytes
 
         for t in tokens:
             self.send(card_bytes(t))

@@ -391,7 +391,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
             args.baud, log=lambda m: print(m, file=sys.stderr), decks=args.decks)
         version, where = 1, args.port
     else:
-        from sabot.virtual.board import element_store, kept, provision, set_variant
+        from sabot.virtual.element import element_store
+        from sabot.virtual.provisioning import kept, provision, set_variant
 
         sid = args.shoe_id
         if not kept(args.flash, key, sid):  # a new element: a new shoe

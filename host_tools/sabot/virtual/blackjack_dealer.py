@@ -15,7 +15,7 @@ from typing import Any
 
 from sabot.game.blackjack import card_value, follow_round, hand_total
 from sabot.protocol import BLACKJACK_PRESSES, END_SHOE, PH_ENDED, PH_HELD, VOID_ROUND
-from sabot.virtual.board import BETS, CONFIRM, EMPTY, PRESS, SUPERVISOR, card_bytes
+from sabot.virtual.dealer_channel import BETS, CONFIRM, EMPTY, PRESS, SUPERVISOR, card_bytes
 
 # the dealer's up card as 2..11 (an ace 11)
 _UP = range(2, 12)

@@ -1,240 +1,40 @@
-"""The virtual board (the firmware on the unix-port MicroPython) and a simulated dealer feeding it.
+"""The virtual board: the firmware on the unix-port MicroPython (or a Pico's or an ESP32's own code
+over the emulated machine) as a process, powered on, cut and stopped, its flash held by one board.
 
 The dealer talks to the board's recognition-module UART, exit sensor and buttons over the process's
-stdin, and watches its indicators on stdout (boards/virtual/board.py); the host link is a TCP
-socket."""
+stdin (dealer_channel.py), and watches its indicators on stdout (boards/virtual/board.py); the
+host link is a TCP socket."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import fcntl
 import os
 import queue
-import shutil
 import signal
 import socket
-import struct
 import subprocess
-import sys
-import tempfile
 import termios
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
-from sabot import keys, registry
 from sabot.errors import SabotError
-from sabot.game.cards import CUT
 from sabot.locks import try_lock
 from sabot.paths import BOARDS, FIRMWARE, micropython
-from sabot.protocol import (
-    CARD_MISSING,
-    CARDS_EXHAUSTED,
-    END_SHOE,
-    PH_ENDED,
-    PH_HELD,
-    VOID_CARD,
-    VOID_ROUND,
-    variant_byte,
-)
-from sabot.virtual import factory
-
-EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
-BETS, PRESS = 0x84, 0xA0  # blackjack: PRESS + 1..3: next, double, split
-# (after BETS, one byte: the bet spots, bit s-1 a wager at seat s)
-
-
-def crc8(data: bytes) -> int:
-    """CRC-8/DVB-S2 (poly 0xD5, init 0, not reflected, xorout 0): the recognition module's check
-    (docs/HARDWARE.md "The recognition module's frames"), computed bit by bit here,
-    independently of the firmware's table."""
-    c = 0
-    for b in data:
-        c ^= b
-        for _ in range(8):
-            c = ((c << 1) ^ 0xD5) & 0xFF if c & 0x80 else (c << 1) & 0xFF
-    return c
-
-
-def sensor_frame(kind: str, rank_suit: str = "--", confidence: int = 0xF0) -> bytes:
-    """The recognition module's frame for a card read (see firmware/shoe/sensor.py)."""
-    body = (kind + rank_suit).encode() + f"{confidence:02X}".encode()
-    return b"$" + body + b"*" + f"{crc8(body):02X}".encode() + b"\n"
-
-
-def card_bytes(token: str, confidence: int = 0xF0) -> bytes:
-    """What the dealer's draw of one shoe-file token puts on the dealer channel."""
-    if token == CUT:
-        return sensor_frame("C", "--", confidence) + bytes([EXIT_EDGE])
-    return sensor_frame("R", token, confidence) + bytes([EXIT_EDGE])
+from sabot.virtual.element import SIGN_MS, Element, element_store
 
 
 def free_port() -> int:
+    """A TCP port free on this machine now, for a board's host link."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def set_variant(flash_dir: str, variant: int, decks: int = 8) -> None:
-    """The table configuration a virtual shoe deals (its flash `variant`: variant byte, decks),
-    as provisioning writes it (firmware/shoe/provision.py)."""
-    with open(os.path.join(flash_dir, "variant"), "wb") as f:
-        f.write(bytes([variant, decks]))
-
-
-IDENTITY = struct.Struct(">IH")  # the flash file `identity`: shoe_id, result key version
-# The emulated element's Sign time: a real ATECC608's typical 50 ms, unless SABOT_SIGN_MS says
-# otherwise (the test suite runs it at 2 ms: what it tests is not the chip's speed).
-SIGN_MS = int(os.environ.get("SABOT_SIGN_MS") or 50)
-
-
-def element_store(flash_dir: str | os.PathLike[str]) -> str:
-    """The virtual shoe's secure element (its emulator's key store): a sibling of its flash
-    directory, outside the board's filesystem, as a chip is outside the MCU's flash."""
-    return os.path.normpath(os.fspath(flash_dir)) + ".element"
-
-
-def read_identity(flash_dir: str | os.PathLike[str]) -> tuple[int, int] | None:
-    """(shoe_id, key version) from the board's flash, or None when it has none."""
-    try:
-        with open(os.path.join(flash_dir, "identity"), "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    if len(raw) != IDENTITY.size:
-        return None
-    shoe_id, version = IDENTITY.unpack(raw)
-    return shoe_id, version
-
-
-def kept(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
-         shoe_id: int | None = None, store: str | None = None) -> bool:
-    """Whether provision() keeps the virtual shoe in `flash_dir` as it is: provisioned for this
-    command key (and shoe id, if given)."""
-    flash_dir = os.fspath(flash_dir)
-    store = store or element_store(flash_dir)
-    have = read_identity(flash_dir)
-    return (have is not None and (shoe_id is None or have[0] == shoe_id)
-            and os.path.isdir(store)
-            and factory.command_key_xy(store) == keys.xy(command_key.public_key()))
-
-
-class Provisioned(NamedTuple):
-    shoe_id: int
-    version: int  # the current result key version
-    public_pem: str  # its public half
-    serial: str  # the element's serial number, hex
-    # the log's first checkpoint, signed at provisioning ("" for a shoe kept as it was)
-    first_checkpoint: str = ""
-
-
-def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
-              shoe_id: int | None = None, store: str | None = None,
-              variant: int | None = None) -> Provisioned:
-    """Factory provisioning of a virtual shoe through the chip's own commands
-    (sabot.virtual.factory, the shoe's provisioning code): the element (emulator store at
-    `<flash_dir>.element`, or `store`) gets sabot's configuration, makes result key 1 inside,
-    takes the command key's public half, and both its zones are locked; the flash gets `identity`
-    (shoe_id, key version; no key: the key never leaves the element). A shoe already provisioned
-    for this command key (and shoe_id, if given) is kept as it is; any other starts anew with a
-    factory-fresh element, flash wiped."""
-    flash_dir = os.fspath(flash_dir)
-    store = store or element_store(flash_dir)
-    have = read_identity(flash_dir)
-    command_xy = keys.xy(command_key.public_key())
-    if have is not None and kept(flash_dir, command_key, shoe_id, store):
-        pem = keys.public_pem(registry.public_from_xy(factory.result_public_xy(store, have[1])))
-        return Provisioned(have[0], have[1], pem, factory.element(store).serial().hex())
-    if shoe_id is None:
-        shoe_id = struct.unpack(">I", os.urandom(4))[0] & 0x7FFFFFFF
-    os.makedirs(flash_dir, exist_ok=True)
-    for name in os.listdir(flash_dir):
-        p = os.path.join(flash_dir, name)
-        shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-    shutil.rmtree(store, ignore_errors=True)
-    made = factory.provision(store, flash_dir, shoe_id,
-                             variant_byte() if variant is None else variant, command_xy)
-    serial, xy, proof = made[:3]
-    key = registry.check_provisioning(serial, shoe_id, xy, command_xy, proof)
-    return Provisioned(shoe_id, 1, keys.public_pem(key), serial.hex(),
-                       registry.first_checkpoint(shoe_id, made[5], key))
-
-
-_RUNNING: weakref.WeakSet[Element] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_elements() -> None:
-    """No emulator outlives the program that started it, whatever its boards' owners forgot."""
-    for element in list(_RUNNING):
-        element.stop()
-
-
-class Element:
-    """The virtual shoe's secure element: the emulator in its own process, listening on a unix
-    socket in a private temporary directory. It outlives the board's power cuts (as a chip keeps
-    its keys and counters, its state is in its store)."""
-
-    def __init__(self, store: str, sign_ms: int = SIGN_MS) -> None:
-        self.store = store
-        self.sign_ms = sign_ms
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.tmp: str | None = None
-        self.address = ""
-
-    def start(self, timeout: float = 10) -> str:
-        """Start it unless it runs; its address (`unix:PATH`)."""
-        if self.proc is not None and self.proc.poll() is None:
-            return self.address
-        if not os.path.isdir(self.store):
-            raise SabotError(f"no secure element at {self.store}: provision the virtual shoe "
-                             "(sabot provision --flash DIR)")
-        self.tmp = self.tmp or tempfile.mkdtemp(prefix="sabot-element-")
-        self.address = f"unix:{os.path.join(self.tmp, 'element.sock')}"
-        proc = self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sabot.virtual.element_emulator", "--store", self.store,
-             "--listen", self.address, "--sign-ms", str(self.sign_ms)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _RUNNING.add(self)
-        said: queue.Queue[bytes] = queue.Queue()
-
-        def read() -> None:
-            for line in proc.stderr or ():
-                said.put(line)
-            said.put(b"")
-
-        threading.Thread(target=read, daemon=True).start()
-        lines: list[bytes] = []
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                line = said.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line and b"listening" in line:
-                return self.address
-            if line:
-                lines.append(line)
-                continue
-            self.stop()
-            last = lines[-1].decode(errors="replace").strip() if lines else "no message"
-            raise SabotError(f"the virtual shoe's secure element did not start: {last}")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-        if self.tmp:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp = None
-
-
 BLANK_EXIT = 5  # boards/virtual/main.py: a factory-fresh shoe, whose port is the REPL's
+RESET_EXIT = 4  # machine.reset() (boards/virtual/main.py, boards/emulated): a crash or an update
 FLASH_LOCK = ".board.lock"  # in the flash directory (the data dir: in no code digest, no deploy
 # touches it): held by the board that has the flash, from its first power-on until stop()
 
@@ -526,174 +326,6 @@ class VirtualBoard:
         for s in (self.proc.stdout, self.proc.stderr):
             if s:
                 s.close()
-
-
-def describe_show(what: str, values: tuple[Any, ...], blackjack: bool = False) -> str:
-    """The shoe's lamps and display as a technician reads them, one line (`blackjack`: a
-    blackjack shoe's, whose lamps say whose hand draws)."""
-    from sabot.protocol import ANNOUNCEMENTS, DUE, IRREGULARITIES, PHASES, WINNERS, blackjack_due
-
-    if what == "H":
-        hands = " ".join("D" if h == "dealer" else str(h + 1) for h in values)
-        return f"display: each card's hand, for the dealer's confirm: {hands}"
-
-    if what == "A":
-        pt, bt, winner, ann = values
-        said = "".join(f'  "{name}"' for bit, name in ANNOUNCEMENTS if ann & bit)
-        return (f"display: player {pt}  banker {bt}  -> {WINNERS.get(winner, winner)}{said}")
-    phase, due, position, shoe, rnd, alarm, reveal = values
-    name = (PHASES + ("tilt",))[phase] if phase <= len(PHASES) else str(phase)
-    lamps = f"draw for {DUE[due]}" if 0 < due < len(DUE) else "no hand lamp"
-    if blackjack:
-        said = blackjack_due(due)
-        lamps = ("confirm lamp: check the shown hands" if said == "confirm" else
-                 "no hand lamp" if said == "none" else f"draw for {said}")
-    if alarm:
-        kind = IRREGULARITIES[alarm] if alarm < len(IRREGULARITIES) else alarm
-        lamps += f", ALARM {kind} (supervisor or sabot resolve)"
-    if reveal:
-        lamps += ", reveal lamp"
-    return f"lamps: {lamps} | display: shoe {shoe} round {rnd} card {position} ({name})"
-
-
-def supervisor_default(board: VirtualBoard, state: tuple[int, ...]) -> None:
-    """The supervisor's usual call: discard the offending card (in the burn: go on); void the
-    round when a card is missing; end the shoe when it has run out of cards."""
-    code = {CARD_MISSING: VOID_ROUND, CARDS_EXHAUSTED: END_SHOE}.get(state[5], VOID_CARD)
-    board.send(bytes([SUPERVISOR + code]))
-
-
-class Dealer:
-    """Draws the cards of a shoe file into the virtual shoe, one at a time, as the indicators
-    allow.
-
-    After a power cut it resumes at the shoe's own position: no card is dealt twice or skipped."""
-
-    def __init__(self, board: VirtualBoard, tokens: list[str],
-                 on_held: Callable[[VirtualBoard, tuple[int, ...]], None] | None = None) -> None:
-        self.board = board
-        self.tokens = tokens
-        self.on_held = on_held or supervisor_default
-        self.held_seen = 0
-
-    def step(self, timeout: float = 10) -> bool:
-        """Deal the next card; returns False when the shoe has ended."""
-        b = self.board
-        ind = b.indicator if b.wait(lambda s: True, timeout) else None
-        if ind is None:
-            return True  # board off: nothing to do now
-        phase, _, position, _, _, _, reveal = ind
-        if phase == PH_ENDED:
-            return False
-        if reveal:
-            # Squeeze: the players have looked at their cards; the dealer releases them.
-            b.send(bytes([REVEAL]))
-            b.wait(lambda s: not s[6], timeout)
-            return True
-        if phase == PH_HELD:
-            self.held_seen += 1
-            self.on_held(b, ind)
-            b.wait(lambda s: s[0] != PH_HELD, timeout)
-            return True
-        if position >= len(self.tokens):
-            b.send(bytes([EMPTY]))
-            b.wait(lambda s: s[0] in (PH_ENDED, PH_HELD), timeout)
-            return True
-        b.send(card_bytes(self.tokens[position]))
-        b.wait(lambda s: s[2] > position or s[0] in (PH_HELD, PH_ENDED), timeout)
-        return True
-
-    def deal(self, progress: Callable[[tuple[int, ...] | None], None] | None = None) -> None:
-        while self.step():
-            if progress:
-                progress(self.board.indicator)
-
-
-RESET_EXIT = 4  # machine.reset() (boards/virtual/main.py, boards/emulated): a crash or an update
-
-
-def serve_repl(host: str, port: int, root: str, element: str | None = None) -> None:
-    """A blank virtual board's USB port: the unix-port MicroPython REPL on a
-    pseudo-terminal, running in the board's filesystem `root` (what mpremote sees as `:`). Like a
-    board's REPL it outlives USB reconnections; it ends with a hard reset (`machine.reset()`, as
-    `mpremote reset` sends it: the unix port has no such function, so the harness plays the board
-    and reboots) or a soft reset (which ends the unix process), and the board boots main.py.
-    `element`: the secure element's address (env SABOT_ELEMENT), so REPL code (maint.rekey())
-    reaches it."""
-    import pty
-    import select
-    import tty
-
-    master, slave = pty.openpty()
-    tty.setraw(slave)
-    repl = subprocess.Popen([micropython()], stdin=slave, stdout=slave, stderr=slave, cwd=root,
-                            env=dict(os.environ, MICROPYPATH=":" + str(root),
-                                     SABOT_FLASH="data",  # the board's data dir, as on a Pico
-                                     **({"SABOT_ELEMENT": element} if element else {})))
-    os.close(slave)
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((host, port))
-    srv.listen(1)
-    reset_at = 0.0
-    try:
-        while repl.poll() is None and not reset_at:
-            waiting: list[Any] = [srv, master]  # a socket and a file descriptor
-            ready, _, _ = select.select(waiting, [], [], 0.5)
-            # nobody connected: what the REPL says is lost, as on an unplugged port
-            if master in ready:
-                try:
-                    os.read(master, 4096)
-                except OSError:
-                    break
-            if srv not in ready:
-                continue
-            conn, _ = srv.accept()
-            with conn:
-                reset_at = _connected(conn, master, repl)
-    finally:
-        srv.close()
-        if repl.poll() is None:
-            repl.kill()
-        repl.wait()
-        os.close(master)
-
-
-def _connected(conn: socket.socket, master: int, repl: subprocess.Popen[bytes]) -> float:
-    """One host connection to the REPL bridge, until it hangs up or a hard reset is due: the
-    time of that reset (0.0: none). A host that hangs up, even as the REPL answers it, only
-    unplugs the port; the REPL stays, as a board's does."""
-    import select
-
-    heard, reset_at = b"", 0.0
-    while repl.poll() is None:
-        if reset_at and time.monotonic() > reset_at:
-            break  # the hard reset: the port drops and the board boots main.py
-        waiting: list[Any] = [conn, master]  # a socket and a file descriptor
-        ready, _, _ = select.select(waiting, [], [], 0.1)
-        if conn in ready:
-            try:
-                data = conn.recv(4096)
-            except OSError:
-                data = b""
-            if not data:
-                break  # unplugged; the REPL stays
-            heard = (heard + data)[-64:]
-            # mpremote's `reset` runs exactly this in the raw REPL (a file copied that only
-            # mentions machine.reset() is no reset)
-            if b"machine.reset()\x04" in heard and not reset_at:
-                reset_at = time.monotonic() + 0.3  # its answer goes out first
-            os.write(master, data)
-        if master in ready:
-            try:
-                data = os.read(master, 4096)
-            except OSError:
-                break
-            try:
-                conn.sendall(data)
-            except OSError:
-                break  # the host hung up as the REPL spoke
-    return reset_at
 
 
 def _lines(proc: subprocess.Popen[bytes]) -> Iterator[bytes]:

@@ -25,7 +25,10 @@ from sabot.link.session import COSIGN_WAIT
 from sabot.link.transport import DEFAULT_BAUD
 from sabot.protocol import PH_ENDED, PH_HELD, shoe_id_text
 from sabot.registry import Registry, ShoeEntry
-from sabot.virtual.board import SIGN_MS, Dealer, VirtualBoard, provision, set_variant
+from sabot.virtual.board import VirtualBoard
+from sabot.virtual.dealer import Dealer
+from sabot.virtual.element import SIGN_MS
+from sabot.virtual.provisioning import provision, set_variant
 
 DRAIN_WAIT = 10.0  # seconds for the shoe to deliver what it still holds once the dealing is over
 
@@ -295,7 +298,7 @@ def run_deal(shoe_file: str) -> list[tuple[str, dict[str, Any]]]:
 def show_on_stdout(board: VirtualBoard) -> None:
     """The board's lamps and display as lines on stdout, as a technician watching the shoe sees
     them (docs/COMMANDS.md, `sabot board`)."""
-    from sabot.virtual.board import describe_show
+    from sabot.virtual.dealer import describe_show
 
     blackjack = flash_table(board.flash_dir).get("game") == "blackjack"
 
@@ -377,7 +380,9 @@ def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | Non
     provisioned board runs root/main.py — a failed start tilts, a reset (after an update) boots
     again — and never offers the REPL, not even with no firmware at all."""
     from sabot.virtual import factory
-    from sabot.virtual.board import RESET_EXIT, Blank, Element, element_store, serve_repl
+    from sabot.virtual.board import RESET_EXIT, Blank
+    from sabot.virtual.element import Element, element_store
+    from sabot.virtual.repl_bridge import serve_repl
 
     os.makedirs(root, exist_ok=True)  # an empty one: a blank shoe's filesystem
     store = element_store(root)  # outside the board's filesystem: a factory-fresh chip if new
@@ -423,7 +428,7 @@ def _provision_board(flash_dir: str, key: CommandKey, registry: str | None,
                      store: str | None = None) -> None:
     """`sabot board --key FILE`: provision the virtual shoe for this command key (kept when it
     is) and register its result key."""
-    from sabot.virtual.board import element_store
+    from sabot.virtual.element import element_store
     from sabot.virtual.factory import attested
 
     shoe_id, version, pem, serial, first = provision(flash_dir, key, store=store)
@@ -451,7 +456,7 @@ def run_board(listen: tuple[str, int], flash_dir: str, shoe: list[str] | None = 
     _check_listen(host, port)
     if root:
         if key_file:
-            from sabot.virtual.board import element_store
+            from sabot.virtual.element import element_store
 
             os.makedirs(os.path.join(root, "data"), exist_ok=True)
             _provision_board(os.path.join(root, "data"), keys.load_or_create(key_file), registry,

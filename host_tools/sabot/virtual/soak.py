@@ -30,17 +30,10 @@ from sabot.link.host import HostLink
 from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, ShoePort
 from sabot.protocol import PH_ENDED, PH_HELD
 from sabot.registry import ShoeEntry
-from sabot.virtual.board import (
-    CONFIRM,
-    EMPTY,
-    EXIT_EDGE,
-    SUPERVISOR,
-    Dealer,
-    VirtualBoard,
-    card_bytes,
-    provision,
-    supervisor_default,
-)
+from sabot.virtual.board import VirtualBoard
+from sabot.virtual.dealer import Dealer, supervisor_default
+from sabot.virtual.dealer_channel import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes
+from sabot.virtual.provisioning import provision
 
 VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 
