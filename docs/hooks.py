@@ -112,7 +112,7 @@ def _link(m: re.Match[str], where: str, repo_url: str | None, name: str) -> str:
     in_repo = posixpath.normpath(posixpath.join(where, path)) if path else where
     if in_repo == "README.md":  # the home page
         return _with_target(m, HOME + (f"#{fragment}" if fragment else ""))
-    if in_repo == "docs" or in_repo.startswith("docs/"):
+    if (in_repo == "docs" or in_repo.startswith("docs/")) and not in_repo.endswith(".py"):
         if where == "docs":
             return m[0]  # a page or picture of the site, as written
         site = posixpath.relpath(in_repo, "docs")
