@@ -8,7 +8,7 @@ BOARD  ?= virtual
 PORT   ?=
 SHOES  ?= 3
 
-.PHONY: all demo test check lint screenshots bench figures firmware deploy table clean venv socat postgres golang docs
+.PHONY: all demo test check lint screenshots bench figures firmware deploy table dist clean venv socat postgres golang docs
 
 all: test
 
@@ -158,5 +158,21 @@ deploy: $(STAMP)
 	@test -n "$(PORT)" || { echo "make deploy needs PORT=URL (e.g. PORT=/dev/ttyACM0)"; exit 2; }
 	$(BIN)/sabot deploy --board $(BOARD) --port $(PORT) --key $(KEY)
 
+# The package a pit host or a bench installs (docs/INSTALL.md): dist/sabot-VERSION.tar.gz and its
+# wheel, built by uv from a staged copy of the committed-to-be files (git ls-files: nothing a run
+# left behind) — host_tools' package, the firmware and boards as its data (sabot/tree), and
+# packaging/setup.py, which compiles the exact-edge kernel into the wheel (or on install from the
+# sdist). The wheel is built from the sdist, so the sdist is known to be whole.
+DIST ?= dist
+DIST_STAGE ?= build/dist-src
+dist: $(STAMP)
+	rm -rf $(DIST_STAGE) $(DIST)
+	mkdir -p $(DIST_STAGE)/sabot/tree
+	git ls-files -z host_tools/sabot | tar --null -T - -cf - | tar -xf - -C $(DIST_STAGE) --strip-components=1
+	git ls-files -z firmware boards | tar --null -T - -cf - | tar -xf - -C $(DIST_STAGE)/sabot/tree
+	cp host_tools/pyproject.toml packaging/setup.py $(DIST_STAGE)/
+	$(BIN)/uv build -q --out-dir $(DIST) $(DIST_STAGE)
+	@ls $(DIST)/*
+
 clean:
-	rm -rf build .pytest_cache .mypy_cache .ruff_cache $(KERNEL)
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache $(KERNEL)

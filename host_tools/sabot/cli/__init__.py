@@ -21,8 +21,8 @@ __all__ = ["HelpFormatter", "build_parser", "main"]
 # `sabot --help` lists the commands in this order; a command not named here comes last
 ORDER = ("table", "analyze", "roads", "deal", "demo", "board", "validate", "serve", "replay",
          "audit", "settle", "firmware", "bench", "deploy", "verify-firmware", "provision", "soak",
-         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "floor", "witness",
-         "receipt", "bind", "protocol", "shuffle")
+         "history", "status", "new-shoe", "resolve", "accounts", "pit-role", "floor", "unit",
+         "witness", "receipt", "bind", "protocol", "shuffle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -130,3 +130,39 @@ def cmd_floor(args: argparse.Namespace) -> int:
     if not out["recording"]:
         raise NotVerified(out["verdict"].split(":", 1)[0])
     return 0
+
+
+UNITS = {"serve": "/etc/sabot/serve.toml", "witness": "/etc/sabot/witness.toml"}
+
+
+def unit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("service", choices=sorted(UNITS), help="which service's unit")
+    p.add_argument("--settings", metavar="FILE", default=None,
+                   help="the settings file (its --config) the service reads (default "
+                   "/etc/sabot/serve.toml or /etc/sabot/witness.toml)")
+
+
+@commands("unit", unit_args, help="print the systemd unit that runs serve or the witness",
+          description="Prints the hardened systemd unit of `sabot serve` or the witness (a "
+          "dedicated user, a read-only system, only its state directory writable; ready and "
+          "watched by systemd's notify socket), with this installation's sabot command and the "
+          "settings file it reads, for /etc/systemd/system (docs/INSTALL.md).",
+          example="sabot unit serve | sudo tee /etc/systemd/system/sabot-serve.service")
+def cmd_unit(args: argparse.Namespace) -> int:
+    import shutil
+    import sys
+    from importlib.resources import files
+    from pathlib import Path
+
+    exe = Path(sys.argv[0])
+    sabot = str(exe.resolve() if exe.name == "sabot" and exe.exists() else
+                shutil.which("sabot") or Path(sys.executable).with_name("sabot"))
+    if not Path(sabot).is_absolute() or not Path(sabot).exists():
+        raise SabotError(f"cannot find the installed sabot command (tried {sabot})")
+    template = files("sabot").joinpath("systemd", f"sabot-{args.service}.service").read_text()
+    config = args.settings or UNITS[args.service]
+    if not config.startswith("/"):
+        raise SabotError(f"--settings wants an absolute path (a unit has no working directory "
+                         f"of its own to take it from), not {config!r}")
+    print(template.replace("@SABOT@", sabot).replace("@CONFIG@", config), end="")
+    return 0

@@ -343,16 +343,20 @@ def kernel() -> _Kernel | None:
 
 
 def _load_kernel(here: str | None = None) -> _Kernel | None:
-    """_outcomes.so from the directory `here` (default: this module's), if it was built from the
-    outcomes.c there."""
+    """The kernel from the directory `here` (default: this module's), if it was built from the
+    outcomes.c there: _outcomes.so as the Makefile builds it, or as an installed package's build
+    names it (_outcomes.cpython-311-x86_64-linux-gnu.so)."""
     import ctypes
     import zlib
+    from importlib.machinery import EXTENSION_SUFFIXES
 
     here = here or os.path.dirname(os.path.abspath(__file__))
     try:
         with open(os.path.join(here, "outcomes.c"), "rb") as f:
             crc = zlib.crc32(f.read())
-        lib = ctypes.CDLL(os.path.join(here, "_outcomes.so"))
+        built = [os.path.join(here, "_outcomes" + suffix) for suffix in [".so",
+                                                                         *EXTENSION_SUFFIXES]]
+        lib = ctypes.CDLL(next((p for p in built if os.path.exists(p)), built[0]))
         lib.sabot_outcomes_source_crc.restype = ctypes.c_uint32
         if lib.sabot_outcomes_source_crc() != crc:
             return None  # built from another outcomes.c: `make` builds it again

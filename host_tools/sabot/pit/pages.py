@@ -266,7 +266,7 @@ def static_files() -> dict[str, bytes]:
     return {name: folder.joinpath(name).read_bytes() for name in STATIC_TYPES}
 
 
-def web_server(app: Starlette, hub: Hub, host: str, port: int, status: str,
+def web_server(app: Starlette, hub: Hub, host: str, port: int, status: str = "serving",
                alive: Callable[[], bool] | None = None) -> Any:
     """The uvicorn server of the pages, ready and watched as a service (sabot.service). Stopping,
     it first ends the pages' streams: an open page would otherwise hold its response until the

@@ -23,12 +23,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sabot.errors import SabotError
-from sabot.paths import BOARDS, FIRMWARE, ROOT
+from sabot.paths import BOARDS, FIRMWARE, WORK
 
 if TYPE_CHECKING:
     from _typeshed import StrPath
 
-BUILD = ROOT / "build"
+BUILD = WORK / "build"
 RELEASE_KEY = "sabot-release.pem"  # the firmware publisher's signing key, in the working directory
 # The firmware's version, signed into every MANIFEST: raise it with each release. A shoe takes no
 # update older than the highest version it has run (anti-rollback; firmware/shoe/integrity.py).
