@@ -17,6 +17,7 @@ from sabot import protocol as pr
 from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.link.host import HostLink
+from sabot.protocol import END_SHOE, KEEP_DUMMY, VOID_CARD, VOID_ROUND
 from sabot.virtual.dealer_channel import (
     CONFIRM,
     EMPTY,
@@ -28,7 +29,6 @@ from sabot.virtual.dealer_channel import (
 
 from kit import SABOT, signing_shoe
 
-VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 NATURALS = ("9S", "8D", "KD", "9C")
 
 

@@ -10,13 +10,13 @@ import random
 import pytest
 
 from sabot.game.blackjack import check_result, follow_round
-from sabot.protocol import decode_blackjack_result
+from sabot.protocol import PRESSES, decode_blackjack_result
 from sabot.release import table_gen
 
 from kit import ROOT
 
 RANKS, SUITS = "A23456789TJQK", "SHDC"
-PRESS = {"next": 1, "double": 2, "split": 3}
+PRESS = {name: kind for kind, name in PRESSES.items()}  # the shoe's press kinds
 
 
 def code(card):

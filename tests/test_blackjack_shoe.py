@@ -28,7 +28,7 @@ from shoe.dealing import PH_ENDED, PH_HELD
 from shoe.sensor import encode
 from shoe.store import Flash
 
-PRESS = {"next": 1, "double": 2, "split": 3}
+PRESS = {name: kind for kind, name in protocol.PRESSES.items()}  # the shoe's press kinds
 
 
 class Table(Link):

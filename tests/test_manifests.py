@@ -61,8 +61,9 @@ def test_board_manifest_freezes_the_ports_boot_then_exactly_the_shipped_files(bo
     assert targets[0] == "_boot.py"  # the port's own manifest came first
     fw = ROOT / "firmware"
     shoe = {p.relative_to(fw).as_posix() for p in (fw / "shoe").rglob("*.py")}
-    # its element bus (a socket) and its socket link's one-host rule
-    extra = {"i2c_socket.py", "one_host.py"} if board == "virtual" else set()
+    # its element bus (a socket), its socket link's one-host rule and its dealer channel
+    extra = ({"i2c_socket.py", "one_host.py", "dealer_channel.py"} if board == "virtual"
+             else set())
     usb = {t for t in targets if t.startswith("usb/")}
     assert set(targets) - usb == shoe | {"_boot.py", "board.py", "main.py", "maint.py"} | extra
     assert bool(usb) == (board == "rpi_pico")  # its host link is usb-device-cdc

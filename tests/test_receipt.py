@@ -317,7 +317,7 @@ def blackjack_receipt(tmp_path):
     placed = [15 if p == "dealer" else p
               for (k, _), p in zip(events, got["placed"], strict=True) if k == "card"]
     placed += [0] * (len(placed) % 2)
-    press = {"next": 0xF1, "double": 0xF2, "split": 0xF3}
+    press = {name: b for b, name in pr.BLACKJACK_PRESSES.items()}
     raw = bytes(pr.CARD_NAMES.index(w) if k == "card" else press[w] for k, w in events)
     result = signer.chained(pr.T_BLACKJACK_RESULT, struct.pack(">HHBBB", 1, 3, 0x12, 2, len(raw))
                             + raw + bytes(placed[i] << 4 | placed[i + 1]

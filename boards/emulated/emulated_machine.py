@@ -5,12 +5,10 @@ Test and bench infrastructure: no board manifest freezes anything from boards/em
 
 What it wires, from the board's data (`wire(board, ...)`):
   - the recognition module's UART (board.SENSOR_UART): fed from the dealer channel, the process's
-    stdin, one byte at a time as on the virtual board (boards/virtual/board.py): 0x00-0x7F are
-    the module's bytes, 0x80 the exit sensor's falling edge (its Pin IRQ handler runs), 0x81 the
-    dealer's confirm, 0x82 shoe-empty, 0x83 reveal, 0x91-0x94 the supervisor's key, 0xA1-0xA3
-    blackjack's next / double / split: the named button's pin (board.BUTTONS) is held low for
-    HOLD_MS, as a finger does; 0x84 then a byte: the bet-spot sensors (board.BET_SPOTS), a
-    spot's pin low while bit s-1 says a wager lies at seat s;
+    stdin, one byte at a time as on the virtual board (boards/virtual/dealer_channel.py): the
+    module's bytes; the exit sensor's falling edge (its Pin IRQ handler runs); a button, whose
+    named pin (board.BUTTONS) is held low for HOLD_MS, as a finger does; the bet-spot sensors
+    (board.BET_SPOTS), a spot's pin low while bit s-1 says a wager lies at seat s;
   - the lamps (board.LAMPS) and the buzzer's PWM (board.BUZZER): each change is a line on stdout,
     `P <lamp> <0|1>` and `B <duty_u16>`;
   - I2C: a SocketI2C (boards/virtual/i2c_socket.py) to the secure-element emulator; SDA driven low
@@ -32,6 +30,7 @@ import socket
 import sys
 import time
 
+import dealer_channel as dealer
 from i2c_socket import SocketI2C
 from one_host import Holder
 
@@ -39,11 +38,6 @@ HOLD_MS = 50  # a button press held this long: more than the firmware's 30 ms de
 # (counted from the firmware's first read of the pin held down, to a read that long after: a
 # machine too loaded to run the board loop every few ms still sees every press whole)
 _EAGAIN = 11
-_EXIT_EDGE = 0x80
-_BUTTON_BYTES = {0x81: "confirm", 0x82: "empty", 0x83: "reveal", 0x91: "void_card",
-                 0x92: "keep_dummy", 0x93: "void_round", 0x94: "end_shoe", 0xA1: "next",
-                 0xA2: "double", 0xA3: "split"}
-_BETS = 0x84
 
 _levels = {}  # pin id -> level
 _irqs = {}  # pin id -> IRQ handler
@@ -179,15 +173,15 @@ def _pump():
         if pin in _held or not _lifted.get(pin, True):
             _pending.append(b)  # pressed again once the firmware has seen the finger lift
             return
-        if b == _BETS:
+        if b == dealer.BETS:
             mask = _stdin.read(1)[0]
             for i, pin in enumerate(_wired["spots"]):
                 _levels[pin] = 0 if mask >> i & 1 else 1
             return  # placed before the next card leaves: the loop reads the spots first
-        if b < _EXIT_EDGE:
+        if b < dealer.EXIT_EDGE:
             _rx[0] += c
             continue
-        if b == _EXIT_EDGE:
+        if b == dealer.EXIT_EDGE:
             pin = _wired["exit"]
             _levels[pin] = 0
             handler = _irqs.get(pin)
@@ -348,7 +342,7 @@ def wire(board, element, listen, chunk=0):
     _uarts[board.SENSOR_UART] = "sensor"
     if board.LINK == "uart":
         _uarts[board.LINK_UART] = "link"
-    for b, name in _BUTTON_BYTES.items():
+    for b, name in dealer.BUTTONS.items():
         if name in board.BUTTONS:
             _buttons[b] = board.BUTTONS[name]
     for name, pin in board.LAMPS.items():

@@ -1,31 +1,19 @@
 """The virtual board: the shoe firmware on the MicroPython unix port. Its peripherals are data too.
 
-Dealer channel (the simulated recognition module, exit sensor and buttons): the process's stdin,
-one byte at a time: 0x00-0x7F are recognition-module UART bytes, 0x80 the exit sensor's edge, 0x81
-the dealer's confirm button, 0x82 the shoe-empty sensor, 0x83 the squeeze reveal button, 0x91-0x94
-the supervisor's resolution key (void card / keep as dummy hand / void round), 0xA1-0xA3
-blackjack's next / double / split, 0x84 then one byte: the bet spots (a bit per seat with a
-wager). Indicators: a line on stdout per change: `I <phase> <due> <position> <shoe> <round>
-<alarm> <reveal>`, at each result the display's `A <player total> <banker total> <winner>
-<announcements>`, and at a blackjack table `H <hex>` when the dealer's hand is complete: each
-card's hand, a nibble each (15 the dealer's), for the dealer to confirm. Host link: a TCP
-socket (pyserial `socket://HOST:PORT`). Secure element: the emulator's socket
-(host_tools/sabot/virtual/element_emulator.py), `--element unix:PATH|tcp:HOST:PORT` or
-$SABOT_ELEMENT."""
+Dealer channel (the simulated recognition module, exit sensor, buttons and bet spots): the
+process's stdin, one byte at a time (dealer_channel.py). Indicators: a line on stdout per change:
+`I <phase> <due> <position> <shoe> <round> <alarm> <reveal>`, at each result the display's
+`A <player total> <banker total> <winner> <announcements>`, and at a blackjack table `H <hex>`
+when the dealer's hand is complete: each card's hand, a nibble each (15 the dealer's), for the
+dealer to confirm. Host link: a TCP socket (pyserial `socket://HOST:PORT`). Secure element: the
+emulator's socket (host_tools/sabot/virtual/element_emulator.py), `--element
+unix:PATH|tcp:HOST:PORT` or $SABOT_ELEMENT."""
 
 import os
 
 NAME = "virtual"
 DECKS = 8  # the most decks this shoe holds; each shoe deals its provisioned count
 MIN_CONFIDENCE = 0x80  # recognition confidence below this is an unreadable card
-
-EXIT_EDGE = 0x80
-CONFIRM = 0x81
-EMPTY = 0x82
-REVEAL = 0x83  # squeeze: the dealer releases the hands
-SUPERVISOR = 0x90  # + resolution code 1..4
-PRESS = 0xA0  # + blackjack's press 1..3 (next, double, split)
-BETS = 0x84  # blackjack: the next byte is the bet spots (bit s-1: a wager at seat s)
 
 # The blank shoe's REPL helpers (firmware/maint.py) find flash and element as the board's main did.
 FLASH_DIR = os.getenv("SABOT_FLASH") or "flash"

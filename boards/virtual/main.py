@@ -4,7 +4,7 @@
 [--flash-bytes N]  (the most bytes a flash file may hold: the harness caps them so)
 
 The shoe runs through the same board loop as on a Pico (shoe/loop.py); its io is the simulated
-dealer's channel on stdin (board.py) and the host link, a TCP socket.
+dealer's channel on stdin (dealer_channel.py) and the host link, a TCP socket.
 
 The host link takes one host at a time (docs/PROTOCOL.md "One host at a time"): while a host
 holds it (connected, and heard from within LINK_IDLE_MS), a second connection is answered with
@@ -24,6 +24,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 import board  # noqa: E402
+import dealer_channel as dealer  # noqa: E402
 from one_host import Holder  # noqa: E402
 
 from shoe import loop, tilt  # noqa: E402
@@ -105,10 +106,8 @@ class SocketLink(Holder):
             mv = mv[n:]
 
 
-_BUTTON = {board.CONFIRM: loop.CONFIRM, board.EMPTY: loop.EMPTY, board.REVEAL: loop.REVEAL,
-           board.SUPERVISOR + 1: loop.VOID_CARD, board.SUPERVISOR + 2: loop.KEEP_DUMMY,
-           board.SUPERVISOR + 3: loop.VOID_ROUND, board.SUPERVISOR + 4: loop.END_SHOE,
-           board.PRESS + 1: loop.NEXT, board.PRESS + 2: loop.DOUBLE, board.PRESS + 3: loop.SPLIT}
+_BITS = dict(loop.BUTTON_BITS)
+_BUTTON = {b: _BITS[name] for b, name in dealer.BUTTONS.items()}  # dealer byte -> pressed() bit
 
 
 class DealerIO:
@@ -138,14 +137,14 @@ class DealerIO:
             self._bets_next = False
             self._bets = b
             return False
-        if b == board.BETS:
+        if b == dealer.BETS:
             self._bets_next = True
             return False
-        if b < board.EXIT_EDGE:
+        if b < dealer.EXIT_EDGE:
             self.sensor_buf[self._sensor] = b
             self._sensor += 1
             return self._sensor == len(self.sensor_buf)
-        if b == board.EXIT_EDGE:
+        if b == dealer.EXIT_EDGE:
             self._edges += 1
             self.lamps.edge()
         else:

@@ -7,4 +7,5 @@ module("board.py")
 module("main.py")
 module("i2c_socket.py")  # the bus to the secure element (the emulator's socket)
 module("one_host.py")  # the socket link's one-host rule
+module("dealer_channel.py")  # the simulated dealer's bytes on stdin
 module("maint.py", base_path="../../firmware")  # the blank shoe's REPL helpers (provisioning)

@@ -394,7 +394,11 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
     raise KeyError(kind)  # status and integrity carry no record
 
 
-BLACKJACK_PRESSES = {0xF1: "next", 0xF2: "double", 0xF3: "split"}
+# blackjack: the dealer's presses by kind (firmware/shoe/blackjack.py PRESS_*); among a round's
+# events, a press taken is PRESS_EVENT | its kind
+PRESSES = {1: "next", 2: "double", 3: "split"}
+PRESS_EVENT = 0xF0
+BLACKJACK_PRESSES = {PRESS_EVENT | kind: name for kind, name in PRESSES.items()}
 BLACKJACK_DEALER = 15  # the dealer's hand, in a result's nibbles
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sabot.game.blackjack import card_value, follow_round, hand_total
-from sabot.protocol import BLACKJACK_PRESSES, END_SHOE, PH_ENDED, PH_HELD, VOID_ROUND
-from sabot.virtual.dealer_channel import BETS, CONFIRM, EMPTY, PRESS, SUPERVISOR, card_bytes
+from sabot.protocol import END_SHOE, PH_ENDED, PH_HELD, VOID_ROUND
+from sabot.virtual.dealer_channel import BETS, BUTTONS, CONFIRM, EMPTY, SUPERVISOR, card_bytes
 
 # the dealer's up card as 2..11 (an ace 11)
 _UP = range(2, 12)
@@ -103,7 +103,6 @@ def _playing(state: dict[str, Any]) -> int | None:
 # ---- the dealer at the virtual board -----------------------------------------------------------
 CONFIRM_DUE = 0xFD  # the shoe's `due` once a round's cards are out: the dealer's confirm
 NONE_DUE = 0xFF  # between rounds
-PRESS_CODES = {name: b - 0xF0 for b, name in BLACKJACK_PRESSES.items()}  # next 1, double 2, ...
 
 
 class Held(Exception):
@@ -173,7 +172,7 @@ class TableDealer:
                 slip, times = False, self.rng.choice((0, 2))  # missed, or pressed twice
             for _ in range(times):
                 taken = b.taken
-                b.send(bytes([PRESS + PRESS_CODES[what]]))
+                b.send(bytes([BUTTONS[what]]))
                 b.wait(lambda s: b.taken > taken, 10)  # the shoe took it (and shows a hold)
                 self._check()
 

@@ -1,14 +1,22 @@
 """The dealer channel: the bytes a virtual or emulated board reads on its stdin as the dealer's
-recognition module, exit sensor, buttons and bet spots (boards/virtual/board.py), and the
-recognition module's frames for a card read."""
+recognition module, exit sensor, buttons and bet spots, and the recognition module's frames for a
+card read. The board reads them as boards/virtual/dealer_channel.py says (tests/
+test_dealer_channel.py holds the two to each other)."""
 
 from __future__ import annotations
 
 from sabot.game.cards import CUT
+from sabot.protocol import PRESSES, RESOLUTIONS
 
-EXIT_EDGE, CONFIRM, EMPTY, REVEAL, SUPERVISOR = 0x80, 0x81, 0x82, 0x83, 0x90
-BETS, PRESS = 0x84, 0xA0  # blackjack: PRESS + 1..3: next, double, split
-# (after BETS, one byte: the bet spots, bit s-1 a wager at seat s)
+EXIT_EDGE = 0x80  # the exit sensor's edge: a card left the shoe
+CONFIRM, EMPTY, REVEAL = 0x81, 0x82, 0x83  # the dealer's confirm, shoe-empty, squeeze reveal
+BETS = 0x84  # blackjack: the next byte is the bet spots (bit s-1: a wager at seat s)
+SUPERVISOR = 0x90  # + the supervisor's resolution (protocol.RESOLUTIONS, 1..4)
+PRESS = 0xA0  # + blackjack's press (protocol.PRESSES, 1..3)
+# every button's byte, by the name boards give it (board.BUTTONS)
+BUTTONS = {"confirm": CONFIRM, "empty": EMPTY, "reveal": REVEAL,
+           **{name: SUPERVISOR + code for code, name in enumerate(RESOLUTIONS) if code},
+           **{name: PRESS + kind for kind, name in PRESSES.items()}}
 
 
 def crc8(data: bytes) -> int:

@@ -28,14 +28,12 @@ from sabot.game import rules
 from sabot.game.cards import shuffled_shoe
 from sabot.link.host import HostLink
 from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, ShoePort
-from sabot.protocol import PH_ENDED, PH_HELD
+from sabot.protocol import END_SHOE, KEEP_DUMMY, PH_ENDED, PH_HELD, VOID_CARD, VOID_ROUND
 from sabot.registry import ShoeEntry
 from sabot.virtual.board import VirtualBoard
 from sabot.virtual.dealer import Dealer, supervisor_default
 from sabot.virtual.dealer_channel import CONFIRM, EMPTY, EXIT_EDGE, SUPERVISOR, card_bytes
 from sabot.virtual.provisioning import provision
-
-VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 
 FAULTS = ("power_cut", "validator_restart", "disconnect", "noise", "fragmented", "slow_writes")
 # what a careless dealer or supervisor does, anywhere in a shoe, the burn included
