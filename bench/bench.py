@@ -150,9 +150,9 @@ def bench_analyze():
 def _provisioned(tmp, name):
     """A provisioned shoe (flash identity, element store, command key) and its emulator process,
     signing at once (--sign-ms 0: the figures are the shoe's, not the chip's)."""
-    from kit.fw import EmulatorProcess, Shoe
+    from kit.fw import EmulatorProcess, ProvisionedShoe
 
-    shoe = Shoe(f"{tmp}/{name}")
+    shoe = ProvisionedShoe(f"{tmp}/{name}")
     em = EmulatorProcess(shoe.store, f"{tmp}/{name}.sock", "--sign-ms", 0, "--ecc-ms", 0,
                          "--cmd-ms", 0)
     return shoe, em

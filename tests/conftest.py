@@ -140,12 +140,13 @@ def mpy_build(tmp_path_factory):
 @pytest.fixture
 def shoe_flash(tmp_path):
     """A provisioned virtual-shoe flash directory (flash `identity`, an emulated secure element's
-    store and the host command key: kit.fw.Shoe) and a freshly shuffled 8-deck shoe file."""
+    store and the host command key: kit.fw.ProvisionedShoe) and a freshly shuffled 8-deck shoe
+    file."""
     from sabot.game import cards
 
-    from kit.fw import Shoe
+    from kit.fw import ProvisionedShoe
 
-    provisioned = Shoe(tmp_path)
+    provisioned = ProvisionedShoe(tmp_path)
     shoe = tmp_path / "shoe.txt"
     shoe.write_text(cards.format_shoe(cards.shuffled_shoe(8, seed=11)))
     return provisioned.flash, shoe, provisioned

@@ -35,7 +35,7 @@ def refused(call):
     return e.value.status == el_mod.EXECUTION_ERROR
 
 
-class Shoe:
+class FactoryShoe:
     """A provisioned virtual shoe: its element store, flash and what provisioning returned."""
 
     def __init__(self, tmp, shoe_id=SHOE):
@@ -71,7 +71,7 @@ def sign_raw(private_key, digest):
 
 @pytest.fixture
 def shoe(tmp_path):
-    return Shoe(tmp_path)
+    return FactoryShoe(tmp_path)
 
 
 # -- the message layout ---------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_a_certificate_is_good_for_one_version_of_one_shoe(shoe, tmp_path):
     with pytest.raises(SabotError, match="not certified"):
         twin.add_public_key(2, pem(xy2), cert2.hex())
     # another element's attestation key certifies nothing of this one
-    stranger = Shoe(tmp_path / "stranger")
+    stranger = FactoryShoe(tmp_path / "stranger")
     with pytest.raises(SabotError, match="not certified"):
         stranger.entry().add_public_key(2, pem(xy2), cert2.hex())
 

@@ -17,8 +17,7 @@ from sabot.game import blackjack, blackjack_settle, cards
 from sabot.virtual.blackjack_dealer import deal_round
 
 from kit import FIRMWARE, ROOT
-from kit.fw import Link, split
-from kit.fw import Shoe as Provisioned
+from kit.fw import Link, ProvisionedShoe, split
 
 sys.path.insert(0, str(FIRMWARE))
 
@@ -50,7 +49,7 @@ def variant(rule="s17", hole=True):
 
 
 def start(tmp_path, rule="s17", hole=True, decks=6):
-    shoe = Provisioned(tmp_path, variant=variant(rule, hole), decks=decks)
+    shoe = ProvisionedShoe(tmp_path, variant=variant(rule, hole), decks=decks)
     table = Table()
     app = ShoeApp(Flash(str(shoe.flash)), table, table, shoe.element())
     app.start()
@@ -260,7 +259,7 @@ def test_the_blackjack_shoe_allocates_nothing_on_micropython(mpy, tmp_path):
     path: the follower, the frames and the log allocate nothing."""
     from kit.fw import EmulatorProcess, write_acks
 
-    shoe = Provisioned(tmp_path, variant=variant("h17", True), decks=6)
+    shoe = ProvisionedShoe(tmp_path, variant=variant("h17", True), decks=6)
     rng = random.Random(24)
     it = iter(t for t in cards.shuffled_shoe(6, seed=24) if t != "CUT")
     stream = bytearray([2, cards.card_index(next(it))])  # the burn card

@@ -118,7 +118,7 @@ def test_the_shoe_deals_the_deck_count_it_was_provisioned_with(tmp_path, decks):
     and announces that count; `decks` copies of a card are fine on shoe and host, one more is
     the shoe's inventory irregularity and the host's inventory_exceeded."""
     variant = VARIANTS[decks * 5 % len(VARIANTS)]  # the deck counts spread over the variants
-    shoe = fw.Shoe(tmp_path, variant=variant, decks=decks)
+    shoe = fw.ProvisionedShoe(tmp_path, variant=variant, decks=decks)
     assert (shoe.flash / "variant").read_bytes() == bytes((variant, decks))
     rig = InProcess(tmp_path, shoe, entry_for(shoe.shoe_id, shoe.public_key(), variant, decks))
     assert rig.app.shoe.decks == decks
@@ -141,7 +141,7 @@ def test_a_shoe_without_a_deck_count_deals_its_boards_and_never_more(tmp_path):
     """A shoe provisioned before the deck count was written (a one-byte `variant`) deals its
     board's DECKS, as it did; a count beyond what the board holds is not taken, and the
     shoe_start says so to the host (config_mismatch against the registry)."""
-    shoe = fw.Shoe(tmp_path, decks=6)
+    shoe = fw.ProvisionedShoe(tmp_path, decks=6)
     flash = shoe.flash
     for n, (written, board_decks, announced) in enumerate(
             [(b"\x02", 8, 8), (b"\x02\x06", 4, 4), (b"\x02\x00", 8, 8), (b"\x02\x06", 8, 6)]):

@@ -20,15 +20,14 @@ from sabot.game import cards, rules
 from sabot.protocol import P256_ORDER
 
 from kit import FIRMWARE
-from kit.fw import Link, payload_of, split, verify
-from kit.fw import Shoe as Provisioned
+from kit.fw import Link, ProvisionedShoe, payload_of, split, verify
 
 sys.path.insert(0, str(FIRMWARE))
 
 from shoe import cobs, frames
 from shoe.app import ShoeApp
 from shoe.cards import CUT, NO_CARD
-from shoe.dealing import PH_ENDED, PH_HELD, PH_ROUND, Shoe
+from shoe.dealing import PH_ENDED, PH_HELD, PH_ROUND, DealingState
 from shoe.outbox import Outbox
 from shoe.port import CommandPort
 from shoe.sensor import READ_CARD, READ_CUT, READ_NONE, SensorDecoder, encode
@@ -56,8 +55,8 @@ def code(n):
 
 # ---- round state machine -------------------------------------------------------------------
 def deal_with_state_machine(tokens):
-    """The firmware's Shoe dealing a shoe file, collected as round records."""
-    s = Shoe(8)
+    """The firmware's DealingState dealing a shoe file, collected as round records."""
+    s = DealingState(8)
     s.new_shoe()
     rounds = []
     for t in tokens:
@@ -89,7 +88,7 @@ def test_state_machine_cut_card_during_the_burn_and_between_rounds():
 
 
 def test_state_machine_holds_a_card_not_due_and_voids_it():
-    s = Shoe(8)
+    s = DealingState(8)
     s.new_shoe()
     for t in ("AS", "2S", "9S", "8D", "KD", "9C"):  # burn; a natural round
         s.card_out(number(t))
@@ -199,7 +198,7 @@ def test_golden_result_frame(tmp_path):
     assert body == bytes.fromhex(
         "020400010102030400050000002a000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c"
         "1d1e1f0001000732002400302108000100")
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     el = shoe.element()
     buf = bytearray(frames.MAX_FRAME)
     buf[: len(body)] = body
@@ -233,7 +232,7 @@ def test_golden_status_payload():
 
 # ---- outbox ----------------------------------------------------------------------------------
 def test_outbox_finishes_in_order_chains_digests_and_reads_older_back_from_the_log(tmp_path):
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     log = RecordLog(Flash(str(shoe.flash)))
     box = Outbox(log, shoe.element(), slots=4)
     box.key_id, box.shoe, box.boot = 1, frames.shoe_bytes(9), 1
@@ -287,7 +286,7 @@ class Recorder:
 
 
 def port_for(tmp_path):
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     port = CommandPort((1, shoe.shoe_id), shoe.element())
     port.start()
     return shoe, port
@@ -372,7 +371,7 @@ def slow_port(tmp_path, verify_ms=60):
     from sabot.virtual.factory import ChipBus
     from shoe.element import Element
 
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     chip = em.Chip(em.KeyStore(shoe.store), sign_ms=0, ecc_ms=verify_ms, cmd_ms=0)
     port = CommandPort((1, shoe.shoe_id), Element(ChipBus(chip)))
     port.start()
@@ -479,7 +478,7 @@ def check_stream(shoe, sent):
 
 
 def test_app_deals_a_shoe_signed_and_resumes_after_a_power_cut_at_every_record(tmp_path):
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     tokens = cards.shuffled_shoe(8, seed=3)[:60]
     link = Link()
     app = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
@@ -519,7 +518,7 @@ def test_the_shoes_log_goes_on_across_the_compaction_and_a_power_cut(tmp_path):
     compacts the flash log (the edge carried over in R_TREE records), a power cut reboots the
     shoe from that log, and the checkpoint the host then asks for is the root of every chained
     frame the shoe ever sent, from seq 1 — computed here by sabot.tlog from the frames alone."""
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     link = Link()
     app = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
     app.start()

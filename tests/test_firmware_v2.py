@@ -22,8 +22,7 @@ from shoe.store import R_CHECKPOINT, R_FINAL, Flash, RecordLog
 from shoe.tilt import TiltShoe
 
 from kit import fw
-from kit.fw import Shoe as Provisioned
-from kit.fw import split, verify
+from kit.fw import ProvisionedShoe, split, verify
 
 
 class Link(fw.Link):
@@ -49,7 +48,7 @@ def hello(app, shoe, **kw):
 
 
 def started(tmp_path, variant=None):
-    shoe = Provisioned(tmp_path, variant=variant)
+    shoe = ProvisionedShoe(tmp_path, variant=variant)
     link = Link()
     app = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
     app.start()
@@ -287,7 +286,7 @@ def test_boot_check_wants_the_digest_and_the_release_signature(tmp_path, monkeyp
     tree = tmp_path / "tree"
     (tree / "shoe").mkdir(parents=True)
     (tree / "shoe" / "app.py").write_text("x = 1\n")
-    shoe = Provisioned(tmp_path / "s")
+    shoe = ProvisionedShoe(tmp_path / "s")
     el = shoe.element()
     key, public = release_key()
     signed_manifest(tree, key)
@@ -308,7 +307,7 @@ def test_boot_check_wants_the_digest_and_the_release_signature(tmp_path, monkeyp
 
 def test_tilted_shoe_answers_with_signed_status_and_integrity(tmp_path, monkeypatch):
     monkeypatch.setattr(integrity.os, "ilistdir", ilistdir, raising=False)
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "main.py").write_text("pass\n")
@@ -437,7 +436,7 @@ def test_a_supervisor_resolution_while_a_status_is_signed_and_an_ack_is_taken_go
     taken for its check when the supervisor resolves at the shoe: the resolution finishes the
     check first, and that waits for the element. The status must be moved on meanwhile (before,
     the shoe spun in CommandPort.finish forever, its lamps and link dead: seen in a soak)."""
-    shoe = Provisioned(tmp_path)
+    shoe = ProvisionedShoe(tmp_path)
     link = Link()
     element = CountsPending(shoe.element())
     app = ShoeApp(Flash(str(shoe.flash)), link, link, element)

@@ -223,7 +223,7 @@ def firmware_holds(seed, steps=400, decks=1, blackjack=False):
     from shoe.cards import CUT, NO_CARD
 
     rng = random.Random(seed)
-    shoe = fw.Shoe(decks)
+    shoe = fw.DealingState(decks)
     if blackjack:
         shoe.bj = Round()
     shoe.new_shoe()
@@ -270,7 +270,8 @@ def firmware_holds(seed, steps=400, decks=1, blackjack=False):
 
 
 def clone(shoe):
-    """A copy of the firmware's Shoe to try a resolution on (its state: numbers and bytearrays)."""
+    """A copy of the firmware's DealingState to try a resolution on (its state: numbers and
+    bytearrays)."""
     twin = copy.copy(shoe)
     for name, value in vars(shoe).items():
         if isinstance(value, bytearray):

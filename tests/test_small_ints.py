@@ -18,8 +18,7 @@ from shoe.dealing import PH_ENDED
 from shoe.store import Flash, crc_into
 
 from kit import FIRMWARE
-from kit.fw import Link, split
-from kit.fw import Shoe as Provisioned
+from kit.fw import Link, ProvisionedShoe, split
 
 SMALL = range(-(2**30), 2**30)
 SHOE = FIRMWARE / "shoe"
@@ -118,7 +117,7 @@ def test_a_whole_shoe_with_acks_and_hellos_holds_no_int_beyond_30_bits(tmp_path)
     shoe's compaction."""
     from sabot.game import cards
 
-    shoe = Provisioned(tmp_path, shoe_id=0xFFFFFFF7)
+    shoe = ProvisionedShoe(tmp_path, shoe_id=0xFFFFFFF7)
     link = Link()
     app = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
     app.start()

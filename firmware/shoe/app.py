@@ -27,7 +27,7 @@ from shoe.dealing import (
     PH_ENDED,
     PH_HELD,
     RES_VOID_ROUND,
-    Shoe,
+    DealingState,
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.element import ElementError
@@ -120,7 +120,7 @@ class ShoeApp:
         self.variant = raw[0] if raw else frames.V_DEFAULT
         if raw and len(raw) > 1 and 1 <= raw[1] <= decks:
             decks = raw[1]
-        self.shoe = Shoe(decks)
+        self.shoe = DealingState(decks)
         if self.variant & 3 == frames.V_BLACKJACK:
             from shoe.blackjack import Round  # only at a blackjack table: RAM
 

@@ -58,7 +58,9 @@ CUT_FINISH_THEN_ONE = const(1)  # out during a round: finish it, then one more
 CUT_NEXT_IS_LAST = const(2)
 
 
-class Shoe:
+class DealingState:
+    """Where the shoe is in its dealing: phase, round, cards out and what they were."""
+
     def __init__(self, decks=8):
         self.decks = decks
         self.inventory = bytearray(52)  # each readable card that left the shoe, whatever it became

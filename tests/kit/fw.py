@@ -34,7 +34,7 @@ from shoe import cobs, frames
 SHOE_ID = 9
 
 
-class Shoe:
+class ProvisionedShoe:
     """A provisioned shoe: flash directory, element store, command key."""
 
     def __init__(self, tmp, shoe_id=SHOE_ID, version=1, variant=None, decks=8):

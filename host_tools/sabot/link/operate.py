@@ -397,7 +397,8 @@ class Operation:
 
 
 # Which resolution fits which hold, as the shoe decides it (firmware/shoe/dealing.py
-# Shoe.resolve; tests/test_interfaces.py checks the two agree): named when the shoe refuses one.
+# DealingState.resolve; tests/test_interfaces.py checks the two agree): named when the shoe
+# refuses one.
 RESOLUTION_RULE = ("void-card applies to every hold but a card_missing or cards_exhausted after "
                    "the burn; keep-dummy only to a readable card drawn between rounds "
                    "(card_not_due, two_cards); void-round to every hold after the burn; end-shoe "

@@ -53,7 +53,7 @@ class ServeAlarm:
 
 
 class Recording:
-    """The watch over one serve's store and links. `shoes`: its Shoe objects (pit/serve.py);
+    """The watch over one serve's store and links. `shoes`: its ServedShoe objects (pit/serve.py);
     `lock`: the serve lock over the store; `say`: serve's log (a line and its severity);
     `notify`: the pages."""
 

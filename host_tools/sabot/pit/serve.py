@@ -87,7 +87,10 @@ class LockedValidator(Validator):
 
 
 @dataclass
-class Shoe:
+class ServedShoe:
+    """A shoe as serve validates it: its link, its registry entry and, once started, its
+    validator and session."""
+
     url: str
     key: CommandKey | None  # the host command key: signs the acknowledgements
     config: ShoeEntry
@@ -123,7 +126,7 @@ class Validation:
     """The validating side of `sabot serve`: a validation session per shoe, each in its own
     thread, over one shared writer store."""
 
-    def __init__(self, db: str, shoes: list[Shoe],
+    def __init__(self, db: str, shoes: list[ServedShoe],
                  notify: Callable[[], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None,
                  pit: str = "", cosigner: Callable[[], Cosigner | None] = lambda: None,
@@ -218,7 +221,7 @@ class Validation:
             self.lock.release()
         return True
 
-    def _shoe(self, shoe_id: int) -> Shoe | None:
+    def _shoe(self, shoe_id: int) -> ServedShoe | None:
         return next((s for s in self.shoes if s.config.shoe_id == shoe_id), None)
 
     def log(self, shoe_id: int, entry: dict[str, Any], seq: int | None = None) -> None:
@@ -354,13 +357,13 @@ def _told(table: str) -> Callable[[SabotError], None]:
 
 def load_shoes(specs: list[str], registry: str | None,
                entry: Callable[[str | None, int | None, str, int], ShoeEntry],
-               key: CommandKey | None, baud: int = 115200) -> list[Shoe]:
+               key: CommandKey | None, baud: int = 115200) -> list[ServedShoe]:
     """Each `--shoe URL[=SHOE_ID]` with its registry entry (as `sabot validate`: without an id,
     the shoe on the port says which it is), all acknowledged with the host command key."""
     shoes = []
     for spec in specs:
         url, shoe_id = parse_shoe(spec)
-        shoes.append(Shoe(url, key, entry(registry, shoe_id, url, baud)))
+        shoes.append(ServedShoe(url, key, entry(registry, shoe_id, url, baud)))
     ids = [s.config.shoe_id for s in shoes]
     if len(set(ids)) != len(ids):
         raise SabotError("two --shoe name the same shoe: give each its id, --shoe URL=SHOE_ID")
