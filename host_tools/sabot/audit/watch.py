@@ -143,8 +143,9 @@ class LiveEdges:
 _CODES = {r + s: i * 4 + j + 1 for i, r in enumerate(RANKS) for j, s in enumerate(SUITS)}
 
 
-def card_code(card: Any) -> int | None:
-    """1..52 for a canonical card code, None for anything else (an unread card, the cut card)."""
+def card_number(card: Any) -> int | None:
+    """A card's number, 1..52, from its canonical code; None for anything else (an unread card,
+    the cut card)."""
     return _CODES.get(card) if isinstance(card, str) else None
 
 
@@ -158,7 +159,7 @@ def record_cards(kind: str, rec: Mapping[str, Any]) -> list[int]:
         cards = [c for k, c in rec["events"] if k == "card"]
     else:
         return []
-    return [c for c in map(card_code, cards) if c is not None]
+    return [c for c in map(card_number, cards) if c is not None]
 
 
 class SequenceIndex:

@@ -37,6 +37,7 @@ def card_index(code: str) -> int:
 
 
 def card_code(index: int) -> str:
+    """The canonical code ("AS") of the card the shoe numbers `index`, 0..51."""
     if not 0 <= index < 52:
         raise SabotError(f"card number {index} out of range 0..51")
     return RANKS[index // 4] + SUITS[index % 4]
