@@ -44,6 +44,12 @@ socat:
 		{ $$SUDO $(APT) update -q >/dev/null 2>&1 && $$SUDO $(APT) install -y -q socat >/dev/null; }; }
 	@command -v socat >/dev/null 2>&1 || { echo "socat is missing and could not be installed"; exit 2; }
 
+# systemd-analyze checks the services' units as docs/INSTALL.md has IT check them
+# (tests/test_install.py); Debian's systemd package has it (nothing is started by installing it).
+/usr/bin/systemd-analyze:
+	$(SUDO) $(APT) install -y -q --no-install-recommends systemd >/dev/null || { \
+		$(SUDO) $(APT) update -q >/dev/null && $(SUDO) $(APT) install -y -q --no-install-recommends systemd >/dev/null; }
+
 # The PostgreSQL audit store's tests start their own servers (tests/kit/pg.py: initdb and pg_ctl in
 # a temporary directory, loopback only): Debian's postgresql provides them. Its own cluster is
 # not started by this (the tests make theirs).
@@ -108,7 +114,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
-test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver
+test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver /usr/bin/systemd-analyze
 	$(COMPILE)
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \
