@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 from sabot import note, tlog
 from sabot.errors import SabotError
 from sabot.game import rules
+from sabot.game.blackjack import PRESSES as PRESS_NAMES
 from sabot.game.cards import card_code
 
 # ---- frame layout ----------------------------------------------------------------------------
@@ -394,9 +395,9 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
     raise KeyError(kind)  # status and integrity carry no record
 
 
-# blackjack: the dealer's presses by kind (firmware/shoe/blackjack.py PRESS_*); among a round's
-# events, a press taken is PRESS_EVENT | its kind
-PRESSES = {1: "next", 2: "double", 3: "split"}
+# blackjack: the dealer's presses by kind, 1..3 (firmware/shoe/blackjack.py PRESS_*); among a
+# round's events, a press taken is PRESS_EVENT | its kind
+PRESSES = dict(enumerate(PRESS_NAMES, 1))
 PRESS_EVENT = 0xF0
 BLACKJACK_PRESSES = {PRESS_EVENT | kind: name for kind, name in PRESSES.items()}
 BLACKJACK_DEALER = 15  # the dealer's hand, in a result's nibbles
