@@ -155,18 +155,22 @@ def follow_round(seats: Sequence[int], events: Sequence[tuple[str, str]], rule: 
         took = isinstance(who, int) and not initial and _pressed(hands, who, what)
         taken += took
         if took and what == "split":
-            second = hands[who + 1]["cards"][0]
-            # the cards placed in later hands are in them one place on, the pair's second in
-            # the new hand
-            placed[:] = [o + 1 if type(o) is int and o > who else o for o in placed]
-            for i in range(len(placed) - 1, -1, -1):
-                if tuple(events[i]) == ("card", second) and placed[i] == who:
-                    placed[i] = who + 1
-                    break
+            _place_split(placed, events, who, hands[who + 1]["cards"][0])
         owner.append(took)
         placed.append(None)
     return {"hands": hands, "dealer": dealer, "owner": owner, "placed": placed,
             "complete": not initial and due() is None}
+
+
+def _place_split(placed: list[Any], events: Sequence[tuple[str, str]], who: int,
+                 second: str) -> None:
+    """Hand `who` split: the cards placed in later hands are in them one place on, the pair's
+    second card (`second`) in the new hand."""
+    placed[:] = [o + 1 if type(o) is int and o > who else o for o in placed]
+    for i in range(len(placed) - 1, -1, -1):
+        if tuple(events[i]) == ("card", second) and placed[i] == who:
+            placed[i] = who + 1
+            return
 
 
 def _pressed(hands: list[dict[str, Any]], who: int, what: str) -> bool:
