@@ -50,6 +50,11 @@ socat:
 	$(SUDO) $(APT) install -y -q --no-install-recommends systemd >/dev/null || { \
 		$(SUDO) $(APT) update -q >/dev/null && $(SUDO) $(APT) install -y -q --no-install-recommends systemd >/dev/null; }
 
+# sqlite3 takes a SQLite pit's backup as docs/INSTALL.md has IT take it (tests/test_install.py).
+/usr/bin/sqlite3:
+	$(SUDO) $(APT) install -y -q sqlite3 >/dev/null || { \
+		$(SUDO) $(APT) update -q >/dev/null && $(SUDO) $(APT) install -y -q sqlite3 >/dev/null; }
+
 # The PostgreSQL audit store's tests start their own servers (tests/kit/pg.py: initdb and pg_ctl in
 # a temporary directory, loopback only): Debian's postgresql provides them. Its own cluster is
 # not started by this (the tests make theirs).
@@ -114,7 +119,8 @@ lint: $(STAMP)
 TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
-test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver /usr/bin/systemd-analyze
+test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver /usr/bin/systemd-analyze \
+	/usr/bin/sqlite3
 	$(COMPILE)
 	$(BIN)/sabot table check
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \

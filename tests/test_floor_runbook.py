@@ -7,13 +7,12 @@ floor`'s refusals, each one line, on the run's shared server.
 Stood in for, and why (kit/runbook.py): apt-get (the packages are here already), systemctl (the
 test's servers are started and stopped with pg_ctl, not systemd) and `sudo -u postgres` (the
 test's servers run as the test's own user, nobody under root, with a home of the test's). Not
-run: the install-sabot block (it fetches the repository and PyPI's packages; its make targets
-are checked here) and the serve block (it names USB shoes: serve runs with virtual shoes and
+run: the install-sabot block (docs/INSTALL.md's install, which tests/test_install.py runs: this
+one is held to it here) and the serve block (it names USB shoes: serve runs with virtual shoes and
 that block's URL for pit 1). Every other block runs as written."""
 
 import json
 import shutil
-import subprocess
 import time
 
 import psycopg
@@ -152,17 +151,24 @@ def test_the_runbook_as_written_keeps_the_floor_recording_through_a_failover(tmp
         floor.stop()
 
 
-def test_the_install_block_names_make_targets_this_clone_has():
-    """The install-sabot block is not run (it clones from the casino's server and installs
-    from PyPI); what it asks of make is there: make -n runs nothing."""
+def test_the_install_block_is_install_md_s():
+    """The install-sabot block is not run here: it installs sabot as docs/INSTALL.md does, whose
+    blocks tests/test_install.py runs — the same pipx environment and command directory as its
+    settings, and the same pipx install of a wheel make dist builds."""
+    import re
+
     from kit.runbook import blocks
 
-    line = next(x for x in blocks()["install-sabot"].splitlines() if x.startswith("make "))
-    targets = line.split()[3:]
-    assert "venv" in targets
-    r = subprocess.run(["make", "-n", "-C", str(ROOT), *targets], capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stderr
+    block = blocks()["install-sabot"]
+    install = (ROOT / "docs" / "INSTALL.md").read_text()
+    for name in ("PIPX_HOME", "PIPX_BIN_DIR"):
+        ours = re.search(rf"\b{name}=(\S+)", block)
+        theirs = re.search(rf"\b{name}=(\S+)", install)
+        assert ours and theirs and ours[1] == theirs[1], name
+    wheel = re.search(r"^pipx install \./(sabot-\S+\.whl)$", block, re.M)
+    assert wheel, "a pipx install of the wheel"
+    assert re.fullmatch(r"sabot-\d+\.\d+\.\d+-cp311-cp311-linux_x86_64\.whl", wheel[1])
+    assert re.search(r'^pipx install "\$WHEEL"$', install, re.M)
 
 
 # ---- sabot floor's refusals, each one line, nothing changed --------------------------------

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.board, pytest.mark.long]
 DOC = ROOT / "docs" / "INSTALL.md"
 BLOCK = re.compile(r"^<!-- install: ([\w-]+) -->\n```[^\n]*\n(.*?)^```", re.S | re.M)
 ORDER = ["settings", "build", "install", "users", "files", "serve-settings", "serve-unit",
-         "witness", "upgrade"]
+         "witness", "backup", "upgrade"]
 SHOE_ID = "0x5ab00001"
 LOGFMT = re.compile(r'^time=\S+ level=(critical|error|warning|notice|info) program=(serve|witness)'
                     r' msg=("([^"\\]|\\.)*"|\S+)$')
@@ -84,7 +84,8 @@ def test_install_as_documented(tmp_path):
             "DB": "pit.db", "SHOES": f"socket://127.0.0.1:{shoe_port}={SHOE_ID}",
             "LISTEN": f"127.0.0.1:{listen_port}", "WITNESS_LISTEN": f"127.0.0.1:{witness_port}",
             "ETC": t / "etc", "STATE": varlib / "sabot",
-            "UNITS": t / "units", "PIPX_HOME": t / "pipx", "PIPX_BIN_DIR": t / "localbin"}
+            "UNITS": t / "units", "BACKUPS": t / "backups", "PIPX_HOME": t / "pipx",
+            "PIPX_BIN_DIR": t / "localbin"}
     assert settings_names(doc["settings"]) == set(ours), "the page's settings, each given here"
     # the repository's own tools are not on this machine's PATH: only what pipx installs
     # the machine's own environment (its package index, certificates and caches), but a PATH of
@@ -200,7 +201,7 @@ def _services(run, env, t, ours, listen_port):
     assert wnotes.startswith(f"READY=1|STATUS=http://{ours['WITNESS_LISTEN']}/add-checkpoint"), \
         wnotes
 
-    # 8. upgraded in place: the restart is clean, the new serve ready, and what was stored kept
+    # 7. a SQLite pit's backup, taken while serve runs, and checked
     seen = [0]
 
     def settled():  # the shoe dealt out: no new round for two seconds
@@ -211,6 +212,11 @@ def _services(run, env, t, ours, listen_port):
         return now if done else 0
 
     before = wait_for("the whole shoe stored", settled, 120)
+    out = run("backup")
+    assert re.search(rf"^ok: \d+ frames, {before} rounds", out, re.M), out
+    assert len(list(ours["BACKUPS"].glob("pit-*.db"))) == 1
+
+    # 8. upgraded in place: the restart is clean, the new serve ready, and what was stored kept
     run("upgrade")
     assert (t / "systemd" / "sabot-serve.notify").read_text().startswith("READY=1|")
     wait_for("the restarted serve's pages to say it records",
