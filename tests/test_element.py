@@ -483,3 +483,18 @@ def test_a_new_driver_finds_the_chip_awake(emulator):
     with pytest.raises(ElementError) as err:
         second.sign(0, bytearray(64))  # the resync slept the chip: no stale TempKey is signed
     assert err.value.status == element.EXECUTION_ERROR
+
+
+@pytest.mark.board
+def test_a_new_driver_waits_out_a_command_the_last_one_left_running(emulator):
+    """The MCU reset mid-Sign (a power cut to it alone; the chip kept power): the chip answers
+    nothing until that Sign ends, and the new driver's wake waits for it instead of failing
+    the boot."""
+    e = emulator("--sign-ms", 80, "--ecc-ms", 0, "--cmd-ms", 0)
+    first = Element(SocketI2C(e.spec))
+    first.load_digest(hashlib.sha256(b"cut").digest())
+    first.sign_start(0)  # queued: the chip executes it for 80 ms
+    began = time.monotonic()
+    second = Element(SocketI2C(e.spec))  # the MCU rebooted at once
+    assert second.info() == bytes.fromhex("00006003")
+    assert time.monotonic() - began >= 0.05, "the wake waited for the Sign to end"

@@ -106,6 +106,7 @@ _RX_MAX = const(3 + 64)
 # in ms; a blocking call polls until then, plus slack for the bus and the host.
 _EXEC_MS = {INFO: 5, RANDOM: 23, GENKEY: 115, NONCE: 20, SIGN: 115, VERIFY: 105, COUNTER: 25,
             SHA: 36, READ: 5, WRITE: 45, LOCK: 35}
+_BUSY_MAX_MS = const(115)  # the longest of them (GenKey, Sign)
 # The chip's watchdog puts it to sleep 1.3 s after a wake, losing TempKey; idle + wake before
 # that restarts it and keeps TempKey. 700 ms leaves room for a Sign and a late poll.
 _REWAKE_MS = const(700)
@@ -276,8 +277,19 @@ class Element:
     def wake(self):
         """Wake the chip and check its 04 11 33 43. A chip found awake already (the MCU reset,
         the chip kept power) ignores the pulse and still holds its last response: it is put to
-        sleep, which also clears a TempKey this driver did not load, and woken again."""
-        if not self._wake_once():
+        sleep, which also clears a TempKey this driver did not load, and woken again. One still
+        executing a command the MCU sent before it reset answers nothing until that command
+        ends: the wake is tried again for the longest execution time."""
+        began = ticks_ms()
+        while True:
+            try:
+                awake = self._wake_once()
+                break
+            except ElementError:
+                if ticks_diff(ticks_ms(), began) > _BUSY_MAX_MS + self._slack:
+                    raise
+                sleep_ms(5)
+        if not awake:
             self._control(_WA_SLEEP)
             if not self._wake_once():
                 raise ElementError(WAKE_FAILED)
