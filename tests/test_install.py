@@ -23,8 +23,9 @@ BLOCK = re.compile(r"^<!-- install: ([\w-]+) -->\n```[^\n]*\n(.*?)^```", re.S | 
 ORDER = ["settings", "build", "install", "users", "files", "serve-settings", "serve-unit",
          "witness", "backup", "upgrade"]
 SHOE_ID = "0x5ab00001"
-LOGFMT = re.compile(r'^time=\S+ level=(critical|error|warning|notice|info) program=(serve|witness)'
-                    r' msg=("([^"\\]|\\.)*"|\S+)$')
+LOGFMT = re.compile(r"^time=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d "
+                    r"level=(critical|error|warning|notice|info) program=(serve|witness) "
+                    r'msg=("([^"\\]|\\.)*"|\S+)$')
 
 # what a test machine cannot do as written (the page names each)
 STAND_INS = {
@@ -147,7 +148,6 @@ def test_install_as_documented(tmp_path):
     subprocess.run([bench, "accounts", "add", "--accounts", "pit1-accounts.json", "--name",
                     "sam", "--role", "supervisor", "--password-stdin"], input="a-Long-pass-1\n",
                    cwd=copied, env=env, check=True, capture_output=True, text=True)
-    (copied / ".pgpass").write_text("")
     board = subprocess.Popen([bench, "board", "--listen", f"127.0.0.1:{shoe_port}", "--flash",
                               "shoe1", "--shoe", "s1.txt"], cwd=copied, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -165,7 +165,8 @@ def _services(run, env, t, ours, listen_port):
     run("users")
     assert "useradd --system" in record.read_text() and state.is_dir()
     run("files", cwd=t / "copied")
-    for name in ("pit1.pem", "floor-shoes.json", "pit1-accounts.json", ".pgpass"):
+    assert not (state / ".pgpass").exists(), "a SQLite pit has no database password"
+    for name in ("pit1.pem", "floor-shoes.json", "pit1-accounts.json"):
         assert stat.S_IMODE((state / name).stat().st_mode) == 0o600, name
     assert "install -o sabot" in record.read_text()
     run("serve-settings")

@@ -140,3 +140,48 @@ def test_the_watchdog_interval_is_half_systemd_s_for_this_process_only(monkeypat
     assert service.watchdog_interval() is None
     monkeypatch.delenv("WATCHDOG_USEC")
     assert service.watchdog_interval() is None
+
+
+def test_a_service_refused_before_it_starts_is_an_error_record(log_format, tmp_path, capsys):
+    path = tmp_path / "serve.toml"
+    path.write_text('log-format = "json"\nbogus = 1\n')
+    assert main(["serve", "--config", str(path)]) == 2
+    record = json.loads(capsys.readouterr().err)
+    assert record["level"] == "error" and "'bogus' is no setting" in record["msg"]
+    with pytest.raises(SystemExit) as exit:  # argparse's usage error
+        main(["serve", "--log-format", "logfmt", "--db", "x.db", "--listen", "nowhere"])
+    assert exit.value.code == 2
+    line = capsys.readouterr().err
+    assert re.fullmatch(r'time=\S+ level=error program=serve msg="argument --listen: .*"\n',
+                        line), line
+
+
+def test_an_exception_nothing_caught_is_one_critical_record(log_format):
+    import threading
+
+    raw = io.StringIO()
+    sys.stderr = raw
+    service.configure("serve", "json")
+    t = threading.Thread(target=lambda: 1 / 0, name="validate-bac1")
+    t.start()
+    t.join()
+    lines = raw.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert record["level"] == "critical" and record["msg"].startswith("thread validate-bac1: ")
+    assert "ZeroDivisionError" in record["msg"] and "Traceback" in record["msg"]
+
+
+def test_a_value_refused_is_said_once(tmp_path, capsys):
+    path = tmp_path / "serve.toml"
+    path.write_text('db = "x.db"\nstore-alarm = "five"\n')
+    assert main(["serve", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("five") == 1, err
+
+
+def test_the_unit_quotes_a_path_as_systemd_splits_it(capsys, tmp_path):
+    assert main(["unit", "serve", "--settings", "/etc/sabot pit/100%.toml"]) == 0
+    unit = capsys.readouterr().out
+    assert '--config "/etc/sabot pit/100%%.toml" --log-format logfmt' in unit
+    assert main(["unit", "witness", "--settings", "witness.toml"]) == 2

@@ -35,6 +35,14 @@ def now_text(when: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(when))
 
 
+def rfc3339(when: float | None = None) -> str:
+    """The time as RFC 3339 has it (the offset with its colon), for the structured formats."""
+    from datetime import datetime
+
+    return datetime.fromtimestamp(time.time() if when is None else when).astimezone(
+    ).isoformat(timespec="seconds")
+
+
 def _journal_priority(stream: Any) -> bool:
     """Whether `stream` is the journal's own stream (systemd sets JOURNAL_STREAM to its device
     and inode): then a line may lead with <N>, its priority."""
@@ -50,13 +58,15 @@ def _quoted(value: str) -> str:
     """A logfmt value: bare when it can be, else in double quotes with \\ and " escaped."""
     if value and not re.search(r'[\s"=\\]', value):
         return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    value = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + value.replace("\n", "\\n").replace("\r", "\\r") + '"'
 
 
 def record(text: str, level: str, when: float | None = None, program: str | None = None
            ) -> str:
     """One log line in the chosen format (without its newline)."""
-    stamp, program = now_text(when), program or _state.program
+    program = program or _state.program
+    stamp = now_text(when) if _state.format == "text" else rfc3339(when)
     if _state.format == "json":
         import json
 
@@ -114,18 +124,46 @@ class _Lines(io.TextIOBase):
         return False
 
 
+def structured() -> bool:
+    return _state.format != "text"
+
+
+def failed(command: str, text: str) -> None:
+    """The line a command ends on when it fails: `sabot COMMAND: TEXT`, or, in a structured log,
+    an error record (a service that could not start is found at `journalctl -p err`)."""
+    if structured():
+        log(text, "error")
+    else:
+        print(f"sabot {command}: {text}", file=sys.stderr, flush=True)
+
+
+def _crash(kind: type[BaseException], error: BaseException, tb: Any, where: str = "") -> None:
+    """An exception nothing caught: one critical record with its whole traceback."""
+    import traceback
+
+    text = "".join(traceback.format_exception(kind, error, tb)).rstrip()
+    log(f"{where}{text}", "critical")
+
+
 def configure(program: str, fmt: str = "text") -> None:
     """Name the program in its lines and pick their format: `text` (for people), `logfmt`
     (key=value) or `json` (one object a line); the latter two structure every line written to
-    standard error."""
+    standard error, and log an exception nothing caught (the process's, a thread's) as one
+    critical record."""
     if fmt not in FORMATS:
         from sabot.errors import SabotError
 
         raise SabotError(f"--log-format takes {', '.join(FORMATS)}, not {fmt!r}")
     _state.program, _state.format = program, fmt
     if fmt != "text" and _state.raw is None:
+        import threading
+
         _state.raw = sys.stderr
         sys.stderr = _Lines(sys.stderr)
+        sys.excepthook = _crash
+        threading.excepthook = lambda a: _crash(
+            a.exc_type, a.exc_value or a.exc_type(), a.exc_traceback,
+            f"thread {a.thread.name if a.thread else '?'}: ")
 
 
 def notify(*fields: str) -> bool:

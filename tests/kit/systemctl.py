@@ -78,7 +78,8 @@ def supervise(name):
             os.environ["WATCHDOG_USEC"] = str(int(float(watchdog) * 1e6))
 
     with open(state(name, "journal"), "ab") as journal:
-        child = subprocess.Popen(shlex.split(s["ExecStart"]), cwd=cwd, stdin=subprocess.DEVNULL,
+        argv = [w.replace("%%", "%") for w in shlex.split(s["ExecStart"])]  # systemd's %%
+        child = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
                                  stdout=journal, stderr=journal, preexec_fn=environment)
     with open(state(name, "pid"), "w") as f:
         f.write(str(child.pid))

@@ -63,15 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     # the command is the first word that is no option (`sabot --help`, `sabot --version`: none)
     command = next((w for w in words if not w.startswith("-")), None)
     parser = build_parser(command)
-    fill = None
-    from sabot.cli.config import apply, command_parser, config_path
+    from sabot.cli.config import command_parser, service_settings
+    from sabot.service import failed
 
-    settings, own = config_path(words), command_parser(parser, command or "")
-    if settings is not None and own is not None and "--config" in own._option_string_actions:
-        try:  # the file's settings are the command's defaults: the command line wins
-            fill = apply(own, settings)
+    fill = None
+    own = command_parser(parser, command or "")
+    if own is not None and "--config" in own._option_string_actions:
+        try:  # a service's log format first, then the file's settings as its defaults
+            fill = service_settings(own, command or "", words)
         except SabotError as e:
-            print(f"sabot {command}: {e}", file=sys.stderr)
+            failed(command or "", str(e))
             return e.exit_status
     args = parser.parse_args(argv)
     if fill is not None:
@@ -83,20 +84,20 @@ def main(argv: list[str] | None = None) -> int:
             configure(args.command, args.log_format)
         return args.func(args) or OK
     except SabotError as e:  # the error's class says what it means: e.exit_status
-        print(f"sabot {args.command}: {e}", file=sys.stderr)
+        failed(args.command, str(e))
         return e.exit_status
     except BrokenPipeError:  # `sabot history | head`: the reader has all it wanted (caught
         sys.stderr.close()  # before ConnectionError, of which it is a kind)
         return OK
     except ConnectionError as e:  # the shoe's port went away mid-conversation
-        print(f"sabot {args.command}: link lost: {e}", file=sys.stderr)
+        failed(args.command, f"link lost: {e}")
         return BAD_INPUT
     except OSError as e:  # a file or directory named on the command line that will not do
         where = f"{e.filename}: " if e.filename else ""
-        print(f"sabot {args.command}: {where}{e.strerror or e}", file=sys.stderr)
+        failed(args.command, f"{where}{e.strerror or e}")
         return BAD_INPUT
     except KeyboardInterrupt:
-        print(f"sabot {args.command}: interrupted", file=sys.stderr)
+        failed(args.command, "interrupted")
         return INTERRUPTED
 
 

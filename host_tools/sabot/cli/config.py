@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from sabot.cli.options import plain_usage
 from sabot.errors import SabotError
 
 TYPE_CHECKING = False
@@ -42,11 +43,45 @@ def read(path: str) -> dict[str, Any]:
 
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            text = f.read().decode("utf-8-sig")  # a BOM (an editor's) is no TOML error
+        return tomllib.loads(text)
     except OSError as e:
         raise SabotError(f"--config {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SabotError(f"--config {path}: not TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise SabotError(f"--config {path}: not TOML: {e}") from None
+
+
+def log_format(words: list[str], settings: dict[str, Any]) -> str | None:
+    """The --log-format a service's command line or settings give, if a valid one."""
+    from sabot.service import FORMATS
+
+    given = None
+    for i, word in enumerate(words):
+        if word == "--log-format" and i + 1 < len(words):
+            given = words[i + 1]
+        elif word.startswith("--log-format="):
+            given = word.split("=", 1)[1]
+    given = given or settings.get("log-format")
+    return given if given in FORMATS else None
+
+
+def service_settings(parser: argparse.ArgumentParser, command: str, words: list[str]
+                     ) -> Callable[[argparse.Namespace], None] | None:
+    """Before a service's command line is parsed: its log format (so even a refused setting or
+    a usage error is a record of it), then its settings file's values as its defaults."""
+    from sabot.service import configure
+
+    path = config_path(words)
+    try:
+        settings = read(path) if path is not None else {}
+    except SabotError:
+        settings = {}  # said below, in the format the command line asks for
+    fmt = log_format(words, settings)
+    if fmt is not None:
+        configure(command, fmt)
+    return apply(parser, path) if path is not None else None
 
 
 def _value(action: argparse.Action, path: str, key: str, value: Any) -> Any:
@@ -66,8 +101,9 @@ def _value(action: argparse.Action, path: str, key: str, value: Any) -> Any:
         try:
             converted = action.type(text) if callable(action.type) else text
         except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
-            raise SabotError(f"{where}: {e or 'not a value this option takes'}: {text!r}"
-                             ) from None
+            said = plain_usage(str(e)) if str(e) else "not a value this option takes"
+            raise SabotError(f"{where}: {said}" + ("" if repr(text) in said or text in said
+                                                   else f": {text!r}")) from None
         if action.choices is not None and converted not in action.choices:
             raise SabotError(f"{where} takes one of {', '.join(map(str, action.choices))}, "
                              f"not {text!r}")

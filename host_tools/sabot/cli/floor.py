@@ -162,7 +162,21 @@ def cmd_unit(args: argparse.Namespace) -> int:
     template = files("sabot").joinpath("systemd", f"sabot-{args.service}.service").read_text()
     config = args.settings or UNITS[args.service]
     if not config.startswith("/"):
-        raise SabotError(f"--settings wants an absolute path (a unit has no working directory "
-                         f"of its own to take it from), not {config!r}")
-    print(template.replace("@SABOT@", sabot).replace("@CONFIG@", config), end="")
+        raise SabotError(f"--settings wants an absolute path (the service runs in its state "
+                         f"directory, not here), not {config!r}")
+    print(template.replace("@SABOT@", unit_word(sabot)).replace("@CONFIG@", unit_word(config)),
+          end="")
     return 0
+
+
+def unit_word(text: str) -> str:
+    """One word of a unit's ExecStart= as systemd splits it: % doubled (systemd's specifier),
+    in double quotes when it holds a space, a quote or a backslash."""
+    import re
+
+    if any(c in text for c in "\n\r"):
+        raise SabotError(f"a path with a line break cannot be in a unit: {text!r}")
+    text = text.replace("%", "%%")
+    if re.search(r"[\s\"'\\;]", text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text

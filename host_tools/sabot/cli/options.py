@@ -56,7 +56,13 @@ class Parser(argparse.ArgumentParser):
     """Usage errors in one line, like every other error (the usage is one --help away)."""
 
     def error(self, message: str) -> Any:
-        self.exit(BAD_INPUT, f"{self.prog}: {plain_usage(message)} (see {self.prog} --help)\n")
+        from sabot import service
+
+        said = f"{plain_usage(message)} (see {self.prog} --help)"
+        if service.structured():  # a service's log: an error record like its other lines
+            service.log(said, "error")
+            self.exit(BAD_INPUT)
+        self.exit(BAD_INPUT, f"{self.prog}: {said}\n")
 
 
 def terminal_columns() -> int:
@@ -288,13 +294,14 @@ def add_operation_args(parser: argparse.ArgumentParser) -> None:
     add_baud(parser)
 
 
-def add_service_args(parser: argparse.ArgumentParser) -> None:
+def add_service_args(parser: argparse.ArgumentParser, example: str) -> None:
     """--config and --log-format: what a service's unit gives (docs/INSTALL.md)."""
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="settings from a TOML file: each key one of this command's long "
-                        "options without its dashes (db = \"pit.db\", store-alarm = 10, shoe = "
-                        "[\"socket://10.0.0.7:7000=7\"]); an option given on the command line "
-                        "wins over the file's")
+                        f"options without its dashes ({example}); a relative path in it is "
+                        "taken from the directory the command runs in; an option given on the "
+                        "command line wins over the file's (a repeated one replaces the file's "
+                        "list)")
     parser.add_argument("--log-format", choices=("text", "logfmt", "json"), default="text",
                         help="its log lines on standard error: text (for people), logfmt "
                         "(time=... level=... program=... msg=...) or json (one object a line), "

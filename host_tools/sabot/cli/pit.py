@@ -31,7 +31,7 @@ commands = Commands()
 
 
 def serve_args(p: argparse.ArgumentParser) -> None:
-    add_service_args(p)
+    add_service_args(p, "db = \"pit.db\", store-alarm = 10, shoe = [\"/dev/ttyACM0=7\"]")
     add_fail_on_notice(p)
     p.add_argument("--listen", type=listen_arg, default="127.0.0.1:8000",
                    help="HOST:PORT of the web server")
@@ -155,7 +155,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         validation.store.discard_if_unused()  # a store this run made and wrote nothing in
         raise SabotError("; ".join(taken))
     for line in taken:  # the pit's other tables are served; these wait, their link taken
-        serve_line(f"not validating yet: {line}")
+        serve_line(f"not validating yet: {line}", "warning")
     clean = False
     try:
         run_web(app, hub, host, port, f"http://{host}:{port}/ (pit {name}, {len(shoes)} shoe"

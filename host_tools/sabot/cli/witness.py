@@ -26,7 +26,7 @@ commands = Commands()
 
 
 def witness_args(p: argparse.ArgumentParser) -> None:
-    add_service_args(p)
+    add_service_args(p, "key = \"regulator.key\", db = \"witness.db\", listen = \"0.0.0.0:8700\"")
     p.add_argument("--key", metavar="FILE", required=True,
                    help="the witness's Ed25519 key (created mode 0600 when missing)")
     p.add_argument("--vkey", action="store_true",

@@ -207,7 +207,7 @@ class Validation:
                 unstored.append("the witnesses' last cosignatures were not stored: they are "
                                 "asked for again at the shoes' next checkpoints")
             for line in unstored:
-                serve_line(line)
+                serve_line(line, "error")
             return False
         try:
             for s in self.shoes:
@@ -336,8 +336,9 @@ class Validation:
 def _said(table: str, url: str) -> Callable[[str], None]:
     """A table's link and rejection lines, on stderr with the time and the shoe's port: a
     service manager's journal says when each table's link went, where, and why."""
-    def say(text: str) -> None:
-        serve_line(f"{table} ({url}): {text}")
+    def say(text: str) -> None:  # a link gone, frames refused, another shoe: for a person
+        usual = text.startswith(("link back", "the registered shoe answers again"))
+        serve_line(f"{table} ({url}): {text}", "info" if usual else "warning")
 
     return say
 
@@ -350,7 +351,7 @@ def _told(table: str) -> Callable[[SabotError], None]:
     def tell(e: SabotError) -> None:
         if str(e) != last[0]:
             last[0] = str(e)
-            serve_line(f"{table}: {e}")
+            serve_line(f"{table}: {e}", "error")
 
     return tell
 
