@@ -141,7 +141,7 @@ class PgAuditStore(AuditStore):
         self.url = str(path)
         self._attempt: tuple[str, int, bytes] | None = None  # the batch being written: last row
         try:
-            self.db = Connection(self.url, self.path)
+            self.db = Connection(self.url, self.path, name)
             self.schema = self.db.schema  # the store's, its catalog queries' (not search_path's)
         except psycopg.Error as e:
             raise SabotError(f"audit database {self.path}: cannot connect "

@@ -61,11 +61,13 @@ class Connection:
     host of the URL, every RETRY_PAUSE) with the session's state made again: `setup` holds the
     statements that made it, each (sql, args, whether its one value must come back true)."""
 
-    def __init__(self, url: str, shown: str = "") -> None:
+    def __init__(self, url: str, shown: str = "", name: str | None = None) -> None:
         self.url = url
         self.shown = shown or url
         given = conninfo_to_dict(url)
         self.params = {k: v for k, v in _LINK_DEFAULTS.items() if k not in given}
+        if name and "application_name" not in given:  # from the connection's first moment
+            self.params["application_name"] = name[:63]
         self.setup: list[tuple[str, tuple[Any, ...], bool]] = []
         self.in_tx = False
         self.say: Callable[[str], None] | None = _say  # None: nothing said (a page's reader)
