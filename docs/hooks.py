@@ -8,9 +8,8 @@ makes the two readings agree without a copy of anything.
   document, `Makefile` in README) points at that file where the repository is published
   (mkdocs.yml's `repo_url`), or becomes its path in plain code when no `repo_url` is set; a link to
   a file that does not exist is a warning, which the strict build turns into a failure.
-- A generated page missing from the checkout (docs/CLI.md, written by `make docs`; docs/FIGURES.md,
-  written by `make bench`) leaves the navigation with one line saying what writes it, instead of
-  failing a build of the rest.
+- The generated pages (docs/CLI.md from the parsers, docs/FIGURES.md from `make bench`) are
+  committed like the rest; their tests fail while they differ from what writes them.
 """
 
 from __future__ import annotations
@@ -28,36 +27,11 @@ DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 HOME = "index.md"
 BRANCH = "main"  # the branch a published repository's links name
-GENERATED = {"CLI.md": "make docs (python -m sabot.cli.reference --write docs/CLI.md)",
-             "FIGURES.md": "make bench"}
 # an inline link or image, [text](target): its text, target and optional title
 LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)(?P<title>\s+\"[^\"]*\")?\)")
 EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|#|/)", re.IGNORECASE)
 
 log = logging.getLogger("mkdocs.hooks.sabot")
-
-
-def on_config(config: Any) -> Any:
-    """Generated pages not in the checkout leave the navigation (nothing else links to them)."""
-    missing = [name for name in GENERATED if not (DOCS / name).exists()]
-    for name in missing:
-        log.info("docs/%s is not there, so the site leaves it out: %s writes it", name,
-                 GENERATED[name])
-    if missing and config.nav:
-        config.nav = _without(config.nav, set(missing))
-    return config
-
-
-def _without(nav: Any, names: set[str]) -> Any:
-    """The nav (mkdocs.yml's list of entries and sections) less the entries naming `names`."""
-    if isinstance(nav, list):
-        kept = [_without(item, names) for item in nav]
-        return [item for item in kept if item is not None]
-    if isinstance(nav, dict):
-        (title, value), = nav.items()
-        value = _without(value, names)
-        return None if value is None or value == [] else {title: value}
-    return None if nav in names else nav
 
 
 def on_files(files: Files, config: Any) -> Files:
