@@ -21,7 +21,7 @@ GRANTS = ("The role needs what docs/FLOOR.md grants the floor's IT role (sabot):
 
 
 def floor_args(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="action", required=True, metavar="{status,promote,sync}",
+    sub = p.add_subparsers(dest="action", required=True, metavar="{status,promote,fence,sync}",
                            parser_class=type(p))
 
     def action(name: str, help: str, description: str, example: str) -> argparse.ArgumentParser:

@@ -92,7 +92,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         text = action.help or ""
         if ("default" not in text and action.default not in (None, False, argparse.SUPPRESS)
                 and action.option_strings):
-            text += " (default: %(default)s)"
+            text += " (default: none)" if action.default == [] else " (default: %(default)s)"
         return text
 
 
