@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 from sabot import attestation, keys
 from sabot.errors import SabotError
 from sabot.registry import Registry, ShoeEntry, public_from_xy
-from sabot.virtual import element_emulator as em
 from sabot.virtual import factory
+from sabot.virtual.element_formats import genkey_message, sign_internal_message, signature_to_der
 
 el_mod = factory.firmware("shoe.element")
 provision = factory.firmware("shoe.provision")
@@ -87,7 +87,7 @@ def test_the_genkey_digest_message_is_the_data_sheets():
     # 25 zeros, X and Y (64): 128 bytes, written out field by field
     want = TEMPKEY + bytes.fromhex("40 08 0300 ee 0123") + bytes(25) + XY
     assert len(want) == 128
-    assert em.genkey_message(TEMPKEY, 0x08, 3, SERIAL, XY) == want
+    assert genkey_message(TEMPKEY, 0x08, 3, SERIAL, XY) == want
     assert attestation.genkey_digest(TEMPKEY, 3, SERIAL, XY) == hashlib.sha256(want).digest()
 
 
@@ -97,10 +97,10 @@ def test_the_sign_internal_message_is_the_data_sheets():
     # SN[0:1], SN[2:3], SlotLocked:TempKeyFlags.KeyID, 0x00, 0x00: 55 bytes
     want = TEMPKEY + bytes.fromhex("41 40 0700 8120 3300 53 0000 ee c3d4e5f6 0123 a1b2 00 00 00")
     assert len(want) == 55
-    assert em.sign_internal_message(TEMPKEY, 0x40, 7, 0x2081, 0x0033, 0x53, SERIAL, True) == want
+    assert sign_internal_message(TEMPKEY, 0x40, 7, 0x2081, 0x0033, 0x53, SERIAL, True) == want
     assert attestation.sign_internal_message(TEMPKEY, 3, SERIAL) == want
     # without the include-SN bit: zeros where SN[4:7] and SN[2:3] were; an unlocked slot: 01
-    bare = em.sign_internal_message(TEMPKEY, 0x00, 7, 0x2081, 0x0033, 0x53, SERIAL, False)
+    bare = sign_internal_message(TEMPKEY, 0x00, 7, 0x2081, 0x0033, 0x53, SERIAL, False)
     assert bare == want[:33] + b"\x00" + want[34:44] + bytes(4) + want[48:50] + bytes(2) + \
         b"\x01\x00\x00"
 
@@ -125,7 +125,7 @@ def test_the_chips_certificate_verifies_against_the_host_rebuild(shoe):
     xy, nonce, cert = rekey_mod.certify(shoe.element(), SHOE, 1)
     assert bytes(xy) == shoe.xy and bytes(nonce) == attestation.rekey_nonce(SHOE, 1)
     message = attestation.certificate_message(shoe.serial, SHOE, 1, shoe.xy)
-    key.verify(em.signature_to_der(bytes(cert)), message, ec.ECDSA(hashes.SHA256()))
+    key.verify(signature_to_der(bytes(cert)), message, ec.ECDSA(hashes.SHA256()))
 
 
 # -- what the chip refuses --------------------------------------------------------------------

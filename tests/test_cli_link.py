@@ -54,7 +54,7 @@ def test_board_and_validate_from_the_command_line_store_what_the_rules_deal(tmp_
     assert rp.returncode == 0 and out["rejected"] == 0 and out["rounds"] == len(rounds), rp.stderr
     # no private key anywhere the host keeps: not in the flash, not in the store or capture
     secret = keys.private_pem(keys.load(str(key)).private_key)
-    from sabot.virtual.element_emulator import KeyStore
+    from sabot.virtual.element_store import KeyStore
 
     result_key = KeyStore(tmp_path / "flash.element").private_key(0)
     scalar = result_key.private_numbers().private_value.to_bytes(32, "big")

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 
 from sabot import keys
-from sabot.virtual import element_emulator as em
 from sabot.virtual import factory
+from sabot.virtual.element_formats import crc16, public_key_from_xy, signature_to_der
 
 from kit import FIRMWARE, ROOT
 from kit.fw import EmulatorProcess
@@ -61,7 +61,7 @@ def test_crc_matches_the_polynomial_definition():
         for _ in range(20):
             data = bytes(rng.randrange(256) for _ in range(n))
             c = element.crc16(data, 0, len(data))
-            assert bytes((c & 0xFF, c >> 8)) == crc_by_division(data) == em.crc16(data)
+            assert bytes((c & 0xFF, c >> 8)) == crc_by_division(data) == crc16(data)
 
 
 def test_crc_published_values():
@@ -127,7 +127,7 @@ def chip(emulator):
 
 
 def pub_of(xy):
-    return em.public_key_from_xy(bytes(xy))
+    return public_key_from_xy(bytes(xy))
 
 
 @pytest.mark.board
@@ -150,7 +150,7 @@ def test_genkey_sign_verifies_with_cryptography(chip):
     for i in range(5):
         digest = hashlib.sha256(b"round %d" % i).digest()
         sig = chip.sign_digest(3, digest, bytearray(64))
-        pub_of(xy).verify(em.signature_to_der(bytes(sig)), digest, PREHASHED)
+        pub_of(xy).verify(signature_to_der(bytes(sig)), digest, PREHASHED)
 
 
 @pytest.mark.board
@@ -161,7 +161,7 @@ def test_sign_of_a_sha_computed_by_the_chip(chip):
     sig = chip.sign(0, bytearray(64))  # the digest went into TempKey
     pk = bytearray(64)
     chip.public_key(0, pk)
-    pub_of(pk).verify(em.signature_to_der(bytes(sig)), hashlib.sha256(data).digest(), PREHASHED)
+    pub_of(pk).verify(signature_to_der(bytes(sig)), hashlib.sha256(data).digest(), PREHASHED)
     chip.sha256(b"x" * 64, out, tempkey=False)  # output only: TempKey stays empty
     with pytest.raises(ElementError) as e:
         chip.sign(0, bytearray(64))
@@ -183,7 +183,7 @@ def test_sha_from_a_buffer_offset_and_a_queued_sign_into_one(chip):
     chip.sign_start(0)
     while not chip.sign_ready(sig, 20):
         pass
-    pub_of(pk).verify(em.signature_to_der(bytes(sig[20:84])),
+    pub_of(pk).verify(signature_to_der(bytes(sig[20:84])),
                       hashlib.sha256(buf[50:300]).digest(), PREHASHED)
     assert sig[:20] == bytes(20) and sig[84:] == bytes(16)
 
@@ -228,7 +228,7 @@ def test_a_patient_driver_never_polls_a_busy_chip(emulator):
     while not chip.sign_ready(sig):
         assert reads == []  # not addressed before Sign's maximum time
     assert time.monotonic() - t0 >= 0.110  # 115 ms, counted in whole milliseconds
-    pub_of(pk).verify(em.signature_to_der(bytes(sig)), digest, PREHASHED)
+    pub_of(pk).verify(signature_to_der(bytes(sig)), digest, PREHASHED)
     bus.close()
 
 
@@ -399,7 +399,7 @@ def test_queued_sign_is_nacked_while_busy(emulator):
         polls += 1
         time.sleep(0.002)
     assert time.monotonic() - t >= 0.3 and polls > 5
-    pub_of(xy).verify(em.signature_to_der(bytes(sig)), d, PREHASHED)
+    pub_of(xy).verify(signature_to_der(bytes(sig)), d, PREHASHED)
 
 
 @pytest.mark.board
@@ -453,7 +453,7 @@ def test_driver_on_micropython_golden_and_heap_locked_signing(mpy, emulator, tmp
     sigs = [ln.split() for ln in lines[2:]]
     assert len(sigs) == 100
     for _, digest, sig in sigs:
-        pub.verify(em.signature_to_der(bytes.fromhex(sig)), bytes.fromhex(digest), PREHASHED)
+        pub.verify(signature_to_der(bytes.fromhex(sig)), bytes.fromhex(digest), PREHASHED)
 
 
 @pytest.mark.board

@@ -14,8 +14,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from sabot import keys
 from sabot.errors import SabotError
 from sabot.registry import check_provisioning
-from sabot.virtual import element_emulator as em
 from sabot.virtual import factory
+from sabot.virtual.element_formats import crc16, public_key_from_xy, signature_to_der
+from sabot.virtual.element_store import KeyStore
 
 el_mod = factory.firmware("shoe.element")
 provision = factory.firmware("shoe.provision")
@@ -133,8 +134,8 @@ def test_the_data_lock_checks_its_crc(tmp_path):
     chip = Chip(factory.element(store))
     lock_sabot_config(chip)
     chip.write(OTP, provision.config_address(0), bytes(range(32)))
-    contents = bytes(em.KeyStore(store).data) + bytes(em.KeyStore(store).otp)
-    crc = em.crc16(contents)
+    contents = bytes(KeyStore(store).data) + bytes(KeyStore(store).otp)
+    crc = crc16(contents)
     assert refused(lambda: chip.lock(provision.LOCK_DATA, (crc[0] | crc[1] << 8) ^ 0x100))
     chip.lock(provision.LOCK_DATA, crc[0] | crc[1] << 8)
     assert chip.locked() == (True, True)
@@ -189,8 +190,8 @@ def test_a_rekey_slot_takes_one_key_then_is_locked(provisioned):
     sig = chip.sign_digest(1, digest, bytearray(64))
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
-    em.public_key_from_xy(bytes(new)).verify(em.signature_to_der(bytes(sig)), digest,
-                                             ec.ECDSA(Prehashed(hashes.SHA256())))
+    public_key_from_xy(bytes(new)).verify(signature_to_der(bytes(sig)), digest,
+                                          ec.ECDSA(Prehashed(hashes.SHA256())))
 
 
 def test_provisioning_refuses_a_provisioned_or_foreign_chip(provisioned, tmp_path):

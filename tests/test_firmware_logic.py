@@ -339,7 +339,7 @@ def test_a_tampered_command_fails_in_the_element(tmp_path):
 def test_a_command_signed_by_the_result_key_authorises_nothing(tmp_path):
     """The element checks commands against the command key's slot only: the shoe's own result
     key (say, a signature an implant got the element to make) cannot authorise one."""
-    from sabot.virtual.element_emulator import KeyStore
+    from sabot.virtual.element_store import KeyStore
 
     shoe, port = port_for(tmp_path)
     result_key = KeyStore(shoe.store).private_key(0)  # out of the chip's memory: a test's power
@@ -367,12 +367,13 @@ def test_hello_and_verify_are_rate_limited(tmp_path):
 
 def slow_port(tmp_path, verify_ms=60):
     """A port on an in-process chip whose Verify takes a real ATECC608's time."""
-    from sabot.virtual import element_emulator as em
+    from sabot.virtual.element_chip import Chip
+    from sabot.virtual.element_store import KeyStore
     from sabot.virtual.factory import ChipBus
     from shoe.element import Element
 
     shoe = ProvisionedShoe(tmp_path)
-    chip = em.Chip(em.KeyStore(shoe.store), sign_ms=0, ecc_ms=verify_ms, cmd_ms=0)
+    chip = Chip(KeyStore(shoe.store), sign_ms=0, ecc_ms=verify_ms, cmd_ms=0)
     port = CommandPort((1, shoe.shoe_id), Element(ChipBus(chip)))
     port.start()
     return shoe, port, chip

@@ -41,7 +41,7 @@ def secrets_of(tmp_path, root):
     store = Path(element_store(root / "data"))
     if not store.exists():
         store = Path(element_store(root))
-    from sabot.virtual.element_emulator import KeyStore
+    from sabot.virtual.element_store import KeyStore
 
     chip = KeyStore(store)  # the chip's memory, which nothing outside the chip can read
     keys = [k for k in (chip.private_key(slot) for slot in range(8)) if k is not None]

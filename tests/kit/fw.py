@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 
 from sabot import keys
 from sabot import protocol as pr
-from sabot.virtual import element_emulator as em
 from sabot.virtual import factory
+from sabot.virtual.element_formats import public_key_from_xy
 from sabot.virtual.factory import ChipBus  # noqa: F401  (tests build their own chips on it)
 
 from kit.base import FIRMWARE, ROOT
@@ -58,7 +58,7 @@ class ProvisionedShoe:
         return factory.element(self.store)
 
     def public_key(self, version=None):
-        return em.public_key_from_xy(factory.result_public_xy(self.store, version or self.version))
+        return public_key_from_xy(factory.result_public_xy(self.store, version or self.version))
 
     def command(self, ftype, payload=b"", counter=None, shoe_id=None, key=None):
         """A COBS-encoded host command, signed by the command key unless hello/verify; counted

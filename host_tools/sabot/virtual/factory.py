@@ -12,13 +12,14 @@ from typing import Any
 
 from sabot import paths
 from sabot.errors import SabotError
-from sabot.virtual import element_emulator as em
+from sabot.virtual.element_chip import Chip
+from sabot.virtual.element_store import KeyStore
 
 
 class ChipBus:
     """machine.I2C's two calls straight into an emulated chip (no socket, no process)."""
 
-    def __init__(self, chip: em.Chip) -> None:
+    def __init__(self, chip: Chip) -> None:
         self.chip = chip
 
     def writeto(self, addr: int, buf: bytes, stop: bool = True) -> int:
@@ -48,7 +49,7 @@ def element(store: str | os.PathLike[str]) -> Any:
     """The shoe's element driver on the chip whose memory is `store` (a factory-fresh chip when
     the directory is empty or missing), commands answered at once."""
     try:
-        chip = em.Chip(em.KeyStore(store), sign_ms=0, ecc_ms=0, cmd_ms=0)
+        chip = Chip(KeyStore(store), sign_ms=0, ecc_ms=0, cmd_ms=0)
     except (OSError, ValueError) as e:
         raise SabotError(f"the element store {store} cannot be used: {e}") from None
     return firmware("shoe.element").Element(ChipBus(chip))
