@@ -84,9 +84,9 @@ golang:
 			touch $(GO_INSTALL_LOG).done" >$(GO_INSTALL_LOG) 2>&1 </dev/null & fi
 
 # The exact-edge kernel: game/outcomes.c, arithmetic only (its tables come from game/*.py), built
-# with Debian's C compiler (installed when missing); edges.py loads it only when its compiled-in
-# CRC-32 is that of the outcomes.c beside it, and counts in Python (about 60 times slower)
-# without it. The validator's watch recomputes every offered wager's exact edge after each round.
+# with Debian's C compiler (installed when missing); outcome_kernel.py loads it only when its
+# compiled-in CRC-32 is that of the outcomes.c beside it, and edges.py counts in Python (about 60
+# times slower) without it. The validator's watch recomputes every offered wager's exact edge after each round.
 KERNEL := host_tools/sabot/game/_outcomes.so
 $(KERNEL): host_tools/sabot/game/outcomes.c
 	@command -v cc >/dev/null 2>&1 || { $(SUDO) $(APT) install -y -q gcc libc6-dev >/dev/null || \

@@ -253,7 +253,7 @@ def bench_link():
     import tempfile
 
     from sabot.audit.validator import Validator
-    from sabot.game import edges
+    from sabot.game import edges, outcome_kernel
     from sabot.virtual import capture_gen
 
     assert edges.kernel() is not None, "the kernel is not built (make builds it)"
@@ -263,14 +263,14 @@ def bench_link():
         runs = [(i % 2 == 0, (i // 2) % 2 == 0) for i in range(16)] + [("python", False)] * 2
         for i, (watch, batch) in enumerate(runs):
             if watch == "python":  # the same integers, counted without the kernel
-                edges._KERNEL[:] = [None]
+                outcome_kernel._KERNEL[:] = [None]
             try:
                 v = Validator(entry, f"{tmp}/audit{i}.db", watch=bool(watch), batch_verify=batch)
                 t = time.perf_counter()
                 v.receive(cap)
                 rate = v.counts["rounds"] / (time.perf_counter() - t)
             finally:
-                edges._KERNEL[:] = []
+                outcome_kernel._KERNEL[:] = []
             best[watch, batch] = max(best.get((watch, batch), 0.0), rate)
             assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
             v.store.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sabot.errors import SabotError
-from sabot.game import edges, outcome_tables, rules, wagers
+from sabot.game import edge_tables, edges, outcome_kernel, outcome_tables, rules, wagers
 from sabot.game.analyze import analyze, outcome_counts, pair_counts
 from sabot.game.edges import RemainingShoe
 
@@ -62,7 +62,7 @@ def test_closed_form_equals_brute_force_on_a_small_shoe():
     assert edges.kernel() is not None, "the kernel is not built: `make` builds it"
     assert outcome_counts(value_counts) == main  # the kernel's counts
     python = RemainingShoe(rank_counts=rank_counts, compiled=False).outcome_counts()
-    assert {(i % 100 // 10, i % 10, *edges.KINDS[i // 100]): n
+    assert {(i % 100 // 10, i % 10, *edge_tables.KINDS[i // 100]): n
             for i, n in enumerate(python) if n} == main
     assert {k: v for k, v in pair_counts(rank_counts).items() if v} == pairs
 
@@ -88,15 +88,15 @@ def test_the_kernel_and_the_python_counting_give_the_same_integers(seed):
 
 def test_the_kernel_is_used_only_when_built_from_the_source_beside_it(tmp_path):
     """A stale build (outcomes.c edited since) or none at all: Python counts."""
-    here = Path(edges.__file__).parent
+    here = Path(outcome_kernel.__file__).parent
     for name in ("outcomes.c", "_outcomes.so"):
         shutil.copy(here / name, tmp_path / name)
-    assert edges._load_kernel(str(tmp_path)) is not None
+    assert outcome_kernel._load_kernel(str(tmp_path)) is not None
     source = tmp_path / "outcomes.c"
     source.write_text(source.read_text() + "/* edited */\n")
-    assert edges._load_kernel(str(tmp_path)) is None
+    assert outcome_kernel._load_kernel(str(tmp_path)) is None
     (tmp_path / "_outcomes.so").unlink()
-    assert edges._load_kernel(str(tmp_path)) is None
+    assert outcome_kernel._load_kernel(str(tmp_path)) is None
 
 
 def test_the_generated_tables_equal_a_fresh_derivation():
@@ -105,7 +105,7 @@ def test_the_generated_tables_equal_a_fresh_derivation():
     text = (Path(outcome_tables.__file__)).read_text()
     assert text == edges.tables_source()
     assert outcome_tables.ANALYZED_WAGERS == wagers.ANALYZED_WAGERS
-    assert edges.return_tables(9) == edges.derive_return_tables(9)
+    assert edge_tables.return_tables(9) == edge_tables.derive_return_tables(9)
 
 
 @pytest.mark.board  # a fresh interpreter: what one `sabot analyze` imports

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sabot.game.edges import KINDS, RANK_VALUE, RemainingShoe, pair_counts
+from sabot.game.edge_tables import KINDS
+from sabot.game.edges import RANK_VALUE, RemainingShoe, pair_counts
 
 TYPE_CHECKING = False  # typing's, without importing typing for `sabot analyze` (mypy: True)
 if TYPE_CHECKING:
