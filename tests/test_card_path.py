@@ -10,7 +10,7 @@ port's one-command check slot and the hello's status, both made by the element s
 from service(), the status flags and the ring's room for a maintenance frame (30 B
 more a slot) put it at 104 KB; the shoe's own log (its right edge, leaf, node and note
 buffers, 1.6 KB, and its code, which a board keeps frozen in flash) and the squeeze's kept
-digest at 116 KB (measured; see the firmware section of bench/bench.py)."""
+digest at 116 KB (measured; see the firmware section, bench/sections_firmware.py)."""
 
 import re
 

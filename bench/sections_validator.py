@@ -1,0 +1,125 @@
+"""The host's validation bench sections: the validator's throughput over a capture (link), `sabot
+audit verify` over a day's database (audit), and `sabot serve` with 16 shoes at once (serve)."""
+
+import time
+
+
+def bench_link():
+    """Signed bytes per round and validator throughput (verify signatures, recompute, store
+    durably) from a capture of version-2 frames, one core: every signature checked (the
+    validator's default), and one per run of digest-linked frames of a read (batch_verify); with
+    the watch (watch.py: every offered wager's exact edge after each round, the kernel counting,
+    and the shuffle index), without it, and with the watch counting in Python."""
+    import tempfile
+
+    from sabot.audit.validator import Validator
+    from sabot.game import edges, outcome_kernel
+    from sabot.virtual import capture_gen
+
+    assert edges.kernel() is not None, "the kernel is not built (make builds it)"
+    with tempfile.TemporaryDirectory() as tmp:
+        entry, cap, rounds = capture_gen.generate(tmp, 20, seed=1)
+        best: dict[tuple[bool, bool], float] = {}  # (watch.py's alarms, batch verify) -> rounds/s
+        runs = [(i % 2 == 0, (i // 2) % 2 == 0) for i in range(16)] + [("python", False)] * 2
+        for i, (watch, batch) in enumerate(runs):
+            if watch == "python":  # the same integers, counted without the kernel
+                outcome_kernel._KERNEL[:] = [None]
+            try:
+                v = Validator(entry, f"{tmp}/audit{i}.db", watch=bool(watch), batch_verify=batch)
+                t = time.perf_counter()
+                v.receive(cap)
+                rate = v.counts["rounds"] / (time.perf_counter() - t)
+            finally:
+                outcome_kernel._KERNEL[:] = []
+            best[watch, batch] = max(best.get((watch, batch), 0.0), rate)
+            assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
+            v.store.close()
+    return {"shoes": 20, "rounds": rounds, "signed_bytes_per_round": round(len(cap) / rounds, 1),
+            "uart_ms_per_round_115200": round(len(cap) / rounds * 10 / 115200 * 1000, 1),
+            "validator_rounds_per_s": int(best[True, False]),
+            "validator_rounds_per_s_without_edge_and_shuffle_alarms": int(best[False, False]),
+            "watch_us_per_round": round(1e6 / best[True, False] - 1e6 / best[False, False], 1),
+            "validator_rounds_per_s_edges_counted_in_python": int(best["python", False]),
+            "validator_rounds_per_s_batch_verify": int(best[True, True]),
+            "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms":
+                int(best[False, True]),
+            "p256_verify_us": _p256_verify_us()}
+
+
+def _p256_verify_us(n=2000):
+    """One ECDSA P-256 verification with pyca/cryptography, best of 3 runs of n: the floor under
+    a validator that verifies every signature on one core."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    sig = key.sign(b"frame" * 20, ec.ECDSA(hashes.SHA256()))
+    pub, best = key.public_key(), float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(n):
+            pub.verify(sig, b"frame" * 20, ec.ECDSA(hashes.SHA256()))
+        best = min(best, (time.perf_counter() - t) / n)
+    return round(best * 1e6, 1)
+
+
+def bench_audit():
+    """`sabot audit verify` over a day's database: 40 shoes of one table, validated and stored."""
+    import tempfile
+
+    from sabot.audit.validator import Validator
+    from sabot.audit.verify import verify
+    from sabot.virtual import capture_gen
+
+    with tempfile.TemporaryDirectory() as tmp:
+        entry, cap, _ = capture_gen.generate(tmp, 40, seed=9)
+        v = Validator(entry, f"{tmp}/day.db")
+        v.receive(cap)
+        v.store.close()
+        t = time.perf_counter()
+        r = verify(f"{tmp}/day.db", {entry.shoe_id: entry})  # every signature, public keys only
+        spent = time.perf_counter() - t
+        assert r["ok"], r
+    return {"shoes": 40, "frames": r["frames"], "rounds": r["rounds"], "rows": r["rows"],
+            "audit_verify_s": round(spent, 2), "frames_per_s": int(r["frames"] / spent)}
+
+
+def bench_serve(shoes=16):
+    """`sabot serve` validating 16 virtual shoes dealt at full speed at once (each board a
+    MicroPython process, each dealer a thread here): rounds/s stored, rounds lost, and the delay
+    from a round's frame being stored to its table's page update (an SSE client per table); the
+    live edge recomputes inside serve (/api/stats)."""
+    import json as _json
+    import tempfile
+    import urllib.request
+
+    from kit.serve_rig import ServeRig, SSEClient, percentile
+
+    with tempfile.TemporaryDirectory(prefix="sabot-bench-serve-") as tmp:
+        rig = ServeRig(tmp, shoes=shoes, seed=300)
+        try:
+            clients = [SSEClient(f"{rig.url}/table/{t}/events") for t in rig.tables]
+            for c in clients:
+                c.start()
+                c.connected.wait(10)
+            t0 = time.monotonic()
+            rig.deal()
+            rig.wait_dealt(timeout=600)
+            rig.wait_stored(timeout=120)
+            seconds = time.monotonic() - t0
+            time.sleep(0.5)
+            lost = sum(1 for i in range(shoes) for r in rig.expected(i) if r not in rig.stored(i))
+            total = sum(len(rig.expected(i)) for i in range(shoes))
+            with urllib.request.urlopen(rig.url + "/api/stats", timeout=10) as r:
+                stats = _json.loads(r.read())
+        finally:
+            rig.stop()
+    delays = [d for c in clients for d in c.delays]
+    assert lost == 0, f"{lost} rounds lost"
+    return {"shoes": shoes, "rounds": total, "lost": lost, "seconds": round(seconds, 1),
+            "rounds_per_s": round(total / seconds, 1), "rounds_timed": len(delays),
+            "update_delay_p50_ms": round(percentile(delays, 50) * 1000, 1),
+            "update_delay_p99_ms": round(percentile(delays, 99) * 1000, 1),
+            "update_delay_max_ms": round(max(delays) * 1000, 1),
+            **{k: stats[k] for k in ("edges_recomputes", "edges_median_ms", "edges_p99_ms",
+                                     "edges_max_ms")}}
