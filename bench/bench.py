@@ -132,6 +132,13 @@ def main(args):
     docs/FIGURES.md as it finishes (--no-page: print only; --page PATH: another page)."""
     from page import PAGE, write
 
+    if "-h" in args or "--help" in args:
+        print(f"usage: bench.py [SECTION ...] [--no-page | --page PATH]\n{main.__doc__}\n"
+              f"sections: {', '.join(SECTIONS)}")
+        return
+    unknown_options = [a for a in args if a.startswith("-") and a not in ("--no-page", "--page")]
+    if unknown_options:
+        sys.exit(f"bench: no option {', '.join(unknown_options)} (bench.py --help)")
     page = PAGE
     if "--no-page" in args:
         page = None
