@@ -71,10 +71,15 @@ class Dealer:
         self.on_held = on_held or supervisor_default
         self.held_seen = 0
 
+    def indicator(self, timeout: float) -> tuple[int, ...] | None:
+        """The board's indicator once it shows one; None while the board is off."""
+        b = self.board
+        return b.indicator if b.wait(lambda s: True, timeout) else None
+
     def step(self, timeout: float = 10) -> bool:
         """Deal the next card; returns False when the shoe has ended."""
         b = self.board
-        ind = b.indicator if b.wait(lambda s: True, timeout) else None
+        ind = self.indicator(timeout)
         if ind is None:
             return True  # board off: nothing to do now
         phase, _, position, _, _, _, reveal = ind

@@ -153,7 +153,7 @@ class SoakDealer(Dealer):
 
     def step(self, timeout: float = 10) -> bool:
         b = self.board
-        ind = b.indicator if b.wait(lambda s: True, timeout) else None
+        ind = self.indicator(timeout)
         if ind is None:
             return True  # board off: nothing to do now
         phase, _, position, _, _, _, reveal = ind
