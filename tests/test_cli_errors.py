@@ -408,3 +408,21 @@ def test_no_option_answers_a_bad_value_with_argparse_words():
     assert len(said) > 40  # the sweep met the options it is for
     assert plain_usage("argument --shoe-id: invalid <lambda> value: 'x'") == (
         "argument --shoe-id: not a value this option takes: 'x'")
+
+
+@pytest.mark.board
+def test_a_board_that_dies_at_its_start_is_said_with_its_own_last_words(tmp_path):
+    """MicroPython's unix port prints an uncaught exception on standard output: a board whose
+    code fails to start is named by that, not by 'no message'."""
+    from sabot.errors import SabotError
+    from sabot.virtual.board import VirtualBoard
+
+    from kit import SIGN_MS, provision_shoe
+
+    _, flash, _, _ = provision_shoe(tmp_path)
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "main.py").write_text("import a_module_the_build_left_out\n")
+    with pytest.raises(SabotError, match="ImportError: no module named "
+                                         "'a_module_the_build_left_out'"):
+        VirtualBoard(flash, sign_ms=SIGN_MS, code=code).start()

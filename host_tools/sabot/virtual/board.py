@@ -104,6 +104,7 @@ class VirtualBoard:
         self.flash_lock: int | None = None  # lock_flash's, from the first power-on to stop()
         self.proc: subprocess.Popen[bytes] | None = None
         self.indicator: tuple[int, ...] | None = None  # phase due position shoe round alarm reveal
+        self.unread: list[bytes] = []  # the board's last lines that are none of the above
         # (player total, banker total, winner, announcement bits) per result
         self.announcements: list[tuple[int, ...]] = []
         self.placed: list[Any] = []  # blackjack: the hands the shoe last showed (H line)
@@ -193,7 +194,9 @@ class VirtualBoard:
                 proc.wait(timeout)
         if proc.poll() is not None:
             said = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace")
-            err = said.strip().splitlines()
+            # MicroPython's unix port prints an uncaught exception on standard output
+            err = said.strip().splitlines() or [x.decode(errors="replace").strip()
+                                               for x in self.unread if x.strip()]
             if proc.returncode == BLANK_EXIT:
                 raise Blank(f"{self.url}: a blank shoe (its element was never provisioned)")
             raise SabotError(f"the virtual board stopped: {err[-1] if err else 'no message'}")
@@ -201,8 +204,12 @@ class VirtualBoard:
 
     def _read_indicators(self, proc: subprocess.Popen[bytes],
                          listening: queue.Queue[bool]) -> None:
+        self.unread = []
         for line in _lines(proc):
             parts = line.split()
+            if parts[:1] not in ([b"K"], [b"H"], [b"A"], [b"I"], [b"P"], [b"B"], [b"T"], [b"E"],
+                                 [b"L"]):
+                self.unread = (self.unread + [line])[-8:]  # what else it said: a traceback
             if parts[:1] == [b"K"]:  # a button the board has taken (and shown what it did)
                 with self.changed:
                     self.taken += 1
