@@ -63,6 +63,9 @@ def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
     assert [log["size"] for log in held["logs"]] == [frames]
     assert run("audit", "verify", "--db", str(pit["db"]), "--registry",
                str(pit["reg"])).returncode == 0
+    r = run("audit", "verify", "--db", str(pit["db"]), "--registry", str(pit["reg"]),
+            "--witness", pit["vkey"])
+    assert r.returncode == 0 and "beyond the last checkpoint" not in r.stdout, r.stdout
     stored_cosignatures_are_the_witnesses(pit)
 
     out = pit["dir"] / "round5.tlog-proof"
@@ -99,6 +102,28 @@ def test_a_witnessed_demo_gives_a_receipt_the_player_verifies(pit):
     r = run(*check)
     assert r.returncode != 0 and r.stderr.count("\n") == 1, r.stderr
     assert "initial cards" in r.stderr
+
+
+def test_a_witnessed_table_dealt_with_no_witness_fails_the_audit_past_its_bound(pit):
+    """The shoe is bound to the witness, so its table is a witnessed one; a pit that deals it
+    without --witness (or with the witness unreachable) leaves every checkpoint uncosigned: the
+    audit against the witness's key says how much lies beyond it and fails past the table's
+    bound, where before it passed a whole shoe no witness had seen (and could not miss)."""
+    entry = json.loads(pit["reg"].read_text())["shoes"][0]
+    assert entry["witness_bound"] == 10  # set when provision bound it
+    r = run("demo", "--db", str(pit["db"]), "--key", str(pit["key"]), "--registry",
+            str(pit["reg"]), "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    plain = run("audit", "verify", "--db", str(pit["db"]), "--registry", str(pit["reg"]))
+    assert plain.returncode == 0, plain.stderr  # nothing the store alone can hold against it
+    r = run("audit", "verify", "--db", str(pit["db"]), "--registry", str(pit["reg"]),
+            "--witness", pit["vkey"], "--json")
+    assert r.returncode == 1
+    out = json.loads(r.stdout)
+    (beyond,) = out["beyond"]
+    assert beyond["cosigned_size"] == 0 and beyond["bound"] == 10
+    assert beyond["rounds"] > 10 and beyond["frames"] > beyond["rounds"]
+    assert "a witnessed table" in out["problem"] and f"{beyond['rounds']} rounds" in out["problem"]
 
 
 def stored_cosignatures_are_the_witnesses(pit):

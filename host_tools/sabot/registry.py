@@ -14,7 +14,7 @@ import functools
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -119,6 +119,12 @@ def public_from_xy(xy: bytes) -> ec.EllipticCurvePublicKey:
         raise SabotError("X||Y is not a point on P-256") from None
 
 
+# the rounds a witnessed table's shoe may deal beyond its last cosigned checkpoint: the shoe
+# signs one every 10 results and at its shoe's end (docs/PROTOCOL.md), and a witnessed pit has
+# each cosigned as it comes
+WITNESS_BOUND = 10
+
+
 @dataclass
 class ShoeEntry:
     shoe_id: int
@@ -151,6 +157,10 @@ class ShoeEntry:
     # the shoe's log at size 0, signed by result key 1 at provisioning (a C2SP signed note):
     # what binds that key to the witnesses (`sabot provision --witness`, `sabot bind`)
     first_checkpoint: str = ""
+    # a witnessed table: how many of its rounds may lie beyond the last checkpoint its witnesses
+    # cosigned before `audit verify --witness` fails (set to WITNESS_BOUND when the shoe is bound
+    # to witnesses); None: not witnessed
+    witness_bound: int | None = None
 
     def __post_init__(self) -> None:
         if not self.table:
@@ -179,6 +189,10 @@ class ShoeEntry:
         if not isinstance(self.first_checkpoint, str) or len(self.first_checkpoint) > 1024 or (
                 not _utf8(self.first_checkpoint)):
             raise SabotError(f"{where}: first_checkpoint must be a signed note")
+        if self.witness_bound is not None and (
+                not isinstance(self.witness_bound, int) or isinstance(self.witness_bound, bool)
+                or not 1 <= self.witness_bound <= 1000):
+            raise SabotError(f"{where}: witness_bound must be a number of rounds, 1 to 1000")
         if self.attestation_key:
             try:
                 load_public_pem(self.attestation_key)
@@ -535,6 +549,14 @@ class Registry:
         if changed:
             self.put(entry)
         return entry, changed
+
+    def witnessed(self, shoe_id: int) -> None:
+        """The shoe's table is a witnessed one from now on (its key bound to witnesses): at most
+        WITNESS_BOUND of its rounds may lie beyond its last cosigned checkpoint (a bound set
+        before is kept)."""
+        entry = self.shoes[shoe_id]
+        if entry.witness_bound is None:
+            self.put(replace(entry, witness_bound=WITNESS_BOUND))
 
     def put(self, entry: ShoeEntry) -> None:
         """Add or replace a shoe's entry and write the file atomically (never half a registry)."""

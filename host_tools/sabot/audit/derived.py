@@ -56,6 +56,7 @@ class DerivedShoe:
         self.said = 0  # the newest frame an authentic status of it named
         self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
         self.log = tlog.Prefix()  # its log as stored, from seq 1 while none is missing
+        self.round_seqs: list[int] = []  # the seq of each of its rounds' result frames
         self.unseen = 0  # met at its first frame past seq 1: the seqs before it (resends)
         # seq -> what an operator entry may name there: ("resolve", record) given from the host,
         # ("new_shoe", record, the shoe that ended before it)

@@ -56,7 +56,12 @@ from sabot.audit.store_checks import (
     registry_misfit,
 )
 from sabot.audit.validator import TILT_DETAIL, checkpoint_mismatch
-from sabot.audit.witness_check import Cosignatures, check_witnessed
+from sabot.audit.witness_check import (
+    Cosignatures,
+    beyond_cosigned,
+    check_witnessed,
+    over_bound,
+)
 from sabot.errors import NOTICES, SabotError  # NOTICES: watch.py's, not derived here
 from sabot.registry import ShoeEntry
 
@@ -105,7 +110,7 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
     store = open_store(path, writer=False)
     walk = _Walk(configs, witnesses)
     walk.counts["witnessed"], walk.counts["unwitnessed"], walk.counts["elsewhere"] = [], [], []
-    walk.counts["wrong_registry"] = None
+    walk.counts["wrong_registry"], walk.counts["beyond"] = None, []
     try:
         with store.snapshot():  # a live store: its writers' newest batches whole or not at all
             check_triggers(store)
@@ -130,6 +135,10 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
                 seen = {w.shoe_id for w in witnessed if w.size > 0}
                 walk.counts["unwitnessed"] = sorted(
                     s for s, shoe in walk.shoes.items() if shoe.anchored and s not in seen)
+            if witnesses:  # what lies beyond every cosignature, and a witnessed table's bound
+                walk.counts["beyond"] = beyond_cosigned(walk.shoes, walk.cosignatures,
+                                                        witnessed, configs)
+                over_bound(walk.counts["beyond"])
     except StoreUnreadable as e:
         return {"ok": False, **walk.counts, "problem": f"the store cannot be read ({e.reason})"}
     except WrongRegistry as e:
@@ -454,6 +463,7 @@ class _Walk:
             shoe.effects[f.seq] = ("new_shoe", rec, (st["inventory"] or {}).get("shoe"))
         elif kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1
+            shoe.round_seqs.append(f.seq)
         shoe.accounts.account(kind, rec)
         self._opened(rid, f, shoe, at, record)
 

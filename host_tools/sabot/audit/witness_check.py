@@ -87,3 +87,42 @@ def check_witnessed(w: Witnessed, shoes: Mapping[int, DerivedShoe],
         raise Broken(f"{by}; the log this store holds at {w.size} frames is another one: its "
                      "frames were changed, replaced or signed again")
     return {"shoe_id": w.shoe_id, "witness": w.witness, "size": w.size, "state_at": w.at}
+
+
+def beyond_cosigned(shoes: Mapping[int, DerivedShoe], cosignatures: Cosignatures,
+                    witnessed: Sequence[Witnessed], configs: Mapping[int, ShoeEntry]
+                    ) -> list[dict[str, Any]]:
+    """Each stored shoe's frames and rounds past the last checkpoint a witness given cosigned (a
+    stored cosignature its key verified, or the witness's own state): what no witness has seen,
+    and so what could be deleted with no witness noticing. `bound`: its table's (the registry's
+    witness_bound; None: not a witnessed table)."""
+    cosigned: dict[int, int] = {}
+    for frame_id, witness in cosignatures.cosigned:
+        if witness in cosignatures.keys:
+            shoe_id, size, _ = cosignatures.checkpoints[frame_id]
+            cosigned[shoe_id] = max(cosigned.get(shoe_id, 0), size)
+    for w in witnessed:
+        cosigned[w.shoe_id] = max(cosigned.get(w.shoe_id, 0), w.size)
+    out = []
+    for shoe_id, shoe in sorted(shoes.items()):
+        if not shoe.anchored:
+            continue
+        size = cosigned.get(shoe_id, 0)
+        entry = configs.get(shoe_id)
+        out.append({"shoe_id": shoe_id, "cosigned_size": size,
+                    "frames": max(0, shoe.st["last_seq"] - size),
+                    "rounds": sum(1 for seq in shoe.round_seqs if seq > size),
+                    "bound": entry.witness_bound if entry is not None else None})
+    return out
+
+
+def over_bound(beyond: Sequence[Mapping[str, Any]]) -> None:
+    """Broken for a witnessed table's shoe with more rounds beyond its witnesses than its bound:
+    its pit did not have its checkpoints cosigned (no --witness, or the witness unreachable)."""
+    for b in beyond:
+        if b["bound"] is not None and b["rounds"] > b["bound"]:
+            raise Broken(f"shoe {sid(b['shoe_id'])}, a witnessed table: {b['rounds']} rounds "
+                         f"({b['frames']} frames) lie beyond the last checkpoint a witness "
+                         f"cosigned (at {b['cosigned_size']} frames), more than the "
+                         f"{b['bound']} its registration allows: its checkpoints were not "
+                         "cosigned as they came, so no witness would notice them deleted")

@@ -434,6 +434,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
         from sabot.audit.cosign import bind
 
         bind(args.witness, quorum, entry, lambda m: print(m, file=sys.stderr))
+        reg.witnessed(entry.shoe_id)
     return 0
 
 

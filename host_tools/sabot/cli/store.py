@@ -24,6 +24,12 @@ from sabot.cli.output import (
 )
 from sabot.errors import NotVerified, SabotError
 
+TYPE_CHECKING = False  # (typing is not imported at every command's start)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from sabot.note import Verifier
+
 commands = Commands()
 
 
@@ -206,39 +212,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(r))
     elif r["ok"]:
-        notes = [f"holes the shoe said were acknowledged elsewhere: {holes}" if holes else "",
-                 f"frames a status named that never reached this store: {unstored}"
-                 if unstored else "",
-                 "first met mid-way: " + ", ".join(f"shoe {shoe_id_text(s['shoe_id'])} at seq "
-                                                  f"{s['seq']}" for s in r["starts"])
-                 if r["starts"] else "",
-                 "no frame here of registered shoe " + ", ".join(shoe_id_text(s)
-                                                                 for s in r["absent"])
-                 if r["absent"] else ""]
-        if r["witnessed"]:
-            notes.append("as witnessed: " + ", ".join(
-                f"shoe {shoe_id_text(w['shoe_id'])}'s log at {w['size']} frames by "
-                f"{w['witness']} (its state of "
-                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(w['state_at']))})"
-                for w in r["witnessed"]))
-        checked, unchecked = (r["cosignatures"][k] for k in ("checked", "unchecked"))
-        if checked or unchecked:
-            notes.append(f"{checked} stored cosignatures verified with the witnesses' keys"
-                         + (f", {unchecked} by witnesses not given (--witness VKEY) matched to "
-                            "their checkpoints only" if unchecked else ""))
-        by = r["cosignatures"]["by_witness"]
-        for v in verifiers:  # a witness given, of which the store holds nothing, is said
-            if not by.get(v.name):
-                notes.append(f"no stored cosignature of witness {v.name}")
-        if r["elsewhere"]:
-            notes.append("witnessed logs of shoes with no frame here, not checked "
-                         "(--only-stored-shoes): " + ", ".join(
-                             shoe_id_text(s) for s in sorted(set(r["elsewhere"]))))
-        if r["unwitnessed"]:
-            notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
-                         "its tail or history): " + ", ".join(
-                             f"shoe {shoe_id_text(s)}" for s in r["unwitnessed"]))
-        print(f"ok: {stored_text(r)}" + "".join(f"; {n}" for n in notes if n))
+        notes = audit_notes(r, verifiers, holes, unstored)
+        print(f"ok: {stored_text(r)}" + "".join(f"; {n}" for n in notes))
     if r["wrong_registry"]:  # bad input: the store was not checked against its own registry
         raise SabotError(r["problem"])
     if not r["ok"]:
@@ -253,6 +228,53 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           "ended before they came, or they were deleted); check the store that "
                           "took them, then pass --allow-holes")
     return 0
+
+
+def audit_notes(r: dict[str, Any], verifiers: list[Verifier], holes: str, unstored: str
+                ) -> list[str]:
+    """What `audit verify` says beside its ok: holes explained, the witnesses, what lies beyond
+    them."""
+    notes = [f"holes the shoe said were acknowledged elsewhere: {holes}" if holes else "",
+             f"frames a status named that never reached this store: {unstored}"
+             if unstored else "",
+             "first met mid-way: " + ", ".join(f"shoe {shoe_id_text(s['shoe_id'])} at seq "
+                                              f"{s['seq']}" for s in r["starts"])
+             if r["starts"] else "",
+             "no frame here of registered shoe " + ", ".join(shoe_id_text(s)
+                                                             for s in r["absent"])
+             if r["absent"] else ""]
+    if r["witnessed"]:
+        notes.append("as witnessed: " + ", ".join(
+            f"shoe {shoe_id_text(w['shoe_id'])}'s log at {w['size']} frames by "
+            f"{w['witness']} (its state of "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(w['state_at']))})"
+            for w in r["witnessed"]))
+    checked, unchecked = (r["cosignatures"][k] for k in ("checked", "unchecked"))
+    if checked or unchecked:
+        notes.append(f"{checked} stored cosignatures verified with the witnesses' keys"
+                     + (f", {unchecked} by witnesses not given (--witness VKEY) matched to "
+                        "their checkpoints only" if unchecked else ""))
+    by = r["cosignatures"]["by_witness"]
+    for v in verifiers:  # a witness given, of which the store holds nothing, is said
+        if not by.get(v.name):
+            notes.append(f"no stored cosignature of witness {v.name}")
+    if r["elsewhere"]:
+        notes.append("witnessed logs of shoes with no frame here, not checked "
+                     "(--only-stored-shoes): " + ", ".join(
+                         shoe_id_text(s) for s in sorted(set(r["elsewhere"]))))
+    past = [b for b in r["beyond"] if b["rounds"] or b["frames"]]
+    if past:
+        notes.append("beyond the last checkpoint a witness given cosigned (no witness has "
+                     "seen these, so none would notice them deleted): " + ", ".join(
+                         f"shoe {shoe_id_text(b['shoe_id'])} {b['rounds']} rounds, "
+                         f"{b['frames']} frames"
+                         + (f" (its witnessed table allows {b['bound']} rounds)"
+                            if b["bound"] is not None else "") for b in past))
+    if r["unwitnessed"]:
+        notes.append("NOT witnessed (no witness given holds its log, so nothing here proves "
+                     "its tail or history): " + ", ".join(
+                         f"shoe {shoe_id_text(s)}" for s in r["unwitnessed"]))
+    return [n for n in notes if n]
 
 
 def pit_role_args(p: argparse.ArgumentParser) -> None:

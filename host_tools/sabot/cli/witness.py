@@ -161,8 +161,10 @@ def cmd_bind(args: argparse.Namespace) -> int:
     from sabot.registry import Registry
 
     quorum = check_quorum(args.witness, args.quorum)
-    entry = Registry.load(args.registry, must_exist=True).pick(args.shoe_id)
+    registry = Registry.load(args.registry, must_exist=True)
+    entry = registry.pick(args.shoe_id)
     bound = bind(args.witness, quorum, entry, lambda m: print(m, file=sys.stderr))
+    registry.witnessed(entry.shoe_id)
     print(f"shoe {shoe_id_text(entry.shoe_id)}: {bound} of {len(args.witness)} witnesses hold "
           "its key")
     return 0
