@@ -1,8 +1,11 @@
 """The recognition module's CRC-8 (CRC-8/DVB-S2, docs/HARDWARE.md "The recognition module's
 frames"): every 1- and 2-bit error of every card's frame is refused by the firmware's own decoder,
 the CRC's structure proves it for every frame at every confidence, the host's frames equal the
-firmware's, and MicroPython's decoder gives exactly what CPython's does."""
+firmware's, MicroPython's decoder gives exactly what CPython's does, and the 3-bit errors that
+pass are counted exactly, as the document states them."""
 
+import itertools
+import math
 import re
 import subprocess
 import sys
@@ -18,7 +21,15 @@ sys.path.insert(0, str(FIRMWARE))
 
 from shoe import sensor
 from shoe.cards import CUT, NO_CARD
-from shoe.sensor import READ_CARD, READ_CUT, READ_NONE, READ_UNREADABLE, SensorDecoder, encode
+from shoe.sensor import (
+    READ_CARD,
+    READ_CUT,
+    READ_FOREIGN,
+    READ_NONE,
+    READ_UNREADABLE,
+    SensorDecoder,
+    encode,
+)
 
 HEX = b"0123456789ABCDEF"
 RANKS = "A23456789TJQK"
@@ -184,3 +195,80 @@ def test_micropython_decoder_agrees_and_refuses_every_1_and_2_bit_error(mpy):
     frames, patterns, accepted, lost, errors, _ = map(int, re.findall(rb"\d+", r.stdout))
     assert (frames, patterns) == (20, 20 * 3240)
     assert accepted == lost == 0 and errors > 0
+
+
+def _flip(data, bits):
+    out = bytearray(data)
+    for i in bits:
+        out[i >> 3] ^= 1 << (i & 7)
+    return bytes(out)
+
+
+def _read(frame):
+    """(what the decoder reads, its card) for `frame` fed alone to a fresh decoder."""
+    d = SensorDecoder()
+    r = READ_NONE
+    for b in frame:
+        r = d.feed(b)
+    return r, d.card
+
+
+def _three_bit_escapes(frame, by_syndrome):
+    """What every 3-bit error of `frame` that the decoder accepts reads as: {(read, card): n}.
+
+    Flips in `$`, `*` or `\\n` are refused by the frame's shape; errors in the body alone have odd
+    weight, which 0xD5 (a multiple of x+1) always detects; errors in the CRC digits alone change
+    its value. So an accepted error is one body bit and two CRC-digit bits, or two and one, and
+    by linearity it passes exactly when the body error's syndrome equals the change the CRC
+    digits' flips make to the CRC's value: those few candidates go through the decoder."""
+    crc = sensor.crc8(frame[1:6], 5)
+    found = {}
+    for body_bits in (1, 2):
+        for digit_bits in itertools.combinations(range(56, 72), 3 - body_bits):
+            digits = _flip(frame, digit_bits)[7:9]
+            if not all(h in HEX for h in digits):
+                continue
+            for bits in by_syndrome[body_bits].get(int(digits, 16) ^ crc, ()):
+                got = _read(_flip(frame, (*bits, *digit_bits)))
+                if got[0] != READ_NONE:
+                    found[got] = found.get(got, 0) + 1
+    return found
+
+
+def test_three_bit_errors_that_name_another_card_are_counted_as_docs_hardware_states():
+    # every body error of 1 or 2 bits (frame bits 8-47), by its syndrome
+    by_syndrome = {1: {}, 2: {}}
+    for w in (1, 2):
+        for bits in itertools.combinations(range(8, 48), w):
+            e = _flip(bytes(10), bits)[1:6]
+            by_syndrome[w].setdefault(sensor.crc8(e, 5), []).append(bits)
+    other = same = foreign = 0
+    first_other = None
+    for kind, rank_suit, _, card in KINDS[:52]:
+        for conf in range(256):
+            frame = encode(ord(kind), rank_suit.encode(), conf)
+            for (read, got), n in _three_bit_escapes(frame, by_syndrome).items():
+                assert read in (READ_CARD, READ_FOREIGN)  # never the cut card or unreadable
+                if read == READ_FOREIGN:
+                    foreign += n
+                elif got == card:
+                    same += n
+                else:
+                    other += n
+                    first_other = first_other or frame
+    # the counting checked against every 3-bit error, through the decoder, of one frame that
+    # lets another card through and one that lets nothing through
+    for frame in (first_other, encode(ord("R"), b"3S", 0xF0)):
+        every = {}
+        for bits in itertools.combinations(range(80), 3):
+            got = _read(_flip(frame, bits))
+            if got[0] != READ_NONE:
+                every[got] = every.get(got, 0) + 1
+        assert every == _three_bit_escapes(frame, by_syndrome)
+    patterns = 52 * 256 * math.comb(80, 3)
+    doc = " ".join((ROOT / "docs" / "HARDWARE.md").read_text().split())
+    said = (f"of the {patterns:,} 3-bit errors of the {52 * 256:,} card frames (52 cards at 256 "
+            f"confidences, {math.comb(80, 3):,} ways to flip 3 of 80 bits), {other:,} give "
+            f"another card's frame, {same:,} the same card's (another confidence, or lower case) "
+            f"and {foreign:,} a frame naming no card, which the shoe refuses as foreign")
+    assert said in doc, said
