@@ -126,6 +126,44 @@ def test_a_witnessed_table_dealt_with_no_witness_fails_the_audit_past_its_bound(
     assert "a witnessed table" in out["problem"] and f"{beyond['rounds']} rounds" in out["problem"]
 
 
+def test_a_witnessed_table_served_with_no_witness_alarms_on_the_dashboard(pit):
+    """serve started without --witness for a witnessed table stores its rounds, and once more
+    of them than its bound lie beyond any cosigned checkpoint the table's alarm says so, on the
+    dashboard and in the API, as it happens (not only at the next audit)."""
+    import time
+
+    d = pit["dir"]
+    assert run("shuffle", "--seed", "4", "-o", str(d / "s.txt")).returncode == 0
+    board_port, web = free_port_for_tests(), free_port_for_tests()
+    board = subprocess.Popen([*SABOT, "board", "--listen", f"127.0.0.1:{board_port}", "--flash",
+                              f"{pit['db']}.flash", "--shoe", str(d / "s.txt")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen([*SABOT, "serve", "--db", str(pit["db"]), "--registry",
+                              str(pit["reg"]), "--key", str(pit["key"]), "--listen",
+                              f"127.0.0.1:{web}", "--shoe", f"socket://127.0.0.1:{board_port}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{web}"
+        wait_until_served(base + "/api/tables")
+        found = None
+        for _ in range(300):
+            table = json.loads(urllib.request.urlopen(base + "/api/tables/bac1", timeout=5).read())
+            found = next((a for a in table["alarms"] if a["kind"] == "not_witnessed"), None)
+            if found:
+                break
+            time.sleep(0.2)
+        assert found is not None, table["alarms"]
+        assert "more than its 10" in found["detail"] and "without --witness" in found["detail"]
+        page = urllib.request.urlopen(base + "/", timeout=5).read().decode()
+        assert "its rounds are not witnessed" in page
+    finally:
+        serve.send_signal(2)
+        err = serve.communicate(timeout=20)[1]
+        board.terminate()
+        board.wait(10)
+    assert "ALARM not_witnessed (bac1)" in err
+
+
 def stored_cosignatures_are_the_witnesses(pit):
     """Every cosignature the store holds verifies with the witness's key (`audit verify
     --witness VKEY`). An insider who makes one up (another signature under the witness's name,

@@ -25,7 +25,7 @@ from sabot.protocol import BY_LEN
 
 SIGNED = frozenset(("new_shoe", "resolve"))
 HOSTED = frozenset(("sign_on", "sign_off", "acknowledge", "serve_alarm"))
-SERVE_ALARMS = frozenset(("not_recording", "link_silent"))
+SERVE_ALARMS = frozenset(("not_recording", "link_silent", "not_witnessed"))
 DEALER_MAX = BY_LEN  # characters of a dealer's name: an account's, a signed command's `by`
 NOTE_MAX = 200  # characters of an acknowledgement's note
 
@@ -65,7 +65,7 @@ def serve_shape(entry: Mapping[str, Any], operation: str) -> str | None:
         if not isinstance(entry.get("note"), str) or len(entry["note"]) > NOTE_MAX:
             return f"its note is no text of up to {NOTE_MAX} characters"
     elif entry.get("kind") not in SERVE_ALARMS:
-        return "its kind is no alarm serve raises (not_recording, link_silent)"
+        return "its kind is no alarm serve raises (not_recording, link_silent, not_witnessed)"
     elif not (_iso(entry.get("raised_at"))
               and (entry.get("cleared_at") is None or _iso(entry.get("cleared_at")))
               and isinstance(entry.get("detail"), str)):

@@ -130,6 +130,7 @@ class Validator:
         self.cosigner = cosigner
         self._held: tuple[int, pr.Frame] | None = None  # a checkpoint that held in this batch
         self.witnessed: dict[int, list[str]] = {}  # size -> the witnesses that cosigned it
+        self.round_seqs: list[int] = []  # the seq of each round stored since (rounds_beyond)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -156,8 +157,10 @@ class Validator:
         if not encoded:
             self._took(data)
             return []
+        seen = max(self.witnessed, default=0)  # rounds a witness has seen are kept no more
+        self.round_seqs = [seq for seq in self.round_seqs if seq > seen]
         saved = copy.deepcopy(self.state)  # what to go back to if the batch cannot be stored
-        counted = dict(self.counts), len(self.rejections), len(self.alarms)
+        counted = dict(self.counts), len(self.rejections), len(self.alarms), len(self.round_seqs)
         pending = self.pending
         leaves, checkpoint = len(self.log.hashes), self.checkpoint
         parsed = [self._parse(e) for e in encoded]
@@ -180,6 +183,7 @@ class Validator:
             self.deframer.buf, self.deframer.noise = bytearray(torn[0]), torn[1]
             self.counts = counted[0]
             del self.rejections[counted[1]:], self.alarms[counted[2]:]
+            del self.round_seqs[counted[3]:]
             self.log.cut(leaves)
             self.checkpoint = checkpoint
             raise
@@ -194,6 +198,13 @@ class Validator:
             for witness, line in sorted(lines.items()):
                 self.store.add_cosignature(frame_id, self.shoe_id, size, witness, line)
             self.witnessed[size] = sorted(set(self.witnessed.get(size, [])) | set(lines))
+
+    def rounds_beyond_witnesses(self) -> int:
+        """The rounds stored this session past the newest checkpoint a witness cosigned (all of
+        them while none has): what a witnessed table may hold only so many of. (Read from the
+        recording watch's thread: it changes nothing.)"""
+        cosigned = max(self.witnessed, default=0)
+        return sum(1 for seq in self.round_seqs if seq > cosigned)
 
     def _submit(self) -> None:
         """The checkpoint that held in the batch just stored, to the witnesses."""
@@ -481,6 +492,7 @@ class Validator:
         self.accounts.account(kind, rec)
         if kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1
+            self.round_seqs.append(f.seq)
         elif kind == "irregularity":
             self.counts["irregularities"] += 1
         if self.watch is not None:  # the hook: alarms on the accounted shoe (watch.py)

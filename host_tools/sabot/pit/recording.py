@@ -36,7 +36,7 @@ KEPT = 24 * 3600.0  # seconds a cleared, logged alarm stays in serve's memory
 @dataclass
 class ServeAlarm:
     """An alarm serve itself raised: `kind` not_recording (every shoe of this serve: shoe_id
-    None) or link_silent (one shoe)."""
+    None), link_silent or not_witnessed (one shoe)."""
 
     kind: str
     shoe_id: int | None
@@ -71,6 +71,7 @@ class Recording:
         self.stalled: ServeAlarm | None = None
         self.alarms: list[ServeAlarm] = []  # raised while serve runs, oldest first
         self.silent: dict[int, ServeAlarm] = {}
+        self.unwitnessed: dict[int, ServeAlarm] = {}  # a witnessed table's, past its bound
         self._diagnosed = 0.0
         self._kept: dict[int, float] = {}  # when each shoe last got a keepalive
         self._stop = threading.Event()
@@ -136,6 +137,7 @@ class Recording:
             self.notify()
         if self.stalled is None:
             self._links(now)
+            self._witnesses(now)
             self._log_cleared()
             # alarms cleared and logged a day ago live on in the operator log, not here
             self.alarms = [a for a in self.alarms if a.cleared_at is None
@@ -159,6 +161,30 @@ class Recording:
         return (f"the audit database has confirmed no commit since {clock(since)}"
                 + (f": {cause}" if cause else "")
                 + "; the shoes keep every frame until it is stored")
+
+    def _witnesses(self, now: float) -> None:
+        """A witnessed table (its registry entry's witness_bound) whose rounds go uncosigned past
+        its bound: serve runs without --witness, or no witness answers. Its rounds are stored,
+        but no witness has seen them, and `audit verify --witness` will fail on them."""
+        for shoe in self.shoes:
+            sid, bound, v = shoe.config.shoe_id, shoe.config.witness_bound, shoe.validator
+            beyond = 0 if bound is None or v is None else v.rounds_beyond_witnesses()
+            alarm = self.unwitnessed.get(sid)
+            if bound is not None and beyond > bound and alarm is None:
+                why = ("serve was started without --witness" if v.cosigner is None else
+                       "no witness has cosigned its checkpoints")
+                alarm = self.unwitnessed[sid] = ServeAlarm(
+                    "not_witnessed", sid, now, f"{beyond} rounds of this witnessed table lie "
+                    f"beyond its last cosigned checkpoint, more than its {bound}: {why}; "
+                    "start serve with the table's witnesses, or check they answer", now)
+                self.alarms.append(alarm)
+                self.say(f"ALARM not_witnessed ({shoe.config.table}): {alarm.detail}", "error")
+                self.notify()
+            elif alarm is not None and beyond <= (bound or 0):
+                alarm.cleared_at = now
+                del self.unwitnessed[sid]
+                self.say(f"{shoe.config.table}: its rounds are cosigned again", "notice")
+                self.notify()
 
     def _links(self, now: float) -> None:
         for shoe in self.shoes:

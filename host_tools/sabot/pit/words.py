@@ -150,6 +150,7 @@ RESOLUTION_WORDS = {"void_card": "the card voided", "keep_dummy": "the card kept
 ALARM_WORDS = {
     "not_recording": "not recording",
     "link_silent": "the shoe is silent",
+    "not_witnessed": "its rounds are not witnessed",
     "rules_mismatch": "the shoe's result is not what the rules deal",
     "announcement_mismatch": "the shoe's announcement does not fit the game",
     "burn_mismatch": "the burn did not follow the procedure",
