@@ -132,3 +132,49 @@ def test_a_dealer_no_token_and_no_session_are_refused_and_logins_are_limited(tmp
                          capture_output=True, text=True, timeout=60)
     entries = [json.loads(x) for x in ops.stdout.splitlines()]
     assert [e["operation"] for e in entries] == ["resolve"] and entries[0]["from"] == "127.0.0.1"
+
+
+def accounts_cli(rig, *args, password=None):
+    return subprocess.run([*SABOT, "accounts", *args, "--accounts", str(rig.tmp / "accounts.json"),
+                           *(["--password-stdin"] if password else [])],
+                          input=f"{password}\n" if password else None, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.long
+def test_an_account_changed_or_removed_takes_effect_at_once_in_a_running_serve(tmp_path):
+    """serve read its accounts file once: a supervisor demoted to dealer with a new password went
+    on resolving with the session they had, and logged in again with the old password as
+    supervisor, until serve restarted; nobody could be removed. Now serve reads the file again
+    when it changes: the old session is logged out at its next request, the old password is
+    wrong, and a removed account's session and login are refused."""
+    rig = held_rig(tmp_path)
+    try:
+        alice, dan = Client(rig.url), Client(rig.url)
+        assert alice.login("alice", PASSWORDS["alice"])[0] == 200
+        assert dan.login("dan", PASSWORDS["dan"])[0] == 200
+        assert "alice (supervisor)" in alice.get("/")[1]
+        r = accounts_cli(rig, "add", "--name", "alice", "--role", "dealer",
+                         password="a dealer now, new words")
+        assert r.returncode == 0 and "updated account alice (dealer)" in r.stderr, r.stderr
+        status, out = alice.post("/api/operate", {"table": rig.tables[0], "action": "resolve",
+                                                  "resolution": "end-shoe"})
+        assert status == 401 and "log in first" in out["error"], (status, out)
+        assert "alice (supervisor)" not in alice.get("/")[1]
+        assert Client(rig.url).login("alice", PASSWORDS["alice"])[0] == 401
+        status, out = Client(rig.url).login("alice", "a dealer now, new words")
+        assert status == 200 and out["role"] == "dealer", out
+        # dan's session is untouched by alice's change; removed, it ends
+        assert "dan (dealer)" in dan.get("/")[1]
+        r = accounts_cli(rig, "remove", "--name", "dan")
+        assert r.returncode == 0 and "removed account dan" in r.stderr, r.stderr
+        assert "dan (dealer)" not in dan.get("/")[1]
+        assert Client(rig.url).login("dan", PASSWORDS["dan"])[0] == 401
+        r = accounts_cli(rig, "remove", "--name", "dan")
+        assert r.returncode == 2 and "no account dan" in r.stderr and "Traceback" not in r.stderr
+        assert [n.split("\t")[0] for n in accounts_cli(rig, "list").stdout.splitlines()] == \
+            ["alice", "erin", "ivan"]
+        assert rig.get("/api/tables")[0]["state"] == "held"  # nothing refused reached the shoe
+    finally:
+        rig.stop()
+    assert operator_log(rig) == []

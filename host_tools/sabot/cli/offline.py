@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, decks_arg, dollars_to_cents
-from sabot.errors import NotVerified, SabotError, parse_json
+from sabot.errors import NotVerified, SabotError
 
 commands = Commands()
 
@@ -260,7 +260,11 @@ def cmd_settle(args: argparse.Namespace) -> int:
         raise SabotError(f"cannot read {args.file or 'stdin'}: {e.strerror}") from None
     except UnicodeDecodeError:
         raise SabotError(f"{args.file or 'stdin'} is not UTF-8 text (a binary file?)") from None
-    request = parse_json(text, "input")
+    try:
+        request = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
+                         ) from None
     try:
         if registered is not None:
             if not isinstance(request, dict):

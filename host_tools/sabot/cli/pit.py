@@ -135,7 +135,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                             store_alarm=args.store_alarm, silent_alarm=args.silent_alarm)
     pit.recording = validation.recording
     duties = Duties(pit, validation.log if accounts else None,
-                    lambda: sorted(n for n, u in accounts.users.items()
+                    lambda: sorted(n for n, u in accounts.fresh().items()
                                    if u["role"] == "dealer") if accounts else [],
                     validation.ready)
     console = Console(accounts, validation.operate if accounts else None, pit.table,
@@ -304,11 +304,12 @@ def run_web(app: Any, hub: Any, host: str, port: int, where: str,
 
 
 def accounts_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=["add", "list"],
+    p.add_argument("action", choices=["add", "list", "remove"],
                    help="add: an account (or its new role and password); list: name and role "
-                   "of each")
+                   "of each; remove: an account (its sessions end)")
     p.add_argument("--accounts", metavar="FILE", required=True,
-                   help="the accounts file (created mode 0600; serve --accounts FILE reads it)")
+                   help="the accounts file (created mode 0600; serve --accounts FILE reads it "
+                   "again whenever it changes)")
     p.add_argument("--name", help="the operator's name, 1-16 printable ASCII characters (the "
                    "operator log names it with each command it gives)")
     p.add_argument("--role", choices=["dealer", "supervisor", "it"],
@@ -322,7 +323,9 @@ def accounts_args(p: argparse.ArgumentParser) -> None:
 @commands("accounts", accounts_args, help="the operators who may log in to sabot serve",
           description="Operator accounts for `sabot serve --accounts FILE`: each a name, a "
           "role and an argon2id hash of its password (never the password). A supervisor logs in "
-          "at /login and resolves a held table or starts its next shoe from the dashboard.",
+          "at /login and resolves a held table or starts its next shoe from the dashboard. A "
+          "running serve takes a change at once: the sessions of an account changed or removed "
+          "end at their next request.",
           example="sabot accounts add --accounts pit-accounts.json --name alice --role "
           "supervisor")
 def cmd_accounts(args: argparse.Namespace) -> int:
@@ -332,6 +335,14 @@ def cmd_accounts(args: argparse.Namespace) -> int:
         accounts = Accounts.load(args.accounts)
         for name, user in sorted(accounts.users.items()):
             print(f"{name}\t{user['role']}")
+        return 0
+    if args.action == "remove":
+        if not args.name:
+            raise SabotError("accounts remove needs --name NAME")
+        accounts = Accounts.load(args.accounts)
+        accounts.remove(args.name)
+        accounts.save()
+        print(f"removed account {args.name} from {args.accounts}", file=sys.stderr)
         return 0
     if not args.name or not args.role:
         raise SabotError("accounts add needs --name NAME and --role dealer|supervisor|it")

@@ -7,7 +7,10 @@ recommended profile); never a password. Roles: a `dealer` sees the pit (logging 
 nothing); a `supervisor` also resolves a held table's irregularity and starts its next shoe; `it`
 sees the operator log, and operates no table. A session is a random token in an HttpOnly,
 SameSite=Strict cookie, held in serve's memory only (a restart logs everyone out), with its own
-CSRF token that every form and API call must carry. Failed logins are limited per account name
+CSRF token that every form and API call must carry. serve reads the file again whenever it has
+changed (one stat at each login and each request of a session): an account added, changed (its
+role or password) or removed takes effect at once, and a session of an account changed or removed
+since its login ends at its next request. Failed logins are limited per account name
 and per client address (counted when a check begins: a burst sent at once gets no more tries), so
 guessing a password takes years, not minutes; a burst of logins takes at most HASHING checks at a
 time, beside the tables' operations, which have their own thread."""
@@ -23,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sabot.errors import SabotError, parse_json
+from sabot.errors import SabotError
 from sabot.protocol import BY_LEN
 
 ROLES = ("dealer", "supervisor", "it")
@@ -54,38 +57,47 @@ def _hasher() -> Any:
 class Accounts:
     """The accounts file: {"accounts": [{"name", "role", "hash"}]}."""
 
-    def __init__(self, path: str, users: dict[str, dict[str, str]]) -> None:
+    def __init__(self, path: str, users: dict[str, dict[str, str]],
+                 seen: tuple[int, ...] | None = None) -> None:
         self.path = path
         self.users = users
+        self._seen = seen  # the file's stat when `users` was read (fresh() reads it again)
+        self._lock = threading.Lock()
         self._dummy = ""  # a hash to verify against for an unknown name (the same time taken)
 
     @classmethod
     def load(cls, path: str, must_exist: bool = True) -> Accounts:
-        if not os.path.exists(path):
+        seen = _stat(path)
+        if seen is None:
             if must_exist:
                 raise SabotError(f"no accounts file {path} (sabot accounts add --accounts "
                                  f"{path} --name NAME --role supervisor creates it)")
             return cls(path, {})
-        try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError as e:
-            raise SabotError(f"accounts file {path}: {e.strerror}") from None
-        doc = parse_json(raw, f"accounts file {path}")
-        users: dict[str, dict[str, str]] = {}
-        rows = doc.get("accounts") if isinstance(doc, dict) else None
-        if not isinstance(rows, list):
-            raise SabotError(f"accounts file {path}: wants {{\"accounts\": [...]}}")
-        for row in rows:
-            if (not isinstance(row, dict) or name_problem(row.get("name"))
-                    or row.get("role") not in ROLES or not isinstance(row.get("hash"), str)
-                    or not row["hash"].startswith("$argon2")):
-                raise SabotError(f"accounts file {path}: an entry is not {{\"name\", \"role\" "
-                                 f"({', '.join(ROLES)}), \"hash\" (argon2)}}")
-            if row["name"] in users:
-                raise SabotError(f"accounts file {path}: {row['name']} is listed twice")
-            users[row["name"]] = {"role": row["role"], "hash": row["hash"]}
-        return cls(path, users)
+        return cls(path, _read(path), seen)
+
+    def fresh(self) -> dict[str, dict[str, str]]:
+        """The accounts as the file has them now: read again when its stat differs from the
+        last read's. A file gone or no longer valid is no account at all (nobody logs in until
+        it is mended: said on standard error once)."""
+        seen = _stat(self.path)
+        with self._lock:
+            if seen != self._seen:
+                self._seen = seen
+                try:
+                    if seen is None:
+                        raise SabotError(f"accounts file {self.path} is gone")
+                    self.users = _read(self.path)
+                except SabotError as e:
+                    from sabot.service import log
+
+                    self.users = {}
+                    log(f"{e}: nobody may log in until it is mended", "error", "serve")
+            return self.users
+
+    def holds(self, name: str, role: str, hash_: str) -> bool:
+        """Whether the account is still `name` with this role and password hash."""
+        user = self.fresh().get(name)
+        return user is not None and user["role"] == role and user["hash"] == hash_
 
     def save(self) -> None:
         """Written whole, then renamed over the old file (never half a file), mode 0600."""
@@ -110,13 +122,18 @@ class Accounts:
         self.users[name] = {"role": role, "hash": _hasher().hash(password)}
         return new
 
-    def check(self, name: str, password: str) -> str | None:
-        """The account's role when the password is its, else None (an unknown name costs the
-        same hash as a wrong password: the answer's time does not tell which)."""
+    def remove(self, name: str) -> None:
+        if self.users.pop(name, None) is None:
+            raise SabotError(f"no account {name} in {self.path}")
+
+    def check(self, name: str, password: str) -> dict[str, str] | None:
+        """The account ({"role", "hash"}) as the file has it now when the password is its, else
+        None (an unknown name costs the same hash as a wrong password: the answer's time does
+        not tell which)."""
         from argon2.exceptions import InvalidHashError, VerificationError
 
         hasher = _hasher()
-        user = self.users.get(name)
+        user = self.fresh().get(name)
         if user is None:
             if not self._dummy:
                 self._dummy = hasher.hash(secrets.token_hex(16))
@@ -127,13 +144,45 @@ class Accounts:
             hasher.verify(target, password)
         except (VerificationError, InvalidHashError):
             return None
-        return user["role"] if user is not None else None
+        return user
+
+
+def _stat(path: str) -> tuple[int, ...] | None:
+    """What changes when the file is written or replaced (None: there is no file)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _read(path: str) -> dict[str, dict[str, str]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SabotError(f"accounts file {path}: not readable JSON ({e})") from None
+    users: dict[str, dict[str, str]] = {}
+    rows = doc.get("accounts") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise SabotError(f"accounts file {path}: wants {{\"accounts\": [...]}}")
+    for row in rows:
+        if (not isinstance(row, dict) or name_problem(row.get("name"))
+                or row.get("role") not in ROLES or not isinstance(row.get("hash"), str)
+                or not row["hash"].startswith("$argon2")):
+            raise SabotError(f"accounts file {path}: an entry is not {{\"name\", \"role\" "
+                             f"({', '.join(ROLES)}), \"hash\" (argon2)}}")
+        if row["name"] in users:
+            raise SabotError(f"accounts file {path}: {row['name']} is listed twice")
+        users[row["name"]] = {"role": row["role"], "hash": row["hash"]}
+    return users
 
 
 @dataclass
 class Session:
     name: str
     role: str
+    hash: str  # the account's password hash at login: a new one ends the session
     csrf: str
     started: float
     seen: float
@@ -148,10 +197,10 @@ class Sessions:
         self._failures: dict[str, list[float]] = {}
         self._lock = threading.Lock()
 
-    def start(self, name: str, role: str, client: str) -> tuple[str, Session]:
+    def start(self, name: str, user: dict[str, str], client: str) -> tuple[str, Session]:
         token = secrets.token_urlsafe(32)
         now = time.time()
-        s = Session(name, role, secrets.token_urlsafe(32), now, now, client)
+        s = Session(name, user["role"], user["hash"], secrets.token_urlsafe(32), now, now, client)
         with self._lock:
             self._by_token[token] = s
         return token, s

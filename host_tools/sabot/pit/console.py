@@ -11,6 +11,7 @@ one. A role that may not do a thing is refused (403) before the shoe is asked.""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from sabot.errors import SabotError, parse_json
+from sabot.errors import SabotError
 from sabot.pit.accounts import (
     HASHING,
     OPERATE,
@@ -80,7 +81,18 @@ class Console:
         return request.client.host if request.client else "unknown"
 
     def session(self, request: Request) -> Session | None:
-        return self.sessions.get(request.cookies.get(COOKIE))
+        """This request's session; one whose account has changed (role or password) or gone
+        since its login is ended here, at its first request since."""
+        token = request.cookies.get(COOKIE)
+        s = self.sessions.get(token)
+        if s is not None and not self.holds(s):
+            self.sessions.end(token)
+            return None
+        return s
+
+    def holds(self, s: Session) -> bool:
+        """Whether the session's account is still as it was at its login."""
+        return self.accounts is not None and self.accounts.holds(s.name, s.role, s.hash)
 
     def _same_origin(self, request: Request) -> bool:
         origin = request.headers.get("origin")
@@ -180,8 +192,9 @@ class Console:
                                 "the pit from here"))
         return self._login_form()
 
-    async def _check_login(self, name: str, password: str, client: str) -> tuple[str | None, str]:
-        """(role, "") for a good login; (None, why) otherwise."""
+    async def _check_login(self, name: str, password: str, client: str
+                           ) -> tuple[dict[str, str] | None, str]:
+        """(the account, "") for a good login; (None, why) otherwise."""
         if self.accounts is None:
             return None, "serve was started without --accounts"
         if name_problem(name) or not password:
@@ -190,11 +203,11 @@ class Console:
         if wait:
             return None, f"too many failed logins: try again in {int(wait) + 1} s"
         async with self._hashing:
-            role = await asyncio.to_thread(self.accounts.check, name, password)
-        if role is None:
+            user = await asyncio.to_thread(self.accounts.check, name, password)
+        if user is None:
             return None, "wrong name or password"
         self.sessions.succeeded(name, client, mark)
-        return role, ""
+        return user, ""
 
     async def login_form(self, request: Request) -> Response:
         try:
@@ -204,10 +217,10 @@ class Console:
         if not form.get("login") or form.get("login") != request.cookies.get(LOGIN_COOKIE):
             return self._login_form("the login form expired: log in again", 403)
         name, client = form.get("name", ""), self.client(request)
-        role, why = await self._check_login(name, form.get("password", ""), client)
-        if role is None:
+        user, why = await self._check_login(name, form.get("password", ""), client)
+        if user is None:
             return self._login_form(why, 429 if why.startswith("too many") else 401)
-        token, _ = self.sessions.start(name, role, client)
+        token, _ = self.sessions.start(name, user, client)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         response.delete_cookie(LOGIN_COOKIE, path="/login")
@@ -351,8 +364,8 @@ class Console:
     # ---- the API, for scripts ------------------------------------------------------------
     async def _json(self, request: Request) -> dict[str, Any] | None:
         try:
-            doc = parse_json(await self._body(request), "the request")
-        except SabotError:
+            doc = json.loads(await self._body(request))
+        except (SabotError, ValueError):
             return None
         return doc if isinstance(doc, dict) else None
 
@@ -367,11 +380,11 @@ class Console:
         if doc is None:
             return JSONResponse({"error": "want {\"name\": ..., \"password\": ...}"}, 400)
         name, client = str(doc.get("name", "")), self.client(request)
-        role, why = await self._check_login(name, str(doc.get("password", "")), client)
-        if role is None:
+        user, why = await self._check_login(name, str(doc.get("password", "")), client)
+        if user is None:
             return JSONResponse({"error": why}, 429 if why.startswith("too many") else 401)
-        token, s = self.sessions.start(name, role, client)
-        response = JSONResponse({"name": name, "role": role, "csrf": s.csrf,
+        token, s = self.sessions.start(name, user, client)
+        response = JSONResponse({"name": name, "role": s.role, "csrf": s.csrf,
                                  "expires": int(s.started + 8 * 3600)})
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         return response

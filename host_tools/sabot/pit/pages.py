@@ -403,12 +403,18 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
                                   table_path(t.table) + "/events", "scoreboard"))
 
     async def dashboard_events(request: Request) -> Response:
-        controls, bar = operator(request)  # the stream's page is this session's
+        # the stream's page is this session's, logged out once its account changes
+        s = console.session(request) if console is not None else None
 
         def version() -> int:
             return sum(t.version for t in pit.tables()) + pit.notes + hub.tick
 
         def render() -> dict[str, Any]:
+            if console is None:
+                controls, bar = None, None
+            else:
+                live = s if s is not None and console.holds(s) else None
+                controls, bar = console.operator(live), console.bar(live)
             return {"version": version(), "html": dashboard_html(pit, controls, bar),
                     "sent_at": time.time()}
         return event_stream(hub.stream(request, version, render))
