@@ -285,3 +285,50 @@ def test_a_frameless_alarm_naming_no_shoe_is_found(server):  # noqa: F811
     store.close()
     r = audit_verify(url, {})
     assert not r["ok"] and "no frame and no shoe" in r["problem"], r
+
+
+def test_a_pit_role_writes_no_table_but_its_shoes_rows_not_meta_nor_pit_shoes(server, tmp_path):  # noqa: F811
+    """A pit's role inserted a second meta row (meta had no row security and its grant had
+    INSERT): every pit's audit verify then failed, and nothing named who wrote it. Now `sabot
+    pit-role` grants no write of meta or pit_shoes, and should IT grant INSERT on meta by hand,
+    row security still refuses a pit's role; a store made before has meta's policy added when
+    pit-role runs on it, and audit verify finds it dropped."""
+    import secrets
+
+    url = server.database()
+    open_store(url).close()
+    role = f"pit_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"CREATE ROLE {role} LOGIN".encode())
+    r = subprocess.run([*SABOT, "pit-role", "--db", url, "--role", role, "--shoe-id",
+                        "0x5ab00d00"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    as_pit = url.replace("//sabot@", f"//{role}@")
+    meta_row = (b"INSERT INTO meta (id, chain_no, name, value, row_hash)"
+                b" VALUES (2, 2, 'schema2', 'x', '\\x00'::bytea)")
+    with psycopg.connect(as_pit, autocommit=True) as con:
+        for sql in (meta_row, b"INSERT INTO pit_shoes (shoe_id, role) VALUES (1, 'x')",
+                    b"UPDATE pit_shoes SET role = 'x'", b"DELETE FROM pit_shoes",
+                    b"UPDATE meta SET value = 'x'"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                con.execute(sql)
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"GRANT INSERT ON meta TO {role}".encode())
+    with psycopg.connect(as_pit, autocommit=True) as con, pytest.raises(
+            psycopg.errors.InsufficientPrivilege, match="row-level security"):
+        con.execute(meta_row)
+    r = audit_verify(url, {})
+    assert r["ok"], r
+    # a store made before meta had a policy: pit-role adds it (and takes the INSERT back)
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(b"DROP POLICY meta_pit ON meta; DROP POLICY meta_read ON meta;"
+                    b" ALTER TABLE meta DISABLE ROW LEVEL SECURITY")
+    r = audit_verify(url, {})
+    assert not r["ok"] and "table meta was altered" in r["problem"], r
+    it = open_store(url)
+    it.assign_pit(role, [0x5AB0_0D00])
+    it.close()
+    with psycopg.connect(as_pit, autocommit=True) as con, pytest.raises(
+            psycopg.errors.InsufficientPrivilege):
+        con.execute(meta_row)
+    assert audit_verify(url, {})["ok"]

@@ -83,24 +83,28 @@ _WHEN = {"u": "BEFORE UPDATE ON {t} FOR EACH ROW", "d": "BEFORE DELETE ON {t} FO
          "t": "BEFORE TRUNCATE ON {t} FOR EACH STATEMENT"}
 
 
-# Row security per pit: a role named in pit_shoes (sabot floor assign) inserts rows of its own
-# shoes only (and rows naming no shoe: a frame too damaged to name one); a role named there for
-# no shoe, IT's and the owner's are not held to it. Every role reads every row: each writer
-# numbers its rows after the whole chain's head.
+# Row security per pit, on every table: a role named in pit_shoes (sabot pit-role) inserts rows
+# of its own shoes only (and rows naming no shoe: a frame too damaged to name one), and no row of
+# a table whose rows name none (meta: a second schema row would fail every pit's audit verify);
+# a role named there for no shoe, IT's and the owner's are not held to it. Every role reads every
+# row: each writer numbers its rows after the whole chain's head.
 PIT_SHOES = "pit_shoes"
 PIT_SHOES_SQL = f"CREATE TABLE {PIT_SHOES} (shoe_id BIGINT PRIMARY KEY, role TEXT NOT NULL)"
 SHOE_TABLES = tuple(t for t, cols in COLUMNS.items() if "shoe_id" in cols)
+_NO_PIT = f"NOT EXISTS (SELECT 1 FROM {PIT_SHOES} p WHERE p.role = CURRENT_USER::text)"
 
 
-def _own_shoe(table: str) -> str:
-    return (f"shoe_id IS NULL OR NOT EXISTS (SELECT 1 FROM {PIT_SHOES} p WHERE "
-            f"p.role = CURRENT_USER::text) OR EXISTS (SELECT 1 FROM {PIT_SHOES} p WHERE "
+def _insert_check(table: str) -> str:
+    if table not in SHOE_TABLES:
+        return _NO_PIT
+    return (f"shoe_id IS NULL OR {_NO_PIT} OR EXISTS (SELECT 1 FROM {PIT_SHOES} p WHERE "
             f"p.role = CURRENT_USER::text AND p.shoe_id = {table}.shoe_id)")
 
 
 def policy_sql(table: str) -> list[str]:
     return [f"CREATE POLICY {table}_read ON {table} FOR SELECT USING (true)",
-            f"CREATE POLICY {table}_pit ON {table} FOR INSERT WITH CHECK ({_own_shoe(table)})",
+            f"CREATE POLICY {table}_pit ON {table} FOR INSERT WITH CHECK "
+            f"({_insert_check(table)})",
             f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"]
 
 
@@ -237,10 +241,11 @@ class PgAuditStore(AuditStore):
     def assign_pit(self, role: str, shoe_ids: Sequence[int]) -> None:
         """Row security per pit: the database role `role` may insert rows of these shoes only
         (each shoe moved from any pit it was with) and read every row; its grants: SELECT on
-        the store's tables, INSERT on the chained ones (never UPDATE, DELETE or TRUNCATE). A
-        role named in pit_shoes for no shoe is held to none (the policy's words for IT's), so
-        a pit is never left so: one given no shoe is refused, and one whose last shoe moves to
-        another pit loses its INSERT."""
+        the store's tables, INSERT on those whose rows name a shoe (never on meta or pit_shoes;
+        never UPDATE, DELETE or TRUNCATE). A role named in pit_shoes for no shoe is held to
+        none (the policy's words for IT's), so a pit is never left so: one given no shoe is
+        refused, and one whose last shoe moves to another pit loses its INSERT. A table of a
+        store made before it had row security is given its policies here."""
         if not shoe_ids:
             raise SabotError(f"no shoe named for role {role!r}: a role with no shoe in "
                              f"{PIT_SHOES} could insert every shoe's rows")
@@ -252,7 +257,17 @@ class PgAuditStore(AuditStore):
             ident = psycopg.sql.Identifier(role).as_string(self.db.con)
             self.db.execute(self.BEGIN_WRITE)
             self.db.execute(f"GRANT SELECT ON {', '.join((*COLUMNS, PIT_SHOES))} TO {ident}")
-            self.db.execute(f"GRANT INSERT ON {', '.join(COLUMNS)} TO {ident}")
+            self.db.execute(f"GRANT INSERT ON {', '.join(SHOE_TABLES)} TO {ident}")
+            shoeless = [t for t in COLUMNS if t not in SHOE_TABLES]
+            self.db.execute(f"REVOKE INSERT ON {', '.join(shoeless)} FROM {ident}")
+            secured = {t for (t,) in self.db.execute(
+                "SELECT c.relname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?"
+                " AND p.polname = c.relname || '_pit'", (self.schema,)).fetchall()}
+            for table in COLUMNS:
+                if table not in secured:
+                    for sql in policy_sql(table):
+                        self.db.execute(sql)
             moved_from = {r for (r,) in self.db.execute(
                 f"SELECT DISTINCT role FROM {PIT_SHOES} WHERE shoe_id = ANY(?) AND role <> ?",
                 (list(shoe_ids), role)).fetchall()}
@@ -299,7 +314,7 @@ class PgAuditStore(AuditStore):
             # ALWAYS: it fires on replicated rows too (session_replication_role = replica)
             self.db.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {name}")
         self.db.execute(PIT_SHOES_SQL)
-        for table in SHOE_TABLES:
+        for table in COLUMNS:
             for sql in policy_sql(table):
                 self.db.execute(sql)
         # the schema row in the same transaction: no other writer ever sees the tables without it
@@ -365,11 +380,10 @@ class PgAuditStore(AuditStore):
                          f"EXECUTE FUNCTION {FUNCTION}() [A]")
         out[f"function {FUNCTION}"] = " BEGIN RAISE EXCEPTION 'the audit log is append-only'; END "
         for table in COLUMNS:
-            out[f"table {table}"] = _table_kind("r", 0, 0, table in SHOE_TABLES)
-        for table in SHOE_TABLES:
+            out[f"table {table}"] = _table_kind("r", 0, 0, True)
             out[f"policy {table}_read on {table}"] = _policy_text("select", "true", None)
             out[f"policy {table}_pit on {table}"] = _policy_text("insert", None,
-                                                                 _own_shoe(table))
+                                                                 _insert_check(table))
         return out
 
     # ---- writing: the chain's head read under its lock, at each commit ---------------------
