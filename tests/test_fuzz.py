@@ -74,3 +74,100 @@ def test_validator_never_accepts_what_was_not_sent_and_resyncs(noise, where, fli
     if not flips and where == 0:
         # Noise before the first frame: the genuine stream after it verifies in full.
         assert sum(1 for _, v_, _ in verdicts if v_ == "accepted") == 40
+
+
+# JSON a person or a script can hand the host: nested past any parser's depth, nested just short
+# of it (then each reader meets it), cut short, not UTF-8, of the wrong kinds, a number past
+# Python's digits limit
+DEEP = 100_000
+FIELDS = ("table", "round", "wagers", "accounts", "shoes", "winner", "logs", "name", "password",
+          "action", "capture", "state")
+BAD_JSON = {
+    "nested": b"[" * DEEP + b"]" * DEEP,
+    "nested_open": b'{"a": ' * DEEP,
+    "nested_values": b"{" + b", ".join(b'"%s": %s%s' % (f.encode(), b"[" * 900, b"]" * 900)
+                                       for f in FIELDS) + b"}",
+    "truncated": b'{"table": {"game": "baccarat"}, "accounts": [{"name": "al',
+    "not_utf8": b'{"name": "\xff\xfe", "accounts": "\xc3("}',
+    "wrong_types": b'{"table": 5, "round": "x", "wagers": {}, "accounts": [7], "shoes": [[]], '
+                   b'"winner": [], "logs": {}, "name": 1, "password": [], "capture": 3}',
+    "not_an_object": b'["accounts", "shoes"]',
+    "long_number": b'{"table": ' + b"9" * 5000 + b"}",
+}
+
+
+def _asgi(app, path, body, headers=()):
+    """(status, body) of one POST to an ASGI app, run in this process: an exception the app does
+    not answer comes out here."""
+    import asyncio
+
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "root_path": "", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000),
+             "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+                         *headers]}
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], b"".join(m.get("body", b"") for m in sent
+                                     if m["type"] == "http.response.body")
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_JSON))
+def test_every_json_input_is_refused_in_one_line_whatever_it_holds(cli, tmp_path, kind):
+    """Every command that reads JSON a user gives it (a file, standard input, a capture's marks)
+    and serve's JSON API: one line on stderr and exit 2 (or a 4xx with one JSON line), never a
+    traceback, whatever the JSON."""
+    import json
+
+    from starlette.applications import Starlette
+
+    from sabot import note
+    from sabot.audit.replay import MARK
+    from sabot.pit.accounts import Accounts
+    from sabot.pit.console import Console
+
+    from kit import registry_of
+
+    data = BAD_JSON[kind]
+    given = tmp_path / "given.json"
+    given.write_bytes(data)
+    reg = registry_of(tmp_path, 0x5AB00001)
+    capture = tmp_path / "capture.bin"
+    capture.write_bytes(MARK + data + b"\x00")
+    vkey = note.Verifier("w", note.COSIGNATURE, bytes(32)).vkey()
+    runs = [
+        ("settle", given),
+        ("settle", "--table", "bac1", "--registry", given),
+        ("roads", given),
+        ("accounts", "list", "--accounts", given),
+        ("serve", "--accounts", given, "--db", tmp_path / "serve.db", "--registry", reg,
+         "--listen", "127.0.0.1:0"),
+        ("audit", "verify", "--db", tmp_path / "audit.db", "--registry", reg, "--witness-state",
+         given, "--witness", vkey),
+        ("replay", capture, "--registry", reg),
+    ]
+    for args in runs:
+        r = cli(*args)
+        assert "Traceback" not in r.stderr, (args, r.stderr)
+        # (a capture whose only mark is no mark is bytes taken: replay says they hold no frame,
+        # 2, or none of the shoe's, its verdict 1)
+        assert r.returncode == 2 or (args[0] == "replay" and r.returncode == 1), (args, r)
+        assert len(r.stderr.strip().splitlines()) == 1, (args, r)
+    stdin = cli("settle", stdin=data.decode("utf-8", "replace"))
+    assert stdin.returncode == 2 and len(stdin.stderr.strip().splitlines()) == 1, stdin
+
+    console = Console(Accounts(str(tmp_path / "none.json"), {}), None, lambda name: None,
+                      list, lambda title, body: None)
+    app = Starlette(routes=console.routes())
+    for path in ("/api/login", "/api/operate"):
+        status, body = _asgi(app, path, data[:4000], [(b"x-csrf-token", b"x")])
+        assert 400 <= status < 500, (path, status, body)
+        assert len(body.splitlines()) == 1 and "error" in json.loads(body), (path, body)

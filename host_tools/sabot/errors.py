@@ -23,3 +23,22 @@ class NotVerified(SabotError):
     verify, a shoe whose firmware or dealing does not match the build or the rules."""
 
     exit_status = NOT_VERIFIED
+
+
+def parse_json(data: str | bytes, what: str) -> object:
+    """`data` (bytes: UTF-8) as JSON, else a SabotError in one line naming `what`: not UTF-8, not
+    JSON, a number past Python's digits limit, or nested past the parser's depth (a
+    RecursionError): for JSON a user hands the host, which must never end in a traceback."""
+    import json
+
+    try:
+        return json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+    except UnicodeDecodeError:
+        raise SabotError(f"{what}: not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise SabotError(f"{what}: not JSON ({e.msg} at line {e.lineno} column {e.colno})"
+                         ) from None
+    except ValueError:  # int("9" * 5000): Python's integer string conversion limit
+        raise SabotError(f"{what}: a number too long (over 4300 digits)") from None
+    except RecursionError:
+        raise SabotError(f"{what}: JSON nested too deep") from None

@@ -15,12 +15,12 @@ Any other operation is none sabot logs."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from sabot.audit.derived import Broken, DerivedShoe, sid
+from sabot.errors import SabotError, parse_json
 from sabot.protocol import BY_LEN
 
 SIGNED = frozenset(("new_shoe", "resolve"))
@@ -92,11 +92,11 @@ class OperatorLog:
               shoes: Mapping[int, DerivedShoe]) -> None:
         """An operator entry, checked against the frames and alarms stored before it."""
         _, shoe_id, seq, operation, text = values
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            entry = None
         where = f"operator entry id {rid}"
+        try:
+            entry = parse_json(text, where)
+        except SabotError:  # not JSON, or nested past the parser's depth: an altered row
+            entry = None
         if not isinstance(entry, dict) or entry.get("operation") != operation \
                 or entry.get("shoe_id") != shoe_id:
             raise Broken(f"{where} is not the entry its columns say (altered?)")

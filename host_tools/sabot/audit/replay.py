@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 from sabot import protocol as pr
 from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
-from sabot.errors import SabotError
+from sabot.errors import SabotError, parse_json
 from sabot.registry import Registry, ShoeEntry
 
 MARK = b"\x00SABOT-CAPTURE "  # the zero ends any torn frame before it, for a reader of frames
@@ -91,7 +91,8 @@ def _mark(body: bytes, token: str | None) -> dict[str, Any] | None:
     """A mark's fields, or None when `body` is not a well-formed mark of this capture (then it is
     bytes the validator took, as any other)."""
     try:
-        m = json.loads(body.decode("ascii"))
+        body.decode("ascii")
+        m: Any = parse_json(body, "a capture mark")
         st = m["state"]
         ok = (isinstance(m["capture"], str) and (token is None or m["capture"] == token)
               and isinstance(m["run"], str)
@@ -99,7 +100,7 @@ def _mark(body: bytes, token: str | None) -> dict[str, Any] | None:
               and all(isinstance(st[k], int) for k in ("last_seq", "last_boot", "host_counter"))
               and isinstance(st["inventory"], dict))
         st["last_digest"] = bytes.fromhex(st["last_digest"])
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (SabotError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return m if ok else None
 

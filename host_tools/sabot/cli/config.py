@@ -51,6 +51,8 @@ def read(path: str) -> dict[str, Any]:
         raise SabotError(f"--config {path}: not TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise SabotError(f"--config {path}: not TOML: {e}") from None
+    except RecursionError:  # arrays nested past the parser's depth
+        raise SabotError(f"--config {path}: not TOML: nested too deep") from None
 
 
 def log_format(words: list[str], settings: dict[str, Any]) -> str | None:

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from sabot.cli.options import REGISTRY_HELP, SHOE_ID, Commands, decks_arg, dollars_to_cents
-from sabot.errors import NotVerified, SabotError
+from sabot.errors import NotVerified, SabotError, parse_json
 
 commands = Commands()
 
@@ -260,11 +260,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
         raise SabotError(f"cannot read {args.file or 'stdin'}: {e.strerror}") from None
     except UnicodeDecodeError:
         raise SabotError(f"{args.file or 'stdin'} is not UTF-8 text (a binary file?)") from None
-    try:
-        request = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SabotError(f"input is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
-                         ) from None
+    request = parse_json(text, "input")
     try:
         if registered is not None:
             if not isinstance(request, dict):

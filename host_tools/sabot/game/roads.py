@@ -11,11 +11,10 @@ rounds' roads, and `sabot audit verify` names the edit."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
-from sabot.errors import SabotError
+from sabot.errors import SabotError, parse_json
 
 BEAD = {"banker": "B", "player": "P", "tie": "T"}
 UNKNOWN = "?"  # the bead of a winner that is none of BEAD's
@@ -125,6 +124,9 @@ def roads(winners: Iterable[Any]) -> dict[str, Any]:
     return result
 
 
+JSON_KINDS = {"dict": "object", "list": "array", "NoneType": "null", "bool": "boolean"}
+
+
 def winners_from_lines(lines: Iterable[str], source: str = "input") -> list[str]:
     """The `winner` of each round record (one JSON object a line); records without a winner
     (events) and blank lines are skipped; anything else is a SabotError naming the line."""
@@ -132,17 +134,17 @@ def winners_from_lines(lines: Iterable[str], source: str = "input") -> list[str]
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SabotError(f"{source}:{lineno}: not JSON ({e.msg})") from None
+        rec = parse_json(line, f"{source}:{lineno}")
         if not isinstance(rec, dict):
             raise SabotError(f"{source}:{lineno}: a record must be a JSON object")
         if "winner" not in rec:
             continue
-        if rec["winner"] not in BEAD:
+        got = rec["winner"]
+        if not isinstance(got, str) or got not in BEAD:
+            said = repr(got) if isinstance(got, str) else "a JSON " + JSON_KINDS.get(
+                type(got).__name__, "number")
             raise SabotError(f"{source}:{lineno}: winner must be banker, player or tie "
-                             f"(got {rec['winner']!r})")
+                             f"(got {said})")
         out.append(rec["winner"])
     return out
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sabot.errors import SabotError
+from sabot.errors import SabotError, parse_json
 from sabot.protocol import BY_LEN
 
 ROLES = ("dealer", "supervisor", "it")
@@ -158,10 +158,11 @@ def _stat(path: str) -> tuple[int, ...] | None:
 
 def _read(path: str) -> dict[str, dict[str, str]]:
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SabotError(f"accounts file {path}: not readable JSON ({e})") from None
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise SabotError(f"accounts file {path}: {e.strerror}") from None
+    doc = parse_json(raw, f"accounts file {path}")
     users: dict[str, dict[str, str]] = {}
     rows = doc.get("accounts") if isinstance(doc, dict) else None
     if not isinstance(rows, list):

@@ -11,7 +11,6 @@ one. A role that may not do a thing is refused (403) before the shoe is asked.""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from sabot.errors import SabotError
+from sabot.errors import SabotError, parse_json
 from sabot.pit.accounts import (
     HASHING,
     OPERATE,
@@ -364,8 +363,8 @@ class Console:
     # ---- the API, for scripts ------------------------------------------------------------
     async def _json(self, request: Request) -> dict[str, Any] | None:
         try:
-            doc = json.loads(await self._body(request))
-        except (SabotError, ValueError):
+            doc = parse_json(await self._body(request), "the request")
+        except SabotError:
             return None
         return doc if isinstance(doc, dict) else None
 
