@@ -345,3 +345,29 @@ def test_a_witnessed_blackjack_round_gets_a_receipt_a_voided_one_none(pit):
     assert "; dealer " in r.stdout, r.stdout
     r = run("receipt", *common, "--round", str(voided["round"]), "-o", str(out) + ".2")
     assert r.returncode == 2 and "voided by a supervisor" in r.stderr
+
+
+def test_a_serve_without_a_public_url_makes_no_qr_code(pit, tmp_path):
+    """The receipt's QR code is built from --public-url only: without it /qr is refused and the
+    scoreboard shows none, where it took the address from the request's Host header — which any
+    client sets — and let it be cached for an hour."""
+    r = run("demo", "--db", str(pit["db"]), "--key", str(pit["key"]), "--registry",
+            str(pit["reg"]), "--seed", "3", "--witness", f"{pit['url']}={pit['vkey']}")
+    assert r.returncode == 0, r.stderr
+    web = free_port_for_tests()
+    serve = subprocess.Popen([*SABOT, "serve", "--floor", "--db", str(pit["db"]), "--registry",
+                              str(pit["reg"]), "--listen", f"127.0.0.1:{web}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{web}"
+        wait_until_served(base + "/api/floor")
+        board = urllib.request.urlopen(base + "/table/bac1", timeout=5).read().decode()
+        assert "/qr/bac1/" not in board and "receipt-qr" not in board
+        request = urllib.request.Request(base + "/qr/bac1/1/5", headers={"Host": "evil.example"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 404 and refused.value.headers["Vary"] == "Host"
+        assert "--public-url" in refused.value.read().decode()
+    finally:
+        serve.terminate()
+        serve.wait(20)

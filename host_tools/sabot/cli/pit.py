@@ -72,8 +72,9 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "06:00,14:00,22:00): the dashboard counts shoes per shift, /shift reports one")
     p.add_argument("--public-url", metavar="URL", default=None,
                    help="this server's address as players' phones reach it (http(s)://HOST[:PORT]"
-                   "), which the QR codes link to; default the address each scoreboard display "
-                   "asked by")
+                   "), which the scoreboards' receipt QR codes link to; without it the "
+                   "scoreboards show no QR code (an address a request's Host header chose "
+                   "could send players anywhere)")
 
 
 @commands("serve", serve_args, help="validate several shoes and serve the pit's live pages",

@@ -76,23 +76,26 @@ def receipt_routes(pit: Pit) -> list[Route]:
                                  "Access-Control-Allow-Origin": "*"})
 
     async def qr_route(request: Request) -> Response:
-        """The QR code (SVG) of the checker page's link to a round's receipt on this server:
-        built from serve --public-url, else from the address the scoreboard's display asked by
-        (a display opened by the pit's network name gives players a link their phones can
-        open)."""
+        """The QR code (SVG) of the checker page's link to a round's receipt on this server,
+        built from serve --public-url only: never from the request's Host header, which any
+        client sets (a QR code cached with another's address would send players elsewhere)."""
         p = request.path_params
+        if pit.public_url is None:
+            return Response("no QR codes here: serve makes them only with --public-url, the "
+                            "address players' phones reach it by\n", status_code=404,
+                            media_type="text/plain; charset=utf-8", headers={"Vary": "Host"})
         if pit.table(p["table"]) is None or not (0 < p["shoe"] < 1 << 16
                                                   and 0 < p["round"] < 1 << 16):
             return Response(f"no round {p['round']} of shoe {p['shoe']} at table "
                             f"{p['table']}\n", status_code=404,
                             media_type="text/plain; charset=utf-8")
-        here = pit.public_url or str(request.base_url).rstrip("/")
+        here = pit.public_url
         path = receipt_path(p["table"], p["shoe"], p["round"])
         # another origin's checker (the regulator's) fetches the receipt from here by its
         # whole address (/receipt answers any origin: a receipt is public and proves itself)
         link = (f"{pit.checker}#{here}{path}" if pit.checker else f"{here}/verify#{path}")
         return Response(qr_svg(link), media_type="image/svg+xml",
-                        headers={"Cache-Control": "max-age=3600"})
+                        headers={"Cache-Control": "max-age=3600", "Vary": "Host"})
 
     return [Route("/receipt/{table}/{shoe:int}/{round:int}", receipt_route),
             Route("/qr/{table}/{shoe:int}/{round:int}", qr_route)]

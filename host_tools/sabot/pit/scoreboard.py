@@ -143,7 +143,7 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
         newest,
         el("div", el("h2", "Rounds before"), el("ol", before, class_="last", reversed=True),
            class_="lastbox"),
-        receipt_qr(t))
+        receipt_qr(pit, t))
 
 
 def scoreboard(pit: Pit, t: TableView) -> Html:
@@ -194,16 +194,19 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
            el("p", streak_line, class_="counts streaks"), class_="stats"),
         el("div", el("h2", "Last results"), last_results(t.rounds, c.side_wagers),
            class_="lastbox"),
-        receipt_qr(t))
+        receipt_qr(pit, t))
 
 
 def receipt_path(table: str, shoe: int, round_no: int) -> str:
     return f"/receipt/{quote(table, safe='', errors='replace')}/{shoe}/{round_no}"
 
 
-def receipt_qr(t: TableView) -> Html:
+def receipt_qr(pit: Pit, t: TableView) -> Html:
     """The last round's receipt as a QR code: a link to this server's checker page, which loads
-    the receipt and checks it in the player's browser against keys the player trusts."""
+    the receipt and checks it in the player's browser against keys the player trusts. None
+    without serve --public-url (no address a phone could be sent to that no client chose)."""
+    if pit.public_url is None:
+        return join()
     played = [h for h in t.hands if not h.get("voided")] if t.config.game == "blackjack" \
         else t.rounds
     last = played[-1] if played else None
