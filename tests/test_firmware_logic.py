@@ -165,6 +165,46 @@ def test_record_log_survives_a_tear_at_every_byte(tmp_path):
     assert [p for _, p in log2.records()] == [b"x", b"y"]
 
 
+def test_a_record_log_write_that_fails_with_any_exception_leaves_the_log_as_it_was(tmp_path):
+    """A write torn by a MemoryError (an OSError made with the heap locked) is cut off and the
+    file reopened; when the cut itself fails, the next prepare() does it, and the log refuses
+    records until then, so nothing after the torn bytes is written."""
+    flash = Flash(str(tmp_path))
+    log = RecordLog(flash)
+    log.prepare()
+    log.append(R_INPUT, b"first")
+
+    class Tearing:
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, data):
+            self.f.write(data[:5])
+            raise MemoryError
+
+        def close(self):
+            self.f.close()
+
+    log._f = Tearing(log._f)
+    with pytest.raises(MemoryError):
+        log.append(R_INPUT, b"torn")
+    log.append(R_INPUT, b"second")
+    assert [p for _, p in RecordLog(flash).records()] == [b"first", b"second"]
+
+    log._f = Tearing(log._f)
+    cut = log._cut
+    log._cut = lambda keep: (_ for _ in ()).throw(MemoryError)  # no cut now (heap locked)
+    with pytest.raises(MemoryError):
+        log.append(R_INPUT, b"torn")
+    assert log.cut_due and log._f is None
+    with pytest.raises(MemoryError):
+        log.append(R_INPUT, b"refused")  # raised before writing: nothing after the torn bytes
+    log._cut = cut
+    log.prepare()  # service(), off the card path
+    log.append(R_INPUT, b"third")
+    assert [p for _, p in RecordLog(flash).records()] == [b"first", b"second", b"third"]
+
+
 def test_record_golden_bytes_and_the_padded_crc():
     """type, length, payload, CRC32 over them and zeros up to a multiple of 64 (not stored)."""
     import binascii

@@ -193,3 +193,55 @@ def test_a_finished_frame_whose_log_record_fails_is_signed_again_from_the_same_b
         chain = hashlib.sha256(f[: frames.body_len(f)]).digest()
     logged = [p[32:] for t, p in RecordLog(Flash(str(flash))).records() if t == R_FINAL]
     assert logged == sent
+
+
+@pytest.mark.parametrize("fs", ["dir", "lfs"])
+def test_a_shoe_on_the_file_log_cut_mid_shoe_deals_on_with_the_heap_locked(
+        mpy, shoe_flash, element, tmp_path, fs):
+    """The log the Pico and ESP32 builds use, a file (in littlefs there; a directory, and littlefs
+    on the unix port), power-cut mid-shoe right after a card's record, its tail torn: after the
+    boot every card's whole path runs with the heap locked and allocates nothing (the file is
+    opened at boot, not by the first card), every later round is logged and sent, and so is the
+    shoe end; every frame of both power-ons is sent once, in order, chained and signed, and is
+    the one the log holds."""
+    import hashlib
+
+    from sabot.game import cards, rules
+    from shoe import frames
+
+    from kit.fw import split, verify
+
+    flash, shoe, provisioned = shoe_flash
+    script = ROOT / "tests" / "mp" / "file_log_cut.py"
+    said = []
+    for i, first in enumerate((0, 41)):
+        out = tmp_path / f"link{i}.bin"
+        r = mpy(script, shoe, flash, element, out, fs, first, *([40] if i == 0 else []))
+        assert r.returncode == 0, r.stderr.decode() + r.stdout.decode()
+        said.append({k.decode(): int(v) for k, v in re.findall(rb"(\w+) (\d+)", r.stdout)})
+        if i == 0 and fs == "dir":  # the power went mid-write: a record torn at the tail
+            with open(flash / "log", "ab") as f:
+                f.write(bytes([R_FINAL, 0, 200]) + bytes(50))
+    cut, after = said
+    assert cut["cards"] == 41 and cut["alloc_failures"] == cut["errors"] == 0
+    assert after["position"] == 41  # the cut card's record held: the dealer deals on
+    assert (after["alloc_failures"], after["errors"]) == (0, 0), after
+    assert after["ended"] == 1 and after["done"] == after["seq"] == after["sent"]
+    sent = split((tmp_path / "link0.bin").read_bytes() + (tmp_path / "link1.bin").read_bytes())
+    for f in sent:
+        if frames.signed(frames.type_of(f)):
+            verify(provisioned.public_key(), f)
+    sent = [f for f in sent if frames.is_chained(f)]  # (checkpoints: the log's, beside them)
+    assert [frames.seq_of(f) for f in sent] == list(range(1, after["seq"] + 1))
+    chain = bytes(32)
+    for f in sent:
+        assert frames.parse(f)[5] == chain
+        chain = hashlib.sha256(f[: frames.body_len(f)]).digest()
+    types = [frames.type_of(f) for f in sent]
+    rounds = len(rules.deal_shoe(cards.read_shoe_file(shoe)))
+    assert types.count(frames.T_RESULT) == rounds and frames.T_SHOE_END in types
+    if fs == "dir":
+        from shoe.store import Flash, RecordLog
+
+        logged = [p[32:] for t, p in RecordLog(Flash(str(flash))).records() if t == R_FINAL]
+        assert logged == sent

@@ -498,7 +498,7 @@ class ShoeApp:
             self.low = 1 if self.flash_low() else 0
             self.show()
         # The sector the next card's record may need is erased now, right after a card, never
-        # in its path (a raw NOR log; nothing to do for a file).
+        # in its path (a raw NOR log); a file log is reopened here after a failed write.
         self.log.prepare()
 
     def _answer(self):

@@ -155,8 +155,9 @@ class RecordLog:
     def __init__(self, flash, name="log"):
         self.flash = flash
         self.name = name
-        self._f = None
+        self._f = None  # open for appending from prepare() on
         self.size = 0
+        self.cut_due = False  # a failed write's tail is still to cut off (prepare() does it)
         # The record being written: payload at rec[3:], zero padding for the CRC after it.
         self.rec = bytearray(MAX_RECORD + PAD)
 
@@ -190,7 +191,9 @@ class RecordLog:
                 yield rtype, body[:n]
         self.size = good
         if torn:
+            self._close()  # never left appending to the file the cut replaces
             self._cut(good)
+            self.cut_due = False
 
     def _cut(self, keep):
         tmp = self.flash.path(self.name + ".tmp")
@@ -208,7 +211,19 @@ class RecordLog:
         return self.flash.log_capacity(self.size)
 
     def prepare(self):
-        """Nothing to do ahead of time for a file (see BlockLog.prepare)."""
+        """Off the card path (boot, service()): the file opened for appending, after cutting off
+        what a failed write left, so that commit allocates nothing (opening allocates)."""
+        self._ready()
+
+    def _ready(self):
+        if self.cut_due:
+            self._close()
+            self._cut(self.size)
+            self.cut_due = False
+        f = self._f
+        if f is None:
+            f = self._f = open(self.flash.path(self.name), "ab")
+        return f
 
     def append(self, rtype, payload):
         """A record from bytes (the rarer records; the card path fills `rec` and calls commit)."""
@@ -218,43 +233,44 @@ class RecordLog:
 
     def commit(self, rtype, n):
         """Append the record whose n payload bytes are at rec[3:]: CRC, write, flush. Allocates
-        nothing on MicroPython. A write that fails leaves the log as it was before it (what it
-        wrote is cut off again, or the log refuses every later record until the shoe restarts
-        and boot cuts it), so the caller may try again."""
+        nothing on MicroPython once prepare() has opened the file (a log never prepared opens it
+        here). A write that fails leaves the log as it was before it: what it wrote is cut off
+        again at once or, when even that fails, by the next prepare(), and until then the log
+        refuses every record; so the caller may try again."""
         seal(self.rec, rtype, n)
         end = 3 + n
-        if self.size < 0:
-            raise OSError(5)  # a failed write could not be undone: nothing after it is readable
+        f = self._f
+        if f is None or self.cut_due:
+            f = self._ready()  # raises before anything is written when it cannot be done
         try:
-            if self._f is None:
-                self._f = open(self.flash.path(self.name), "ab")
             if _MP:
-                self._f.write(self.rec, end + 4)  # a stream write takes a length: no slice
+                f.write(self.rec, end + 4)  # a stream write takes a length: no slice
             else:
-                self._f.write(bytes(self.rec[: end + 4]))
-            self._f.flush()
+                f.write(bytes(self.rec[: end + 4]))
+            f.flush()
         except BaseException:  # OSError from the flash, MemoryError: undone before raising
             self._undo()
             raise
         self.size += end + 4
 
-    def _undo(self):
+    def _close(self):
         f, self._f = self._f, None
-        keep, self.size = self.size, -1
+        if f is not None:
+            f.close()
+
+    def _undo(self):
+        """The log back to `size` bytes and reopened; on any exception on the way (MemoryError
+        with the heap locked, a failing flash) prepare() finishes it."""
+        self.cut_due = True
         try:
-            if f is not None:
-                f.close()
-            self._cut(keep)
-            self.size = keep
-        except OSError:
+            self.prepare()
+        except Exception:
             pass
 
     def replace(self, records):
         """Atomically replace the whole log (compaction); `records` may be a generator reading the
         old log."""
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        self._close()
         tmp = self.flash.path(self.name + ".new")
         size = 0
         with open(tmp, "wb") as f:
@@ -264,6 +280,8 @@ class RecordLog:
                 size += len(rec)
         os.rename(tmp, self.flash.path(self.name))
         self.size = size
+        self.cut_due = False
+        self.prepare()  # reopened here, off the card path
 
 
 def open_log(flash):
