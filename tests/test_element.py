@@ -340,6 +340,41 @@ class FlipCRC:
             buf[len(buf) - 1] ^= 0x01
 
 
+class HeldUp:
+    """A bus whose MCU is held up (an interrupt, a slow host's virtual board) right after the
+    chip NACKs a poll for its response, past the command's longest execution time."""
+
+    def __init__(self, bus, ms):
+        self.bus = bus
+        self.ms = ms
+
+    def writeto(self, addr, buf):
+        return self.bus.writeto(addr, buf)
+
+    def readfrom_into(self, addr, buf):
+        try:
+            self.bus.readfrom_into(addr, buf)
+        except OSError:
+            if len(buf) == 1:
+                time.sleep(self.ms / 1000)
+            raise
+
+
+@pytest.mark.board
+def test_a_poll_nacked_in_time_and_read_late_is_asked_again(emulator):
+    chip = Element(HeldUp(SocketI2C(emulator("--sign-ms", 50).spec), 200))
+    digest = hashlib.sha256(b"late").digest()
+    pub = chip.public_key(0, bytearray(64))
+    sig = chip.sign_digest(0, digest, bytearray(64))  # blocking: NACKed, then read late
+    pub_of(pub).verify(signature_to_der(sig), digest, PREHASHED)
+    chip.load_digest(digest)
+    chip.sign_start(0)
+    out = bytearray(64)
+    while not chip.sign_ready(out):  # queued: the same
+        pass
+    pub_of(pub).verify(signature_to_der(out), digest, PREHASHED)
+
+
 @pytest.mark.board
 def test_a_response_with_a_bad_crc_is_refused(emulator):
     bus = FlipCRC(SocketI2C(emulator(*FAST).spec))

@@ -490,3 +490,20 @@ def test_an_element_step_failing_while_a_hello_waits_is_taken_again(tmp_path):
     sent = link.take()
     assert app.element_errors == 2 and app.outbox.done == app.outbox.seq
     assert frames.T_STATUS in [frames.type_of(f) for f in sent]
+
+
+def test_an_element_step_failing_while_a_card_waits_for_a_slot_is_taken_again(tmp_path):
+    """A card whose frame finds every ring slot unfinished waits for the element there and then;
+    a step the element fails meanwhile (its answer lost to its watchdog while the MCU was held
+    up) is done again, not an exception that resets the shoe."""
+    _, app, _ = started(tmp_path)
+    app.element = app.outbox.element = app.port.element = FailsOnce(app.element)
+    app.element.fail = 2
+    tokens = ("AS", "2H", "9S", "8D", "KD", "9C", "3H", "4C", "5D", "6S", "7H", "8C", "TD", "JS",
+              "QH", "KC", "AD", "2S", "3D", "4H")
+    for t in tokens:
+        card(app, t, serve=False)  # no service pass: the ring fills, begin() waits
+    assert app.element.fail == 0  # both failures met on the card path, and outlived
+    while app.busy():
+        app.service()
+    assert app.outbox.done == app.outbox.seq

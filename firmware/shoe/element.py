@@ -392,10 +392,12 @@ class Element:
     def _wait(self, opcode):
         limit = _EXEC_MS[opcode] + self._slack
         while True:
+            # the time before the poll: a NACK to a poll asked within the limit is no timeout,
+            # however late it is read (an MCU held up after it, a slow host's virtual board)
+            waited = ticks_diff(ticks_ms(), self._sent)
             count = self._poll()
             if count >= 0:
                 return count
-            waited = ticks_diff(ticks_ms(), self._sent)
             if waited > limit:
                 raise ElementError(NO_RESPONSE)
             if self._patient and waited < _EXEC_MS[opcode]:
@@ -514,13 +516,13 @@ class Element:
         return False
 
     def _poll_pending(self):
+        late = ticks_diff(ticks_ms(), self._sent) > _EXEC_MS[self._sent_op] + self._slack
         try:
             count = self._poll()
         except ElementError:
             self._pending = 0
             raise
-        limit = _EXEC_MS[self._sent_op] + self._slack
-        if count < 0 and ticks_diff(ticks_ms(), self._sent) > limit:
+        if count < 0 and late:  # (judged before the poll, as in _wait)
             self._pending = 0
             raise ElementError(NO_RESPONSE)
         return count

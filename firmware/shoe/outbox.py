@@ -15,6 +15,7 @@ boot the app replays the log into `restore_body` / `restore_final`."""
 
 
 from shoe import frames
+from shoe.element import ElementError
 from shoe.store import R_FINAL, R_INPUT, copy_into
 from shoe.tree import Tree
 
@@ -26,6 +27,7 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 
 _DIGEST = const(32)
 _SLOT = const(232)  # one ring slot: digest(32), then the frame (frames.MAX_CHAINED)
+_ELEMENT_RETRIES = const(3)  # failed element steps in a row while a card waits for a slot
 
 
 class Outbox:
@@ -78,11 +80,21 @@ class Outbox:
         seq = self.seq + 1
         old = self._seq_in[seq % self._slots]
         tree = self.tree
+        failures = 0
         while old > self.done or (old > tree.size and not tree.lost):
             # Every slot holds a frame not finished, or not yet a leaf of the log: the element
             # has fallen far behind (or is failing). Finish the oldest now rather than lose it
             # (never starting a checkpoint meanwhile: its Sign would keep the card waiting).
-            self._waited(False)
+            try:
+                self._waited(False)
+                failures = 0
+            except ElementError:
+                # a step the element failed (its answer lost to its watchdog while the MCU was
+                # held up, bus noise) starts again, as on a service pass; only an element that
+                # keeps failing ends in the reset
+                failures += 1
+                if failures == _ELEMENT_RETRIES:
+                    raise
         buf = self.building = self._ring[seq % self._slots]
         frames.head_into(buf, _DIGEST, ftype, self.key_id, self.shoe, self.boot, seq)
         return _DIGEST + frames.HEADER_LEN

@@ -67,8 +67,10 @@ class Chip:
 
     def __init__(self, store: KeyStore, *, sign_ms: float = 50.0, ecc_ms: float = 60.0,
                  cmd_ms: float = 1.0, watchdog_ms: float = WATCHDOG_MS,
-                 address: int = ADDRESS) -> None:
+                 address: int = ADDRESS, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock`: the chip's time in seconds, which its watchdog and busy times run on."""
         self.store = store
+        self.clock = clock
         self.address = address
         self.times = {SIGN: sign_ms, GENKEY: ecc_ms, VERIFY: ecc_ms}
         self.cmd_ms = cmd_ms
@@ -97,7 +99,7 @@ class Chip:
         self.out = b""
 
     def write(self, addr: int, data: bytes, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         self._tick(now)
         if addr == 0x00:  # the wake pulse: SDA low long enough
             if self.state != "awake":
@@ -122,7 +124,7 @@ class Chip:
         return True
 
     def read(self, addr: int, n: int, now: float | None = None) -> bytes | None:
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         self._tick(now)
         if addr != self.address or self.state != "awake" or now < self.busy_until:
             return None

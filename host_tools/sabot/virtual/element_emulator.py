@@ -36,6 +36,8 @@ import os
 import select
 import socket
 import sys
+import time
+from collections.abc import Callable
 
 from sabot.virtual.element_chip import ADDRESS, WATCHDOG_MS, Chip
 from sabot.virtual.element_store import KeyStore
@@ -116,6 +118,31 @@ def listen(spec: str) -> tuple[socket.socket, str]:
     raise ValueError(f"--listen takes unix:PATH or tcp:HOST:PORT, not {spec!r}")
 
 
+def waited_for_a_core() -> float:
+    """Seconds this process has been ready to run yet kept waiting for a core (Linux's run delay,
+    /proc/self/schedstat); 0 where the kernel does not say."""
+    try:
+        with open("/proc/self/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def chip_clock() -> Callable[[], float]:
+    """The chip's time: the host's monotonic clock less the time the emulator waited for a core.
+    A real chip is never descheduled: a request that reached a busy host's emulator late reached
+    the chip when the board sent it, so its watchdog and busy times do not count that wait (a
+    board that keeps the chip awake too long still finds it asleep)."""
+    last = 0.0
+
+    def now() -> float:
+        nonlocal last
+        last = max(last, time.monotonic() - waited_for_a_core())
+        return last
+
+    return now
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sabot.virtual.element_emulator",
                                  description="The virtual board's secure element (ATECC608).")
@@ -129,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--address", type=lambda s: int(s, 0), default=ADDRESS)
     args = ap.parse_args(argv)
     chip = Chip(KeyStore(args.store), sign_ms=args.sign_ms, ecc_ms=args.ecc_ms,
-                cmd_ms=args.cmd_ms, watchdog_ms=args.watchdog_ms, address=args.address)
+                cmd_ms=args.cmd_ms, watchdog_ms=args.watchdog_ms, address=args.address,
+                clock=chip_clock())
     server, where = listen(args.listen)
     print(f"element emulator listening on {where}", file=sys.stderr, flush=True)
     try:
