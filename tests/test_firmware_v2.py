@@ -507,3 +507,55 @@ def test_an_element_step_failing_while_a_card_waits_for_a_slot_is_taken_again(tm
     while app.busy():
         app.service()
     assert app.outbox.done == app.outbox.seq
+
+
+def test_a_rekey_waits_for_a_round_dealt_in_a_later_shoe_than_the_last_rekeys(tmp_path):
+    """The command key alone cannot use up the result key slots: after a rekey the next is
+    refused (its own reason) until a round is dealt — cards through the sensor — in a later
+    shoe; new-shoe commands open nothing, and a reboot or a compaction forgets nothing."""
+    from shoe.store import load_identity
+
+    shoe, app, link = started(tmp_path)
+
+    def rekey(app):
+        app.port._window -= 1000  # a second later: under the signed commands' rate
+        link.take()
+        app.host_bytes(shoe.command(frames.C_REKEY, b"tech-ann"))
+        serve(app)
+        sent = [frames.parse(f) for f in link.take() if frames.is_chained(f)]
+        refused = [p[6][0] for p in sent if p[0] == frames.T_COMMAND_REJECTED]
+        return refused[0] if refused else load_identity(app.flash)[0]
+
+    def reboot():
+        again = ShoeApp(Flash(str(shoe.flash)), link, link, shoe.element())
+        again.start()
+        serve(again)
+        return again
+
+    def a_round(app):
+        for t in ("9S", "8D", "KD", "9C"):  # a natural: initial cards, then the result
+            card(app, t)
+
+    for t in ("AS", "2H"):  # the burn
+        card(app, t)
+    assert rekey(app) == 2  # the first since provisioning
+    assert rekey(app) == 8  # at once again: no round dealt since
+    a_round(app)
+    assert rekey(app) == 8  # a round, but in the shoe of the last rekey
+    deal_a_short_shoe(app)
+    app = reboot()
+    for _ in range(3):  # new shoes by command only: no round dealt in any
+        app.port._window -= 1000
+        app.host_bytes(shoe.command(frames.C_NEW_SHOE))
+        serve(app)
+        assert rekey(app) == 8
+    for t in ("AS", "2H"):
+        card(app, t)
+    a_round(app)
+    deal_a_short_shoe(app)  # the round's shoe ends; the next starts (a compaction) ...
+    app.port._window -= 1000
+    app.host_bytes(shoe.command(frames.C_NEW_SHOE))
+    serve(app)
+    app = reboot()  # ... and after a reboot the shoe still knows a round was dealt
+    assert app.shoe.round_no == 0 and rekey(app) == 3
+    assert rekey(app) == 8

@@ -42,10 +42,12 @@ from shoe.store import (
     R_FINAL,
     R_INPUT,
     R_TREE,
+    REKEY_FILE,
     frames_in,
     load_identity,
     next_boot,
     open_log,
+    rekey_due,
     result_slot,
 )
 
@@ -456,6 +458,9 @@ class ShoeApp:
         out between shoes), so every frame carried over is a finished one."""
         o = self.outbox
         self._finish_all()
+        s = self.shoe
+        if s.round_no and rekey_due(self.flash, s.shoe_no, s.round_no):
+            self.flash.remove(REKEY_FILE)  # the shoe ending dealt a round: the next rekey may come
         checkpoint = struct.pack(CHECKPOINT, self.shoe.shoe_no, o.seq, bytes(o.digest), o.acked,
                                  self.hold_from)
 

@@ -15,7 +15,7 @@ import struct
 
 from shoe import frames
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN
-from shoe.store import result_slot
+from shoe.store import REKEY_FILE, rekey_due, result_slot
 from shoe.update import R_FLASH, R_INTERRUPTED, Refused, Update
 
 try:
@@ -31,6 +31,7 @@ _M_UPDATE_REFUSED = const(3)  # reason(1) tree digest(32, zero when none was rea
 _M_REKEY = const(4)  # version(2) X||Y(64): the new result key, made in the element
 _M_REKEY_CERTIFICATE = const(5)  # version(2) r||s(64): the attestation key's Sign internal
 _REJ_KEYS_EXHAUSTED = const(7)  # command_rejected: no result key slot left for a rekey
+_REJ_NO_ROUND = const(8)  # command_rejected: no round dealt in a later shoe than the last rekey's
 _PH_HELD = const(3)  # shoe/dealing.py's PH_HELD (not imported: the tilted shoe loads no dealing)
 _BY_LEN = const(16)  # who asked: the name the host put in the signed command (ASCII, padded)
 
@@ -163,6 +164,11 @@ class Maintainer:
         if getattr(shoe, "shoe", None) is None or not _between_rounds(shoe):
             shoe.refuse(REJ_NOT_NOW, frames.C_REKEY, counter)
             return
+        s = shoe.shoe
+        if not rekey_due(shoe.flash, s.shoe_no, s.round_no):
+            # one rekey a dealt shoe: a script holding the command key cannot burn the slots
+            shoe.refuse(_REJ_NO_ROUND, frames.C_REKEY, counter)
+            return
         from shoe import rekey
 
         try:
@@ -173,6 +179,8 @@ class Maintainer:
         except Exception:
             shoe.refuse(REJ_NOT_NOW, frames.C_REKEY, counter)  # the element failed: again later
             return
+        # closed before the frames: a power cut after make() leaves its slot to certify again
+        shoe.flash.write_atomic(REKEY_FILE, struct.pack(">H", s.shoe_no))
         v = struct.pack(">H", version)
         # both signed by the current version, then the identity moves to the new one
         self._record(_M_REKEY, counter, payload, v + xy)

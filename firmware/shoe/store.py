@@ -31,6 +31,8 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 
 IDENTITY_FILE = "identity"  # shoe_id(4) key_version(2), written by host provisioning; not secret
 _BOOT_FILE = "boot"
+# shoe_no(2) of the last rekey, until a round is dealt in a later shoe (rekey_due); none: open
+REKEY_FILE = "rekeyed"
 _IDENTITY_LEN = const(6)
 BOOT_MAX = const(0xFFFF)  # frames carry the boot counter in 2 bytes
 
@@ -143,6 +145,12 @@ class Flash:
                 return f.read()
         except OSError:
             return None
+
+    def remove(self, name):
+        try:
+            os.remove(self.path(name))
+        except OSError:
+            pass  # not there
 
     def write_atomic(self, name, data):
         tmp = self.path(name + ".tmp")
@@ -334,6 +342,14 @@ def load_identity(flash):
 
 def write_identity(flash, shoe_id, key_version):
     flash.write_atomic(IDENTITY_FILE, struct.pack(">IH", shoe_id, key_version))
+
+
+def rekey_due(flash, shoe_no, rounds):
+    """A rekey may be taken: none since provisioning, or a round dealt (`rounds` of shoe
+    `shoe_no`) in a later shoe than the last rekey's. A new shoe is a command, a round is cards
+    through the sensor: the command key alone cannot use up the result key slots."""
+    raw = flash.read(REKEY_FILE)
+    return raw is None or (shoe_no > int.from_bytes(raw[:2], "big") and rounds > 0)
 
 
 def next_boot(flash):

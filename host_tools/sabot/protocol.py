@@ -88,7 +88,7 @@ VOID_CARD, KEEP_DUMMY, VOID_ROUND, END_SHOE = 1, 2, 3, 4
 SOURCES = ("supervisor", "host")
 # why the shoe refused an authentic command (frames failing authentication are only counted)
 COMMAND_REJECTIONS = ("", "bad_signature", "replayed", "not_for_this_shoe", "not_now",
-                      "unknown_command", "flash_low", "keys_exhausted")
+                      "unknown_command", "flash_low", "keys_exhausted", "no_round_since_rekey")
 S_FLASH_LOW, S_WITHHELD = 1, 2  # status flags
 # what a maintenance frame records, and why an update was refused (shoe/update.py)
 MAINTENANCE = ("", "update_begun", "update_applied", "update_refused", "rekey",

@@ -146,7 +146,10 @@ class ShoeChannel:
             why = {"not_now": "the shoe is mid-round or holds an irregularity: finish or "
                               "resolve it first",
                    "keys_exhausted": "every result key slot of its element is used: it can "
-                                     "make no further version"}.get(rec["reason"], rec["reason"])
+                                     "make no further version",
+                   "no_round_since_rekey": "it takes one rekey a dealt shoe: deal a round in a "
+                                           "later shoe than the last rekey's first",
+                   }.get(rec["reason"], rec["reason"])
             raise SabotError(f"shoe {pr.shoe_id_text(self.config.shoe_id)} refused the {what}: "
                              f"{why}")
         return counter, rec
