@@ -171,3 +171,58 @@ def test_every_json_input_is_refused_in_one_line_whatever_it_holds(cli, tmp_path
         status, body = _asgi(app, path, data[:4000], [(b"x-csrf-token", b"x")])
         assert 400 <= status < 500, (path, status, body)
         assert len(body.splitlines()) == 1 and "error" in json.loads(body), (path, body)
+
+
+STORED_JSON = {"nested": "[" * 100_000 + "]" * 100_000, "not_json": '{"event": "initial_ca',
+               "not_utf8": b'{"event": "\xff"}', "not_an_object": "[3, 1]"}
+
+
+@pytest.mark.parametrize("kind", sorted(STORED_JSON))
+def test_an_edited_stored_record_is_one_line_and_a_finding_never_a_traceback(cli, capsys,
+                                                                             tmp_path, kind):
+    """A record row of a real store edited by hand (its trigger dropped and put back), its JSON
+    nested past the parser's depth, not JSON, not UTF-8 (TEXT, as an edit in the sqlite3 shell
+    stores it) or no object: history says which row in one line, exit 2; audit verify names the
+    row as altered, exit 1; the pit's tables skip it, say so once in serve's log, and follow the
+    rows after it."""
+    import sqlite3
+
+    from sabot.audit.store_sqlite import TRIGGERS
+    from sabot.pit import api
+    from sabot.pit.tables import Pit
+
+    from kit import validated_capture
+
+    v = validated_capture(tmp_path, 1, seed=5)
+    db = str(tmp_path / "audit.db")
+    con = sqlite3.connect(db)
+    con.execute("DROP TRIGGER records_append_only_u")
+    value = STORED_JSON[kind]
+    cast = "CAST(? AS TEXT)" if isinstance(value, bytes) else "?"
+    con.execute(f"UPDATE records SET record={cast} WHERE id=3", (value,))  # round 1's cards
+    con.execute(TRIGGERS["records_append_only_u"])
+    con.commit()
+    con.close()
+
+    history = cli("history", "--db", db)
+    assert "Traceback" not in history.stderr, history.stderr
+    assert history.returncode == 2, history
+    assert history.stderr.strip().splitlines() == [history.stderr.strip()], history
+    assert "records id 3" in history.stderr, history.stderr
+
+    verified = cli("audit", "verify", "--db", db, "--registry", tmp_path / "shoes.json")
+    assert "Traceback" not in verified.stderr, verified.stderr
+    assert verified.returncode == 1, verified
+    assert len(verified.stderr.strip().splitlines()) == 1, verified
+    assert "records id 3 (row" in verified.stderr and "was altered" in verified.stderr, verified
+
+    pit = Pit(db, [v.config])
+    pit.refresh()
+    assert pit.unreadable_rows == 1 and pit.problem is None, (pit.unreadable_rows, pit.problem)
+    floor = api.floor_json(pit)
+    table = pit.table(floor["pits"][0]["tables"][0]["table"])
+    assert table is not None and api.detail(pit, table)["rounds"], "no round followed after it"
+    logged = capsys.readouterr().err
+    assert logged.count("records id 3") == 1 and "Traceback" not in logged, logged
+    pit.refresh()
+    assert pit.unreadable_rows == 1 and "records id 3" not in capsys.readouterr().err

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from sabot.audit.store_queries import RecordQueries, StoredRecord
+from sabot.audit.store_queries import RecordQueries, StoredRecord, stored_object
 from sabot.errors import SabotError
 
 __all__ = ["AuditStore", "StoreUnreadable", "StoredRecord", "open_store", "refuse_unwritable",
@@ -474,7 +474,9 @@ class AuditStore(RecordQueries, abc.ABC):
         if not row:
             return None
         return {"last_seq": row[0], "last_digest": row[1], "last_boot": row[2],
-                "host_counter": row[3], "inventory": json.loads(row[4])}
+                "host_counter": row[3],
+                "inventory": stored_object(row[4], "link_state", None,
+                                           f"newest link state of shoe {shoe_id:#010x}")}
 
     def rows(self) -> Iterator[tuple[str, int, int, tuple[Any, ...], bytes]]:
         """Every row of every table in chain order: (table, id, chain_no, values, row_hash)."""

@@ -117,6 +117,16 @@ def _refuse_held(path: str) -> None:
         os.close(fd)  # and with it a lock taken here
 
 
+def _text(data: bytes) -> str | bytes:
+    """A TEXT value as its str; one that is not UTF-8 (no validator writes it: a hand-edited
+    file) as its bytes, as a BLOB there reads, for the row's reader to name (its JSON not UTF-8,
+    its row hash not the chain's), where sqlite3 would fail the whole read naming no row."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
 class SqliteAuditStore(AuditStore):
     """The store in a SQLite file. `threads=True` opens a connection any thread may use (one at a
     time: the caller serialises them, as `sabot serve` does with one lock over its validators)."""
@@ -165,6 +175,7 @@ class SqliteAuditStore(AuditStore):
                 with contextlib.suppress(Exception):
                     self.db.close()
                 raise SabotError(not_this_schema(self.path, version and version[0]))
+        self.db.text_factory = _text
         try:
             self.head_no, self.head_hash = self._chain_head()
         except sqlite3.Error as e:

@@ -100,6 +100,9 @@ def problem(pit: Pit) -> Html | None:
     if pit.skipped:
         said.append(f"{pit.skipped} stored rows name no shoe id and are shown on no table: run "
                     "sabot audit verify")
+    if pit.unreadable_rows:
+        said.append(f"{pit.unreadable_rows} stored records or operator entries are no JSON a "
+                    "validator writes and are skipped: run sabot audit verify")
     return el("p", "; ".join(said), class_="alarm", id="problem") if said else None
 
 

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sabot.audit.store import AuditStore, StoredRecord, open_store
+from sabot.audit.store_queries import UnreadableRow
 from sabot.audit.validator import contract_round
 from sabot.audit.watch import LiveEdges, offered_wagers
 from sabot.errors import SabotError
 from sabot.game.roads import BEAD, UNKNOWN, roads
+from sabot.pit.recording import serve_line
 from sabot.pit.serve import pit_of
 from sabot.pit.words import iso, iso_text
 from sabot.protocol import HOLDS
@@ -89,6 +91,7 @@ class Rows:
     stalls: dict[str, tuple[float, str]] = field(default_factory=dict)
     problem: str | None = None
     unreadable: bool = False  # the database itself refused a read (not an edited row)
+    bad_rows: list[UnreadableRow] = field(default_factory=list)  # records, entries: gone past
 
 
 class Pit:
@@ -123,6 +126,7 @@ class Pit:
         self.unanswered_since: float | None = None  # a read the database has not answered
         self.unreadable_since: float | None = None  # since when every read is refused
         self.skipped = 0  # rows naming no shoe id (an edited store): counted, shown on no table
+        self.unreadable_rows = 0  # records and entries that are no JSON object (edited): skipped
         self.notes = 0  # moves when what the dashboard says of the store itself changes
         # acknowledgements from the operator log: alarm key (alarm_key) -> the entry
         self.acks: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -174,10 +178,12 @@ class Pit:
                                 f"({type(e).__name__}): run sabot audit verify")
             return default
 
-        rows.records = read("records", lambda: store.records_since(self.last_record), [])
+        rows.records = read("records", lambda: store.records_since(self.last_record,
+                                                                   unreadable=rows.bad_rows), [])
         rows.alarms = read("alarms", lambda: store.alarms_since(self.last_alarm), [])
         rows.frames = read("frames", lambda: store.frames_since(self.last_frame), None)
-        rows.operations = read("operator log", lambda: store.operations_since(self.last_op), [])
+        rows.operations = read("operator log", lambda: store.operations_since(
+            self.last_op, unreadable=rows.bad_rows), [])
         for sid in {r.shoe_id for r in rows.records}:
             try:
                 rows.inventories[sid] = store.latest_inventory(sid)
@@ -200,14 +206,15 @@ class Pit:
     # ---- applying (the pages' thread) --------------------------------------------------------
     def apply(self, rows: Rows) -> set[int]:
         changed: set[int] = set()
-        said = (self.problem, self.skipped)
+        said = (self.problem, self.skipped, self.unreadable_rows)
         self.problem = rows.problem
+        self._skip(rows.bad_rows)
         if not rows.unreadable:
             self.unreadable_since = None
         elif self.unreadable_since is None:
             self.unreadable_since = time.time()
         for r in rows.records:
-            self.last_record = r.id
+            self.last_record = max(self.last_record, r.id)  # a skipped row may be later
             t = self._view(r.shoe_id)
             if t is None:
                 continue
@@ -238,7 +245,8 @@ class Pit:
                 if t is not None and _time(at) is not None:
                     t.frame_at = _time(at)
         for op in rows.operations:
-            self.last_op = op["id"] if isinstance(op.get("id"), int) else self.last_op
+            self.last_op = max(self.last_op, op["id"]) if isinstance(op.get("id"), int) \
+                else self.last_op
             named = op.get("shoe_id")
             if self._operation(op) and isinstance(named, int) and named in self.by_id:
                 changed.add(named)
@@ -246,11 +254,22 @@ class Pit:
             if sid in rows.inventories:  # new records: the shoe's accounting moved
                 self._edges(self.by_id[sid], rows.inventories[sid])
             self.by_id[sid].version += 1
-        if (self.problem, self.skipped) != said:
+        if (self.problem, self.skipped, self.unreadable_rows) != said:
             self.notes += 1
         if rows.claims is not False:
             self._claimed(rows.claims if isinstance(rows.claims, dict) else None, rows.stalls)
         return changed
+
+    def _skip(self, bad_rows: list[UnreadableRow]) -> None:
+        """Records and operator entries that are no JSON object: gone past, each said once in
+        serve's log and counted, so the tables follow the rows stored after them."""
+        for bad in bad_rows:
+            if bad.table == "records" and isinstance(bad.row_id, int):
+                self.last_record = max(self.last_record, bad.row_id)
+            elif bad.table == "operations" and isinstance(bad.row_id, int):
+                self.last_op = max(self.last_op, bad.row_id)
+            self.unreadable_rows += 1
+            serve_line(f"skipped: {bad}", "error")
 
     def _claimed(self, claims: dict[int, str] | None, stalls: dict[str, tuple[float, str]]
                  ) -> None:
