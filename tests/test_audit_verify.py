@@ -426,6 +426,31 @@ def test_a_tilt_raised_again_by_a_later_session_passes_and_the_first_is_required
     found(out, "tilt", "does not hold")
 
 
+def test_the_command_counter_passing_half_its_range_is_an_alarm_derived_again(tmp_path):
+    """A flood of signed commands drives the element's command counter towards its end, after
+    which the shoe takes no counted command again: the status whose host counter first passes
+    COUNTER_LOW (3 days before the end at the shoe's rate limit) raises counter_low, once, also
+    across a validator's restart; audit verify derives it again from the statuses."""
+    from sabot.audit.validator import COUNTER_LOW
+
+    s, entry = signing_shoe(A)
+    Registry(str(tmp_path / "shoes.json")).put(entry)
+    frames = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02")]
+    db = tmp_path / "audit.db"
+    raised = []
+    for counts in ((12, COUNTER_LOW - 1, COUNTER_LOW + 3), (COUNTER_LOW + 9,)):
+        v = Validator(entry, str(db), watch=False)
+        for n, counter in enumerate(counts):
+            v.receive(framed(*frames[: 1 - n], status(s, frames, 1, 1, host_counter=counter)))
+        v.store.close()
+        raised += v.alarms
+    assert [a["kind"] for a in raised] == ["counter_low"]
+    assert "1,048,572 counted commands left (73 hours" in raised[0]["detail"]
+    assert check(tmp_path, db)["ok"]
+    out = check(tmp_path, edited(tmp_path, tmp_path, "DELETE FROM alarms WHERE id = 1"))
+    found(out, "counter_low", "does not hold")
+
+
 def test_an_unsigned_frame_met_again_before_its_seal_is_stored_deferred_and_verifies(tmp_path):
     """After a reconnect the shoe resends an initial_cards whose seal had not come: the first copy
     is stored deferred, the second is sealed and taken (validator.py); an honest store."""

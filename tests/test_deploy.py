@@ -165,7 +165,9 @@ def update_the_dealing_shoe(env, tty, key, reg, release, tmp_path):
     assert shoes[0x0BAD_0002].key_versions == [1]  # the other shoe's entry as it was
     st = run(env, "status", "--port", tty, "--key", key, "--db", tmp_path / "a.db",
              "--registry", reg, "--json")  # the same audit chain goes on under version 2
-    assert json.loads(st.stdout)["integrity"] == "ok", st.stderr
+    now = json.loads(st.stdout)
+    assert now["integrity"] == "ok", st.stderr
+    assert now["commands_left"] == 2_097_151 - now["host_counter"] > 0  # the element's counter
     h = run(env, "history", "--db", tmp_path / "a.db", "--alarms")
     kinds = [json.loads(line)["kind"] for line in h.stdout.splitlines()]
     assert "firmware_update" in kinds and "rekey" in kinds, h.stdout + h.stderr

@@ -42,6 +42,23 @@ def contract_round(rec: dict[str, Any]) -> dict[str, Any]:
 
 LINK_KEY = 0  # link state is kept per shoe, whatever result key version signs its frames
 TILT_DETAIL = "the shoe's code does not match its MANIFEST: it deals nothing"
+# The element's command counter stops at COUNTER_MAX, and then the shoe takes no counted command
+# again (resolve, new shoe, update, rekey). A shoe counts tens a day; its rate limit lets a
+# flood of signed commands count 4 a second: half the range is past only after 3 days of one,
+# 3 days before the end.
+COUNTER_MAX = 2_097_151  # the ATECC608's (host_tools/sabot/virtual/element_chip.py)
+COUNTER_LOW = 1 << 20
+_SIGNED_PER_S = 4  # firmware/shoe/port.py
+
+
+def counter_low(host_counter: int) -> str:
+    """counter_low's detail: what is left, and how soon a flood at the rate limit ends it."""
+    left = COUNTER_MAX - host_counter
+    return (f"the element's command counter is at {host_counter:,} of {COUNTER_MAX:,}: "
+            f"{left:,} counted commands left ({left / _SIGNED_PER_S / 3600:.0f} hours at the "
+            "shoe's rate limit), then it refuses every resolve, new shoe, update and rekey; "
+            "no shoe counts this many but under a flood of signed commands: find who holds "
+            "the command key")
 
 
 CHAINED_NAMES = tuple(pr.TYPES[t] for t in sorted(pr.CHAINED))
@@ -415,8 +432,9 @@ class Validator:
                 self.resend_from = first if not self.resend_until else min(self.resend_from,
                                                                              first)
             self.resend_until = max(self.resend_until, self.status["unacked_to"])
+            before = st["host_counter"]
             st["host_counter"] = self.status["host_counter"]  # the element's counter: exact
-            self._after_status(self.status)
+            self._after_status(self.status, before)
             return "accepted", False
         if f.type == pr.T_INTEGRITY:
             return "accepted", False  # answers a verify-firmware challenge; checked there
@@ -456,7 +474,7 @@ class Validator:
         st["last_seq"], st["last_digest"], st["last_boot"] = f.seq, f.digest, f.boot
         return "accepted", True
 
-    def _after_status(self, status: dict[str, Any]) -> None:
+    def _after_status(self, status: dict[str, Any], counted: int) -> None:
         """The shoe says what it still holds. Frames it no longer holds — acknowledged to a host
         whose state this validator does not have — can never be seen here: re-anchor after them,
         with an alarm, instead of rejecting every later frame as a gap."""
@@ -466,6 +484,9 @@ class Validator:
         if status["integrity"] == "tilt" and not self._tilt_seen:
             self._deferred.append(("tilt", TILT_DETAIL))
         self._tilt_seen = status["integrity"] == "tilt"
+        # once, as the counter passes COUNTER_LOW (`counted`: the count before this status)
+        if counted < COUNTER_LOW <= status["host_counter"]:
+            self._deferred.append(("counter_low", counter_low(status["host_counter"])))
         if not self.anchored:
             # The first status a validator gets: the shoe holds frames from unacked_from on;
             # everything before was acknowledged elsewhere and can never be seen here.

@@ -16,7 +16,8 @@ wrote it, and compared row by row, column by column:
   the frame says;
 - the alarms on each frame are exactly those its validator raised: the content alarms (the
   shoe's accounting run again), `sequence_gap` (derived from the frames' seqs and the authentic
-  statuses, never read from the alarms table) and `tilt` (from the statuses), every column;
+  statuses, never read from the alarms table), `tilt` and `counter_low` (from the statuses),
+  every column;
 - every link_state row is the validator's state at that point, and every read that changed it
   stored it;
 - every authentic status's newest frame is stored or the store names it as missing; the operator
@@ -55,7 +56,7 @@ from sabot.audit.store_checks import (
     misfit_text,
     registry_misfit,
 )
-from sabot.audit.validator import TILT_DETAIL, checkpoint_mismatch
+from sabot.audit.validator import COUNTER_LOW, TILT_DETAIL, checkpoint_mismatch, counter_low
 from sabot.audit.witness_check import (
     Cosignatures,
     beyond_cosigned,
@@ -72,7 +73,7 @@ CONTENT_ALARMS = frozenset((
     "inventory_exceeded", "inventory_mismatch", "config_mismatch", "malformed_payload",
     "missing_shoe_end", "missing_initial_cards", "round_after_shoe_end", "firmware_update",
     "update_refused", "rekey"))
-DERIVED = CONTENT_ALARMS | {"sequence_gap", "tilt", "checkpoint_mismatch"}
+DERIVED = CONTENT_ALARMS | {"sequence_gap", "tilt", "checkpoint_mismatch", "counter_low"}
 FRAMELESS = frozenset(("missing_shoe_end",))  # a capture ending mid-shoe (Validator.finish)
 VERDICTS = frozenset(("accepted", "rejected", "deferred", "resent"))
 SEQUENCE = frozenset(("replayed", "boot_backwards", "sequence_gap", "chain_broken"))
@@ -383,6 +384,8 @@ class _Walk:
         # and a store does not say where its sessions began
         again = tilt and shoe.tilted
         shoe.tilted = tilt
+        if st["host_counter"] < COUNTER_LOW <= s["host_counter"]:
+            held.append(("counter_low", counter_low(s["host_counter"])))
         st["host_counter"] = s["host_counter"]
         if not shoe.anchored:
             first = s["unacked_from"] or s["acked"] + 1

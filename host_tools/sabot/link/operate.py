@@ -23,7 +23,7 @@ from typing import Any
 
 from sabot import protocol as pr
 from sabot.audit.store import AuditStore
-from sabot.audit.validator import Validator
+from sabot.audit.validator import COUNTER_MAX, Validator
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
 from sabot.link.host import HostLink
@@ -271,7 +271,8 @@ class Operation:
                "round": st["round"], "position": st["position"], "due": st["due"],
                "unacknowledged": unacked, "integrity": st["integrity"],
                "boot": self.link.status_boot, "acked": st["acked"],
-               "host_counter": st["host_counter"], "refused": st["refused"],
+               "host_counter": st["host_counter"],
+               "commands_left": COUNTER_MAX - st["host_counter"], "refused": st["refused"],
                "flash_low": st.get("flash_low", False), "withheld": st.get("withheld", False)}
         inv = self.validator.state.get("inventory") or {}
         if st["phase"] == "held":

@@ -172,6 +172,7 @@ ALARM_WORDS = {
     "sequence_gap": "frames this store will never see",
     "tilt": "the shoe's code does not match its release: out of play",
     "checkpoint_mismatch": "the shoe's log does not match the stored frames",
+    "counter_low": "the shoe's command counter is half used",
     "player_advantage": "players have the edge on a wager",
     "repeated_sequence": "cards came out in an order seen before",
 }
