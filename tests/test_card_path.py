@@ -116,3 +116,34 @@ def test_whole_shoe_in_a_small_heap_with_a_host_acknowledging_through_the_comman
         mpy, mpy_build, shoe_flash, element):
     f = run(mpy, shoe_flash, element, "lock", "ack", heapsize=SMALL_HEAP, path=[mpy_build])
     assert f["alloc_failures"] == 0
+
+
+@pytest.mark.board
+def test_service_passes_that_obey_host_commands_allocate_nothing(mpy, shoe_flash, element):
+    """Each command arrives after a card (receiving and parsing it may allocate); the service()
+    passes that check and obey it run with the heap locked: an ack (one that moves nothing too),
+    a checkpoint, and the refusals of a resolve, a new shoe and an unknown command (each a chained
+    frame, the element's counter moved first). A hello is left out: its status reads the flash's
+    free space (os.statvfs makes a tuple) and its resend walks a generator."""
+    from shoe import frames
+
+    flash, shoe, provisioned = shoe_flash
+    c = provisioned.command
+    entries = []
+    for _ in range(2):  # each counted command signed anew: the element's next counter
+        entries += [(provisioned.ack(1),), (provisioned.ack(3),),
+                    (c(frames.C_CHECKPOINT, counter=0),), (provisioned.ack(3),),
+                    (c(frames.C_RESOLVE, b"\x01"),), (provisioned.ack(6),),
+                    (c(frames.C_NEW_SHOE),), (c(0x84),), (provisioned.ack(10**6),)]
+    cmds = flash.parent / "cmds.bin"
+    cmds.write_bytes(b"".join(b"".join(e) + b"\0" for e in entries))  # (each frame ends in 0)
+    r = mpy(ROOT / "tests" / "mp" / "service_commands.py", shoe, flash, element, cmds)
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    kinds = dict(re.findall(r"cmd (\S+) passes \d+ failures (\d+)", out))
+    assert set(kinds) == {"81", "8a", "82", "83", "84"}, out
+    assert all(f == "0" for f in kinds.values()), out
+    got = dict(re.findall(r"(\w+) (\d+)", out.splitlines()[-1]))
+    assert got["commands"] == str(len(entries)) and got["card_failures"] == "0", out
+    assert got["element_errors"] == "0" and got["refused"] == "0", out
+    assert got["acked"] == got["done"] and int(got["done"]) > 6, out  # the last: ack(10**6)

@@ -169,14 +169,16 @@ class ShoeApp:
         o.slot = result_slot(key_version)
         # the SHA end lengths of every body the shoe makes (payloads of 4-15 bytes and
         # shoe_end's), of the log's leaves (0x00 then the frame, signed or not), of its nodes
-        # (65 bytes) and of a checkpoint's note text (67-76 bytes)
+        # (65 bytes), of a checkpoint's note text (67-76 bytes) and of the signed commands a
+        # service pass checks (new shoe, resolve, ack: payloads of 0, 1 and 4 bytes)
         bodies = [frames.HEADER_LEN + n for n in range(4, 16)] + [frames.MAX_BODY]
         if self.shoe.bj is not None:
             bodies += [frames.HEADER_LEN + n for n in range(64)]  # a round's result: any length
         self.element.prepare(sorted({n % 64 for n in bodies
                                      + [1 + n for n in bodies]
                                      + [1 + n + frames.SIG_LEN for n in bodies]
-                                     + [65] + list(range(67, 77))}))
+                                     + [65] + list(range(67, 77))
+                                     + [frames.HEADER_LEN, frames.HEADER_LEN + 1]}))
         self.port.start()
         empty = True
         for rtype, payload in self.log.records():
@@ -676,7 +678,9 @@ class ShoeApp:
         if ftype == frames.C_ACK:
             # seq_at: an acknowledged seq of 2**30 or more is none the shoe made (-1, ignored)
             if len(payload) == 4 and self.outbox.ack(frames.seq_at(payload, 0)):
-                self.log.append(R_ACK, struct.pack(">I", self.outbox.acked))
+                # packed into the log's record buffer: a bytes object would be an allocation
+                struct.pack_into(">I", self.log.rec, 3, self.outbox.acked)
+                self.log.commit(R_ACK, 4)
         elif ftype == frames.C_RESOLVE and len(payload) == 1:
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self.refuse(REJ_NOT_NOW, ftype, counter)

@@ -214,7 +214,8 @@ class TiltShoe:
         elif ftype == frames.C_ACK:
             if len(payload) == 4 and o.ack(frames.seq_at(payload, 0)):
                 try:
-                    o.log.append(R_ACK, struct.pack(">I", o.acked))
+                    struct.pack_into(">I", o.log.rec, 3, o.acked)  # no bytes object made
+                    o.log.commit(R_ACK, 4)
                 except OSError:
                     pass  # a full flash: acknowledged in RAM, resent after a power cut
         else:
