@@ -112,7 +112,9 @@ class CommandPort:
 
     def service(self, shoe):
         """One step of the taken command's check, never a wait; else answer a hello owed once the
-        rate allows. Allocation-free but for the command obeyed."""
+        rate allows. Allocation-free for an ack, a checkpoint and a refused command
+        (tests/test_card_path.py); a hello's status, a new shoe after the last and an update or
+        rekey allocate."""
         if self._job:
             self._step(shoe)
         elif self.owed and not self._over_rate(frames.C_HELLO):
