@@ -56,7 +56,8 @@ class DerivedShoe:
         self.said = 0  # the newest frame an authentic status of it named
         self.stored: dict[int, bytes] = {}  # seq -> digest of its accepted frame (resends)
         self.log = tlog.Prefix()  # its log as stored, from seq 1 while none is missing
-        self.round_seqs: list[int] = []  # the seq of each of its rounds' result frames
+        self.round_seqs: list[tuple[int, Any]] = []  # (seq, shoe) of each round's result
+        self.ended: set[Any] = set()  # the shoes its shoe_end frames ended
         self.unseen = 0  # met at its first frame past seq 1: the seqs before it (resends)
         # seq -> what an operator entry may name there: ("resolve", record) given from the host,
         # ("new_shoe", record, the shoe that ended before it)

@@ -466,7 +466,9 @@ class _Walk:
             shoe.effects[f.seq] = ("new_shoe", rec, (st["inventory"] or {}).get("shoe"))
         elif kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1
-            shoe.round_seqs.append(f.seq)
+            shoe.round_seqs.append((f.seq, rec.get("shoe")))
+        elif kind == "shoe_end":
+            shoe.ended.add(rec.get("shoe"))
         shoe.accounts.account(kind, rec)
         self._opened(rid, f, shoe, at, record)
 

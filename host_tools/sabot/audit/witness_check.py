@@ -94,8 +94,10 @@ def beyond_cosigned(shoes: Mapping[int, DerivedShoe], cosignatures: Cosignatures
                     ) -> list[dict[str, Any]]:
     """Each stored shoe's frames and rounds past the last checkpoint a witness given cosigned (a
     stored cosignature its key verified, or the witness's own state): what no witness has seen,
-    and so what could be deleted with no witness noticing. `bound`: its table's (the registry's
-    witness_bound; None: not a witnessed table)."""
+    and so what could be deleted with no witness noticing; `ended_rounds`: those of its shoes
+    that ended (a shoe being dealt is judged once it ends: its newest rounds wait for the next
+    checkpoint, at most one a second). `bound`: its table's (the registry's witness_bound; None:
+    not a witnessed table)."""
     cosigned: dict[int, int] = {}
     for frame_id, witness in cosignatures.cosigned:
         if witness in cosignatures.keys:
@@ -111,18 +113,22 @@ def beyond_cosigned(shoes: Mapping[int, DerivedShoe], cosignatures: Cosignatures
         entry = configs.get(shoe_id)
         out.append({"shoe_id": shoe_id, "cosigned_size": size,
                     "frames": max(0, shoe.st["last_seq"] - size),
-                    "rounds": sum(1 for seq in shoe.round_seqs if seq > size),
+                    "rounds": sum(1 for seq, _ in shoe.round_seqs if seq > size),
+                    "ended_rounds": sum(1 for seq, n in shoe.round_seqs
+                                        if seq > size and n in shoe.ended),
                     "bound": entry.witness_bound if entry is not None else None})
     return out
 
 
 def over_bound(beyond: Sequence[Mapping[str, Any]]) -> None:
-    """Broken for a witnessed table's shoe with more rounds beyond its witnesses than its bound:
-    its pit did not have its checkpoints cosigned (no --witness, or the witness unreachable)."""
+    """Broken for a witnessed table's shoe with more rounds of its ended shoes beyond its
+    witnesses than its bound: its pit did not have its checkpoints cosigned (no --witness, or
+    the witness unreachable)."""
     for b in beyond:
-        if b["bound"] is not None and b["rounds"] > b["bound"]:
-            raise Broken(f"shoe {sid(b['shoe_id'])}, a witnessed table: {b['rounds']} rounds "
-                         f"({b['frames']} frames) lie beyond the last checkpoint a witness "
+        if b["bound"] is not None and b["ended_rounds"] > b["bound"]:
+            raise Broken(f"shoe {sid(b['shoe_id'])}, a witnessed table: {b['ended_rounds']} "
+                         f"rounds of shoes it ended ({b['frames']} frames in all) lie beyond "
+                         "the last checkpoint a witness "
                          f"cosigned (at {b['cosigned_size']} frames), more than the "
                          f"{b['bound']} its registration allows: its checkpoints were not "
                          "cosigned as they came, so no witness would notice them deleted")

@@ -26,6 +26,9 @@ from sabot.pit.words import clock, iso
 from sabot.service import log
 
 STORE_ALARM = 5.0  # seconds a commit may wait before serve says it is not recording
+# seconds a witnessed table may stay past its bound before not_witnessed: the pit asks for a
+# checkpoint at most once a second, and a witness answers over the network
+WITNESS_GRACE = 5.0
 SILENT_ALARM = 30.0  # seconds of nothing from a shoe whose link is up before its alarm
 TICK = 0.25  # seconds between looks
 KEEPALIVE = 2.0  # seconds a read may wait on the store before its shoe gets a keepalive byte
@@ -72,6 +75,7 @@ class Recording:
         self.alarms: list[ServeAlarm] = []  # raised while serve runs, oldest first
         self.silent: dict[int, ServeAlarm] = {}
         self.unwitnessed: dict[int, ServeAlarm] = {}  # a witnessed table's, past its bound
+        self._over_since: dict[int, float] = {}  # since when a witnessed table is past it
         self._diagnosed = 0.0
         self._kept: dict[int, float] = {}  # when each shoe last got a keepalive
         self._stop = threading.Event()
@@ -170,7 +174,10 @@ class Recording:
             sid, bound, v = shoe.config.shoe_id, shoe.config.witness_bound, shoe.validator
             beyond = 0 if bound is None or v is None else v.rounds_beyond_witnesses()
             alarm = self.unwitnessed.get(sid)
-            if bound is not None and beyond > bound and alarm is None:
+            over = bound is not None and beyond > bound
+            since = self._over_since.setdefault(sid, now) if over else \
+                self._over_since.pop(sid, None)
+            if over and alarm is None and now - (since or now) >= WITNESS_GRACE:
                 why = ("serve was started without --witness" if v.cosigner is None else
                        "no witness has cosigned its checkpoints")
                 alarm = self.unwitnessed[sid] = ServeAlarm(

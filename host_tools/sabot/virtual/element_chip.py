@@ -68,7 +68,9 @@ class Chip:
     def __init__(self, store: KeyStore, *, sign_ms: float = 50.0, ecc_ms: float = 60.0,
                  cmd_ms: float = 1.0, watchdog_ms: float = WATCHDOG_MS,
                  address: int = ADDRESS, clock: Callable[[], float] = time.monotonic) -> None:
-        """`clock`: the chip's time in seconds, which its watchdog and busy times run on."""
+        """`clock`: the chip's time in seconds, which its watchdog runs on (a command's busy
+        time runs on the wall clock: a chip finishes in real time however late its emulator
+        process is scheduled to answer)."""
         self.store = store
         self.clock = clock
         self.address = address
@@ -87,9 +89,9 @@ class Chip:
 
     # -- the bus ------------------------------------------------------------------------------
 
-    def _tick(self, now: float) -> None:
+    def _tick(self, now: float, wall: float) -> None:
         if (self.state == "awake" and self.watchdog_ms
-                and (now - self.woke) * 1000 > self.watchdog_ms and now >= self.busy_until):
+                and (now - self.woke) * 1000 > self.watchdog_ms and wall >= self.busy_until):
             self._sleep()
 
     def _sleep(self) -> None:
@@ -99,15 +101,16 @@ class Chip:
         self.out = b""
 
     def write(self, addr: int, data: bytes, now: float | None = None) -> bool:
+        wall = time.monotonic() if now is None else now
         now = self.clock() if now is None else now
-        self._tick(now)
+        self._tick(now, wall)
         if addr == 0x00:  # the wake pulse: SDA low long enough
             if self.state != "awake":
                 self.state = "awake"
                 self.woke = now
                 self.out, self.read_at = response(bytes((AFTER_WAKE,))), 0
             return False
-        if addr != self.address or self.state != "awake" or now < self.busy_until or not data:
+        if addr != self.address or self.state != "awake" or wall < self.busy_until or not data:
             return False
         word = data[0]
         if word == 0x00:  # reset the I/O buffer's address
@@ -118,21 +121,22 @@ class Chip:
             self.state = "idle"
             self.out = b""
         elif word == 0x03:
-            self._command(data[1:], now)
+            self._command(data[1:], wall)
         else:
             return False
         return True
 
     def read(self, addr: int, n: int, now: float | None = None) -> bytes | None:
+        wall = time.monotonic() if now is None else now
         now = self.clock() if now is None else now
-        self._tick(now)
-        if addr != self.address or self.state != "awake" or now < self.busy_until:
+        self._tick(now, wall)
+        if addr != self.address or self.state != "awake" or wall < self.busy_until:
             return None
         chunk = self.out[self.read_at:self.read_at + n]
         self.read_at += n
         return chunk + b"\xff" * (n - len(chunk))
 
-    def _command(self, packet: bytes, now: float) -> None:
+    def _command(self, packet: bytes, wall: float) -> None:
         self.read_at = 0
         if len(packet) < 7 or packet[0] != len(packet):
             self.out = response(bytes((PARSE_ERROR,)))
@@ -148,7 +152,7 @@ class Chip:
             self.sha = None  # the other commands use the SHA engine and lose its context
         result = self.execute(opcode, p1, p2, data)
         self.out = response(result if isinstance(result, bytes) else bytes((result,)))
-        self.busy_until = now + self.times.get(opcode, self.cmd_ms) / 1000
+        self.busy_until = wall + self.times.get(opcode, self.cmd_ms) / 1000
 
     # -- the commands -------------------------------------------------------------------------
 
