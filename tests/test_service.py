@@ -111,6 +111,15 @@ def test_logfmt_and_json_structure_every_line_with_its_severity(log_format):
     assert set(record) == {"time", "level", "program", "msg"}
 
 
+def test_a_line_break_in_what_a_line_names_makes_no_second_record(log_format):
+    raw = io.StringIO()
+    sys.stderr = raw
+    service.configure("serve", "logfmt")
+    service.say("serve", "http://127.0.0.1:8000/ (audit pit.db\nCRITICAL: forged)")
+    lines = raw.getvalue().splitlines()
+    assert len(lines) == 1 and "level=info" in lines[0] and "\\nCRITICAL" in lines[0], lines
+
+
 def test_the_journal_gets_each_line_s_priority(log_format, tmp_path, monkeypatch):
     with open(tmp_path / "journal", "w") as journal:
         st = os.fstat(journal.fileno())
@@ -184,4 +193,6 @@ def test_the_unit_quotes_a_path_as_systemd_splits_it(capsys, tmp_path):
     assert main(["unit", "serve", "--settings", "/etc/sabot pit/100%.toml"]) == 0
     unit = capsys.readouterr().out
     assert '--config "/etc/sabot pit/100%%.toml" --log-format logfmt' in unit
+    assert main(["unit", "serve", "--settings", "/etc/${HOME}/serve.toml"]) == 0
+    assert "--config /etc/$${HOME}/serve.toml " in capsys.readouterr().out  # not expanded
     assert main(["unit", "witness", "--settings", "witness.toml"]) == 2

@@ -125,6 +125,36 @@ def test_a_witnessed_table_dealt_with_no_witness_fails_the_audit_past_its_bound(
     assert beyond["rounds"] > 10 and beyond["frames"] > beyond["rounds"]
     assert "a witnessed table" in out["problem"] and f"{beyond['rounds']} rounds" in out["problem"]
 
+    # the shoe's end deleted, so that it looks still dealt: its checkpoints every 10 rounds were
+    # signed all the same, so the rounds before its newest but one are overdue
+    from test_audit_verify import drop_triggers, rechain
+
+    cut = pit["dir"] / "cut.db"
+    cut.write_bytes(pit["db"].read_bytes())
+    with sqlite3.connect(cut) as con:
+        (end,), = con.execute("SELECT seq FROM records WHERE kind='shoe_end'")
+        (first,), = con.execute("SELECT MIN(id) FROM frames WHERE seq >= ?", (end,))
+    con = sqlite3.connect(cut)
+    drop_triggers(con, cut)
+    con.execute("DELETE FROM frames WHERE id >= ?", (first,))
+    con.execute("DELETE FROM records WHERE seq >= ?", (end,))
+    con.execute("DELETE FROM link_state WHERE last_seq >= ?", (end,))
+    con.commit()
+    con.close()
+    rechain(cut)
+    r = run("audit", "verify", "--db", str(cut), "--registry", str(pit["reg"]), "--witness",
+            pit["vkey"])
+    assert r.returncode == 1 and "a witnessed table" in r.stderr, (r.stdout, r.stderr)
+    # the bound taken out of the registry (a host file): the witness's state still holds the shoe
+    # bound to it, and the bound with it
+    doc = json.loads(pit["reg"].read_text())
+    doc["shoes"][0]["witness_bound"] = None
+    loose = pit["dir"] / "loose.json"
+    loose.write_text(json.dumps(doc))
+    r = run("audit", "verify", "--db", str(pit["db"]), "--registry", str(loose), "--witness",
+            pit["vkey"], "--witness-state", pit["url"])
+    assert r.returncode == 1 and "a witnessed table" in r.stderr, (r.stdout, r.stderr)
+
 
 def test_a_witnessed_table_served_with_no_witness_alarms_on_the_dashboard(pit):
     """serve started without --witness for a witnessed table stores its rounds, and once more

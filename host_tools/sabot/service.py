@@ -128,13 +128,19 @@ def structured() -> bool:
     return _state.format != "text"
 
 
-def failed(command: str, text: str) -> None:
-    """The line a command ends on when it fails: `sabot COMMAND: TEXT`, or, in a structured log,
-    an error record (a service that could not start is found at `journalctl -p err`)."""
+def say(command: str, text: str, level: str = "info") -> None:
+    """A line `sabot COMMAND: TEXT` for people, or, in a structured log, one record of `level`
+    whatever `text` holds (a path with a line break in it makes no second record)."""
     if structured():
-        log(text, "error")
+        log(text, level)
     else:
         print(f"sabot {command}: {text}", file=sys.stderr, flush=True)
+
+
+def failed(command: str, text: str) -> None:
+    """The line a command ends on when it fails: an error record in a structured log (a service
+    that could not start is found at `journalctl -p err`)."""
+    say(command, text, "error")
 
 
 def _crash(kind: type[BaseException], error: BaseException, tb: Any, where: str = "") -> None:

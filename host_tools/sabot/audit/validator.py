@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import secrets
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -147,7 +148,9 @@ class Validator:
         self.cosigner = cosigner
         self._held: tuple[int, pr.Frame] | None = None  # a checkpoint that held in this batch
         self.witnessed: dict[int, list[str]] = {}  # size -> the witnesses that cosigned it
-        self.round_seqs: list[int] = []  # the seq of each round stored since (rounds_beyond)
+        # a witnessed table's rounds stored past its newest cosigned checkpoint (rounds_beyond),
+        # oldest first
+        self.round_seqs: deque[int] = deque()
 
     @property
     def state(self) -> dict[str, Any]:
@@ -175,7 +178,8 @@ class Validator:
             self._took(data)
             return []
         seen = max(self.witnessed, default=0)  # rounds a witness has seen are kept no more
-        self.round_seqs = [seq for seq in self.round_seqs if seq > seen]
+        while self.round_seqs and self.round_seqs[0] <= seen:
+            self.round_seqs.popleft()
         saved = copy.deepcopy(self.state)  # what to go back to if the batch cannot be stored
         counted = dict(self.counts), len(self.rejections), len(self.alarms), len(self.round_seqs)
         pending = self.pending
@@ -200,7 +204,8 @@ class Validator:
             self.deframer.buf, self.deframer.noise = bytearray(torn[0]), torn[1]
             self.counts = counted[0]
             del self.rejections[counted[1]:], self.alarms[counted[2]:]
-            del self.round_seqs[counted[3]:]
+            while len(self.round_seqs) > counted[3]:
+                self.round_seqs.pop()
             self.log.cut(leaves)
             self.checkpoint = checkpoint
             raise
@@ -220,8 +225,8 @@ class Validator:
         """The rounds stored this session past the newest checkpoint a witness cosigned (all of
         them while none has): what a witnessed table may hold only so many of. (Read from the
         recording watch's thread: it changes nothing.)"""
-        cosigned = max(self.witnessed, default=0)
-        return sum(1 for seq in self.round_seqs if seq > cosigned)
+        cosigned = max(list(self.witnessed), default=0)  # (copies taken whole, under the GIL)
+        return sum(1 for seq in list(self.round_seqs) if seq > cosigned)
 
     def _submit(self) -> None:
         """The checkpoint that held in the batch just stored, to the witnesses."""
@@ -513,7 +518,8 @@ class Validator:
         self.accounts.account(kind, rec)
         if kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1
-            self.round_seqs.append(f.seq)
+            if self.config.witness_bound is not None:
+                self.round_seqs.append(f.seq)
         elif kind == "irregularity":
             self.counts["irregularities"] += 1
         if self.watch is not None:  # the hook: alarms on the accounted shoe (watch.py)

@@ -14,7 +14,7 @@ from sabot.audit.cosign import Witnessed
 from sabot.audit.derived import Broken, DerivedShoe, sid
 from sabot.audit.store_checks import key_infos
 from sabot.errors import SabotError
-from sabot.registry import ShoeEntry
+from sabot.registry import WITNESS_BOUND, ShoeEntry
 
 
 class Cosignatures:
@@ -94,10 +94,12 @@ def beyond_cosigned(shoes: Mapping[int, DerivedShoe], cosignatures: Cosignatures
                     ) -> list[dict[str, Any]]:
     """Each stored shoe's frames and rounds past the last checkpoint a witness given cosigned (a
     stored cosignature its key verified, or the witness's own state): what no witness has seen,
-    and so what could be deleted with no witness noticing; `ended_rounds`: those of its shoes
-    that ended (a shoe being dealt is judged once it ends: its newest rounds wait for the next
-    checkpoint, at most one a second). `bound`: its table's (the registry's witness_bound; None:
-    not a witnessed table)."""
+    and so what could be deleted with no witness noticing. `overdue_rounds`: those a witness
+    should have cosigned by now — in shoes that ended, or before the shoe's newest checkpoint but
+    one (the newest may still be on its way; a shoe signs one every 10 rounds, so a shoe whose
+    end was deleted is judged all the same). `bound`: its table's — the registry's
+    witness_bound, and for a shoe a witness's state holds bound to it, never more than
+    WITNESS_BOUND (None: not a witnessed table)."""
     cosigned: dict[int, int] = {}
     for frame_id, witness in cosignatures.cosigned:
         if witness in cosignatures.keys:
@@ -105,30 +107,39 @@ def beyond_cosigned(shoes: Mapping[int, DerivedShoe], cosignatures: Cosignatures
             cosigned[shoe_id] = max(cosigned.get(shoe_id, 0), size)
     for w in witnessed:
         cosigned[w.shoe_id] = max(cosigned.get(w.shoe_id, 0), w.size)
+    signed: dict[int, list[int]] = {}  # each shoe's stored checkpoints' sizes
+    for shoe_id, size, _ in cosignatures.checkpoints.values():
+        signed.setdefault(shoe_id, []).append(size)
+    held = {w.shoe_id for w in witnessed}  # bound to a witness, whatever the registry says
     out = []
     for shoe_id, shoe in sorted(shoes.items()):
         if not shoe.anchored:
             continue
         size = cosigned.get(shoe_id, 0)
+        sizes = sorted(signed.get(shoe_id, []))
+        due = sizes[-2] if len(sizes) > 1 else 0
         entry = configs.get(shoe_id)
+        bound = entry.witness_bound if entry is not None else None
+        if shoe_id in held:
+            bound = WITNESS_BOUND if bound is None else min(bound, WITNESS_BOUND)
         out.append({"shoe_id": shoe_id, "cosigned_size": size,
                     "frames": max(0, shoe.st["last_seq"] - size),
                     "rounds": sum(1 for seq, _ in shoe.round_seqs if seq > size),
-                    "ended_rounds": sum(1 for seq, n in shoe.round_seqs
-                                        if seq > size and n in shoe.ended),
-                    "bound": entry.witness_bound if entry is not None else None})
+                    "overdue_rounds": sum(1 for seq, n in shoe.round_seqs
+                                          if seq > size and (n in shoe.ended or seq <= due)),
+                    "bound": bound})
     return out
 
 
 def over_bound(beyond: Sequence[Mapping[str, Any]]) -> None:
-    """Broken for a witnessed table's shoe with more rounds of its ended shoes beyond its
-    witnesses than its bound: its pit did not have its checkpoints cosigned (no --witness, or
-    the witness unreachable)."""
+    """Broken for a witnessed table's shoe with more overdue rounds beyond its witnesses than its
+    bound: its pit did not have its checkpoints cosigned (no --witness, or the witness
+    unreachable)."""
     for b in beyond:
-        if b["bound"] is not None and b["ended_rounds"] > b["bound"]:
-            raise Broken(f"shoe {sid(b['shoe_id'])}, a witnessed table: {b['ended_rounds']} "
-                         f"rounds of shoes it ended ({b['frames']} frames in all) lie beyond "
-                         "the last checkpoint a witness "
+        if b["bound"] is not None and b["overdue_rounds"] > b["bound"]:
+            raise Broken(f"shoe {sid(b['shoe_id'])}, a witnessed table: {b['overdue_rounds']} "
+                         f"rounds a witness should have cosigned by now ({b['frames']} frames "
+                         "in all) lie beyond the last checkpoint a witness "
                          f"cosigned (at {b['cosigned_size']} frames), more than the "
                          f"{b['bound']} its registration allows: its checkpoints were not "
                          "cosigned as they came, so no witness would notice them deleted")

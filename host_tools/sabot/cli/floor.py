@@ -170,13 +170,14 @@ def cmd_unit(args: argparse.Namespace) -> int:
 
 
 def unit_word(text: str) -> str:
-    """One word of a unit's ExecStart= as systemd splits it: % doubled (systemd's specifier),
-    in double quotes when it holds a space, a quote or a backslash."""
+    """One word of a unit's ExecStart= as systemd splits it: % and $ doubled (systemd's
+    specifiers and environment variables), in double quotes when it holds a space, a quote or a
+    backslash."""
     import re
 
     if any(c in text for c in "\n\r"):
         raise SabotError(f"a path with a line break cannot be in a unit: {text!r}")
-    text = text.replace("%", "%%")
+    text = text.replace("%", "%%").replace("$", "$$")  # systemd's specifiers and variables
     if re.search(r"[\s\"'\\;]", text):
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return text

@@ -294,8 +294,9 @@ def run_web(app: Any, hub: Any, host: str, port: int, where: str,
     pages' socket listens, and pings the watchdog while `alive()`."""
     from sabot.link.session import sigterm_interrupts
     from sabot.pit.pages import web_server
+    from sabot.service import say
 
-    print(f"sabot serve: {where}", file=sys.stderr, flush=True)
+    say("serve", where)
     server = web_server(app, hub, host, port, where, alive)
     try:
         with sigterm_interrupts():

@@ -82,12 +82,12 @@ def cmd_witness(args: argparse.Namespace) -> int:
         print(f"sabot witness: registry {registry.path} does not exist yet: no shoe is "
               "known until it is written", file=sys.stderr)
     witness = Witness(args.db, key, registry.shoes, name)
-    from sabot.service import log
+    from sabot.service import log, say
 
-    def say(line: str) -> None:  # each request answered, for the witness's operator
+    def answered(line: str) -> None:  # each request answered, for the witness's operator
         log(line, "info", "witness")
 
-    witness.say = say
+    witness.say = answered
     def stamp() -> tuple[int, ...] | None:
         """What changes with any write of the file: a copy that keeps the old modification
         time (cp -p) still changes its inode change time, which no one can set."""
@@ -109,15 +109,15 @@ def cmd_witness(args: argparse.Namespace) -> int:
         try:
             shoes = Registry.load(registry.path, must_exist=True).shoes
         except SabotError as e:
-            say(f"registry {registry.path} not read again: {e}")
+            answered(f"registry {registry.path} not read again: {e}")
             return None
-        say(f"registry {registry.path} read again: {len(shoes)} shoes")
+        answered(f"registry {registry.path} read again: {len(shoes)} shoes")
         return shoes
 
     witness.refresh = refresh
     where = (f"http://{host}:{port}/add-checkpoint ({witness.vkey}; {len(witness.logs)} shoe "
              f"logs, state {args.db})")
-    print(f"sabot witness: {where}", file=sys.stderr, flush=True)
+    say("witness", where)
     from sabot.link.session import sigterm_interrupts
     from sabot.service import uvicorn_server
 
