@@ -13,7 +13,7 @@ import pytest
 
 from sabot import service
 from sabot.cli import build_parser, main
-from sabot.cli.config import apply, command_parser, config_path
+from sabot.cli.config import apply, command_parser, config_path, read
 
 
 def parsed(words, settings=None, tmp_path=None):
@@ -22,7 +22,7 @@ def parsed(words, settings=None, tmp_path=None):
     if settings is not None:
         path = tmp_path / "s.toml"
         path.write_text(settings)
-        fill = apply(command_parser(parser, words[0]), str(path))
+        fill = apply(command_parser(parser, words[0]), str(path), read(str(path)))
     args = parser.parse_args(words)
     if fill:
         fill(args)

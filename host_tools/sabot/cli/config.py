@@ -78,12 +78,15 @@ def service_settings(parser: argparse.ArgumentParser, command: str, words: list[
     path = config_path(words)
     try:
         settings = read(path) if path is not None else {}
-    except SabotError:
-        settings = {}  # said below, in the format the command line asks for
+    except SabotError as refused:  # said in the format the command line asks for
+        fmt = log_format(words, {})
+        if fmt is not None:
+            configure(command, fmt)
+        raise refused from None
     fmt = log_format(words, settings)
     if fmt is not None:
         configure(command, fmt)
-    return apply(parser, path) if path is not None else None
+    return apply(parser, path, settings) if path is not None else None
 
 
 def _value(action: argparse.Action, path: str, key: str, value: Any) -> Any:
@@ -113,11 +116,11 @@ def _value(action: argparse.Action, path: str, key: str, value: Any) -> Any:
     return out if isinstance(action, argparse._AppendAction) else out[0]
 
 
-def apply(parser: argparse.ArgumentParser, path: str) -> Callable[[argparse.Namespace], None]:
+def apply(parser: argparse.ArgumentParser, path: str, settings: dict[str, Any]
+          ) -> Callable[[argparse.Namespace], None]:
     """Make the file's settings the command's defaults (a required option it sets is no longer
     required); the function returned fills in, after parsing, the repeated options the command
     line did not give."""
-    settings = read(path)
     actions = {a.option_strings[-1][2:]: a for a in parser._actions
                if a.option_strings and a.option_strings[-1].startswith("--")}
     lists: dict[str, tuple[Any, list[Any]]] = {}  # dest: (its default, the file's values)
