@@ -57,7 +57,8 @@ def holder(store: Any, shoe_id: int) -> str:
             "SELECT a.application_name, host(a.client_addr), a.pid,"
             " EXTRACT(EPOCH FROM a.backend_start) FROM pg_locks l JOIN pg_stat_activity a"
             " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.objsubid = 1"
-            " AND l.granted AND l.classid = ? AND l.objid = ?",
+            " AND l.granted AND l.classid = ? AND l.objid = ? AND l.database = (SELECT oid"
+            " FROM pg_database WHERE datname = current_database())",
             ((key >> 32) & 0xFFFF_FFFF, key & 0xFFFF_FFFF)).fetchone()
     except psycopg.Error:
         row = None
