@@ -113,8 +113,11 @@ def pico_deals_blackjack(code, tmp):
         s.close()
     played = [r for k, r in s.records if k == "blackjack_result"]
     summary = s.summary()
-    assert len(played) >= 3 and summary["rounds"] == len(played), summary
-    assert summary["wrong"] == summary["lost"] == summary["rejected"] == summary["voided"] == 0
+    # (what the board said last and how often it booted, for a failure to say why)
+    said = (summary, getattr(s.board, "boots", None), getattr(s.board, "unread", None))
+    assert len(played) >= 3 and summary["rounds"] == len(played), said
+    assert summary["wrong"] == summary["lost"] == summary["rejected"] == summary["voided"] == 0, \
+        said
     assert all((r["seats"], r["events"]) == (s.dealer.truth[r["round"]]["seats"],
                                              s.dealer.truth[r["round"]]["events"])
                for r in played)

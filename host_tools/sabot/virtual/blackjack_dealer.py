@@ -178,7 +178,9 @@ class TableDealer:
 
         try:
             deal_round(self._cards(), seats, self.rule, self.hole_card, on_event=deal)
-            b.wait(lambda s: s[0] == PH_HELD or s[1] == CONFIRM_DUE, 2)
+            # as a dealer waits for the shoe, however slow its host: the round's last card
+            # shown and the confirm due (2 s had a loaded host's Pico voiding a dealt round)
+            b.wait(lambda s: s[0] == PH_HELD or s[1] == CONFIRM_DUE, 10)
             self._check()
             want = [p for (k, _), p in zip(truth["events"], follow_round(
                 seats, truth["events"], self.rule, self.hole_card)["placed"], strict=True)
