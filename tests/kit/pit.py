@@ -84,8 +84,11 @@ def press(driver, css, timeout=60, until=("Done", "Not done")):
 
 
 def act(driver, css, do, timeout=20):
-    """do(the element `css` finds), found again if a live update replaced it meanwhile."""
+    """do(the element `css` finds), found again if a live update replaced it meanwhile (found,
+    then replaced before the keys reach it, it is stale or, caught mid-replacement, not
+    interactable)."""
     from selenium.common.exceptions import (
+        ElementNotInteractableException,
         NoSuchElementException,
         StaleElementReferenceException,
     )
@@ -94,7 +97,8 @@ def act(driver, css, do, timeout=20):
     while True:
         try:
             return do(driver.find_element("css selector", css))
-        except (StaleElementReferenceException, NoSuchElementException):
+        except (StaleElementReferenceException, NoSuchElementException,
+                ElementNotInteractableException):
             if time.monotonic() > end:
                 raise
             time.sleep(0.1)

@@ -23,16 +23,45 @@ def micropython_bin():
     return str(exe) if exe.exists() else shutil.which("micropython")
 
 
-def run_micropython(script, *args, heapsize=None, timeout=300, path=(), input=None):
-    """Run a script on the unix-port MicroPython with the firmware on its path."""
+def run_micropython(script, *args, heapsize=None, timeout=300, path=(), input=None, cwd=None):
+    """Run a script on the unix-port MicroPython with the firmware on its path. Given `cwd`, it
+    runs there with every path short and relative (its module path entries linked into `cwd`,
+    arguments under `cwd` relative to it): what it allocates then does not depend on where the
+    clone or the test's temporary directory lies, as a board's paths do not."""
     cmd = [micropython_bin()]
     if heapsize:
         cmd += ["-X", f"heapsize={heapsize}"]
-    cmd += [str(script), *map(str, args)]
     paths = [*map(str, path), str(FIRMWARE), str(ROOT / "boards" / "virtual"),
              str(ROOT / "tests" / "mp")]
+    if cwd is not None:
+        cwd = Path(cwd)
+        for i, p in enumerate(paths):
+            link = cwd / f"p{i}"
+            if not link.is_symlink():
+                link.symlink_to(p)
+            paths[i] = link.name
+        args = tuple(_relative(a, cwd) for a in args)
+        script = _relative(script, cwd)
+    cmd += [str(script), *map(str, args)]
     env = dict(os.environ, MICROPYPATH=os.pathsep.join(paths))
-    return subprocess.run(cmd, env=env, capture_output=True, timeout=timeout, input=input)
+    return subprocess.run(cmd, env=env, capture_output=True, timeout=timeout, input=input,
+                          cwd=cwd)
+
+
+def _relative(arg, cwd):
+    """`arg` relative to `cwd` when it names a path under it (or a unix: socket spec under it);
+    a script outside it is linked in."""
+    text = str(arg)
+    prefix = "unix:" if text.startswith("unix:") else ""
+    p = Path(text[len(prefix):])
+    if p.is_absolute() and p.is_relative_to(cwd):
+        return prefix + str(p.relative_to(cwd))
+    if not prefix and p.suffix == ".py" and p.is_file():
+        link = cwd / p.name
+        if not link.is_symlink():
+            link.symlink_to(p)
+        return link.name
+    return arg
 
 
 def wait_for(condition, timeout=10.0):
