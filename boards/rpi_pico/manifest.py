@@ -1,9 +1,8 @@
-# This board's frozen firmware: the shared shoe package, the board's data and the boot entry.
-# The rp2 port's own manifest first (its `_boot.py`, which mounts the littlefs flash at /):
-# a FROZEN_MANIFEST replaces the port's, so without this line the image never mounts /data.
+# This board's MicroPython image: the port's own manifest (its `_boot.py`, which mounts the
+# littlefs flash at /; a FROZEN_MANIFEST replaces the port's, so without this line the image
+# never mounts /data) and the host link's USB CDC library (micropython-lib). Nothing of sabot is
+# frozen: MicroPython runs a frozen main.py in place of /main.py, and a frozen module wherever the
+# filesystem lacks one, so frozen code would run beside the tree MANIFEST and the boot check cover
+# and no update could replace it. The firmware is the deployed, signed tree (`sabot deploy`).
 include("$(PORT_DIR)/boards/manifest.py")
-include("../../firmware/manifest.py")
-module("board.py")
-module("main.py", base_path="../../firmware")
-module("maint.py", base_path="../../firmware")  # the blank shoe's REPL helpers (provisioning)
 require("usb-device-cdc")  # the host link's own USB CDC interface (micropython-lib)
