@@ -72,9 +72,9 @@ def run():
             raise ValueError("no secure element")
         app = make_app(io.link, io.lamps, element)
         app.start()
-    except Exception:
+    except Exception as e:
         app = tilt.TiltShoe(Flash(board.FLASH_DIR), io.link, io.lamps, "/",
-                            (board.FLASH_DIR.strip("/"),), element)
+                            (board.FLASH_DIR.strip("/"),), element, tilt.cause_of(e, element))
         app.start()
     while not app.restart:
         loop.step(app, io, time.ticks_ms())

@@ -265,9 +265,12 @@ def test_unsigned_frames_are_whole_bodies():
 
 def test_golden_status_payload():
     p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10)
-    assert p == bytes.fromhex("020003000400050100000006000000070000000800000009010000000a00")
-    p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10, frames.S_FLASH_LOW)
-    assert p[-1] == 1 and len(p) == 30
+    assert p == bytes.fromhex("020003000400050100000006000000070000000800000009010000000a00"
+                              "000000000000000000") + bytes(21)
+    p = payload_of(frames.status_into, 2, 3, 4, 5, 1, 6, 7, 8, 9, 1, 10, frames.S_FLASH_LOW,
+                   11, 12, frames.TILT_BOOTS)
+    assert p[29] == 1 and len(p) == 60 == frames.STATUS_LEN
+    assert p[30:39] == bytes.fromhex("0000000b0000000c04") and p[39:] == bytes(21)
 
 
 # ---- outbox ----------------------------------------------------------------------------------

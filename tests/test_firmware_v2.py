@@ -60,8 +60,10 @@ def started(tmp_path, variant=None):
 def status_of(f):
     p = frames.parse(f)
     names = ("phase", "shoe", "round", "position", "due", "host_counter", "acked",
-             "unacked_from", "unacked_to", "integrity", "refused", "flags")
-    return p, dict(zip(names, struct.unpack(">BHHHBIIIIBIB", p[6]), strict=True))
+             "unacked_from", "unacked_to", "integrity", "refused", "flags", "bad_key",
+             "unlogged", "tilt")
+    assert p[6][39:] == bytes(frames.STATUS_LEN - 39)  # room for later fields, zeros
+    return p, dict(zip(names, struct.unpack(">BHHHBIIIIBIBIIB", p[6][:39]), strict=True))
 
 
 def serve(app):
@@ -133,8 +135,10 @@ def test_a_new_shoe_is_refused_while_the_flash_could_not_hold_it(tmp_path):
     shoe, app, link = started(tmp_path)
     deal_a_short_shoe(app)
     unacked = app.outbox.done - app.outbox.acked
-    # room for one whole shoe and 4 kept frames, no more: these unacknowledged frames crowd it
-    app.flash.capacity = 8 * 52 * 100 + 4 * (7 + 32 + frames.MAX_CHAINED)
+    from shoe.store import reserve
+
+    # the reserve beside 4 kept frames, no more: these unacknowledged frames crowd it
+    app.flash.capacity = reserve(8, 4)
     assert unacked > 4
     app.low = -1
     app.service()  # the board loop's next pass

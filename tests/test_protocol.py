@@ -165,10 +165,15 @@ def test_decode_status_names_its_fields_and_refuses_a_short_payload():
     assert pr.decode_status(payload) == {
         "phase": "held", "shoe": 2, "round": 14, "integrity": "tilt", "position": 101,
         "due": "player", "host_counter": 17, "acked": 40, "unacked_from": 41, "unacked_to": 44,
-        "refused": 9, "flash_low": False, "withheld": False}  # a firmware before the flags
+        "refused": 9, "flash_low": False, "withheld": False,  # a firmware before the flags
+        "refused_bad_key": None, "refusals_unlogged": None, "tilt": None}  # and the causes
     flagged = pr.decode_status(payload + bytes([pr.S_FLASH_LOW | pr.S_WITHHELD]))
     assert flagged["flash_low"] and flagged["withheld"]
     assert not pr.decode_status(payload + b"\x00")["flash_low"]
+    causes = pr.decode_status(payload + b"\x00" + struct.pack(">IIB", 3, 4, 2) + bytes(21))
+    assert (causes["refused_bad_key"], causes["refusals_unlogged"], causes["tilt"]) == (
+        3, 4, "log_unreadable")
+    assert pr.refused_for_key(causes) == 3 and pr.refused_for_key(flagged) == 9
     with pytest.raises(pr.FrameError):
         pr.decode_status(payload[:-1])
 

@@ -20,6 +20,7 @@ from sabot.release.build import (
     code_digest,
     release_key,
     sign_manifest,
+    sign_update,
 )
 from sabot.virtual.board import VirtualBoard
 from sabot.virtual.dealer import Dealer
@@ -37,6 +38,7 @@ def variant_of(build_dir, release, note, version=FIRMWARE_VERSION, board="virtua
     digest = code_digest(build_dir)
     (build_dir / "MANIFEST").write_text(sign_manifest(release_key(release), digest, board,
                                                       version))
+    sign_update(release_key(release), build_dir)
     return {"dir": str(build_dir), "manifest": digest}
 
 
@@ -115,6 +117,9 @@ def test_a_signed_update_switches_and_another_release_key_is_refused(shoe):
         digest = older["manifest"]
         old_form = pr.sign_digest(release_key(tmp / "release.pem"), bytes.fromhex(digest))
         (tmp / "b4" / "MANIFEST").write_text(f"{digest}\n{old_form.hex()}\n")
+        # the stream itself signed by the release key (as a release of that time could not
+        # be): the shoe stages it and refuses its MANIFEST
+        sign_update(release_key(tmp / "release.pem"), tmp / "b4", FIRMWARE_VERSION, "virtual")
         with pytest.raises(SabotError, match="manifest_malformed"):
             channel.update(port, key, config, older, "mallory", lambda m: None)
         # a build for another board, genuinely signed: it would not boot here, and a
@@ -132,7 +137,9 @@ def test_a_signed_update_switches_and_another_release_key_is_refused(shoe):
         ("update_begun", "mallory"), ("update_refused", "mallory"),
         ("update_begun", "mallory"), ("update_refused", "mallory"),
         ("update_begun", "tech"), ("update_refused", "tech")]
-    assert recs[1]["version"] == FIRMWARE_VERSION and recs[3]["manifest"] == other["manifest"]
+    assert recs[1]["version"] == FIRMWARE_VERSION
+    # another key's build: refused at chunk 0, before a byte of it was kept
+    assert recs[3]["reason"] == "not_signed_by_the_release_key" and recs[3]["manifest"] == "0" * 64
     for _ in range(len(ROUND)):
         dealer.step()
     assert board.alive() and board.indicator[2] >= 2 * len(ROUND) - 1
@@ -144,12 +151,11 @@ def test_a_power_cut_mid_stream_leaves_the_old_tree(shoe):
     before = code_digest(code)
     shutil.copytree(code, tmp / "b2")
     info = variant_of(tmp / "b2", tmp / "release.pem", "never landed\n")
-    data = channel.stream(info["dir"])
-    head, chunks = channel.chain(data)
+    length, head, chunks = channel.prepared(info["dir"])
     port = ShoePort(board.url)
     try:
         ch = channel.ShoeChannel(port, key, config)
-        _counter, rec = ch.command(pr.C_UPDATE, len(data).to_bytes(4, "big") + head + b"t",
+        _counter, rec = ch.command(pr.C_UPDATE, length.to_bytes(4, "big") + head + b"t",
                                   "update")
         assert rec["what"] == "update_begun"
         for i, nxt, piece in chunks[: len(chunks) // 2]:
@@ -214,6 +220,7 @@ def test_a_tilted_shoe_resends_what_it_held_and_takes_an_update(shoe):
         ch = channel.ShoeChannel(port, key, config)
         st = ch.hello(5.0)
         assert st["phase"] == "tilt" and st["integrity"] == "tilt"
+        assert st["tilt"] == "code_not_the_signed_build"  # it says why
         assert st["unacked_from"] == 1 and st["unacked_to"] >= 3  # what it dealt, still held
         seen = set()
         ch.wait_for(lambda f: seen.add(f.seq) if f.type < pr.T_STATUS else None, 2.0)
@@ -263,3 +270,85 @@ def test_no_command_has_the_element_sign_a_digest_the_host_chose(shoe):
         for t in targets:
             assert not pr.verify_digest(public, t, f.signature)
     assert board.alive() and os.path.exists(code / "MANIFEST")
+
+
+def test_an_insider_with_the_command_key_makes_the_shoe_keep_no_byte_the_release_key_did_not_sign(
+        tmp_path, built, monkeypatch):
+    """The command key alone opens an update session, but the shoe keeps nothing of a stream
+    before its element checked the release key's signature over it (chunk 0): a stream of junk
+    is refused there; after the genuine chunk 0, a chunk that is not the release's is dropped;
+    a session the host stops feeding is abandoned and its staged files removed."""
+    monkeypatch.setenv("SABOT_UPDATE_IDLE_MS", "1500")
+    key, flash, config, _registry = provision_shoe(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(built / "tree", code)
+    board = VirtualBoard(flash, code=code, sign_ms=SIGN_MS)
+    board.start()
+    shutil.copytree(code, tmp_path / "b2")
+    info = variant_of(tmp_path / "b2", built / "release.pem", "second build\n")
+    length, head, chunks = channel.prepared(info["dir"])
+    port = ShoePort(board.url)
+
+    def progress(index):
+        def taken(f):
+            return True if f.type == pr.T_UPDATE_PROGRESS and f.payload[:2] == index else None
+        return taken
+
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        # junk the size of the flash, its own chain, a signature nobody's release key made
+        junk = os.urandom(4096) * 64
+        jhead, jchunks = channel.chain(junk)
+        release = channel.release_chunk(FIRMWARE_VERSION, "virtual", os.urandom(64))
+        counter, rec = ch.command(
+            pr.C_UPDATE, len(junk).to_bytes(4, "big") + channel.chunk_hash(0, jhead, release)
+            + b"mallory", "update")
+        assert rec["what"] == "update_begun"
+        ch.send(pr.C_UPDATE_DATA, bytes(2) + jhead + release)
+        _, rec = ch.answer_to(counter, 5.0)
+        assert rec["what"] == "update_refused" and rec["reason"] == "not_signed_by_the_release_key"
+        for i, nxt, piece in jchunks[:3]:
+            ch.send(pr.C_UPDATE_DATA, i.to_bytes(2, "big") + nxt + piece)
+        assert ch.wait_for(progress(b"\x00\x01"), 1.0) is None  # no session: dropped
+        assert not (code / "update.tmp").exists()
+        # the genuine chunk 0, then a chunk of the insider's: dropped, nothing of it kept
+        counter, rec = ch.command(pr.C_UPDATE, length.to_bytes(4, "big") + head + b"mallory",
+                                  "update")
+        i, nxt, piece = chunks[0]
+        ch.send(pr.C_UPDATE_DATA, i.to_bytes(2, "big") + nxt + piece)
+        assert ch.wait_for(progress(b"\x00\x00"), 5.0)
+        _, forged, piece = jchunks[0]
+        ch.send(pr.C_UPDATE_DATA, (1).to_bytes(2, "big") + forged + piece)
+        assert ch.wait_for(progress(b"\x00\x01"), 1.0) is None
+        assert [p.name for p in (code / "update.tmp").iterdir()] == ["session.tmp"]
+        # the genuine first chunks, then silence: abandoned, its files removed
+        for i, nxt, piece in chunks[1:4]:
+            ch.send(pr.C_UPDATE_DATA, i.to_bytes(2, "big") + nxt + piece)
+            assert ch.wait_for(progress(i.to_bytes(2, "big")), 5.0)
+        assert (code / "update.tmp").exists()
+        _, rec = ch.answer_to(counter, 6.0)
+        assert rec["what"] == "update_refused" and rec["reason"] == "abandoned"
+        assert not (code / "update.tmp").exists()
+    finally:
+        port.close()
+        board.stop()
+    assert code_digest(code) != info["manifest"]
+
+
+def test_an_update_the_flash_cannot_hold_beside_its_reserve_is_refused_before_a_byte_is_kept(
+        tmp_path, built):
+    key, flash, config, _registry = provision_shoe(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(built / "tree", code)
+    board = VirtualBoard(flash, code=code, sign_ms=SIGN_MS)
+    board.start(flash_bytes=64_000)  # a whole shoe's log and room to recover take 50 KB of it
+    shutil.copytree(code, tmp_path / "b2")
+    info = variant_of(tmp_path / "b2", built / "release.pem", "second build\n")
+    port = ShoePort(board.url)
+    try:
+        with pytest.raises(SabotError, match=r"before keeping any of it.*no_room_beside_the_log"):
+            channel.update(port, key, config, info, "tech", lambda m: None)
+    finally:
+        port.close()
+        board.stop()
+    assert not (code / "update.tmp").exists()

@@ -12,7 +12,7 @@ one line, `sabot-link taken by IP:PORT for N s`, and closed; the holder is untou
 silent that long (its host gone without closing: a power cut, a cut network) is replaced by the
 next connection; one that hung up is let go first. $SABOT_LINK_IDLE_MS sets LINK_IDLE_MS (10000
 by default: a host's link is never that quiet). Bytes written while nobody is connected are lost,
-as on an unplugged cable."""
+as on an unplugged cable. $SABOT_UPDATE_IDLE_MS sets shoe/update.py's IDLE_MS (for tests)."""
 import micropython
 
 micropython.kbd_intr(-1)  # first line that runs, as on a board
@@ -195,6 +195,11 @@ class DealerIO:
 
 
 def make_app(flash, flash_dir, link, lamps, code, element):
+    idle_ms = os.getenv("SABOT_UPDATE_IDLE_MS")  # tests: an abandoned update removed sooner
+    if idle_ms:
+        from shoe import update
+
+        update.IDLE_MS = int(idle_ms)
     skip = code_skip(code, flash_dir)
     if tilt.boot(code, skip, element):  # checked before any dealing code is imported
         return tilt.TiltShoe(flash, link, lamps, code, skip, element)
@@ -272,7 +277,8 @@ def main():
         # not provisioned (an identity lost beside a locked element), a recovery that failed
         # (flash full, damaged): tilt, as a Pico's main.py does, never a REPL
         sys.stderr.write("board: %s: tilt\n" % e)
-        app = tilt.TiltShoe(flash, link, io.lamps, code, code_skip(code, flash_dir), element)
+        app = tilt.TiltShoe(flash, link, io.lamps, code, code_skip(code, flash_dir), element,
+                            tilt.cause_of(e, element))
         app.start()
 
     server = socket.socket()
@@ -290,7 +296,7 @@ def main():
     while not app.restart:
         busy = app.busy()  # frames waiting for the element: come back within ~2 ms
         events = poller.poll(2 if busy else 1000)
-        if busy and not events:
+        if not events:  # and a pass at least once a second, as a board's loop makes them
             loop.step(app, io, time.ticks_ms())
         for obj, ev, *_ in events:
             if obj is server:

@@ -48,6 +48,7 @@ from shoe.store import (
     next_boot,
     open_log,
     rekey_due,
+    reserve,
     result_slot,
 )
 
@@ -72,12 +73,9 @@ IN_DISPUTE = const(10)  # blackjack: the supervisor's void-round key on an uncon
 # (an IN_CARD's arg2: the bet spots as the card left, the seats of a blackjack round it opens)
 
 _MAX_SEED = const(64)
+REFUSALS_KEPT = const(16)  # refusal frames kept unacknowledged: 16 x 209 B, in the reserve
 _ELEMENT_RETRIES = const(3)  # failed element steps in a row while a command waits for it
 ALARM_FLASH_LOW = const(14)  # the lamp's alarm: the flash cannot take another shoe (15: tilt)
-# One whole shoe's log, per card of its decks: 8 decks measured 88 bytes a card without an ack
-# (355 cards, 147 frames: I and F records, 31 KB); 100 leaves room for the acks' records.
-_CARD_BYTES = const(100)
-_KEPT_FRAME = const(209)  # an F record a compaction carries over: 7 + 32 + MAX_CHAINED
 
 
 def _staged(code_root):
@@ -150,6 +148,10 @@ class ShoeApp:
         self.outbox.other = self._element_now  # when a card's frame cannot wait for a check
         self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
         self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
+        self._asked_low = False  # flash_low() when the hello being answered came
+        self._refusals = 0  # refusal frames kept and not yet acknowledged
+        self._refusal_seq = 0  # the newest one's seq
+        self.unlogged = 0  # refusals counted, not kept (status), since boot
 
     # ---- start-up ----------------------------------------------------------------------------
     def start(self):
@@ -170,7 +172,8 @@ class ShoeApp:
         # the SHA end lengths of every body the shoe makes (payloads of 4-15 bytes and
         # shoe_end's), of the log's leaves (0x00 then the frame, signed or not), of its nodes
         # (65 bytes), of a checkpoint's note text (67-76 bytes) and of the signed commands a
-        # service pass checks (new shoe, resolve, ack: payloads of 0, 1 and 4 bytes)
+        # service pass checks (new shoe, resolve, ack: payloads of 0, 1 and 4 bytes); a status's
+        # body is shoe_end's length
         bodies = [frames.HEADER_LEN + n for n in range(4, 16)] + [frames.MAX_BODY]
         if self.shoe.bj is not None:
             bodies += [frames.HEADER_LEN + n for n in range(64)]  # a round's result: any length
@@ -482,6 +485,8 @@ class ShoeApp:
         o = self.outbox
         idle = not self.busy()  # a pass with nothing to finish or send: no card's path
         self.port.service(self)  # a command's check takes turns with the frames, step by step
+        if self.maint is not None:
+            self.maint.tick()  # an update session nobody finishes is abandoned, its files removed
         if self._asked == 1:
             # a host waits for the status: it takes the element before the next frame does once
             # the frames made before the hello are out (a fast dealer's frames never leave the
@@ -612,10 +617,10 @@ class ShoeApp:
 
     def flash_low(self):
         """A new shoe's rounds would not fit: after the compaction the log holds the frames not
-        yet acknowledged, and a whole shoe's records must fit beside them."""
+        yet acknowledged, and the one reserve (store.reserve: a whole shoe's records and room to
+        recover) must fit beside them."""
         o = self.outbox
-        need = (o.done - o.acked) * _KEPT_FRAME + self.shoe.decks * 52 * _CARD_BYTES
-        return need > self.log.capacity()
+        return reserve(self.shoe.decks, o.done - o.acked) > self.log.capacity()
 
     def show(self):
         s = self.shoe
@@ -628,8 +633,16 @@ class ShoeApp:
         self.port.feed(data, len(data) if n < 0 else n, self)
 
     def refuse(self, reason, ftype, counter):
-        """A refused command is itself a chained frame, so the refusal reaches the audit log."""
+        """A refused command is itself a chained frame, so the refusal reaches the audit log —
+        up to REFUSALS_KEPT not yet acknowledged (their room is in the flash's one reserve,
+        store.RECOVERY_BYTES); beyond that it is counted (status `unlogged`) until the host
+        acknowledges them: a host that never does cannot fill the flash with refusals."""
+        if self._refusals >= REFUSALS_KEPT:
+            self.unlogged += 1
+            return
+        self._refusals += 1
         self._commit_rejected(reason, ftype, counter)
+        self._refusal_seq = self.outbox.seq
 
     def _commit_rejected(self, reason, ftype, counter):
         o = self.outbox
@@ -666,6 +679,9 @@ class ShoeApp:
             if not self._asked:
                 self._asked = 1
                 self._asked_seq = self.outbox.seq
+                # read now, as the hello is received (os.statvfs allocates), not in the
+                # service() passes that make the status
+                self._asked_low = self.flash_low()
             return
         if frames.C_UPDATE <= ftype <= frames.C_REKEY:  # an update or a rekey
             if self.maint is None:
@@ -681,6 +697,8 @@ class ShoeApp:
                 # packed into the log's record buffer: a bytes object would be an allocation
                 struct.pack_into(">I", self.log.rec, 3, self.outbox.acked)
                 self.log.commit(R_ACK, 4)
+                if self.outbox.acked >= self._refusal_seq:
+                    self._refusals = 0  # every refusal kept is acknowledged
         elif ftype == frames.C_RESOLVE and len(payload) == 1:
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self.refuse(REJ_NOT_NOW, ftype, counter)
@@ -735,10 +753,11 @@ class ShoeApp:
         # Squeeze: a status answers any unsigned hello, so who draws next (and how far the round
         # has gone) would tell the cable what the withheld frames hide.
         flags = frames.S_WITHHELD if self.hold_from else 0
-        if self.flash_low():
+        if self._asked_low:
             flags |= frames.S_FLASH_LOW
         hidden = flags & frames.S_WITHHELD
         return frames.HEADER_LEN + frames.status_into(
             buf, frames.HEADER_LEN, s.phase, s.shoe_no, s.round_no, 0 if hidden else s.position,
             0 if hidden else s.due(), self.port.counter, o.acked, o.acked + 1 if pending else 0,
-            newest if pending else 0, self.integrity, self.port.refused, flags)
+            newest if pending else 0, self.integrity, self.port.refused, flags,
+            self.port.bad_key, self.unlogged)

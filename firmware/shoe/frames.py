@@ -33,6 +33,9 @@ DIGEST_LEN = const(32)
 CHAIN_LEN = const(32)
 MAX_FRAME = const(200)
 MAX_ENCODED = const(203)  # COBS adds one byte per 254 and the 0x00 delimiter
+# a status's payload: 39 bytes, then zeros up to MAX_BODY's length (room for later fields, and a
+# length whose SHA end the element driver has prepared already: a hello's pass allocates nothing)
+STATUS_LEN = const(60)
 MAX_BODY = const(106)  # the longest body the shoe makes: shoe_end, with its 52-byte inventory
 MAX_CHAINED = const(200)  # the longest chained frame: a maintenance frame (rekey), signed
 _SHOE_AT = const(4)
@@ -88,6 +91,12 @@ A_LUCKY_SIX = const(8)
 INTEGRITY_UNCHECKED = const(0)  # a development run from source: no MANIFEST to check against
 INTEGRITY_OK = const(1)
 INTEGRITY_TILT = const(2)
+# why a shoe is tilted (status): its code is not the signed build, its log could not be read, no
+# secure element answers (or not sabot's), its boot counter is at its end
+TILT_CODE = const(1)
+TILT_LOG = const(2)
+TILT_ELEMENT = const(3)
+TILT_BOOTS = const(4)
 
 # Status flags (the status payload's last byte)
 S_FLASH_LOW = const(1)  # the flash cannot take another whole shoe: a new shoe is refused
@@ -247,10 +256,16 @@ def command_rejected_into(buf, at, reason, ftype, counter):
 
 
 def status_into(buf, at, phase, shoe_no, round_no, position, due, host_counter, acked,
-                unacked_from, unacked_to, integrity, refused, flags=0):
-    struct.pack_into(">BHHHBIIIIBIB", buf, at, phase, shoe_no, round_no, position, due,
-                     host_counter, acked, unacked_from, unacked_to, integrity, refused, flags)
-    return 30
+                unacked_from, unacked_to, integrity, refused, flags=0, bad_key=0, unlogged=0,
+                tilt=0):
+    """bad_key: refused commands signed by another key; unlogged: refused commands counted, not
+    kept as frames (the flash's reserve); tilt: why a tilted shoe tilted (TILT_*)."""
+    struct.pack_into(">BHHHBIIIIBIBIIB", buf, at, phase, shoe_no, round_no, position, due,
+                     host_counter, acked, unacked_from, unacked_to, integrity, refused, flags,
+                     bad_key, unlogged, tilt)
+    for i in range(at + 39, at + STATUS_LEN):
+        buf[i] = 0
+    return STATUS_LEN
 
 
 def integrity_into(buf, at, state, digest):

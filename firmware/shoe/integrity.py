@@ -17,9 +17,11 @@ without a version, as every build before the update channel had, is malformed. T
 other half: a build for another board would not boot, and a provisioned shoe has no REPL to
 recover it, so the shoe takes no update built for another board than the one it runs.
 
-The tree is every file under the code root except the data directory and MANIFEST itself (a planted
-.py beside a .mpy would shadow it, so nothing is left out). Canonical form, in byte order of the
-paths: path, a zero byte, the length (4 bytes, big-endian), the content."""
+The tree is every file under the code root except the data directory, MANIFEST itself and the
+build's UPDATE (the release key's signature over the head of the update stream, which holds
+MANIFEST: data, never imported); nothing else is left out (a planted .py beside a .mpy would
+shadow it). Canonical form, in byte order of the paths: path, a zero byte, the length (4 bytes,
+big-endian), the content."""
 
 import hashlib
 import os
@@ -29,6 +31,7 @@ from binascii import unhexlify
 from shoe.hmac256 import HmacKey
 
 MANIFEST = "MANIFEST"
+UPDATE = "UPDATE"  # the build's signed update head (shoe/update.py): in no digest, never streamed
 
 
 def code_files(root, skip=()):
@@ -39,7 +42,7 @@ def code_files(root, skip=()):
         for entry in os.ilistdir(base + "/" + rel if rel else base or "/"):
             name, kind = entry[0], entry[1]
             path = rel + "/" + name if rel else name
-            if path in skip or path == MANIFEST or name.endswith(".tmp"):
+            if path in skip or path == MANIFEST or path == UPDATE or name.endswith(".tmp"):
                 continue
             if kind == 0x4000:
                 walk(path)
@@ -103,6 +106,14 @@ def signed_digest(version, board, tree_digest):
     b = board.encode()
     return hashlib.sha256(b"sabot-manifest" + struct.pack(">IB", version, len(b)) + b
                           + tree_digest).digest()
+
+
+def update_digest(version, board, length, head):
+    """What the release key signs for an update's stream (the build's `UPDATE`):
+    SHA-256("sabot-update" version(4) len(board)(1) board length(4) chain head(32))."""
+    b = bytes(board)
+    return hashlib.sha256(b"sabot-update" + struct.pack(">IB", version, len(b)) + b
+                          + struct.pack(">I", length) + bytes(head)).digest()
 
 
 def check(root, skip=(), element=None):

@@ -15,8 +15,8 @@ import struct
 
 from shoe import frames
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN
-from shoe.store import REKEY_FILE, rekey_due, result_slot
-from shoe.update import R_FLASH, R_INTERRUPTED, Refused, Update
+from shoe.store import DECKS_MAX, REKEY_FILE, rekey_due, reserve, result_slot
+from shoe.update import R_ABANDONED, R_INTERRUPTED, Refused, Update
 
 try:
     from micropython import const
@@ -52,6 +52,17 @@ def add_frame(outbox, ftype, payload):
     outbox.commit(0, 0, 0, first)
 
 
+def room(shoe):
+    """The flash bytes free beyond the one reserve (store.reserve: the log of a whole shoe
+    beside what is unacknowledged, and room to recover); negative when the reserve is short."""
+    o = shoe.outbox
+    if o is None:
+        return -1  # no log: no room known, nothing written
+    s = getattr(shoe, "shoe", None)  # a tilted shoe deals nothing: the most any shoe holds
+    return (o.log.capacity() - o.log.size
+            - reserve(s.decks if s is not None else DECKS_MAX, o.done - o.acked))
+
+
 def _between_rounds(shoe):
     s = getattr(shoe, "shoe", None)  # the dealing state; a tilted shoe deals nothing
     return s is None or not (s.in_round() or s.phase == _PH_HELD)
@@ -70,6 +81,12 @@ class Maintainer:
     def __init__(self, shoe):
         self.shoe = shoe
         self.update = Update(shoe.code_root, shoe.code_skip, shoe.element)
+
+    def tick(self):
+        """From service(): an update session that took no chunk for IDLE_MS is abandoned, its
+        staged files removed (a host that stopped mid-stream keeps no flash)."""
+        if self.update.idle():
+            self._refused(R_ABANDONED, bytes(32), self.update.version)
 
     def command(self, ftype, counter, payload):
         """True when `ftype` is a maintenance command (then it was handled)."""
@@ -101,18 +118,15 @@ class Maintainer:
         if not _between_rounds(shoe):
             shoe.refuse(REJ_NOT_NOW, frames.C_UPDATE, counter)
             return
-        length = struct.unpack(">I", payload[:4])[0]
+        length = struct.unpack_from(">I", payload, 0)[0]
         head, by = payload[4:36], payload[36:]
         u = self.update
         if u.open:
-            self._refused(R_INTERRUPTED, bytes(32))  # the session before this one never ended
+            self._refused(R_INTERRUPTED, bytes(32), u.version)  # the session before never ended
         try:
             u.begin(length, head, counter, by)
         except Refused as e:
             self._record(_M_UPDATE_REFUSED, counter, by, bytes((e.reason,)) + bytes(36))
-            return
-        except OSError:
-            self._record(_M_UPDATE_REFUSED, counter, by, bytes((R_FLASH,)) + bytes(36))
             return
         self._record(_M_UPDATE_BEGUN, counter, by, payload[:36])
 
@@ -137,6 +151,12 @@ class Maintainer:
         if got < 0:
             shoe.port.refused += 1  # not the session's next chunk: someone else's bytes
             return
+        if got == 3:  # chunk 0: the release key's word on the stream, before a byte is kept
+            shoe.settle()  # the element does one thing at a time: the frames' work first
+            why = u.authorize(payload[34:], room(shoe))
+            if why:
+                self._refused(why, bytes(32), u.version)
+                return
         _send_unsigned(shoe, frames.T_UPDATE_PROGRESS, struct.pack(">H", index))
         if got == 2:
             self._finish()
@@ -147,6 +167,7 @@ class Maintainer:
         if not _between_rounds(shoe):
             self._refused(R_INTERRUPTED, bytes(32))  # the dealer dealt on: no switch mid-round
             return
+        shoe.settle()
         reason, digest, version = u.finish()
         if reason:
             self._refused(reason, digest, version)

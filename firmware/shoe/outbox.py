@@ -291,13 +291,27 @@ class Outbox:
 def resend(shoe, from_seq=0, to_seq=0):
     """Send again the finished, unacknowledged frames from `from_seq` (to `to_seq`), oldest
     first, up to a squeeze's hold (`shoe`: the dealing or the tilted shoe, with `outbox`,
-    `hold_from`, `sent` and `send_frame`); `shoe.sent` follows."""
-    for buf, at, n in shoe.outbox.unacknowledged(from_seq, to_seq):
-        seq = frames.seq_of(buf, at)
-        if shoe.hold_from and seq >= shoe.hold_from:
-            break
-        shoe.send_frame(buf, at, n)
-        if seq > shoe.sent:
-            shoe.sent = seq
+    `hold_from`, `sent` and `send_frame`); `shoe.sent` follows. When every one is in the RAM ring
+    (a host that keeps up) it allocates nothing: a hello's service() pass."""
+    o = shoe.outbox
+    seq = start = max(o.acked + 1, from_seq)
+    last = min(to_seq, o.done) if to_seq else o.done
+    while seq <= last and o.in_ram(seq):
+        seq += 1
+    if seq > last:
+        seq = start
+        while seq <= last and not (shoe.hold_from and seq >= shoe.hold_from):
+            shoe.send_frame(o.buf(seq), _DIGEST, o.length(seq))
+            if seq > shoe.sent:
+                shoe.sent = seq
+            seq += 1
+    else:
+        for buf, at, n in o.unacknowledged(from_seq, to_seq):
+            seq = frames.seq_of(buf, at)
+            if shoe.hold_from and seq >= shoe.hold_from:
+                break
+            shoe.send_frame(buf, at, n)
+            if seq > shoe.sent:
+                shoe.sent = seq
     if to_seq and shoe.sent < to_seq:
         shoe.sent = to_seq  # acknowledged meanwhile

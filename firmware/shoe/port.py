@@ -62,6 +62,8 @@ class CommandPort:
         self.refused = 0  # frames refused since boot: not a command, not ours, bad signature,
         # a stale counter, a command or hello or verify over the rate limit or while the slot
         # is taken
+        self.bad_key = 0  # of them, commands whose signature the element found not the command
+        # key's: the one refusal that says the host holds the wrong key (the others: again later)
         self._rx = bytearray(frames.MAX_ENCODED)
         self._n = 0
         self._frame = bytearray(frames.MAX_FRAME)
@@ -150,11 +152,11 @@ class CommandPort:
                     if verdict:
                         self._job = _DECIDED + verdict - 1
             except ElementError:
-                self._job = _DECIDED + 1
+                self._job = _DECIDED + 2
 
     def _step(self, shoe):
         el = self.element
-        verdict = 0  # 1 authentic, 2 not (or the element failed: the host sends again)
+        verdict = 0  # 1 authentic, 2 not, 3 the element failed (the host sends again)
         try:
             if self._job >= _DECIDED:
                 verdict = self._job - _DECIDED + 1
@@ -170,13 +172,15 @@ class CommandPort:
             else:
                 verdict = el.verify_ready()
         except ElementError:
-            verdict = 2
+            verdict = 3
         if verdict:
             self._job = _FREE
             if verdict == 1:
                 self._obey(shoe)
             else:
                 self.refused += 1
+                if verdict == 2:
+                    self.bad_key += 1  # signed by another key than the command key
 
     def _obey(self, shoe):
         ftype, counter = self._held_type, self._held_counter

@@ -31,9 +31,19 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 ALARM_TILT = const(15)
+_REFUSALS_KEPT = const(16)  # as shoe/app.py's REFUSALS_KEPT: the rest counted, not kept
 PH_TILT = const(5)
 _MAX_SEED = const(64)
 _IN_REVEAL = const(8)  # shoe/app.py's IN_REVEAL, as logged: the squeeze's hold ends there
+
+
+def cause_of(error, element):
+    """The status's tilt cause for a dealing shoe that could not start (`error`)."""
+    if element is None:
+        return frames.TILT_ELEMENT
+    if "boot counter" in str(error):
+        return frames.TILT_BOOTS
+    return frames.TILT_LOG
 
 
 def boot(code_root, code_skip=(), element=None):
@@ -56,8 +66,12 @@ class TiltShoe:
     firmware update (shoe/maintain.py) — the way out of the tilt that needs no REPL. A frame it
     withholds for a squeeze stays withheld."""
 
-    def __init__(self, flash, link, indicators, code_root, code_skip=(), element=None):
+    def __init__(self, flash, link, indicators, code_root, code_skip=(), element=None,
+                 cause=frames.TILT_CODE):
         self.flash = flash
+        self.cause = frames.TILT_ELEMENT if element is None else cause  # why (status)
+        self._refusals = 0  # refusal frames kept, not yet acknowledged (then counted only)
+        self.unlogged = 0
         self.link = link
         self.indicators = indicators
         self.code_root = code_root
@@ -153,6 +167,7 @@ class TiltShoe:
 
     def service(self, now=0):
         self.port.service(self)  # a command's check, step by step; a hello owed from a burst
+        self.maint.tick()  # an update session nobody finishes is abandoned, its files removed
         o = self.outbox
         if o is None:
             return
@@ -182,9 +197,14 @@ class TiltShoe:
             self.service()
 
     def refuse(self, reason, ftype, counter):
-        if self.outbox is not None:
-            add_frame(self.outbox, frames.T_COMMAND_REJECTED,
-                      struct.pack(">BBI", reason, ftype, counter))
+        if self.outbox is None:
+            return
+        if self._refusals >= _REFUSALS_KEPT:  # as the dealing shoe: the flash's reserve
+            self.unlogged += 1
+            return
+        self._refusals += 1
+        add_frame(self.outbox, frames.T_COMMAND_REJECTED,
+                  struct.pack(">BBI", reason, ftype, counter))
 
     # ---- host commands -------------------------------------------------------------------------
     def command(self, ftype, counter, payload):
@@ -203,7 +223,8 @@ class TiltShoe:
                 if o.pending():
                     first, last = acked + 1, o.done
             n = frames.status_into(buf, at, PH_TILT, 0, 0, 0, 0, self.port.counter, acked,
-                                   first, last, frames.INTEGRITY_TILT, self.port.refused)
+                                   first, last, frames.INTEGRITY_TILT, self.port.refused, 0,
+                                   self.port.bad_key, self.unlogged, self.cause)
             self._send(frames.T_STATUS, n)
             if first:
                 self._resend(0, 0)
@@ -213,6 +234,8 @@ class TiltShoe:
             return
         elif ftype == frames.C_ACK:
             if len(payload) == 4 and o.ack(frames.seq_at(payload, 0)):
+                if o.acked >= o.seq:
+                    self._refusals = 0  # every refusal kept is acknowledged
                 try:
                     struct.pack_into(">I", o.log.rec, 3, o.acked)  # no bytes object made
                     o.log.commit(R_ACK, 4)

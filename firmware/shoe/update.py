@@ -1,25 +1,33 @@
 """Firmware updates over the sabot protocol (docs/PROTOCOL.md, "Updates"): no REPL, nothing
-received is ever executed before it is checked, and the running firmware stays as it was until
-the whole new tree is.
+received is ever kept before it is checked against what the release key signed, nothing is
+executed before the whole tree is, and the running firmware stays as it was until then.
 
-The host sends a signed, counted C_UPDATE (the stream's length and the head of a hash chain), then
-the stream in chunks: chunk i carries (i, h(i+1), data) and is taken only when
-SHA-256(i ‖ h(i+1) ‖ data) is h(i), the value the signed command (for chunk 1) or the chunk before
-fixed. So one element Verify authenticates the whole stream, and a chunk anyone else puts on the
-cable is dropped. The stream is the code tree in the canonical form of shoe/integrity.py — for each
-file in byte order of the paths: path, a zero byte, length(4), content — then the MANIFEST the same
-way. Files land in a staging directory (`update.tmp`, left out of every code digest); when the
-stream ends the staged tree must match its MANIFEST, and the MANIFEST must carry the signature of
-the release key the *running* firmware trusts (Verify external, in the element), and its signed
-version must be no older than the highest this shoe has run (shoe/integrity.py). Only then is the
-switch journaled (the new tree's file list) and made, file by file with atomic renames; a power cut
-during it is finished at the next boot by `resume()`, before anything else runs. Anything else —
-an interrupted stream, a wrong digest, another release key — leaves the running tree untouched.
+The stream is the code tree in the canonical form of shoe/integrity.py — for each file in byte
+order of the paths: path, a zero byte, length(4), content — then the MANIFEST the same way, cut
+into chunks: chunk i carries (i, h(i+1), data) and is taken only when SHA-256(i ‖ h(i+1) ‖ data) is
+h(i). The build signs the stream's length and h(1) with the release key (its `UPDATE` file);
+chunk 0 carries that signature, the version and the board, and the signed, counted C_UPDATE
+carries the length and h(0). So before a byte is kept the shoe has its element verify that the
+release key the *running* firmware trusts signed this stream, for this board, at a version no
+older than the highest this shoe has run, and that the flash holds the stream beside its one
+reserve (the log of a whole shoe and room to recover); then each chunk is checked as it lands
+against the value the chunk before fixed. A session ends when the stream does, or is abandoned
+— its staged files removed — when no chunk has come for IDLE_MS, when another update begins, or
+at the next boot.
+
+Files land in a staging directory (`update.tmp`, left out of every code digest); when the stream
+ends the staged tree must match its MANIFEST, and the MANIFEST must carry the release key's
+signature for the same version and board as the head. Only then is the switch journaled (the new
+tree's file list) and made, file by file with atomic renames; a power cut during it is finished at
+the next boot by `resume()`, before anything else runs. Anything else leaves the running tree
+untouched.
 
 `resume()` uses os alone: whichever version of this module a half-made switch left in place can
 finish it."""
 
 import os
+
+from shoe.element import ticks_diff, ticks_ms
 
 STAGE = "update.tmp"  # in the code root; a name ending in .tmp is in no code digest
 _JOURNAL = ".journal"  # in STAGE: the new tree's files, one a line (no tree path starts with .)
@@ -39,6 +47,11 @@ R_ELEMENT = 7  # the element could not check the signature
 R_NO_CODE = 8  # a development run from source: there is no code tree to update
 R_OLDER = 9  # the build's version is older than one this shoe has run (anti-rollback)
 R_BOARD = 10  # built for another board than the one this shoe runs (it would not boot)
+R_NO_ROOM = 11  # the stream would not leave the flash its reserve (a shoe's log, recovery)
+R_ABANDONED = 12  # no chunk came for IDLE_MS: the session ended, its staged files removed
+
+_BOARD_MAX = 32
+IDLE_MS = 60000  # a session with no chunk taken this long is abandoned (the board may lower it)
 
 
 class Refused(Exception):
@@ -148,6 +161,9 @@ class Update:
         self.open = False
         self.counter = 0  # the command counter of the C_UPDATE that opened it
         self.by = b""
+        self.version = 0  # the version the release key signed the stream's head for
+        self.authorized = False  # chunk 0's release signature checked, the staging area made
+        self.heard = 0
         self.index = 0  # the next chunk's index
         self._expect = None  # h(index)
         self._last = None  # the last chunk taken (index, hash): a resend is answered again
@@ -159,23 +175,69 @@ class Update:
         return "%s/%s" % (self.root, STAGE)
 
     def begin(self, length, head, counter, by):
+        """A session for a stream of `length` bytes whose chain starts at h(0) = `head`: chunk 0
+        carries the release key's signature over the stream (its length and h(1)); nothing is
+        kept before it is checked (authorize)."""
         if self.root is None:
             raise Refused(R_NO_CODE)
-        self.close()
-        _remove_tree(self.stage)
-        os.mkdir(self.stage)
-        with open(self.stage + "/" + _SESSION, "wb") as f:
-            f.write(bytes((counter >> 24, counter >> 16 & 255, counter >> 8 & 255, counter & 255)))
-            f.write(by)
+        self.discard()
         self.open = True
-        self.counter, self.by = counter, by
-        self.index, self._expect, self._last = 1, bytes(head), None
+        self.authorized = False
+        self.counter, self.by, self.version = counter, by, 0
+        self.index, self._expect, self._last = 0, bytes(head), None
+        self.heard = ticks_ms()  # when the last chunk was taken (or the session began)
         self._left = length
         self._state = 0  # 0 path, 1 length, 2 content, 3 done (after MANIFEST)
         self._path = bytearray()
         self._prev = b""
         self._size = self._need = 0
         self._manifest_seen = False
+
+    def authorize(self, data, free):
+        """Chunk 0's data — version(4) signature(64) len(board)(1) board — checked: 0 when the
+        release key this firmware trusts signed this stream (its length and h(1), the version,
+        the board), the board is this one, the version no older than the highest this shoe has
+        run, and `free` flash bytes beyond the reserve hold it; then the staging area is made.
+        Else why not (the caller ends the session)."""
+        from shoe import integrity, release
+
+        n = len(data)
+        if n < 70 or n != 69 + data[68] or not 1 <= data[68] <= _BOARD_MAX:
+            return R_STREAM
+        version = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
+        board = bytes(data[69:])
+        if release.PUBLIC_KEY is None:
+            return R_SIGNATURE
+        try:
+            ok = self.element.verify_external(
+                integrity.update_digest(version, board, self._left, self._expect),
+                bytes(data[4:68]), release.PUBLIC_KEY)
+        except Exception:
+            return R_ELEMENT
+        if not ok:
+            return R_SIGNATURE
+        self.version = version
+        running = integrity.manifest(self.root)
+        if running is None or running[2].encode() != board:
+            return R_BOARD
+        try:
+            if version < integrity.floor(self.element):
+                return R_OLDER
+        except Exception:
+            return R_ELEMENT
+        if self._left > free:
+            return R_NO_ROOM
+        try:
+            _remove_tree(self.stage)
+            os.mkdir(self.stage)
+            with open(self.stage + "/" + _SESSION, "wb") as f:
+                c = self.counter
+                f.write(bytes((c >> 24, c >> 16 & 255, c >> 8 & 255, c & 255)))
+                f.write(self.by)
+        except OSError:
+            return R_FLASH
+        self.authorized = True
+        return 0
 
     def abandoned(self):
         """(counter, by) of an update a power cut interrupted before its switch, its staged
@@ -208,18 +270,32 @@ class Update:
             self._file = None
         self.open = False
 
+    def idle(self):
+        """True when the open session has taken no chunk for IDLE_MS."""
+        return self.open and ticks_diff(ticks_ms(), self.heard) > IDLE_MS
+
     def chunk(self, index, nxt, data):
-        """1 taken, 2 the stream is complete, 0 a resend of the last one taken (answer it
-        again), -1 not this session's next chunk (dropped: anyone may put bytes on a cable).
-        Refused when the stream itself is wrong."""
+        """1 taken, 2 the stream is complete, 3 chunk 0 (the release's signature: authorize it
+        next), 0 a resend of the last one taken (answer it again), -1 not this session's next
+        chunk (dropped: anyone may put bytes on a cable). Refused when the stream itself is
+        wrong."""
         if not self.open:
             return -1
         h = chunk_hash(index, nxt, data)
         if self._last is not None and index == self._last[0] and h == self._last[1]:
             return 0
-        if index != self.index or h != self._expect or len(data) > self._left:
+        if index != self.index or h != self._expect:
+            return -1
+        if not index:
+            self._last = (0, h)
+            self.heard = ticks_ms()
+            self.index = 1
+            self._expect = bytes(nxt)  # h(1): what the release key signed
+            return 3
+        if not self.authorized or len(data) > self._left:
             return -1
         self._last = (index, h)
+        self.heard = ticks_ms()
         self.index += 1
         self._expect = bytes(nxt)
         self._left -= len(data)
@@ -302,6 +378,8 @@ class Update:
         if m is None:
             return R_MANIFEST, bytes(32), 0
         claimed, version = unhexlify(m[0]), m[1]
+        if self.version and version != self.version:
+            return R_MANIFEST, claimed, version  # not the version the release key signed
         why = integrity.check(self.stage, (), self.element)
         if why == "code differs from MANIFEST":
             return R_DIGEST, claimed, version

@@ -90,13 +90,14 @@ SOURCES = ("supervisor", "host")
 COMMAND_REJECTIONS = ("", "bad_signature", "replayed", "not_for_this_shoe", "not_now",
                       "unknown_command", "flash_low", "keys_exhausted", "no_round_since_rekey")
 S_FLASH_LOW, S_WITHHELD = 1, 2  # status flags
+TILTS = ("", "code_not_the_signed_build", "log_unreadable", "no_secure_element", "boots_spent")
 # what a maintenance frame records, and why an update was refused (shoe/update.py)
 MAINTENANCE = ("", "update_begun", "update_applied", "update_refused", "rekey",
                "rekey_certificate")
 UPDATE_REFUSALS = ("", "interrupted", "not_a_code_tree", "code_differs_from_manifest",
                    "not_signed_by_the_release_key", "flash_write_failed", "manifest_malformed",
                    "element_error", "no_code_tree", "older_than_running",
-                   "built_for_another_board")
+                   "built_for_another_board", "no_room_beside_the_log", "abandoned")
 BY_LEN = 16
 WINNERS = {1: "player", 2: "banker", 3: "tie"}
 FLAG_BITS = (("banker_natural", 8), ("banker_pair", 256), ("dragon7", 16), ("lucky_six", 64),
@@ -318,6 +319,13 @@ def _name(names: tuple[str, ...], code: int) -> str | int:
     return names[code] if code < len(names) else code  # a newer firmware's code stays visible
 
 
+def refused_for_key(status: dict[str, Any]) -> int:
+    """The refusals in a status that say a command was signed by another key: `refused_bad_key`,
+    or, from a firmware that does not tell its refusals apart, every one refused."""
+    bad = status.get("refused_bad_key")
+    return int(status["refused"] if bad is None else bad)
+
+
 def blackjack_due(due: int) -> str:
     """A blackjack shoe's `due`: "seat N" (its hand takes the next card), "dealer", "confirm"
     (the round's cards are out: the dealer's confirm of its hands), or "none"."""
@@ -329,9 +337,14 @@ def decode_status(payload: bytes, blackjack: bool = False) -> dict[str, Any]:
     (`blackjack`: a blackjack shoe's, whose `due` names a hand)."""
     if len(payload) == 29:
         payload += b"\x00"  # a firmware before the flags byte
+    causes = len(payload) != 30  # a firmware before the refusals' causes and the tilt's: None
+    if not causes:
+        payload += bytes(9)
+    elif len(payload) == 60:
+        payload = payload[:39]  # then zeros, room for later fields
     try:
         (phase, shoe, rnd, position, due, host_counter, acked, first, last, integ,
-         refused, flags) = struct.unpack(">BHHHBIIIIBIB", payload)
+         refused, flags, bad_key, unlogged, tilt) = struct.unpack(">BHHHBIIIIBIBIIB", payload)
     except struct.error:
         raise FrameError("malformed_payload") from None
     return {"phase": _name(PHASES + ("tilt",), phase), "shoe": shoe, "round": rnd,
@@ -339,6 +352,11 @@ def decode_status(payload: bytes, blackjack: bool = False) -> dict[str, Any]:
             "due": blackjack_due(due) if blackjack else _name(DUE, due),
             "host_counter": host_counter, "acked": acked, "unacked_from": first,
             "unacked_to": last, "refused": refused,
+            # of the refused frames, commands signed by another key than the command key
+            "refused_bad_key": bad_key if causes else None,
+            # refused commands counted, not kept as frames (the flash's reserve holds 16)
+            "refusals_unlogged": unlogged if causes else None,
+            "tilt": _name(TILTS, tilt) if tilt else None,  # why a tilted shoe tilted
             "flash_low": bool(flags & S_FLASH_LOW),  # a new shoe is refused until acks free it
             "withheld": bool(flags & S_WITHHELD)}  # squeeze: due and position are not sent
 

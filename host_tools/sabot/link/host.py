@@ -71,7 +71,7 @@ class HostLink:
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
         # the shoe's word on our signed commands (key_verdict)
-        self._refused_base: tuple[int, int] | None = None  # (boot, status refused) before them
+        self._refused_base: tuple[int, int] | None = None  # (boot, refused for key) before them
         self._signed: list[tuple[int, float]] = []  # each one sent: (hellos before it, when)
         self._acks_due: list[int] = []  # acks beyond what the shoe had acknowledged when sent
         self._counter_due = 0  # the counter of our latest counted command
@@ -143,7 +143,7 @@ class HostLink:
         if st is None or self.status_boot is None:
             return
         if self._refused_base is None:
-            self._refused_base = (self.status_boot, st["refused"])
+            self._refused_base = (self.status_boot, pr.refused_for_key(st))
         self._signed.append((self.hellos, time.monotonic()))
         if ftype == pr.C_ACK:
             seq = int.from_bytes(payload[:4], "big")
@@ -167,7 +167,8 @@ class HostLink:
         answered = self.validator.statuses - self.statuses_before  # hellos answered so far
         judged = sum(1 for hellos, at in self._signed if hellos < answered and now - at >= SETTLE)
         self._judged = judged
-        self.refused_ours = min(judged, max(0, st["refused"] - base))
+        # a busy or rate-limited shoe refuses too: only refusals for a bad signature count
+        self.refused_ours = min(judged, max(0, pr.refused_for_key(st) - base))
         if judged > self.refused_ours:
             self.key_cleared = True
         if self.key_verdict() == "refused" and not self._told:

@@ -273,6 +273,8 @@ class Operation:
                "boot": self.link.status_boot, "acked": st["acked"],
                "host_counter": st["host_counter"],
                "commands_left": COUNTER_MAX - st["host_counter"], "refused": st["refused"],
+               "refused_bad_key": st.get("refused_bad_key"),
+               "refusals_unlogged": st.get("refusals_unlogged"), "tilt": st.get("tilt"),
                "flash_low": st.get("flash_low", False), "withheld": st.get("withheld", False)}
         inv = self.validator.state.get("inventory") or {}
         if st["phase"] == "held":
@@ -467,6 +469,17 @@ def format_status(st: dict[str, Any]) -> str:
     line = (f"shoe id {pr.shoe_id_text(st['shoe_id'])}: shoe {st['shoe']} round {st['round']}, "
             f"{card}, {st['phase']}{due}{pending}; {st['unacknowledged']} "
             f"unacknowledged; integrity {st['integrity']}; boot {st['boot']}")
+    words = {"code_not_the_signed_build": "its code is not the signed build (a signed update "
+                                          "repairs it: sabot deploy)",
+             "log_unreadable": "its log could not be read",
+             "no_secure_element": "no secure element of sabot's answers",
+             "boots_spent": "its boot counter is spent"}
+    if st.get("tilt"):
+        line += (f"\nTILT: {words.get(st['tilt'], st['tilt'])}; it deals nothing and resends "
+                 "what it holds")
+    if st.get("refusals_unlogged"):
+        line += (f"\n{st['refusals_unlogged']} refused commands were counted, not kept as frames: "
+                 "16 refusals wait unacknowledged (a host acknowledging them keeps the next)")
     if st.get("flash_low"):
         line += ("\nFLASH LOW: the shoe's flash cannot hold another shoe beside its "
                  f"{st['unacknowledged']} unacknowledged frames; a new shoe is refused until a "

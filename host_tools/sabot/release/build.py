@@ -34,8 +34,12 @@ RELEASE_KEY = "sabot-release.pem"  # the firmware publisher's signing key, in th
 # update older than the highest version it has run (anti-rollback; firmware/shoe/integrity.py).
 # 20: the first build with the update channel, where no port offers a REPL after provisioning.
 # 21: the shoe deals the deck count it was provisioned with (flash `variant`), not its board's.
-FIRMWARE_VERSION = 21
-HEAP_NEEDED = 104 * 1024  # a whole 8-deck shoe runs in a 104 KB heap on the unix port (make bench)
+# 22: an update's stream is signed by the release key at its head (UPDATE), checked before a byte
+#     of it is kept.
+FIRMWARE_VERSION = 22
+# a whole 8-deck shoe runs in this heap on the 64-bit unix port, its code loaded into it as .mpy
+# (tests/test_card_path.py holds it; make bench's firmware section measures it and 4 and 8 KB less)
+HEAP_NEEDED = 120 * 1024
 
 
 class _Hash(Protocol):
@@ -72,7 +76,7 @@ def tree_files(root: StrPath) -> list[str]:
         dirs[:] = [d for d in dirs if not d.endswith(".tmp")]  # as the firmware walks: skipped
         for n in names:
             rel = os.path.relpath(os.path.join(dirpath, n), root).replace(os.sep, "/")
-            if rel != "MANIFEST" and not n.endswith(".tmp"):
+            if rel not in ("MANIFEST", "UPDATE") and not n.endswith(".tmp"):
                 out.append(rel)
     return sorted(out, key=lambda p: p.encode())
 
@@ -142,6 +146,50 @@ def sign_manifest(private_key: Any, digest_hex: str, board: str,
     return f"{digest_hex}\n{version}\n{board}\n{signature}\n"
 
 
+def update_digest(version: int, board: str, length: int, head: bytes) -> bytes:
+    """What the release key signs for an update's stream: SHA-256("sabot-update" version(4)
+    len(board)(1) board length(4) chain head(32))."""
+    b = board.encode()
+    return hashlib.sha256(b"sabot-update" + struct.pack(">IB", version, len(b)) + b
+                          + struct.pack(">I", length) + head).digest()
+
+
+def sign_update(private_key: Any, root: StrPath, version: int | None = None,
+                board: str | None = None) -> str:
+    """Write the build's UPDATE: the version and board (MANIFEST's unless given), the stream's
+    length, its chain head h(1) (release/update.py) and the release key's signature over
+    update_digest (raw r||s hex), one a line. The shoe checks it before it keeps a byte of the
+    stream; MANIFEST must already be written (the stream ends with it). Returns the text."""
+    from sabot.protocol import sign_digest
+    from sabot.release.update import chain, stream
+
+    if version is None or board is None:
+        _, version, board, _ = read_manifest(root)
+    data = stream(str(root))
+    head, _ = chain(data)
+    signature = sign_digest(private_key, update_digest(version, board, len(data), head)).hex()
+    text = f"{version}\n{board}\n{len(data)}\n{head.hex()}\n{signature}\n"
+    (Path(root) / "UPDATE").write_text(text)
+    return text
+
+
+def read_update(root: StrPath) -> tuple[int, str, int, bytes, bytes]:
+    """(version, board, stream length, chain head, release signature) from a build's UPDATE."""
+    try:
+        lines = (Path(root) / "UPDATE").read_text().split()
+        version, board, length = int(lines[0]), lines[1], int(lines[2])
+        head, signature = bytes.fromhex(lines[3]), bytes.fromhex(lines[4])
+    except FileNotFoundError:
+        raise SabotError(f"{root} has no UPDATE (the release key's signature over the update "
+                         "stream): build it again with `sabot firmware`") from None
+    except (ValueError, IndexError, UnicodeDecodeError):
+        raise SabotError(f"{root}/UPDATE is not an UPDATE of this sabot (version, board, length, "
+                         "chain head, signature): build it again") from None
+    if len(head) != 32 or len(signature) != 64 or not 1 <= len(board.encode()) <= 32:
+        raise SabotError(f"{root}/UPDATE is not an UPDATE of this sabot: build it again")
+    return version, board, length, head, signature
+
+
 def read_manifest(root: StrPath) -> tuple[str, int, str, str]:
     """(tree digest hex, version, board, signature hex) from a built tree's MANIFEST."""
     lines = (Path(root) / "MANIFEST").read_text().split()
@@ -203,6 +251,7 @@ def build(board: str, out: StrPath | None = None, release: StrPath | None = None
     sizes["shoe/release.py"] = (out / "shoe" / "release.py").stat().st_size
     digest = code_digest(out)
     (out / "MANIFEST").write_text(sign_manifest(key, digest, board))
+    sign_update(key, out)
     code = sum(sizes.values())
     flash, ram = getattr(data, "FLASH_BYTES", None), getattr(data, "RAM_BYTES", None)
     return {

@@ -25,7 +25,7 @@ from sabot.errors import SabotError
 from sabot.keys import CommandKey
 from sabot.link.transport import ShoePort
 from sabot.registry import ShoeEntry
-from sabot.release.build import tree_files
+from sabot.release.build import read_update, tree_files
 
 CHUNK_DATA = 120  # stream bytes a chunk carries (firmware/shoe/update.py CHUNK_DATA)
 BEGIN_WAIT = 12.0  # the shoe verifies at most one signed command a second
@@ -54,9 +54,34 @@ def chain(data: bytes) -> tuple[bytes, list[tuple[int, bytes, bytes]]]:
     chunks: list[tuple[int, bytes, bytes]] = []
     for i in range(len(pieces), 0, -1):
         chunks.append((i, nxt, pieces[i - 1]))
-        nxt = hashlib.sha256(struct.pack(">H", i) + nxt + pieces[i - 1]).digest()
+        nxt = chunk_hash(i, nxt, pieces[i - 1])
     chunks.reverse()
     return nxt, chunks
+
+
+def chunk_hash(i: int, nxt: bytes, piece: bytes) -> bytes:
+    return hashlib.sha256(struct.pack(">H", i) + nxt + piece).digest()
+
+
+def release_chunk(version: int, board: str, signature: bytes) -> bytes:
+    """Chunk 0's data: version(4), the release key's signature over the stream (the build's
+    UPDATE; 64), len(board)(1), board. The shoe checks it before it keeps a byte."""
+    b = board.encode()
+    return struct.pack(">I", version) + signature + bytes((len(b),)) + b
+
+
+def prepared(build_dir: str) -> tuple[int, bytes, list[tuple[int, bytes, bytes]]]:
+    """A build's stream as it is sent: its length, h(0) (the head the C_UPDATE carries) and the
+    chunks from chunk 0 (the release key's signature over the stream, from the build's UPDATE)
+    on. SabotError when UPDATE was signed for other files than the build holds."""
+    data = stream(build_dir)
+    head, chunks = chain(data)
+    version, board, length, signed_head, signature = read_update(build_dir)
+    if (length, signed_head) != (len(data), head):
+        raise SabotError(f"{build_dir}/UPDATE was signed for other files than the build holds "
+                         "now: build it again with `sabot firmware`")
+    release = release_chunk(version, board, signature)
+    return length, chunk_hash(0, head, release), [(0, head, release), *chunks]
 
 
 class ShoeChannel:
@@ -131,16 +156,20 @@ class ShoeChannel:
         got = self.answer_to(counter, BEGIN_WAIT,
                              again=lambda: self.send(ftype, payload, counter), every=2.0)
         if got is None:
-            refused = self.status["refused"]
+            before = self.status
             again = self.hello(5.0)
-            if again is not None and again["refused"] > refused:
-                raise SabotError(f"shoe {pr.shoe_id_text(self.config.shoe_id)} refused the "
-                                 f"signed {what} "
-                                 f"command ({again['refused'] - refused} frames refused): it does "
-                                 "not hold this command key (--key: the one it was provisioned "
-                                 "for)")
-            raise SabotError(f"shoe {pr.shoe_id_text(self.config.shoe_id)} did not answer the "
-                             f"{what} command within {BEGIN_WAIT:g} s")
+            name = pr.shoe_id_text(self.config.shoe_id)
+            if again is not None and pr.refused_for_key(again) > pr.refused_for_key(before):
+                raise SabotError(f"shoe {name} refused the signed {what} command: its element "
+                                 "found the signature not the command key's (--key: the one it "
+                                 "was provisioned for)")
+            if again is not None and again["refused"] > before["refused"]:
+                raise SabotError(f"shoe {name} was busy and did not take the {what} command "
+                                 f"within {BEGIN_WAIT:g} s ({again['refused'] - before['refused']}"
+                                 " frames refused over its rate or while it checked another "
+                                 "command, none for the key): try again")
+            raise SabotError(f"shoe {name} did not answer the {what} command within "
+                             f"{BEGIN_WAIT:g} s")
         kind, rec = got
         if kind == "command_rejected":
             why = {"not_now": "the shoe is mid-round or holds an irregularity: finish or "
@@ -166,14 +195,14 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
     """Send the build in `info` (release/build.py's) to the shoe; the shoe's signed outcome.
     SabotError when the shoe refused it (then it still runs what it ran)."""
     ch = ShoeChannel(port, key, config)
-    data = stream(info["dir"])
-    head, chunks = chain(data)
-    counter, rec = ch.command(pr.C_UPDATE, struct.pack(">I", len(data)) + head
+    length, head, chunks = prepared(info["dir"])
+    counter, rec = ch.command(pr.C_UPDATE, struct.pack(">I", length) + head
                               + pr.maintenance_by(by), "update")
     if rec["what"] == "update_refused":
         raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} refused the update: "
                          f"{rec['reason']}")
-    log(f"update begun (command {counter}): sending {len(data):,} B in {len(chunks)} chunks")
+    log(f"update begun (command {counter}): sending {length:,} B in {len(chunks) - 1} chunks "
+        "after the release key's signature")
     step = max(1, len(chunks) // 10)
     for i, nxt, piece in chunks:
         payload = struct.pack(">H", i) + nxt + piece
@@ -185,8 +214,10 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
             if f.type == pr.T_MAINTENANCE and ch.authentic(f):
                 rec = pr.decode_payload(f)[1]
                 if rec["counter"] == counter and rec["what"] == "update_refused":
-                    raise SabotError(f"the shoe refused the update at chunk {i}: "
-                                     f"{rec['reason']}; it still runs its firmware")
+                    at = (f"at chunk {i}" if i else
+                          "before keeping any of it (chunk 0: the release key's signature)")
+                    raise SabotError(f"the shoe refused the update {at}: {rec['reason']}; it "
+                                     "still runs its firmware")
             return None
 
         for _ in range(CHUNK_TRIES):
@@ -197,8 +228,8 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
             raise SabotError(f"the shoe did not take chunk {i} of {len(chunks)} after "
                              f"{CHUNK_TRIES} tries: the update is abandoned; the shoe still "
                              "runs its firmware")
-        if i % step == 0 or i == len(chunks):
-            log(f"  sent {i} of {len(chunks)} chunks ({min(i * CHUNK_DATA, len(data)):,} B)")
+        if i and (i % step == 0 or i == len(chunks) - 1):
+            log(f"  sent {i} of {len(chunks) - 1} chunks ({min(i * CHUNK_DATA, length):,} B)")
     try:
         got = ch.answer_to(counter, CHECK_WAIT)
     except ConnectionError as e:

@@ -1,0 +1,114 @@
+"""Nothing a host sends fills the shoe's flash, and a tilted shoe is never mute (docs/SECURITY.md,
+"The flash"): on the virtual board (real MicroPython, the element emulator), authentic commands
+the shoe refuses are kept as chained frames only up to the reserve's 16 unacknowledged, then
+counted in its status; a shoe whose boot counter is spent tilts and still says why, with every
+unacknowledged frame resent. (Updates: tests/test_update.py.)"""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from sabot import protocol as pr
+from sabot.link.transport import ShoePort
+from sabot.release import update as channel
+from sabot.virtual.board import VirtualBoard
+from sabot.virtual.dealer import Dealer
+
+from kit import SIGN_MS, provision_shoe
+
+pytestmark = pytest.mark.board
+
+ROUND = ["AS", "2H", "9S", "8D", "KD", "9C"]  # a burn, then a natural (player 9, banker 7)
+
+
+def frames_resent(ch, st):
+    """The seqs of the chained frames the shoe resent after its status."""
+    seen = {f.seq for f in ch.backlog if f.type < pr.T_STATUS}
+    ch.wait_for(lambda f: seen.add(f.seq) if f.type < pr.T_STATUS else None, 2.0)
+    return seen
+
+
+def test_refused_commands_beyond_the_reserve_are_counted_not_kept(tmp_path):
+    key, flash, config, _ = provision_shoe(tmp_path)
+    board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
+    port = ShoePort(board.url)
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        st = ch.hello(5.0)
+        first_unacked = st["unacked_to"]
+        counter = st["host_counter"]
+        # a host holding the command key asks, 20 times, to resolve what is not held, and never
+        # acknowledges: each an authentic command the shoe refuses
+        for _ in range(20):
+            counter += 1
+            ch.send(pr.C_RESOLVE, b"\x01", counter)
+            time.sleep(0.3)  # under the shoe's 4 signed commands a second
+        time.sleep(0.5)
+        st = ch.hello(5.0)
+        seen = frames_resent(ch, st)
+    finally:
+        port.close()
+        board.stop()
+    assert st["host_counter"] == counter  # all 20 taken and refused
+    assert st["unacked_to"] - first_unacked == 16  # 16 kept as command_rejected frames
+    assert st["refusals_unlogged"] == 4 and st["refused_bad_key"] == 0
+    assert set(range(first_unacked + 1, st["unacked_to"] + 1)) <= seen
+
+
+def test_a_shoe_whose_boot_counter_is_spent_tilts_says_why_and_resends_what_it_holds(tmp_path):
+    key, flash, config, _ = provision_shoe(tmp_path)
+    board = VirtualBoard(flash, sign_ms=SIGN_MS).start()
+    dealer = Dealer(board, ROUND)
+    for _ in range(len(ROUND)):
+        dealer.step()
+    board.stop()
+    (Path(flash) / "boot").write_text(str(0xFFFF))  # every power-on it could number
+    board.start()
+    assert board.wait(lambda s: s[0] == 5)  # the tilt's lamp
+    port = ShoePort(board.url)
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        st = ch.hello(5.0)
+        seen = frames_resent(ch, st)
+    finally:
+        port.close()
+        board.stop()
+    assert st["phase"] == "tilt" and st["tilt"] == "boots_spent"
+    assert st["unacked_from"] == 1 and st["unacked_to"] >= 3  # the round it dealt, still held
+    assert set(range(1, st["unacked_to"] + 1)) <= seen
+
+
+def test_a_torn_log_tail_the_full_flash_cannot_cut_is_read_all_the_same(tmp_path):
+    """On real MicroPython: the log's torn tail is cut by copying the intact records to a new
+    file; when the flash cannot take that copy the records are read all the same (a tilted
+    shoe still resends them), and the cut is left for the next append."""
+    from kit import run_micropython
+
+    script = tmp_path / "torn.py"
+    script.write_text(
+        "import sys\n"
+        "from shoe.store import Flash, RecordLog\n"
+        "class Full(Flash):\n"
+        "    def path(self, name):\n"
+        "        return '/no/room/' + name if name.endswith('.tmp') else Flash.path(self, name)\n"
+        "log = RecordLog(Flash(sys.argv[1]))\n"
+        "log.append(0x49, b'one')\n"
+        "log.append(0x49, b'two')\n"
+        "log._close()\n"
+        "f = open(sys.argv[1] + '/log', 'ab')\n"
+        "f.write(b'IX')\n"  # a record torn by a power cut
+        "f.close()\n"
+        "full = RecordLog(Full(sys.argv[1]))\n"
+        "print([bytes(p) for _, p in full.records()], full.cut_due, full.size)\n"
+        "try:\n"
+        "    full.append(0x49, b'three')\n"
+        "    print('appended')\n"
+        "except OSError:\n"
+        "    print('no append past the torn tail')\n")
+    (tmp_path / "flash").mkdir()
+    r = run_micropython(script, tmp_path / "flash")
+    assert r.returncode == 0, r.stderr.decode()
+    lines = r.stdout.decode().split("\n")
+    assert lines[0] == "[b'one', b'two'] True 20"  # the 2 intact records, 7 + 3 bytes each
+    assert lines[1] == "no append past the torn tail"
