@@ -18,13 +18,18 @@ from shoe.store import Flash  # noqa: E402
 # never the REPL.
 
 
+def flash():
+    """The shoe's flash: its files in FLASH_DIR, its log on the board's raw partition."""
+    return Flash(board.FLASH_DIR, hw.log_device(board))
+
+
 def make_app(link, lamps, element):
     skip = (board.FLASH_DIR.strip("/"),)
     if tilt.boot("/", skip, element):  # not the certified build: run nothing of it but the tilt
-        return tilt.TiltShoe(Flash(board.FLASH_DIR), link, lamps, "/", skip, element)
+        return tilt.TiltShoe(flash(), link, lamps, "/", skip, element)
     from shoe.app import ShoeApp
 
-    return ShoeApp(Flash(board.FLASH_DIR), link, lamps, element, board.DECKS,
+    return ShoeApp(flash(), link, lamps, element, board.DECKS,
                    board.MIN_CONFIDENCE, code_root="/", code_skip=skip)
 
 
@@ -73,8 +78,12 @@ def run():
         app = make_app(io.link, io.lamps, element)
         app.start()
     except Exception as e:
-        app = tilt.TiltShoe(Flash(board.FLASH_DIR), io.link, io.lamps, "/",
-                            (board.FLASH_DIR.strip("/"),), element, tilt.cause_of(e, element))
+        try:
+            fl = flash()
+        except Exception:  # no log partition: the tilt answers from no log
+            fl = Flash(board.FLASH_DIR)
+        app = tilt.TiltShoe(fl, io.link, io.lamps, "/", (board.FLASH_DIR.strip("/"),), element,
+                            tilt.cause_of(e, element))
         app.start()
     while not app.restart:
         loop.step(app, io, time.ticks_ms())

@@ -31,6 +31,16 @@ def _element():
     return hw.element(board)
 
 
+def _flash():
+    """The shoe's flash as firmware/main.py opens it: its log on the board's raw partition."""
+    log_device = None
+    if getattr(board, "element", None) is None:  # a board's own hardware (not the virtual one)
+        from shoe.drivers import hw
+
+        log_device = hw.log_device(board)
+    return Flash(board.FLASH_DIR, log_device)
+
+
 def _hex(b):
     return "".join("%02x" % x for x in b)
 
@@ -53,7 +63,7 @@ def provision(shoe_id, variant, command_hex, decks=None):
     try:
         command_xy = unhexlify(command_hex)
         serial, xy, proof, attestation, certificate, first = factory.provision(
-            _element(), Flash(board.FLASH_DIR), shoe_id, variant, command_xy, decks)
+            _element(), _flash(), shoe_id, variant, command_xy, decks)
     except (factory.Refused, ValueError) as e:
         print("REFUSED", e)
         return

@@ -75,6 +75,13 @@ def test_both_boards_deal_the_virtual_boards_rounds_every_frame_verified(code_tr
         summary = s.summary()
         assert summary["rejected"] == 0 and summary["lost"] == 0, (board, summary)
         assert summary["verified"] == s.validator.counts["verified"] > len(rounds[board])
+    # each board's log on its raw partition (a NOR chip in a file), none in its filesystem
+    for board, start, size in (("rpi_pico", 1152 * 1024, 256 * 1024),
+                               ("esp32", 0x3C0000, 0x40000)):
+        flash = tmp_path / board / "flash"
+        chip = (flash / "chip.img").read_bytes()
+        halves = (chip[start], chip[start + size // 2])
+        assert not (flash / "log").exists() and ord("S") in halves, (board, halves)
     pico = sessions["rpi_pico"].board
     # the Pico's link really was cut: its CDC took a USB packet (64 B) a write, frames still verify
     assert pico is not None and pico.chunk == 64
@@ -133,7 +140,7 @@ def test_every_statement_of_hw_py_runs(tmp_path, shoe_flash, element):
     path = os.pathsep.join(map(str, (probes, ROOT / "boards" / "emulated", ROOT / "firmware",
                                      ROOT / "boards" / "virtual")))
     proc = subprocess.Popen([micropython_bin(), str(ROOT / "tests" / "mp" / "hw_lines.py"),
-                             element, listen, str(ROOT / "boards")],
+                             element, listen, str(ROOT / "boards"), str(tmp_path / "chip.img")],
                             env=dict(os.environ, MICROPYPATH=path), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -12,6 +12,8 @@ $(PORT_DIR) and $(MPY_LIB_DIR) point at stand-ins: a port directory whose manife
 ports/unix/variants/manifest.py do), and a micropython-lib holding the packages the boards
 require."""
 
+import itertools
+
 import pytest
 
 from kit import ROOT
@@ -24,10 +26,13 @@ PORT_MANIFEST = {"rpi_pico": "boards/manifest.py", "esp32": "boards/manifest.py"
 
 
 def stub_port(tmp, board):
-    """A port directory as MicroPython's: its manifest freezes modules/, which holds _boot.py."""
+    """A port directory as MicroPython's: its manifest freezes modules/, which holds _boot.py
+    (and, on rp2, rp2.py)."""
     port = tmp / "port"
     (port / "modules").mkdir(parents=True)
     (port / "modules" / "_boot.py").write_text("# mounts the flash filesystem at /\n")
+    if board == "rpi_pico":
+        (port / "modules" / "rp2.py").write_text("# the PIO helpers\n")
     manifest = port / PORT_MANIFEST[board]
     manifest.parent.mkdir(parents=True, exist_ok=True)
     manifest.write_text('freeze("$(PORT_DIR)/modules")\n')
@@ -60,22 +65,56 @@ def evaluate(board, tmp):
 @pytest.mark.parametrize("board", BOARDS)
 def test_board_manifest_freezes_the_ports_boot_and_nothing_of_sabot(board, tmp_path):
     targets = evaluate(board, tmp_path)
-    assert targets[0] == "_boot.py"  # the port's own manifest came first
     usb = {t for t in targets if t.startswith("usb/")}
-    assert set(targets) - usb == {"_boot.py"}  # no main.py, no shoe package, no board data
-    assert bool(usb) == (board == "rpi_pico")  # its host link is usb-device-cdc
+    if board == "rpi_pico":  # its own boot (the log's partition), the port's rp2 module
+        assert set(targets) - usb == {"_boot.py", "rp2.py"} and usb  # its link: usb-device-cdc
+    else:
+        assert targets[0] == "_boot.py" and set(targets) == {"_boot.py"}  # the port's own
     ours = {p.relative_to(ROOT / "firmware").as_posix() for p in (ROOT / "firmware").rglob("*.py")}
-    ours |= {p.name for p in (ROOT / "boards" / board).glob("*.py")}
-    assert not set(targets) & ours
+    ours |= {p.name for p in (ROOT / "boards" / board).glob("*.py")} - {"_boot.py"}
+    assert not set(targets) & ours  # no main.py, no shoe package, no board data
     assert len(targets) == len(set(targets))  # nothing frozen twice
+
+
+def test_the_picos_boot_leaves_the_log_partition_its_board_data_names(tmp_path):
+    """The Pico image's _boot.py mounts littlefs over the port's flash storage up to the log's
+    raw partition, which board.py puts at the storage's end (hw.log_device opens it)."""
+    import re
+
+    board = {}
+    exec((ROOT / "boards" / "rpi_pico" / "board.py").read_text(), board)
+    boot = (ROOT / "boards" / "rpi_pico" / "_boot.py").read_text()
+    fs = re.search(r"rp2\.Flash\(start=0, len=(\d+) \* 1024\)", boot)
+    assert fs and int(fs.group(1)) * 1024 == board["LOG_START"]
+    assert board["LOG_START"] + board["LOG_BYTES"] == board["STORAGE_BYTES"]
+    assert board["LOG_START"] % 4096 == 0 and board["LOG_BYTES"] % 4096 == 0
+    # a whole 8-deck shoe's log (store.py CARD_BYTES a card) in each of the partition's halves
+    assert board["LOG_BYTES"] // 2 >= 8 * 52 * 100
+    assert "mkfs" in boot and 'vfs.mount(fs, "/")' in boot
+
+
+def test_the_esp32_images_partition_table_holds_the_log_partition():
+    table = [[f.strip() for f in line.split(",")] for line in
+             (ROOT / "boards" / "esp32" / "partitions-sabot-4MiB.csv").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    board = {}
+    exec((ROOT / "boards" / "esp32" / "board.py").read_text(), board)
+    parts = {p[0]: (p[1], int(p[3], 0), int(p[4], 0)) for p in table}
+    kind, offset, size = parts[board["LOG_PARTITION"]]
+    assert kind == "data" and offset % 4096 == 0 and size // 2 >= 8 * 52 * 100
+    assert {"nvs", "phy_init", "factory", "vfs"} <= set(parts)  # what the port's _boot.py needs
+    spans = sorted((o, o + n) for _, o, n in parts.values())
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # no overlap
+    assert spans[-1][1] <= board["FLASH_BYTES"]
 
 
 @pytest.mark.parametrize("board", BOARDS)
 def test_a_board_manifest_without_its_ports_manifest_is_caught(board, tmp_path):
-    """What the test above guards against: a manifest without an include of the port's own,
-    which freezes no _boot.py."""
+    """What the test above guards against: a manifest without an include of the port's own (or,
+    on the Pico, without its own _boot.py), which freezes no _boot.py."""
     text = (ROOT / "boards" / board / "manifest.py").read_text()
-    line = f'include("$(PORT_DIR)/{PORT_MANIFEST[board]}")\n'
+    line = ('module("_boot.py")\n' if board == "rpi_pico"
+            else f'include("$(PORT_DIR)/{PORT_MANIFEST[board]}")\n')
     assert line in text
     copy = tmp_path / "boards" / board
     copy.mkdir(parents=True)

@@ -365,9 +365,22 @@ def _rename(old, new):
         os.chdir(cwd)
 
 
+ROOT_FS_BYTES = 0  # the littlefs the image's boot mounts at / (launch.py; 0: the host's)
+
+
+def _statvfs(path):
+    """statvfs as on the board: "/" the size of the littlefs its image mounts (4 KB blocks)."""
+    st = os.statvfs(path)
+    if path == "/" and ROOT_FS_BYTES:
+        blocks = ROOT_FS_BYTES // 4096
+        return (4096, 4096, blocks, min(st[3], blocks), min(st[4], blocks)) + tuple(st[5:])
+    return st
+
+
 def emulated_os():
     """The unix port's os as the firmware sees it on a board: with dupterm (UartLink detaches the
-    REPL with it; recorded in dupterm_calls) and a rename that works on the mounted flash."""
+    REPL with it; recorded in dupterm_calls), a rename that works on the mounted flash and the
+    root filesystem's size as the board's image mounts it."""
 
     class Os:
         pass
@@ -377,4 +390,5 @@ def emulated_os():
             setattr(Os, name, getattr(os, name))
     Os.dupterm = dupterm
     Os.rename = _rename
+    Os.statvfs = _statvfs
     return Os

@@ -1,12 +1,14 @@
 """An emulated Pico or ESP32 on the unix port: micropython launch.py --code DIR --flash DIR
---listen HOST:PORT --element unix:PATH|tcp:HOST:PORT [--chunk N]
+--listen HOST:PORT --element unix:PATH|tcp:HOST:PORT [--chunk N] [--partitions CSV]
 
 Runs the board's own boot entry (firmware/main.py, as built into DIR by `sabot firmware --board
 B`) and so its board.py and shoe/drivers/hw.py, over the emulated `machine`
 (emulated_machine.py, which says what it wires). The board's filesystem is as on the chip: DIR is
 "/" (the code tree main.py's integrity check reads, MANIFEST and all) and the flash directory is
-mounted at the board's FLASH_DIR ("/data"). What a real shoe's lamps cannot say, its display
-does: the shoe's state at every change, as the virtual board's `I ...` and `A ...` lines.
+mounted at the board's FLASH_DIR ("/data"); the shoe log's raw partition is a NOR chip in a file
+there (`chip.img`: rp2.py, esp32.py, the ESP32's with its image's partition table CSV). What a
+real shoe's lamps cannot say, its display does: the shoe's state at every change, as the virtual
+board's `I ...` and `A ...` lines.
 Exit status: 0 power off (the dealer channel closed), 5 a blank shoe (its REPL), 4 reset
 (machine.reset(): after an update, the board boots its new tree)."""
 
@@ -18,7 +20,9 @@ sys.modules["machine"] = emulated_machine  # before anything imports the unix po
 
 import os  # noqa: E402
 
-# emulated (boards/emulated/usb), imported while their directory is on the path
+# emulated (boards/emulated/usb, rp2.py, esp32.py), imported while their directory is on the path
+import esp32  # noqa: E402
+import rp2  # noqa: E402
 import usb.device  # noqa: E402
 import usb.device.cdc  # noqa: E402, F401
 import vfs  # noqa: E402
@@ -75,17 +79,50 @@ class Display:
         self.lamps.blackjack = value
 
 
+def raw_log(board):
+    """The board's flash chip beyond its filesystem, where its log partition lies: a file in
+    the flash directory (nor.py). A shoe provisioned on the host (its log a file in that
+    directory) has that log moved onto the partition first, as one provisioned on the board
+    writes it there."""
+    chip = board.FLASH_DIR + "/chip.img"
+    rp2.CHIP = esp32.CHIP = chip
+    # the image's boot mounts littlefs up to the Pico's log partition (boards/rpi_pico/_boot.py)
+    emulated_machine.ROOT_FS_BYTES = getattr(board, "LOG_START", 0)
+    try:
+        os.stat(chip)
+        return
+    except OSError:
+        pass
+    from shoe.blocklog import BlockLog
+    from shoe.drivers import hw
+    from shoe.store import Flash, RecordLog
+
+    device = hw.log_device(board)
+    if device is None:
+        return
+    log = RecordLog(Flash(board.FLASH_DIR))
+    records = list(log.records())
+    if records:
+        BlockLog(*device).replace(records)
+        os.remove(board.FLASH_DIR + "/log")
+
+
 def boot():
     code, flash = arg("--code"), arg("--flash")
     if not code or not flash:
         sys.stderr.write("launch: --code DIR and --flash DIR are required\n")
         sys.exit(2)
+    partitions = arg("--partitions")  # the ESP32 image's partition table (read before the
+    if partitions:  # mount below makes "/" the code tree)
+        with open(partitions) as f:
+            esp32.TABLE = f.read()
     vfs.mount(vfs.VfsPosix(code), "/")  # the board's filesystem: its code tree at the top
     os.chdir("/")
     sys.path[:] = ["", ".frozen", "/lib"]  # a board's path; the emulation stays imported
     import board
 
     vfs.mount(vfs.VfsPosix(flash), board.FLASH_DIR)
+    raw_log(board)
     emulated_machine.wire(board, arg("--element"), arg("--listen", "127.0.0.1:7000"),
                           int(arg("--chunk", "0")))
     from shoe.drivers import hw

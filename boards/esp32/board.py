@@ -4,7 +4,11 @@ NAME = "esp32"
 ARCH = "xtensawin"  # mpy-cross -march
 FLASH_BYTES = 4 * 1024 * 1024
 RAM_BYTES = 320 * 1024
-FLASH_DIR = "/data"
+FLASH_DIR = "/data"  # on littlefs (the "vfs" partition): identity, variant, boot counter
+# The shoe log's raw partition: a data partition of the image's partition table
+# (partitions-sabot-4MiB.csv), esp32.Partition.find(TYPE_DATA, label=LOG_PARTITION); its erases
+# happen after a card, never in a card's path (docs/FLASH.md).
+LOG_PARTITION = "sabotlog"
 
 DECKS = 8  # the most decks this shoe holds; each shoe deals its provisioned count
 MIN_CONFIDENCE = 0x80

@@ -4,7 +4,14 @@ NAME = "rpi_pico"
 ARCH = "armv6m"  # mpy-cross -march
 FLASH_BYTES = 2 * 1024 * 1024
 RAM_BYTES = 264 * 1024
-FLASH_DIR = "/data"  # littlefs partition for the shoe's log, key and boot counter
+FLASH_DIR = "/data"  # on littlefs: the shoe's identity, variant and boot counter
+# The port's flash storage (MicroPython's RPI_PICO: the last 1408 KB of the chip) is littlefs over
+# its first part (the image's _boot.py, mounted at /) and then the shoe log's raw partition,
+# rp2.Flash(start=LOG_START, len=LOG_BYTES): its erases happen after a card, never in a card's
+# path (docs/FLASH.md). _boot.py holds the same split (tests/test_manifests.py checks it).
+STORAGE_BYTES = 1408 * 1024
+LOG_START = 1152 * 1024
+LOG_BYTES = 256 * 1024
 
 DECKS = 8  # the most decks this shoe holds; each shoe deals its provisioned count
 MIN_CONFIDENCE = 0x80

@@ -18,7 +18,7 @@ import hw  # noqa: E402  (the instrumented copy)
 
 from shoe import cobs  # noqa: E402
 
-element_spec, listen, boards = sys.argv[1], sys.argv[2], sys.argv[3]
+element_spec, listen, boards, chip = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
 
 class Board:
@@ -32,7 +32,7 @@ class Board:
 
 
 pico = Board(boards + "/rpi_pico/board.py")
-esp32 = Board(boards + "/esp32/board.py")
+esp32_board = Board(boards + "/esp32/board.py")
 dev = Board(boards + "/rpi_pico/board.py", LINK="stdio", BUZZER=None)
 
 
@@ -81,8 +81,8 @@ time.sleep_ms(20)
 check(io.link.readinto(buf) == 0, "cdc: the host hung up")
 
 # the ESP32: UART0 as the host link, detached from the REPL
-emulated_machine.wire(esp32, element_spec, listen, chunk=3)
-io = hw.build(esp32)
+emulated_machine.wire(esp32_board, element_spec, listen, chunk=3)
+io = hw.build(esp32_board)
 check(emulated_machine.dupterm_calls[-1] == (None, 0), "esp32: REPL detached from UART0")
 check(io.link.readinto(buf) == 0, "esp32: nothing waiting")
 host = socket.socket()
@@ -139,6 +139,35 @@ check(element._awake, "the element answered its wake")
 t0 = time.ticks_ms()
 hw.idle()
 check(time.ticks_diff(time.ticks_ms(), t0) < 50, "idle returns at the next tick")
+
+# the shoe log's raw partition: the Pico's at the end of its flash storage, the ESP32's from its
+# image's partition table (none there: refused in one line); a board naming none keeps a file
+import esp32  # noqa: E402  (boards/emulated's)
+import rp2  # noqa: E402
+
+rp2.CHIP = esp32.CHIP = chip
+sys.modules["os"] = emulated_machine.emulated_os()  # statvfs("/") as the board's image mounts it
+emulated_machine.ROOT_FS_BYTES = pico.STORAGE_BYTES  # a stock image: littlefs over all of it
+try:
+    hw.log_device(pico)
+    check(False, "a stock image's filesystem over the log partition")
+except OSError as e:
+    check("flash the board's image" in str(e), "the stock image refused in one line")
+emulated_machine.ROOT_FS_BYTES = pico.LOG_START  # the board's image
+dev_, first, blocks = hw.log_device(pico)
+check(first == 0 and blocks == pico.LOG_BYTES // 4096 and dev_.ioctl(5, 0) == 4096,
+      "the Pico's log partition")
+with open(boards + "/esp32/partitions-sabot-4MiB.csv") as f:
+    esp32.TABLE = f.read()
+dev_, first, blocks = hw.log_device(esp32_board)
+check(first == 0 and blocks == 0x40000 // 4096, "the ESP32's log partition")
+esp32.TABLE = ""
+try:
+    hw.log_device(esp32_board)
+    check(False, "an ESP32 image without the log partition")
+except OSError as e:
+    check("sabotlog" in str(e), "the missing partition named")
+check(hw.log_device(Board(boards + "/virtual/board.py")) is None, "no partition: a file")
 
 try:
     hw.reset()

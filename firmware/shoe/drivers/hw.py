@@ -179,6 +179,33 @@ def build(board):
     return PanelIO(uart, exit_sensor, buttons, lamps, link(board), bet_spots=spots)
 
 
+def log_device(board):
+    """The shoe log's raw partition as shoe/store.Flash takes it, (block device, first block,
+    blocks), from the board's data: rp2.Flash over the end of the port's flash storage (LOG_START,
+    LOG_BYTES) or an ESP32 data partition (LOG_PARTITION); None when the board names none (the
+    log is then a file in FLASH_DIR)."""
+    if hasattr(board, "LOG_START"):
+        import os
+
+        # (each port's module is absent from the other port's stubs)
+        import rp2  # type: ignore[import-not-found]
+
+        st = os.statvfs("/")
+        if st[1] * st[2] > board.LOG_START:  # a stock image's littlefs spans the whole storage
+            raise OSError("the filesystem takes the log's partition: flash the board's image")
+        dev = rp2.Flash(start=board.LOG_START, len=board.LOG_BYTES)
+    elif hasattr(board, "LOG_PARTITION"):
+        import esp32  # type: ignore[import-not-found]
+
+        found = esp32.Partition.find(esp32.Partition.TYPE_DATA, label=board.LOG_PARTITION)
+        if not found:
+            raise OSError("no %s partition: flash the board's image" % board.LOG_PARTITION)
+        dev = found[0]
+    else:
+        return None
+    return dev, 0, dev.ioctl(4, 0)
+
+
 def link(board):
     """The board's host link, as its data names it."""
     if board.LINK == "usb_cdc":

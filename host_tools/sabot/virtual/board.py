@@ -151,6 +151,8 @@ class VirtualBoard:
                    "--chunk", str(self.chunk)]  # paths absolute: "/" becomes the code tree
             cmd += ["--flash", os.path.abspath(self.flash_dir), "--listen",
                     f"{self.host}:{self.port}", "--element", address]
+            if self.board == "esp32":  # its image's partition table: where the log's lies
+                cmd += ["--partitions", str(BOARDS / "esp32" / "partitions-sabot-4MiB.csv")]
         elif self.code:
             env = dict(os.environ, MICROPYPATH=self.code)
             cmd = [micropython(), os.path.join(self.code, "main.py"), "--code", self.code]
