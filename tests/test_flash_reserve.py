@@ -112,3 +112,69 @@ def test_a_torn_log_tail_the_full_flash_cannot_cut_is_read_all_the_same(tmp_path
     lines = r.stdout.decode().split("\n")
     assert lines[0] == "[b'one', b'two'] True 20"  # the 2 intact records, 7 + 3 bytes each
     assert lines[1] == "no append past the torn tail"
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The run's one build (kit/run.py), and its release key."""
+    from kit.run import built_tree
+
+    return built_tree()[0]
+
+
+def test_a_host_keeps_no_more_than_its_budget_even_acknowledged_and_a_genuine_update_repairs(
+        tmp_path, built):
+    """On a tilted shoe (which never compacts its log), a host holding the command key sends
+    updates of its own junk (each refused at chunk 0) and resolutions (each refused), and
+    acknowledges: the log keeps 16 frames the host caused, acknowledged or not, and counts the
+    rest; the frames of a genuine update, whose chunk 0 the release key signed, are kept beyond
+    that budget, and it repairs the shoe."""
+    import shutil
+
+    from sabot.release.build import FIRMWARE_VERSION, code_digest
+
+    key, flash, config, _ = provision_shoe(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(built / "tree", code)
+    good = tmp_path / "good"
+    shutil.copytree(code, good)
+    (code / "shoe" / "implant.py").write_text("print('pwned')\n")  # the tree no longer matches
+    board = VirtualBoard(flash, code=code, sign_ms=SIGN_MS).start()
+    assert board.wait(lambda s: s[0] == 5)
+    port = ShoePort(board.url)
+    log = Path(flash) / "log"
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        st = ch.hello(5.0)
+        counter = st["host_counter"]
+        junk = b"j" * 240
+        jhead, _ = channel.chain(junk)
+        release = channel.release_chunk(FIRMWARE_VERSION, "virtual", bytes(64))
+        sizes = []
+        for n in range(22):
+            counter += 1
+            if n % 2:
+                ch.send(pr.C_RESOLVE, b"\x01", counter)
+            else:
+                ch.send(pr.C_UPDATE, len(junk).to_bytes(4, "big")
+                        + channel.chunk_hash(0, jhead, release) + b"mallory", counter)
+                time.sleep(0.3)
+                ch.send(pr.C_UPDATE_DATA, bytes(2) + jhead + release)
+            time.sleep(0.3)
+            if n % 6 == 5:  # the host acknowledges all it holds
+                st = ch.hello(5.0)
+                ch.send(pr.C_ACK, st["unacked_to"].to_bytes(4, "big"))
+                time.sleep(0.3)
+            sizes.append(log.stat().st_size)
+        st = ch.hello(5.0)
+        rec = channel.update(port, key, config, {"dir": str(good), "manifest": code_digest(good)},
+                             "tech", lambda m: None)
+    except channel.OutcomeUnseen:  # the reset dropped the port before its outcome was read
+        rec = {"what": "update_applied"}
+    finally:
+        port.close()
+    assert st["host_counter"] == counter  # all 22 taken
+    # the last six commands left no frame on flash: an acknowledgement's record (11 B) at most
+    assert st["refusals_unlogged"] == 22 - 16 and sizes[-1] - sizes[-6] <= 11
+    assert rec["what"] == "update_applied" and board.wait_off() == 4
+    assert not (code / "shoe" / "implant.py").exists()

@@ -37,6 +37,7 @@ from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDeco
 from shoe.store import (
     BOOT_MAX,
     CHECKPOINT,
+    HOST_FRAMES,
     R_ACK,
     R_CHECKPOINT,
     R_FINAL,
@@ -73,7 +74,6 @@ IN_DISPUTE = const(10)  # blackjack: the supervisor's void-round key on an uncon
 # (an IN_CARD's arg2: the bet spots as the card left, the seats of a blackjack round it opens)
 
 _MAX_SEED = const(64)
-REFUSALS_KEPT = const(16)  # refusal frames kept unacknowledged: 16 x 209 B, in the reserve
 _ELEMENT_RETRIES = const(3)  # failed element steps in a row while a command waits for it
 ALARM_FLASH_LOW = const(14)  # the lamp's alarm: the flash cannot take another shoe (15: tilt)
 
@@ -149,9 +149,8 @@ class ShoeApp:
         self._tx = bytearray(frames.MAX_ENCODED)  # one COBS-encoded frame on its way out
         self._one = bytearray(frames.MAX_FRAME)  # a status or integrity frame being made
         self._asked_low = False  # flash_low() when the hello being answered came
-        self._refusals = 0  # refusal frames kept and not yet acknowledged
-        self._refusal_seq = 0  # the newest one's seq
-        self.unlogged = 0  # refusals counted, not kept (status), since boot
+        self.host_frames = 0  # frames a host caused in the log since its last compaction
+        self.unlogged = 0  # host commands refused and counted, not kept (status), since boot
 
     # ---- start-up ----------------------------------------------------------------------------
     def start(self):
@@ -209,6 +208,8 @@ class ShoeApp:
     def _replay(self, rtype, payload):
         o = self.outbox
         if rtype == R_INPUT:
+            if payload[0] == IN_NONE:
+                self.host_frames += 1  # a refusal or a maintenance record: the host's budget
             self._apply(payload[0], payload[1], payload[2])
             self.shoe.events = 0
             for body in frames_in(rtype, payload):
@@ -477,6 +478,7 @@ class ShoeApp:
                 yield R_FINAL, bytes(buf[at - frames.DIGEST_LEN : at + n])
 
         self.log.replace(keep())
+        self.host_frames = 0  # the new log holds none
 
     # ---- outside the card path: finishing and sending ------------------------------------------
     def service(self, now=0):
@@ -633,16 +635,23 @@ class ShoeApp:
         self.port.feed(data, len(data) if n < 0 else n, self)
 
     def refuse(self, reason, ftype, counter):
-        """A refused command is itself a chained frame, so the refusal reaches the audit log —
-        up to REFUSALS_KEPT not yet acknowledged (their room is in the flash's one reserve,
-        store.RECOVERY_BYTES); beyond that it is counted (status `unlogged`) until the host
-        acknowledges them: a host that never does cannot fill the flash with refusals."""
-        if self._refusals >= REFUSALS_KEPT:
+        """A refused command is itself a chained frame, so the refusal reaches the audit log,
+        within the host's budget (host_frame)."""
+        if self.host_frame():
+            self._commit_rejected(reason, ftype, counter)
+        else:
             self.unlogged += 1
-            return
-        self._refusals += 1
-        self._commit_rejected(reason, ftype, counter)
-        self._refusal_seq = self.outbox.seq
+
+    def host_frame(self, n=1):
+        """May the log keep `n` more frames a host caused (refusals, maintenance records)? Up to
+        store.HOST_FRAMES between two compactions (their room is in the one reserve); beyond,
+        what the host asked is counted (status `unlogged`) and kept nowhere, so no host fills
+        the flash, acknowledged or not (an acknowledged frame stays on flash until the next
+        compaction, at a new shoe)."""
+        if self.host_frames + n > HOST_FRAMES:
+            return False
+        self.host_frames += n
+        return True
 
     def _commit_rejected(self, reason, ftype, counter):
         o = self.outbox
@@ -697,8 +706,6 @@ class ShoeApp:
                 # packed into the log's record buffer: a bytes object would be an allocation
                 struct.pack_into(">I", self.log.rec, 3, self.outbox.acked)
                 self.log.commit(R_ACK, 4)
-                if self.outbox.acked >= self._refusal_seq:
-                    self._refusals = 0  # every refusal kept is acknowledged
         elif ftype == frames.C_RESOLVE and len(payload) == 1:
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self.refuse(REJ_NOT_NOW, ftype, counter)

@@ -15,7 +15,14 @@ import struct
 
 from shoe import frames
 from shoe.port import REJ_NOT_NOW, REJ_UNKNOWN
-from shoe.store import DECKS_MAX, REKEY_FILE, rekey_due, reserve, result_slot
+from shoe.store import (
+    CARD_BYTES,
+    KEPT_FRAME,
+    RECOVERY_BYTES,
+    REKEY_FILE,
+    rekey_due,
+    result_slot,
+)
 from shoe.update import R_ABANDONED, R_INTERRUPTED, Refused, Update
 
 try:
@@ -52,15 +59,46 @@ def add_frame(outbox, ftype, payload):
     outbox.commit(0, 0, 0, first)
 
 
+def _free_bytes(flash):
+    """The flash filesystem's free bytes; with the board's cap (the virtual board's
+    `--flash-bytes`), the cap less the files kept in the flash directory."""
+    import os
+
+    if flash.capacity:
+        used = 0
+        for entry in os.ilistdir(flash.root):
+            if entry[1] != 0x4000:
+                used += os.stat(flash.path(entry[0]))[6]
+        return flash.capacity - used
+    try:
+        st = os.statvfs(flash.root)
+        return min(st[4], (1 << 29) // st[0]) * st[0]  # small ints only
+    except (OSError, AttributeError):
+        return 1 << 29  # no way to tell: as Flash.log_capacity
+
+
 def room(shoe):
-    """The flash bytes free beyond the one reserve (store.reserve: the log of a whole shoe
-    beside what is unacknowledged, and room to recover); negative when the reserve is short."""
+    """The filesystem bytes an update may stage: what is free there, less the room to recover in
+    (store.RECOVERY_BYTES) and, when the log is a file in the same filesystem, less what it may
+    still need: the rest of the shoe in progress and the unacknowledged frames a compaction
+    carries over (the one reserve); negative when that is short."""
     o = shoe.outbox
     if o is None:
         return -1  # no log: no room known, nothing written
-    s = getattr(shoe, "shoe", None)  # a tilted shoe deals nothing: the most any shoe holds
-    return (o.log.capacity() - o.log.size
-            - reserve(s.decks if s is not None else DECKS_MAX, o.done - o.acked))
+    free = _free_bytes(shoe.flash) - RECOVERY_BYTES
+    if shoe.flash.log_device is None:
+        s = getattr(shoe, "shoe", None)  # a tilted shoe deals nothing
+        left = s.decks * 52 - s.position if s is not None else 0
+        free -= left * CARD_BYTES + (o.done - o.acked) * KEPT_FRAME
+    return free
+
+
+def _element_free(shoe):
+    """The element for a Verify of the update's own: it does one thing at a time, so a signed
+    command's check under way is taken to its verdict (obeyed at the next service()) and the
+    frame it is finishing finished first."""
+    shoe.port.abandon()
+    shoe.settle()
 
 
 def _between_rounds(shoe):
@@ -81,12 +119,13 @@ class Maintainer:
     def __init__(self, shoe):
         self.shoe = shoe
         self.update = Update(shoe.code_root, shoe.code_skip, shoe.element)
+        self._beyond = 0  # the update (its command's counter) recorded beyond the host's budget
 
     def tick(self):
         """From service(): an update session that took no chunk for IDLE_MS is abandoned, its
         staged files removed (a host that stopped mid-stream keeps no flash)."""
         if self.update.idle():
-            self._refused(R_ABANDONED, bytes(32), self.update.version)
+            self._ended(R_ABANDONED)
 
     def command(self, ftype, counter, payload):
         """True when `ftype` is a maintenance command (then it was handled)."""
@@ -105,10 +144,22 @@ class Maintainer:
         (interrupted), so its update_begun frame does not stand alone."""
         got = self.update.abandoned()
         if got is not None:
-            self._record(_M_UPDATE_REFUSED, got[0], got[1], bytes((R_INTERRUPTED,)) + bytes(36))
+            self._record(_M_UPDATE_REFUSED, got[0], got[1], bytes((R_INTERRUPTED,)) + bytes(36),
+                         True)  # staged only after chunk 0 was checked
 
-    def _record(self, what, counter, by, detail):
-        add_frame(self.shoe.outbox, frames.T_MAINTENANCE, frame_payload(what, counter, by, detail))
+    def _record(self, what, counter, by, detail, vouched=False):
+        """A maintenance frame, within the host's budget (the shoe's host_frame). Beyond it, the
+        frames of one update a boot whose stream the release key vouched for (chunk 0 checked)
+        are kept all the same, so a shoe whose budget a host used up can still be repaired: the
+        most a host adds that way is a session's frames a power-on."""
+        shoe = self.shoe
+        if not shoe.host_frame():
+            if not vouched or self._beyond not in (0, counter):
+                shoe.unlogged += 1
+                return
+            self._beyond = counter
+            shoe.host_frames += 1
+        add_frame(shoe.outbox, frames.T_MAINTENANCE, frame_payload(what, counter, by, detail))
 
     def _begin(self, counter, payload):
         shoe = self.shoe
@@ -122,19 +173,28 @@ class Maintainer:
         head, by = payload[4:36], payload[36:]
         u = self.update
         if u.open:
-            self._refused(R_INTERRUPTED, bytes(32), u.version)  # the session before never ended
+            self._ended(R_INTERRUPTED)  # the session before never ended
         try:
-            u.begin(length, head, counter, by)
+            u.begin(length, head, counter, by)  # nothing recorded before chunk 0 is checked
         except Refused as e:
             self._record(_M_UPDATE_REFUSED, counter, by, bytes((e.reason,)) + bytes(36))
-            return
-        self._record(_M_UPDATE_BEGUN, counter, by, payload[:36])
+
+    def _ended(self, reason):
+        """An open session ends unfinished: its staged files go, and, when chunk 0 had opened it
+        (update_begun), that it ended is recorded; one never begun leaves no trace."""
+        u = self.update
+        begun = u.authorized
+        u.discard()
+        if begun:
+            self._record(_M_UPDATE_REFUSED, u.counter, u.by,
+                         bytes((reason,)) + bytes(32) + struct.pack(">I", u.version), True)
 
     def _refused(self, reason, digest, version=0):
         u = self.update
+        vouched = u.authorized or u.version != 0  # chunk 0's signature was good
         u.discard()
         self._record(_M_UPDATE_REFUSED, u.counter, u.by,
-                     bytes((reason,)) + digest + struct.pack(">I", version))
+                     bytes((reason,)) + digest + struct.pack(">I", version), vouched)
 
     def _chunk(self, payload):
         shoe = self.shoe
@@ -152,11 +212,13 @@ class Maintainer:
             shoe.port.refused += 1  # not the session's next chunk: someone else's bytes
             return
         if got == 3:  # chunk 0: the release key's word on the stream, before a byte is kept
-            shoe.settle()  # the element does one thing at a time: the frames' work first
+            _element_free(shoe)
             why = u.authorize(payload[34:], room(shoe))
             if why:
                 self._refused(why, bytes(32), u.version)
                 return
+            self._record(_M_UPDATE_BEGUN, u.counter, u.by, struct.pack(">I", u.length) + u.head,
+                         True)
         _send_unsigned(shoe, frames.T_UPDATE_PROGRESS, struct.pack(">H", index))
         if got == 2:
             self._finish()
@@ -167,12 +229,13 @@ class Maintainer:
         if not _between_rounds(shoe):
             self._refused(R_INTERRUPTED, bytes(32))  # the dealer dealt on: no switch mid-round
             return
-        shoe.settle()
+        _element_free(shoe)
         reason, digest, version = u.finish()
         if reason:
             self._refused(reason, digest, version)
             return
-        self._record(_M_UPDATE_APPLIED, u.counter, u.by, digest + struct.pack(">I", version))
+        self._record(_M_UPDATE_APPLIED, u.counter, u.by, digest + struct.pack(">I", version),
+                     True)
         shoe.finish_all()  # signed and sent by the firmware that checked it, before the switch
         u.switch()
         shoe.restart = True
@@ -190,25 +253,31 @@ class Maintainer:
             # one rekey a dealt shoe: a script holding the command key cannot burn the slots
             shoe.refuse(_REJ_NO_ROUND, frames.C_REKEY, counter)
             return
+        if not shoe.host_frame(2):  # its two frames within the host's budget, or no rekey
+            shoe.unlogged += 1
+            return
         from shoe import rekey
 
         try:
             version, xy, _, certificate = rekey.make(shoe.element, shoe.flash)
         except ValueError:
+            shoe.host_frames -= 2  # (the refusal is the one frame it keeps)
             shoe.refuse(_REJ_KEYS_EXHAUSTED, frames.C_REKEY, counter)  # every slot is used
             return
         except Exception:
+            shoe.host_frames -= 2
             shoe.refuse(REJ_NOT_NOW, frames.C_REKEY, counter)  # the element failed: again later
             return
         # closed before the frames: a power cut after make() leaves its slot to certify again
         shoe.flash.write_atomic(REKEY_FILE, struct.pack(">H", s.shoe_no))
         v = struct.pack(">H", version)
         # both signed by the current version, then the identity moves to the new one
-        self._record(_M_REKEY, counter, payload, v + xy)
-        self._record(_M_REKEY_CERTIFICATE, counter, payload, v + certificate)
+        o = shoe.outbox  # (their room taken from the budget above)
+        add_frame(o, frames.T_MAINTENANCE, frame_payload(_M_REKEY, counter, payload, v + xy))
+        add_frame(o, frames.T_MAINTENANCE,
+                  frame_payload(_M_REKEY_CERTIFICATE, counter, payload, v + certificate))
         shoe.finish_all()
         rekey.commit(shoe.flash, version)
         # the frames from here on are signed with the new version
-        o = shoe.outbox
         o.key_id, o.slot = version, result_slot(version)
         shoe.identity = (version, shoe.identity[1])

@@ -48,6 +48,9 @@ R_TREE = const(0x54)  # 'T': the log's right edge carried over a compaction (sho
 CARD_BYTES = const(100)
 KEPT_FRAME = const(209)  # an F record a compaction carries over: 7 + 32 + MAX_CHAINED
 RECOVERY_BYTES = const(8192)  # beside a shoe: a compaction's copy, the boot counter, a journal
+# and the frames a host caused (refusals, maintenance records): HOST_FRAMES in a log between two
+# compactions, each an I and an F record of at most 3 + 7 + MAX_CHAINED and 7 + 32 + MAX_CHAINED
+HOST_FRAMES = const(16)
 DECKS_MAX = const(8)
 
 

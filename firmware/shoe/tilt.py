@@ -12,6 +12,7 @@ from shoe.outbox import Outbox, resend
 from shoe.port import REJ_NOT_NOW, CommandPort, sign_into
 from shoe.store import (
     CHECKPOINT,
+    HOST_FRAMES,
     R_ACK,
     R_CHECKPOINT,
     R_FINAL,
@@ -31,7 +32,6 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 ALARM_TILT = const(15)
-_REFUSALS_KEPT = const(16)  # as shoe/app.py's REFUSALS_KEPT: the rest counted, not kept
 PH_TILT = const(5)
 _MAX_SEED = const(64)
 _IN_REVEAL = const(8)  # shoe/app.py's IN_REVEAL, as logged: the squeeze's hold ends there
@@ -70,7 +70,7 @@ class TiltShoe:
                  cause=frames.TILT_CODE):
         self.flash = flash
         self.cause = frames.TILT_ELEMENT if element is None else cause  # why (status)
-        self._refusals = 0  # refusal frames kept, not yet acknowledged (then counted only)
+        self.host_frames = 0  # frames a host caused in the log (a tilted shoe never compacts it)
         self.unlogged = 0
         self.link = link
         self.indicators = indicators
@@ -100,10 +100,13 @@ class TiltShoe:
             pass  # no element: the shoe answers nothing, the alarm stays on
         try:
             self._recover()
-            if self.outbox is not None:
-                self.maint.abandoned()  # an update a power cut interrupted: recorded
         except Exception:
             self.outbox = None  # a log that cannot be read: statuses and integrity answers only
+        if self.outbox is not None:
+            try:
+                self.maint.abandoned()  # an update a power cut interrupted: recorded
+            except Exception:
+                pass  # (a full flash): its staged files go at the next boot
         self.show()
 
     def _recover(self):
@@ -131,6 +134,8 @@ class TiltShoe:
                 o.tree.load(payload)
             if rtype != R_INPUT:
                 continue
+            if payload[0] == 0:
+                self.host_frames += 1  # shoe/app.py's IN_NONE: a frame a host caused
             if payload[0] == _IN_REVEAL:
                 hold = 0
             for body in frames_in(rtype, payload):
@@ -171,7 +176,9 @@ class TiltShoe:
         o = self.outbox
         if o is None:
             return
-        if o.done < o.seq and (o.digesting or o.signing or not self.element.pending()):
+        # frames to finish and the log's leaves to hash, as the dealing shoe's service()
+        if o.work() and (o.digesting or o.signing or o.tree.busy()
+                         or not self.element.pending()):
             try:
                 o.service()
             except Exception:
@@ -181,7 +188,7 @@ class TiltShoe:
 
     def busy(self):
         o = self.outbox
-        return self.port.busy() or (o is not None and o.done < o.seq)
+        return self.port.busy() or (o is not None and o.work())
 
     def settle(self):
         if self.outbox is not None:
@@ -199,12 +206,19 @@ class TiltShoe:
     def refuse(self, reason, ftype, counter):
         if self.outbox is None:
             return
-        if self._refusals >= _REFUSALS_KEPT:  # as the dealing shoe: the flash's reserve
+        if self.host_frame():
+            add_frame(self.outbox, frames.T_COMMAND_REJECTED,
+                      struct.pack(">BBI", reason, ftype, counter))
+        else:
             self.unlogged += 1
-            return
-        self._refusals += 1
-        add_frame(self.outbox, frames.T_COMMAND_REJECTED,
-                  struct.pack(">BBI", reason, ftype, counter))
+
+    def host_frame(self, n=1):
+        """As the dealing shoe's (shoe/app.py): within store.HOST_FRAMES in the log, counting those
+        it already holds, else counted only."""
+        if self.host_frames + n > HOST_FRAMES:
+            return False
+        self.host_frames += n
+        return True
 
     # ---- host commands -------------------------------------------------------------------------
     def command(self, ftype, counter, payload):
@@ -234,8 +248,6 @@ class TiltShoe:
             return
         elif ftype == frames.C_ACK:
             if len(payload) == 4 and o.ack(frames.seq_at(payload, 0)):
-                if o.acked >= o.seq:
-                    self._refusals = 0  # every refusal kept is acknowledged
                 try:
                     struct.pack_into(">I", o.log.rec, 3, o.acked)  # no bytes object made
                     o.log.commit(R_ACK, 4)

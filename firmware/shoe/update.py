@@ -51,6 +51,7 @@ R_NO_ROOM = 11  # the stream would not leave the flash its reserve (a shoe's log
 R_ABANDONED = 12  # no chunk came for IDLE_MS: the session ended, its staged files removed
 
 _BOARD_MAX = 32
+_BLOCK = 4096  # a flash filesystem's block (littlefs on a Pico or an ESP32)
 IDLE_MS = 60000  # a session with no chunk taken this long is abandoned (the board may lower it)
 
 
@@ -163,6 +164,7 @@ class Update:
         self.by = b""
         self.version = 0  # the version the release key signed the stream's head for
         self.authorized = False  # chunk 0's release signature checked, the staging area made
+        self._room = self._staged = 0  # the bytes staging may take, and what it has taken
         self.heard = 0
         self.index = 0  # the next chunk's index
         self._expect = None  # h(index)
@@ -184,6 +186,7 @@ class Update:
         self.open = True
         self.authorized = False
         self.counter, self.by, self.version = counter, by, 0
+        self.length, self.head = length, bytes(head)  # as the C_UPDATE gave them (update_begun)
         self.index, self._expect, self._last = 0, bytes(head), None
         self.heard = ticks_ms()  # when the last chunk was taken (or the session began)
         self._left = length
@@ -227,6 +230,8 @@ class Update:
             return R_ELEMENT
         if self._left > free:
             return R_NO_ROOM
+        self._room = free  # each staged file checked against it as it opens (_open_file)
+        self._staged = 0
         try:
             _remove_tree(self.stage)
             os.mkdir(self.stage)
@@ -348,6 +353,11 @@ class Update:
             raise Refused(R_STREAM)  # the canonical order, MANIFEST last
         if self._size > _FILE_MAX:
             raise Refused(R_STREAM)
+        # on littlefs a file beyond its inline size takes whole blocks, and its metadata more:
+        # counted so, the staged tree never takes the room the stream's bytes alone would leave
+        self._staged += ((self._size + _BLOCK - 1) // _BLOCK + 1) * _BLOCK
+        if self._staged > self._room:
+            raise Refused(R_NO_ROOM)
         self._prev = path
         _make_parents(self.stage, rel)
         self._file = open(self.stage + "/" + rel, "wb")

@@ -144,17 +144,26 @@ class ShoeChannel:
 
         return self.wait_for(accept, wait, again, every)
 
-    def command(self, ftype: int, payload: bytes, what: str) -> tuple[int, dict[str, Any]]:
+    def command(self, ftype: int, payload: bytes, what: str,
+                after: Callable[[], None] | None = None) -> tuple[int, dict[str, Any]]:
         """A counted command and the shoe's maintenance record of it (SabotError when refused or
-        unanswered). The counter is the shoe's status counter + 1: a hello first."""
+        unanswered). The counter is the shoe's status counter + 1: a hello first. `after` is
+        sent after the command each time it is (an update's chunk 0, which the record waits
+        for)."""
         if self.hello(5.0) is None:
             raise SabotError(f"{self.port.url}: shoe {pr.shoe_id_text(self.config.shoe_id)} did "
                              "not answer")
         assert self.status is not None
         counter = self.status["host_counter"] + 1
-        self.send(ftype, payload, counter)
-        got = self.answer_to(counter, BEGIN_WAIT,
-                             again=lambda: self.send(ftype, payload, counter), every=2.0)
+
+        def send() -> None:
+            self.send(ftype, payload, counter)
+            if after is not None:
+                time.sleep(0.3)  # the shoe takes a signed command, then checks it
+                after()
+
+        send()
+        got = self.answer_to(counter, BEGIN_WAIT, again=send, every=2.0)
         if got is None:
             before = self.status
             again = self.hello(5.0)
@@ -196,15 +205,19 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
     SabotError when the shoe refused it (then it still runs what it ran)."""
     ch = ShoeChannel(port, key, config)
     length, head, chunks = prepared(info["dir"])
+    # chunk 0, the release key's signature over the stream: the shoe checks it, then records
+    # update_begun (or update_refused), before it keeps a byte
+    _, nxt0, release = chunks[0]
     counter, rec = ch.command(pr.C_UPDATE, struct.pack(">I", length) + head
-                              + pr.maintenance_by(by), "update")
+                              + pr.maintenance_by(by), "update",
+                              after=lambda: ch.send(pr.C_UPDATE_DATA, bytes(2) + nxt0 + release))
     if rec["what"] == "update_refused":
-        raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} refused the update: "
-                         f"{rec['reason']}")
+        raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} refused the update before "
+                         f"keeping any of it: {rec['reason']}; it still runs its firmware")
     log(f"update begun (command {counter}): sending {length:,} B in {len(chunks) - 1} chunks "
         "after the release key's signature")
     step = max(1, len(chunks) // 10)
-    for i, nxt, piece in chunks:
+    for i, nxt, piece in chunks[1:]:
         payload = struct.pack(">H", i) + nxt + piece
         index = struct.pack(">H", i)
 
@@ -214,10 +227,8 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
             if f.type == pr.T_MAINTENANCE and ch.authentic(f):
                 rec = pr.decode_payload(f)[1]
                 if rec["counter"] == counter and rec["what"] == "update_refused":
-                    at = (f"at chunk {i}" if i else
-                          "before keeping any of it (chunk 0: the release key's signature)")
-                    raise SabotError(f"the shoe refused the update {at}: {rec['reason']}; it "
-                                     "still runs its firmware")
+                    raise SabotError(f"the shoe refused the update at chunk {i}: "
+                                     f"{rec['reason']}; it still runs its firmware")
             return None
 
         for _ in range(CHUNK_TRIES):
