@@ -133,13 +133,19 @@ def test_a_dealing_shoe_is_updated_and_rekeyed_over_a_tty_with_no_repl(env, tmp_
     release = ("--release-key", tmp_path / "release.pem")
     install_build(root, tmp_path / "release.pem")  # the run's build (kit/run.py)
     port = free_port_for_tests()
+    # a simulated dealer deals one round (a burn, then a natural) and draws no more: a rekey
+    # waits for a round dealt since provisioning
+    (tmp_path / "round.txt").write_text("AS 2H 9S 8D KD 9C\n")
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root, "--key", key,
-                         "--registry", reg)
+                         "--registry", reg, "--shoe", tmp_path / "round.txt")
     bridge = None
     try:
         board.wait_line("firmware running")
         assert wait_for(lambda: port_accepts(port))
         bridge = PtyBridge(tmp_path, port)
+        assert wait_for(lambda: json.loads(run(
+            env, "status", "--port", bridge.path, "--key", key, "--db", tmp_path / "a.db",
+            "--registry", reg, "--json").stdout or "{}").get("round", 0) >= 1, timeout=30)
         update_the_dealing_shoe(env, bridge.path, key, reg, release, tmp_path)
     finally:
         if bridge:

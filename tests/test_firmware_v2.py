@@ -514,9 +514,10 @@ def test_an_element_step_failing_while_a_card_waits_for_a_slot_is_taken_again(tm
 
 
 def test_a_rekey_waits_for_a_round_dealt_in_a_later_shoe_than_the_last_rekeys(tmp_path):
-    """The command key alone cannot use up the result key slots: after a rekey the next is
-    refused (its own reason) until a round is dealt — cards through the sensor — in a later
-    shoe; new-shoe commands open nothing, and a reboot or a compaction forgets nothing."""
+    """The command key alone cannot use up the result key slots: a rekey waits for a round dealt
+    — cards through the sensor — the first too, and after a rekey the next is refused (its own
+    reason) until a round is dealt in a later shoe; new-shoe commands open nothing, and a reboot
+    or a compaction forgets nothing."""
     from shoe.store import load_identity
 
     shoe, app, link = started(tmp_path)
@@ -542,6 +543,8 @@ def test_a_rekey_waits_for_a_round_dealt_in_a_later_shoe_than_the_last_rekeys(tm
 
     for t in ("AS", "2H"):  # the burn
         card(app, t)
+    assert rekey(app) == 8  # not even the first before a round is dealt
+    a_round(app)
     assert rekey(app) == 2  # the first since provisioning
     assert rekey(app) == 8  # at once again: no round dealt since
     a_round(app)

@@ -17,7 +17,7 @@ import struct
 
 from shoe.element import LOCK, READ, WRITE, crc16
 from shoe.port import COMMAND_KEY_SLOT
-from shoe.store import write_identity
+from shoe.store import REKEY_FILE, write_identity
 
 RESULT_VERSIONS = 7  # result key version v lives in slot v - 1 (36-byte private-key slots 0-6)
 # The attestation key: made once at provisioning, it signs only messages the element builds
@@ -198,6 +198,8 @@ def provision(element, flash, shoe_id, variant, command_xy, decks=8):
     write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 1), blocks[68:72])
     write_identity(flash, shoe_id, 1)
     flash.write_atomic("variant", bytes((variant, decks)))  # what every shoe_start announces
+    # the rekey gate closed as after a rekey in shoe 0: the first waits for a round dealt too
+    flash.write_atomic(REKEY_FILE, bytes(2))
     # The commit point. No CRC: it would cover the private key, which nobody outside the chip
     # knows (CryptoAuthLib's atcab_lock_data_zone() locks so too); what matters is read back.
     lock(element, LOCK_DATA | LOCK_NO_CRC)

@@ -31,7 +31,8 @@ except ImportError:  # CPython (tests): const is only a compiler hint
 
 IDENTITY_FILE = "identity"  # shoe_id(4) key_version(2), written by host provisioning; not secret
 _BOOT_FILE = "boot"
-# shoe_no(2) of the last rekey, until a round is dealt in a later shoe (rekey_due); none: open
+# shoe_no(2) of the last rekey (0: provisioning), until a round is dealt in a later shoe
+# (rekey_due); none: open
 REKEY_FILE = "rekeyed"
 _IDENTITY_LEN = const(6)
 BOOT_MAX = const(0xFFFF)  # frames carry the boot counter in 2 bytes
@@ -366,9 +367,10 @@ def write_identity(flash, shoe_id, key_version):
 
 
 def rekey_due(flash, shoe_no, rounds):
-    """A rekey may be taken: none since provisioning, or a round dealt (`rounds` of shoe
-    `shoe_no`) in a later shoe than the last rekey's. A new shoe is a command, a round is cards
-    through the sensor: the command key alone cannot use up the result key slots."""
+    """A rekey may be taken: a round dealt (`rounds` of shoe `shoe_no`) in a later shoe than the
+    last rekey's (provisioning counts as one in shoe 0; a shoe provisioned before it did has its
+    first rekey open). A new shoe is a command, a round is cards through the sensor: the command
+    key alone cannot use up the result key slots."""
     raw = flash.read(REKEY_FILE)
     return raw is None or (shoe_no > int.from_bytes(raw[:2], "big") and rounds > 0)
 

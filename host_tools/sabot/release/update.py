@@ -185,8 +185,9 @@ class ShoeChannel:
                               "resolve it first",
                    "keys_exhausted": "every result key slot of its element is used: it can "
                                      "make no further version",
-                   "no_round_since_rekey": "it takes one rekey a dealt shoe: deal a round in a "
-                                           "later shoe than the last rekey's first",
+                   "no_round_since_rekey": "it takes one rekey a dealt shoe: deal a round "
+                                           "first (since provisioning, or in a later shoe "
+                                           "than the last rekey's)",
                    }.get(rec["reason"], rec["reason"])
             raise SabotError(f"shoe {pr.shoe_id_text(self.config.shoe_id)} refused the {what}: "
                              f"{why}")
