@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_ds
 from sabot.game import cards
 from shoe import frames, integrity, release
 from shoe.app import ShoeApp
-from shoe.dealing import PH_ENDED
+from shoe.dealing import PH_BURN_FIRST, PH_ENDED
 from shoe.element import ElementError
 from shoe.sensor import encode
 from shoe.store import R_CHECKPOINT, R_FINAL, Flash, RecordLog
@@ -566,3 +566,20 @@ def test_a_rekey_waits_for_a_round_dealt_in_a_later_shoe_than_the_last_rekeys(tm
     app = reboot()  # ... and after a reboot the shoe still knows a round was dealt
     assert app.shoe.round_no == 0 and rekey(app) == 3
     assert rekey(app) == 8
+
+
+def test_a_new_shoe_over_a_shoe_that_dealt_nothing_is_refused(tmp_path):
+    """A new shoe compacts the log (a sector erased on a raw partition): asked for over a shoe
+    that dealt nothing, again and again, it would let a host wear the flash out; only an ended
+    shoe takes one."""
+    from shoe.port import REJ_NOT_NOW
+
+    shoe, app, link = started(tmp_path)
+    assert app.shoe.phase == PH_BURN_FIRST and not app.shoe.position
+    before = app.shoe.shoe_no
+    link.take()
+    app.host_bytes(shoe.command(frames.C_NEW_SHOE))
+    serve(app)
+    rejected = [frames.parse(f)[6] for f in link.take()
+                if frames.type_of(f) == frames.T_COMMAND_REJECTED]
+    assert [r[0] for r in rejected] == [REJ_NOT_NOW] and app.shoe.shoe_no == before

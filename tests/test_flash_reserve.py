@@ -1,8 +1,8 @@
 """Nothing a host sends fills the shoe's flash, and a tilted shoe is never mute (docs/SECURITY.md,
-"The flash"): on the virtual board (real MicroPython, the element emulator), authentic commands
-the shoe refuses are kept as chained frames only up to the reserve's 16 unacknowledged, then
-counted in its status; a shoe whose boot counter is spent tilts and still says why, with every
-unacknowledged frame resent. (Updates: tests/test_update.py.)"""
+"The flash"): on the virtual board (real MicroPython, the element emulator), the frames a host
+causes (refusals, maintenance records) are kept only within its budget, acknowledged or not,
+then counted in the shoe's status; a shoe whose boot counter is spent tilts and still says why,
+with every unacknowledged frame resent. (Updates: tests/test_update.py.)"""
 
 import time
 from pathlib import Path
@@ -51,8 +51,8 @@ def test_refused_commands_beyond_the_reserve_are_counted_not_kept(tmp_path):
         port.close()
         board.stop()
     assert st["host_counter"] == counter  # all 20 taken and refused
-    assert st["unacked_to"] - first_unacked == 16  # 16 kept as command_rejected frames
-    assert st["refusals_unlogged"] == 4 and st["refused_bad_key"] == 0
+    assert st["unacked_to"] - first_unacked == 14  # 14 kept (2 more only for a rekey's frames)
+    assert st["refusals_unlogged"] == 6 and st["refused_bad_key"] == 0
     assert set(range(first_unacked + 1, st["unacked_to"] + 1)) <= seen
 
 
@@ -126,9 +126,9 @@ def test_a_host_keeps_no_more_than_its_budget_even_acknowledged_and_a_genuine_up
         tmp_path, built):
     """On a tilted shoe (which never compacts its log), a host holding the command key sends
     updates of its own junk (each refused at chunk 0) and resolutions (each refused), and
-    acknowledges: the log keeps 16 frames the host caused, acknowledged or not, and counts the
-    rest; the frames of a genuine update, whose chunk 0 the release key signed, are kept beyond
-    that budget, and it repairs the shoe."""
+    acknowledges: the log keeps 14 frames the host caused, acknowledged or not (2 more only for a
+    rekey's), and counts the rest; a genuine update still repairs the shoe, its update_applied
+    kept beyond the budget (a repair of a shoe tilted for its code)."""
     import shutil
 
     from sabot.release.build import FIRMWARE_VERSION, code_digest
@@ -175,6 +175,58 @@ def test_a_host_keeps_no_more_than_its_budget_even_acknowledged_and_a_genuine_up
         port.close()
     assert st["host_counter"] == counter  # all 22 taken
     # the last six commands left no frame on flash: an acknowledgement's record (11 B) at most
-    assert st["refusals_unlogged"] == 22 - 16 and sizes[-1] - sizes[-6] <= 11
+    assert st["refusals_unlogged"] == 22 - 14 and sizes[-1] - sizes[-6] <= 11
     assert rec["what"] == "update_applied" and board.wait_off() == 4
     assert not (code / "shoe" / "implant.py").exists()
+
+
+def test_with_the_budget_spent_a_switch_is_recorded_or_not_made(tmp_path, built):
+    """A dealing shoe whose host budget a host spent: the release it already runs, sent again,
+    is taken but not switched to (its update_applied could not be recorded, and an applied
+    update resets the shoe: repeated, each would add a frame and a boot); an upgrade is switched
+    to and recorded beyond the budget."""
+    import shutil
+
+    from sabot.errors import SabotError
+    from sabot.release.build import (
+        FIRMWARE_VERSION,
+        code_digest,
+        release_key,
+        sign_manifest,
+        sign_update,
+    )
+
+    key, flash, config, _ = provision_shoe(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(built / "tree", code)
+    same = tmp_path / "same"
+    shutil.copytree(code, same)
+    newer = tmp_path / "newer"
+    shutil.copytree(code, newer)
+    (newer / "NOTES").write_text("an upgrade\n")
+    digest = code_digest(newer)
+    (newer / "MANIFEST").write_text(sign_manifest(release_key(built / "release.pem"), digest,
+                                                  "virtual", FIRMWARE_VERSION + 1))
+    sign_update(release_key(built / "release.pem"), newer)
+    board = VirtualBoard(flash, code=code, sign_ms=SIGN_MS).start()
+    port = ShoePort(board.url)
+    try:
+        ch = channel.ShoeChannel(port, key, config)
+        counter = ch.hello(5.0)["host_counter"]
+        for _ in range(14):  # resolutions of nothing held: the budget spent on refusals
+            counter += 1
+            ch.send(pr.C_RESOLVE, b"\x01", counter)
+            time.sleep(0.3)
+        with pytest.raises(SabotError, match="could not record its outcome, so it did not switch"):
+            channel.update(port, key, config, {"dir": str(same), "manifest": code_digest(same)},
+                           "mallory", lambda m: None)
+        assert board.alive()
+        try:
+            rec = channel.update(port, key, config, {"dir": str(newer), "manifest": digest},
+                                 "tech", lambda m: None)
+        except channel.OutcomeUnseen:
+            rec = {"what": "update_applied"}
+    finally:
+        port.close()
+    assert rec["what"] == "update_applied" and board.wait_off() == 4
+    assert code_digest(code) == digest

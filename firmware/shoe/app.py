@@ -23,7 +23,6 @@ from shoe.dealing import (
     EV_RESULT,
     EV_SHOE_END,
     EV_SHOE_START,
-    PH_BURN_FIRST,
     PH_ENDED,
     PH_HELD,
     RES_VOID_ROUND,
@@ -642,13 +641,13 @@ class ShoeApp:
         else:
             self.unlogged += 1
 
-    def host_frame(self, n=1):
+    def host_frame(self, n=1, rekey=False):
         """May the log keep `n` more frames a host caused (refusals, maintenance records)? Up to
-        store.HOST_FRAMES between two compactions (their room is in the one reserve); beyond,
-        what the host asked is counted (status `unlogged`) and kept nowhere, so no host fills
-        the flash, acknowledged or not (an acknowledged frame stays on flash until the next
-        compaction, at a new shoe)."""
-        if self.host_frames + n > HOST_FRAMES:
+        store.HOST_FRAMES between two compactions, the last two only for a rekey's (their room
+        is in the one reserve); beyond, what the host asked is counted (status `unlogged`) and
+        kept nowhere, so no host fills the flash, acknowledged or not (an acknowledged frame
+        stays on flash until the next compaction, at a new shoe)."""
+        if self.host_frames + n > (HOST_FRAMES if rekey else HOST_FRAMES - 2):
             return False
         self.host_frames += n
         return True
@@ -710,7 +709,9 @@ class ShoeApp:
             if not self._input(IN_RESOLVE, payload[0], 1):
                 self.refuse(REJ_NOT_NOW, ftype, counter)
         elif ftype == frames.C_NEW_SHOE:
-            if s.phase == PH_ENDED or (s.phase == PH_BURN_FIRST and not s.position):
+            # only once the shoe has ended: a new shoe compacts the log (a sector erased), and
+            # one asked for over a shoe that dealt nothing would let a host wear the flash out
+            if s.phase == PH_ENDED:
                 if self.flash_low():  # the host acknowledges, then asks again
                     self.low = 1
                     self.refuse(REJ_FLASH_LOW, ftype, counter)

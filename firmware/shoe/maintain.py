@@ -119,7 +119,6 @@ class Maintainer:
     def __init__(self, shoe):
         self.shoe = shoe
         self.update = Update(shoe.code_root, shoe.code_skip, shoe.element)
-        self._beyond = 0  # the update (its command's counter) recorded beyond the host's budget
 
     def tick(self):
         """From service(): an update session that took no chunk for IDLE_MS is abandoned, its
@@ -144,22 +143,22 @@ class Maintainer:
         (interrupted), so its update_begun frame does not stand alone."""
         got = self.update.abandoned()
         if got is not None:
-            self._record(_M_UPDATE_REFUSED, got[0], got[1], bytes((R_INTERRUPTED,)) + bytes(36),
-                         True)  # staged only after chunk 0 was checked
+            self._record(_M_UPDATE_REFUSED, got[0], got[1], bytes((R_INTERRUPTED,)) + bytes(36))
 
-    def _record(self, what, counter, by, detail, vouched=False):
-        """A maintenance frame, within the host's budget (the shoe's host_frame). Beyond it, the
-        frames of one update a boot whose stream the release key vouched for (chunk 0 checked)
-        are kept all the same, so a shoe whose budget a host used up can still be repaired: the
-        most a host adds that way is a session's frames a power-on."""
+    def _record(self, what, counter, by, detail, repair=False):
+        """A maintenance frame, within the host's budget (the shoe's host_frame); beyond it only
+        counted, and False. `repair`: an update_applied that upgrades the firmware (its version
+        above the running tree's) or repairs a shoe tilted for its code is kept beyond the
+        budget all the same: each is followed by a boot of a tree the release key signed, and
+        neither can recur without another release or an opened case."""
         shoe = self.shoe
         if not shoe.host_frame():
-            if not vouched or self._beyond not in (0, counter):
+            if not repair:
                 shoe.unlogged += 1
-                return
-            self._beyond = counter
+                return False
             shoe.host_frames += 1
         add_frame(shoe.outbox, frames.T_MAINTENANCE, frame_payload(what, counter, by, detail))
+        return True
 
     def _begin(self, counter, payload):
         shoe = self.shoe
@@ -187,14 +186,13 @@ class Maintainer:
         u.discard()
         if begun:
             self._record(_M_UPDATE_REFUSED, u.counter, u.by,
-                         bytes((reason,)) + bytes(32) + struct.pack(">I", u.version), True)
+                         bytes((reason,)) + bytes(32) + struct.pack(">I", u.version))
 
     def _refused(self, reason, digest, version=0):
         u = self.update
-        vouched = u.authorized or u.version != 0  # chunk 0's signature was good
         u.discard()
         self._record(_M_UPDATE_REFUSED, u.counter, u.by,
-                     bytes((reason,)) + digest + struct.pack(">I", version), vouched)
+                     bytes((reason,)) + digest + struct.pack(">I", version))
 
     def _chunk(self, payload):
         shoe = self.shoe
@@ -217,8 +215,7 @@ class Maintainer:
             if why:
                 self._refused(why, bytes(32), u.version)
                 return
-            self._record(_M_UPDATE_BEGUN, u.counter, u.by, struct.pack(">I", u.length) + u.head,
-                         True)
+            self._record(_M_UPDATE_BEGUN, u.counter, u.by, struct.pack(">I", u.length) + u.head)
         _send_unsigned(shoe, frames.T_UPDATE_PROGRESS, struct.pack(">H", index))
         if got == 2:
             self._finish()
@@ -234,8 +231,15 @@ class Maintainer:
         if reason:
             self._refused(reason, digest, version)
             return
-        self._record(_M_UPDATE_APPLIED, u.counter, u.by, digest + struct.pack(">I", version),
-                     True)
+        from shoe import integrity
+
+        running = integrity.manifest(u.root)
+        repair = (getattr(shoe, "cause", 0) == frames.TILT_CODE
+                  or running is None or version > running[1])
+        if not self._record(_M_UPDATE_APPLIED, u.counter, u.by,
+                            digest + struct.pack(">I", version), repair):
+            u.discard()  # never a switch the log does not record: the host's budget is spent
+            return
         shoe.finish_all()  # signed and sent by the firmware that checked it, before the switch
         u.switch()
         shoe.restart = True
@@ -253,7 +257,7 @@ class Maintainer:
             # one rekey a dealt shoe: a script holding the command key cannot burn the slots
             shoe.refuse(_REJ_NO_ROUND, frames.C_REKEY, counter)
             return
-        if not shoe.host_frame(2):  # its two frames within the host's budget, or no rekey
+        if not shoe.host_frame(2, True):  # its two frames (the budget keeps two for a rekey)
             shoe.unlogged += 1
             return
         from shoe import rekey

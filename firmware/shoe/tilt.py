@@ -212,10 +212,10 @@ class TiltShoe:
         else:
             self.unlogged += 1
 
-    def host_frame(self, n=1):
+    def host_frame(self, n=1, rekey=False):
         """As the dealing shoe's (shoe/app.py): within store.HOST_FRAMES in the log, counting those
-        it already holds, else counted only."""
-        if self.host_frames + n > HOST_FRAMES:
+        it already holds, else counted only (a tilted shoe takes no rekey)."""
+        if self.host_frames + n > HOST_FRAMES - 2:
             return False
         self.host_frames += n
         return True

@@ -133,10 +133,14 @@ class ShoeChannel:
                 last = time.monotonic()
 
     def answer_to(self, counter: int, wait: float, again: Callable[[], None] | None = None,
-                  every: float = 1.0) -> tuple[str, dict[str, Any]] | None:
+                  every: float = 1.0, taken: Callable[[pr.Frame], bool] | None = None
+                  ) -> tuple[str, dict[str, Any]] | None:
         """The shoe's signed, chained word on the command with this counter: ("maintenance", rec)
-        or ("command_rejected", rec)."""
+        or ("command_rejected", rec); or ("taken", {}) for a frame `taken` accepts (an unsigned
+        sign that it went on, where the shoe could not record its word)."""
         def accept(f: pr.Frame) -> tuple[str, dict[str, Any]] | None:
+            if taken is not None and taken(f):
+                return "taken", {}
             if f.type not in (pr.T_MAINTENANCE, pr.T_COMMAND_REJECTED) or not self.authentic(f):
                 return None
             kind, rec = pr.decode_payload(f)
@@ -145,7 +149,8 @@ class ShoeChannel:
         return self.wait_for(accept, wait, again, every)
 
     def command(self, ftype: int, payload: bytes, what: str,
-                after: Callable[[], None] | None = None) -> tuple[int, dict[str, Any]]:
+                after: Callable[[], None] | None = None,
+                taken: Callable[[pr.Frame], bool] | None = None) -> tuple[int, dict[str, Any]]:
         """A counted command and the shoe's maintenance record of it (SabotError when refused or
         unanswered). The counter is the shoe's status counter + 1: a hello first. `after` is
         sent after the command each time it is (an update's chunk 0, which the record waits
@@ -163,7 +168,7 @@ class ShoeChannel:
                 after()
 
         send()
-        got = self.answer_to(counter, BEGIN_WAIT, again=send, every=2.0)
+        got = self.answer_to(counter, BEGIN_WAIT, again=send, every=2.0, taken=taken)
         if got is None:
             before = self.status
             again = self.hello(5.0)
@@ -211,8 +216,14 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
     _, nxt0, release = chunks[0]
     counter, rec = ch.command(pr.C_UPDATE, struct.pack(">I", length) + head
                               + pr.maintenance_by(by), "update",
-                              after=lambda: ch.send(pr.C_UPDATE_DATA, bytes(2) + nxt0 + release))
-    if rec["what"] == "update_refused":
+                              after=lambda: ch.send(pr.C_UPDATE_DATA, bytes(2) + nxt0 + release),
+                              taken=lambda f: (f.type == pr.T_UPDATE_PROGRESS
+                                               and f.payload[:2] == bytes(2)))
+    before = ch.status or {}
+    if not rec:  # chunk 0 taken, update_begun not recorded: the host's budget is spent
+        log("the shoe took the release key's signature but could not record update_begun (the "
+            "frames a host may have it keep are used up until its next shoe)")
+    elif rec["what"] == "update_refused":
         raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} refused the update before "
                          f"keeping any of it: {rec['reason']}; it still runs its firmware")
     log(f"update begun (command {counter}): sending {length:,} B in {len(chunks) - 1} chunks "
@@ -247,6 +258,14 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
     except ConnectionError as e:
         raise OutcomeUnseen(str(e)) from None
     if got is None:
+        again = ch.hello(5.0)
+        if again is not None and (again.get("refusals_unlogged") or 0) > (
+                before.get("refusals_unlogged") or 0):
+            raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} took the build but could "
+                             "not record its outcome, so it did not switch: the frames a host "
+                             "may have it keep are used up until its next shoe (an upgrade, or "
+                             "the repair of a tilted shoe, is recorded all the same); it still "
+                             "runs its firmware")
         raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} sent no outcome of the update "
                          f"within {CHECK_WAIT:g} s")
     rec = got[1]
