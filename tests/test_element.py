@@ -528,8 +528,8 @@ def test_a_new_driver_waits_out_a_command_the_last_one_left_running(emulator):
     e = emulator("--sign-ms", 80, "--ecc-ms", 0, "--cmd-ms", 0)
     first = Element(SocketI2C(e.spec))
     first.load_digest(hashlib.sha256(b"cut").digest())
+    began = time.monotonic()  # before the Sign is sent: it ends 80 ms after the chip has it
     first.sign_start(0)  # queued: the chip executes it for 80 ms
-    began = time.monotonic()
     second = Element(SocketI2C(e.spec))  # the MCU rebooted at once
     assert second.info() == bytes.fromhex("00006003")
     assert time.monotonic() - began >= 0.05, "the wake waited for the Sign to end"
