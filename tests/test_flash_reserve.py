@@ -122,6 +122,7 @@ def built():
     return built_tree()[0]
 
 
+@pytest.mark.long
 def test_a_host_keeps_no_more_than_its_budget_even_acknowledged_and_a_genuine_update_repairs(
         tmp_path, built):
     """On a tilted shoe (which never compacts its log), a host holding the command key sends
@@ -180,6 +181,7 @@ def test_a_host_keeps_no_more_than_its_budget_even_acknowledged_and_a_genuine_up
     assert not (code / "shoe" / "implant.py").exists()
 
 
+@pytest.mark.long
 def test_with_the_budget_spent_a_switch_is_recorded_or_not_made(tmp_path, built):
     """A dealing shoe whose host budget a host spent: the release it already runs, sent again,
     is taken but not switched to (its update_applied could not be recorded, and an applied

@@ -239,6 +239,7 @@ class Maintainer:
         if not self._record(_M_UPDATE_APPLIED, u.counter, u.by,
                             digest + struct.pack(">I", version), repair):
             u.discard()  # never a switch the log does not record: the host's budget is spent
+            _send_unsigned(shoe, frames.T_UPDATE_PROGRESS, b"\xff\xff")  # (the host asks why)
             return
         shoe.finish_all()  # signed and sent by the firmware that checked it, before the switch
         u.switch()

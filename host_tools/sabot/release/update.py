@@ -253,11 +253,12 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
                              "runs its firmware")
         if i and (i % step == 0 or i == len(chunks) - 1):
             log(f"  sent {i} of {len(chunks) - 1} chunks ({min(i * CHUNK_DATA, length):,} B)")
-    try:
-        got = ch.answer_to(counter, CHECK_WAIT)
+    try:  # (progress 0xFFFF, unsigned: the shoe could not record an outcome; its status says)
+        got = ch.answer_to(counter, CHECK_WAIT, taken=lambda f: (
+            f.type == pr.T_UPDATE_PROGRESS and f.payload[:2] == b"\xff\xff"))
     except ConnectionError as e:
         raise OutcomeUnseen(str(e)) from None
-    if got is None:
+    if got is None or got[0] == "taken":
         again = ch.hello(5.0)
         if again is not None and (again.get("refusals_unlogged") or 0) > (
                 before.get("refusals_unlogged") or 0):
