@@ -55,3 +55,44 @@ def test_lamps_keep_up_with_the_cards_under_a_flood_of_forged_commands(tmp_path)
     # only those the element checked are refused for the key: the rest for the rate, so a host
     # is never told a busy shoe holds another command key
     assert 1 <= st["refused_bad_key"] < st["refused"] // 4
+
+
+@pytest.mark.board
+def test_a_shoe_refusing_our_commands_for_its_rate_is_not_called_a_wrong_key(tmp_path,
+                                                                             monkeypatch):
+    """A host sending its signed commands faster than the shoe takes them (4 a second) has
+    most refused for the rate: counted in status `refused`, none in `refused_bad_key`. The host
+    judges its key by the latter, so a busy shoe is never said to refuse our key; with another
+    key the element's verdict says so."""
+    from sabot import keys
+    from sabot import protocol as pr
+    from sabot.audit.validator import Validator
+    from sabot.link import host
+    from sabot.link.host import HostLink
+    from sabot.virtual.board import VirtualBoard
+
+    key, flash, config, _ = provision_shoe(tmp_path)
+    board = VirtualBoard(flash, port=free_port_for_tests(), sign_ms=SIGN_MS).start()
+    monkeypatch.setattr(host, "SIGNED_GAP", 0.02)  # 50 signed commands a second
+    verdicts = {}
+    try:
+        for name, k in (("ours", key), ("other", keys.create(str(tmp_path / "other.pem")))):
+            v = Validator(config, str(tmp_path / f"{name}.db"))
+            link = HostLink(board.url, v, k)
+            try:
+                st = link.ask(5)
+                for _ in range(12):
+                    link._command(pr.C_ACK, st["acked"].to_bytes(4, "big"), counted=False)
+                time.sleep(0.5)
+                link.ask(5)
+                verdicts[name] = (link.check_key(5), v.status)
+            finally:
+                link.close()
+                v.store.close()
+    finally:
+        board.stop()
+    verdict, st = verdicts["ours"]
+    assert st["refused"] >= 6 and st["refused_bad_key"] == 0  # refused for the rate only
+    assert verdict != "refused"
+    verdict, st = verdicts["other"]
+    assert verdict == "refused" and st["refused_bad_key"] >= 2

@@ -71,7 +71,8 @@ class HostLink:
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
         # the shoe's word on our signed commands (key_verdict)
-        self._refused_base: tuple[int, int] | None = None  # (boot, refused for key) before them
+        # (boot, refused for the key, refused in all) before them
+        self._refused_base: tuple[int, int, int] | None = None
         self._signed: list[tuple[int, float]] = []  # each one sent: (hellos before it, when)
         self._acks_due: list[int] = []  # acks beyond what the shoe had acknowledged when sent
         self._counter_due = 0  # the counter of our latest counted command
@@ -143,7 +144,7 @@ class HostLink:
         if st is None or self.status_boot is None:
             return
         if self._refused_base is None:
-            self._refused_base = (self.status_boot, pr.refused_for_key(st))
+            self._refused_base = (self.status_boot, pr.refused_for_key(st), st["refused"])
         self._signed.append((self.hellos, time.monotonic()))
         if ftype == pr.C_ACK:
             seq = int.from_bytes(payload[:4], "big")
@@ -157,7 +158,7 @@ class HostLink:
         st = self.validator.status
         if st is None or self._refused_base is None:
             return
-        boot, base = self._refused_base
+        boot, base, total = self._refused_base
         if self.status_boot != boot:  # rebooted: its count started again
             self._refused_base, self._signed, self._judged = None, [], 0
             return
@@ -168,8 +169,9 @@ class HostLink:
         judged = sum(1 for hellos, at in self._signed if hellos < answered and now - at >= SETTLE)
         self._judged = judged
         # a busy or rate-limited shoe refuses too: only refusals for a bad signature count
+        # against the key, and only commands refused for nothing clear it
         self.refused_ours = min(judged, max(0, pr.refused_for_key(st) - base))
-        if judged > self.refused_ours:
+        if judged > max(self.refused_ours, st["refused"] - total):
             self.key_cleared = True
         if self.key_verdict() == "refused" and not self._told:
             self._told = True
