@@ -33,9 +33,13 @@ venv: $(STAMP)
 APT := apt-get -o DPkg::Lock::Timeout=600
 # The browser tests drive Debian's headless Chromium with its chromedriver (no browser download).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-/usr/bin/chromedriver:
+/usr/bin/chromedriver: /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 	$(SUDO) $(APT) install -y chromium chromium-driver || { $(SUDO) $(APT) update && \
 		$(SUDO) $(APT) install -y chromium chromium-driver; }
+# The scoreboard's Chinese labels drawn in the browser (and its screenshots): a CJK font.
+/usr/share/fonts/truetype/wqy/wqy-microhei.ttc:
+	$(SUDO) $(APT) install -y -q fonts-wqy-microhei || { $(SUDO) $(APT) update -q && \
+		$(SUDO) $(APT) install -y -q fonts-wqy-microhei; }
 # socat bridges a pseudo-terminal to the virtual board in the tests (a shoe as a real tty).
 socat:
 	@command -v socat >/dev/null 2>&1 || { \

@@ -58,6 +58,46 @@ def read_page(driver):
     return page["version"], page["round"], roads
 
 
+# The payouts and the newest result, as the page shows them
+PLAYERS_READ = """
+return {payouts: [...document.querySelectorAll("#payouts li")].map(
+          e => [e.dataset.wager, e.dataset.pays, e.innerText]),
+        game: document.getElementById("game").innerText,
+        newest: document.querySelector("ol.last li .words").innerText,
+        cards: document.querySelector("ol.last li .hands").innerText};
+"""
+
+
+def check_what_players_read(driver, rig, table):
+    """The game's name and each wager the registry offers with what the settlement's rules pay
+    for it (game/wagers.py, asked here with a round that wins it), in English and Chinese; the
+    newest result in words and its cards with suit symbols, against `sabot history`."""
+    from sabot.game import wagers
+    from sabot.game.wagers import Summary
+
+    page = driver.execute_script(PLAYERS_READ)
+    assert page["game"] == "EZ Baccarat EZ百家乐"
+    offered = [w for w, _, _ in page["payouts"]]
+    assert offered == ["player", "banker", "tie", "dragon7", "panda8"]  # the registry's
+    pays = {w: p for w, p, _ in page["payouts"]}
+    for wager, won in (("player", Summary(9, 3, 2, 2, False, False)),
+                       ("dragon7", Summary(5, 7, 2, 3, False, False)),
+                       ("panda8", Summary(8, 5, 3, 2, False, False))):
+        assert pays[wager] == f"{wagers.resolve(wager, won)[1]} to 1", pays
+    assert pays["tie"] == "8 to 1" and pays["banker"].startswith("1 to 1")
+    assert all("赔" in text for _, _, text in page["payouts"])  # and in Chinese
+    h = subprocess.run([*SABOT, "history", "--db", rig.db, "--json"], capture_output=True,
+                       text=True, timeout=60)
+    last = [json.loads(x) for x in h.stdout.splitlines() if '"winner"' in x][-1]
+    p, b = last["player_total"], last["banker_total"]
+    want = {"player": f"Player {p} beats Banker {b}", "banker": f"Banker {b} beats Player {p}",
+            "tie": f"Tie {p} — {b}"}[last["winner"]]
+    assert page["newest"].startswith(want), (page["newest"], last)
+    for card in last["player"] + last["banker"]:  # each card with its suit's symbol
+        rank = "10" if card[0] == "T" else card[:-1]
+        assert rank + "♠♥♦♣"["SHDC".index(card[-1])] in page["cards"], (page["cards"], last)
+
+
 def check_full_screen(driver, w, h, dragons):
     """The scoreboard in a w x h viewport: the whole window, no scrolling, the Big Road over half
     the width, the registry's limits and the offered side wagers' counts; its screenshot into
@@ -116,16 +156,17 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
         rounds = rig.get(f"/api/tables/{table}")["rounds"]
         for w, h in ((1920, 1080), (1280, 720)):
             check_full_screen(driver, w, h, sum("dragon7" in r["flags"] for r in rounds))
+        check_what_players_read(driver, rig, table)
         driver.get(rig.url + "/")
         pit = driver.execute_script("return document.querySelector('table.pit').innerText")
         assert table in pit and "shoe ended" in pit and "Banker" in pit
         driver.set_window_size(1400, 400)
         screenshot(driver, "dashboard.png")
-        # a lost link is the pit's business: the players' page says only that the table paused
+        # a lost link is the pit's business: the players' page only asks them to wait
         rig.boards[0].stop()
         driver.get(f"{rig.url}/table/{table}")
         end = time.monotonic() + 10
-        while "paused" not in driver.execute_script(LAYOUT)["text"]:
+        while "please wait" not in driver.execute_script(LAYOUT)["text"]:
             assert time.monotonic() < end, driver.execute_script(LAYOUT)["text"]
             time.sleep(0.1)
         assert "link" not in driver.execute_script(LAYOUT)["text"]

@@ -12,10 +12,39 @@ from urllib.parse import quote
 
 from sabot.game.roads import DERIVED, UNKNOWN, bead, streaks
 from sabot.pit.markup import Html, el, join
+from sabot.pit.payouts import game_name, payout_lines
 from sabot.pit.tables import Pit, TableView, counts, flag_list, roads_of
-from sabot.pit.words import FLAG_NAMES, cards_text, clock, money, percent, shown
+from sabot.pit.words import clock, money, percent, result_words, shown
 
 LAST_RESULTS = 12
+# the board's labels in English and Chinese, side by side (the names Chinese scoreboards use)
+ZH = {"Bead Plate": "珠盘路", "Big Road": "大路", "big_eye_boy": "大眼仔", "small_road": "小路",
+      "cockroach_pig": "曱甴路", "Banker": "庄", "Player": "闲", "Tie": "和",
+      "Banker ask": "庄问路", "Player ask": "闲问路", "Last results": "近期结果",
+      "Payouts": "赔率"}
+SUITS = {"S": ("♠", "black"), "H": ("♥", "red"), "D": ("♦", "red"), "C": ("♣", "black")}
+
+
+def both(en: str, key: str | None = None) -> Html:
+    """A label in English, then Chinese."""
+    return join(en, " ", el("span", ZH[key or en], class_="zh", lang="zh"))
+
+
+def cards_shown(cards: Any) -> Html:
+    """Cards as players read them: 10♠ Q♦, the suits as symbols in their colours."""
+    if not isinstance(cards, list):
+        return join(shown(cards))
+    out: list[Html | str] = []
+    for c in cards:
+        code = shown(c)
+        rank, suit = code[:-1], code[-1:]
+        if suit in SUITS and rank:
+            symbol, colour = SUITS[suit]
+            out.append(el("span", ("10" if rank == "T" else rank) + symbol,
+                          class_=f"card {colour}"))
+        else:
+            out.append(code)
+    return join(*[x for c in out for x in (c, " ")][:-1])
 
 def derived_cells(entries: list[str]) -> list[tuple[int, int, str]]:
     """Derived-road entries laid out as players read them: a new column when the colour
@@ -56,34 +85,43 @@ def derived_road(name: str, entries: list[str]) -> Html:
         if row == 1:
             columns.append([])
         columns[-1].append(el("span", class_=e, data_i=i, data_v=e))
-    return el("div", el("h2", name.replace("_", " ").title()),
+    return el("div", el("h2", both(name.replace("_", " ").title(), name)),
               el("div", [el("div", col, class_="col") for col in columns],
                  class_=f"road derived {name}", id=name))
 
 
 def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = ()) -> Html:
-    """The newest rounds, each with the flags players are told of: naturals and pairs, and the
-    side wagers the table offers (`offered`); not a Lucky Six on a table with no such wager."""
+    """The newest rounds, each in words ("Banker 7 beats Player 3 — Dragon 7": the flags players
+    are told of, naturals and pairs and the side wagers the table offers, `offered`; not a Lucky
+    Six on a table with no such wager), then its cards, the suits as symbols."""
     told = {"player_natural", "banker_natural", "player_pair", "banker_pair", *offered}
     items = []
     for rec in rounds[-LAST_RESULTS:][::-1]:
-        flags = ", ".join(FLAG_NAMES.get(f, f) for f in flag_list(rec)
-                          if isinstance(f, str) and f in told)
         rnd, winner = rec.get("round"), rec.get("winner")
         mark = bead(winner)
         items.append(el(
-            "li", f"P {cards_text(rec.get('player'))} ({shown(rec.get('player_total'))}) "
-            f"B {cards_text(rec.get('banker'))} ({shown(rec.get('banker_total'))}) → ",
-            el("b", shown(winner), class_="unknown-t" if mark == UNKNOWN else f"{mark}-t"),
-            f" {flags}" if flags else None,
+            "li", el("b", result_words(rec, told),
+                     class_="words " + ("unknown-t" if mark == UNKNOWN else f"{mark}-t")),
+            el("span", " · P ", cards_shown(rec.get("player")), " · B ",
+               cards_shown(rec.get("banker")), class_="hands"),
             value=rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None))
     return el("ol", items, class_="last", reversed=True)
 
 
+def payouts_box(c: Any) -> Html:
+    """The wagers the table offers and what each pays, from the settlement's own rules."""
+    items = [el("li", el("b", name), " ", pays, el("span", zh, class_="zh", lang="zh"),
+                data_wager=w, data_pays=pays)
+             for w, name, pays, zh in payout_lines(c)]
+    return el("div", el("h2", both("Payouts")), el("ul", items, class_="payouts", id="payouts"),
+              class_="paybox")
+
+
 # What players are told of a table's state: nothing of the pit's own (a lost link, a tilt, a
 # held irregularity are the pit's to handle; the table is paused for the players).
-PLAYER_STATE = {"dealing": "dealing", "waiting": "waiting for the next shoe",
-                "ended": "shoe ended"}  # any other state: paused
+PLAYER_STATE = {"dealing": "dealing 发牌中", "waiting": "waiting for the next shoe 等待新牌靴",
+                "ended": "shoe ended 牌靴结束"}  # any other state: please wait
+PLEASE_WAIT = "please wait 请稍候"
 SIDE_NAMES = {"dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
 
 
@@ -91,7 +129,7 @@ def ask_panel(asked: dict[str, dict[str, str | None]]) -> Html:
     """Banker ask and Player ask: each derived road's entry were the next round won by that
     side, drawn as the road draws it (an empty place where it gives none)."""
     rows = []
-    for side, label in (("banker", "Banker ask"), ("player", "Player ask")):
+    for side, label in (("banker", both("Banker ask")), ("player", both("Player ask"))):
         marks = [el("span", el("span", class_=e) if e else None, class_=f"askmark {name}",
                     data_road=name, data_v=e or "none", title=name.replace("_", " "))
                  for name, e in asked[side].items()]
@@ -107,7 +145,7 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
     last = t.hands[-1] if t.hands else None
     head = [el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
             el("span", f"round {shown(last['round']) if last else 0}"),
-            el("span", PLAYER_STATE.get(pit.state(t), "paused"), class_="state"),
+            el("span", PLAYER_STATE.get(pit.state(t), PLEASE_WAIT), class_="state"),
             el("span", clock(time.time()), class_="clock", id="clock"),
             el("span", f"dealer {'draws to soft 17' if c.dealer == 'h17' else 'stands on 17'}"
                f"{'' if c.hole_card else ' · no hole card'}")]
@@ -118,11 +156,11 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
     def hands(h: dict[str, Any]) -> Html:
         if h.get("voided"):
             return el("p", "voided by the supervisor: no wager settled", class_="voided")
-        rows = [el("tr", el("th", "Dealer"), el("td", cards_text(h.get("dealer"))),
+        rows = [el("tr", el("th", "Dealer"), el("td", cards_shown(h.get("dealer"))),
                    el("td", shown(h.get("dealer_total")),
                       f" · {len(h.get('dealer') or [])} cards"), class_="dealer")]
         rows += [el("tr", el("th", f"Seat {shown(x.get('seat'))}"),
-                    el("td", cards_text(x.get("cards"))),
+                    el("td", cards_shown(x.get("cards"))),
                     el("td", shown(x.get("total")), " · doubled" if x.get("doubled") else None,
                        " · split" if x.get("split") else None), data_seat=shown(x.get("seat")))
                  for x in h.get("hands") or []]
@@ -132,7 +170,7 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
                 hands(last) if last else None, class_="lastbox", id="hands")
     # (the list's own numbers are the rounds')
     before = [el("li", "voided" if h.get("voided") else join(
-        el("b", f"dealer {cards_text(h.get('dealer'))} ({shown(h.get('dealer_total'))})"),
+        el("b", "dealer ", cards_shown(h.get("dealer")), f" ({shown(h.get('dealer_total'))})"),
         *(f" · seat {shown(x.get('seat'))} {shown(x.get('total'))}"
           for x in h.get("hands") or [])),
         value=h.get("round") if isinstance(h.get("round"), int) else None)
@@ -156,9 +194,12 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
     now = streak["current"]
     in_shoe = c.decks * 52
     dealt = None if t.remaining is None else in_shoe - t.remaining
-    head = [el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
+    name_en, name_zh = game_name(c)
+    head = [el("span", name_en, " ", el("span", name_zh, class_="zh", lang="zh"),
+               class_="game", id="game"),
+            el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
             el("span", f"round {len(t.rounds)}"),
-            el("span", PLAYER_STATE.get(pit.state(t), "paused"), class_="state"),
+            el("span", PLAYER_STATE.get(pit.state(t), PLEASE_WAIT), class_="state"),
             el("span", clock(time.time()), class_="clock", id="clock")]
     if c.min_bet_cents is not None and c.max_bet_cents is not None:
         head.append(el("span", f"Min {money(c.min_bet_cents)} · Max {money(c.max_bet_cents)}",
@@ -166,11 +207,12 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
     progress = el("label", el("progress", value=dealt or 0, max=in_shoe),
                   "cards dealt -" if dealt is None else f"cards dealt {dealt} of {in_shoe}",
                   class_="progress", id="progress")
-    stats = [el("span", f"Banker {n['banker']} · {percent(n['banker'], decided)}",
+    stats = [el("span", both("Banker"), f" {n['banker']} · {percent(n['banker'], decided)}",
                 class_="B-t"),
-             el("span", f"Player {n['player']} · {percent(n['player'], decided)}",
+             el("span", both("Player"), f" {n['player']} · {percent(n['player'], decided)}",
                 class_="P-t"),
-             el("span", f"Tie {n['tie']} · {percent(n['tie'], decided)}", class_="T-t"),
+             el("span", both("Tie"), f" {n['tie']} · {percent(n['tie'], decided)}",
+                class_="T-t"),
              el("span", f"Banker pair {n['banker_pair']}"),
              el("span", f"Player pair {n['player_pair']}"),
              el("span", f"Naturals {n['natural']}")]
@@ -184,16 +226,17 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
     return join(
         el("div", head, progress, id="where", class_="where", data_shoe=shown(t.shoe),
            data_round=len(t.rounds)),
-        el("div", el("div", el("h2", "Bead Plate"), bead_plate(t, r["bead_plate"]),
+        el("div", el("div", el("h2", both("Bead Plate")), bead_plate(t, r["bead_plate"]),
                      class_="beads"),
-           el("div", el("h2", "Big Road"), big_road(r["big_road"]), class_="bigroad"),
+           el("div", el("h2", both("Big Road")), big_road(r["big_road"]), class_="bigroad"),
            class_="roads top"),
         el("div", [derived_road(name, r[name]) for name in DERIVED], ask_panel(r["ask"]),
            class_="roads derived-row"),
         el("div", el("p", stats, class_="counts", id="counts"),
            el("p", streak_line, class_="counts streaks"), class_="stats"),
-        el("div", el("h2", "Last results"), last_results(t.rounds, c.side_wagers),
-           class_="lastbox"),
+        el("div", el("div", el("h2", both("Last results")), last_results(t.rounds, c.side_wagers),
+                     class_="lastbox"),
+           payouts_box(c), class_="bottom"),
         receipt_qr(pit, t))
 
 

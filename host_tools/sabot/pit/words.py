@@ -93,7 +93,9 @@ def percent(n: int, total: int) -> str:
 WAGER_NAMES = {"banker": "Banker", "player": "Player", "tie": "Tie", "dragon7": "Dragon 7",
                "panda8": "Panda 8", "lucky_six": "Lucky Six", "player_pair": "Player pair",
                "banker_pair": "Banker pair", "ez_banker": "Banker (EZ)",
-               "nocomm_banker": "Banker (no commission)", "house_money": "House Money"}
+               "nocomm_banker": "Banker (no commission)", "house_money": "House Money",
+               "dragon_bonus_player": "Dragon Bonus Player",
+               "dragon_bonus_banker": "Dragon Bonus Banker"}
 FLAG_NAMES = {"player_natural": "Player natural", "banker_natural": "Banker natural",
               "player_pair": "Player pair", "banker_pair": "Banker pair",
               "dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
