@@ -143,3 +143,34 @@ def test_a_status_replayed_byte_for_byte_is_not_the_shoe_heard(tmp_path):
     assert session._heard([(again, "accepted", None)])  # the shoe itself, speaking again
     assert not session._heard([(first, "rejected", "replayed")])
     session.validator.store.close()
+
+
+def test_players_read_place_your_bets_no_more_bets_and_the_result(tmp_path):
+    """The scoreboard's phase for players, from the records as the store gives them: place your
+    bets between rounds, no more bets once the round's first cards are stored, the result in
+    words for a few seconds, then place your bets again; nothing once the shoe is not dealing."""
+    from sabot.audit.store import open_store
+    from sabot.audit.store_queries import StoredRecord
+    from sabot.pit.scoreboard import RESULT_SHOWN_S, scoreboard_html
+    from sabot.pit.tables import Rows
+
+    db = str(tmp_path / "a.db")
+    open_store(db).close()
+    pit = Pit(db, [ShoeEntry(0x51, table="t1", ez=True, side_wagers=["dragon7"])])
+    now = time.time()
+
+    def stored(n, kind, rec, at=now):
+        pit.apply(Rows(records=[StoredRecord(n, kind, {"shoe": 1, **rec}, 0x51, at)]))
+        return scoreboard_html(pit, pit.tables()[0])
+
+    assert 'data-phase="place_bets"' in stored(1, "shoe_start", {})
+    assert "Place your bets" in stored(2, "burn", {})
+    page = stored(3, "initial_cards", {"round": 1})
+    assert 'data-phase="no_more_bets"' in page and "No more bets" in page and "停止下注" in page
+    result = {"round": 1, "winner": "banker", "player_total": 3, "banker_total": 7,
+              "flags": ["dragon7"], "player": ["2S", "AH"], "banker": ["3D", "4C", "KS"]}
+    page = stored(4, "result", result)
+    assert 'data-phase="result"' in page and "Banker 7 beats Player 3 — Dragon 7" in page
+    page = stored(5, "result", {**result, "round": 2}, at=now - RESULT_SHOWN_S - 1)
+    assert 'data-phase="place_bets"' in page  # shown its seconds: bets again
+    assert 'id="phase"' not in stored(6, "shoe_end", {})

@@ -122,6 +122,27 @@ def payouts_box(c: Any) -> Html:
 PLAYER_STATE = {"dealing": "dealing 发牌中", "waiting": "waiting for the next shoe 等待新牌靴",
                 "ended": "shoe ended 牌靴结束"}  # any other state: please wait
 PLEASE_WAIT = "please wait 请稍候"
+RESULT_SHOWN_S = 8  # a round's result is the players' phase this long, then place your bets
+
+
+def players_phase(pit: Pit, t: TableView, now: float | None = None) -> Html:
+    """What players act on while the table deals: place your bets between rounds, no more bets
+    once the round's first cards are out, then its result for a few seconds."""
+    now = time.time() if now is None else now
+    if pit.state(t) != "dealing":
+        return join()
+    if t.round_open is not None:
+        return el("div", "No more bets ", el("span", "停止下注", class_="zh", lang="zh"),
+                  class_="phase closed", id="phase", data_phase="no_more_bets")
+    last = t.round_stored[-1] if t.round_stored else None
+    if (t.rounds and isinstance(last, (int, float)) and not isinstance(last, bool)
+            and now - last < RESULT_SHOWN_S):
+        return el("div", result_words(t.rounds[-1], {"player_natural", "banker_natural",
+                                                    "player_pair", "banker_pair",
+                                                    *t.config.side_wagers}),
+                  class_="phase result", id="phase", data_phase="result")
+    return el("div", "Place your bets ", el("span", "请下注", class_="zh", lang="zh"),
+              class_="phase open", id="phase", data_phase="place_bets")
 SIDE_NAMES = {"dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
 
 
@@ -226,6 +247,7 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
     return join(
         el("div", head, progress, id="where", class_="where", data_shoe=shown(t.shoe),
            data_round=len(t.rounds)),
+        players_phase(pit, t),
         el("div", el("div", el("h2", both("Bead Plate")), bead_plate(t, r["bead_plate"]),
                      class_="beads"),
            el("div", el("h2", both("Big Road")), big_road(r["big_road"]), class_="bigroad"),

@@ -64,6 +64,7 @@ class TableView:
     results_at: list[float] = field(default_factory=list)  # rounds stored in the last KEPT s
     shoes_at: list[float] = field(default_factory=list)  # shoe starts stored in the last KEPT s
     unclaimed_since: float | None = None  # the floor: since when no writer validates it
+    round_open: int | None = None  # baccarat: the round whose first cards are out, no result yet
     live: LiveEdges = field(init=False)
 
     def __post_init__(self) -> None:
@@ -293,14 +294,18 @@ class Pit:
         shoe = rec.get("shoe")
         if kind == "shoe_start" or (shoe is not None and shoe != t.shoe):
             t.shoe, t.rounds, t.held, t.ended, t.tilted = shoe, [], None, False, False
-            t.round_stored, t.hands = [], []
+            t.round_stored, t.hands, t.round_open = [], [], None
             t.started_at, t.held_at, t.ended_at, t.tilted_at = at, None, None, None
             t.shoes_at = _kept(t.shoes_at, at)
             # the shoe device's own alarms (an update, a rekey: shoe None) stay in view
             t.alarms = [a for a in t.alarms if a["shoe"] in (None, t.shoe)][-20:]
+        if kind == "initial_cards":  # the round's first cards are out: no more bets
+            rnd = rec.get("round")
+            t.round_open = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else 0
         if kind == "result":
             t.rounds.append(contract_round(rec))
             t.results_at = _kept(t.results_at, at)
+            t.round_open = None
         elif kind == "blackjack_result":
             t.hands.append(blackjack_hands(rec))
             if not rec.get("voided"):
