@@ -64,7 +64,8 @@ return {payouts: [...document.querySelectorAll("#payouts li")].map(
           e => [e.dataset.wager, e.dataset.pays, e.innerText]),
         game: document.getElementById("game").innerText,
         newest: document.querySelector("ol.last li .words").innerText,
-        cards: document.querySelector("ol.last li .hands").innerText};
+        cards: document.querySelector("ol.last li .hands").innerText,
+        unwitnessed: (document.getElementById("unwitnessed") || {}).innerText};
 """
 
 
@@ -86,6 +87,8 @@ def check_what_players_read(driver, rig, table):
         assert pays[wager] == f"{wagers.resolve(wager, won)[1]} to 1", pays
     assert pays["tie"] == "8 to 1" and pays["banker"].startswith("1 to 1")
     assert all("赔" in text for _, _, text in page["payouts"])  # and in Chinese
+    # a table the registry does not hold as witnessed: no receipt to scan, and it says so
+    assert page["unwitnessed"].startswith("This table's results are not independently witnessed")
     h = subprocess.run([*SABOT, "history", "--db", rig.db, "--json"], capture_output=True,
                        text=True, timeout=60)
     last = [json.loads(x) for x in h.stdout.splitlines() if '"winner"' in x][-1]

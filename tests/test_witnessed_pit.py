@@ -267,6 +267,7 @@ def served(pit, receipt):
     driver = None
     try:
         board = wait_until_served(base + "/table/bac1").decode()
+        assert "not independently witnessed" not in board  # a witnessed table: its QR code
         last = max(int(x) for x in re.findall(r'/qr/bac1/1/(\d+)"', board))
         link = f"{checker}#{public}/receipt/bac1/1/{last}"
         svg = urllib.request.urlopen(f"{base}/qr/bac1/1/{last}", timeout=5).read().decode()

@@ -269,7 +269,13 @@ def receipt_path(table: str, shoe: int, round_no: int) -> str:
 def receipt_qr(pit: Pit, t: TableView) -> Html:
     """The last round's receipt as a QR code: a link to this server's checker page, which loads
     the receipt and checks it in the player's browser against keys the player trusts. None
-    without serve --public-url (no address a phone could be sent to that no client chose)."""
+    without serve --public-url (no address a phone could be sent to that no client chose). A
+    table the registry does not hold as witnessed has no receipts to check (a receipt needs a
+    witness's cosignature): it says so plainly instead."""
+    if t.config.witness_bound is None:
+        return el("p", "This table's results are not independently witnessed ",
+                  el("span", "本桌结果未经独立见证", class_="zh", lang="zh"),
+                  class_="unwitnessed", id="unwitnessed")
     if pit.public_url is None:
         return join()
     played = [h for h in t.hands if not h.get("voided")] if t.config.game == "blackjack" \
