@@ -300,11 +300,34 @@ def served(pit, receipt):
             ("Verified", "Not verified")))
         said = driver.find_element("id", "verdict").text
         assert said.startswith("Verified: This is the result shoe") and "round 5" in said, said
+        on_a_phone_with_the_witness_checker(driver, pit, public)
     finally:
         if driver is not None:
             driver.quit()
         proc.send_signal(2)
         proc.wait(10)
+
+
+def on_a_phone_with_the_witness_checker(driver, pit, public):
+    """The witness's own checker (serve --checker WITNESS/check): on a phone, the link the code
+    would carry, and the verdict with nothing typed or pasted, the keys the witness's (its
+    verifier key, the shoe's key it holds from provisioning)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.set_window_size(390, 844)
+    witness_link = f"{pit['url']}/check#{public}/receipt/bac1/1/5"
+    driver.get(witness_link)
+    WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                    .startswith(("Verified", "Not verified")))
+    said = driver.find_element("id", "verdict").text
+    assert said.startswith("Verified: This is the result shoe") and "round 5" in said, said
+    assert driver.find_element("id", "witnesses").get_attribute("value") == pit["vkey"]
+    assert "filled in below: nothing to paste" in driver.page_source
+    # a round the pit has no receipt of: said on the page (a new page: only the hash moved)
+    driver.get("about:blank")
+    driver.get(f"{pit['url']}/check#{public}/receipt/bac1/1/999")
+    WebDriverWait(driver, 20).until(lambda d: "No receipt" in d.find_element(
+        "id", "verdict").text)
 
 
 def published(base, pit, receipt):

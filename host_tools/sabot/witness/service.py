@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -43,6 +44,8 @@ SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS evidence_once ON evidence (origin, request)",
 )
 EVIDENCE_MAX = 1000  # refused requests kept per log; past it they are refused, not kept
+# the receipt checker's files (the pit's pages serve the same ones at /verify)
+CHECKER = Path(__file__).resolve().parents[1] / "pit" / "static"
 MAX_BODY = 64 * 1024  # an add-checkpoint request is a checkpoint and at most 63 hashes
 MAX_SIZE = 2**63 - 1  # SQLite's largest INTEGER; a tree of more needs over 63 proof hashes
 
@@ -138,6 +141,25 @@ class Witness:
              "key": base64.b64encode(k).decode() if k is not None else None}
             for o, n, c, t, k in rows],
             "evidence": self.db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0]}
+
+    def keys(self) -> dict[str, Any]:
+        """What GET /keys answers, for the receipt checker this witness serves: its verifier key
+        and, per shoe whose log it holds, the key that signed that log's first checkpoint here
+        (version 1, PEM), in the shoe registry's shape the checker reads. A player's trust
+        anchors, from the witness (the regulator's), never from the casino."""
+        from cryptography.hazmat.primitives import serialization
+
+        shoes = []
+        for origin, der in self.db.execute("SELECT origin, key FROM logs WHERE key IS NOT NULL"
+                                           " ORDER BY origin"):
+            head, _, hexid = origin.partition("/")
+            if head != "sabot.shoe" or len(hexid) != 8:
+                continue
+            pem = serialization.load_der_public_key(bytes(der)).public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            shoes.append({"shoe_id": int(hexid, 16),
+                          "public_keys": [{"version": 1, "key": pem.decode()}]})
+        return {"witness": self.vkey, "shoes": shoes}
 
     def evidence(self) -> list[dict[str, Any]]:
         return [{"origin": o, "received_at": t, "reason": r, "request": q} for o, t, r, q in
@@ -312,5 +334,31 @@ def app(witness: Witness) -> Any:
     async def logs(request: Request) -> Response:
         return JSONResponse(witness.state())
 
+    # The receipt checker, served by the witness with its own keys: a table's QR code links
+    # here (serve --checker URL/check) with the receipt's address at the pit, and the page
+    # checks it in the player's browser against these keys, with nothing to paste.
+    page = {"/check": ("verify.html", "text/html; charset=utf-8"),
+            "/verify.js": ("verify.js", "text/javascript; charset=utf-8"),
+            "/pages.css": ("pages.css", "text/css; charset=utf-8")}
+    policy = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+              "connect-src *; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+
+    async def checker(request: Request) -> Response:
+        name, kind = page[request.url.path]
+        body = (CHECKER / name).read_bytes()
+        if name == "verify.html":  # the keys come from this witness: the page says so
+            body = body.replace(b'<body class="pit verify">',
+                                b'<body class="pit verify" data-keys="keys">').replace(
+                b"against the keys\nyou paste, which should come from the regulator, not from "
+                b"the casino.", b"against the keys\nof this witness (the regulator's, not the "
+                b"casino's), filled in below: nothing to paste.")
+        return Response(body, media_type=kind, headers={"Content-Security-Policy": policy,
+                                                        "X-Content-Type-Options": "nosniff",
+                                                        "Cache-Control": "no-cache"})
+
+    async def keys(request: Request) -> Response:
+        return JSONResponse(witness.keys(), headers={"Cache-Control": "no-cache"})
+
     return Starlette(routes=[Route("/add-checkpoint", add_checkpoint, methods=["POST"]),
-                             Route("/logs", logs)])
+                             Route("/logs", logs), Route("/keys", keys),
+                             *(Route(path, checker) for path in page)])

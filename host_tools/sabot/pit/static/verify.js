@@ -236,12 +236,31 @@
   // (or #http://HOST/receipt/...: this page is another's copy, the regulator's, as it should be)
   const hash = decodeURIComponent(location.hash.slice(1));
   const linked = /^(\/receipt\/|https?:\/\/[^#]*\/receipt\/)/.test(hash) ? hash : "";
+  // Served by a witness (the regulator's), the page takes the keys from it (data-keys: its
+  // verifier key and each shoe's first key as it holds them), and checks a linked receipt at
+  // once: a player scans a table's code and reads the verdict, with nothing to paste.
+  const keysAt = document.body.dataset.keys;
+  let keysIn = !keysAt, receiptIn = false;
+  const checkWhenReady = () => { if (keysAt && keysIn && receiptIn) $("check").click(); };
+  if (keysAt) {
+    fetch(keysAt, {cache: "no-store"}).then((r) => r.json()).then((k) => {
+      $("shoe-key").value = JSON.stringify({shoes: k.shoes}, null, 1);
+      $("witnesses").value = k.witness;
+      keysIn = true;
+      checkWhenReady();
+    }).catch(() => {
+      $("verdict").textContent = "This witness's keys could not be fetched: paste the keys you trust.";
+    });
+  }
   if (linked) {
     fetch(linked, {cache: "no-store"}).then(async (r) => {
       const text = await r.text();
       if (r.ok) {
         $("receipt").value = text;
-        $("verdict").textContent = "Receipt loaded: paste the keys you trust, then Check.";
+        receiptIn = true;
+        $("verdict").textContent = keysAt ? "Receipt loaded: checking…"
+          : "Receipt loaded: paste the keys you trust, then Check.";
+        checkWhenReady();
       } else {
         $("verdict").textContent = "No receipt yet: " + text.trim();
         $("verdict").className = "refused";
