@@ -300,7 +300,7 @@ def served(pit, receipt):
             ("Verified", "Not verified")))
         said = driver.find_element("id", "verdict").text
         assert said.startswith("Verified: This is the result shoe") and "round 5" in said, said
-        on_a_phone_with_the_witness_checker(driver, pit, public)
+        on_a_phone_with_the_witness_checker(driver, pit)
     finally:
         if driver is not None:
             driver.quit()
@@ -308,27 +308,69 @@ def served(pit, receipt):
         proc.wait(10)
 
 
-def on_a_phone_with_the_witness_checker(driver, pit, public):
-    """The witness's own checker (serve --checker WITNESS/check): on a phone, the link the code
-    would carry, and the verdict with nothing typed or pasted, the keys the witness's (its
-    verifier key, the shoe's key it holds from provisioning)."""
+def on_a_phone_with_the_witness_checker(driver, pit):
+    """The witness's own checker (serve --checker WITNESS/check): the scoreboard's QR code read
+    off the screen and decoded as a phone would, then the page it links to, on a phone's
+    screen, says the verdict with nothing typed or pasted, the keys the witness's (its verifier
+    key, the shoe's key it holds from provisioning)."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    driver.set_window_size(390, 844)
-    witness_link = f"{pit['url']}/check#{public}/receipt/bac1/1/5"
-    driver.get(witness_link)
-    WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
-                                    .startswith(("Verified", "Not verified")))
-    said = driver.find_element("id", "verdict").text
-    assert said.startswith("Verified: This is the result shoe") and "round 5" in said, said
-    assert driver.find_element("id", "witnesses").get_attribute("value") == pit["vkey"]
-    assert "filled in below: nothing to paste" in driver.page_source
-    # a round the pit has no receipt of: said on the page (a new page: only the hash moved)
-    driver.get("about:blank")
-    driver.get(f"{pit['url']}/check#{public}/receipt/bac1/1/999")
-    WebDriverWait(driver, 20).until(lambda d: "No receipt" in d.find_element(
-        "id", "verdict").text)
+    port = free_port_for_tests()
+    here = f"http://localhost:{port}"
+    serve = subprocess.Popen([*SABOT, "serve", "--floor", "--db", str(pit["db"]), "--registry",
+                              str(pit["reg"]), "--listen", f"127.0.0.1:{port}", "--checker",
+                              f"{pit['url']}/check", "--public-url", here],
+                             stderr=subprocess.DEVNULL)
+    try:
+        wait_until_served(f"http://127.0.0.1:{port}/table/bac1")
+        driver.get(f"{here}/table/bac1")
+        link = scanned(driver)
+        last = int(link.rsplit("/", 1)[1])
+        assert link == f"{pit['url']}/check#{here}/receipt/bac1/1/{last}", link
+        driver.set_window_size(390, 844)
+        driver.get(link)
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                        .startswith(("Verified", "Not verified")))
+        said = driver.find_element("id", "verdict").text
+        assert said.startswith("Verified: This is the result shoe"), said
+        assert f"round {last}" in said, said
+        assert driver.find_element("id", "witnesses").get_attribute("value") == pit["vkey"]
+        assert "filled in below: nothing to paste" in driver.page_source
+        # a round the pit has no receipt of: said on the page (a new page: only the hash moved)
+        driver.get("about:blank")
+        driver.get(f"{pit['url']}/check#{here}/receipt/bac1/1/999")
+        WebDriverWait(driver, 20).until(lambda d: "No receipt" in d.find_element(
+            "id", "verdict").text)
+    finally:
+        serve.send_signal(2)
+        serve.wait(10)
 
+def scanned(driver):
+    """The text of the scoreboard's QR code, decoded from its pixels as drawn (zxing-cpp)."""
+    import base64
+
+    import numpy
+    import zxingcpp
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
+        "const i = document.querySelector('#receipt-qr img');"
+        "return i !== null && i.complete && i.naturalWidth > 100;"))
+    w, h, gray = driver.execute_script("""
+        const img = document.querySelector('#receipt-qr img');
+        const c = document.createElement('canvas');
+        c.width = img.naturalWidth + 40; c.height = img.naturalHeight + 40;
+        const g = c.getContext('2d');
+        g.fillStyle = '#fff'; g.fillRect(0, 0, c.width, c.height);
+        g.drawImage(img, 20, 20);
+        const px = g.getImageData(0, 0, c.width, c.height).data;
+        let s = '';
+        for (let i = 0; i < px.length; i += 4) s += String.fromCharCode(px[i + 1]);
+        return [c.width, c.height, btoa(s)];""")
+    image = numpy.frombuffer(base64.b64decode(gray), dtype=numpy.uint8).reshape(h, w)
+    found = zxingcpp.read_barcodes(image)
+    assert len(found) == 1, found
+    return found[0].text
 
 def published(base, pit, receipt):
     """The shoe's log as C2SP tlog-tiles from the same store: its checkpoint (the shoe's
