@@ -124,6 +124,21 @@ def in_a_browser(tmp_path, db, reg, newest):
             assert rows[0][:2] == ["Dealer", as_shown(dealt["dealer"])]
             assert [r[:2] for r in rows[1:]] == [[f"Seat {h['seat']}", as_shown(h["cards"])]
                                                  for h in dealt["hands"]]
+        # the side wagers the registry offers, each with its paytable as the settlement holds it
+        from sabot.game import blackjack_settle as bj
+        from sabot.registry import Registry
+
+        offered = next(e for e in Registry.load(str(reg)).shoes.values()
+                       if e.table == "demo-blackjack").side_wagers
+        pays = dict(driver.execute_script(
+            "return [...document.querySelectorAll('#payouts li')]"
+            ".map(e => [e.dataset.wager, e.dataset.pays])"))
+        assert list(pays) == offered and offered, pays
+        if "hit_and_run" in pays:
+            assert f"7 cards {bj.HIT_AND_RUN_FOR_ONE[7]} for 1" in pays["hit_and_run"], pays
+        if "house_money" in pays:
+            assert f"A K suited {bj.house_money_hand(['AS', 'KS'], 6)[1]} to 1" in pays[
+                "house_money"], pays
         assert csp_violations(driver) == []
     finally:
         driver.quit()

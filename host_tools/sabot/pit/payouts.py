@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from sabot.game import blackjack_settle as bj
 from sabot.game import wagers
 from sabot.game.settle import Table
 from sabot.game.wagers import Summary
@@ -31,7 +32,8 @@ GAME_NAMES = {  # (English, Chinese)
 WAGER_ZH = {"player": "闲", "banker": "庄", "tie": "和", "dragon7": "龙7", "panda8": "熊猫8",
             "lucky_six": "幸运6", "player_pair": "闲对", "banker_pair": "庄对",
             "house_money": "庄闲对", "dragon_bonus_player": "闲龙宝",
-            "dragon_bonus_banker": "庄龙宝"}
+            "dragon_bonus_banker": "庄龙宝", "hit_and_run": "庄家多牌", "straight_jack": "顺子21",
+            "blackjack_house_money": "首两张"}
 
 
 def _odds(x: int | Fraction) -> tuple[str, str]:
@@ -99,4 +101,39 @@ def payout_lines(c: ShoeEntry) -> list[tuple[str, str, str, str]]:
                  f"两对{both[1]}，一对{one[1]}")
         elif w.startswith("dragon_bonus_"):
             line(w, f"paytable {table.paytable}", f"赔率表{table.paytable}")
+    return out
+
+
+def blackjack_payout_lines(c: ShoeEntry) -> list[tuple[str, str, str, str]]:
+    """As payout_lines, for a blackjack table's side wagers: each paytable as the settlement
+    holds it (game/blackjack_settle.py, § 633a.13 (l), (m), (n)), a line per wager."""
+    out: list[tuple[str, str, str, str]] = []
+    for w in c.side_wagers:
+        if w == "hit_and_run":  # "for 1" (the stake included), by the dealer's cards
+            t = bj.HIT_AND_RUN_FOR_ONE
+            counts = sorted(k for k in t if isinstance(k, int))
+            en = (f"dealer blackjack {t['blackjack']} for 1, "
+                  + ", ".join(f"{n} cards {t[n]} for 1" for n in counts)
+                  + ", 8 or more: the meter")
+            zh = (f"庄家21点含本金{t['blackjack']}倍，"
+                  + "，".join(f"{n}张含本金{t[n]}倍" for n in counts) + "，8张或以上：累积奖金")
+            out.append((w, "Hit and Run", en, f"{WAGER_ZH[w]} {zh}"))
+        elif w == "straight_jack":  # "to 1", by the straight's length
+            lengths = bj.STRAIGHT_JACK_TO_ONE
+            en = ", ".join(f"{n}-card straight {lengths[n]} to 1" for n in sorted(lengths)) + \
+                " and a share of the meter"
+            zh = "，".join(f"{n}张顺子1赔{lengths[n]}" for n in sorted(lengths)) + "，另分累积奖金"
+            out.append((w, "Straight Jack", en, f"{WAGER_ZH[w]} {zh}"))
+        elif w == "house_money":  # the player's first two cards: each hand's odds asked
+            en_parts, zh_parts = [], []
+            for name, zh_name, cards in (("A K suited", "同花AK", ["AS", "KS"]),
+                                         ("two-card straight flush", "同花顺", ["9S", "TS"]),
+                                         ("pair", "对子", ["9S", "9H"]),
+                                         ("two-card straight", "顺子", ["9S", "TH"])):
+                got = bj.house_money_hand(cards, c.decks)
+                assert got is not None, cards  # each of these is a House Money hand
+                en_parts.append(f"{name} {got[1]} to 1")
+                zh_parts.append(f"{zh_name}1赔{got[1]}")
+            out.append((w, "House Money", ", ".join(en_parts),
+                        f"{WAGER_ZH['blackjack_house_money']} " + "，".join(zh_parts)))
     return out

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from sabot.game.roads import DERIVED, UNKNOWN, bead, streaks
 from sabot.pit.markup import Html, el, join
-from sabot.pit.payouts import game_name, payout_lines
+from sabot.pit.payouts import blackjack_payout_lines, game_name, payout_lines
 from sabot.pit.tables import Pit, TableView, counts, flag_list, roads_of
 from sabot.pit.words import clock, money, percent, result_words, shown
 
@@ -109,10 +109,14 @@ def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = ()) -> H
 
 
 def payouts_box(c: Any) -> Html:
-    """The wagers the table offers and what each pays, from the settlement's own rules."""
+    """The wagers the table offers and what each pays, from the settlement's own rules (a
+    blackjack table's: its side wagers' paytables)."""
+    lines = blackjack_payout_lines(c) if c.game == "blackjack" else payout_lines(c)
+    if not lines:
+        return join()
     items = [el("li", el("b", name), " ", pays, el("span", zh, class_="zh", lang="zh"),
                 data_wager=w, data_pays=pays)
-             for w, name, pays, zh in payout_lines(c)]
+             for w, name, pays, zh in lines]
     return el("div", el("h2", both("Payouts")), el("ul", items, class_="payouts", id="payouts"),
               class_="paybox")
 
@@ -200,8 +204,9 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
         el("div", head, id="where", class_="where", data_shoe=shown(t.shoe),
            data_round=shown(last["round"]) if last else 0),
         newest,
-        el("div", el("h2", "Rounds before"), el("ol", before, class_="last", reversed=True),
-           class_="lastbox"),
+        el("div", el("div", el("h2", "Rounds before"),
+                     el("ol", before, class_="last", reversed=True), class_="lastbox"),
+           payouts_box(c), class_="bottom"),
         receipt_qr(pit, t))
 
 
