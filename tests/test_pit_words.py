@@ -174,3 +174,36 @@ def test_players_read_place_your_bets_no_more_bets_and_the_result(tmp_path):
     page = stored(5, "result", {**result, "round": 2}, at=now - RESULT_SHOWN_S - 1)
     assert 'data-phase="place_bets"' in page  # shown its seconds: bets again
     assert 'id="phase"' not in stored(6, "shoe_end", {})
+
+
+def test_a_table_shows_the_languages_its_registry_entry_names(tmp_path):
+    """Both languages side by side by default; a table registered with one shows only that one
+    (the page's style hides the other: a marker the stylesheet reads); anything else is
+    refused in one line, in the registry and on the command line."""
+    import argparse
+    from pathlib import Path
+
+    import pytest
+
+    import sabot.pit
+    from sabot.cli.release import languages_arg
+    from sabot.errors import SabotError
+    from sabot.pit.scoreboard import scoreboard_html
+
+    db = str(tmp_path / "a.db")
+    from sabot.audit.store import open_store
+
+    open_store(db).close()
+    both = ShoeEntry(0x51, table="t1")
+    english = ShoeEntry(0x52, table="t2", languages=["en"])
+    pit = Pit(db, [both, english])
+    pages = {t.table: scoreboard_html(pit, t) for t in pit.tables()}
+    assert both.languages == ["en", "zh"] and 'class="langs"' in pages["t1"]
+    assert 'class="langs no-zh"' in pages["t2"] and "大路" in pages["t2"]  # there, hidden
+    css = (Path(sabot.pit.__file__).parent / "static" / "pages.css").read_text()
+    assert "#live:has(>.langs.no-zh) .zh" in css and "#live:has(>.langs.no-en) .en" in css
+    with pytest.raises(SabotError, match="languages must list one or both of en, zh"):
+        ShoeEntry(0x53, languages=["fr"])
+    assert languages_arg("zh") == ["zh"]
+    with pytest.raises(argparse.ArgumentTypeError, match="want one or both of en, zh"):
+        languages_arg("en,en")

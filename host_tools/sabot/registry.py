@@ -123,6 +123,13 @@ def public_from_xy(xy: bytes) -> ec.EllipticCurvePublicKey:
 # signs one every 10 results and at its shoe's end (docs/PROTOCOL.md), and a witnessed pit has
 # each cosigned as it comes
 WITNESS_BOUND = 10
+LANGUAGES = ("en", "zh")  # the players' scoreboard's: English, Chinese
+
+
+def languages_ok(langs: Any) -> bool:
+    """A table's `languages`: one or both of LANGUAGES, each once."""
+    return (isinstance(langs, list) and bool(langs) and all(x in LANGUAGES for x in langs)
+            and len(set(langs)) == len(langs))
 
 
 @dataclass
@@ -148,6 +155,9 @@ class ShoeEntry:
     # not registered
     min_bet_cents: int | None = None
     max_bet_cents: int | None = None
+    # the languages of the players' scoreboard ("en", "zh"): both side by side unless the table
+    # registers one
+    languages: list[str] = field(default_factory=lambda: ["en", "zh"])
     public_keys: list[dict[str, Any]] = field(default_factory=list)
     serial: str = ""  # the element's serial number (hex), recorded at provisioning
     # the element's attestation public key (PEM), recorded at provisioning: it certifies every
@@ -204,9 +214,7 @@ class ShoeEntry:
         if not isinstance(self.side_wagers, list) or not isinstance(self.public_keys, list):
             raise SabotError(f"{where}: side_wagers and public_keys must be lists")
         self._check_game(where)
-        if (not isinstance(self.decks, int) or isinstance(self.decks, bool)
-                or not 1 <= self.decks <= 8):
-            raise SabotError(f"{where}: decks must be 1 to 8")
+        self._check_table(where)
         problem = wagers_problem(self.table_config()) or limits_problem(self.min_bet_cents,
                                                                           self.max_bet_cents)
         if problem:
@@ -226,6 +234,14 @@ class ShoeEntry:
             versions.add(k["version"])
         for k in self.public_keys:
             self._check_certificate(k)
+
+    def _check_table(self, where: str) -> None:
+        if (not isinstance(self.decks, int) or isinstance(self.decks, bool)
+                or not 1 <= self.decks <= 8):
+            raise SabotError(f"{where}: decks must be 1 to 8")
+        if not languages_ok(self.languages):
+            raise SabotError(f"{where}: languages must list one or both of "
+                             f"{', '.join(LANGUAGES)}, each once")
 
     def _check_game(self, where: str) -> None:
         if not isinstance(self.game, str) or (self.game not in GAMES

@@ -267,6 +267,9 @@ def provision_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limits", type=table_limits, metavar="MIN-MAX", default=(None, None),
                    help="the table's minimum and maximum main wager in dollars, e.g. 25-5000 "
                    "or 2.50-500: registered, shown on the players' scoreboard (default: none)")
+    p.add_argument("--languages", type=languages_arg, metavar="LANG,...", default=["en", "zh"],
+                   help="the players' scoreboard's languages: en (English), zh (Chinese) or "
+                   "both (default: en,zh, side by side)")
     p.add_argument("--table", default="", help="the table's name in the registry, 1-64 "
                    "printable characters (default shoe-<shoe id>)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; the shoe's entry is "
@@ -279,6 +282,17 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                      "(default: every --witness); fewer: exit 2, the shoe provisioned and "
                      "registered all the same")
     add_baud(p)
+
+
+def languages_arg(text: str) -> list[str]:
+    """--languages en,zh: the scoreboard's languages, in order."""
+    from sabot.registry import LANGUAGES, languages_ok
+
+    got = [x.strip() for x in text.split(",") if x.strip()]
+    if not languages_ok(got):
+        raise argparse.ArgumentTypeError(f"want one or both of {', '.join(LANGUAGES)}, "
+                                         f"comma-separated; got {text!r}")
+    return got
 
 
 def table_limits(text: str) -> tuple[int, int]:
@@ -335,7 +349,8 @@ def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     config = {"game": args.game, "ez": args.ez, "commission_free": args.commission_free,
               "squeeze": args.squeeze, "decks": args.decks, "side_wagers": args.side_wagers,
               "tie_odds": args.tie_odds, "dragon_bonus_paytable": args.dragon_bonus_paytable,
-              "min_bet_cents": args.limits[0], "max_bet_cents": args.limits[1]}
+              "min_bet_cents": args.limits[0], "max_bet_cents": args.limits[1],
+              "languages": args.languages}
     if blackjack:
         resets = dict(args.meter_reset)
         if len(resets) < len(args.meter_reset):

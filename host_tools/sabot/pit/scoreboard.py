@@ -25,9 +25,22 @@ ZH = {"Bead Plate": "珠盘路", "Big Road": "大路", "big_eye_boy": "大眼仔
 SUITS = {"S": ("♠", "black"), "H": ("♥", "red"), "D": ("♦", "red"), "C": ("♣", "black")}
 
 
+def said(en: str, zh: str) -> Html:
+    """Words in English, then Chinese: each shown when the table's languages have it."""
+    return join(el("span", en, class_="en"), " ", el("span", zh, class_="zh", lang="zh"))
+
+
 def both(en: str, key: str | None = None) -> Html:
     """A label in English, then Chinese."""
-    return join(en, " ", el("span", ZH[key or en], class_="zh", lang="zh"))
+    return said(en, ZH[key or en])
+
+
+def languages(c: Any) -> Html:
+    """The table's languages for the page's style: a language it does not register is hidden
+    (pages.css: #live with a .langs marker)."""
+    langs = getattr(c, "languages", None) or ["en", "zh"]
+    return el("i", class_=" ".join(["langs", *(f"no-{x}" for x in ("en", "zh")
+                                                if x not in langs)]))
 
 
 def cards_shown(cards: Any) -> Html:
@@ -114,8 +127,8 @@ def payouts_box(c: Any) -> Html:
     lines = blackjack_payout_lines(c) if c.game == "blackjack" else payout_lines(c)
     if not lines:
         return join()
-    items = [el("li", el("b", name), " ", pays, el("span", zh, class_="zh", lang="zh"),
-                data_wager=w, data_pays=pays)
+    items = [el("li", el("span", el("b", name), " ", pays, class_="en"), " ",
+                el("span", zh, class_="zh", lang="zh"), data_wager=w, data_pays=pays)
              for w, name, pays, zh in lines]
     return el("div", el("h2", both("Payouts")), el("ul", items, class_="payouts", id="payouts"),
               class_="paybox")
@@ -123,9 +136,10 @@ def payouts_box(c: Any) -> Html:
 
 # What players are told of a table's state: nothing of the pit's own (a lost link, a tilt, a
 # held irregularity are the pit's to handle; the table is paused for the players).
-PLAYER_STATE = {"dealing": "dealing 发牌中", "waiting": "waiting for the next shoe 等待新牌靴",
-                "ended": "shoe ended 牌靴结束"}  # any other state: please wait
-PLEASE_WAIT = "please wait 请稍候"
+PLAYER_STATE = {"dealing": ("dealing", "发牌中"),
+                "waiting": ("waiting for the next shoe", "等待新牌靴"),
+                "ended": ("shoe ended", "牌靴结束")}  # any other state: please wait
+PLEASE_WAIT = ("please wait", "请稍候")
 RESULT_SHOWN_S = 8  # a round's result is the players' phase this long, then place your bets
 
 
@@ -136,7 +150,7 @@ def players_phase(pit: Pit, t: TableView, now: float | None = None) -> Html:
     if pit.state(t) != "dealing":
         return join()
     if t.round_open is not None:
-        return el("div", "No more bets ", el("span", "停止下注", class_="zh", lang="zh"),
+        return el("div", said("No more bets", "停止下注"),
                   class_="phase closed", id="phase", data_phase="no_more_bets")
     last = t.round_stored[-1] if t.round_stored else None
     if (t.rounds and isinstance(last, (int, float)) and not isinstance(last, bool)
@@ -145,7 +159,7 @@ def players_phase(pit: Pit, t: TableView, now: float | None = None) -> Html:
                                                     "player_pair", "banker_pair",
                                                     *t.config.side_wagers}),
                   class_="phase result", id="phase", data_phase="result")
-    return el("div", "Place your bets ", el("span", "请下注", class_="zh", lang="zh"),
+    return el("div", said("Place your bets", "请下注"),
               class_="phase open", id="phase", data_phase="place_bets")
 SIDE_NAMES = {"dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
 
@@ -170,7 +184,7 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
     last = t.hands[-1] if t.hands else None
     head = [el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
             el("span", f"round {shown(last['round']) if last else 0}"),
-            el("span", PLAYER_STATE.get(pit.state(t), PLEASE_WAIT), class_="state"),
+            el("span", said(*PLAYER_STATE.get(pit.state(t), PLEASE_WAIT)), class_="state"),
             el("span", clock(time.time()), class_="clock", id="clock"),
             el("span", f"dealer {'draws to soft 17' if c.dealer == 'h17' else 'stands on 17'}"
                f"{'' if c.hole_card else ' · no hole card'}")]
@@ -201,6 +215,7 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
         value=h.get("round") if isinstance(h.get("round"), int) else None)
         for h in t.hands[-LAST_RESULTS - 1:-1][::-1]]
     return join(
+        languages(c),
         el("div", head, id="where", class_="where", data_shoe=shown(t.shoe),
            data_round=shown(last["round"]) if last else 0),
         newest,
@@ -221,11 +236,10 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
     in_shoe = c.decks * 52
     dealt = None if t.remaining is None else in_shoe - t.remaining
     name_en, name_zh = game_name(c)
-    head = [el("span", name_en, " ", el("span", name_zh, class_="zh", lang="zh"),
-               class_="game", id="game"),
+    head = [el("span", said(name_en, name_zh), class_="game", id="game"),
             el("span", f"shoe {shown(t.shoe)}" if t.shoe is not None else "no shoe yet"),
             el("span", f"round {len(t.rounds)}"),
-            el("span", PLAYER_STATE.get(pit.state(t), PLEASE_WAIT), class_="state"),
+            el("span", said(*PLAYER_STATE.get(pit.state(t), PLEASE_WAIT)), class_="state"),
             el("span", clock(time.time()), class_="clock", id="clock")]
     if c.min_bet_cents is not None and c.max_bet_cents is not None:
         head.append(el("span", f"Min {money(c.min_bet_cents)} · Max {money(c.max_bet_cents)}",
@@ -250,6 +264,7 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
                    el("span", f"longest Banker {streak['longest_banker']}"),
                    el("span", f"longest Player {streak['longest_player']}")]
     return join(
+        languages(c),
         el("div", head, progress, id="where", class_="where", data_shoe=shown(t.shoe),
            data_round=len(t.rounds)),
         players_phase(pit, t),
@@ -278,9 +293,8 @@ def receipt_qr(pit: Pit, t: TableView) -> Html:
     table the registry does not hold as witnessed has no receipts to check (a receipt needs a
     witness's cosignature): it says so plainly instead."""
     if t.config.witness_bound is None:
-        return el("p", "This table's results are not independently witnessed ",
-                  el("span", "本桌结果未经独立见证", class_="zh", lang="zh"),
-                  class_="unwitnessed", id="unwitnessed")
+        return el("p", said("This table's results are not independently witnessed",
+                            "本桌结果未经独立见证"), class_="unwitnessed", id="unwitnessed")
     if pit.public_url is None:
         return join()
     played = [h for h in t.hands if not h.get("voided")] if t.config.game == "blackjack" \
