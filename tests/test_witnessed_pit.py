@@ -269,6 +269,7 @@ def served(pit, receipt):
         board = wait_until_served(base + "/table/bac1").decode()
         assert "not independently witnessed" not in board  # a witnessed table: its QR code
         last = max(int(x) for x in re.findall(r'/qr/bac1/1/(\d+)"', board))
+        history(base, board, last)
         link = f"{checker}#{public}/receipt/bac1/1/{last}"
         svg = urllib.request.urlopen(f"{base}/qr/bac1/1/{last}", timeout=5).read().decode()
         out = io.BytesIO()
@@ -344,6 +345,21 @@ def on_a_phone_with_the_witness_checker(driver, pit):
     finally:
         serve.send_signal(2)
         serve.wait(10)
+
+
+def history(base, board, last):
+    """A player's history: each round on the last-results list links to its own page, its
+    words and its receipt's QR code; a round the table never dealt is none."""
+    linked = sorted(int(x) for x in re.findall(r'href="/table/bac1/round/1/(\d+)"', board))
+    assert linked == list(range(last - 11, last + 1)), linked  # the last results' twelve
+    first = linked[0]
+    earlier = urllib.request.urlopen(f"{base}/table/bac1/round/1/{first}",
+                                     timeout=5).read().decode()
+    assert f'src="/qr/bac1/1/{first}"' in earlier
+    assert "beats" in earlier or "Tie" in earlier, earlier
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(f"{base}/table/bac1/round/1/999", timeout=5)
+    assert gone.value.code == 404
 
 def scanned(driver):
     """The text of the scoreboard's QR code, decoded from its pixels as drawn (zxing-cpp)."""

@@ -53,7 +53,7 @@ from sabot.pit.duties import Duties
 from sabot.pit.markup import Html, join
 from sabot.pit.proofs import in_time, log_routes, receipt_routes
 from sabot.pit.recording import serve_line
-from sabot.pit.scoreboard import scoreboard, scoreboard_html
+from sabot.pit.scoreboard import round_page, scoreboard, scoreboard_html
 from sabot.pit.tables import Pit, Rows
 
 POLL = 0.25  # seconds: the longest a page waits for a row nobody announced
@@ -396,6 +396,14 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
         raw = request.scope.get("raw_path") or request.url.path.encode()
         if raw.endswith(b"/events"):
             return await table_events(request, name[: -len("/events")])
+        parts = raw.split(b"/")  # /table/NAME/round/SHOE/ROUND: one earlier round, its QR code
+        if len(parts) == 6 and parts[3] == b"round" and parts[4].isdigit() and \
+                parts[5].isdigit() and len(parts[4]) <= 5 and len(parts[5]) <= 5:
+            t = pit.table(name.rsplit("/round/", 1)[0])
+            shown = None if t is None else round_page(pit, t, int(parts[4]), int(parts[5]))
+            if t is None or shown is None:
+                return html_response(join("no such round shown here"), status_code=404)
+            return html_response(page(f"Table {t.table}", shown, "", "scoreboard"))
         t = pit.table(name)
         if t is None:
             return html_response(join("no table ", name), status_code=404)

@@ -6,7 +6,7 @@ round's receipt as a QR code."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -103,17 +103,23 @@ def derived_road(name: str, entries: list[str]) -> Html:
                  class_=f"road derived {name}", id=name))
 
 
-def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = ()) -> Html:
+def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = (),
+                 link: Callable[[Any], str | None] = lambda rnd: None) -> Html:
     """The newest rounds, each in words ("Banker 7 beats Player 3 — Dragon 7": the flags players
     are told of, naturals and pairs and the side wagers the table offers, `offered`; not a Lucky
-    Six on a table with no such wager), then its cards, the suits as symbols."""
+    Six on a table with no such wager), then its cards, the suits as symbols. `link(round)`: the
+    round's own page (its receipt's QR code), where the table has receipts to scan."""
     told = {"player_natural", "banker_natural", "player_pair", "banker_pair", *offered}
     items = []
     for rec in rounds[-LAST_RESULTS:][::-1]:
         rnd, winner = rec.get("round"), rec.get("winner")
         mark = bead(winner)
+        words: Html = join(result_words(rec, told))
+        href = link(rnd)
+        if href is not None:
+            words = el("a", words, href=href)
         items.append(el(
-            "li", el("b", result_words(rec, told),
+            "li", el("b", words,
                      class_="words " + ("unknown-t" if mark == UNKNOWN else f"{mark}-t")),
             el("span", " · P ", cards_shown(rec.get("player")), " · B ",
                cards_shown(rec.get("banker")), class_="hands"),
@@ -276,10 +282,42 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
            class_="roads derived-row"),
         el("div", el("p", stats, class_="counts", id="counts"),
            el("p", streak_line, class_="counts streaks"), class_="stats"),
-        el("div", el("div", el("h2", both("Last results")), last_results(t.rounds, c.side_wagers),
+        el("div", el("div", el("h2", both("Last results")),
+                     last_results(t.rounds, c.side_wagers, lambda rnd: round_link(pit, t, rnd)),
                      class_="lastbox"),
            payouts_box(c), class_="bottom"),
         receipt_qr(pit, t))
+
+
+def round_link(pit: Pit, t: TableView, rnd: Any) -> str | None:
+    """A round's own page on this server (its words, cards and receipt QR code), where the
+    table has receipts to scan: a witnessed table, a server with --public-url."""
+    if (t.config.witness_bound is None or pit.public_url is None or not isinstance(t.shoe, int)
+            or not isinstance(rnd, int) or isinstance(rnd, bool)
+            or not (0 < t.shoe < 1 << 16 and 0 < rnd < 1 << 16)):
+        return None
+    return f"/table/{quote(t.table, safe='', errors='replace')}/round/{t.shoe}/{rnd}"
+
+
+def round_page(pit: Pit, t: TableView, shoe: int, rnd: int) -> Html | None:
+    """One earlier round of the current shoe, as a player tapping it on the last-results list
+    sees it: its words and cards and its receipt's QR code; None when it is not shown here."""
+    rec = next((r for r in t.rounds if r.get("round") == rnd), None) if shoe == t.shoe else None
+    if rec is None or round_link(pit, t, rnd) is None:
+        return None
+    told = {"player_natural", "banker_natural", "player_pair", "banker_pair",
+            *t.config.side_wagers}
+    qr = receipt_path(t.table, shoe, rnd).replace("/receipt/", "/qr/", 1)
+    back = "/table/" + quote(t.table, safe="", errors="replace")
+    return join(
+        languages(t.config),
+        el("p", el("b", result_words(rec, told)), class_="round-words", id="round-words"),
+        el("p", "P ", cards_shown(rec.get("player")), " · B ", cards_shown(rec.get("banker")),
+           class_="hands"),
+        el("figure", el("img", src=qr, alt=f"QR code: the receipt of round {rnd}"),
+           el("figcaption", said(f"Round {rnd}: scan to check its receipt",
+                                 f"第{rnd}局：扫码核验")), class_="round-qr", id="round-qr"),
+        el("p", el("a", said("Back to the table", "返回本桌"), href=back)))
 
 
 def receipt_path(table: str, shoe: int, round_no: int) -> str:
