@@ -337,6 +337,15 @@ def on_a_phone_with_the_witness_checker(driver, pit):
         assert f"round {last}" in said, said
         assert driver.find_element("id", "witnesses").get_attribute("value") == pit["vkey"]
         assert "filled in below: nothing to paste" in driver.page_source
+        # the same receipt with one card changed, checked against the witness's keys: refused
+        text = driver.find_element("id", "receipt").get_attribute("value")
+        lines = text.split("\n")
+        at = next(i for i, line in enumerate(lines) if line.startswith("extra "))
+        lines[at] = lines[at][:-6] + ("A" if lines[at][-6] != "A" else "B") + lines[at][-5:]
+        driver.execute_script("document.getElementById('receipt').value = arguments[0];"
+                              "document.getElementById('check').click();", "\n".join(lines))
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                        .startswith("Not verified"))
         # a round the pit has no receipt of: said on the page (a new page: only the hash moved)
         driver.get("about:blank")
         driver.get(f"{pit['url']}/check#{here}/receipt/bac1/1/999")
