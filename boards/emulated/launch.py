@@ -86,6 +86,10 @@ def raw_log(board):
     writes it there."""
     chip = board.FLASH_DIR + "/chip.img"
     rp2.CHIP = esp32.CHIP = chip
+    erase_ms = os.getenv("SABOT_NOR_ERASE_MS")  # a real chip's timing, when asked for
+    if erase_ms:
+        rp2.ERASE_MS = esp32.ERASE_MS = int(erase_ms)
+        rp2.PROG_US = esp32.PROG_US = 400
     # the image's boot mounts littlefs up to the Pico's log partition (boards/rpi_pico/_boot.py)
     emulated_machine.ROOT_FS_BYTES = getattr(board, "LOG_START", 0)
     try:
