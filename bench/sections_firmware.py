@@ -60,7 +60,7 @@ def _mpy_build(tmp):
         subprocess.run([mpy_cross, "-o", f"{tmp}/shoe/{src.stem}.mpy", "-s", src.name, str(src)],
                        check=True)
     for src in (ROOT / "boards/virtual/board.py", ROOT / "boards/virtual/i2c_socket.py",
-                ROOT / "tests/mp/nulls.py"):
+                ROOT / "tests/mp/nulls.py", ROOT / "tests/mp/dealt_shoe.py"):
         subprocess.run([mpy_cross, "-o", f"{tmp}/{src.stem}.mpy", "-s", src.name, str(src)],
                        check=True)
     return tmp

@@ -132,7 +132,7 @@ def mpy_build(tmp_path_factory):
                        check=True)
     # the virtual board's modules and the test stand-ins too, as a deployed virtual board has them
     for src in [ROOT / "boards" / "virtual" / n for n in ("board.py", "i2c_socket.py")] + [
-            ROOT / "tests" / "mp" / "nulls.py"]:
+            ROOT / "tests" / "mp" / "nulls.py", ROOT / "tests" / "mp" / "dealt_shoe.py"]:
         subprocess.run([str(mpy_cross), "-o", str(out / (src.stem + ".mpy")), "-s", src.name,
                         str(src)], check=True)
     return out

@@ -22,30 +22,13 @@ import time
 
 import board
 import micropython
+from dealt_shoe import read_shoe, sensor_bytes
 from nulls import Host, Null
 
 from shoe import element  # noqa: F401  (loaded before the app's buffers, as a board's main does)
 from shoe.app import ShoeApp
-from shoe.cards import RANKS, SUITS
 from shoe.dealing import PH_ENDED
-from shoe.sensor import encode
 from shoe.store import Flash
-
-
-def read_shoe(path):
-    """Card numbers (52 = cut card) in a bytearray: small enough for a 64K heap."""
-    out = bytearray()
-    for line in open(path):
-        for t in line.split():
-            out.append(52 if t == "CUT" else "A23456789TJQK".find(t[0]) * 4 + "SHDC".find(t[1]))
-    return out
-
-
-def sensor_bytes(card):
-    if card == 52:
-        return encode(ord("C"))
-    return encode(ord("R"), bytes((RANKS[card >> 2], SUITS[card & 3])))
-
 
 SERVICE_US = [0]
 
