@@ -14,6 +14,8 @@ import pytest
 from sabot.audit.accounts import ShoeAccounts, new_shoe_accounts
 from sabot.registry import Registry, ShoeEntry
 
+from kit.browser import as_shown
+
 
 @pytest.mark.board
 def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli, tmp_path):
@@ -86,11 +88,6 @@ def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli
         assert f"dealer {total_text(dealt['dealer'], True)}" in dashboard_html(pit)
     in_a_browser(tmp_path, db, reg, newest)
 
-
-def as_shown(cards):
-    """Cards as the scoreboard shows players them: 10♠ Q♦ (the store's TS QD)."""
-    return " ".join(("10" if c[0] == "T" else c[:-1]) + "♠♥♦♣"["SHDC".index(c[-1])]
-                    for c in cards)
 
 
 def in_a_browser(tmp_path, db, reg, newest):

@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 
 from kit import SABOT
-from kit.browser import browser, csp_violations, screenshot
+from kit.browser import as_shown, browser, csp_violations, screenshot
 from kit.procs import free_port_for_tests
 from kit.serve_rig import ServeRig, SSEClient
 
@@ -97,8 +97,7 @@ def check_what_players_read(driver, rig, table):
             "tie": f"Tie {p} — {b}"}[last["winner"]]
     assert page["newest"].startswith(want), (page["newest"], last)
     for card in last["player"] + last["banker"]:  # each card with its suit's symbol
-        rank = "10" if card[0] == "T" else card[:-1]
-        assert rank + "♠♥♦♣"["SHDC".index(card[-1])] in page["cards"], (page["cards"], last)
+        assert as_shown([card]) in page["cards"], (page["cards"], last)
 
 
 def check_full_screen(driver, w, h, dragons):

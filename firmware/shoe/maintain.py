@@ -64,17 +64,13 @@ def _free_bytes(flash):
     `--flash-bytes`), the cap less the files kept in the flash directory."""
     import os
 
-    if flash.capacity:
-        used = 0
-        for entry in os.ilistdir(flash.root):
-            if entry[1] != 0x4000:
-                used += os.stat(flash.path(entry[0]))[6]
-        return flash.capacity - used
-    try:
-        st = os.statvfs(flash.root)
-        return min(st[4], (1 << 29) // st[0]) * st[0]  # small ints only
-    except (OSError, AttributeError):
-        return 1 << 29  # no way to tell: as Flash.log_capacity
+    if not flash.capacity:
+        return flash.log_capacity(0)  # the filesystem's free space (statvfs)
+    used = 0
+    for entry in os.ilistdir(flash.root):
+        if entry[1] != 0x4000:
+            used += os.stat(flash.path(entry[0]))[6]
+    return flash.capacity - used
 
 
 def room(shoe):

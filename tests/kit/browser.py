@@ -34,6 +34,12 @@ def csp_violations(driver):
             if "Content Security Policy" in e["message"]]
 
 
+def as_shown(cards):
+    """Cards as the players' pages show them: 10♠ Q♦ (the store's TS QD)."""
+    return " ".join(("10" if c[0] == "T" else c[:-1]) + "♠♥♦♣"["SHDC".index(c[-1])]
+                    for c in cards)
+
+
 def screenshot(driver, name):
     """The page as docs/NAME shows it: written there under `make screenshots`
     (SABOT_SCREENSHOTS=1), otherwise taken into a temporary file, so a test run leaves the

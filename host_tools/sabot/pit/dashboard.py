@@ -22,6 +22,7 @@ from sabot.pit.words import (
     shown,
     since,
     state_words,
+    told,
     zone,
 )
 
@@ -30,7 +31,6 @@ DASHBOARD_HEADINGS = ("table", "dealer", "state", "shoe · round", "last result"
                       "hands in the last hour", "cards left", "edge (remaining shoe)", "alarms")
 FLOOR_HEADINGS = ("pit", "table", "dealer", "state", "newest frame stored", "shoe · round",
                   "last result", "alarms")
-TOLD = frozenset(("player_natural", "banker_natural", "player_pair", "banker_pair"))
 
 
 class Operator(Protocol):
@@ -134,7 +134,7 @@ def last_result(t: TableView) -> str:
                 "cards)")
     if not t.rounds:
         return "-"
-    return result_words(t.rounds[-1], TOLD | set(t.config.side_wagers))
+    return result_words(t.rounds[-1], told(t.config.side_wagers))
 
 
 def newest_round(t: TableView) -> Any:

@@ -14,7 +14,7 @@ from sabot.game.roads import DERIVED, UNKNOWN, bead, streaks
 from sabot.pit.markup import Html, el, join
 from sabot.pit.payouts import blackjack_payout_lines, game_name, payout_lines
 from sabot.pit.tables import Pit, TableView, counts, flag_list, roads_of
-from sabot.pit.words import clock, money, percent, result_words, shown
+from sabot.pit.words import clock, money, percent, result_words, shown, told
 
 LAST_RESULTS = 12
 # the board's labels in English and Chinese, side by side (the names Chinese scoreboards use)
@@ -109,12 +109,12 @@ def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = (),
     are told of, naturals and pairs and the side wagers the table offers, `offered`; not a Lucky
     Six on a table with no such wager), then its cards, the suits as symbols. `link(round)`: the
     round's own page (its receipt's QR code), where the table has receipts to scan."""
-    told = {"player_natural", "banker_natural", "player_pair", "banker_pair", *offered}
+    flags = told(offered)
     items = []
     for rec in rounds[-LAST_RESULTS:][::-1]:
         rnd, winner = rec.get("round"), rec.get("winner")
         mark = bead(winner)
-        words: Html = join(result_words(rec, told))
+        words: Html = join(result_words(rec, flags))
         href = link(rnd)
         if href is not None:
             words = el("a", words, href=href)
@@ -161,9 +161,7 @@ def players_phase(pit: Pit, t: TableView, now: float | None = None) -> Html:
     last = t.round_stored[-1] if t.round_stored else None
     if (t.rounds and isinstance(last, (int, float)) and not isinstance(last, bool)
             and now - last < RESULT_SHOWN_S):
-        return el("div", result_words(t.rounds[-1], {"player_natural", "banker_natural",
-                                                    "player_pair", "banker_pair",
-                                                    *t.config.side_wagers}),
+        return el("div", result_words(t.rounds[-1], told(t.config.side_wagers)),
                   class_="phase result", id="phase", data_phase="result")
     return el("div", said("Place your bets", "请下注"),
               class_="phase open", id="phase", data_phase="place_bets")
@@ -305,13 +303,12 @@ def round_page(pit: Pit, t: TableView, shoe: int, rnd: int) -> Html | None:
     rec = next((r for r in t.rounds if r.get("round") == rnd), None) if shoe == t.shoe else None
     if rec is None or round_link(pit, t, rnd) is None:
         return None
-    told = {"player_natural", "banker_natural", "player_pair", "banker_pair",
-            *t.config.side_wagers}
     qr = receipt_path(t.table, shoe, rnd).replace("/receipt/", "/qr/", 1)
     back = "/table/" + quote(t.table, safe="", errors="replace")
     return join(
         languages(t.config),
-        el("p", el("b", result_words(rec, told)), class_="round-words", id="round-words"),
+        el("p", el("b", result_words(rec, told(t.config.side_wagers))), class_="round-words",
+           id="round-words"),
         el("p", "P ", cards_shown(rec.get("player")), " · B ", cards_shown(rec.get("banker")),
            class_="hands"),
         el("figure", el("img", src=qr, alt=f"QR code: the receipt of round {rnd}"),

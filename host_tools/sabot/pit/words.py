@@ -101,6 +101,13 @@ FLAG_NAMES = {"player_natural": "Player natural", "banker_natural": "Banker natu
               "dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
 
 
+def told(side_wagers: Any) -> frozenset[str]:
+    """The flags a table's result is said with: naturals and pairs, and the side wagers it
+    offers (not a Lucky Six where no one can bet on it)."""
+    return frozenset(("player_natural", "banker_natural", "player_pair", "banker_pair",
+                      *side_wagers))
+
+
 def wager_name(wager: Any) -> str:
     return WAGER_NAMES.get(wager, shown(wager).replace("_", " ")) if isinstance(wager, str) \
         else shown(wager)
