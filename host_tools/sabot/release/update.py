@@ -31,6 +31,7 @@ CHUNK_DATA = 120  # stream bytes a chunk carries (firmware/shoe/update.py CHUNK_
 BEGIN_WAIT = 12.0  # the shoe verifies at most one signed command a second
 CHUNK_WAIT = 1.0  # a chunk unanswered this long is sent again
 CHUNK_TRIES = 8
+RECORD_WAIT = 5.0  # a chained frame the shoe made is signed and sent (a Sign or two) by then
 CHECK_WAIT = 30.0  # staging checked (a digest of every file, one Verify), the outcome signed
 BOOT_WAIT = 30.0  # the shoe boots its new tree and answers again
 
@@ -220,10 +221,14 @@ def update(port: ShoePort, key: CommandKey, config: ShoeEntry, info: dict[str, A
                               taken=lambda f: (f.type == pr.T_UPDATE_PROGRESS
                                                and f.payload[:2] == bytes(2)))
     before = ch.status or {}
-    if not rec:  # chunk 0 taken, update_begun not recorded: the host's budget is spent
-        log("the shoe took the release key's signature but could not record update_begun (the "
-            "frames a host may have it keep are used up until its next shoe)")
-    elif rec["what"] == "update_refused":
+    if not rec:  # chunk 0 taken (its unsigned progress comes at once): its record, signed, next
+        got = ch.answer_to(counter, RECORD_WAIT)
+        if got is None:
+            log("the shoe took the release key's signature but could not record update_begun "
+                "(the frames a host may have it keep are used up until its next shoe)")
+        else:
+            rec = got[1]
+    if rec and rec["what"] == "update_refused":
         raise SabotError(f"shoe {pr.shoe_id_text(config.shoe_id)} refused the update before "
                          f"keeping any of it: {rec['reason']}; it still runs its firmware")
     log(f"update begun (command {counter}): sending {length:,} B in {len(chunks) - 1} chunks "
