@@ -207,3 +207,21 @@ def test_a_table_shows_the_languages_its_registry_entry_names(tmp_path):
     assert languages_arg("zh") == ["zh"]
     with pytest.raises(argparse.ArgumentTypeError, match="want one or both of en, zh"):
         languages_arg("en,en")
+
+
+def test_the_payouts_are_the_settlement_rules_own_dragon_bonus_included():
+    """Each payout line is what the rules pay a round that wins it: a Dragon Bonus table's
+    paytable figure by figure, the commission-free Banker's six."""
+    from sabot.game.wagers import DRAGON_BONUS_PAYTABLES
+    from sabot.pit.payouts import payout_lines
+
+    for paytable in ("A", "B", "C"):
+        entry = ShoeEntry(0x61, side_wagers=["dragon_bonus_player", "dragon_bonus_banker"],
+                          dragon_bonus_paytable=paytable)
+        pays = {w: p for w, _, p, _ in payout_lines(entry)}
+        want = ", ".join(f"{m}: {DRAGON_BONUS_PAYTABLES[paytable.lower()][m]} to 1"
+                         for m in range(9, 3, -1))
+        assert pays["dragon_bonus_player"] == pays["dragon_bonus_banker"] == \
+            f"natural win 1 to 1; win by {want}", pays
+    free = {w: p for w, _, p, _ in payout_lines(ShoeEntry(0x62, commission_free=True))}
+    assert free["banker"] == "1 to 1; a win with 6 pays 1 to 2" and free["tie"] == "8 to 1"

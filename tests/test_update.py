@@ -91,8 +91,7 @@ def test_a_signed_update_switches_and_another_release_key_is_refused(shoe):
         refused_before = ch.hello(5.0)["refused"]
         i, nxt, piece = forged[0]
         ch.send(pr.C_UPDATE_DATA, i.to_bytes(2, "big") + nxt + piece)
-        said: list[str] = []
-        rec = channel.update(port, key, config, info, "tech-ann", said.append)
+        rec = channel.update(port, key, config, info, "tech-ann", (said := []).append)
         # its update_begun recorded (the unsigned progress of chunk 0 comes before it)
         assert not any("could not record" in line for line in said), said
     finally:

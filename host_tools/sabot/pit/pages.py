@@ -403,7 +403,7 @@ def build_app(pit: Pit, console: Console | None = None) -> tuple[Starlette, Hub]
             shown = None if t is None else round_page(pit, t, int(parts[4]), int(parts[5]))
             if t is None or shown is None:
                 return html_response(join("no such round shown here"), status_code=404)
-            return html_response(page(f"Table {t.table}", shown, "", "scoreboard"))
+            return html_response(page(f"Table {t.table}", shown, ""))  # a page to read
         t = pit.table(name)
         if t is None:
             return html_response(join("no table ", name), status_code=404)

@@ -54,6 +54,19 @@ def _pays(wager: str, s: Summary) -> tuple[str, str]:
     return en, zh
 
 
+def _dragon_bonus(rule: str, player: bool) -> tuple[str, str]:
+    """A Dragon Bonus wager's paytable (627a.12(e)), each line asked of the rules: a natural win
+    and a non-natural win by 9 down to 4 points (three cards each side)."""
+    def pays(own: int, other: int, own_cards: int, other_cards: int) -> tuple[str, str]:
+        return _pays(rule, Summary(own, other, own_cards, other_cards, False, False) if player
+                     else Summary(other, own, other_cards, own_cards, False, False))
+
+    natural = pays(9, 7, 2, 3)
+    by = [(m, pays(9, 9 - m, 3, 3)) for m in range(9, 3, -1)]
+    return (f"natural win {natural[0]}; win by " + ", ".join(f"{m}: {o[0]}" for m, o in by),
+            f"例牌赢{natural[1]}；" + "，".join(f"赢{m}点{o[1]}" for m, o in by))
+
+
 def game_name(c: ShoeEntry) -> tuple[str, str]:
     en, zh = GAME_NAMES.get(c.game, (c.game, c.game))
     if c.ez:
@@ -100,7 +113,7 @@ def payout_lines(c: ShoeEntry) -> list[tuple[str, str, str, str]]:
             line(w, f"{both[0]} both pairs, {one[0]} either pair",
                  f"两对{both[1]}，一对{one[1]}")
         elif w.startswith("dragon_bonus_"):
-            line(w, f"paytable {table.paytable}", f"赔率表{table.paytable}")
+            line(w, *_dragon_bonus(table.rule_name(w), w.endswith("player")))
     return out
 
 
