@@ -17,8 +17,8 @@ def test_results_edges_and_states_are_said_in_words():
     assert result_words(rec) == "Player 9 beats Banker 3 — Player natural"
     rec = {"winner": "banker", "player_total": 3, "banker_total": 7, "flags": ["dragon7"]}
     assert result_words(rec) == "Banker 7 beats Player 3 — Dragon 7"
-    assert result_words({"winner": "tie", "player_total": 5, "banker_total": 5}) == \
-        "Tie 5 — 5"
+    assert result_words({"winner": "tie", "player_total": 5, "banker_total": 5,
+                         "flags": ["banker_pair"]}) == "Tie at 5 — Banker pair"
     assert edge_words("banker", 0.0105791) == "Banker edge 1.06%"
     assert edge_words("dragon7", -0.01593016) == "Dragon 7: players ahead by 1.59%"
     assert state_words("held", "cards_exhausted") == "held: no cards left — resolve"

@@ -157,7 +157,7 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
 
     import sabot.pit
 
-    from kit.browser import browser
+    from kit.browser import browser, cards_shown
 
     page = Path(sabot.pit.__file__).parent / "static" / "verify.html"
     genuine = round_receipt(shoe)
@@ -191,10 +191,13 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
     ]
     dummy, dummy_entry, dummy_witness = dummy_receipt(tmp_path)
     cases.append((dummy, dummy_entry.public_keys[0]["key"], "Verified: This is the result shoe "
-                  "0x5ab00001 signed for " + DUMMY_SAID, dummy_witness.vkey()))
+                  "0x5ab00001 signed for " + cards_shown(DUMMY_SAID), dummy_witness.vkey()))
     bj, bj_entry, bj_witness = blackjack_receipt(tmp_path)
     cases.append((bj, bj_entry.public_keys[0]["key"], "Verified: This is the result shoe "
-                  "0x5ab00001 signed for " + BLACKJACK_SAID, bj_witness.vkey()))
+                  "0x5ab00001 signed for " + cards_shown(BLACKJACK_SAID), bj_witness.vkey()))
+    void, void_entry, void_witness = blackjack_receipt(tmp_path, voided=True)
+    cases.append((void, void_entry.public_keys[0]["key"], "Verified: This is the result shoe "
+                  "0x5ab00001 signed for " + cards_shown(VOIDED_SAID), void_witness.vkey()))
     registry = json.dumps({"shoes": [shoe["entry"].__dict__]})
     driver = browser(tmp_path)
     try:
@@ -299,10 +302,11 @@ def test_a_dummy_hand_and_an_unread_card_are_said_as_they_are(tmp_path):
     assert DUMMY_SAID in words and "None" not in words, words
 
 
-def blackjack_receipt(tmp_path):
+def blackjack_receipt(tmp_path, voided=False):
     """(receipt, its shoe's entry, the witness's verifier) of a blackjack round the shoe signed
     alone (no initial cards): seats 2 and 5, seat 2 splitting its eights and doubling the first
-    hand, the dealer drawing to 21."""
+    hand, the dealer drawing to 21; or, `voided`, the same cards of a round a supervisor
+    voided."""
     from sabot.game.blackjack import follow_round
 
     key = ec.generate_private_key(ec.SECP256R1())
@@ -319,15 +323,30 @@ def blackjack_receipt(tmp_path):
     placed += [0] * (len(placed) % 2)
     press = {name: b for b, name in pr.BLACKJACK_PRESSES.items()}
     raw = bytes(pr.CARD_NAMES.index(w) if k == "card" else press[w] for k, w in events)
-    result = signer.chained(pr.T_BLACKJACK_RESULT, struct.pack(">HHBBB", 1, 3, 0x12, 2, len(raw))
+    result = signer.chained(pr.T_BLACKJACK_RESULT, struct.pack(">HHBBB", 1, 3, 0x12,
+                                                                6 if voided else 2, len(raw))
                             + raw + bytes(placed[i] << 4 | placed[i + 1]
                                           for i in range(0, len(placed), 2)))
-    checkpoint, witness = cosigned(tmp_path / "bj-w.db", key, entry, [tlog.leaf_hash(result)])
+    checkpoint, witness = cosigned(tmp_path / f"bj-w{int(voided)}.db", key, entry,
+                                   [tlog.leaf_hash(result)])
     return receipt.make(b"", result, 0, [], checkpoint), entry, witness
 
 
 BLACKJACK_SAID = ("round 3 of its shoe 1: seat 2 8S 3H 9D (20, split), seat 2 8D 2C KC (20, "
                   "split), seat 5 8H TS (18); dealer 9C 7C 5S (21, 3 cards).")
+
+
+VOIDED_SAID = ("round 3 of its shoe 1: voided by a supervisor: no wager on it settles, and its "
+               "cards (8S 8H 9C 8D TS 7C 3H 9D 2C KC 5S) were set aside.")
+
+
+def test_a_voided_blackjack_rounds_receipt_verifies_and_says_it_was_voided(tmp_path):
+    """A round a supervisor voided is signed by the shoe like any other: its receipt verifies,
+    and says it was voided and settles no wager, naming the cards set aside; it is never taken
+    for a played round."""
+    text, entry, witness = blackjack_receipt(tmp_path, voided=True)
+    checked = receipt.verify(text, {SHOE: entry}, [witness])
+    assert checked["round"]["voided"] and VOIDED_SAID in checked["explanation"], checked
 
 
 def test_a_blackjack_rounds_receipt_names_each_hand_and_refuses_a_card_moved(tmp_path):

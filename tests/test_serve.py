@@ -39,7 +39,31 @@ LAYOUT = """
 const root = document.scrollingElement, big = document.getElementById("big_road");
 return {page_w: root.scrollWidth, page_h: root.scrollHeight, w: innerWidth, h: innerHeight,
         big_w: big.getBoundingClientRect().width, big_h: big.getBoundingClientRect().height,
-        text: document.getElementById("live").innerText};
+        text: document.getElementById("live").innerText, cut: cut()};
+// what is shown cut in half: a road's column at its left edge, a last result at its box's end
+function cut() {
+  const out = [];
+  for (const road of document.querySelectorAll(".road")) {
+    const edge = road.getBoundingClientRect().left + road.clientLeft;
+    const end = edge + road.clientWidth;
+    for (const col of road.children) {
+      const r = col.getBoundingClientRect();
+      const across = (x) => r.left < x - 0.5 && r.right > x + 0.5;
+      if (across(edge) || across(end))
+        out.push(road.id + " column");
+    }
+  }
+  for (const list of document.querySelectorAll("ol.last")) {
+    const box = list.getBoundingClientRect();
+    for (const li of list.children) {
+      const r = li.getBoundingClientRect();
+      const shown = r.left < box.right && r.top < box.bottom;
+      if (shown && (r.bottom > box.bottom + 0.5 || r.right > box.right + 0.5))
+        out.push("result " + li.value);
+    }
+  }
+  return out;
+}
 """
 
 
@@ -79,7 +103,8 @@ def check_what_players_read(driver, rig, table):
     page = driver.execute_script(PLAYERS_READ)
     assert page["game"] == "EZ Baccarat EZ百家乐"
     offered = [w for w, _, _ in page["payouts"]]
-    assert offered == ["player", "banker", "tie", "dragon7", "panda8"]  # the registry's
+    assert offered == ["player", "banker", "tie", "dragon7", "panda8",
+                       "player_pair", "banker_pair"]  # the registry's
     pays = {w: p for w, p, _ in page["payouts"]}
     for wager, won in (("player", Summary(9, 3, 2, 2, False, False)),
                        ("dragon7", Summary(5, 7, 2, 3, False, False)),
@@ -94,7 +119,7 @@ def check_what_players_read(driver, rig, table):
     last = [json.loads(x) for x in h.stdout.splitlines() if '"winner"' in x][-1]
     p, b = last["player_total"], last["banker_total"]
     want = {"player": f"Player {p} beats Banker {b}", "banker": f"Banker {b} beats Player {p}",
-            "tie": f"Tie {p} — {b}"}[last["winner"]]
+            "tie": f"Tie at {p}"}[last["winner"]]
     assert page["newest"].startswith(want), (page["newest"], last)
     for card in last["player"] + last["banker"]:  # each card with its suit's symbol
         assert as_shown([card]) in page["cards"], (page["cards"], last)
@@ -117,6 +142,7 @@ def check_full_screen(driver, w, h, dragons):
     assert (lay["w"], lay["h"]) == (w, h), lay
     assert lay["page_w"] <= w and lay["page_h"] <= h, lay
     assert lay["big_w"] > 0.5 * w and lay["big_h"] > 0.2 * h, lay
+    assert lay["cut"] == [], lay["cut"]  # whole columns and whole results, or none
     assert "Min $25 · Max $5,000" in lay["text"] and f"Dragon 7 {dragons}" in lay["text"]
     assert "Panda 8 " in lay["text"] and "Lucky Six" not in lay["text"]
     assert "Banker ask" in lay["text"] and "cards dealt " in lay["text"]
@@ -125,7 +151,10 @@ def check_full_screen(driver, w, h, dragons):
 
 @pytest.mark.long
 def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_updates_live(tmp_path):
-    rig = ServeRig(tmp_path, shoes=1, seed=42, ez=True, side_wagers=["dragon7", "panda8"],
+    # every side wager an EZ table offers: the most lines its payouts and counts take
+    rig = ServeRig(tmp_path, shoes=1, seed=42, ez=True, side_wagers=["dragon7", "panda8",
+                                                                     "player_pair",
+                                                                     "banker_pair"],
                    limits=(2500, 500000))
     driver = browser(tmp_path)
     try:

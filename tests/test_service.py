@@ -43,6 +43,11 @@ def test_settings_are_defaults_and_the_command_line_wins(tmp_path):
     assert args.db == "other.db" and args.store_alarm == 3.0
     assert args.shoe == ["socket://127.0.0.1:7009=9"], "a repeated option replaces the list"
     assert parsed(["serve"], 'db = "x.db"\n', tmp_path).witness == []
+    # a switch the file turns on, the command line turns off
+    args = parsed(["serve", "--no-fail-on-notice", "--no-floor"], text + "floor = true\n",
+                  tmp_path)
+    assert args.fail_on_notice is False and args.floor is False
+    assert parsed(["serve"], text + "floor = true\n", tmp_path).floor is True
 
 
 @pytest.mark.parametrize(("text", "said"), [
@@ -53,6 +58,8 @@ def test_settings_are_defaults_and_the_command_line_wins(tmp_path):
     ("log-format = \"xml\"\n", "log-format takes one of text, logfmt, json, not 'xml'"),
     ("db = \n", "not TOML"),
     ("help = true\n", "'help' is no setting"),
+    # a path given as a number is a mistake, not a file named "5"
+    ("db = 5\n", "db takes text, in quotes (as --db takes it), not 5"),
 ])
 def test_a_setting_refused_is_one_line_naming_the_file_and_key(tmp_path, capsys, text, said):
     path = tmp_path / "serve.toml"
@@ -61,6 +68,15 @@ def test_a_setting_refused_is_one_line_naming_the_file_and_key(tmp_path, capsys,
     err = capsys.readouterr().err
     assert err.startswith(f"sabot serve: --config {path}") and said in err, err
     assert err.count("\n") == 1
+
+
+def test_the_witness_vkey_is_no_setting(tmp_path, capsys):
+    """--vkey prints the key and exits: set in a service's file it would stop the service at
+    every start, so the file cannot hold it."""
+    path = tmp_path / "witness.toml"
+    path.write_text('key = "w.key"\nvkey = true\n')
+    assert main(["witness", "--config", str(path)]) == 2
+    assert "'vkey' is no setting of sabot witness" in capsys.readouterr().err
 
 
 def test_a_missing_settings_file_is_one_line(tmp_path, capsys):

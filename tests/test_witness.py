@@ -325,10 +325,18 @@ def test_a_rekeyed_shoe_goes_on_being_witnessed_and_a_substituted_element_does_n
     version, xy2, _, cert2 = factory.rekey(store, flash)
     assert version == 2 and entry.add_public_key(2, keys.public_pem(public_from_xy(xy2)),
                                                  cert2.hex())
-    w = Witness(str(tmp_path / "w.db"), key, {shoe_id: entry})  # started again: its registry
+    # still running with the registry read before the rekey: it reads it again (the CLI's
+    # refresh, once the file changed) when a checkpoint of the shoe is signed by a key it lacks
+    w = Witness(str(tmp_path / "w.db"), key, {shoe_id: ShoeEntry(**{
+        **entry.__dict__, "public_keys": entry.public_keys[:1]})})
+    w.refresh = lambda: {shoe_id: entry}
     proof = tlog.consistency_proof(leaves, 4, 6)
     rekeyed = checkpoint(store, entry, 2, leaves[:6])
     assert w.add_checkpoint(tlog.add_checkpoint_body(4, proof, rekeyed)).status == 200
+    # the receipt checker's keys (GET /keys): both versions, the second certified by the
+    # attestation key bound with the log's first checkpoint
+    served = {k["version"]: k["key"] for k in w.keys()["shoes"][0]["public_keys"]}
+    assert served == {v: entry.public_keys[v - 1]["key"] for v in (1, 2)}
     w.close()
     other_store, _, other = element("substitute")
     w = Witness(str(tmp_path / "w.db"), key, {shoe_id: other})
@@ -336,6 +344,9 @@ def test_a_rekeyed_shoe_goes_on_being_witnessed_and_a_substituted_element_does_n
     substitute = checkpoint(other_store, other, 1, leaves)
     a = w.add_checkpoint(tlog.add_checkpoint_body(6, proof, substitute))
     assert a.status == 403 and "attestation key" in a.body
+    # nor does the checker get the substitute's keys: the genuine key it bound, alone
+    assert w.keys()["shoes"][0]["public_keys"] == [{"version": 1,
+                                                    "key": entry.public_keys[0]["key"]}]
     w.close()
 
 

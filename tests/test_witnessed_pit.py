@@ -336,7 +336,7 @@ def on_a_phone_with_the_witness_checker(driver, pit):
         assert said.startswith("Verified: This is the result shoe"), said
         assert f"round {last}" in said, said
         assert driver.find_element("id", "witnesses").get_attribute("value") == pit["vkey"]
-        assert "filled in below: nothing to paste" in driver.page_source
+        assert "carried in this page: nothing to paste" in driver.page_source
         # the same receipt with one card changed, checked against the witness's keys: refused
         text = driver.find_element("id", "receipt").get_attribute("value")
         lines = text.split("\n")
@@ -351,9 +351,51 @@ def on_a_phone_with_the_witness_checker(driver, pit):
         driver.get(f"{pit['url']}/check#{here}/receipt/bac1/1/999")
         WebDriverWait(driver, 20).until(lambda d: "No receipt" in d.find_element(
             "id", "verdict").text)
+        saved_for_offline_use(driver, pit, text)
     finally:
         serve.send_signal(2)
         serve.wait(10)
+
+
+def saved_for_offline_use(driver, pit, receipt):
+    """The witness's checker saved as its three files (the page carries the witness's keys)
+    and opened with no server at all: a receipt file chosen on it is verified; the same round
+    signed by a key the witness never bound (an insider's own, put in the casino's registry) is
+    refused, on the same keys."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, utils
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from sabot.protocol import P256_ORDER
+
+    saved = pit["dir"] / "saved"
+    saved.mkdir()
+    for name, path in (("check.html", "/check"), ("verify.js", "/verify.js"),
+                       ("pages.css", "/pages.css")):
+        (saved / name).write_bytes(urllib.request.urlopen(pit["url"] + path, timeout=5).read())
+    lines = receipt.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("extra "))
+    extra = base64.b64decode(lines[at][6:])
+    body = extra[:-64]  # both frames, less the result's signature: signed anew by the insider
+    n = int.from_bytes(extra[:2], "big")
+    r, s = utils.decode_dss_signature(ec.generate_private_key(ec.SECP256R1()).sign(
+        body[2 + n:], ec.ECDSA(hashes.SHA256())))
+    insider = lines.copy()
+    insider[at] = "extra " + base64.b64encode(body + r.to_bytes(32, "big") + min(
+        s, P256_ORDER - s).to_bytes(32, "big")).decode()
+    files = {"genuine": receipt, "insider": "\n".join(insider)}
+    for name, text in files.items():
+        (saved / f"{name}.tlog-proof").write_text(text)
+    driver.get("about:blank")
+    driver.get((saved / "check.html").as_uri())
+    for name, words in (("genuine", "Verified: This is the result shoe"),
+                        ("insider", "Not verified: the result is not signed by shoe")):
+        driver.execute_script("document.getElementById('verdict').textContent = '';")
+        driver.find_element("id", "receipt-file").send_keys(str(saved / f"{name}.tlog-proof"))
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                        .startswith(("Verified", "Not verified")))
+        said = driver.find_element("id", "verdict").text
+        assert said.startswith(words), (name, said)
 
 
 def history(base, board, last):
@@ -434,10 +476,10 @@ def published(base, pit, receipt):
     assert beyond.value.code == 404
 
 
-def test_a_witnessed_blackjack_round_gets_a_receipt_a_voided_one_none(pit):
+def test_a_witnessed_blackjack_round_gets_a_receipt_a_voided_one_says_so(pit):
     """A blackjack shoe on the same witnessed pit: a played round's receipt is its signed
     blackjack_result in the shoe's log, and says each seat's hands and the dealer's; a round the
-    supervisor voided has none."""
+    supervisor voided has one too, which says it was voided and settles no wager."""
     from sabot.game.cards import CUT, format_shoe, shuffled_shoe
 
     db = pit["dir"] / "bj.db"
@@ -465,7 +507,39 @@ def test_a_witnessed_blackjack_round_gets_a_receipt_a_voided_one_none(pit):
     assert r.returncode == 0 and f"round {played['round']} of its shoe 1: seat " in r.stdout
     assert "; dealer " in r.stdout, r.stdout
     r = run("receipt", *common, "--round", str(voided["round"]), "-o", str(out) + ".2")
-    assert r.returncode == 2 and "voided by a supervisor" in r.stderr
+    assert r.returncode == 0, r.stderr
+    r = run("receipt", "verify", str(out) + ".2", "--registry", str(pit["reg"]), "--witness",
+            pit["vkey"])
+    said = f"round {voided['round']} of its shoe 1: voided by a supervisor: no wager on it settles"
+    assert r.returncode == 0 and said in r.stdout, r.stdout + r.stderr
+    blackjack_history(pit, db, rows)
+
+
+def blackjack_history(pit, db, rows):
+    """The blackjack board's rounds before the newest link each to its own page, with its hands
+    and its receipt's QR code, a voided round's saying it was voided."""
+    port = free_port_for_tests()
+    base = f"http://127.0.0.1:{port}"
+    serve = subprocess.Popen([*SABOT, "serve", "--floor", "--db", str(db), "--registry",
+                              str(pit["reg"]), "--listen", f"127.0.0.1:{port}",
+                              "--public-url", base], stderr=subprocess.DEVNULL)
+    try:
+        board = wait_until_served(base + "/table/demo-blackjack").decode()
+        linked = [int(x) for x in re.findall(
+            r'href="/table/demo-blackjack/round/1/(\d+)"', board)]
+        newest = rows[-1]["round"]
+        assert linked == list(range(newest - 1, newest - 1 - len(linked), -1)) and linked, board
+        for rec in rows:
+            if rec["round"] not in linked:
+                continue
+            shown = urllib.request.urlopen(f"{base}/table/demo-blackjack/round/1/"
+                                           f"{rec['round']}", timeout=5).read().decode()
+            assert f'src="/qr/demo-blackjack/1/{rec["round"]}"' in shown
+            assert ("voided by the supervisor" in shown) == rec["voided"], shown
+            assert rec["voided"] or "Dealer" in shown
+    finally:
+        serve.send_signal(2)
+        serve.wait(10)
 
 
 def test_a_serve_without_a_public_url_makes_no_qr_code(pit, tmp_path):

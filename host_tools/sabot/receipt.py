@@ -166,8 +166,8 @@ def _check_blackjack(rec: dict[str, Any]) -> None:
     """A blackjack round: played, and every card in the hand the rules put it in."""
     from sabot.game.blackjack import check_result
 
-    if rec["voided"]:
-        raise ReceiptInvalid("the round was voided by a supervisor: it settles no wager")
+    if rec["voided"]:  # its cards only accounted for: no hands to hold to the rules
+        return
     _, why = check_result(rec)
     if why:
         raise ReceiptInvalid(f"the shoe's round is not one the rules deal ({why})")
@@ -178,6 +178,10 @@ def blackjack_words(rec: dict[str, Any]) -> str:
     dealer's (as the browser's checker says them, pit/static/verify.js)."""
     from sabot.game.blackjack import round_of, total_text
 
+    if rec["voided"]:
+        cards = [c for kind, c in rec["events"] if kind == "card"]
+        return ("voided by a supervisor: no wager on it settles, and its cards ("
+                + (" ".join(cards) or "none") + ") were set aside")
     r = round_of(rec)
     seats = [f"seat {h['seat']} {' '.join(h['cards'])} ({total_text(h['cards'], not h['split'])}"
              + (", split" if h["split"] else "") + ")" for h in r["hands"]]

@@ -40,6 +40,14 @@ def as_shown(cards):
                     for c in cards)
 
 
+def cards_shown(words):
+    """A sentence the CLI says with the store's card codes (TS QD), as the players' pages say
+    it: each code a symbol card (10♠ Q♦)."""
+    import re
+
+    return re.sub(r"\b([A2-9TJQK][SHDC])\b", lambda m: as_shown([m.group(1)]), words)
+
+
 def screenshot(driver, name):
     """The page as docs/NAME shows it: written there under `make screenshots`
     (SABOT_SCREENSHOTS=1), otherwise taken into a temporary file, so a test run leaves the

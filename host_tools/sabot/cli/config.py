@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-NOT_SETTABLE = {"help", "config", "version"}
+# not settings but things to do (--vkey: print the key and exit)
+NOT_SETTABLE = {"help", "config", "version", "vkey"}
 
 
 def config_path(words: list[str]) -> str | None:
@@ -92,16 +93,20 @@ def service_settings(parser: argparse.ArgumentParser, command: str, words: list[
 def _value(action: argparse.Action, path: str, key: str, value: Any) -> Any:
     """`value` as the option's own type makes it (its checks included); booleans for switches."""
     where = f"--config {path}: {key}"
-    if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
+    if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction
+                  | argparse.BooleanOptionalAction):
         if not isinstance(value, bool):
             raise SabotError(f"{where} is a switch: true or false, not {value!r}")
-        return value if isinstance(action, argparse._StoreTrueAction) else not value
+        return value if not isinstance(action, argparse._StoreFalseAction) else not value
     if isinstance(value, bool | dict) or (isinstance(value, list) and not isinstance(
             action, argparse._AppendAction)):
         raise SabotError(f"{where} takes one value, as --{key} does, not {value!r}")
     values = value if isinstance(value, list) else [value]
     out = []
     for one in values:
+        if not isinstance(one, str) and action.type in (None, str):  # a path, a URL, a name
+            raise SabotError(f"{where} takes text, in quotes (as --{key} takes it), not "
+                             f"{one!r}")
         text = str(one)
         try:
             converted = action.type(text) if callable(action.type) else text
@@ -121,8 +126,9 @@ def apply(parser: argparse.ArgumentParser, path: str, settings: dict[str, Any]
     """Make the file's settings the command's defaults (a required option it sets is no longer
     required); the function returned fills in, after parsing, the repeated options the command
     line did not give."""
-    actions = {a.option_strings[-1][2:]: a for a in parser._actions
-               if a.option_strings and a.option_strings[-1].startswith("--")}
+    # each option by its long name (a switch's, not its --no- form)
+    actions = {longs[0][2:]: a for a in parser._actions
+               if (longs := [o for o in a.option_strings if o.startswith("--")])}
     lists: dict[str, tuple[Any, list[Any]]] = {}  # dest: (its default, the file's values)
     for key, value in settings.items():
         action = actions.get(key)

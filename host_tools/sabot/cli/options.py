@@ -227,8 +227,11 @@ def listen_arg(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def add_fail_on_notice(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fail-on-notice", action="store_true",
+def add_fail_on_notice(parser: argparse.ArgumentParser, switch: bool = False) -> None:
+    """--fail-on-notice; `switch`: a service's, with --no-fail-on-notice to turn off what its
+    --config file turns on."""
+    parser.add_argument("--fail-on-notice", default=False,
+                        action=argparse.BooleanOptionalAction if switch else "store_true",
                         help="exit 1 on a game-protection notice too (player_advantage, "
                         "repeated_sequence: printed, stored and shown either way)")
 

@@ -32,7 +32,7 @@ commands = Commands()
 
 def serve_args(p: argparse.ArgumentParser) -> None:
     add_service_args(p, "db = \"pit.db\", store-alarm = 10, shoe = [\"/dev/ttyACM0=7\"]")
-    add_fail_on_notice(p)
+    add_fail_on_notice(p, switch=True)
     p.add_argument("--listen", type=listen_arg, default="127.0.0.1:8000",
                    help="HOST:PORT of the web server")
     p.add_argument("--db", required=True, help=DB_HELP)
@@ -45,9 +45,10 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "(repeat for every shoe; a plain URL: the shoe on it says which it is)")
     p.add_argument("--pit", metavar="NAME", default=None,
                    help="this pit's name on the floor page (default: this host's name)")
-    p.add_argument("--floor", action="store_true",
+    p.add_argument("--floor", action=argparse.BooleanOptionalAction, default=False,
                    help="validate no shoe: serve the floor (/floor, /api/floor: every pit and "
-                   "table of the shared --db) and every table's pages, read-only")
+                   "table of the shared --db) and every table's pages, read-only (--no-floor: "
+                   "not, whatever the --config file says)")
     p.add_argument("--accounts", metavar="FILE", default=None,
                    help="the operator accounts (sabot accounts add): with it, a supervisor "
                    "logged in at /login resolves a held table and starts its next shoe from the "

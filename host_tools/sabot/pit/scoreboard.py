@@ -181,6 +181,21 @@ def ask_panel(asked: dict[str, dict[str, str | None]]) -> Html:
     return el("div", rows, class_="asks")
 
 
+def blackjack_hands(h: dict[str, Any]) -> Html:
+    """A blackjack round's hands: the dealer's, then each seat's from the dealer's left."""
+    if h.get("voided"):
+        return el("p", "voided by the supervisor: no wager settled", class_="voided")
+    rows = [el("tr", el("th", "Dealer"), el("td", cards_shown(h.get("dealer"))),
+               el("td", shown(h.get("dealer_total")),
+                  f" · {len(h.get('dealer') or [])} cards"), class_="dealer")]
+    rows += [el("tr", el("th", f"Seat {shown(x.get('seat'))}"),
+                el("td", cards_shown(x.get("cards"))),
+                el("td", shown(x.get("total")), " · doubled" if x.get("doubled") else None,
+                   " · split" if x.get("split") else None), data_seat=shown(x.get("seat")))
+             for x in h.get("hands") or []]
+    return el("table", rows, class_="hands")
+
+
 def blackjack_board(pit: Pit, t: TableView) -> Html:
     """A blackjack table's scoreboard: the newest round's hands, the dealer's and each seat's
     from the dealer's left, then the rounds before it."""
@@ -196,28 +211,20 @@ def blackjack_board(pit: Pit, t: TableView) -> Html:
         head.append(el("span", f"Min {money(c.min_bet_cents)} · Max {money(c.max_bet_cents)}",
                        class_="limits", id="limits"))
 
-    def hands(h: dict[str, Any]) -> Html:
-        if h.get("voided"):
-            return el("p", "voided by the supervisor: no wager settled", class_="voided")
-        rows = [el("tr", el("th", "Dealer"), el("td", cards_shown(h.get("dealer"))),
-                   el("td", shown(h.get("dealer_total")),
-                      f" · {len(h.get('dealer') or [])} cards"), class_="dealer")]
-        rows += [el("tr", el("th", f"Seat {shown(x.get('seat'))}"),
-                    el("td", cards_shown(x.get("cards"))),
-                    el("td", shown(x.get("total")), " · doubled" if x.get("doubled") else None,
-                       " · split" if x.get("split") else None), data_seat=shown(x.get("seat")))
-                 for x in h.get("hands") or []]
-        return el("table", rows, class_="hands")
-
     newest = el("div", el("h2", f"Round {shown(last['round'])}" if last else "No round yet"),
-                hands(last) if last else None, class_="lastbox", id="hands")
+                blackjack_hands(last) if last else None, class_="lastbox", id="hands")
     # (the list's own numbers are the rounds')
-    before = [el("li", "voided" if h.get("voided") else join(
-        el("b", "dealer ", cards_shown(h.get("dealer")), f" ({shown(h.get('dealer_total'))})"),
-        *(f" · seat {shown(x.get('seat'))} {shown(x.get('total'))}"
-          for x in h.get("hands") or [])),
-        value=h.get("round") if isinstance(h.get("round"), int) else None)
-        for h in t.hands[-LAST_RESULTS - 1:-1][::-1]]
+    def before_item(h: dict[str, Any]) -> Html:
+        words: Html = join("voided") if h.get("voided") else join(
+            el("b", "dealer ", cards_shown(h.get("dealer")),
+               f" ({shown(h.get('dealer_total'))})"),
+            *(f" · seat {shown(x.get('seat'))} {shown(x.get('total'))}"
+              for x in h.get("hands") or []))
+        href = round_link(pit, t, h.get("round"))
+        return el("li", el("a", words, href=href) if href is not None else words,
+                  value=h.get("round") if isinstance(h.get("round"), int) else None)
+
+    before = [before_item(h) for h in t.hands[-LAST_RESULTS - 1:-1][::-1]]
     return join(
         languages(c),
         el("div", head, id="where", class_="where", data_shoe=shown(t.shoe),
@@ -300,17 +307,22 @@ def round_link(pit: Pit, t: TableView, rnd: Any) -> str | None:
 def round_page(pit: Pit, t: TableView, shoe: int, rnd: int) -> Html | None:
     """One earlier round of the current shoe, as a player tapping it on the last-results list
     sees it: its words and cards and its receipt's QR code; None when it is not shown here."""
-    rec = next((r for r in t.rounds if r.get("round") == rnd), None) if shoe == t.shoe else None
+    blackjack = t.config.game == "blackjack"
+    rec = next((r for r in (t.hands if blackjack else t.rounds) if r.get("round") == rnd),
+               None) if shoe == t.shoe else None
     if rec is None or round_link(pit, t, rnd) is None:
         return None
     qr = receipt_path(t.table, shoe, rnd).replace("/receipt/", "/qr/", 1)
     back = "/table/" + quote(t.table, safe="", errors="replace")
-    return join(
-        languages(t.config),
+    shown_round = (join(el("p", el("b", f"Round {rnd}"), class_="round-words", id="round-words"),
+                        blackjack_hands(rec)) if blackjack else join(
         el("p", el("b", result_words(rec, told(t.config.side_wagers))), class_="round-words",
            id="round-words"),
         el("p", "P ", cards_shown(rec.get("player")), " · B ", cards_shown(rec.get("banker")),
-           class_="hands"),
+           class_="hands")))
+    return join(
+        languages(t.config),
+        shown_round,
         el("figure", el("img", src=qr, alt=f"QR code: the receipt of round {rnd}"),
            el("figcaption", said(f"Round {rnd}: scan to check its receipt",
                                  f"第{rnd}局：扫码核验")), class_="round-qr", id="round-qr"),

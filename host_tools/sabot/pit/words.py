@@ -114,15 +114,15 @@ def wager_name(wager: Any) -> str:
 
 
 def result_words(rec: dict[str, Any], told: frozenset[str] | set[str] | None = None) -> str:
-    """"Player 9 beats Banker 3", "Tie 5 — 5", "Banker 7 beats Player 3 — Dragon 7": the
+    """"Player 9 beats Banker 3", "Tie at 5", "Banker 7 beats Player 3 — Dragon 7": the
     winner first, then the flags players are told of (`told`: all when None)."""
     winner, p, b = rec.get("winner"), rec.get("player_total"), rec.get("banker_total")
     if winner == "player":
         line = f"Player {shown(p)} beats Banker {shown(b)}"
     elif winner == "banker":
         line = f"Banker {shown(b)} beats Player {shown(p)}"
-    elif winner == "tie":
-        line = f"Tie {shown(p)} — {shown(b)}"
+    elif winner == "tie" and p == b:
+        line = f"Tie at {shown(p)}"
     else:
         line = f"{shown(winner)}: Player {shown(p)}, Banker {shown(b)}"
     flags = rec.get("flags")

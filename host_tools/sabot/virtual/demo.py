@@ -264,6 +264,8 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
 
         try:
             bind(cosigner.witnesses, cosigner.quorum, entry, cosigner.say)
+            reg.witnessed(shoe_id)  # a witnessed table now, as `sabot bind` makes it
+            entry = reg.get(shoe_id)
         except SabotError as e:  # the demo goes on: said, as a witness that is not reached
             cosigner.say(str(e))
     t0 = time.monotonic()

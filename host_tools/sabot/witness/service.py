@@ -78,6 +78,7 @@ class Witness:
         # each certificate as it loads): a rekeyed shoe's next version is taken when the same
         # attestation key that came with the log's first checkpoint certifies it
         self.attest: dict[str, bytes | None] = {}
+        self.entries: dict[str, ShoeEntry] = {}
         self._trust(shoes)
         # the registry again, when a checkpoint names a shoe it lacks (the CLI's: the file read
         # again only once it changed; None when unchanged): a shoe provisioned since the start
@@ -101,6 +102,7 @@ class Witness:
     def _trust(self, shoes: Mapping[int, ShoeEntry]) -> None:
         for sid, entry in shoes.items():
             origin = tlog.origin(sid)
+            self.entries[origin] = entry
             keys = (entry.public_key(k["version"]) for k in entry.public_keys)
             self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
             self.attest[origin] = (note.ecdsa_verifier(origin, load_public_pem(
@@ -144,21 +146,38 @@ class Witness:
 
     def keys(self) -> dict[str, Any]:
         """What GET /keys answers, for the receipt checker this witness serves: its verifier key
-        and, per shoe whose log it holds, the key that signed that log's first checkpoint here
-        (version 1, PEM), in the shoe registry's shape the checker reads. A player's trust
-        anchors, from the witness (the regulator's), never from the casino."""
+        and, per shoe whose log it holds, the result keys it vouches for, in the shoe registry's
+        shape the checker reads. A player's trust anchors, from the witness (the regulator's),
+        never from the casino. Those keys are the one that signed the log's first checkpoint
+        here, and every later version of its registry that the attestation key bound with that
+        checkpoint certifies (the registry checks each certificate as it loads): a receipt
+        signed after a rekey is checked with nothing pasted too, and a key the witness did not
+        bind is never served."""
         from cryptography.hazmat.primitives import serialization
 
+        def pem(der: bytes) -> str:
+            return serialization.load_der_public_key(der).public_bytes(
+                serialization.Encoding.PEM,
+                serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
         shoes = []
-        for origin, der in self.db.execute("SELECT origin, key FROM logs WHERE key IS NOT NULL"
-                                           " ORDER BY origin"):
+        for origin, der, attestation in self.db.execute(
+                "SELECT origin, key, attestation FROM logs WHERE key IS NOT NULL ORDER BY origin"):
             head, _, hexid = origin.partition("/")
             if head != "sabot.shoe" or len(hexid) != 8:
                 continue
-            pem = serialization.load_der_public_key(bytes(der)).public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-            shoes.append({"shoe_id": int(hexid, 16),
-                          "public_keys": [{"version": 1, "key": pem.decode()}]})
+            bound, versions = bytes(der), {}
+            entry = self.entries.get(origin)
+            for k in entry.public_keys if entry is not None else []:
+                key = entry.public_key(k["version"]) if entry is not None else None
+                spki = note.ecdsa_verifier(origin, key).public if key is not None else b""
+                if spki == bound or (attestation is not None
+                                     and self.attest.get(origin) == bytes(attestation)):
+                    versions[k["version"]] = spki
+            if bound not in versions.values():  # a registry without it: the bound key alone
+                versions = {1: bound}
+            shoes.append({"shoe_id": int(hexid, 16), "public_keys": [
+                {"version": v, "key": pem(versions[v])} for v in sorted(versions)]})
         return {"witness": self.vkey, "shoes": shoes}
 
     def evidence(self) -> list[dict[str, Any]]:
@@ -200,7 +219,16 @@ class Witness:
         try:
             _, good = note.verified(signed, trusted)
         except SabotError as e:
-            return Answer(403, f"{e}\n")
+            # a key its registry did not hold (a rekey since it was read): read again, once the
+            # file changed; the key is still taken only as _decide binds it
+            shoes = self.refresh() if self.refresh is not None else None
+            if shoes is None:
+                return Answer(403, f"{e}\n")
+            self._trust(shoes)
+            try:
+                _, good = note.verified(signed, self.logs.get(cp.origin, []))
+            except SabotError as again:
+                return Answer(403, f"{again}\n")
         if old > cp.size:
             return Answer(400, f"old size {old} is larger than the checkpoint's {cp.size}\n")
         if cp.size > MAX_SIZE:
@@ -346,12 +374,17 @@ def app(witness: Witness) -> Any:
     async def checker(request: Request) -> Response:
         name, kind = page[request.url.path]
         body = (CHECKER / name).read_bytes()
-        if name == "verify.html":  # the keys come from this witness: the page says so
-            body = body.replace(b'<body class="pit verify">',
-                                b'<body class="pit verify" data-keys="keys">').replace(
+        if name == "verify.html":  # the keys come from this witness, in the page: it says so
+            import json
+
+            carried = json.dumps(witness.keys()).replace("<", "\\u003c").replace(
+                ">", "\\u003e").replace("&", "\\u0026")
+            body = body.replace(b'<body class="pit verify">', b'<body class="pit verify">\n'
+                                b'<script type="application/json" id="witness-keys">'
+                                + carried.encode() + b"</script>").replace(
                 b"against the keys\nyou paste, which should come from the regulator, not from "
                 b"the casino.", b"against the keys\nof this witness (the regulator's, not the "
-                b"casino's), filled in below: nothing to paste.")
+                b"casino's), carried in this page: nothing to paste.")
         return Response(body, media_type=kind, headers={"Content-Security-Policy": policy,
                                                         "X-Content-Type-Options": "nosniff",
                                                         "Cache-Control": "no-cache"})

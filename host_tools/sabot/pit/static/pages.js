@@ -14,13 +14,27 @@
     return;
   }
   // the roads show their newest columns: each road scrolled to its end (a shoe's big road can
-  // be wider than the screen)
+  // be wider than the screen), then back to the start of the first column in sight, so none
+  // shows cut in half (the road's end has a column's room for it, pages.css)
   const toEnd = () => {
     for (const road of live.querySelectorAll(".road")) {
       road.scrollLeft = road.scrollWidth;
+      const at = road.scrollLeft;
+      if (!at) {
+        continue;
+      }
+      const origin = road.getBoundingClientRect().left + road.clientLeft - at;
+      for (const col of road.children) {
+        const box = col.getBoundingClientRect();
+        if (box.right - origin > at) {  // the first column in sight: shown whole, from its start
+          road.scrollLeft = Math.floor(box.left - origin);
+          break;
+        }
+      }
     }
   };
   toEnd();
+  addEventListener("resize", toEnd);  // a column's width follows the window's
   let heard = Date.now();
   let heardClock = (document.getElementById("clock") || {}).textContent || "";
   const stale = () => {

@@ -9,7 +9,8 @@
 "use strict";
 (() => {
   const enc = new TextEncoder();
-  const RANKS = "A23456789TJQK", SUITS = "SHDC";
+  // cards as the players' pages show them (10♠ Q♦), where the CLI says the store's TS QD
+  const RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"], SUITS = "\u2660\u2665\u2666\u2663";
   const WINNERS = { 1: "Player wins", 2: "Banker wins", 3: "a Tie" };
   const HEADER = 46, SIG = 64, T_INITIAL_CARDS = 3, T_RESULT = 4, T_BLACKJACK_RESULT = 10;
 
@@ -64,7 +65,9 @@
     if (events.length !== n || events.some((b) => b >= 52 && (b < 0xF1 || b > 0xF3))) refuse("the result frame is malformed");
     const cards = events.filter((b) => b < 52), nib = p.slice(7 + n);
     if (nib.length !== (cards.length + 1) >> 1 || !p[4] || p[4] >> 7) refuse("the result frame is malformed");
-    if (p[5] & 4) refuse("the round was voided by a supervisor: it settles no wager");
+    if (p[5] & 4)  // its cards only accounted for: no hands to hold to the rules
+      return { shoe: (p[0] << 8) | p[1], round: (p[2] << 8) | p[3],
+               words: `voided by a supervisor: no wager on it settles, and its cards (${cards.map(card).join(" ") || "none"}) were set aside` };
     const placed = cards.map((_, k) => (nib[k >> 1] >> (k & 1 ? 0 : 4)) & 15);
     const seats = [1, 2, 3, 4, 5, 6, 7].filter((s) => p[4] >> (s - 1) & 1);
     // each seat's first card opens its first hand; the hands after it, to the next seat's, are its split hands
@@ -236,22 +239,35 @@
   // (or #http://HOST/receipt/...: this page is another's copy, the regulator's, as it should be)
   const hash = decodeURIComponent(location.hash.slice(1));
   const linked = /^(\/receipt\/|https?:\/\/[^#]*\/receipt\/)/.test(hash) ? hash : "";
-  // Served by a witness (the regulator's), the page takes the keys from it (data-keys: its
-  // verifier key and each shoe's first key as it holds them), and checks a linked receipt at
-  // once: a player scans a table's code and reads the verdict, with nothing to paste.
-  const keysAt = document.body.dataset.keys;
+  // Served by a witness (the regulator's), the page carries its keys (#witness-keys: its
+  // verifier key and each shoe's keys it vouches for) and checks a linked receipt at once: a
+  // player scans a table's code and reads the verdict, with nothing to paste. Saved, the page
+  // keeps those keys, and checks a receipt file with no network at all.
+  const carried = document.getElementById("witness-keys");
+  const keysAt = Boolean(carried);
   let keysIn = !keysAt, receiptIn = false;
   const checkWhenReady = () => { if (keysAt && keysIn && receiptIn) $("check").click(); };
-  if (keysAt) {
-    fetch(keysAt, {cache: "no-store"}).then((r) => r.json()).then((k) => {
+  if (carried) {
+    try {
+      const k = JSON.parse(carried.textContent);
       $("shoe-key").value = JSON.stringify({shoes: k.shoes}, null, 1);
       $("witnesses").value = k.witness;
       keysIn = true;
-      checkWhenReady();
-    }).catch(() => {
-      $("verdict").textContent = "This witness's keys could not be fetched: paste the keys you trust.";
-    });
+    } catch (e) {
+      $("verdict").textContent = "This witness's keys could not be read: paste the keys you trust.";
+    }
   }
+  $("receipt-file").addEventListener("change", () => {
+    const file = $("receipt-file").files[0];
+    if (!file) return;
+    if (file.size > 65536) { $("verdict").textContent = "Not verified: that file is too large to be a receipt."; $("verdict").className = "refused"; return; }
+    file.text().then((text) => {
+      $("receipt").value = text;
+      receiptIn = true;
+      if (keysAt) checkWhenReady();
+      else $("verdict").textContent = "Receipt loaded: paste the keys you trust, then Check.";
+    });
+  });
   if (linked) {
     fetch(linked, {cache: "no-store"}).then(async (r) => {
       const text = await r.text();
