@@ -31,3 +31,25 @@ def test_the_site_builds_strictly_with_the_home_page_and_each_readers_page(tmp_p
                if not (site / page / "index.html").exists()]
     assert not missing, missing
     assert not (site / "hooks.py").exists()  # the build's own code is no page
+
+
+def test_every_test_the_documents_cite_is_there():
+    """A document that says which test shows a claim names one that exists: a test function
+    (`test_x`, or `test_x_*` for those it begins) or a test file; a test renamed without its
+    citation leaves a claim no test backs."""
+    import re
+
+    names = set()
+    for path in (ROOT / "tests").rglob("*.py"):
+        text = path.read_text()
+        names.add(path.stem)
+        names.update(re.findall(r"^\s*(?:async )?def (test_\w+)", text, re.M))
+    missing = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
+            for cited, star in re.findall(r"\b(test_\w+?)(_\*)?(?![\w*])", line):
+                prefix = cited + "_" if star else None
+                if cited not in names and not (prefix and any(x.startswith(prefix)
+                                                               for x in names)):
+                    missing.append(f"{doc.relative_to(ROOT)}:{n}: {cited}{star}")
+    assert not missing, "tests the documents cite that are not there:\n" + "\n".join(missing)

@@ -202,11 +202,50 @@ def test_the_documents_copy_no_figure():
     bench, figures = _bench(), _page()
     copied = []
     for path, blocks in _documents():
+        before: list = []  # the labels of the paragraph before: an example after it is its
         for b in blocks:
-            labels = _labels(b.text, bench.SECTIONS)
+            labels = _labels(b.text, bench.SECTIONS) or (before if b.kind == "code" else [])
             if labels:
                 copied += [_say(path, *c) for c in _copied(b, labels, figures)]
+            before = _labels(b.text, bench.SECTIONS) if b.kind == "text" else []
     assert not copied, "figures copied into the documents:\n" + "\n".join(copied)
+
+
+# a rate or a time in microseconds is a measurement wherever it is written, unless it is a
+# target or a setting (after ≤, ≥, "under", ..., "takes": a chip's datasheet time)
+MEASURED = re.compile(r"\d[\d,.]*\s?(?:µs|rounds/s|frames/s|checkpoints/s|cards/s)(?![\w/])")
+SETTING = re.compile(r"(?:[≤≥<>]|\b(?:under|within|below|at most|at least|up to|more than|"
+                     r"less than|takes))\s*$", re.IGNORECASE)
+
+
+def _unlabelled_measurements(path, blocks, sections):
+    """A rate or a µs time stated in a block that names no bench label (an example after a
+    labelled paragraph counts as labelled: the copy check above reads it)."""
+    out, before = [], []
+    for b in blocks:
+        own = _labels(b.text, sections)
+        labelled = own or (before if b.kind == "code" else [])
+        before = own if b.kind == "text" else []
+        if labelled or (path == FIGURES and b.kind == "row"):
+            continue
+        text = CODE_OR_LINK.sub(lambda m: " " * len(m.group()), b.text)
+        for m in MEASURED.finditer(text):
+            if not SETTING.search(text[:m.start()]):
+                out.append(f"{path}:{b.line + text[:m.start()].count(chr(10))}: {m.group()}")
+    return out
+
+
+def test_no_document_states_a_rate_or_time_the_bench_does_not_print():
+    """A figure with no bench label anywhere near it (a rate in a security note, a card's time
+    in a guide) is one nobody reruns: each must cite the label whose row has it."""
+    bench = _bench()
+    found = [m for path, blocks in _documents()
+             for m in _unlabelled_measurements(path, blocks, bench.SECTIONS)]
+    assert not found, "measured figures with no bench label:\n" + "\n".join(found)
+    planted = list(_blocks("## Other\n\nThe audit verifies 12,413 frames/s, a card 13 µs; the "
+                           "chip takes 400 µs a page, under 50 µs a card.\n"))
+    assert _unlabelled_measurements("x.md", planted, bench.SECTIONS) == [
+        "x.md:3: 12,413 frames/s", "x.md:3: 13 µs"]
 
 
 def test_every_label_cited_links_to_its_row():

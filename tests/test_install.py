@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from kit import ROOT, SIGN_MS, free_port_for_tests
+from kit import ROOT, SABOT, SIGN_MS, free_port_for_tests
 
 pytestmark = [pytest.mark.board, pytest.mark.long]
 
@@ -117,6 +117,10 @@ def test_install_as_documented(tmp_path):
     # 2. installed: the command pipx put on PATH is the wheel's, in an environment of its own
     out = run("install")
     assert re.search(r"^sabot \d+\.\d+\.\d+ \(firmware source sha256", out, re.M), out
+    # the firmware it carries, as the checkout's: what an engineer compares with a release
+    ours_version = subprocess.run([*SABOT, "--version"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+    assert ours_version in out, (ours_version, out)
     installed = (t / "localbin" / "sabot").resolve()
     assert str(installed).startswith(str(t / "pipx")), installed
     assert not str(installed).startswith(str(ROOT))
@@ -135,6 +139,8 @@ def test_install_as_documented(tmp_path):
     subprocess.run(["pipx", "install", f"{ours['WHEEL']}[firmware]"], env=bench_env, cwd=t,
                    check=True, capture_output=True, timeout=300)
     bench = str(t / "bench" / "bin" / "sabot")
+    again = subprocess.run([bench, "--version"], capture_output=True, text=True, env=env)
+    assert again.stdout.strip() == ours_version, "each install of the wheel says the same"
     made = subprocess.run([bench, "firmware", "--board", "rpi_pico"], cwd=t / "bench", env=env,
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 0 and "MANIFEST sha256" in made.stdout + made.stderr, made

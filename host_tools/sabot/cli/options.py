@@ -105,7 +105,7 @@ def version_text() -> str:
     from sabot.release.build import code_digest
 
     try:
-        fw = code_digest(FIRMWARE / "shoe")[:16]
+        fw = code_digest(FIRMWARE / "shoe", source=True)[:16]
     except OSError:
         fw = "missing"
     return f"sabot {__version__} (firmware source sha256 {fw}..., frame protocol {VERSION})"

@@ -70,10 +70,13 @@ def _mpy_cross(src: Path, out: Path, arch: str | None) -> None:
         raise SabotError(f"mpy-cross rejected {src}: {r.stderr.strip().splitlines()[-1]}")
 
 
-def tree_files(root: StrPath) -> list[str]:
+def tree_files(root: StrPath, source: bool = False) -> list[str]:
+    """The files of a code tree as the firmware walks it; `source`: a source tree on a host,
+    less the caches CPython leaves in it (__pycache__: pip compiles an installed package's)."""
     out = []
     for dirpath, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.endswith(".tmp")]  # as the firmware walks: skipped
+        dirs[:] = [d for d in dirs if not d.endswith(".tmp")  # as the firmware walks: skipped
+                   and not (source and d == "__pycache__")]
         for n in names:
             rel = os.path.relpath(os.path.join(dirpath, n), root).replace(os.sep, "/")
             if rel not in ("MANIFEST", "UPDATE") and not n.endswith(".tmp"):
@@ -81,15 +84,17 @@ def tree_files(root: StrPath) -> list[str]:
     return sorted(out, key=lambda p: p.encode())
 
 
-def _feed(h: _Hash, root: StrPath) -> None:
-    for rel in tree_files(root):
+def _feed(h: _Hash, root: StrPath, source: bool = False) -> None:
+    for rel in tree_files(root, source):
         data = (Path(root) / rel).read_bytes()
         h.update(rel.encode() + b"\x00" + struct.pack(">I", len(data)) + data)
 
 
-def code_digest(root: StrPath) -> str:
+def code_digest(root: StrPath, source: bool = False) -> str:
+    """SHA-256 of a code tree (`source`: a host's source tree, its caches left out, so the
+    checkout and every install of a release say the same)."""
     h = hashlib.sha256()
-    _feed(h, root)
+    _feed(h, root, source)
     return h.hexdigest()
 
 
