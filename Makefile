@@ -185,6 +185,7 @@ dist: $(STAMP)
 	git ls-files -z firmware boards | tar --null -T - -cf - | tar -xf - -C $(DIST_STAGE)/sabot/tree
 	cp host_tools/pyproject.toml packaging/setup.py $(DIST_STAGE)/
 	$(BIN)/uv build -q --out-dir $(DIST) $(DIST_STAGE)
+	$(BIN)/python packaging/constraints.py host_tools/pyproject.toml firmware > $(DIST)/sabot-constraints.txt
 	@ls $(DIST)/*
 
 clean:

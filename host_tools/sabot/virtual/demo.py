@@ -246,6 +246,9 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
     else:
         tokens = load_tokens(shoe, seed)
         table = {}
+    from sabot.paths import micropython
+
+    micropython()  # missing: said before a command key is made for nothing
     existed = os.path.exists(key_file)
     key = keys.load_or_create(key_file)
     if not existed and not quiet:
