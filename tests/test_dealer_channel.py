@@ -1,9 +1,10 @@
-"""The dealer channel and the presses, one rule on both sides: the bytes the host's simulated
-dealer writes (sabot/virtual/dealer_channel.py) are the ones the virtual board and the emulated
-machine read (boards/virtual/dealer_channel.py), each button named as the firmware's board loop
-names it; and the press kinds and resolution codes the host decodes are the shoe's own
-(shoe/blackjack.py, shoe/dealing.py). The firmware cannot import host code, so each side keeps
-its definition and this test holds them to each other."""
+"""The dealer channel and the presses, one rule on both sides: the bytes are defined once, in the
+board's file (boards/virtual/dealer_channel.py), which the virtual board and the emulated machine
+read and the host's simulated dealer loads (sabot/virtual/dealer_channel.py); each button is
+named as the firmware's board loop names it, and the supervisor's and the presses' bytes carry
+the codes the host decodes (protocol.RESOLUTIONS, PRESSES), which are the shoe's own
+(shoe/blackjack.py, shoe/dealing.py). The firmware cannot import host code, so the protocol's
+codes are held to the shoe's here."""
 
 import runpy
 import sys
@@ -24,6 +25,11 @@ BYTES = ("EXIT_EDGE", "CONFIRM", "EMPTY", "REVEAL", "BETS", "SUPERVISOR", "PRESS
 def test_the_host_writes_the_bytes_the_board_reads():
     assert {name: getattr(host, name) for name in BYTES} == {name: BOARD[name] for name in BYTES}
     assert {b: name for name, b in host.BUTTONS.items()} == BOARD["BUTTONS"]
+    # the supervisor's and the presses' buttons carry the protocol's codes
+    assert {name: host.SUPERVISOR + code for code, name in enumerate(pr.RESOLUTIONS) if code} \
+        | {name: host.PRESS + kind for kind, name in pr.PRESSES.items()} == {
+            name: b for name, b in host.BUTTONS.items()
+            if name not in ("confirm", "empty", "reveal")}
 
 
 def test_every_button_on_the_channel_is_one_the_board_loop_takes_and_none_is_a_sensor_byte():

@@ -337,6 +337,8 @@ def test_virtual_board_deals_and_signs_through_the_element_process(shoe_flash, e
     import subprocess
     import time
 
+    from sabot.virtual.dealer_channel import EXIT_EDGE
+
     from kit import FIRMWARE, ROOT, free_port_for_tests, micropython_bin
 
     flash, _, shoe = shoe_flash
@@ -351,7 +353,7 @@ def test_virtual_board_deals_and_signs_through_the_element_process(shoe_flash, e
             assert board.poll() is None, board.stderr.read()
         conn = socket.create_connection(("127.0.0.1", port), timeout=10)
         for t in ("AS", "2H", "9S", "8D", "KD", "9C"):
-            board.stdin.write(encode(ord("R"), t.encode()) + b"\x80")  # sensor frame, exit edge
+            board.stdin.write(encode(ord("R"), t.encode()) + bytes([EXIT_EDGE]))  # frame, exit
         board.stdin.flush()
         while not board.stdout.readline().startswith(b"A "):  # the round's result is shown
             assert board.poll() is None, board.stderr.read()

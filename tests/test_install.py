@@ -206,6 +206,12 @@ def _services(run, env, t, ours, listen_port):
 
     # 5. the witness, as a service of its own
     run("witness", cwd=t / "copied")
+    for name in ("sabot-serve", "sabot-witness"):  # each hardened: rated OK or better
+        rated = subprocess.run(["systemd-analyze", "security", "--offline=true",
+                                str(ours["UNITS"] / f"{name}.service")], capture_output=True,
+                               text=True, timeout=60).stdout
+        level = re.search(r"Overall exposure level for \S+: ([\d.]+) (\w+)", rated)
+        assert level and float(level[1]) <= 2.0 and level[2] == "OK", (name, rated[-300:])
     assert (ours["ETC"] / "regulator.vkey").read_text().startswith("sabot.witness/")
     wnotes = (t / "systemd" / "sabot-witness.notify").read_text()
     assert wnotes.startswith(f"READY=1|STATUS=http://{ours['WITNESS_LISTEN']}/add-checkpoint"), \

@@ -1,22 +1,26 @@
 """The dealer channel: the bytes a virtual or emulated board reads on its stdin as the dealer's
 recognition module, exit sensor, buttons and bet spots, and the recognition module's frames for a
-card read. The board reads them as boards/virtual/dealer_channel.py says (tests/
-test_dealer_channel.py holds the two to each other)."""
+card read. The bytes are defined once, in the board's own file (boards/virtual/dealer_channel.py,
+which the firmware side reads as it is): the host reads that file too, so the dealer it simulates
+writes what the board reads."""
 
 from __future__ import annotations
 
-from sabot.game.cards import CUT
-from sabot.protocol import PRESSES, RESOLUTIONS
+import runpy
 
-EXIT_EDGE = 0x80  # the exit sensor's edge: a card left the shoe
-CONFIRM, EMPTY, REVEAL = 0x81, 0x82, 0x83  # the dealer's confirm, shoe-empty, squeeze reveal
-BETS = 0x84  # blackjack: the next byte is the bet spots (bit s-1: a wager at seat s)
-SUPERVISOR = 0x90  # + the supervisor's resolution (protocol.RESOLUTIONS, 1..4)
-PRESS = 0xA0  # + blackjack's press (protocol.PRESSES, 1..3)
+from sabot.game.cards import CUT
+from sabot.paths import BOARDS
+
+_BOARD = runpy.run_path(str(BOARDS / "virtual" / "dealer_channel.py"))
+EXIT_EDGE: int = _BOARD["EXIT_EDGE"]  # the exit sensor's edge: a card left the shoe
+CONFIRM: int = _BOARD["CONFIRM"]  # the dealer's confirm
+EMPTY: int = _BOARD["EMPTY"]  # the shoe-empty sensor
+REVEAL: int = _BOARD["REVEAL"]  # squeeze: the dealer releases the hands
+BETS: int = _BOARD["BETS"]  # blackjack: the next byte is the bet spots (bit s-1: seat s)
+SUPERVISOR: int = _BOARD["SUPERVISOR"]  # + the supervisor's resolution (protocol.RESOLUTIONS)
+PRESS: int = _BOARD["PRESS"]  # + blackjack's press (protocol.PRESSES)
 # every button's byte, by the name boards give it (board.BUTTONS)
-BUTTONS = {"confirm": CONFIRM, "empty": EMPTY, "reveal": REVEAL,
-           **{name: SUPERVISOR + code for code, name in enumerate(RESOLUTIONS) if code},
-           **{name: PRESS + kind for kind, name in PRESSES.items()}}
+BUTTONS: dict[str, int] = {name: byte for byte, name in _BOARD["BUTTONS"].items()}
 
 
 def crc8(data: bytes) -> int:
