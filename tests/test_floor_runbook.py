@@ -165,10 +165,13 @@ def test_the_install_block_is_install_md_s():
         ours = re.search(rf"\b{name}=(\S+)", block)
         theirs = re.search(rf"\b{name}=(\S+)", install)
         assert ours and theirs and ours[1] == theirs[1], name
-    wheel = re.search(r"^pipx install \./(sabot-\S+\.whl)$", block, re.M)
-    assert wheel, "a pipx install of the wheel"
+    # the wheel, with the constraints make dist writes beside it, as INSTALL.md installs it
+    wheel = re.search(r'^pipx install --pip-args="--constraint \./sabot-constraints\.txt" '
+                      r"\./(sabot-\S+\.whl)$", block, re.M)
+    assert wheel, "a pipx install of the wheel with its constraints"
     assert re.fullmatch(r"sabot-\d+\.\d+\.\d+-cp311-cp311-linux_x86_64\.whl", wheel[1])
-    assert re.search(r'^pipx install "\$WHEEL"$', install, re.M)
+    assert re.search(r'^pipx install --pip-args="--constraint \$\{WHEEL%/\*\}/'
+                     r'sabot-constraints\.txt" "\$WHEEL"$', install, re.M)
 
 
 # ---- sabot floor's refusals, each one line, nothing changed --------------------------------
