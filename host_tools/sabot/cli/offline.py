@@ -227,7 +227,10 @@ def settle_args(p: argparse.ArgumentParser) -> None:
           "seats from the highest number down. Blackjack (table.game \"blackjack\"): the side "
           "wagers Hit and Run, Straight Jack and House Money, seat by seat from the dealer's "
           "right; the request also carries \"meters\" (the progressive meters in cents, for "
-          "the wagers placed) and the answer the meters after. Money is integer cents. See "
+          "the wagers placed) and the answer the meters after. 21 Baccarat (table.game "
+          "\"21-baccarat\", § 681a.6): the Player and Banker wagers, the Tie and the two Bonus "
+          "Wagers, by the table's configured rules (docs/RULES.md, \"21 Baccarat\"); the answer "
+          "also carries the round's totals and winner. Money is integer cents. See "
           "docs/INTERFACES.md. With --table (or --shoe-id) the table is the one registered for "
           "that shoe (sabot provision), checked against any the request names.",
           example="sabot settle --table BAC-07 request.json; echo '{\"table\": {\"game\": "

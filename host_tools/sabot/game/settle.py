@@ -238,6 +238,10 @@ def settle(request: object) -> dict[str, Any]:
         from sabot.game.blackjack_settle import settle as settle_blackjack
 
         return settle_blackjack(request)
+    if isinstance(cfg, dict) and cfg.get("game") == "21-baccarat":
+        from sabot.game.baccarat21_settle import settle as settle_21
+
+        return settle_21(request)
     table = Table(cfg)
     summary, initial = _summary(request.get("round"))
     items = request.get("wagers", [])

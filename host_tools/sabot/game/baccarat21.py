@@ -1,0 +1,205 @@
+"""The host's own rules of 21 Baccarat (58 Pa. Code § 681a), written from the regulation's text
+where it speaks and from the table's configuration where the text at hand is silent.
+
+What § 681a.6 gives, exactly:
+- every player wagers on the Player's Hand or the Banker's Hand (§ 681a.6(c)); the Tie and the
+  two Bonus Wagers are optional, offered only where the Rules Submission says so (§ 681a.6(d));
+- a hand wins when its total is 21 or less and greater than the other's (§ 681a.6(c)(1)(i),
+  (2)(i)), or when it is over 21 but lower than the other's ((1)(ii), (2)(ii)); the Tie wins when
+  the two totals are equal ((d)(1)); a Bonus Wager wins when its hand holds "a pair or better"
+  ((d)(2), (3)).
+
+Read literally, (c) leaves a hand of 21 or less against a hand over 21 to neither hand: 18 is not
+"greater than" 23, and 18 is not "over 21". This module takes the ordinary reading: **a hand of 21
+or less beats a hand over 21** (`winner`, and its test vector in tests/test_baccarat21.py).
+
+What the text at hand does not give (§ 681a.3, the cards and their values and the "pair or better"
+hands; § 681a.7 and after, the dealing and drawing procedure), and so what is the table's
+configuration, each with a default that is this project's choice, never the regulation's
+(`Rules`, docs/RULES.md "21 Baccarat"): the card values, each hand's drawing rule, the bonus
+hands and their paytable, the commission on a Banker win, what a tie does to the Player and
+Banker wagers, the Tie's odds, and the number of decks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sabot.errors import SabotError
+
+GAME = "21-baccarat"
+ACES = ("1_or_11", "1")  # an ace counts 11 when that keeps the hand at 21 or under, or always 1
+BANKER_RULES = ("fixed", "beat_player")
+TIE_MAIN = ("push", "lose")  # what a tie does to the Player and Banker wagers
+COMMISSIONS = ("none", "five_percent")
+BONUS_HANDS = ("suited_pair", "pair")  # of the hand's first two cards, best first
+MOST_CARDS = 11  # a hand drawing while under 21 can hold no more (four aces, four 2s, three 3s)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A 21 Baccarat table's configuration (its registry entry's, or a request's `table`). Every
+    default here is this project's choice where § 681a.6 is silent, said as such."""
+
+    decks: int = 8
+    ace: str = "1_or_11"
+    # each hand draws while its total is under its `draws_below`; on a soft total of exactly
+    # that, it draws too when `draws_soft` (as a blackjack dealer hitting a soft 17)
+    player_draws_below: int = 17
+    player_draws_soft: bool = False
+    banker_draws_below: int = 17
+    banker_draws_soft: bool = False
+    # "fixed": the Banker's Hand draws by its own rule above; "beat_player": when the Player's
+    # Hand is 21 or less the Banker's draws while it is lower than the Player's (and under 21),
+    # and stands on a Player's Hand over 21
+    banker_rule: str = "fixed"
+    tie_main: str = "push"
+    tie_odds: int = 8
+    banker_commission: str = "none"
+    # the Bonus Wagers' "pair or better" (§ 681a.3(e), not at hand): the hand's first two cards,
+    # a pair of one rank, suited or not; odds "to 1"
+    bonus_paytable: dict[str, int] = field(
+        default_factory=lambda: {"suited_pair": 25, "pair": 11})
+
+    @classmethod
+    def from_config(cls, cfg: object) -> Rules:
+        """The rules a table's configuration gives (its keys as this class's fields, `game`
+        and `side_wagers` aside); a SabotError in one line for anything else."""
+        if not isinstance(cfg, dict):
+            raise SabotError("table: expected an object")
+        known = set(cls.__dataclass_fields__)
+        fields = {k: v for k, v in cfg.items() if k not in ("game", "side_wagers")}
+        for key in fields:
+            if key not in known:
+                raise SabotError(f"table.{key} is no setting of a 21 Baccarat table (its "
+                                 f"settings: {', '.join(sorted(known))})")
+        rules = cls(**fields)
+        rules.check()
+        return rules
+
+    def check(self) -> None:
+        def whole(name: str, low: int, high: int) -> None:
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
+                raise SabotError(f"table.{name} must be a whole number from {low} to {high}, "
+                                 f"not {v!r}")
+
+        whole("decks", 1, 8)
+        whole("player_draws_below", 12, 21)
+        whole("banker_draws_below", 12, 21)
+        whole("tie_odds", 1, 100)
+        for name, allowed in (("ace", ACES), ("banker_rule", BANKER_RULES),
+                              ("tie_main", TIE_MAIN), ("banker_commission", COMMISSIONS)):
+            if getattr(self, name) not in allowed:
+                raise SabotError(f"table.{name} is one of {', '.join(allowed)}, not "
+                                 f"{getattr(self, name)!r}")
+        for name in ("player_draws_soft", "banker_draws_soft"):
+            if not isinstance(getattr(self, name), bool):
+                raise SabotError(f"table.{name} is true or false")
+        pays = self.bonus_paytable
+        if not isinstance(pays, dict) or not pays or any(
+                h not in BONUS_HANDS or not isinstance(o, int) or isinstance(o, bool)
+                or not 1 <= o <= 1000 for h, o in pays.items()):
+            raise SabotError("table.bonus_paytable maps hands (" + ", ".join(BONUS_HANDS)
+                             + ") to whole odds from 1 to 1000, e.g. {\"pair\": 11}")
+
+
+def card_value(card: str) -> int:
+    """A card's value, an ace 1 (counted 11 by `total` where the table says so): 2 to 9 their
+    face, a ten, jack, queen or king 10 (the common rule; § 681a.3 is not at hand)."""
+    rank = card[0]
+    if rank == "A":
+        return 1
+    return 10 if rank in "TJQK" else int(rank)
+
+
+def total(cards: Iterable[str], rules: Rules) -> tuple[int, bool]:
+    """(the hand's total, whether it is soft: an ace counted 11)."""
+    hard = 0
+    ace = False
+    for c in cards:
+        v = card_value(c)
+        hard += v
+        ace = ace or v == 1
+    if rules.ace == "1_or_11" and ace and hard + 10 <= 21:
+        return hard + 10, True
+    return hard, False
+
+
+def winner(player_total: int, banker_total: int) -> str:
+    """"player", "banker" or "tie" (§ 681a.6(c), (d)(1)): both at 21 or less, the greater wins;
+    both over 21, the lower wins (c)(1)(ii), (2)(ii); equal totals tie; one at 21 or less and the
+    other over 21 — which the text's (i) and (ii) both leave out — the hand at 21 or less wins (the
+    ordinary reading this project takes)."""
+    if player_total == banker_total:
+        return "tie"
+    p_over, b_over = player_total > 21, banker_total > 21
+    if p_over != b_over:  # the reading: 21 or less beats over 21
+        return "banker" if p_over else "player"
+    if not p_over:  # (c)(1)(i), (2)(i)
+        return "player" if player_total > banker_total else "banker"
+    return "player" if player_total < banker_total else "banker"  # (c)(1)(ii), (2)(ii)
+
+
+def _draws(cards: Sequence[str], below: int, soft17: bool, rules: Rules) -> bool:
+    t, soft = total(cards, rules)
+    return len(cards) < MOST_CARDS and (t < below or (soft and t == below and soft17))
+
+
+def player_draws(player: Sequence[str], rules: Rules) -> bool:
+    return _draws(player, rules.player_draws_below, rules.player_draws_soft, rules)
+
+
+def banker_draws(banker: Sequence[str], player: Sequence[str], rules: Rules) -> bool:
+    """Whether the Banker's Hand takes another card, the Player's Hand complete."""
+    if rules.banker_rule == "fixed":
+        return _draws(banker, rules.banker_draws_below, rules.banker_draws_soft, rules)
+    p, _ = total(player, rules)
+    b, _ = total(banker, rules)
+    return p <= 21 and b < p and b < 21 and len(banker) < MOST_CARDS
+
+
+def deal(cards: Iterator[str], rules: Rules) -> tuple[list[str], list[str]]:
+    """A round dealt from the shoe's cards in order: the Player's Hand and the Banker's Hand two
+    cards each, alternately (Player first, as baccarat deals), then the Player's draws, then the
+    Banker's. StopIteration when the cards run out mid-round."""
+    player, banker = [next(cards)], [next(cards)]
+    player.append(next(cards))
+    banker.append(next(cards))
+    while player_draws(player, rules):
+        player.append(next(cards))
+    while banker_draws(banker, player, rules):
+        banker.append(next(cards))
+    return player, banker
+
+
+def redeal(player: Sequence[str], banker: Sequence[str], rules: Rules
+           ) -> tuple[list[str], list[str]] | None:
+    """The hands the rules deal from these cards in the order they were dealt (the first four
+    alternately, then the Player's, then the Banker's): equal to the record's when the shoe
+    dealt by the rules; None when the rules want a card these hands do not have."""
+    if len(player) < 2 or len(banker) < 2:
+        return None
+    order = [player[0], banker[0], player[1], banker[1], *player[2:], *banker[2:]]
+    try:
+        return deal(iter(order), rules)
+    except StopIteration:
+        return None
+
+
+def bonus_hand(first_two: Sequence[str]) -> str | None:
+    """The bonus hand of a hand's first two cards, best first, or None."""
+    a, b = first_two[0], first_two[1]
+    if a[0] != b[0]:
+        return None
+    return "suited_pair" if a[1] == b[1] else "pair"
+
+
+def outcome(player: Sequence[str], banker: Sequence[str], rules: Rules) -> dict[str, Any]:
+    """A dealt round in the record's words: each hand's total and whether it is over 21, the
+    winner, and each hand's bonus hand."""
+    p, _ = total(player, rules)
+    b, _ = total(banker, rules)
+    return {"player_total": p, "banker_total": b, "winner": winner(p, b),
+            "player_bonus": bonus_hand(player), "banker_bonus": bonus_hand(banker)}

@@ -1,0 +1,142 @@
+"""21 Baccarat (§ 681a.6), in process: who wins by the text's words (each rule of (c) and (d)(1),
+and the reading this project takes where the text leaves a hand of 21 or less against a hand over
+21 to neither), each hand's drawing by the table's configured rule, the table's configuration
+refused in one line, and every wager settled in integer cents through `sabot settle`."""
+
+import json
+import subprocess
+
+import pytest
+
+from sabot.errors import SabotError
+from sabot.game import baccarat21 as b21
+from sabot.game.baccarat21_settle import settle
+
+from kit import SABOT
+
+RULES = b21.Rules()
+
+
+@pytest.mark.parametrize(("player", "banker", "won", "rule"), [
+    (20, 18, "player", "(c)(1)(i): 21 or less and greater"),
+    (17, 21, "banker", "(c)(2)(i): 21 or less and greater"),
+    (23, 25, "player", "(c)(1)(ii): over 21 but lower"),
+    (26, 22, "banker", "(c)(2)(ii): over 21 but lower"),
+    (19, 19, "tie", "(d)(1): equal"),
+    (24, 24, "tie", "(d)(1): equal, both over 21"),
+    # neither (i) nor (ii) of the text: 18 is not greater than 23, nor over 21; the reading
+    # taken here, the ordinary one: the hand of 21 or less wins
+    (18, 23, "player", "the reading: 21 or less beats over 21"),
+    (22, 12, "banker", "the reading: 21 or less beats over 21"),
+])
+def test_who_wins_is_the_texts_words_and_the_reading_taken(player, banker, won, rule):
+    assert b21.winner(player, banker) == won, rule
+
+
+def test_totals_count_an_ace_as_the_table_says():
+    assert b21.total(["AS", "6H"], RULES) == (17, True)
+    assert b21.total(["AS", "6H", "KD"], RULES) == (17, False)
+    assert b21.total(["AS", "AH", "9D"], RULES) == (21, True)
+    assert b21.total(["AS", "6H"], b21.Rules(ace="1")) == (7, False)
+
+
+def test_each_hand_draws_by_the_tables_rule():
+    # Player 10 6 draws (16 < 17) a 5: 21; Banker 9 8 stands on 17 (fixed rule, the default)
+    cards = ["TS", "9H", "6D", "8C", "5S", "2H"]
+    assert b21.deal(iter(cards), RULES) == (["TS", "6D", "5S"], ["9H", "8C"])
+    # a soft 17 stands by default, draws where the table says so
+    soft = ["AS", "KH", "6D", "7C", "3S"]
+    assert b21.deal(iter(soft), RULES)[0] == ["AS", "6D"]
+    assert b21.deal(iter(soft), b21.Rules(player_draws_soft=True))[0] == ["AS", "6D", "3S"]
+    # the Banker chasing the Player's 20: draws on 17 and stands once it is not lower
+    chase = b21.Rules(banker_rule="beat_player")
+    assert b21.deal(iter(["KS", "9H", "QD", "8C", "2S", "AH"]), chase) == (
+        ["KS", "QD"], ["9H", "8C", "2S", "AH"])
+    # and stands on a Player's Hand over 21
+    assert b21.deal(iter(["KS", "2H", "6D", "3C", "9S", "AH"]), chase) == (
+        ["KS", "6D", "9S"], ["2H", "3C"])
+    # the record's hands, dealt again: equal when the shoe kept the rule, None when short
+    assert b21.redeal(["TS", "6D", "5S"], ["9H", "8C"], RULES) == (["TS", "6D", "5S"],
+                                                                 ["9H", "8C"])
+    assert b21.redeal(["TS", "6D"], ["9H", "8C"], RULES) is None
+
+
+@pytest.mark.parametrize(("cfg", "said"), [
+    ({"decks": 9}, "table.decks must be a whole number from 1 to 8"),
+    ({"ace": "11"}, "table.ace is one of 1_or_11, 1"),
+    ({"banker_rule": "chase"}, "table.banker_rule is one of fixed, beat_player"),
+    ({"bonus_paytable": {"flush": 5}}, "table.bonus_paytable maps hands"),
+    ({"surrender": True}, "table.surrender is no setting of a 21 Baccarat table"),
+    ({"player_draws_soft": "yes"}, "table.player_draws_soft is true or false"),
+])
+def test_a_configuration_the_rules_cannot_hold_is_one_line(cfg, said):
+    with pytest.raises(SabotError, match=said.replace("(", r"\(")):
+        b21.Rules.from_config(cfg)
+
+
+def request(player, banker, wagers, **table):
+    table = {"game": "21-baccarat", "side_wagers": ["tie", "player_bonus", "banker_bonus"],
+             **table}
+    return {"table": table, "round": {"player": player, "banker": banker},
+            "wagers": [{"seat": s, "wager": w, "amount_cents": a} for s, w, a in wagers]}
+
+
+def test_every_wager_is_settled_in_cents():
+    # Banker 9 9 (18) v Player 8 8 then 3 (19): the Player wins; Banker pair of nines
+    r = settle(request(["8S", "8H", "3D"], ["9S", "9C"], [
+        (1, "player", 1000), (2, "banker", 1000), (3, "banker", 2500), (3, "banker_bonus", 500),
+        (1, "player_bonus", 500), (2, "tie", 500)], banker_commission="five_percent"))
+    got = {(e["seat"], e["wager"]): (e["result"], e["win_cents"], e["vigorish_cents"])
+           for e in r["settlements"]}
+    assert got == {(1, "player"): ("win", 1000, 0), (2, "banker"): ("lose", 0, 0),
+                   (3, "banker"): ("lose", 0, 0), (3, "banker_bonus"): ("win", 5500, 0),
+                   (1, "player_bonus"): ("win", 5500, 0), (2, "tie"): ("lose", 0, 0)}
+    assert r["round"]["winner"] == "player" and r["round"]["player_total"] == 19
+    # losing wagers are collected first, then seats paid from the highest down
+    results = [e["result"] for e in r["settlements"]]
+    assert results == sorted(results, key=lambda x: x != "lose")
+    # a Banker win less its commission, rounded up to 25 cents: 5% of $10.10 is 50.5 cents
+    r = settle(request(["TS", "7H"], ["KS", "8C"], [(4, "banker", 1010)],
+                       banker_commission="five_percent"))
+    assert r["settlements"] == [{"seat": 4, "wager": "banker", "result": "win",
+                                 "win_cents": 1010, "vigorish_cents": 75}]
+    # a tie: the Tie pays its odds, the Player and Banker wagers push (or lose, as configured)
+    tie = request(["TS", "7H"], ["KS", "7C"], [(1, "player", 1000), (1, "tie", 200)])
+    assert [(e["wager"], e["result"], e["win_cents"]) for e in settle(tie)["settlements"]] == [
+        ("player", "push", 0), ("tie", "win", 1600)]
+    tie["table"]["tie_main"] = "lose"
+    assert settle(tie)["settlements"][0]["result"] == "lose"
+    # a suited pair pays the suited pair's odds
+    r = settle(request(["7H", "7H", "4S"], ["KS", "8C"], [(1, "player", 100),
+                                                         (1, "player_bonus", 100)]))
+    assert ("player_bonus", 2500) in [(e["wager"], e["win_cents"]) for e in r["settlements"]]
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda q: q["round"].update(player=["TS", "6D"]), "want a card these hands do not have"),
+    (lambda q: q["round"].update(banker=["9H", "8C", "2D"]), "not a round the table's rules deal"),
+    (lambda q: q["table"].update(side_wagers=[]), "this table does not offer tie"),
+    (lambda q: q["wagers"].pop(0), "seat 1 has no Player or Banker wager"),
+    (lambda q: q["wagers"][0].update(amount_cents=0), "amount_cents must be a positive"),
+    (lambda q: q["wagers"][0].update(wager="dragon7"), "'dragon7' is no wager of 21 Baccarat"),
+])
+def test_a_request_the_table_cannot_settle_is_one_line_and_settles_nothing(change, said):
+    q = request(["TS", "6D", "5S"], ["9H", "8C"], [(1, "player", 100), (1, "tie", 100)])
+    change(q)
+    with pytest.raises(SabotError, match=said):
+        settle(q)
+
+
+@pytest.mark.board  # a process: the command as a user runs it
+def test_sabot_settle_settles_a_21_baccarat_round_and_refuses_in_one_line():
+    q = request(["TS", "6D", "5S"], ["9H", "8C"], [(1, "player", 1000), (2, "banker", 500)])
+    r = subprocess.run([*SABOT, "settle"], input=json.dumps(q), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [(e["seat"], e["result"], e["win_cents"]) for e in out["settlements"]] == [
+        (2, "lose", 0), (1, "win", 1000)]
+    q["wagers"].append({"seat": 3, "wager": "tie", "amount_cents": 100})
+    r = subprocess.run([*SABOT, "settle"], input=json.dumps(q), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "seat 3" in r.stderr, r.stderr
