@@ -89,8 +89,8 @@ def test_every_wager_is_settled_in_cents():
     got = {(e["seat"], e["wager"]): (e["result"], e["win_cents"], e["vigorish_cents"])
            for e in r["settlements"]}
     assert got == {(1, "player"): ("win", 1000, 0), (2, "banker"): ("lose", 0, 0),
-                   (3, "banker"): ("lose", 0, 0), (3, "banker_bonus"): ("win", 5500, 0),
-                   (1, "player_bonus"): ("win", 5500, 0), (2, "tie"): ("lose", 0, 0)}
+                   (3, "banker"): ("lose", 0, 0), (3, "banker_bonus"): ("win", 4500, 0),
+                   (1, "player_bonus"): ("win", 4500, 0), (2, "tie"): ("lose", 0, 0)}
     assert r["round"]["winner"] == "player" and r["round"]["player_total"] == 19
     # losing wagers are collected first, then seats paid from the highest down
     results = [e["result"] for e in r["settlements"]]
@@ -103,13 +103,13 @@ def test_every_wager_is_settled_in_cents():
     # a tie: the Tie pays its odds, the Player and Banker wagers push (or lose, as configured)
     tie = request(["TS", "7H"], ["KS", "7C"], [(1, "player", 1000), (1, "tie", 200)])
     assert [(e["wager"], e["result"], e["win_cents"]) for e in settle(tie)["settlements"]] == [
-        ("player", "push", 0), ("tie", "win", 1600)]
+        ("player", "push", 0), ("tie", "win", 1200)]
     tie["table"]["tie_main"] = "lose"
     assert settle(tie)["settlements"][0]["result"] == "lose"
     # a suited pair pays the suited pair's odds
     r = settle(request(["7H", "7H", "4S"], ["KS", "8C"], [(1, "player", 100),
                                                          (1, "player_bonus", 100)]))
-    assert ("player_bonus", 2500) in [(e["wager"], e["win_cents"]) for e in r["settlements"]]
+    assert ("player_bonus", 1800) in [(e["wager"], e["win_cents"]) for e in r["settlements"]]
 
 
 @pytest.mark.parametrize(("change", "said"), [
@@ -140,3 +140,86 @@ def test_sabot_settle_settles_a_21_baccarat_round_and_refuses_in_one_line():
     r = subprocess.run([*SABOT, "settle"], input=json.dumps(q), capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "seat 3" in r.stderr, r.stderr
+
+
+def brute_force(counts, rules):
+    """Every deal of a small shoe walked in the order the cards come out (Player, Banker,
+    Player, Banker, the Player's draws, the Banker's), each card's chance exact: who wins."""
+    from fractions import Fraction
+
+    from sabot.game.baccarat21_analyze import _CARD
+
+    won = {"player": Fraction(0), "banker": Fraction(0), "tie": Fraction(0)}
+
+    def walk(left, player, banker, p):
+        n = sum(left)
+        if len(player) + len(banker) < 4:
+            nxt = "p" if len(player) == len(banker) else "b"
+        elif b21.player_draws(player, rules) and banker_done_not_started(player, banker):
+            nxt = "p"
+        elif b21.banker_draws(banker, player, rules):
+            nxt = "b"
+        else:
+            won[b21.winner(b21.total(player, rules)[0], b21.total(banker, rules)[0])] += p
+            return
+        for v, c in enumerate(left):
+            if c:
+                rest = left[:v] + [c - 1] + left[v + 1:]
+                card = _CARD[v]
+                walk(rest, player + [card] if nxt == "p" else player,
+                     banker + [card] if nxt == "b" else banker, p * Fraction(c, n))
+
+    def banker_done_not_started(player, banker):
+        return len(banker) == 2  # the Player's draws come before any of the Banker's
+
+    walk(list(counts), [], [], Fraction(1))
+    return won
+
+
+@pytest.mark.parametrize("rules", [b21.Rules(), b21.Rules(banker_rule="beat_player"),
+                                   b21.Rules(ace="1", player_draws_below=15,
+                                             banker_draws_soft=True)])
+def test_the_exact_analysis_is_every_deal_of_a_small_shoe(rules):
+    """A shoe of 11 cards (values 1 to 10 in uneven numbers, some none): the analysis, which
+    counts each hand's sequences by multiset, against a walk of every deal in the order the
+    cards come out."""
+    from sabot.game.baccarat21_analyze import outcomes
+
+    counts = [2, 1, 1, 1, 0, 1, 1, 0, 1, 3]
+    got, want = outcomes(counts, rules), brute_force(counts, rules)
+    for who in want:
+        assert abs(got[who] - float(want[who])) < 1e-12, (who, got, want)
+
+
+@pytest.mark.board  # a process: the command as a user runs it
+def test_the_analysis_agrees_with_dealt_rounds_and_its_command_says_each_edge():
+    """Rounds dealt from shuffled one-deck shoes by the rules (game/baccarat21.deal), against
+    the analysis of a full deck: each outcome within four standard errors; then the command."""
+    import random
+
+    from sabot.game.baccarat21_analyze import analyze
+
+    rng = random.Random(21)
+    deck = [r + s for r in "A23456789TJQK" for s in "SHDC"]
+    n, seen = 30000, {"player": 0, "banker": 0, "tie": 0}
+    rules = b21.Rules(banker_rule="beat_player")
+    for _ in range(n):
+        rng.shuffle(deck)
+        p, b = b21.deal(iter(deck), rules)
+        seen[b21.winner(b21.total(p, rules)[0], b21.total(b, rules)[0])] += 1
+    exact = analyze(1, [], rules)["outcomes"]
+    for who, k in seen.items():
+        sd = (exact[who] * (1 - exact[who]) / n) ** 0.5
+        assert abs(k / n - exact[who]) < 4 * sd, (who, k / n, exact[who])
+    r = subprocess.run([*SABOT, "analyze", "--game", "21-baccarat", "--decks", "6", "--rules",
+                        '{"banker_commission": "five_percent"}', "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    won = out["outcomes"]
+    assert abs(sum(won.values()) - 1) < 1e-12 and out["cards"] == 312
+    assert abs(out["house_edges"]["banker"] - 0.05 * won["banker"]) < 1e-12
+    assert abs(out["house_edges"]["tie"] - (1 - 7 * won["tie"])) < 1e-12
+    r = subprocess.run([*SABOT, "analyze", "--game", "21-baccarat", "--rules", '{"decks": 6}'],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--decks" in r.stderr and r.stderr.count("\n") == 1

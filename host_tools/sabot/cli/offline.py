@@ -34,9 +34,11 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def analyze_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--game", choices=["baccarat", "blackjack"], default="baccarat",
+    p.add_argument("--game", choices=["baccarat", "blackjack", "21-baccarat"],
+                   default="baccarat",
                    help="baccarat (default): every wager's edge; blackjack: the dealer's final "
-                   "card count and Blackjack, and the side wagers that depend on them")
+                   "card count and Blackjack, and the side wagers that depend on them; "
+                   "21-baccarat: each hand's win and the Tie, the bonus hands, every wager's edge")
     p.add_argument("--decks", type=decks_arg, default=8, help="decks in the shoe, 1-8 (default 8)")
     p.add_argument("--seen", metavar="FILE",
                    help="shoe file of cards already dealt, removed from the shoe")
@@ -50,6 +52,9 @@ def analyze_args(p: argparse.ArgumentParser) -> None:
                    "(633a.13(l)(2); default 1000)")
     p.add_argument("--hit-and-run-wager", type=dollars_to_cents, default=None, metavar="DOLLARS",
                    help="blackjack: the Hit and Run wager (default 1)")
+    p.add_argument("--rules", metavar="JSON", default=None,
+                   help="21-baccarat: the table's settings as one JSON object, as sabot settle's "
+                   "table takes them (docs/RULES.md, \"21 Baccarat\"; default: every default)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object (docs/INTERFACES.md)")
 
@@ -61,9 +66,12 @@ def analyze_args(p: argparse.ArgumentParser) -> None:
           "ordered sequence of the dealer's cards until the hand is complete (Blackjack, or "
           "standing or busting under --dealer), weighted by its orderings of the shoe: the "
           "dealer's final number of cards (the busting card counted), its totals, Blackjack, "
-          "and the house edge of Hit and Run with its meter at the reset amount.",
+          "and the house edge of Hit and Run with its meter at the reset amount. 21 Baccarat "
+          "(--game 21-baccarat): each hand's win and the Tie, exactly (every sequence each hand "
+          "can end with, by the table's --rules), the bonus hands, and every wager's edge.",
           example="sabot analyze --decks 8 --seen dealt.txt --json; sabot analyze --game "
-          "blackjack --decks 6 --dealer h17 --json")
+          "blackjack --decks 6 --dealer h17 --json; sabot analyze --game 21-baccarat --rules "
+          "'{\"banker_rule\": \"beat_player\"}'")
 def cmd_analyze(args: argparse.Namespace) -> int:
     import json  # here, not at the top: no command's start pays for it
 
@@ -72,6 +80,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     seen = [t for t in read_shoe_file(args.seen) if t != "CUT"] if args.seen else []
     if args.game == "blackjack":
         return analyze_blackjack(args, seen)
+    if args.game == "21-baccarat":
+        return analyze_21(args, seen)
+    if args.rules is not None:
+        raise SabotError("--rules is 21 Baccarat's (add --game 21-baccarat)")
     given = [o for o, v in (("--dealer", args.dealer), ("--hit-and-run-meter",
              args.hit_and_run_meter), ("--hit-and-run-wager", args.hit_and_run_wager))
              if v is not None]
@@ -112,6 +124,39 @@ def analyze_blackjack(args: argparse.Namespace, seen: list[str]) -> int:
     print(f"house edge of Hit and Run (a ${hr['wager_cents'] / 100:,.2f} wager, the meter at "
           f"${hr['meter_cents'] / 100:,.2f}): {hr['house_edge']:.4%}")
     print(f"house edge of House Money: {result['wagers']['house_money']['house_edge']:.4%}")
+    return 0
+
+
+def analyze_21(args: argparse.Namespace, seen: list[str]) -> int:
+    import json
+
+    from sabot.game import baccarat21 as b21
+    from sabot.game.baccarat21_analyze import analyze
+
+    given = [o for o, v in (("--dealer", args.dealer), ("--hit-and-run-meter",
+             args.hit_and_run_meter), ("--hit-and-run-wager", args.hit_and_run_wager))
+             if v is not None]
+    if given:
+        raise SabotError(f"{', '.join(given)}: blackjack's, not 21 Baccarat's")
+    cfg = parse_json(args.rules, "--rules") if args.rules is not None else {}
+    if isinstance(cfg, dict) and "decks" in cfg:
+        raise SabotError("--rules: give the shoe's decks with --decks")
+    if isinstance(cfg, dict) and args.tie_odds is not None:
+        cfg = dict(cfg, tie_odds=args.tie_odds)
+    result = analyze(args.decks, seen, b21.Rules.from_config(cfg))
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    decks = f"{result['decks']} deck{'s' if result['decks'] > 1 else ''}"
+    print(f"21 Baccarat, {decks}, {result['cards']} cards left")
+    for who, p in result["outcomes"].items():
+        print(f"  {who:<8} wins  {p:.6%}" if who != "tie" else f"  a tie          {p:.6%}")
+    for hand, p in result["bonus_hands"].items():
+        print(f"  {hand.replace('_', ' '):<14} {p:.6%} (a hand's first two cards)")
+    print("house edges:")
+    for wager, e in result["house_edges"].items():
+        e = 0.0 if abs(e) < 5e-7 else e  # a rounding's sign is no edge
+        print(f"  {wager.replace('_', ' '):<14} {e:.4%}")
     return 0
 
 

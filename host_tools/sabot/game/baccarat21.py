@@ -55,12 +55,12 @@ class Rules:
     # and stands on a Player's Hand over 21
     banker_rule: str = "fixed"
     tie_main: str = "push"
-    tie_odds: int = 8
+    tie_odds: int = 6  # a tie comes about one round in eight: 6 to 1 keeps a house edge
     banker_commission: str = "none"
     # the Bonus Wagers' "pair or better" (§ 681a.3(e), not at hand): the hand's first two cards,
     # a pair of one rank, suited or not; odds "to 1"
     bonus_paytable: dict[str, int] = field(
-        default_factory=lambda: {"suited_pair": 25, "pair": 11})
+        default_factory=lambda: {"suited_pair": 18, "pair": 9})
 
     @classmethod
     def from_config(cls, cfg: object) -> Rules:
