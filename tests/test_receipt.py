@@ -168,7 +168,9 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
     other_tree = [tlog.leaf_hash(b"another history %d" % i) for i in range(len(shoe["leaves"]))]
     witness_line = shoe["checkpoint"].split("\n\n")[1].split("\n", 1)[1]
     cases = [
-        (genuine, None, "Verified: This is the result shoe 0x5ab00001 signed for round 10"),
+        # checked against the registry: its table named too
+        (genuine, None, "Verified: This is the result shoe 0x5ab00001 (table shoe-1521483777) "
+         "signed for round 10"),
         ("\n" + genuine + "\n\n", None, "Verified: This is"),  # as pasted, blank lines around it
         (genuine, "not a key", "Not verified: the shoe's key box holds no public key"),
         (_with_frames(genuine, initial, bytes(flipped)), None, "Not verified: the result is not "

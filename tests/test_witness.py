@@ -369,6 +369,20 @@ def test_a_shoe_provisioned_since_the_witness_started_is_found_in_its_registry_a
     witness.refresh = refresh
     assert witness.add_checkpoint(log.request(0)).status == 404
     assert witness.add_checkpoint(log.request(0)).status == 200 and len(asked) == 2
+    # a registry read again with a key that does not load: said, not taken, and the keys
+    # trusted before kept whole (no request fails with it)
+    third = ec.generate_private_key(ec.SECP256R1())
+    broken = entry_for(third, SHOE + 2)
+    broken.public_keys[0]["key"] = "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"
+    said = []
+    witness.say = said.append
+    witness.refresh = lambda: {SHOE: entry_for(shoe_key), SHOE + 2: broken}
+    other = Log(third, shoe_id=SHOE + 2)
+    other.grow(2)
+    assert witness.add_checkpoint(other.request(0)).status == 404
+    assert any("registry not taken" in line for line in said), said
+    log.grow(2)
+    assert witness.add_checkpoint(log.request(3)).status == 200  # the shoe it held goes on
 
 
 @pytest.mark.board

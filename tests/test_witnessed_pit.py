@@ -351,10 +351,58 @@ def on_a_phone_with_the_witness_checker(driver, pit):
         driver.get(f"{pit['url']}/check#{here}/receipt/bac1/1/999")
         WebDriverWait(driver, 20).until(lambda d: "No receipt" in d.find_element(
             "id", "verdict").text)
+        another_rounds_receipt_at_this_link(driver, pit, text, last)
         saved_for_offline_use(driver, pit, text)
     finally:
         serve.send_signal(2)
         serve.wait(10)
+
+
+def another_rounds_receipt_at_this_link(driver, pit, receipt, last):
+    """A casino's server that answers a table's code with another round's receipt (genuine,
+    witnessed, but not the round the code named): refused on the page, which names both. And a
+    code whose table name is not percent-encoding (an insider's, to silence the checker) leaves
+    the page working: a receipt file still checks."""
+    import http.server
+    import threading
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    class Pit(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # every path: the same receipt, of round `last`
+            self.send_response(200)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.end_headers()
+            self.wfile.write(receipt.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pit)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        here = f"http://127.0.0.1:{server.server_port}"
+        other = last - 1
+        driver.get("about:blank")
+        driver.get(f"{pit['url']}/check#{here}/receipt/bac1/1/{other}")
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                        .startswith(("Verified", "Not verified")))
+        said = driver.find_element("id", "verdict").text
+        assert said.startswith("Not verified: this receipt is of shoe") and \
+            f"(table bac1, shoe 1, round {other})" in said, said
+        # a table name that is not percent-encoding: the page is not silenced
+        driver.get("about:blank")
+        driver.get(f"{pit['url']}/check#{here}/receipt/bac1%A/1/{last}")
+        path = pit["dir"] / "mine.tlog-proof"
+        path.write_text(receipt)
+        driver.find_element("id", "receipt-file").send_keys(str(path))
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                        .startswith(("Verified", "Not verified")))
+        assert driver.find_element("id", "verdict").text.startswith(
+            "Verified: This is the result shoe"), driver.find_element("id", "verdict").text
+        assert "(table bac1)" in driver.find_element("id", "verdict").text
+    finally:
+        server.shutdown()
 
 
 def saved_for_offline_use(driver, pit, receipt):

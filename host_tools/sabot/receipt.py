@@ -144,7 +144,7 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
                              "proof does not hold)")
     return {"shoe_id": result.shoe_id, "round": rec, "index": index, "size": cp.size,
             "witnesses": sorted(cosigned), "explanation": explain(rec, result.shoe_id, index,
-                                                                 cp.size, cosigned)}
+                                                                 cp.size, cosigned, entry.table)}
 
 
 def _check_initial(initial: pr.Frame, first: dict[str, Any], result: pr.Frame,
@@ -190,7 +190,7 @@ def blackjack_words(rec: dict[str, Any]) -> str:
 
 
 def explain(rec: dict[str, Any], shoe_id: int, index: int, size: int,
-            cosigned: Mapping[str, int]) -> str:
+            cosigned: Mapping[str, int], table: str = "") -> str:
     """What a verified receipt proves, and what it does not, in plain words."""
     def hand(name: str) -> str:  # a card the shoe could not read: "?", and so its hand's total
         cards = " ".join(c or "?" for c in rec[name])
@@ -204,7 +204,8 @@ def explain(rec: dict[str, Any], shoe_id: int, index: int, size: int,
              if rec.get("dummy") else "")
     said = (blackjack_words(rec) if rec.get("event") == "blackjack_result"
             else f"{hand('player')}, {hand('banker')}: {winner}")
-    head = (f"This is the result shoe {pr.shoe_id_text(shoe_id)} signed for round "
+    at = f" (table {table})" if table else ""
+    head = (f"This is the result shoe {pr.shoe_id_text(shoe_id)}{at} signed for round "
             f"{rec['round']} of its shoe {rec['shoe']}{dummy}: {said}. It is entry {index} of "
             f"the shoe's log of {size} entries, whose head the shoe signed")
     tail = " It does not show that the shuffle was fair, nor which cards were in the shoe."

@@ -100,13 +100,31 @@ class Witness:
             raise SabotError(f"witness state {db}: {e}") from None
 
     def _trust(self, shoes: Mapping[int, ShoeEntry]) -> None:
+        """Trust these shoes' keys: all of them or, when one does not load (SabotError), none
+        (the keys trusted before stay, whole)."""
+        logs, attest, entries = dict(self.logs), dict(self.attest), dict(self.entries)
         for sid, entry in shoes.items():
             origin = tlog.origin(sid)
-            self.entries[origin] = entry
+            entries[origin] = entry
             keys = (entry.public_key(k["version"]) for k in entry.public_keys)
-            self.logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
-            self.attest[origin] = (note.ecdsa_verifier(origin, load_public_pem(
+            logs[origin] = [note.ecdsa_verifier(origin, k) for k in keys if k is not None]
+            attest[origin] = (note.ecdsa_verifier(origin, load_public_pem(
                 entry.attestation_key)).public if entry.attestation_key else None)
+        self.logs, self.attest, self.entries = logs, attest, entries
+
+    def _retrust(self) -> bool:
+        """The registry read again (once its file changed) and trusted; False when it did not
+        change or could not be taken (said, the keys trusted before kept)."""
+        shoes = self.refresh() if self.refresh is not None else None
+        if shoes is None:
+            return False
+        try:
+            self._trust(shoes)
+        except SabotError as e:
+            if self.say is not None:
+                self.say(f"registry not taken, the keys trusted before kept: {e}")
+            return False
+        return True
 
     @property
     def vkey(self) -> str:
@@ -161,8 +179,10 @@ class Witness:
                 serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
         shoes = []
-        for origin, der, attestation in self.db.execute(
-                "SELECT origin, key, attestation FROM logs WHERE key IS NOT NULL ORDER BY origin"):
+        with self._lock:  # (on a worker thread: never inside another's transaction)
+            rows = self.db.execute("SELECT origin, key, attestation FROM logs WHERE key IS NOT"
+                                   " NULL ORDER BY origin").fetchall()
+        for origin, der, attestation in rows:
             head, _, hexid = origin.partition("/")
             if head != "sabot.shoe" or len(hexid) != 8:
                 continue
@@ -177,7 +197,10 @@ class Witness:
             if bound not in versions.values():  # a registry without it: the bound key alone
                 versions = {1: bound}
             shoes.append({"shoe_id": int(hexid, 16), "public_keys": [
-                {"version": v, "key": pem(versions[v])} for v in sorted(versions)]})
+                {"version": v, "key": pem(versions[v])} for v in sorted(versions)],
+                # the table as the witness's own registry names it: the page refuses a
+                # receipt of another table than the one its code named
+                **({"table": entry.table} if entry is not None else {})})
         return {"witness": self.vkey, "shoes": shoes}
 
     def evidence(self) -> list[dict[str, Any]]:
@@ -208,11 +231,8 @@ class Witness:
     def _checked(self, cp: tlog.Checkpoint, old: int, proof: list[bytes], signed: str, text: str,
                  body: bytes) -> Answer:
         trusted = self.logs.get(cp.origin)
-        if trusted is None and self.refresh is not None:
-            shoes = self.refresh()
-            if shoes is not None:
-                self._trust(shoes)
-                trusted = self.logs.get(cp.origin)
+        if trusted is None and self._retrust():
+            trusted = self.logs.get(cp.origin)
         if trusted is None:
             return Answer(404, f"no log {cp.origin} is known to this witness (its registry has "
                           "no such shoe)\n")
@@ -221,10 +241,8 @@ class Witness:
         except SabotError as e:
             # a key its registry did not hold (a rekey since it was read): read again, once the
             # file changed; the key is still taken only as _decide binds it
-            shoes = self.refresh() if self.refresh is not None else None
-            if shoes is None:
+            if not self._retrust():
                 return Answer(403, f"{e}\n")
-            self._trust(shoes)
             try:
                 _, good = note.verified(signed, self.logs.get(cp.origin, []))
             except SabotError as again:
@@ -377,8 +395,11 @@ def app(witness: Witness) -> Any:
         if name == "verify.html":  # the keys come from this witness, in the page: it says so
             import json
 
-            carried = json.dumps(witness.keys()).replace("<", "\\u003c").replace(
-                ">", "\\u003e").replace("&", "\\u0026")
+            from starlette.concurrency import run_in_threadpool
+
+            held = json.dumps(await run_in_threadpool(witness.keys))
+            carried = held.replace("<", "\\u003c").replace(">", "\\u003e").replace(
+                "&", "\\u0026")
             body = body.replace(b'<body class="pit verify">', b'<body class="pit verify">\n'
                                 b'<script type="application/json" id="witness-keys">'
                                 + carried.encode() + b"</script>").replace(
@@ -390,7 +411,10 @@ def app(witness: Witness) -> Any:
                                                         "Cache-Control": "no-cache"})
 
     async def keys(request: Request) -> Response:
-        return JSONResponse(witness.keys(), headers={"Cache-Control": "no-cache"})
+        from starlette.concurrency import run_in_threadpool
+
+        return JSONResponse(await run_in_threadpool(witness.keys),
+                            headers={"Cache-Control": "no-cache"})
 
     return Starlette(routes=[Route("/add-checkpoint", add_checkpoint, methods=["POST"]),
                              Route("/logs", logs), Route("/keys", keys),

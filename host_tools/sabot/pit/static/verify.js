@@ -109,16 +109,18 @@
     }
   };
 
-  function shoeKeys(given, shoeId) {  // a PEM public key, or the registry's JSON
+  // {keys, table}: a PEM public key (no table), or the registry's JSON (the shoe's table in it)
+  function shoeKeys(given, shoeId) {
     given = given.trim();
     if (given.startsWith("{")) {
       let reg;
       try { reg = JSON.parse(given); } catch (e) { refuse("the registry is not JSON"); }
       const entry = (reg.shoes || []).find((s) => s.shoe_id === shoeId);
       if (!entry) refuse(`shoe 0x${hex8(shoeId)} is not in the registry given`);
-      return entry.public_keys.map((k) => ({ version: k.version, der: pemToDer(k.key) }));
+      return { keys: entry.public_keys.map((k) => ({ version: k.version, der: pemToDer(k.key) })),
+               table: typeof entry.table === "string" ? entry.table : null };
     }
-    return [{ version: null, der: pemToDer(given) }];
+    return { keys: [{ version: null, der: pemToDer(given) }], table: null };
   }
 
   async function inclusion(leaf, index, size, proof, root) {
@@ -138,7 +140,10 @@
     return sn === 0 && same(r, root);
   }
 
-  async function verify(text, keysGiven, vkeys, quorum) {
+  // `named`: the table, shoe and round the table's QR code named, when the receipt is the one
+  // fetched from its link: a receipt of another round (another table's, its shoe's another) is
+  // refused, whatever it proves
+  async function verify(text, keysGiven, vkeys, quorum, named) {
     text = text.replace(/\r\n/g, "\n").trim() + "\n";  // as pasted: blank lines around it are not its
     const [head, ...rest] = text.split("\n\n");
     const signed = rest.join("\n\n");
@@ -157,7 +162,7 @@
     if (!isBlackjack && (initial.type !== T_INITIAL_CARDS || res.type !== T_RESULT)) refuse("the receipt's frames are not a round's initial cards and result");
     const rec = isBlackjack ? blackjack(res) : result(res);
     const shoe = `0x${hex8(res.shoeId)}`;
-    const keys = shoeKeys(keysGiven, res.shoeId);
+    const { keys, table } = shoeKeys(keysGiven, res.shoeId);
     const own = keys.find((k) => k.version === null || k.version === res.keyId);
     if (!own) refuse(`the result is not signed by shoe ${shoe}'s key: it was altered or made by someone else`);
     const frameKey = await crypto.subtle.importKey("spki", own.der, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
@@ -200,6 +205,7 @@
     }
     if (!shoeSigned) refuse("the checkpoint is not signed by the shoe: only its own element heads its log");
     const cosigned = [];
+    let latest = 0n;
     for (const vkey of vkeys) {
       // NAME+KEYID+BASE64: the base64 may hold "+" itself
       const [name, hexId, ...b64Parts] = vkey.split("+");
@@ -216,19 +222,27 @@
         if (!await crypto.subtle.verify({ name: "Ed25519" }, key, s.sig.slice(8), msg))
           refuse(`the checkpoint's signatures do not hold: the note's signature by ${name} does not verify`);
         if (!cosigned.includes(name)) cosigned.push(name);  // one witness's line twice counts once
+        if (t > latest) latest = t;
       }
     }
     if (cosigned.length < quorum) refuse(`${cosigned.length} of the witnesses trusted here cosigned the checkpoint; ${quorum} must`);
     if (!await inclusion(await sha256(cat(Uint8Array.of(0), resultRaw)), index, size, proof, root))
       refuse("the result is not in the log the checkpoint heads (its inclusion proof does not hold)");
+    const atTable = table ? ` (table ${table})` : "";
+    if (named && (rec.shoe !== named.shoe || rec.round !== named.round ||
+                  (table !== null && table !== named.table)))
+      refuse(`this receipt is of shoe ${shoe}${atTable}, round ${rec.round} of its shoe ${rec.shoe}: ` +
+             `not the round the table's code named (table ${named.table}, shoe ${named.shoe}, ` +
+             `round ${named.round}): the casino's server sent another round's receipt`);
+    const when = new Date(Number(latest) * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC";
     const hand = (who, cs, t) => `${who} ${cs.map(card).join(" ")} (${t})`;
     const dummy = rec.dummy ? ", a dummy hand (a supervisor kept it with no wagers on it: it settles no bet)" : "";
     const said = isBlackjack ? rec.words
       : `${hand("Player", rec.player, rec.pTotal)}, ${hand("Banker", rec.banker, rec.bTotal)}: ${rec.winner}`;
-    return `This is the result shoe ${shoe} signed for round ${rec.round} of its shoe ${rec.shoe}${dummy}: ` +
+    return `This is the result shoe ${shoe}${atTable} signed for round ${rec.round} of its shoe ${rec.shoe}${dummy}: ` +
       `${said}. ` +
       `It is entry ${index} of the shoe's log of ${size} entries, whose head the shoe signed and ` +
-      `${cosigned.join(", ")} cosigned. The casino's log cannot drop or change this result without ` +
+      `${cosigned.join(", ")} cosigned (by ${when}). The casino's log cannot drop or change this result without ` +
       "those witnesses noticing. It does not show that the shuffle was fair, nor which cards were in the shoe.";
   }
 
@@ -237,8 +251,21 @@
   // the server that showed the code (the receipt only; the keys it is checked against are the
   // player's own, pasted below, and the check asks nothing).
   // (or #http://HOST/receipt/...: this page is another's copy, the regulator's, as it should be)
-  const hash = decodeURIComponent(location.hash.slice(1));
+  // The link is taken as the pit wrote it, its table name percent-encoded (a `#` or `?` in a
+  // name stays the name's), and only the name is decoded, to compare: a malformed one is none.
+  const hash = location.hash.slice(1);
   const linked = /^(\/receipt\/|https?:\/\/[^#]*\/receipt\/)/.test(hash) ? hash : "";
+  const parts = /\/receipt\/([^/]+)\/([0-9]{1,5})\/([0-9]{1,5})$/.exec(linked);
+  let named = null;
+  if (parts) {
+    try {
+      named = { table: decodeURIComponent(parts[1]), shoe: Number(parts[2]), round: Number(parts[3]) };
+    } catch (e) {
+      named = { table: parts[1], shoe: Number(parts[2]), round: Number(parts[3]) };
+    }
+  }
+  let fetched = null;  // the receipt the link gave, as fetched: checked against what it named
+  let players = false;  // a receipt the player chose or typed: never replaced by a late fetch
   // Served by a witness (the regulator's), the page carries its keys (#witness-keys: its
   // verifier key and each shoe's keys it vouches for) and checks a linked receipt at once: a
   // player scans a table's code and reads the verdict, with nothing to paste. Saved, the page
@@ -261,6 +288,8 @@
     const file = $("receipt-file").files[0];
     if (!file) return;
     if (file.size > 65536) { $("verdict").textContent = "Not verified: that file is too large to be a receipt."; $("verdict").className = "refused"; return; }
+    players = true;
+    fetched = null;  // the player's own receipt: checked for what it is, not against the link
     file.text().then((text) => {
       $("receipt").value = text;
       receiptIn = true;
@@ -268,17 +297,21 @@
       else $("verdict").textContent = "Receipt loaded: paste the keys you trust, then Check.";
     });
   });
+  $("receipt").addEventListener("input", () => { players = true; fetched = null; });
   if (linked) {
     fetch(linked, {cache: "no-store"}).then(async (r) => {
       const text = await r.text();
+      if (players) return;
       if (r.ok) {
+        fetched = text;
         $("receipt").value = text;
         receiptIn = true;
         $("verdict").textContent = keysAt ? "Receipt loaded: checking…"
           : "Receipt loaded: paste the keys you trust, then Check.";
         checkWhenReady();
       } else {
-        $("verdict").textContent = "No receipt yet: " + text.trim();
+        const said = text.trim().slice(0, 160);
+        $("verdict").textContent = "No receipt yet: the casino's server has none for this round (it said: \u201c" + said + "\u201d)";
         $("verdict").className = "refused";
       }
     }).catch(() => {
@@ -296,7 +329,8 @@
       if (!vkeys.length) refuse("paste the verifier key of at least one witness you trust");
       const quorum = Number($("quorum").value || vkeys.length);
       if (!(quorum >= 1 && quorum <= vkeys.length)) refuse(`a quorum of ${$("quorum").value} of ${vkeys.length} witnesses: give 1 to ${vkeys.length}`);
-      out.textContent = "Verified: " + await verify($("receipt").value, $("shoe-key").value, vkeys, quorum);
+      const asLinked = fetched !== null && $("receipt").value === fetched ? named : null;
+      out.textContent = "Verified: " + await verify($("receipt").value, $("shoe-key").value, vkeys, quorum, asLinked);
       out.className = "verified";
     } catch (e) {
       out.textContent = "Not verified: " + (e instanceof Refused ? e.message : `this receipt cannot be read (${e.message || e})`);
