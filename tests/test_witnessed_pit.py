@@ -368,8 +368,11 @@ def another_rounds_receipt_at_this_link(driver, pit, receipt, last):
 
     from selenium.webdriver.support.ui import WebDriverWait
 
+    asked = []
+
     class Pit(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # every path: the same receipt, of round `last`
+            asked.append(self.path)
             self.send_response(200)
             self.send_header("Access-Control-Allow-Origin", "*")
             self.end_headers()
@@ -390,6 +393,14 @@ def another_rounds_receipt_at_this_link(driver, pit, receipt, last):
         said = driver.find_element("id", "verdict").text
         assert said.startswith("Not verified: this receipt is of shoe") and \
             f"(table bac1, shoe 1, round {other})" in said, said
+        # a table name with a `#` (percent-encoded in the code, as the pit writes it) is
+        # fetched as named, not cut at its `#`
+        driver.get("about:blank")
+        driver.get(f"{pit['url']}/check#{here}/receipt/VIP%20%231/1/{last}")
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                        .startswith(("Verified", "Not verified")))
+        assert asked[-1] == f"/receipt/VIP%20%231/1/{last}", asked
+        assert "(table VIP #1, shoe 1" in driver.find_element("id", "verdict").text
         # a table name that is not percent-encoding: the page is not silenced
         driver.get("about:blank")
         driver.get(f"{pit['url']}/check#{here}/receipt/bac1%A/1/{last}")
