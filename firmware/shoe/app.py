@@ -12,7 +12,7 @@ hand is due."""
 
 import struct
 
-from shoe import cobs, frames
+from shoe import cobs, commands, frames
 from shoe.cards import CUT, NO_CARD
 from shoe.dealing import (
     EV_BURN,
@@ -30,13 +30,25 @@ from shoe.dealing import (
 )
 from shoe.decision import DRAGON7, LUCKY_SIX, PANDA8, WINNER_MASK, WINNER_TIE, outcome, total
 from shoe.element import ElementError
+from shoe.inputs import (
+    IN_CARD,
+    IN_CONFIRM,
+    IN_DISPUTE,
+    IN_EMPTY,
+    IN_FOREIGN,
+    IN_NEW_SHOE,
+    IN_NONE,
+    IN_PRESS,
+    IN_RESOLVE,
+    IN_REVEAL,
+    IN_TWO_CARDS,
+)
 from shoe.outbox import Outbox, resend
-from shoe.port import REJ_FLASH_LOW, REJ_NOT_NOW, REJ_UNKNOWN, CommandPort, sign_into
+from shoe.port import CommandPort
 from shoe.sensor import READ_CARD, READ_CUT, READ_FOREIGN, READ_NONE, SensorDecoder
 from shoe.store import (
     BOOT_MAX,
     CHECKPOINT,
-    HOST_FRAMES,
     R_ACK,
     R_CHECKPOINT,
     R_FINAL,
@@ -58,21 +70,6 @@ except ImportError:  # CPython (tests): const is only a compiler hint
     def const(x):  # type: ignore[misc]
         return x
 
-# Inputs, as logged: kind, arg, arg2
-IN_NONE = const(0)  # no input: a frame of the shoe's own (command_rejected)
-IN_CARD = const(1)
-IN_TWO_CARDS = const(2)
-IN_FOREIGN = const(3)
-IN_CONFIRM = const(4)
-IN_EMPTY = const(5)
-IN_RESOLVE = const(6)  # arg: resolution code, arg2: 0 supervisor button, 1 host command
-IN_NEW_SHOE = const(7)
-IN_REVEAL = const(8)  # squeeze: the dealer releases the hands' identities to the link
-IN_PRESS = const(9)  # blackjack: the dealer's NEXT, DOUBLE or SPLIT (arg: shoe/blackjack.py)
-IN_DISPUTE = const(10)  # blackjack: the supervisor's void-round key on an unconfirmed round
-# (an IN_CARD's arg2: the bet spots as the card left, the seats of a blackjack round it opens)
-
-_MAX_SEED = const(64)
 _ELEMENT_RETRIES = const(3)  # failed element steps in a row while a command waits for it
 ALARM_FLASH_LOW = const(14)  # the lamp's alarm: the flash cannot take another shoe (15: tilt)
 
@@ -523,7 +520,7 @@ class ShoeApp:
             if a == 1:
                 if o.done < self._asked_seq or el.pending():
                     return  # the frames made before the hello first; the element is busy
-                self._asked_n = self._status_into(self._one)
+                self._asked_n = commands.status_into(self, self._one)
                 el.sha_queue(self._one, 0, self._asked_n, self._tx)  # (_tx: its digest, unused)
                 self._asked = 2
             elif a == 2:
@@ -629,143 +626,19 @@ class ShoeApp:
         self.indicators.show(s.phase, s.due(), s.position, s.shoe_no, s.round_no, alarm,
                              1 if self.hold_from else 0)
 
-    # ---- host commands -------------------------------------------------------------------------
+    # ---- the host's commands (answered in shoe/commands.py) -------------------------------------
     def host_bytes(self, data, n=-1):
         self.port.feed(data, len(data) if n < 0 else n, self)
 
+    def command(self, ftype, counter, payload):
+        commands.command(self, ftype, counter, payload)
+
     def refuse(self, reason, ftype, counter):
-        """A refused command is itself a chained frame, so the refusal reaches the audit log,
-        within the host's budget (host_frame)."""
-        if self.host_frame():
-            self._commit_rejected(reason, ftype, counter)
-        else:
-            self.unlogged += 1
+        commands.refuse(self, reason, ftype, counter)
 
     def host_frame(self, n=1, rekey=False):
-        """May the log keep `n` more frames a host caused (refusals, maintenance records)? Up to
-        store.HOST_FRAMES between two compactions, the last two only for a rekey's (their room
-        is in the one reserve); beyond, what the host asked is counted (status `unlogged`) and
-        kept nowhere, so no host fills the flash, acknowledged or not (an acknowledged frame
-        stays on flash until the next compaction, at a new shoe)."""
-        if self.host_frames + n > (HOST_FRAMES if rekey else HOST_FRAMES - 2):
-            return False
-        self.host_frames += n
-        return True
-
-    def _commit_rejected(self, reason, ftype, counter):
-        o = self.outbox
-        first = o.seq + 1
-        at = o.begin(frames.T_COMMAND_REJECTED)
-        o.end(frames.command_rejected_into(o.building, at, reason, ftype, counter))
-        self._commit(IN_NONE, 0, 0, first)
-
-    def command(self, ftype, counter, payload):
-        """An authentic host command (the port checked shoe, signature and, where it counts, the
-        counter)."""
-        if ftype == frames.C_INTEGRITY:
-            if 1 <= len(payload) <= _MAX_SEED:
-                # A regulator's challenge: HMAC(seed, code), signed by the element. Fresh seeds
-                # make recorded answers useless.
-                self._send_one(frames.T_INTEGRITY, self.integrity, self._seeded(payload))
-            return
-        if ftype == frames.C_CHECKPOINT:
-            # Anyone may ask for the shoe's log head: the shoe signs the root it computed (never
-            # one the host supplies) of every frame its log holds, or sends again the one it
-            # signed when the log has not grown since.
-            tree = self.outbox.tree
-            if tree.signed_size and tree.signed_size == tree.size:
-                tree.unsent = True
-            else:
-                tree.want = True
-            return
-        if ftype == frames.C_HELLO:
-            # Any hello only makes the shoe say where it stands and resend what the host has
-            # not acknowledged (finished frames, byte for byte as first sent). The status is made
-            # by service() once every frame made before the hello is finished, so it comes after
-            # them (a host that has the status has everything made before it); its digest and
-            # Sign take turns with the frames', so a flood of hellos never holds up a card.
-            if not self._asked:
-                self._asked = 1
-                self._asked_seq = self.outbox.seq
-                # read now, as the hello is received (os.statvfs allocates), not in the
-                # service() passes that make the status
-                self._asked_low = self.flash_low()
-            return
-        if frames.C_UPDATE <= ftype <= frames.C_REKEY:  # an update or a rekey
-            if self.maint is None:
-                from shoe.maintain import Maintainer
-
-                self.maint = Maintainer(self)
-            self.maint.command(ftype, counter, payload)
-            return
-        s = self.shoe
-        if ftype == frames.C_ACK:
-            # seq_at: an acknowledged seq of 2**30 or more is none the shoe made (-1, ignored)
-            if len(payload) == 4 and self.outbox.ack(frames.seq_at(payload, 0)):
-                # packed into the log's record buffer: a bytes object would be an allocation
-                struct.pack_into(">I", self.log.rec, 3, self.outbox.acked)
-                self.log.commit(R_ACK, 4)
-        elif ftype == frames.C_RESOLVE and len(payload) == 1:
-            if not self._input(IN_RESOLVE, payload[0], 1):
-                self.refuse(REJ_NOT_NOW, ftype, counter)
-        elif ftype == frames.C_NEW_SHOE:
-            # only once the shoe has ended: a new shoe compacts the log (a sector erased), and
-            # one asked for over a shoe that dealt nothing would let a host wear the flash out
-            if s.phase == PH_ENDED:
-                if self.flash_low():  # the host acknowledges, then asks again
-                    self.low = 1
-                    self.refuse(REJ_FLASH_LOW, ftype, counter)
-                else:
-                    self._input(IN_NEW_SHOE)
-            else:
-                self.refuse(REJ_NOT_NOW, ftype, counter)
-        else:
-            self.refuse(REJ_UNKNOWN, ftype, counter)
+        return commands.host_frame(self, n, rekey)
 
     # what maintenance (shoe/maintain.py, loaded at the first update) calls
     def finish_all(self):
         self._finish_all()
-
-    def _seeded(self, seed):
-        if self.code_root is None:
-            return bytes(32)  # a development run has no certified code tree to vouch for
-        from shoe import integrity  # only for a regulator's challenge: not kept in RAM before
-
-        return integrity.seeded(bytes(seed), self.code_root, self.code_skip)
-
-    def _send_one(self, ftype, *payload):
-        """An integrity answer: seq and chain are the newest *finished* chained frame's (a frame
-        still waiting for the element is not yet part of what the shoe vouches for), signed by
-        the element right now (blocking: a regulator's challenge, at most one a second)."""
-        o = self.outbox
-        self.settle()
-        buf = self._one
-        frames.head_into(buf, 0, ftype, o.key_id, o.shoe, self.boot, self._newest_seq(),
-                         self._newest_digest())
-        n = frames.integrity_into(buf, frames.HEADER_LEN, *payload)
-        try:
-            n = sign_into(self.element, o.slot, buf, frames.HEADER_LEN + n)
-        except ElementError:
-            self.element_errors += 1
-            return
-        self.send_frame(buf, 0, n)
-
-    def _status_into(self, buf):
-        """A status body at buf[0:] (seq and chain: the newest finished frame's); its length."""
-        s = self.shoe
-        o = self.outbox
-        newest = self._newest_seq()  # (a squeeze's withheld frames: not named, not counted)
-        frames.head_into(buf, 0, frames.T_STATUS, o.key_id, o.shoe, self.boot, newest,
-                         self._newest_digest())
-        pending = newest > o.acked
-        # Squeeze: a status answers any unsigned hello, so who draws next (and how far the round
-        # has gone) would tell the cable what the withheld frames hide.
-        flags = frames.S_WITHHELD if self.hold_from else 0
-        if self._asked_low:
-            flags |= frames.S_FLASH_LOW
-        hidden = flags & frames.S_WITHHELD
-        return frames.HEADER_LEN + frames.status_into(
-            buf, frames.HEADER_LEN, s.phase, s.shoe_no, s.round_no, 0 if hidden else s.position,
-            0 if hidden else s.due(), self.port.counter, o.acked, o.acked + 1 if pending else 0,
-            newest if pending else 0, self.integrity, self.port.refused, flags,
-            self.port.bad_key, self.unlogged)

@@ -135,7 +135,7 @@ class TiltShoe:
             if rtype != R_INPUT:
                 continue
             if payload[0] == 0:
-                self.host_frames += 1  # shoe/app.py's IN_NONE: a frame a host caused
+                self.host_frames += 1  # shoe/inputs.py's IN_NONE: a frame a host caused
             if payload[0] == _IN_REVEAL:
                 hold = 0
             for body in frames_in(rtype, payload):
