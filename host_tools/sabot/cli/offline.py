@@ -84,9 +84,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return analyze_21(args, seen)
     if args.rules is not None:
         raise SabotError("--rules is 21 Baccarat's (add --game 21-baccarat)")
-    given = [o for o, v in (("--dealer", args.dealer), ("--hit-and-run-meter",
-             args.hit_and_run_meter), ("--hit-and-run-wager", args.hit_and_run_wager))
-             if v is not None]
+    given = _blackjacks(args)
     if given:
         raise SabotError(f"{', '.join(given)}: blackjack's (add --game blackjack); baccarat's "
                          "analysis takes --tie-odds only")
@@ -95,6 +93,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     result = analyze(args.decks, seen, 8 if args.tie_odds is None else args.tie_odds)
     print(json.dumps(result) if args.json else report_text(result))
     return 0
+
+
+def _blackjacks(args: argparse.Namespace) -> list[str]:
+    """The blackjack-only options given."""
+    return [o for o, v in (("--dealer", args.dealer), ("--hit-and-run-meter",
+            args.hit_and_run_meter), ("--hit-and-run-wager", args.hit_and_run_wager))
+            if v is not None]
 
 
 def analyze_blackjack(args: argparse.Namespace, seen: list[str]) -> int:
@@ -133,9 +138,7 @@ def analyze_21(args: argparse.Namespace, seen: list[str]) -> int:
     from sabot.game import baccarat21 as b21
     from sabot.game.baccarat21_analyze import analyze
 
-    given = [o for o, v in (("--dealer", args.dealer), ("--hit-and-run-meter",
-             args.hit_and_run_meter), ("--hit-and-run-wager", args.hit_and_run_wager))
-             if v is not None]
+    given = _blackjacks(args)
     if given:
         raise SabotError(f"{', '.join(given)}: blackjack's, not 21 Baccarat's")
     cfg = parse_json(args.rules, "--rules") if args.rules is not None else {}

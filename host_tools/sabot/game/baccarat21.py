@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sabot.errors import SabotError
+from sabot.game.blackjack import card_value, total_of_values
 
 GAME = "21-baccarat"
 ACES = ("1_or_11", "1")  # an ace counts 11 when that keeps the hand at 21 or under, or always 1
@@ -105,26 +106,14 @@ class Rules:
                              + ") to whole odds from 1 to 1000, e.g. {\"pair\": 11}")
 
 
-def card_value(card: str) -> int:
-    """A card's value, an ace 1 (counted 11 by `total` where the table says so): 2 to 9 their
-    face, a ten, jack, queen or king 10 (the common rule; § 681a.3 is not at hand)."""
-    rank = card[0]
-    if rank == "A":
-        return 1
-    return 10 if rank in "TJQK" else int(rank)
-
-
 def total(cards: Iterable[str], rules: Rules) -> tuple[int, bool]:
-    """(the hand's total, whether it is soft: an ace counted 11)."""
-    hard = 0
-    ace = False
-    for c in cards:
-        v = card_value(c)
-        hard += v
-        ace = ace or v == 1
-    if rules.ace == "1_or_11" and ace and hard + 10 <= 21:
-        return hard + 10, True
-    return hard, False
+    """(the hand's total, whether it is soft: an ace counted 11). The cards' values are the
+    common rule, as blackjack's (§ 681a.3 is not at hand): 2 to 9 their face, a ten, jack, queen
+    or king 10, an ace 1, or 11 where the table says so and that keeps the hand at 21 or under."""
+    values = [card_value(c) for c in cards]
+    if rules.ace == "1_or_11":
+        return total_of_values(values)
+    return sum(values), False
 
 
 def winner(player_total: int, banker_total: int) -> str:
@@ -194,6 +183,17 @@ def bonus_hand(first_two: Sequence[str]) -> str | None:
     if a[0] != b[0]:
         return None
     return "suited_pair" if a[1] == b[1] else "pair"
+
+
+def bonus_odds(hand: str | None, rules: Rules) -> int | None:
+    """What a Bonus Wager pays, to 1, on this bonus hand; None: it loses. A suited pair is a
+    pair too, where the table pays only pairs."""
+    if hand is None:
+        return None
+    odds = rules.bonus_paytable.get(hand)
+    if odds is None and hand == "suited_pair":
+        odds = rules.bonus_paytable.get("pair")
+    return odds
 
 
 def outcome(player: Sequence[str], banker: Sequence[str], rules: Rules) -> dict[str, Any]:

@@ -25,24 +25,9 @@ from typing import Any
 
 from sabot.errors import SabotError
 from sabot.game import baccarat21 as b21
-from sabot.game.cards import parse_card
+from sabot.game.cards import RANKS, SUITS, left_in_shoe
 
-RANKS = "A23456789TJQK"
-SUITS = "SHDC"
 VALUES = 10  # a hand's drawing sees values 1 (an ace) to 10
-
-
-def composition(decks: int, seen: Sequence[str] = ()) -> dict[str, int]:
-    """{card: how many are left} of a shoe of `decks` decks less the cards `seen`."""
-    if not 1 <= decks <= 8:
-        raise SabotError("a 21 Baccarat shoe here holds 1 to 8 decks")
-    left = {r + s: decks for r in RANKS for s in SUITS}
-    for token in seen:
-        card = parse_card(token)
-        if left[card] == 0:
-            raise SabotError(f"--seen: more {card} than {decks} deck(s) hold")
-        left[card] -= 1
-    return left
 
 
 def _sequences(counts: Sequence[int], draws: Any, rules: b21.Rules
@@ -148,9 +133,12 @@ def bonus(left: dict[str, int]) -> dict[str, Fraction]:
 def analyze(decks: int, seen: Sequence[str], rules: b21.Rules,
             offered: Sequence[str] = ("tie", "player_bonus", "banker_bonus")) -> dict[str, Any]:
     """The docs/INTERFACES.md `sabot analyze --game 21-baccarat` object."""
-    left = composition(decks, seen)
-    counts = [sum(left[RANKS[v] + s] for s in SUITS) for v in range(9)]
-    counts.append(sum(left[r + s] for r in "TJQK" for s in SUITS))
+    if not 1 <= decks <= 8:
+        raise SabotError("a 21 Baccarat shoe here holds 1 to 8 decks")
+    left = left_in_shoe(decks, seen)
+    counts = [0] * VALUES  # by value, an ace 1
+    for card, n in left.items():
+        counts[b21.card_value(card) - 1] += n
     won = outcomes(counts, rules)
     tie_main = 0.0 if rules.tie_main == "push" else -won["tie"]
     commission = 0.95 if rules.banker_commission == "five_percent" else 1.0
@@ -158,9 +146,7 @@ def analyze(decks: int, seen: Sequence[str], rules: b21.Rules,
              "banker": -(commission * won["banker"] - won["player"] + tie_main),
              "tie": -(rules.tie_odds * won["tie"] - (1 - won["tie"]))}
     b = bonus(left)
-    pays = {hand: rules.bonus_paytable.get(hand, rules.bonus_paytable.get("pair", 0)
-                                           if hand == "suited_pair" else 0)
-            for hand in b21.BONUS_HANDS}
+    pays = {hand: b21.bonus_odds(hand, rules) or 0 for hand in b21.BONUS_HANDS}
     win_bonus = sum(float(p) * pays[h] for h, p in b.items() if pays[h])
     lose_bonus = 1 - sum(float(p) for h, p in b.items() if pays[h])
     for side in ("player_bonus", "banker_bonus"):

@@ -97,10 +97,7 @@ def _result(wager: str, amount: int, rules: b21.Rules, got: dict[str, Any]
         return "win", amount, vig
     if wager == "tie":
         return ("win", amount * rules.tie_odds, 0) if won == "tie" else ("lose", 0, 0)
-    hand = got[wager.replace("_bonus", "") + "_bonus"]
-    odds = rules.bonus_paytable.get(hand) if hand else None
-    if odds is None and hand == "suited_pair":  # a suited pair is a pair too
-        odds = rules.bonus_paytable.get("pair")
+    odds = b21.bonus_odds(got[wager], rules)
     return ("win", amount * odds, 0) if odds else ("lose", 0, 0)
 
 

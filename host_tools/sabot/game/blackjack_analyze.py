@@ -18,7 +18,7 @@ from functools import cache
 
 from sabot.errors import SabotError
 from sabot.game import blackjack
-from sabot.game.cards import parse_card
+from sabot.game.cards import left_in_shoe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,13 +47,7 @@ class Composition:
         if not 1 <= decks <= 8:
             raise SabotError("a blackjack shoe here holds 1 to 8 decks")
         self.decks = decks
-        self.count = {r + s: decks for r in RANKS for s in SUITS}
-        for token in seen:
-            card = parse_card(token)
-            if self.count[card] == 0:
-                raise SabotError(f"--seen holds more {card} than {decks} "
-                                 f"deck{'s' if decks > 1 else ''} have")
-            self.count[card] -= 1
+        self.count = left_in_shoe(decks, seen)
         self.cards = sum(self.count.values())
         if self.cards < LONGEST:
             raise SabotError(f"{self.cards} cards left: fewer than a dealer's hand may need "

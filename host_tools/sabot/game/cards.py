@@ -87,6 +87,19 @@ def shuffled_shoe(
     return cards
 
 
+def left_in_shoe(decks: int, seen: Sequence[str] = ()) -> dict[str, int]:
+    """{card: how many are left} of a shoe of `decks` decks less the cards `seen` (a card seen
+    more often than the decks hold: a SabotError, in --seen's words)."""
+    left = {r + s: decks for r in RANKS for s in SUITS}
+    for token in seen:
+        card = parse_card(token)
+        if left[card] == 0:
+            raise SabotError(f"--seen holds more {card} than {decks} "
+                             f"deck{'s' if decks > 1 else ''} have")
+        left[card] -= 1
+    return left
+
+
 def format_shoe(tokens: Sequence[str], per_line: int = 13) -> str:
     lines = [" ".join(tokens[i : i + per_line]) for i in range(0, len(tokens), per_line)]
     return "\n".join(lines) + "\n"

@@ -188,11 +188,13 @@ class Witness:
                 continue
             bound, versions = bytes(der), {}
             entry = self.entries.get(origin)
+            # the registry's element is the one bound: its every certified version is the shoe's
+            same_element = attestation is not None and self.attest.get(origin) == bytes(
+                attestation)
             for k in entry.public_keys if entry is not None else []:
                 key = entry.public_key(k["version"]) if entry is not None else None
                 spki = note.ecdsa_verifier(origin, key).public if key is not None else b""
-                if spki == bound or (attestation is not None
-                                     and self.attest.get(origin) == bytes(attestation)):
+                if spki == bound or same_element:
                     versions[k["version"]] = spki
             if bound not in versions.values():  # a registry without it: the bound key alone
                 versions = {1: bound}
