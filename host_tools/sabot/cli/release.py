@@ -313,8 +313,9 @@ def new_shoe(reg: Registry, shoe_id: int | None) -> None:
         old = reg.shoes[shoe_id]
         raise SabotError(f"shoe {shoe_id_text(shoe_id)} is registered already (table {old.table}"
                          f"{', element ' + old.serial if old.serial else ''}): a new element is "
-                         "a new shoe, so give it another --shoe-id (or remove the old entry from "
-                         f"{reg.path} when that shoe is retired)")
+                         "a new shoe: give it another --shoe-id, or none for a free one (the old "
+                         f"entry stays in {reg.path} for its frames: docs/TECHNICIAN.md, "
+                         "replacing a shoe)")
 
 
 def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
