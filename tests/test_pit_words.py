@@ -225,3 +225,40 @@ def test_the_payouts_are_the_settlement_rules_own_dragon_bonus_included():
             f"natural win 1 to 1; win by {want}", pays
     free = {w: p for w, _, p, _ in payout_lines(ShoeEntry(0x62, commission_free=True))}
     assert free["banker"] == "1 to 1; a win with 6 pays 1 to 2" and free["tie"] == "8 to 1"
+
+
+def test_no_more_bets_while_the_shoe_has_sent_a_rounds_first_cards_and_not_its_result(tmp_path):
+    """Live, a round's initial cards are stored only with the result that seals them, so the
+    store alone never shows a round open: the scoreboard takes it from the frame the validator
+    holds for its seal (serve's link), says no more bets while it waits, and the result after."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+    from sabot import protocol as pr
+    from sabot.audit.store import open_store
+    from sabot.audit.validator import Validator
+    from sabot.pit.scoreboard import scoreboard_html
+    from sabot.pit.serve import ServedShoe
+    from sabot.virtual.capture_gen import ShoeSigner, shoe_frames
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(0x52, table="t2")
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    raw, _ = shoe_frames(ShoeSigner(key, 0x52), ["AD", "5H", "AS", "2D", "3H", "2C", "2H", "3S",
+                                                 "CUT", "KS", "AH", "QS", "2S", "4D", "3C"], 1)
+    db = str(tmp_path / "a.db")
+    v = Validator(entry, open_store(db), watch=False)
+    served = ServedShoe("socket://127.0.0.1:9", None, entry, validator=v)
+    pit = Pit(db, [entry], link=lambda sid: {"state": "up", "reason": "", "since": None,
+                                              "round_open": served.round_open()})
+    first = next(i for i, f in enumerate(raw) if f[1] == pr.T_INITIAL_CARDS)
+    v.receive(b"".join(pr.encode_frame(f) for f in raw[:first + 1]))  # the first cards, unsealed
+    pit.refresh()
+    assert served.round_open() == 1
+    page = scoreboard_html(pit, pit.tables()[0])
+    assert 'data-phase="no_more_bets"' in page, page
+    v.receive(pr.encode_frame(raw[first + 1]))  # its result seals them: both stored
+    pit.refresh()
+    assert served.round_open() is None
+    assert 'data-phase="result"' in scoreboard_html(pit, pit.tables()[0])
+    v.store.close()

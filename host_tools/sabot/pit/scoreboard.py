@@ -155,7 +155,9 @@ def players_phase(pit: Pit, t: TableView, now: float | None = None) -> Html:
     now = time.time() if now is None else now
     if pit.state(t) != "dealing":
         return join()
-    if t.round_open is not None:
+    link = pit.link(t.shoe_id) if t.shoe_id in pit.own else None
+    # the first cards as stored, or as the shoe just sent them (stored with their result)
+    if t.round_open is not None or (link or {}).get("round_open") is not None:
         return el("div", said("No more bets", "停止下注"),
                   class_="phase closed", id="phase", data_phase="no_more_bets")
     last = t.round_stored[-1] if t.round_stored else None

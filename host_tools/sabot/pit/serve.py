@@ -115,7 +115,23 @@ class ServedShoe:
             return {"state": "wrong shoe", "reason": s.wrong, "since": s.wrong_since,
                     "heard": s.heard}
         return {"state": s.link_state, "reason": s.link_reason, "since": s.link_since,
-                "heard": s.heard}
+                "heard": s.heard, "round_open": self.round_open()}
+
+    def round_open(self) -> int | None:
+        """The round whose first cards the shoe has sent and whose result it has not: its
+        initial_cards frame, unsigned, waits in the validator for the result that seals it
+        (and is stored with it). A hint for the players' display (no more bets), never a
+        record."""
+        from sabot import protocol as pr
+
+        f = self.validator.pending if self.validator is not None else None
+        if f is None or f.type != pr.T_INITIAL_CARDS:
+            return None
+        try:
+            rnd = pr.decode_payload(f)[1].get("round")
+        except (pr.FrameError, ValueError):
+            return None
+        return rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None
 
     @property
     def refused(self) -> list[dict[str, Any]]:
