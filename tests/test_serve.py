@@ -39,7 +39,9 @@ LAYOUT = """
 const root = document.scrollingElement, big = document.getElementById("big_road");
 return {page_w: root.scrollWidth, page_h: root.scrollHeight, w: innerWidth, h: innerHeight,
         big_w: big.getBoundingClientRect().width, big_h: big.getBoundingClientRect().height,
-        text: document.getElementById("live").innerText, cut: cut()};
+        text: document.getElementById("live").innerText, cut: cut(),
+        derived: [...document.querySelectorAll(".road.derived")].map(
+          r => Math.round(r.getBoundingClientRect().height))};
 // what is shown cut in half: a road's column at its left edge, a last result at its box's end
 function cut() {
   const out = [];
@@ -143,6 +145,7 @@ def check_full_screen(driver, w, h, dragons):
     assert lay["page_w"] <= w and lay["page_h"] <= h, lay
     assert lay["big_w"] > 0.5 * w and lay["big_h"] > 0.2 * h, lay
     assert lay["cut"] == [], lay["cut"]  # whole columns and whole results, or none
+    assert len(set(lay["derived"])) == 1, lay["derived"]  # the three derived roads one height
     assert "Min $25 · Max $5,000" in lay["text"] and f"Dragon 7 {dragons}" in lay["text"]
     assert "Panda 8 " in lay["text"] and "Lucky Six" not in lay["text"]
     assert "Banker ask" in lay["text"] and "cards dealt " in lay["text"]

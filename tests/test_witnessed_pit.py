@@ -393,6 +393,11 @@ def another_rounds_receipt_at_this_link(driver, pit, receipt, last):
         said = driver.find_element("id", "verdict").text
         assert said.startswith("Not verified: this receipt is of shoe") and \
             f"(table bac1, shoe 1, round {other})" in said, said
+        # another code scanned into the same tab: only the part after `#` changes, and the
+        # verdict is the new link's, not the one before it
+        driver.execute_script("location.hash = arguments[0];", f"#{here}/receipt/bac1/1/{last}")
+        WebDriverWait(driver, 20).until(lambda d: d.find_element("id", "verdict").text
+                                        .startswith("Verified"))
         # a table name with a `#` (percent-encoded in the code, as the pit writes it) is
         # fetched as named, not cut at its `#`
         driver.get("about:blank")

@@ -253,6 +253,9 @@
   // (or #http://HOST/receipt/...: this page is another's copy, the regulator's, as it should be)
   // The link is taken as the pit wrote it, its table name percent-encoded (a `#` or `?` in a
   // name stays the name's), and only the name is decoded, to compare: a malformed one is none.
+  // another code scanned into the same tab changes only the part after `#`: read it anew, so
+  // no verdict stays on the page for another round than its address names
+  addEventListener("hashchange", () => location.reload());
   const hash = location.hash.slice(1);
   const linked = /^(\/receipt\/|https?:\/\/[^#]*\/receipt\/)/.test(hash) ? hash : "";
   const parts = /\/receipt\/([^/]+)\/([0-9]{1,5})\/([0-9]{1,5})$/.exec(linked);
