@@ -45,8 +45,9 @@ def _hex(b):
     return "".join("%02x" % x for x in b)
 
 
-def provision(shoe_id, variant, command_hex, decks=None):
-    """`sabot provision --port`: only a blank shoe has a REPL to run this in."""
+def provision(shoe_id, variant, command_hex, decks=None, rules=""):
+    """`sabot provision --port`: only a blank shoe has a REPL to run this in. `rules`: 21
+    Baccarat's two rule bytes, in hex."""
     import os
 
     from shoe import provision as factory
@@ -63,7 +64,7 @@ def provision(shoe_id, variant, command_hex, decks=None):
     try:
         command_xy = unhexlify(command_hex)
         serial, xy, proof, attestation, certificate, first = factory.provision(
-            _element(), _flash(), shoe_id, variant, command_xy, decks)
+            _element(), _flash(), shoe_id, variant, command_xy, decks, unhexlify(rules))
     except (factory.Refused, ValueError) as e:
         print("REFUSED", e)
         return

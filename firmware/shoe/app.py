@@ -117,7 +117,11 @@ class ShoeApp:
         if raw and len(raw) > 1 and 1 <= raw[1] <= decks:
             decks = raw[1]
         self.shoe = DealingState(decks)
-        if self.variant & 3 == frames.V_BLACKJACK:
+        if self.variant & frames.V_B21 and raw and len(raw) > 3:
+            from shoe.b21 import Rules21  # only at a 21 Baccarat table: RAM
+
+            self.shoe.b21 = Rules21(raw[2], raw[3])
+        elif self.variant & 3 == frames.V_BLACKJACK:
             from shoe.blackjack import Round  # only at a blackjack table: RAM
 
             self.shoe.bj = Round()
@@ -172,6 +176,8 @@ class ShoeApp:
         bodies = [frames.HEADER_LEN + n for n in range(4, 16)] + [frames.MAX_BODY]
         if self.shoe.bj is not None:
             bodies += [frames.HEADER_LEN + n for n in range(64)]  # a round's result: any length
+        elif self.shoe.b21 is not None:
+            bodies += [frames.HEADER_LEN + n for n in range(16, 32)]  # a round of many cards
         self.element.prepare(sorted({n % 64 for n in bodies
                                      + [1 + n for n in bodies]
                                      + [1 + n + frames.SIG_LEN for n in bodies]
@@ -395,7 +401,7 @@ class ShoeApp:
             at = o.begin(frames.T_SHOE_START)
             ring = o.building
             self._made(frames.T_SHOE_START, frames.shoe_start_into(ring, at, no, s.decks,
-                                                                   self.variant))
+                                                                   self.variant, s.b21))
         if ev & EV_BURN:
             at = o.begin(frames.T_BURN)
             ring = o.building
@@ -429,6 +435,8 @@ class ShoeApp:
         if ev & EV_RESULT and bj is not None:
             at = o.begin(frames.T_BLACKJACK_RESULT)
             self._made(frames.T_BLACKJACK_RESULT, bj.result_into(o.building, at, no, rnd))
+        elif ev & EV_RESULT and s.b21 is not None:
+            self._result21(s)
         elif ev & EV_RESULT:
             oc = outcome(s.player, s.np, s.banker, s.nb)
             ann = self._announcement(oc)
@@ -444,6 +452,15 @@ class ShoeApp:
             ring = o.building
             n = frames.shoe_end_into(ring, at, no, rnd, s.position, s.inventory, s.unknown)
             self._made(frames.T_SHOE_END, n)
+
+    def _result21(self, s):
+        o = s.b21.outcome(s.player, s.np, s.banker, s.nb)
+        at = self.outbox.begin(frames.T_RESULT21)
+        n = frames.result21_into(self.outbox.building, at, s.shoe_no, s.round_no, s.player,
+                                 s.np, s.banker, s.nb, s.dummy_done, s.b21, o)
+        self._made(frames.T_RESULT21, n)
+        self.indicators.announce(s.b21.total(s.player, s.np), s.b21.total(s.banker, s.nb),
+                                 o & WINNER_MASK, frames.A_TIE_HAND if o & 3 == 3 else 0)
 
     def _announcement(self, o):
         """What the dealer must announce besides the final counts, for this game variant."""

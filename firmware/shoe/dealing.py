@@ -1,9 +1,10 @@
 """The shoe's dealing state machine: new shoe -> burn -> rounds -> cut card -> last round -> end.
-Baccarat's rounds follow the tableau (shoe/decision.py); a blackjack shoe's (`self.bj`, a
-shoe/blackjack.py Round, set by the app for a blackjack variant) follow the players' hands, the
-dealer's presses and the dealer's rule: one burned card, a round per the bet spots' seats, the
-result made when the dealer confirms the shoe's hands, and the shoe ended after the round the cut
-card came out in.
+Baccarat's rounds follow the tableau (shoe/decision.py), 21 Baccarat's its table and the table's
+rules (`self.b21`, a shoe/b21.py Rules21, set by the app for that variant); a blackjack shoe's
+(`self.bj`, a shoe/blackjack.py Round, set by the app for a blackjack variant) follow the
+players' hands, the dealer's presses and the dealer's rule: one burned card, a round per the bet
+spots' seats, the result made when the dealer confirms the shoe's hands, and the shoe ended after
+the round the cut card came out in.
 
 Inputs are what the hardware reports (a card out of the shoe, the cut card, an unreadable card, the
 dealer's confirm and shoe-empty signals) and supervisor resolutions. Outputs are event bits in
@@ -64,8 +65,8 @@ class DealingState:
     def __init__(self, decks=8):
         self.decks = decks
         self.inventory = bytearray(52)  # each readable card that left the shoe, whatever it became
-        self.player = bytearray(3)
-        self.banker = bytearray(3)
+        self.player = bytearray(11)  # 21 Baccarat's hands hold up to 11 cards, baccarat's 3
+        self.banker = bytearray(11)
         self.burned = bytearray(11)
         self.shoe_no = 0
         self.events = 0
@@ -75,6 +76,7 @@ class DealingState:
         self.resolution = 0
         self.voided = 0
         self.bj = None  # blackjack: the round follower (shoe/blackjack.py Round); None: baccarat
+        self.b21 = None  # 21 Baccarat: its rules (shoe/b21.py Rules21)
         self.h17 = 0  # blackjack: the dealer draws to a soft 17
         self.hole = 1  # blackjack: the dealer takes a hole card
         self._reset(0)
@@ -125,6 +127,12 @@ class DealingState:
             return DUE_NONE
         if self.complete:
             return DUE_PLAYER
+        return self._due()
+
+    def _due(self):
+        b21 = self.b21
+        if b21 is not None:
+            return b21.due(self.player, self.np, self.banker, self.nb)
         return due(self.player, self.np, self.banker, self.nb)
 
     def _note(self, kind, card):
@@ -200,11 +208,17 @@ class DealingState:
         if self.bj is not None:
             self._cut_blackjack()
             return
+        # 21 Baccarat's table may make the round the cut card comes out in the last
+        last = self.b21 is not None and self.b21.cut_last()
         if self.in_burn():
             self.cut = CUT_NEXT_IS_LAST  # continuing makes the first round the last
             self._irregular(IR_CUT_IN_BURN, CUT)
         elif not self.complete:
-            self.cut = CUT_FINISH_THEN_ONE
+            self.cut = CUT_NEXT_IS_LAST if last else CUT_FINISH_THEN_ONE
+            if last:
+                self.last_round = True  # (voided, the next round is the last)
+        elif last and self.phase != PH_HELD:
+            self._end()
         else:
             self.cut = CUT_NEXT_IS_LAST
 
@@ -223,7 +237,7 @@ class DealingState:
             self.nb = 0
             self.round_no += 1
             self.last_round = self.cut == CUT_NEXT_IS_LAST
-        d = due(self.player, self.np, self.banker, self.nb)
+        d = self._due()
         if d == DUE_PLAYER:
             self.player[self.np] = card
             self.np += 1
@@ -232,7 +246,7 @@ class DealingState:
             self.nb += 1
         if self.np + self.nb == 4:
             self.events |= EV_INITIAL
-        if due(self.player, self.np, self.banker, self.nb) == DUE_NONE:
+        if self._due() == DUE_NONE:
             self._round_complete()
 
     def _cut_blackjack(self):

@@ -53,6 +53,7 @@ T_SHOE_END = const(0x07)
 T_COMMAND_REJECTED = const(0x08)
 T_MAINTENANCE = const(0x09)  # an update or rekey: who asked (command counter, name) and what
 T_BLACKJACK_RESULT = const(0x0A)  # a blackjack round (shoe/blackjack.py result_into)
+T_RESULT21 = const(0x0B)  # a 21 Baccarat round (result21_into)
 # shoe -> host, not chained
 T_STATUS = const(0x40)
 T_INTEGRITY = const(0x41)
@@ -71,8 +72,9 @@ C_CHECKPOINT = const(0x8A)  # unsigned: sign (or send again) a checkpoint of the
 
 
 # Variant id (flash file "variant": this byte, then the deck count; both signed in every
-# shoe_start frame)
-# bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat, 3 blackjack
+# shoe_start frame; 21 Baccarat's two rule bytes follow: shoe/b21.py)
+# bits 0-1: game, 0 minibaccarat, 1 midibaccarat, 2 baccarat, 3 blackjack; bit 7 with game 2:
+# 21 Baccarat
 V_EZ = const(4)
 V_COMMISSION_FREE = const(8)
 V_SQUEEZE = const(16)
@@ -80,6 +82,7 @@ V_BLACKJACK = const(3)
 V_H17 = const(32)  # blackjack: the dealer draws to a soft 17
 V_NO_HOLE = const(64)  # blackjack: no hole card (the dealer's second card at the dealer's turn)
 V_DEFAULT = const(2)
+V_B21 = const(128)
 
 # Announcement bits in a result frame (627a.11(a), 631a.12(a), 631c.5(e))
 A_TIE_HAND = const(1)
@@ -191,7 +194,7 @@ def is_command(frame, at=0):
 
 def names_cards(ftype):
     """Frames that name a hand's cards (withheld under the squeeze procedure until the reveal)."""
-    return ftype == T_INITIAL or ftype == T_RESULT
+    return ftype == T_INITIAL or ftype == T_RESULT or ftype == T_RESULT21
 
 
 # ---- payloads, by type (docs/PROTOCOL.md): written at buf[at:], their length returned --------
@@ -201,9 +204,14 @@ def _cards_into(buf, at, cards, n):
     return n
 
 
-def shoe_start_into(buf, at, shoe_no, decks, variant):
+def shoe_start_into(buf, at, shoe_no, decks, variant, rules=None):
+    """`rules`: 21 Baccarat's two rule bytes (shoe/b21.py), announced after the variant."""
     struct.pack_into(">HBB", buf, at, shoe_no, decks, variant)
-    return 4
+    if rules is None:
+        return 4
+    buf[at + 4] = rules.p
+    buf[at + 5] = rules.b
+    return 6
 
 
 def burn_into(buf, at, shoe_no, round_no, cards, n):
@@ -225,6 +233,17 @@ def result_into(buf, at, shoe_no, round_no, player, np, banker, nb, dummy, outco
     i += _cards_into(buf, i, banker, nb)
     struct.pack_into(">HB", buf, i, outcome, announcements)
     return i + 3 - at
+
+
+def result21_into(buf, at, shoe_no, round_no, player, np, banker, nb, dummy, rules, outcome):
+    """A 21 Baccarat round: shoe(2) round(2) counts(1: np << 4 | nb) dummy(1) the two rule
+    bytes, the Player's cards, the Banker's, then the outcome (shoe/b21.py Rules21.outcome)."""
+    struct.pack_into(">HHBBBB", buf, at, shoe_no, round_no, np << 4 | nb, dummy, rules.p, rules.b)
+    i = at + 8
+    i += _cards_into(buf, i, player, np)
+    i += _cards_into(buf, i, banker, nb)
+    buf[i] = outcome
+    return i + 1 - at
 
 
 def irregularity_into(buf, at, shoe_no, round_no, kind, card, position):

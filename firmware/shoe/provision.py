@@ -16,6 +16,7 @@ attestation key fixed."""
 import struct
 
 from shoe.element import LOCK, READ, WRITE, crc16
+from shoe.frames import V_B21
 from shoe.port import COMMAND_KEY_SLOT
 from shoe.store import REKEY_FILE, write_identity
 
@@ -165,9 +166,10 @@ def state(element):
     return "provisioned" if data_locked else "configured"
 
 
-def provision(element, flash, shoe_id, variant, command_xy, decks=8):
+def provision(element, flash, shoe_id, variant, command_xy, decks=8, rules=b""):
     """Provision a blank shoe for the host command key (its public X||Y), dealing `decks` decks
-    of the game `variant` names (flash `variant`: those two bytes): returns (serial(9),
+    of the game `variant` names (flash `variant`: those two bytes, then a 21 Baccarat table's two
+    `rules` bytes: shoe/b21.py): returns (serial(9),
     result key 1's X||Y, proof r||s: key 1's signature of statement(...), the attestation key's
     X||Y, its certificate r||s of result key 1: shoe/rekey.py certify, and key 1's signature of
     the log's first checkpoint: first_checkpoint), all of which the host
@@ -176,6 +178,8 @@ def provision(element, flash, shoe_id, variant, command_xy, decks=8):
         raise Refused("the command key must be a P-256 public key (64 bytes X||Y)")
     if not 0 <= variant <= 255 or not 1 <= decks <= 8:
         raise Refused("a shoe deals 1 to 8 decks of a game its variant byte names")
+    if len(rules) != (2 if variant & V_B21 else 0):
+        raise Refused("a 21 Baccarat table has two rule bytes, and no other game any")
     now = state(element)
     if now == "foreign":
         raise Refused("the element is locked with another configuration than sabot's")
@@ -197,7 +201,7 @@ def provision(element, flash, shoe_id, variant, command_xy, decks=8):
     write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 0), blocks[64:68])
     write(element, ZONE_DATA, data_address(COMMAND_KEY_SLOT, 2, 1), blocks[68:72])
     write_identity(flash, shoe_id, 1)
-    flash.write_atomic("variant", bytes((variant, decks)))  # what every shoe_start announces
+    flash.write_atomic("variant", bytes((variant, decks)) + rules)  # every shoe_start says it
     # the rekey gate closed as after a rekey in shoe 0: the first waits for a round dealt too
     flash.write_atomic(REKEY_FILE, bytes(2))
     # The commit point. No CRC: it would cover the private key, which nobody outside the chip

@@ -14,8 +14,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
-from sabot import note, tlog
+from sabot import frames21, note, tlog
 from sabot.errors import SabotError
+from sabot.game import baccarat21 as b21
 from sabot.game import rules
 from sabot.game.blackjack import PRESSES as PRESS_NAMES
 from sabot.game.cards import card_code
@@ -42,6 +43,7 @@ T_IRREGULARITY, T_RESOLUTION, T_SHOE_END, T_COMMAND_REJECTED = 0x05, 0x06, 0x07,
 T_MAINTENANCE = 0x09  # an update or a rekey: who asked, what, the MANIFEST digest or the new key
 # a blackjack round's result (firmware/shoe/blackjack.py result_into), or a voided round's cards
 T_BLACKJACK_RESULT = 0x0A
+T_RESULT21 = 0x0B
 # shoe -> host, not chained
 T_STATUS, T_INTEGRITY = 0x40, 0x41
 T_UPDATE_PROGRESS = 0x42  # unsigned, never stored: the update chunk the shoe took (pacing)
@@ -52,6 +54,7 @@ TYPES = {T_SHOE_START: "shoe_start", T_BURN: "burn", T_INITIAL_CARDS: "initial_c
          T_RESULT: "result", T_IRREGULARITY: "irregularity", T_RESOLUTION: "resolution",
          T_SHOE_END: "shoe_end", T_COMMAND_REJECTED: "command_rejected",
          T_MAINTENANCE: "maintenance", T_BLACKJACK_RESULT: "blackjack_result",
+         T_RESULT21: "result",  # a 21 Baccarat round: its record says "game": "21-baccarat"
          T_STATUS: "status", T_INTEGRITY: "integrity",
          T_UPDATE_PROGRESS: "update_progress", T_CHECKPOINT: "checkpoint"}
 CHAINED = frozenset(t for t in TYPES if t < T_STATUS)
@@ -138,7 +141,10 @@ class Frame(NamedTuple):
 BLACKJACK = 3
 
 
-def decode_variant(v: int) -> dict[str, Any]:
+def decode_variant(v: int, rules: bytes = b"") -> dict[str, Any]:
+    """The game a variant byte names; 21 Baccarat's with the settings its rule bytes give."""
+    if v == frames21.VARIANT:
+        return {"game": b21.GAME, **frames21.decode_rules(rules)}
     if v & 3 == BLACKJACK:
         return {"game": "blackjack", "dealer": "h17" if v & 32 else "s17",
                 "hole_card": not v & 64}
@@ -372,9 +378,11 @@ def decode_payload(f: Frame) -> tuple[str, dict[str, Any]]:
 def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
     kind = TYPES[ftype]
     if kind == "shoe_start":
-        shoe, decks, variant = struct.unpack(">HBB", p)
+        shoe, decks, variant = struct.unpack(">HBB", p[:4])
+        if len(p) != (6 if variant == frames21.VARIANT else 4):
+            raise ValueError(kind)
         return kind, {"event": kind, "shoe": shoe, "decks": decks,
-                      "variant": decode_variant(variant)}
+                      "variant": decode_variant(variant, p[4:])}
     if kind == "command_rejected":
         reason, refused, counter = struct.unpack(">BBI", p)
         return kind, {"event": kind, "reason": COMMAND_REJECTIONS[reason], "command": refused,
@@ -393,6 +401,8 @@ def _decode_payload(ftype: int, p: bytes) -> tuple[str, dict[str, Any]]:
         c = [CARD_NAMES[b] for b in body]
         return kind, {"event": kind, "shoe": shoe, "round": rnd, "player": [c[0], c[2]],
                       "banker": [c[1], c[3]]}
+    if ftype == T_RESULT21:
+        return kind, {"event": kind, **frames21.decode_result(shoe, rnd, body)}
     if kind == "result":
         return kind, _decode_result(shoe, rnd, body)
     if kind == "irregularity":

@@ -97,7 +97,8 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
             _, first = pr.decode_payload(initial)
     except pr.FrameError as e:
         raise ReceiptInvalid(f"the receipt's frames are not a shoe's ({e.reason})") from None
-    if not blackjack and (result.type != pr.T_RESULT or initial.type != pr.T_INITIAL_CARDS):
+    if not blackjack and (result.type not in (pr.T_RESULT, pr.T_RESULT21)
+                          or initial.type != pr.T_INITIAL_CARDS):
         raise ReceiptInvalid("the receipt's frames are not a round's initial cards and result")
     entry = shoes.get(result.shoe_id)
     if entry is None:
@@ -112,6 +113,8 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
         _check_blackjack(rec)
     else:
         _check_initial(initial, first, result, rec)
+    if rec.get("game") == "21-baccarat":
+        _check_21(rec)
     try:
         cp_text, _ = note.split(signed)
         cp = tlog.Checkpoint.parse(cp_text)
@@ -171,6 +174,19 @@ def _check_blackjack(rec: dict[str, Any]) -> None:
     _, why = check_result(rec)
     if why:
         raise ReceiptInvalid(f"the shoe's round is not one the rules deal ({why})")
+
+
+def _check_21(rec: dict[str, Any]) -> None:
+    """A 21 Baccarat round: dealt and won as its table's rules, which it was signed with, say."""
+    from sabot.frames21 import rules_of
+    from sabot.game import baccarat21 as b21
+
+    table = rules_of(rec["rules"], 8)
+    want = b21.round_record(rec["shoe"], rec["round"], rec["player"], rec["banker"], table)
+    if b21.redeal(rec["player"], rec["banker"], table) != (rec["player"], rec["banker"]) or \
+            (rec["winner"], rec["flags"]) != (want["winner"], want["flags"]):
+        raise ReceiptInvalid("the shoe's round is not one the rules deal (its table's settings "
+                             "draw or score these cards otherwise)")
 
 
 def blackjack_words(rec: dict[str, Any]) -> str:

@@ -21,8 +21,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
-from sabot import attestation
+from sabot import attestation, frames21
 from sabot.errors import SabotError
+from sabot.game import baccarat21 as b21
 from sabot.game.settle import GAMES, SIDE_WAGERS, Table
 from sabot.protocol import blackjack_variant_byte, shoe_id_text
 
@@ -33,6 +34,7 @@ MAX_BYTES = 4 * 1024 * 1024
 TABLE_NAME_MAX = 64  # characters of a table name: it heads the pit's pages and names its API path
 TIE_ODDS_MAX = 100  # the regulation sets no top (at least 8 to 1); no table pays near this
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
+B21 = b21.GAME
 ALGORITHM = "ecdsa-p256"
 
 
@@ -151,6 +153,9 @@ class ShoeEntry:
     dealer: str = "s17"
     hole_card: bool = True
     meter_reset_cents: dict[str, int] = field(default_factory=dict)
+    # 21 Baccarat (game "21-baccarat"): the table's settings (game/baccarat21.py Rules, decks
+    # aside: the entry's own), each one not named at its stated default
+    rules21: dict[str, Any] = field(default_factory=dict)
     # the table's limits on a main wager, in cents (the players' scoreboard shows them); None:
     # not registered
     min_bet_cents: int | None = None
@@ -245,10 +250,15 @@ class ShoeEntry:
 
     def _check_game(self, where: str) -> None:
         if not isinstance(self.game, str) or (self.game not in GAMES
-                                              and self.game != "blackjack"):
-            raise SabotError(f"{where}: game must be one of {', '.join(GAMES)}, blackjack")
-        if self.game == "blackjack" and (self.ez or self.commission_free or self.squeeze):
+                                              and self.game not in ("blackjack", B21)):
+            raise SabotError(f"{where}: game must be one of {', '.join(GAMES)}, blackjack, "
+                             f"{B21}")
+        if self.game in ("blackjack", B21) and (self.ez or self.commission_free or self.squeeze):
             raise SabotError(f"{where}: ez, commission_free and squeeze are baccarat's")
+        if not isinstance(self.rules21, dict) or (self.rules21 and self.game != B21):
+            raise SabotError(f"{where}: rules21 is a 21 Baccarat table's object of settings")
+        if "decks" in self.rules21:
+            raise SabotError(f"{where}: a 21 Baccarat table's decks are the entry's decks")
         if not isinstance(self.hole_card, bool) or not isinstance(self.meter_reset_cents, dict):
             raise SabotError(f"{where}: hole_card must be true or false, meter_reset_cents an "
                              "object of cents by wager")
@@ -328,6 +338,9 @@ class ShoeEntry:
         """The table as `sabot settle` takes it (settle.Table): game, EZ or commission-free, the
         tie's odds, the side wagers and their Dragon Bonus paytable. What the edges and
         settlement of this shoe's rounds use."""
+        if self.game == B21:
+            return {"game": B21, "decks": self.decks, **self.rules21,
+                    "side_wagers": list(self.side_wagers)}
         if self.game == "blackjack":
             return {"game": "blackjack", "decks": self.decks, "dealer": self.dealer,
                     "hole_card": self.hole_card, "side_wagers": list(self.side_wagers),
@@ -342,13 +355,28 @@ class ShoeEntry:
     @property
     def variant(self) -> dict[str, Any]:
         """The configuration as the shoe's shoe_start frame names it."""
+        if self.game == B21:
+            return {"game": B21, **frames21.dealing(self.rules21_rules)}
         if self.game == "blackjack":
             return {"game": "blackjack", "dealer": self.dealer, "hole_card": self.hole_card}
         return {"game": self.game, "ez": self.ez, "commission_free": self.commission_free,
                 "squeeze": self.squeeze}
 
     @property
+    def rules21_rules(self) -> b21.Rules:
+        """A 21 Baccarat table's rules (SabotError when its settings are none)."""
+        return b21.Rules.from_config({**self.rules21, "decks": self.decks})
+
+    @property
+    def rule_bytes(self) -> bytes:
+        """What the shoe keeps after the variant byte and the deck count: 21 Baccarat's rule
+        bytes, or nothing."""
+        return frames21.rule_bytes(self.rules21_rules) if self.game == B21 else b""
+
+    @property
     def variant_byte(self) -> int:
+        if self.game == B21:
+            return frames21.VARIANT
         if self.game == "blackjack":
             return blackjack_variant_byte(self.dealer, self.hole_card)
         return (_GAME_BITS[self.game] | self.ez << 2 | self.commission_free << 3
@@ -372,6 +400,16 @@ def wagers_problem(cfg: dict[str, Any]) -> str | None:
     TIE_ODDS_MAX (8 on a commission-free table): what settlement (settle.Table) takes. A
     blackjack table's: what its settlement (blackjack_settle.BlackjackTable) takes."""
     side = cfg["side_wagers"]
+    if cfg["game"] == B21:
+        from sabot.game.baccarat21_settle import table_of
+
+        if len(set(side)) < len(side):
+            return "a side wager is listed twice"
+        try:
+            table_of(cfg)
+        except SabotError as e:
+            return str(e).removeprefix("table.")
+        return None
     if cfg["game"] == "blackjack":
         from sabot.game.blackjack_settle import BlackjackTable
 

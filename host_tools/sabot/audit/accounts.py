@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sabot import frames21
 from sabot import protocol as pr
+from sabot.game import baccarat21 as b21
 from sabot.game import blackjack, rules
 from sabot.game.cards import BURN_VALUES
 from sabot.registry import ShoeEntry
@@ -166,18 +168,10 @@ class ShoeAccounts:
         if None in player or None in banker or "CUT" in player + banker:
             self.alarm("rules_mismatch", "a round with a card that is no card", **where)
             return
-        order = rules.dealing_order(player, banker)
-        want = rules.round_outcome(player, banker)
-        if rules.redeal(player, banker) != (player, banker):
-            self.alarm("rules_mismatch", "the third-card rule deals these cards otherwise",
-                       **where)
-        elif any(rec[k] != want[k] for k in ("player_total", "banker_total", "winner", "flags")):
-            self.alarm("rules_mismatch", f"the shoe says {rec['winner']} "
-                       f"({_listed(rec['flags'])}); the rules say {want['winner']} "
-                       f"({_listed(want['flags'])})", **where)
-        elif rec["announcements"] != expected_announcements(want, self.config.variant):
-            self.alarm("announcement_mismatch", f"announced {_listed(rec['announcements'])}",
-                       **where)
+        if rec.get("game") == b21.GAME:
+            order = self._rules21(rec, where)
+        else:
+            order = self._baccarat_rules(rec, where)
         if not inv["partial"] and rec["round"] != inv["round"] + 1:
             self.alarm("round_out_of_order", f"round {rec['round']} after {inv['round']}",
                        **where)
@@ -193,6 +187,42 @@ class ShoeAccounts:
                        "the other way round", **where)
         self._count(order[1:] if dummy and order[0] == dummy else order, inv, rec)
         inv["round"], inv["initial"], inv["dummy"] = rec["round"], None, None
+
+    def _baccarat_rules(self, rec: dict[str, Any], where: dict[str, Any]) -> list[str]:
+        """A baccarat round held to the third-card rule; its cards in the order dealt."""
+        player, banker = rec["player"], rec["banker"]
+        want = rules.round_outcome(player, banker)
+        if rules.redeal(player, banker) != (player, banker):
+            self.alarm("rules_mismatch", "the third-card rule deals these cards otherwise",
+                       **where)
+        elif any(rec[k] != want[k] for k in ("player_total", "banker_total", "winner", "flags")):
+            self.alarm("rules_mismatch", f"the shoe says {rec['winner']} "
+                       f"({_listed(rec['flags'])}); the rules say {want['winner']} "
+                       f"({_listed(want['flags'])})", **where)
+        elif rec["announcements"] != expected_announcements(want, self.config.variant):
+            self.alarm("announcement_mismatch", f"announced {_listed(rec['announcements'])}",
+                       **where)
+        return rules.dealing_order(player, banker)
+
+    def _rules21(self, rec: dict[str, Any], where: dict[str, Any]) -> list[str]:
+        """A 21 Baccarat round held to the host's own rules (game/baccarat21.py) under the
+        settings it was signed with, which must be the registry's; its cards in the order
+        dealt."""
+        player, banker = rec["player"], rec["banker"]
+        cfg = self.config
+        if cfg.game != b21.GAME or rec["rules"] != frames21.dealing(cfg.rules21_rules):
+            self.alarm("config_mismatch", "a 21 Baccarat round dealt under settings the "
+                       f"registry's table ({cfg.game}) does not have", **where)
+        table = frames21.rules_of(rec["rules"], cfg.decks)
+        want = b21.round_record(rec["shoe"], rec["round"], player, banker, table)
+        if b21.redeal(player, banker, table) != (player, banker):
+            self.alarm("rules_mismatch", "the table's drawing rules deal these cards otherwise",
+                       **where)
+        elif any(rec[k] != want[k] for k in ("player_total", "banker_total", "winner", "flags")):
+            self.alarm("rules_mismatch", f"the shoe says {rec['winner']} "
+                       f"({_listed(rec['flags'])}); the rules say {want['winner']} "
+                       f"({_listed(want['flags'])})", **where)
+        return [player[0], banker[0], player[1], banker[1], *player[2:], *banker[2:]]
 
     def _on_blackjack_result(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
         """A blackjack round (or a voided one's cards): followed again by the host's own rules

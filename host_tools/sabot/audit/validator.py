@@ -30,7 +30,7 @@ from sabot.registry import ShoeEntry
 if TYPE_CHECKING:
     from sabot.audit.replay import CaptureWriter
 
-CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "player", "banker", "player_total",
+CONTRACT_ROUND_KEYS = ("shoe_id", "shoe", "round", "game", "player", "banker", "player_total",
                        "banker_total", "winner", "flags", "dummy")
 Verdict = tuple[pr.Frame | None, str, str | None]  # (the frame if it parsed, verdict, reason)
 Alarm = dict[str, Any]

@@ -38,7 +38,7 @@ from sabot.errors import SabotError
 from sabot.game import rules
 from sabot.game.cards import RANKS, SUITS
 from sabot.game.edges import RemainingShoe
-from sabot.game.settle import Table
+from sabot.game.settle import GAMES, Table
 from sabot.game.wagers import ANALYZED_WAGERS
 from sabot.registry import ShoeEntry
 
@@ -55,8 +55,8 @@ AlarmFn = Callable[..., None]  # the validator's alarm(kind, detail, **where)
 def offered_wagers(config: ShoeEntry) -> dict[str, str]:
     """The table's wagers -> the analyzer's names under its rules (EZ Banker, 631c.5 Banker, the
     registry's Dragon Bonus paytable; A for an old entry that names none)."""
-    if config.game == "blackjack":
-        return {}  # the edges watched are baccarat's (blackjack's: sabot analyze --game)
+    if config.game not in GAMES:
+        return {}  # the edges watched are baccarat's (the others': sabot analyze --game)
     side = list(config.side_wagers)
     cfg: dict[str, Any] = config.table_config()
     if any(w.startswith("dragon_bonus") for w in side) and not cfg.get("dragon_bonus_paytable"):

@@ -37,10 +37,13 @@ def round_flags(flags: list[str], variant: dict[str, Any] | None) -> list[str]:
 
 def variant_text(variant: dict[str, Any]) -> str:
     """"baccarat, EZ", "minibaccarat, commission-free, squeeze", "blackjack, h17, no hole
-    card": a shoe_start's variant."""
+    card", "21-baccarat, ace=1_or_11, player_draws_below=17, ...": a shoe_start's variant."""
     if variant.get("game") == "blackjack":
         return ", ".join(["blackjack", str(variant.get("dealer"))]
                          + ([] if variant.get("hole_card") else ["no hole card"]))
+    if variant.get("game") == "21-baccarat":  # "21-baccarat, ace=1_or_11, ...": its settings
+        return ", ".join(["21-baccarat"] + [f"{k}={v}" for k, v in variant.items()
+                                             if k != "game"])
     return ", ".join([str(variant.get("game"))] + [
         name for key, name in (("ez", "EZ"), ("commission_free", "commission-free"),
                                ("squeeze", "squeeze")) if variant.get(key)])

@@ -186,9 +186,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 def side_wagers(text: str) -> list[str]:
     from sabot.game import blackjack_settle
+    from sabot.game.baccarat21_settle import OPTIONAL
     from sabot.game.settle import SIDE_WAGERS
 
-    known = (*SIDE_WAGERS, *blackjack_settle.SIDE_WAGERS)
+    known = tuple(dict.fromkeys((*SIDE_WAGERS, *blackjack_settle.SIDE_WAGERS, *OPTIONAL)))
     names = [w.strip() for w in text.split(",") if w.strip()]
     if len(set(names)) < len(names):
         raise argparse.ArgumentTypeError("a side wager is named twice")
@@ -227,9 +228,11 @@ def provision_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
                    help="shoe id, 0-4294967295, decimal or 0x hex (default: kept, or random)")
     p.add_argument("--game", default="baccarat",
-                   choices=["minibaccarat", "midibaccarat", "baccarat", "blackjack"],
+                   choices=["minibaccarat", "midibaccarat", "baccarat", "blackjack",
+                            "21-baccarat"],
                    help="the game the shoe deals (default baccarat); blackjack: Chapter 633a, "
-                   "with --dealer, --no-hole-card, --meter-reset")
+                   "with --dealer, --no-hole-card, --meter-reset; 21-baccarat: § 681a, with "
+                   "--rules")
     variant = p.add_mutually_exclusive_group()
     variant.add_argument("--ez", action="store_true",
                          help="EZ Baccarat: announces Dragon 7 / Panda 8")
@@ -244,8 +247,14 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                    help="side wagers the table offers, comma-separated: dragon7, panda8 (EZ), "
                    "lucky_six (commission-free), player_pair, banker_pair, house_money, "
                    "dragon_bonus_player, dragon_bonus_banker; at a blackjack table "
-                   "hit_and_run, straight_jack, house_money; registered for the edges and "
-                   "settlement (default: none)")
+                   "hit_and_run, straight_jack, house_money; at a 21 Baccarat table tie, "
+                   "player_bonus, banker_bonus; registered for the edges and settlement "
+                   "(default: none)")
+    p.add_argument("--rules", metavar="JSON", default=None,
+                   help="21-baccarat: the table's settings as a JSON object, each one not named "
+                   "at its default (docs/RULES.md, 21 Baccarat), e.g. '{\"banker_rule\": "
+                   "\"beat_player\", \"tie_odds\": 8}': registered; those the dealing depends "
+                   "on written to the shoe and announced in every shoe_start")
     p.add_argument("--dealer", choices=["s17", "h17"], default=None,
                    help="blackjack: the dealer's rule of the Rules Submission, s17 stands on "
                    "all 17s (the default), h17 draws to a soft 17: the shoe lights the draw lamp "
@@ -323,9 +332,51 @@ def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     SabotError for anything the registry would refuse, before the shoe is touched (provisioning
     cannot be undone): a name that is no table name, a wager the game does not offer, an option
     of another game."""
-    from sabot.protocol import variant_byte
     from sabot.registry import ShoeEntry, table_name_problem, wagers_problem
 
+    if args.game == "21-baccarat":
+        variant, config = table21_of(args)
+    else:
+        variant, config = _baccarat_or_blackjack(args)
+    try:
+        problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
+            ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).table_config())
+    except SabotError as e:
+        problem = str(e).removeprefix("registry entry for shoe 0x00000000: ")
+    if problem:
+        raise SabotError(f"not provisioned: {problem}")
+    return variant, config
+
+
+def table21_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    """A 21 Baccarat table's variant byte and configuration (its --rules the entry's rules21)."""
+    from sabot.errors import parse_json
+    from sabot.frames21 import VARIANT
+
+    other = [o for o, given in (("--ez", args.ez), ("--commission-free", args.commission_free),
+                                ("--squeeze", args.squeeze), ("--dealer", args.dealer),
+                                ("--no-hole-card", args.no_hole_card),
+                                ("--meter-reset", args.meter_reset),
+                                ("--dragon-bonus-paytable", args.dragon_bonus_paytable),
+                                ("--tie-odds", args.tie_odds != 8)) if given]
+    if other:
+        raise SabotError(f"{', '.join(other)}: not a 21 Baccarat table's (its settings go in "
+                         "--rules, the Tie's odds as tie_odds)")
+    rules = parse_json(args.rules, "--rules") if args.rules is not None else {}
+    if not isinstance(rules, dict):
+        raise SabotError("--rules: expected a JSON object of settings")
+    if "decks" in rules:
+        raise SabotError("--rules: give the shoe's decks with --decks")
+    return VARIANT, {"game": args.game, "decks": args.decks, "side_wagers": args.side_wagers,
+                     "rules21": rules, "min_bet_cents": args.limits[0],
+                     "max_bet_cents": args.limits[1], "languages": args.languages}
+
+
+def _baccarat_or_blackjack(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    from sabot.protocol import variant_byte
+
+    if args.rules is not None:
+        raise SabotError("--rules is 21 Baccarat's (add --game 21-baccarat)")
     blackjack = args.game == "blackjack"
     if blackjack and (args.ez or args.commission_free or args.squeeze
                       or args.dragon_bonus_paytable or args.tie_odds != 8):
@@ -358,13 +409,6 @@ def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
             raise SabotError("--meter-reset names a meter twice")
         config.update(dealer=args.dealer or "s17", hole_card=not args.no_hole_card,
                       meter_reset_cents=resets)
-    try:
-        problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
-            ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).table_config())
-    except SabotError as e:
-        problem = str(e).removeprefix("registry entry for shoe 0x00000000: ")
-    if problem:
-        raise SabotError(f"not provisioned: {problem}")
     return variant, config
 
 
@@ -383,9 +427,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
     import os
 
     from sabot import keys
-    from sabot.registry import Registry
+    from sabot.registry import Registry, ShoeEntry
 
     variant, config = table_of(args)
+    rules = ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).rule_bytes
     from sabot.audit.cosign import check_quorum
 
     quorum = check_quorum(args.witness, args.quorum)
@@ -404,7 +449,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
         shoe_id, pem, serial, attestation, certificate, first = provision_over_port(
             args.port, key, args.shoe_id if args.shoe_id is not None else reg.free_id(), variant,
-            args.baud, log=lambda m: print(m, file=sys.stderr), decks=args.decks)
+            args.baud, log=lambda m: print(m, file=sys.stderr), decks=args.decks, rules=rules)
         version, where = 1, args.port
     else:
         from sabot.virtual.element import element_store
@@ -414,8 +459,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
         if not kept(args.flash, key, sid):  # a new element: a new shoe
             new_shoe(reg, sid)
             sid = reg.free_id() if sid is None else sid
-        shoe_id, version, pem, serial, first = provision(args.flash, key, sid, variant=variant)
-        set_variant(args.flash, variant, args.decks)  # a kept shoe takes the new one too
+        shoe_id, version, pem, serial, first = provision(args.flash, key, sid, variant=variant,
+                                                         rules=rules)
+        set_variant(args.flash, variant, args.decks, rules)  # a kept shoe takes the new one too
         from sabot.virtual.factory import attested
 
         attestation, certificate = attested(element_store(args.flash), shoe_id, version)
@@ -433,7 +479,11 @@ def cmd_provision(args: argparse.Namespace) -> int:
     wagers = ", ".join(entry.side_wagers) or "none"
     if entry.dragon_bonus_paytable:
         wagers += f" (Dragon Bonus paytable {entry.dragon_bonus_paytable})"
-    if entry.game == "blackjack":
+    if entry.game == "21-baccarat":
+        settings = ", ".join(f"{k} {v}" for k, v in entry.rules21.items())
+        table = (f"21-baccarat, {args.decks} decks, {settings or 'every setting its default'}, "
+                 f"side wagers {wagers}")
+    elif entry.game == "blackjack":
         resets = "".join(f", {w} meter resets to ${c / 100:,.2f}"
                          for w, c in entry.meter_reset_cents.items())
         table = (f"blackjack, {args.decks} decks, dealer {entry.dealer}"

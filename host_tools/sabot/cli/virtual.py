@@ -76,13 +76,17 @@ def demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed for the shuffle (repeatable demos)")
     p.add_argument("--db", default=None,
                    help="audit database (default ./sabot.db, with --game blackjack "
-                   "./sabot-blackjack.db: the demo's virtual shoe is its own; "
+                   "./sabot-blackjack.db, with --game 21-baccarat ./sabot-21-baccarat.db: the "
+                   "demo's virtual shoe is its own; "
                    + DB_RULE.split(";")[0] + ")")
-    p.add_argument("--game", choices=["baccarat", "blackjack"], default="baccarat",
+    p.add_argument("--game", choices=["baccarat", "blackjack", "21-baccarat"],
+                   default="baccarat",
                    help="blackjack: a six-deck blackjack shoe (Chapter 633a) dealt to a table of "
                    "basic-strategy players, the dealer pressing next, double and split and "
                    "confirming each round's hands; every verified round settled (Hit and Run, "
-                   "Straight Jack, House Money) and held to what the table dealt")
+                   "Straight Jack, House Money) and held to what the table dealt; 21-baccarat: "
+                   "an 8-deck 21 Baccarat shoe (§ 681a) at a table of the default settings "
+                   "offering the Tie and both Bonus Wagers, the shoe deciding every draw")
     p.add_argument("--mistakes", type=probability, default=0.0, metavar="SHARE",
                    help="blackjack: the share of rounds, 0 to 1, in which the dealer misses a "
                    "press or makes it twice: each must end in an irregularity and a voided "
@@ -117,7 +121,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise SabotError("--mistakes is the blackjack dealer's (add --game blackjack)")
     if args.game == "blackjack":
         refuse_without_bet_spots(args.board)
-    args.db = args.db or ("sabot-blackjack.db" if args.game == "blackjack" else "sabot.db")
+    args.db = args.db or ("sabot.db" if args.game == "baccarat" else f"sabot-{args.game}.db")
     refuse_unwritable(args.db)
     with tempfile.TemporaryDirectory(prefix="sabot-demo-") as tmp:
         summary, _ = run_demo(args.shoe, args.seed, args.db, args.key, args.capture,

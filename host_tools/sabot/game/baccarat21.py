@@ -22,7 +22,7 @@ Banker wagers, the Tie's odds, and the number of decks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,10 @@ ACES = ("1_or_11", "1")  # an ace counts 11 when that keeps the hand at 21 or un
 BANKER_RULES = ("fixed", "beat_player")
 TIE_MAIN = ("push", "lose")  # what a tie does to the Player and Banker wagers
 COMMISSIONS = ("none", "five_percent")
-BONUS_HANDS = ("suited_pair", "pair")  # of the hand's first two cards, best first
+BONUS_HANDS = ("suited_pair", "pair")
+# the cut card: the round it comes out in is finished, then one more is dealt (as the shoe deals
+# baccarat), or that round is the shoe's last (as blackjack)
+CUT_CARDS = ("one_more", "last_round")  # of the hand's first two cards, best first
 MOST_CARDS = 11  # a hand drawing while under 21 can hold no more (four aces, four 2s, three 3s)
 
 
@@ -58,6 +61,7 @@ class Rules:
     tie_main: str = "push"
     tie_odds: int = 6  # a tie comes about one round in eight: 6 to 1 keeps a house edge
     banker_commission: str = "none"
+    cut_card: str = "one_more"
     # the Bonus Wagers' "pair or better" (§ 681a.3(e), not at hand): the hand's first two cards,
     # a pair of one rank, suited or not; odds "to 1"
     bonus_paytable: dict[str, int] = field(
@@ -91,7 +95,8 @@ class Rules:
         whole("banker_draws_below", 12, 21)
         whole("tie_odds", 1, 100)
         for name, allowed in (("ace", ACES), ("banker_rule", BANKER_RULES),
-                              ("tie_main", TIE_MAIN), ("banker_commission", COMMISSIONS)):
+                              ("tie_main", TIE_MAIN), ("banker_commission", COMMISSIONS),
+                              ("cut_card", CUT_CARDS)):
             if getattr(self, name) not in allowed:
                 raise SabotError(f"table.{name} is one of {', '.join(allowed)}, not "
                                  f"{getattr(self, name)!r}")
@@ -203,3 +208,41 @@ def outcome(player: Sequence[str], banker: Sequence[str], rules: Rules) -> dict[
     b, _ = total(banker, rules)
     return {"player_total": p, "banker_total": b, "winner": winner(p, b),
             "player_bonus": bonus_hand(player), "banker_bonus": bonus_hand(banker)}
+
+
+def round_flags(o: dict[str, Any]) -> list[str]:
+    """A round's flags (a record's `flags`), from its outcome: each hand's pair, suited or not."""
+    out = []
+    for hand in ("player", "banker"):
+        bonus = o[f"{hand}_bonus"]
+        if bonus:
+            out.append(f"{hand}_pair")
+        if bonus == "suited_pair":
+            out.append(f"{hand}_suited_pair")
+    return out
+
+
+def round_record(shoe: int, rnd: int, player: list[str], banker: list[str], rules: Rules
+                 ) -> dict[str, Any]:
+    """A dealt round as the validator stores it (docs/INTERFACES.md, its contract's keys)."""
+    o = outcome(player, banker, rules)
+    return {"shoe": shoe, "round": rnd, "game": GAME, "player": player, "banker": banker,
+            "player_total": o["player_total"], "banker_total": o["banker_total"],
+            "winner": o["winner"], "flags": round_flags(o)}
+
+
+def deal_shoe(tokens: Sequence[str], rules: Rules, shoe: int = 1) -> list[dict[str, Any]]:
+    """Round records for a whole shoe file as the shoe deals 21 Baccarat: baccarat's burn, then
+    rounds by these rules until the cut card's (`cut_card`)."""
+    from sabot.game import rules as baccarat
+
+    def deal_round(draw: Callable[[], str]) -> tuple[list[str], list[str]]:
+        def cards() -> Iterator[str]:
+            while True:
+                yield draw()
+
+        return deal(cards(), rules)
+
+    return baccarat.deal_shoe(tokens, shoe, deal_round,
+                              lambda s, n, p, b: round_record(s, n, p, b, rules),
+                              cut_last=rules.cut_card == "last_round")

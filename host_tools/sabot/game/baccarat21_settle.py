@@ -28,7 +28,7 @@ OPTIONAL = ("tie", "player_bonus", "banker_bonus")
 SEATS = 14  # sabot's bound on a table's seats (the text at hand names none)
 
 
-def _table(cfg: object) -> tuple[b21.Rules, list[str]]:
+def table_of(cfg: object) -> tuple[b21.Rules, list[str]]:
     if not isinstance(cfg, dict):
         raise SabotError("table: expected an object")
     offered = cfg.get("side_wagers", [])
@@ -83,9 +83,9 @@ def _wagers(items: object, offered: list[str]) -> list[dict[str, Any]]:
     return items
 
 
-def _result(wager: str, amount: int, rules: b21.Rules, got: dict[str, Any]
-            ) -> tuple[str, int, int]:
-    """(result, win_cents, vigorish_cents) of one wager."""
+def result_of(wager: str, amount: int, rules: b21.Rules, got: dict[str, Any]
+              ) -> tuple[str, int, int]:
+    """(result, win_cents, vigorish_cents) of one wager on a round of this outcome."""
     won = got["winner"]
     if wager in MAIN:
         if won == "tie":
@@ -104,12 +104,12 @@ def _result(wager: str, amount: int, rules: b21.Rules, got: dict[str, Any]
 def settle(request: dict[str, Any]) -> dict[str, Any]:
     """The `sabot settle` answer (docs/INTERFACES.md) for a 21 Baccarat request; nothing is
     settled unless everything in it holds."""
-    rules, offered = _table(request.get("table", {}))
+    rules, offered = table_of(request.get("table", {}))
     got = _round(request.get("round"), rules)
     items = _wagers(request.get("wagers", []), offered)
     results = []
     for w in items:
-        result, win, vig = _result(w["wager"], w["amount_cents"], rules, got)
+        result, win, vig = result_of(w["wager"], w["amount_cents"], rules, got)
         results.append({"seat": w["seat"], "wager": w["wager"], "result": result,
                         "win_cents": win, "vigorish_cents": vig})
     losing = [e for e in results if e["result"] == "lose"]

@@ -135,11 +135,18 @@ class ShoeExhausted(Exception):
     pass
 
 
-def deal_shoe(tokens: Sequence[str], shoe: int = 1) -> list[dict[str, Any]]:
+def deal_shoe(tokens: Sequence[str], shoe: int = 1,
+              deal: Callable[[Callable[[], str]], tuple[list[str], list[str]]] | None = None,
+              record: Callable[[int, int, list[str], list[str]], dict[str, Any]] | None = None,
+              cut_last: bool = False) -> list[dict[str, Any]]:
     """Round records for a whole shoe file under the default shoe procedure (docs/INTERFACES.md):
     the first card is burned with as many more as its burn value; rounds follow; when CUT comes out
     during a round that round is finished and one more is dealt, when it comes out between rounds
-    exactly one more is dealt. A round cut short by the end of the cards is not reported."""
+    exactly one more is dealt. A round cut short by the end of the cards is not reported.
+    `deal`, `record`: another game's round and its record (21 Baccarat's), baccarat's if None;
+    `cut_last`: the round CUT comes out in is the last, and CUT between rounds ends the shoe."""
+    deal = deal or deal_round
+    record = record or round_record
     state = {"pos": 0, "cut": False}
 
     def take_cut() -> None:
@@ -160,17 +167,22 @@ def deal_shoe(tokens: Sequence[str], shoe: int = 1) -> list[dict[str, Any]]:
         first = draw()
         for _ in range(BURN_VALUES[first[0]]):
             draw()
+        cut_in_burn = state["cut"]
         last_round = False
         while not last_round:
             take_cut()  # a cut card between rounds: the round about to start is the last
             last_round = bool(state["cut"])
+            if last_round and cut_last and (rounds or not cut_in_burn):
+                break  # out between rounds: the shoe ends (in the burn: one round is dealt)
             cut_before = state["cut"]
-            player, banker = deal_round(draw)
-            rounds.append(round_record(shoe, len(rounds) + 1, player, banker))
+            player, banker = deal(draw)
+            rounds.append(record(shoe, len(rounds) + 1, player, banker))
             if not cut_before and state["cut"]:
+                if cut_last:
+                    break
                 # Out during this round: finish it (done) and deal exactly one more.
-                player, banker = deal_round(draw)
-                rounds.append(round_record(shoe, len(rounds) + 1, player, banker))
+                player, banker = deal(draw)
+                rounds.append(record(shoe, len(rounds) + 1, player, banker))
                 last_round = True
     except ShoeExhausted:
         pass

@@ -32,6 +32,9 @@ KEY_CHECK_WAIT = 3.0  # seconds check_key() tries before it calls the key untest
 CHECKPOINT_EVERY = 1.0  # seconds between the checkpoints a witnessed link asks for
 
 
+ROUND_RESULTS = (pr.T_RESULT, pr.T_RESULT21)  # a round a receipt can be made of
+
+
 class HostLink:
     """A validator session on a shoe's port: `port` is a Port, or a URL to open as a ShoePort.
     A shoe whose link another host holds is LinkTaken (transport.py, a SabotError), from the
@@ -255,7 +258,7 @@ class HostLink:
         if statuses:
             self._judge(now)
         if self.validator.cosigner is not None and now - self.checkpoint_asked > CHECKPOINT_EVERY \
-                and any(v == "accepted" and f is not None and f.type == pr.T_RESULT
+                and any(v == "accepted" and f is not None and f.type in ROUND_RESULTS
                         for f, v, _ in results):
             # witnessed: each round's head of the log soon after it, so its receipt can be made
             self.checkpoint_asked = now

@@ -6,7 +6,9 @@ that wins the wager pays, so the board and `sabot settle` cannot disagree."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
+from sabot.game import baccarat21 as b21
 from sabot.game import blackjack_settle as bj
 from sabot.game import wagers
 from sabot.game.settle import Table
@@ -28,12 +30,12 @@ _ONE_PAIR = Summary(5, 3, 2, 2, True, False)
 
 GAME_NAMES = {  # (English, Chinese)
     "baccarat": ("Baccarat", "百家乐"), "midibaccarat": ("Midi Baccarat", "中型百家乐"),
-    "minibaccarat": ("Mini Baccarat", "迷你百家乐")}
+    "minibaccarat": ("Mini Baccarat", "迷你百家乐"), "21-baccarat": ("21 Baccarat", "21点百家乐")}
 WAGER_ZH = {"player": "闲", "banker": "庄", "tie": "和", "dragon7": "龙7", "panda8": "熊猫8",
             "lucky_six": "幸运6", "player_pair": "闲对", "banker_pair": "庄对",
             "house_money": "庄闲对", "dragon_bonus_player": "闲龙宝",
             "dragon_bonus_banker": "庄龙宝", "hit_and_run": "庄家多牌", "straight_jack": "顺子21",
-            "blackjack_house_money": "首两张"}
+            "blackjack_house_money": "首两张", "player_bonus": "闲奖金", "banker_bonus": "庄奖金"}
 
 
 def _odds(x: int | Fraction) -> tuple[str, str]:
@@ -149,4 +151,39 @@ def blackjack_payout_lines(c: ShoeEntry) -> list[tuple[str, str, str, str]]:
                 zh_parts.append(f"{zh_name}1赔{got[1]}")
             out.append((w, "House Money", ", ".join(en_parts),
                         f"{WAGER_ZH['blackjack_house_money']} " + "，".join(zh_parts)))
+    return out
+
+
+def payout_lines21(c: ShoeEntry) -> list[tuple[str, str, str, str]]:
+    """As payout_lines, for a 21 Baccarat table: each line asked of its settlement
+    (game/baccarat21_settle.py) for a round that wins the wager, $100 wagered."""
+    from sabot.game import baccarat21_settle as settle21
+
+    rules, offered = settle21.table_of(c.table_config())
+    out: list[tuple[str, str, str, str]] = []
+
+    def pays(wager: str, **round_: Any) -> tuple[str, str]:
+        result, win, vig = settle21.result_of(wager, 10_000, rules, round_)
+        assert result == "win", (wager, round_)
+        en, zh = _odds(Fraction(win, 10_000))
+        pct = f"{float(Fraction(vig, 100)):g}%"
+        return (f"{en} less {pct} commission", f"{zh}，抽{pct}佣金") if vig else (en, zh)
+
+    def line(wager: str, en: str, zh: str) -> None:
+        out.append((wager, wager_name(wager), en, f"{WAGER_ZH.get(wager, '')} {zh}"))
+
+    pushes = settle21.result_of("player", 10_000, rules, {"winner": "tie"})[0] == "push"
+    tie_en, tie_zh = ("a tie pushes", "和局退还") if pushes else ("a tie loses", "和局输")
+    for hand in settle21.MAIN:
+        en, zh = pays(hand, winner=hand)
+        line(hand, f"{en}; {tie_en}", f"{zh}；{tie_zh}")
+    if "tie" in offered:
+        line("tie", *pays("tie", winner="tie"))
+    for w in offered:
+        if w.endswith("_bonus"):
+            got = [(hand, pays(w, winner="player", **{w: hand})) for hand in b21.BONUS_HANDS
+                   if hand in rules.bonus_paytable]
+            line(w, ", ".join(f"{h.replace('_', ' ')} {en}" for h, (en, _) in got),
+                 "，".join(f"{'同花对' if h == 'suited_pair' else '对子'}{zh}"
+                          for h, (_, zh) in got))
     return out

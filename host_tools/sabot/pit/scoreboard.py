@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from sabot.game.roads import DERIVED, UNKNOWN, bead, streaks
 from sabot.pit.markup import Html, el, join
-from sabot.pit.payouts import blackjack_payout_lines, game_name, payout_lines
+from sabot.pit.payouts import blackjack_payout_lines, game_name, payout_lines, payout_lines21
 from sabot.pit.tables import Pit, TableView, counts, flag_list, roads_of
 from sabot.pit.words import clock, money, percent, result_words, shown, told
 
@@ -130,7 +130,8 @@ def last_results(rounds: list[dict[str, Any]], offered: Sequence[str] = (),
 def payouts_box(c: Any) -> Html:
     """The wagers the table offers and what each pays, from the settlement's own rules (a
     blackjack table's: its side wagers' paytables)."""
-    lines = blackjack_payout_lines(c) if c.game == "blackjack" else payout_lines(c)
+    lines = (blackjack_payout_lines(c) if c.game == "blackjack" else payout_lines21(c)
+             if c.game == "21-baccarat" else payout_lines(c))
     if not lines:
         return join()
     items = [el("li", el("span", el("b", name), " ", pays, class_="en"), " ",
@@ -267,8 +268,9 @@ def scoreboard(pit: Pit, t: TableView) -> Html:
              el("span", both("Tie"), f" {n['tie']} · {percent(n['tie'], decided)}",
                 class_="T-t"),
              el("span", f"Banker pair {n['banker_pair']}"),
-             el("span", f"Player pair {n['player_pair']}"),
-             el("span", f"Naturals {n['natural']}")]
+             el("span", f"Player pair {n['player_pair']}")]
+    if c.game != "21-baccarat":  # a hand of 21 Baccarat is no natural
+        stats.append(el("span", f"Naturals {n['natural']}"))
     stats += [el("span", f"{SIDE_NAMES[w]} {n[w]}", data_side=w)
               for w in SIDE_NAMES if w in c.side_wagers]
     streak_line = [el("span", "streak " + ("-" if now is None else

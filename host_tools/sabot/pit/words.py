@@ -95,10 +95,13 @@ WAGER_NAMES = {"banker": "Banker", "player": "Player", "tie": "Tie", "dragon7": 
                "banker_pair": "Banker pair", "ez_banker": "Banker (EZ)",
                "nocomm_banker": "Banker (no commission)", "house_money": "House Money",
                "dragon_bonus_player": "Dragon Bonus Player",
-               "dragon_bonus_banker": "Dragon Bonus Banker"}
+               "dragon_bonus_banker": "Dragon Bonus Banker", "player_bonus": "Player Bonus",
+               "banker_bonus": "Banker Bonus"}
 FLAG_NAMES = {"player_natural": "Player natural", "banker_natural": "Banker natural",
               "player_pair": "Player pair", "banker_pair": "Banker pair",
-              "dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six"}
+              "dragon7": "Dragon 7", "panda8": "Panda 8", "lucky_six": "Lucky Six",
+              "player_suited_pair": "Player suited pair",
+              "banker_suited_pair": "Banker suited pair"}
 
 
 def told(side_wagers: Any) -> frozenset[str]:

@@ -66,10 +66,11 @@ def parse_provisioned(said: str) -> tuple[int, bytes, bytes, bytes, bytes, bytes
 
 def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                         variant: int, baud: int = DEFAULT_BAUD,
-                        log: Callable[[str], Any] = print, decks: int = 8
-                        ) -> tuple[int, str, str, str, str, str]:
+                        log: Callable[[str], Any] = print, decks: int = 8,
+                        rules: bytes = b"") -> tuple[int, str, str, str, str, str]:
     """Provision the blank shoe on `url` for `command_key`, dealing `decks` decks of the game
-    `variant` names (the shoe refuses more than its board holds): (shoe_id, result key 1's public
+    `variant` names (the shoe refuses more than its board holds; `rules`: a 21 Baccarat table's
+    rule bytes): (shoe_id, result key 1's public
     PEM, the element's serial number in hex, the attestation key's PEM and its certificate of
     key 1 in hex, the log's first checkpoint as a signed note: each "" from a shoe that reports
     none). The shoe reboots into its firmware after."""
@@ -98,7 +99,7 @@ def provision_over_port(url: str, command_key: keys.CommandKey, shoe_id: int,
                          "sabot's: it cannot be provisioned")
     log(f"a blank shoe answers on {url}: provisioning it as shoe {shoe_id_text(shoe_id)}")
     said = mpremote(url, ["exec", FRESH + f"import maint; maint.provision({shoe_id}, {variant}, "
-                                  f"'{command_xy.hex()}', {decks})"], timeout=60)
+                                  f"'{command_xy.hex()}', {decks}, '{rules.hex()}')"], timeout=60)
     got_id, serial, result_xy, proof, attestation_xy, certificate, first = parse_provisioned(said)
     if got_id != shoe_id:
         raise SabotError(f"the shoe answered for shoe {shoe_id_text(got_id)}, not "

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from sabot.errors import SabotError
-from sabot.paths import BLACKJACK_TABLE, DECISION_TABLE
+from sabot.paths import B21_TABLE, BLACKJACK_TABLE, DECISION_TABLE
 
 # Quoted from the regulation summary (58 Pa. Code 631a.11 / 627a.10); tests/test_table.py checks it
 # still stands there verbatim where the summary is beside the checkout.
@@ -237,7 +237,14 @@ def render_blackjack_module(tables: dict[str, bytes] | None = None) -> str:
     return _with_constants(out, tables)
 
 
-GENERATED = ((TABLE_PATH, render_module), (BLACKJACK_TABLE, render_blackjack_module))
+def _render_b21() -> str:
+    from sabot.release.table21_gen import render_module as render
+
+    return render()
+
+
+GENERATED = ((TABLE_PATH, render_module), (BLACKJACK_TABLE, render_blackjack_module),
+             (B21_TABLE, _render_b21))
 
 
 def _with_constants(head: list[str], tables: dict[str, bytes]) -> str:
@@ -253,10 +260,12 @@ def _with_constants(head: list[str], tables: dict[str, bytes]) -> str:
 
 
 def generate(path: Path = TABLE_PATH) -> Path:
-    """Writes the decision table (and, beside the default one, the blackjack dealer's)."""
+    """Writes the decision table (and, beside the default one, the blackjack dealer's and 21
+    Baccarat's)."""
     path.write_text(render_module())
     if path == TABLE_PATH:
-        BLACKJACK_TABLE.write_text(render_blackjack_module())
+        for at, render in GENERATED[1:]:
+            at.write_text(render())
     return path
 
 

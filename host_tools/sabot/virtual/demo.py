@@ -17,6 +17,7 @@ from sabot.audit.cosign import Cosigner
 from sabot.audit.replay import open_capture
 from sabot.audit.validator import Validator, contract_round
 from sabot.errors import NotVerified, SabotError
+from sabot.game import baccarat21 as b21
 from sabot.game import rules
 from sabot.game.cards import read_shoe_file, shuffled_shoe
 from sabot.keys import CommandKey
@@ -75,7 +76,8 @@ class Session:
             self.shoe_no = rec["shoe"]
 
     def start_board(self) -> tuple[VirtualBoard, HostLink]:
-        set_variant(self.flash_dir, self.config.variant_byte, self.config.decks)
+        set_variant(self.flash_dir, self.config.variant_byte, self.config.decks,
+                    self.config.rule_bytes)
         self.board = VirtualBoard(self.flash_dir, sign_ms=self.sign_ms, board=self.board_name,
                                   code=self.code, chunk=self.chunk).start()
         if self.link is None:
@@ -147,7 +149,10 @@ class Session:
                         rejected=v["rejected"], irregularities=v["irregularities"],
                         resent=v["resent"], rejections=v["rejections"], alarms=v["alarms"],
                         checkpoint=v["checkpoint"], cosigned=v["cosigned"])
-        expected = rules.deal_shoe(self.tokens, shoe=self.shoe_no or 1)
+        if self.config.game == b21.GAME:
+            expected = b21.deal_shoe(self.tokens, self.config.rules21_rules, self.shoe_no or 1)
+        else:
+            expected = rules.deal_shoe(self.tokens, shoe=self.shoe_no or 1)
         stored = self.rounds()
         lost = sum(1 for r in expected if r not in stored)
         return {"shoe": self.shoe_no, "rounds": len(stored), "expected_rounds": len(expected),
@@ -243,6 +248,9 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
         tokens = load_shoe(shoe, 6) if shoe else shuffled_shoe(6, seed)
         table: dict[str, Any] = {"game": "blackjack", "decks": 6,
                                  "side_wagers": ["hit_and_run", "straight_jack", "house_money"]}
+    elif game == b21.GAME:
+        tokens = load_tokens(shoe, seed)
+        table = {"game": b21.GAME, "side_wagers": ["tie", "player_bonus", "banker_bonus"]}
     else:
         tokens = load_tokens(shoe, seed)
         table = {}
@@ -259,7 +267,7 @@ def run_demo(shoe: str | None = None, seed: int | None = None, db: str = "sabot.
     # any other, with its result key
     shoe_id, version, pem, serial, first = provision(flash_dir, key)
     kept: dict[str, Any] = {"first_checkpoint": first} if first else {}
-    name = "demo-blackjack" if blackjack else "demo"
+    name = "demo" if game == "baccarat" else f"demo-{game}"
     entry, _ = reg.register(shoe_id, version, pem, table="" if shoe_id in reg.shoes else name,
                             serial=serial, **kept, **table)
     if first and cosigner is not None:  # a fresh shoe: its key to the witnesses first

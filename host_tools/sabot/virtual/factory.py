@@ -83,7 +83,7 @@ def result_public_xy(store: str | os.PathLike[str], version: int) -> bytes:
 
 
 def provision(store: str | os.PathLike[str], flash_dir: str | os.PathLike[str], shoe_id: int,
-              variant: int, command_xy: bytes, decks: int = 8
+              variant: int, command_xy: bytes, decks: int = 8, rules: bytes = b""
               ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes]:
     """Provision the chip and the flash as a shoe provisions itself, for `decks` decks of the
     game `variant` names: (serial, result key 1 X||Y, proof, attestation key X||Y, its
@@ -93,7 +93,8 @@ def provision(store: str | os.PathLike[str], flash_dir: str | os.PathLike[str], 
     os.makedirs(flash_dir, exist_ok=True)
     flash = firmware("shoe.store").Flash(os.fspath(flash_dir))
     try:
-        made = factory.provision(element(store), flash, shoe_id, variant, command_xy, decks)
+        made = factory.provision(element(store), flash, shoe_id, variant, command_xy, decks,
+                                 rules)
     except factory.Refused as e:
         raise SabotError(f"provisioning refused: {e}") from None
     return tuple(bytes(b) for b in made)  # type: ignore[return-value]

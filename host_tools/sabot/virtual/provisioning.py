@@ -14,11 +14,12 @@ from sabot.virtual import factory
 from sabot.virtual.element import element_store
 
 
-def set_variant(flash_dir: str, variant: int, decks: int = 8) -> None:
-    """The table configuration a virtual shoe deals (its flash `variant`: variant byte, decks),
-    as provisioning writes it (firmware/shoe/provision.py)."""
+def set_variant(flash_dir: str, variant: int, decks: int = 8, rules: bytes = b"") -> None:
+    """The table configuration a virtual shoe deals (its flash `variant`: variant byte, decks,
+    then a 21 Baccarat table's rule bytes), as provisioning writes it
+    (firmware/shoe/provision.py)."""
     with open(os.path.join(flash_dir, "variant"), "wb") as f:
-        f.write(bytes([variant, decks]))
+        f.write(bytes([variant, decks]) + rules)
 
 
 IDENTITY = struct.Struct(">IH")  # the flash file `identity`: shoe_id, result key version
@@ -60,7 +61,7 @@ class Provisioned(NamedTuple):
 
 def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
               shoe_id: int | None = None, store: str | None = None,
-              variant: int | None = None) -> Provisioned:
+              variant: int | None = None, rules: bytes = b"") -> Provisioned:
     """Factory provisioning of a virtual shoe through the chip's own commands
     (sabot.virtual.factory, the shoe's provisioning code): the element (emulator store at
     `<flash_dir>.element`, or `store`) gets sabot's configuration, makes result key 1 inside,
@@ -83,7 +84,8 @@ def provision(flash_dir: str | os.PathLike[str], command_key: keys.CommandKey,
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
     shutil.rmtree(store, ignore_errors=True)
     made = factory.provision(store, flash_dir, shoe_id,
-                             variant_byte() if variant is None else variant, command_xy)
+                             variant_byte() if variant is None else variant, command_xy,
+                             rules=rules)
     serial, xy, proof = made[:3]
     key = registry.check_provisioning(serial, shoe_id, xy, command_xy, proof)
     return Provisioned(shoe_id, 1, keys.public_pem(key), serial.hex(),

@@ -12,7 +12,7 @@
   // cards as the players' pages show them (10♠ Q♦), where the CLI says the store's TS QD
   const RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"], SUITS = "\u2660\u2665\u2666\u2663";
   const WINNERS = { 1: "Player wins", 2: "Banker wins", 3: "a Tie" };
-  const HEADER = 46, SIG = 64, T_INITIAL_CARDS = 3, T_RESULT = 4, T_BLACKJACK_RESULT = 10;
+  const HEADER = 46, SIG = 64, T_INITIAL_CARDS = 3, T_RESULT = 4, T_BLACKJACK_RESULT = 10, T_RESULT21 = 11;
 
   class Refused extends Error {}
   const refuse = (why) => { throw new Refused(why); };
@@ -53,6 +53,23 @@
       : cs.reduce((t, b) => t + Math.min(Math.floor(b / 4) + 1, 10) % 10, 0) % 10);
     return { shoe: v.getUint16(0), round: v.getUint16(2), player: cards.slice(0, np), dummy: p[5] !== 0,
              banker: cards.slice(np), winner: WINNERS[v.getUint16(6 + np + nb) & 3] || "no winner",
+             pTotal: total(cards.slice(0, np)), bTotal: total(cards.slice(np)) };
+  }
+
+  // A 21 Baccarat result: the table's rule bytes (an ace 1 only: bit 6 of the first), each hand's
+  // cards, the winner the shoe signed; a hand's total its best (an ace 11 where that stays at 21)
+  function result21(f) {
+    const p = f.payload;
+    const np = p[4] >> 4, nb = p[4] & 15;
+    if (np < 2 || np > 11 || nb < 2 || nb > 11 || p.length !== 9 + np + nb) refuse("the result frame is malformed");
+    const cards = Array.from(p.slice(8, 8 + np + nb));
+    if (cards.some((b) => b >= 52)) refuse("the result frame is malformed");
+    const total = (cs) => {
+      const hard = cs.reduce((t, b) => t + Math.min(Math.floor(b / 4) + 1, 10), 0);
+      return !(p[6] & 64) && cs.some((b) => b < 4) && hard + 10 <= 21 ? hard + 10 : hard;
+    };
+    return { shoe: (p[0] << 8) | p[1], round: (p[2] << 8) | p[3], player: cards.slice(0, np),
+             banker: cards.slice(np), dummy: p[5] !== 0, winner: WINNERS[p[8 + np + nb] & 3] || "no winner",
              pTotal: total(cards.slice(0, np)), bTotal: total(cards.slice(np)) };
   }
 
@@ -159,8 +176,8 @@
     const res = frame(resultRaw);
     const isBlackjack = res.type === T_BLACKJACK_RESULT && n === 0;
     const initial = isBlackjack ? null : frame(initialRaw);
-    if (!isBlackjack && (initial.type !== T_INITIAL_CARDS || res.type !== T_RESULT)) refuse("the receipt's frames are not a round's initial cards and result");
-    const rec = isBlackjack ? blackjack(res) : result(res);
+    if (!isBlackjack && (initial.type !== T_INITIAL_CARDS || (res.type !== T_RESULT && res.type !== T_RESULT21))) refuse("the receipt's frames are not a round's initial cards and result");
+    const rec = isBlackjack ? blackjack(res) : res.type === T_RESULT21 ? result21(res) : result(res);
     const shoe = `0x${hex8(res.shoeId)}`;
     const { keys, table } = shoeKeys(keysGiven, res.shoeId);
     const own = keys.find((k) => k.version === null || k.version === res.keyId);
