@@ -200,6 +200,9 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
     void, void_entry, void_witness = blackjack_receipt(tmp_path, voided=True)
     cases.append((void, void_entry.public_keys[0]["key"], "Verified: This is the result shoe "
                   "0x5ab00001 signed for " + cards_shown(VOIDED_SAID), void_witness.vkey()))
+    b21, b21_entry, b21_witness = receipt21(tmp_path)
+    cases.append((b21, b21_entry.public_keys[0]["key"], "Verified: This is the result shoe "
+                  "0x5ab00001 signed for " + cards_shown(SAID21), b21_witness.vkey()))
     registry = json.dumps({"shoes": [shoe["entry"].__dict__]})
     driver = browser(tmp_path)
     try:
@@ -363,3 +366,44 @@ def test_a_blackjack_rounds_receipt_names_each_hand_and_refuses_a_card_moved(tmp
     forged = text.replace(text.split("\n")[1], "extra " + base64.b64encode(flipped).decode())
     with pytest.raises(receipt.ReceiptInvalid, match="not signed by shoe"):
         receipt.verify(forged, {SHOE: entry}, [witness])
+
+
+def receipt21(tmp_path, winner=1):
+    """(receipt, its shoe's entry, the witness's verifier) of a 21 Baccarat round at a table of
+    the default settings: Player TS 6S 6H (22), Banker TH 6C 8D (24), both over 21, the lower
+    winning (§ 681a.6(c)(1)(ii)); `winner` the outcome byte's, 1 the Player's as the rules
+    say."""
+    from sabot import frames21
+    from sabot.game import baccarat21 as b21
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    entry = ShoeEntry(SHOE, game="21-baccarat")
+    entry.add_public_key(1, keys.public_pem(key.public_key()))
+    signer = capture_gen.ShoeSigner(key, SHOE)
+    player, banker = ["TS", "6S", "6H"], ["TH", "6C", "8D"]
+    rules = frames21.rule_bytes(b21.Rules())
+    code = pr.CARD_NAMES.index
+    initial = signer.chained(pr.T_INITIAL_CARDS, struct.pack(">HH", 1, 7) + bytes(
+        code(c) for c in (player[0], banker[0], player[1], banker[1])))
+    result = signer.chained(pr.T_RESULT21, struct.pack(">HHBB", 1, 7, 3 << 4 | 3, 0) + rules
+                            + bytes(code(c) for c in player + banker) + bytes((winner,)))
+    leaves = [tlog.leaf_hash(f) for f in (initial, result)]
+    checkpoint, witness = cosigned(tmp_path / f"b21-w{winner}.db", key, entry, leaves)
+    return (receipt.make(initial, result, 1, tlog.inclusion_proof(leaves, 1, 2), checkpoint),
+            entry, witness)
+
+
+SAID21 = ("round 7 of its shoe 1: Player TS 6S 6H (22), Banker TH 6C 8D (24): Player wins.")
+
+
+def test_a_21_baccarat_rounds_receipt_verifies_and_is_held_to_its_tables_rules(tmp_path):
+    """A 21 Baccarat round's receipt is its initial cards and signed result, as baccarat's: it
+    verifies and names each hand's total (both over 21: the lower wins); a result that says
+    another winner than its table's rules give from its cards is refused, even signed by the
+    shoe's own key."""
+    text, entry, witness = receipt21(tmp_path)
+    checked = receipt.verify(text, {SHOE: entry}, [witness])
+    assert SAID21 in checked["explanation"] and checked["round"]["game"] == "21-baccarat"
+    text, entry, witness = receipt21(tmp_path, winner=2)
+    with pytest.raises(receipt.ReceiptInvalid, match="not one the rules deal"):
+        receipt.verify(text, {SHOE: entry}, [witness])

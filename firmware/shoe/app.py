@@ -172,17 +172,20 @@ class ShoeApp:
         # shoe_end's), of the log's leaves (0x00 then the frame, signed or not), of its nodes
         # (65 bytes), of a checkpoint's note text (67-76 bytes) and of the signed commands a
         # service pass checks (new shoe, resolve, ack: payloads of 0, 1 and 4 bytes); a status's
-        # body is shoe_end's length
-        bodies = [frames.HEADER_LEN + n for n in range(4, 16)] + [frames.MAX_BODY]
-        if self.shoe.bj is not None:
-            bodies += [frames.HEADER_LEN + n for n in range(64)]  # a round's result: any length
-        elif self.shoe.b21 is not None:
-            bodies += [frames.HEADER_LEN + n for n in range(16, 32)]  # a round of many cards
-        self.element.prepare(sorted({n % 64 for n in bodies
-                                     + [1 + n for n in bodies]
-                                     + [1 + n + frames.SIG_LEN for n in bodies]
-                                     + [65] + list(range(67, 77))
-                                     + [frames.HEADER_LEN, frames.HEADER_LEN + 1]}))
+        # body is shoe_end's length. Marked in 64 bytes first: no list of them on the heap.
+        tails = bytearray(64)
+        for n in range(67, 77):
+            tails[n & 63] = 1
+        for n in (65, frames.HEADER_LEN, frames.HEADER_LEN + 1):
+            tails[n & 63] = 1
+        more = (range(64) if self.shoe.bj is not None  # a blackjack result: any length
+                else range(16, 32) if self.shoe.b21 is not None else ())  # 21 Baccarat's
+        for payloads in (range(4, 16), (frames.MAX_BODY - frames.HEADER_LEN,), more):
+            for n in payloads:
+                body = frames.HEADER_LEN + n
+                for t in (body, body + 1, body + 1 + frames.SIG_LEN):
+                    tails[t & 63] = 1
+        self.element.prepare([t for t in range(64) if tails[t]])
         self.port.start()
         empty = True
         for rtype, payload in self.log.records():
@@ -436,7 +439,7 @@ class ShoeApp:
             at = o.begin(frames.T_BLACKJACK_RESULT)
             self._made(frames.T_BLACKJACK_RESULT, bj.result_into(o.building, at, no, rnd))
         elif ev & EV_RESULT and s.b21 is not None:
-            self._result21(s)
+            s.b21.result(self, s)
         elif ev & EV_RESULT:
             oc = outcome(s.player, s.np, s.banker, s.nb)
             ann = self._announcement(oc)
@@ -452,15 +455,6 @@ class ShoeApp:
             ring = o.building
             n = frames.shoe_end_into(ring, at, no, rnd, s.position, s.inventory, s.unknown)
             self._made(frames.T_SHOE_END, n)
-
-    def _result21(self, s):
-        o = s.b21.outcome(s.player, s.np, s.banker, s.nb)
-        at = self.outbox.begin(frames.T_RESULT21)
-        n = frames.result21_into(self.outbox.building, at, s.shoe_no, s.round_no, s.player,
-                                 s.np, s.banker, s.nb, s.dummy_done, s.b21, o)
-        self._made(frames.T_RESULT21, n)
-        self.indicators.announce(s.b21.total(s.player, s.np), s.b21.total(s.banker, s.nb),
-                                 o & WINNER_MASK, frames.A_TIE_HAND if o & 3 == 3 else 0)
 
     def _announcement(self, o):
         """What the dealer must announce besides the final counts, for this game variant."""

@@ -8,8 +8,8 @@ then the Banker's Hand by its own, or, under beat_player, while it is under a Pl
 or less. A hand holds at most MOST_CARDS cards (one that draws while under 21 never needs more
 with four aces a deck; with eight decks a hand that would is complete at 11)."""
 
-from shoe.b21table import DRAW, WINNER
-from shoe.bjtable import VALUE
+from shoe import frames
+from shoe.b21table import DRAW, VALUE, WINNER
 from shoe.decision import DUE_BANKER, DUE_NONE, DUE_PLAYER
 
 try:
@@ -55,12 +55,14 @@ class Rules21:
         return self.score(cards, n) >> 1
 
     def _draws(self, cards, n, below, soft):
+        """`soft`: 1 where a soft total equal to `below` draws."""
         if n >= MOST_CARDS:
             return False
         s = self.score(cards, n)
-        if s >= 64:
+        t = s >> 1
+        if t > 21:
             return False
-        return DRAW[below * 64 + s] >> soft & 1
+        return DRAW[below * 22 + t] >> (1 + soft if s & 1 else 0) & 1
 
     def due(self, player, np, banker, nb):
         """DUE_PLAYER / DUE_BANKER: the hand the next card goes to; DUE_NONE: complete."""
@@ -85,7 +87,8 @@ class Rules21:
         """The winner (1 Player, 2 Banker, 3 Tie) | each hand's pair bits."""
         pt = self.total(player, np)
         bt = self.total(banker, nb)
-        o = WINNER[(pt if pt < 32 else 31) * 32 + (bt if bt < 32 else 31)]
+        i = (pt if pt < 32 else 31) * 32 + (bt if bt < 32 else 31)
+        o = WINNER[i >> 2] >> (i & 3) * 2 & 3
         if player[0] >> 2 == player[1] >> 2:
             o |= PLAYER_SUITED | PLAYER_PAIR if player[0] == player[1] else PLAYER_PAIR
         if banker[0] >> 2 == banker[1] >> 2:
@@ -94,3 +97,14 @@ class Rules21:
 
     def cut_last(self):
         return self.p & RULE_CUT_LAST
+
+    def result(self, app, s):
+        """The round's result frame, made by the app (`s`: its DealingState) as the round ends,
+        and the announcement the dealer makes."""
+        o = self.outcome(s.player, s.np, s.banker, s.nb)
+        at = app.outbox.begin(frames.T_RESULT21)
+        n = frames.result21_into(app.outbox.building, at, s.shoe_no, s.round_no, s.player,
+                                 s.np, s.banker, s.nb, s.dummy_done, self, o)
+        app._made(frames.T_RESULT21, n)
+        app.indicators.announce(self.total(s.player, s.np), self.total(s.banker, s.nb), o & 3,
+                                frames.A_TIE_HAND if o & 3 == 3 else 0)

@@ -224,7 +224,9 @@ class Element:
         self._rx = bytearray(_RX_MAX)
         self._txm = memoryview(self._tx)
         self._rxm = memoryview(self._rx)
-        self._txv = {}
+        # the views kept, by length (1-72): a list made once, which never grows on a heap the
+        # firmware's loading has cut up (a dict's growing needs ever larger blocks)
+        self._txv: list = [None] * 73
         self._rxv = {}
         # The card path's lengths, made now so signing never makes one: idle/sleep, Sign, Nonce,
         # SHA update and Verify stored; the count byte, the wake answer, a status, a digest, a
@@ -252,10 +254,10 @@ class Element:
     # -- views made once per length ----------------------------------------------------------
 
     def _tx_view(self, n, keep=False):
-        v = self._txv.get(n)
+        v = self._txv[n] if n < 73 else None
         if v is None:
             v = self._txm[:n]  # a length nobody prepared: made for this command only
-            if keep:
+            if keep and n < 73:
                 self._txv[n] = v
         return v
 

@@ -31,6 +31,7 @@ DRAWING_RULE = """\
 
 TOTALS = 32  # a hand's best total 0..31: one that draws while under 21 ends at 30 at most
 BELOW = 22  # draw totals 0..21 (the Banker's under beat_player: the Player's total, or 0)
+DRAWN = 22  # totals 0..21 (a hand over 21 never draws)
 WINNERS = {"Player": 1, "Banker": 2, "Tie": 3}
 
 
@@ -72,9 +73,10 @@ def _holds(clause: tuple[str, str], mine: int, other: int) -> bool:
 
 
 def build_winner_table(text: str = WINNING_RULE) -> bytes:
-    """WINNER[player * 32 + banker]: 1 the Player's Hand wins, 2 the Banker's, 3 a Tie."""
+    """WINNER[i >> 2] >> (i & 3) * 2 & 3, i = player * 32 + banker: 1 the Player's Hand wins, 2
+    the Banker's, 3 a Tie (four to a byte: the shoe's RAM)."""
     rule = parse_winning_rule(text)
-    out = bytearray(TOTALS * TOTALS)
+    out = bytearray(TOTALS * TOTALS // 4)
     for p in range(TOTALS):
         for b in range(TOTALS):
             won = [h for h, mine, other in (("Player", p, b), ("Banker", b, p))
@@ -85,8 +87,14 @@ def build_winner_table(text: str = WINNING_RULE) -> bytes:
                 won = ["Player" if p <= 21 else "Banker"]
             if len(won) != 1:
                 raise SabotError(f"the winning rule names {won} for {p} against {b}")
-            out[p * TOTALS + b] = WINNERS[won[0]]
+            i = p * TOTALS + b
+            out[i >> 2] |= WINNERS[won[0]] << (i & 3) * 2
     return bytes(out)
+
+
+def winner_of(table: bytes, player: int, banker: int) -> int:
+    i = player * TOTALS + banker
+    return table[i >> 2] >> (i & 3) * 2 & 3
 
 
 def parse_drawing_rule(text: str = DRAWING_RULE) -> bool:
@@ -104,16 +112,16 @@ def parse_drawing_rule(text: str = DRAWING_RULE) -> bool:
 
 
 def build_draw_table(text: str = DRAWING_RULE) -> bytes:
-    """DRAW[(below * 32 + total) * 2 + soft]: bit 0, the hand draws where a soft total equal to
-    `below` stands; bit 1, where it draws. beat_player reads the row of the Player's total (0
-    when it is over 21: never), bit 0."""
+    """DRAW[below * 22 + total] for a hand of 21 or less: bit 0, a hard hand draws; bit 1, a soft
+    hand where a soft total equal to `below` stands; bit 2, where it draws. beat_player reads
+    the row of the Player's total (0 when it is over 21: never), as a hand standing on a soft
+    total."""
     parse_drawing_rule(text)
-    out = bytearray(BELOW * TOTALS * 2)
+    out = bytearray(BELOW * DRAWN)
     for below in range(BELOW):
-        for t in range(TOTALS):
-            for soft in (0, 1):
-                bits = 1 | 2 if t < below else 2 if soft and t == below else 0
-                out[(below * TOTALS + t) * 2 + soft] = bits
+        for t in range(DRAWN):
+            under = t < below
+            out[below * DRAWN + t] = (under | under << 1 | (under or t == below) << 2)
     return bytes(out)
 
 
@@ -126,14 +134,20 @@ def render_module() -> str:
         '"""The 21 Baccarat shoe\'s decision table: bytes constants, so compiled or frozen they'
         " stay in flash.",
         "",
-        "DRAW[(below * 32 + total) * 2 + soft]: a hand of this best total (soft: an ace counted"
-        " 11) against",
-        "  its draw total `below`. Bit 0: it draws where a soft total equal to `below` stands;"
-        " bit 1: where it",
-        "  draws.",
-        "WINNER[player * 32 + banker]: the final totals. 1 the Player's Hand wins, 2 the"
-        " Banker's, 3 a Tie."
-        '"""',
+        "VALUE[rank]: the value of rank A..K (index 0..12), as blackjack's (shoe/bjtable.py): an"
+        " ace 1, 2-9 face,",
+        "  10/J/Q/K 10.",
+        "DRAW[below * 22 + total]: a hand of this best total, 21 or less, against its draw total"
+        " `below`. Bit 0:",
+        "  a hard hand draws; bit 1: a soft one (an ace counted 11) where a soft total equal to"
+        " `below` stands;",
+        "  bit 2: where it draws. A hand over 21 never draws.",
+        "WINNER[i >> 2] >> (i & 3) * 2 & 3, i = player * 32 + banker, the final totals: 1 the"
+        " Player's Hand wins,",
+        '  2 the Banker\'s, 3 a Tie."""',
         "",
     ]
-    return _with_constants(head, {"DRAW": build_draw_table(), "WINNER": build_winner_table()})
+    from sabot.release.table_gen import BLACKJACK_VALUES
+
+    return _with_constants(head, {"VALUE": BLACKJACK_VALUES, "DRAW": build_draw_table(),
+                                  "WINNER": build_winner_table()})
