@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # the sections' modules, when a test lo
 
 # after the path set-up above
 from sections_analysis import bench_analyze, bench_edges  # noqa: E402
+from sections_baccarat21 import bench_baccarat21  # noqa: E402
 from sections_blackjack import bench_blackjack  # noqa: E402
 from sections_firmware import bench_build, bench_firmware, bench_flash, bench_flood  # noqa: E402
 from sections_floor import bench_floor  # noqa: E402
@@ -36,7 +37,8 @@ SECTIONS = {"analyze": bench_analyze, "firmware": bench_firmware, "link": bench_
             "audit": bench_audit, "reliability": bench_reliability, "edges": bench_edges,
             "serve": bench_serve, "flash": bench_flash, "flood": bench_flood, "soak": bench_soak,
             "demo": bench_demo, "build": bench_build, "suite": bench_suite, "floor": bench_floor,
-            "witness": bench_witness, "receipt": bench_receipt, "blackjack": bench_blackjack}
+            "witness": bench_witness, "receipt": bench_receipt, "blackjack": bench_blackjack,
+            "baccarat21": bench_baccarat21}
 
 _SOAK = ("seed", "fault_rate", "mistake_rate", "shoes", "rounds", "stored", "duplicated", "lost",
          "mismatched", "unended", "audit_verify", "faults", "mistakes", "rejected", "alarms",
@@ -96,6 +98,10 @@ LABELS = {
                   "basic_strategy_seats_per_round", "dealer_presses_per_round",
                   "dealer_presses_per_seat", "dealer_actions_per_round", "demo_rounds",
                   "demo_voided", "demo_wrong", "demo_lost", "demo_seconds"),
+    "baccarat21": ("analyze_8_decks_kernel_ms", "analyze_8_decks_python_ms", "live_rounds",
+                   "live_recompute_median_ms", "live_recompute_max_ms", "firmware_rounds",
+                   "firmware_rounds_s", "firmware_heap_locked_alloc_failures", "demo_rounds",
+                   "demo_expected_rounds", "demo_lost", "demo_seconds", "demo_alarms"),
 }
 assert set(LABELS) == set(SECTIONS)
 

@@ -14,7 +14,7 @@ from sabot.game.baccarat21_settle import settle
 
 from kit import SABOT
 
-RULES = b21.Rules()
+RULES = b21.Rules(player_draws_below=17)  # each hand draws under 17
 
 
 @pytest.mark.parametrize(("player", "banker", "won", "rule"), [
@@ -41,15 +41,19 @@ def test_totals_count_an_ace_as_the_table_says():
 
 
 def test_each_hand_draws_by_the_tables_rule():
-    # Player 10 6 draws (16 < 17) a 5: 21; Banker 9 8 stands on 17 (fixed rule, the default)
+    # Player 10 6 draws (16 < 17) a 5: 21; Banker 9 8 stands on 17 (fixed rule, the default);
+    # at the default table the Player's Hand stands on 16
+    assert b21.deal(iter(["TS", "9H", "6D", "8C", "5S"]), b21.Rules()) == (["TS", "6D"],
+                                                                          ["9H", "8C"])
     cards = ["TS", "9H", "6D", "8C", "5S", "2H"]
     assert b21.deal(iter(cards), RULES) == (["TS", "6D", "5S"], ["9H", "8C"])
     # a soft 17 stands by default, draws where the table says so
     soft = ["AS", "KH", "6D", "7C", "3S"]
     assert b21.deal(iter(soft), RULES)[0] == ["AS", "6D"]
-    assert b21.deal(iter(soft), b21.Rules(player_draws_soft=True))[0] == ["AS", "6D", "3S"]
+    assert b21.deal(iter(soft), b21.Rules(player_draws_below=17, player_draws_soft=True))[0] \
+        == ["AS", "6D", "3S"]
     # the Banker chasing the Player's 20: draws on 17 and stands once it is not lower
-    chase = b21.Rules(banker_rule="beat_player")
+    chase = b21.Rules(banker_rule="beat_player", player_draws_below=17)
     assert b21.deal(iter(["KS", "9H", "QD", "8C", "2S", "AH"]), chase) == (
         ["KS", "QD"], ["9H", "8C", "2S", "AH"])
     # and stands on a Player's Hand over 21
@@ -75,8 +79,10 @@ def test_a_configuration_the_rules_cannot_hold_is_one_line(cfg, said):
 
 
 def request(player, banker, wagers, **table):
+    """A settle request at a table where each hand draws under 17, a Banker win pays even
+    money, a Tie 6 to 1 (unless `table` says otherwise)."""
     table = {"game": "21-baccarat", "side_wagers": ["tie", "player_bonus", "banker_bonus"],
-             **table}
+             "player_draws_below": 17, "banker_commission": "none", "tie_odds": 6, **table}
     return {"table": table, "round": {"player": player, "banker": banker},
             "wagers": [{"seat": s, "wager": w, "amount_cents": a} for s, w, a in wagers]}
 
@@ -181,14 +187,17 @@ def brute_force(counts, rules):
                                              banker_draws_soft=True)])
 def test_the_exact_analysis_is_every_deal_of_a_small_shoe(rules):
     """A shoe of 10 cards (values 1 to 10 in uneven numbers, some none): the analysis, which
-    counts each hand's sequences by multiset, against a walk of every deal in the order the
-    cards come out."""
-    from sabot.game.baccarat21_analyze import outcomes
+    counts each hand's sequences by multiset (summed by the compiled kernel, and in Python),
+    against a walk of every deal in the order the cards come out."""
+    from sabot.game.baccarat21_analyze import _outcomes_python, hands, outcomes
+    from sabot.game.outcome_kernel import kernel
 
     counts = [2, 1, 1, 1, 0, 1, 0, 0, 1, 3]
-    got, want = outcomes(counts, rules), brute_force(counts, rules)
-    for who in want:
-        assert abs(got[who] - float(want[who])) < 1e-12, (who, got, want)
+    want = brute_force(counts, rules)
+    assert kernel() is not None  # `make test` builds it: the sum below is the kernel's
+    for got in (outcomes(counts, rules), _outcomes_python(counts, hands(rules))):
+        for who in want:
+            assert abs(got[who] - float(want[who])) < 1e-12, (who, got, want)
 
 
 @pytest.mark.board  # a process: the command as a user runs it
@@ -212,7 +221,7 @@ def test_the_analysis_agrees_with_dealt_rounds_and_its_command_says_each_edge():
         sd = (exact[who] * (1 - exact[who]) / n) ** 0.5
         assert abs(k / n - exact[who]) < 4 * sd, (who, k / n, exact[who])
     r = subprocess.run([*SABOT, "analyze", "--game", "21-baccarat", "--decks", "6", "--rules",
-                        '{"banker_commission": "five_percent"}', "--json"],
+                        '{"player_draws_below": 17, "tie_odds": 6}', "--json"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

@@ -370,7 +370,7 @@ def test_a_blackjack_rounds_receipt_names_each_hand_and_refuses_a_card_moved(tmp
 
 def receipt21(tmp_path, winner=1):
     """(receipt, its shoe's entry, the witness's verifier) of a 21 Baccarat round at a table of
-    the default settings: Player TS 6S 6H (22), Banker TH 6C 8D (24), both over 21, the lower
+    the default settings: Player TS 5S 7H (22), Banker TH 6C 8D (24), both over 21, the lower
     winning (§ 681a.6(c)(1)(ii)); `winner` the outcome byte's, 1 the Player's as the rules
     say."""
     from sabot import frames21
@@ -380,7 +380,7 @@ def receipt21(tmp_path, winner=1):
     entry = ShoeEntry(SHOE, game="21-baccarat")
     entry.add_public_key(1, keys.public_pem(key.public_key()))
     signer = capture_gen.ShoeSigner(key, SHOE)
-    player, banker = ["TS", "6S", "6H"], ["TH", "6C", "8D"]
+    player, banker = ["TS", "5S", "7H"], ["TH", "6C", "8D"]
     rules = frames21.rule_bytes(b21.Rules())
     code = pr.CARD_NAMES.index
     initial = signer.chained(pr.T_INITIAL_CARDS, struct.pack(">HH", 1, 7) + bytes(
@@ -393,7 +393,7 @@ def receipt21(tmp_path, winner=1):
             entry, witness)
 
 
-SAID21 = ("round 7 of its shoe 1: Player TS 6S 6H (22), Banker TH 6C 8D (24): Player wins.")
+SAID21 = ("round 7 of its shoe 1: Player TS 5S 7H (22), Banker TH 6C 8D (24): Player wins.")
 
 
 def test_a_21_baccarat_rounds_receipt_verifies_and_is_held_to_its_tables_rules(tmp_path):

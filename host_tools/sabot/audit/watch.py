@@ -35,8 +35,10 @@ from typing import Any, ClassVar
 
 from sabot.audit.store import AuditStore
 from sabot.errors import SabotError
+from sabot.game import baccarat21 as b21
 from sabot.game import rules
-from sabot.game.cards import RANKS, SUITS
+from sabot.game.baccarat21_analyze import of_left
+from sabot.game.cards import RANKS, SUITS, left_in_shoe
 from sabot.game.edges import RemainingShoe
 from sabot.game.settle import GAMES, Table
 from sabot.game.wagers import ANALYZED_WAGERS
@@ -52,11 +54,17 @@ ShoeKey = tuple[int, int]  # (shoe_id, shoe number)
 AlarmFn = Callable[..., None]  # the validator's alarm(kind, detail, **where)
 
 
+B21 = b21.GAME
+
+
 def offered_wagers(config: ShoeEntry) -> dict[str, str]:
     """The table's wagers -> the analyzer's names under its rules (EZ Banker, 631c.5 Banker, the
-    registry's Dragon Bonus paytable; A for an old entry that names none)."""
+    registry's Dragon Bonus paytable; A for an old entry that names none). A 21 Baccarat table's
+    are its own names (LiveEdges21)."""
+    if config.game == B21:
+        return {w: w for w in ("player", "banker", *config.side_wagers)}
     if config.game not in GAMES:
-        return {}  # the edges watched are baccarat's (the others': sabot analyze --game)
+        return {}  # the edges watched are baccarat's and 21 Baccarat's (blackjack's: analyze)
     side = list(config.side_wagers)
     cfg: dict[str, Any] = config.table_config()
     if any(w.startswith("dragon_bonus") for w in side) and not cfg.get("dragon_bonus_paytable"):
@@ -67,6 +75,60 @@ def offered_wagers(config: ShoeEntry) -> dict[str, str]:
     except SabotError:  # a registry entry settle would refuse: its plain names
         names = {w: w for w in (*MAIN, *side)}
     return {w: n for w, n in names.items() if n in ANALYZED_WAGERS}
+
+
+def live_edges(config: ShoeEntry) -> LiveEdges | LiveEdges21:
+    """The live edges of this table's game."""
+    if config.game == B21:
+        try:
+            return LiveEdges21(config.decks, config.rules21_rules)
+        except SabotError:  # a registry entry settle would refuse: its defaults
+            return LiveEdges21(config.decks, b21.Rules(decks=config.decks))
+    return LiveEdges(config.decks, config.tie_odds)
+
+
+class LiveEdges21:
+    """A 21 Baccarat shoe's exact house edges for its remaining cards (game/baccarat21_analyze.py:
+    every final hand of each side, summed by the compiled kernel in tens of ms), as LiveEdges
+    for baccarat: kept in step with the validator's counts map, worked out once per change."""
+
+    MIN_CARDS = 22  # a round of 21 Baccarat may take 22 cards
+
+    def __init__(self, decks: int, rules: b21.Rules) -> None:
+        self.decks, self.rules = decks, rules
+        self.shoe: Any = None
+        self.counts: dict[str, int] = {}
+        self.left: dict[str, int] | None = {}
+        self._edges: tuple[Any, dict[str, float] | None] | None = None
+
+    def update(self, shoe: Any, counts: Mapping[str, int]) -> None:
+        if shoe == self.shoe and counts == self.counts:
+            return
+        self.shoe, self.counts = shoe, dict(counts)
+        seen = [c for c, n in counts.items() for _ in range(n)]
+        try:
+            self.left = left_in_shoe(self.decks, seen)
+        except SabotError:  # more copies than the decks hold: inventory_exceeded says so
+            self.left = None
+
+    @property
+    def cards(self) -> int | None:
+        return None if self.left is None else sum(self.left.values())
+
+    def edges(self) -> dict[str, float] | None:
+        if self.left is None or sum(self.left.values()) < self.MIN_CARDS:
+            return None
+        key = (self.shoe, tuple(sorted(self.counts.items())))
+        if self._edges is None or self._edges[0] != key:
+            got = of_left(self.left, self.rules, ("tie", "player_bonus", "banker_bonus"))
+            self._edges = (key, got["house_edges"])
+        return self._edges[1]
+
+    def favourable(self, names: tuple[str, ...]) -> dict[str, float] | None:
+        every = self.edges()
+        if every is None:
+            return None
+        return {n: e for n, e in every.items() if n in names and e < 0}
 
 
 class LiveEdges:
@@ -274,7 +336,7 @@ class Watch:
         self.alarm = alarm
         self.offered = offered_wagers(config)
         self.analyzed = tuple(dict.fromkeys(self.offered.values()))  # the edges to work out
-        self.edges = LiveEdges(config.decks, config.tie_odds)
+        self.edges = live_edges(config)
         self.store = store  # its sequence index is built when the first card arrives: a
         # validator that only asks the shoe something (status, verify-firmware) never reads it
         self.last_seq = state.get("last_seq", 0)  # records up to here are in the index already
@@ -377,6 +439,7 @@ class Watch:
             if wager in self.favourable:
                 continue
             self.favourable.add(wager)
+            said = wager if name == wager else f"{wager} ({name})"
             self.alarm("player_advantage",
-                       f"{wager} ({name}) house edge {below[name]:.6%} with {self.edges.cards} "
+                       f"{said} house edge {below[name]:.6%} with {self.edges.cards} "
                        f"cards left: the player has the edge", shoe=shoe, round=rec.get("round"))

@@ -65,52 +65,136 @@ def _falling(n: int, k: int) -> float:
     return out
 
 
+# the dealing settings an enumeration depends on (the wagers' do not)
+DEALING = ("ace", "player_draws_below", "player_draws_soft", "banker_draws_below",
+           "banker_draws_soft", "banker_rule")
+MOST = (32,) * 9 + (128,)  # each value's cards in eight decks: every composition here fits
+
+
+class Hands:
+    """Every Player's and Banker's final multiset under one table's dealing settings, for any
+    composition of up to eight decks (enumerated once, against MOST: a multiset a composition
+    cannot hold weighs 0): the Player's, each with its sequences and total; the Banker's in
+    groups, one for the fixed rule or one per Player total it chases."""
+
+    def __init__(self, rules: b21.Rules) -> None:
+        self.rules = rules
+        player = _sequences(MOST, lambda cards: b21.player_draws(cards, rules), rules)
+        self.player = list(player.items())
+        targets: list[int | None] = [None]
+        if rules.banker_rule != "fixed":
+            targets = [*sorted({t for t, _ in player.values()})]
+        self.groups: list[list[tuple[tuple[int, ...], tuple[int, int]]]] = []
+        self.group_of: dict[int | None, int] = {}
+        for target in targets:
+            draws: Any = ((lambda cards: b21.banker_draws(cards, [], rules)) if target is None
+                          else (lambda cards, pt=target: _chases(cards, pt, rules)))
+            self.group_of[target] = len(self.groups)
+            self.groups.append(list(_sequences(MOST, draws, rules).items()))
+        self._arrays: Any = None
+
+    def target(self, player_total: int) -> int:
+        return self.group_of[None if self.rules.banker_rule == "fixed" else player_total]
+
+    def arrays(self, ctypes: Any) -> Any:
+        """The kernel's arrays (made once)."""
+        if self._arrays is None:
+            from array import array
+
+            def of(kind: str, ctype: Any, items: Any) -> Any:
+                a = array(kind, items)
+                return (ctype * max(len(a), 1)).from_buffer_copy(a) if a else (ctype * 1)()
+
+            i8, i32, f64 = ctypes.c_int8, ctypes.c_int32, ctypes.c_double
+            banker = [b for g in self.groups for b in g]
+            starts, at = [], 0
+            for g in self.groups:
+                starts.append(at)
+                at += len(g)
+            starts.append(at)
+            entries, entry_start = [], [0]
+            for k, _ in banker:
+                for v, n in enumerate(k):
+                    if n:
+                        entries += [v, n]
+                entry_start.append(len(entries) // 2)
+            winners = [("player", "banker", "tie").index(b21.winner(p, b)) + 1
+                       for p in range(32) for b in range(32)]
+            self._arrays = (
+                len(self.player), of("b", i8, [n for k, _ in self.player for n in k]),
+                of("d", f64, [float(w) for _, (_, w) in self.player]),
+                of("i", i32, [t for _, (t, _) in self.player]),
+                of("i", i32, [self.target(t) for _, (t, _) in self.player]), of("i", i32, starts),
+                of("i", i32, entry_start), of("b", i8, entries),
+                of("d", f64, [float(w) for _, (_, w) in banker]),
+                of("i", i32, [t for _, (t, _) in banker]),
+                of("i", i32, [sum(k) for k, _ in banker]), of("b", i8, winners))
+        return self._arrays
+
+
+_HANDS: dict[tuple[Any, ...], Hands] = {}
+
+
+def hands(rules: b21.Rules) -> Hands:
+    key = tuple(getattr(rules, f) for f in DEALING)
+    if key not in _HANDS:
+        if len(_HANDS) > 32:
+            _HANDS.clear()
+        _HANDS[key] = Hands(rules)
+    return _HANDS[key]
+
+
 def outcomes(counts: Sequence[int], rules: b21.Rules) -> dict[str, float]:
     """{"player", "banker", "tie"}: the probability each wins, for value counts (ace first, then
-    2 to 9, then every card of value 10)."""
+    2 to 9, then every card of value 10): summed by the compiled kernel where it is built
+    (game/outcomes.c sabot_b21_wins), else in Python (numpy), the same sum."""
+    if sum(counts) < 4:
+        raise SabotError("fewer than four cards: no round can be dealt")
+    if any(c > m for c, m in zip(counts, MOST, strict=True)):
+        raise SabotError("a composition of more than eight decks")
+    h = hands(rules)
+    from sabot.game.outcome_kernel import b21_wins
+
+    got = b21_wins(counts, h)
+    return got if got is not None else _outcomes_python(counts, h)
+
+
+def _outcomes_python(counts: Sequence[int], h: Hands) -> dict[str, float]:
     import numpy as np
 
     n_all = sum(counts)
-    if n_all < 4:
-        raise SabotError("fewer than four cards: no round can be dealt")
-    player = _sequences(counts, lambda cards: b21.player_draws(cards, rules), rules)
-    p_draws = rules.banker_rule == "fixed"
-    banker_by_target: dict[int | None, dict[tuple[int, ...], tuple[int, int]]] = {}
-    if p_draws:
-        banker_by_target[None] = _sequences(
-            counts, lambda cards: b21.banker_draws(cards, [], rules), rules)
-    longest = max(sum(k) for k in player) + 11
+    longest = max(sum(k) for k, _ in h.player) + b21.MOST_CARDS
     table = np.array([[_falling(c, k) for k in range(longest + 1)]
                       for c in range(max(counts) + 1)])
     wins = {"player": 0.0, "banker": 0.0, "tie": 0.0}
-    arrays: dict[int | None, tuple[Any, Any, Any, Any]] = {}  # a Banker side's, once each
-    masks: dict[tuple[int | None, int], dict[str, Any]] = {}  # its winners, by Player total
-    for pk, (pt, pn) in player.items():
-        target = None if p_draws else pt
-        if target not in arrays:
-            banker = banker_by_target.get(target) or _sequences(
-                counts, lambda cards, pt=pt: _chases(cards, pt, rules), rules)
-            ks = np.array(list(banker), dtype=np.int64)
-            totals = np.array([banker[k][0] for k in banker])
-            arrays[target] = (ks, totals, np.array([banker[k][1] for k in banker], dtype=float),
-                              ks.sum(axis=1))
-        ks, totals, many, lens = arrays[target]
-        if (target, pt) not in masks:
+    arrays: dict[int, tuple[Any, Any, Any, Any]] = {}  # a Banker group's, once each
+    masks: dict[tuple[int, int], dict[str, Any]] = {}  # its winners, by Player total
+    for pk, (pt, pn) in h.player:
+        if any(r > c for c, r in zip(counts, pk, strict=True)):
+            continue  # a hand this composition cannot hold
+        g = h.target(pt)
+        if g not in arrays:
+            banker = h.groups[g]
+            ks = np.array([k for k, _ in banker], dtype=np.int64)
+            arrays[g] = (ks, np.array([t for _, (t, _) in banker]),
+                         np.array([float(n) for _, (_, n) in banker]), ks.sum(axis=1))
+        ks, totals, many, lens = arrays[g]
+        if (g, pt) not in masks:
             said = np.array([b21.winner(pt, int(t)) for t in totals])
-            masks[(target, pt)] = {who: said == who for who in wins}
+            masks[(g, pt)] = {who: said == who for who in wins}
         left = [c - r for c, r in zip(counts, pk, strict=True)]
         n_left = n_all - sum(pk)
         p_player = float(pn)
         for c, r in zip(counts, pk, strict=True):
             p_player *= _falling(c, r)
         p_player /= _falling(n_all, sum(pk))
-        w = many.copy()
+        fits = (ks <= np.array(left)).all(axis=1)  # a Banker hand the cards left cannot hold
+        w = np.where(fits, many, 0.0)
         for v in range(VALUES):
-            w *= table[left[v], ks[:, v]]
+            w *= table[left[v], np.minimum(ks[:, v], left[v])]
         ways = np.array([_falling(n_left, x) for x in range(longest + 1)])[lens]
-        # a Banker's hand longer than the cards left has no way (its count is 0 already)
         w = np.divide(w, ways, out=np.zeros_like(w), where=ways > 0)
-        for who, mask in masks[(target, pt)].items():
+        for who, mask in masks[(g, pt)].items():
             wins[who] += p_player * float(w[mask].sum())
     return wins
 
@@ -135,7 +219,14 @@ def analyze(decks: int, seen: Sequence[str], rules: b21.Rules,
     """The docs/INTERFACES.md `sabot analyze --game 21-baccarat` object."""
     if not 1 <= decks <= 8:
         raise SabotError("a 21 Baccarat shoe here holds 1 to 8 decks")
-    left = left_in_shoe(decks, seen)
+    got = of_left(left_in_shoe(decks, seen), rules, offered)
+    return {"game": got["game"], "decks": decks, **got}
+
+
+def of_left(left: dict[str, int], rules: b21.Rules,
+            offered: Sequence[str] = ("tie", "player_bonus", "banker_bonus")) -> dict[str, Any]:
+    """The analysis of the cards `left` ({card: copies}): each winner's chance, the bonus
+    hands', and the house edge of the main wagers and the `offered` ones."""
     counts = [0] * VALUES  # by value, an ace 1
     for card, n in left.items():
         counts[b21.card_value(card) - 1] += n
@@ -151,7 +242,7 @@ def analyze(decks: int, seen: Sequence[str], rules: b21.Rules,
     lose_bonus = 1 - sum(float(p) for h, p in b.items() if pays[h])
     for side in ("player_bonus", "banker_bonus"):
         edges[side] = -(win_bonus - lose_bonus)
-    return {"game": b21.GAME, "decks": decks, "cards": sum(left.values()),
+    return {"game": b21.GAME, "cards": sum(left.values()),
             "outcomes": won, "bonus_hands": {h: float(p) for h, p in b.items()},
             "house_edges": {w: e for w, e in edges.items() if w in ("player", "banker")
                             or w in offered}}

@@ -48,6 +48,7 @@ class _Kernel:
             raise OSError("the kernel refused its tables")
         self.count = lib.sabot_outcomes
         self.dot = lib.sabot_returns
+        self.b21 = lib.sabot_b21_wins  # its argtypes set at its first use (b21_wins)
 
     @lru_cache(maxsize=64)  # noqa: B019  (one kernel per process: it lives as long)
     def returns(self, tie_odds: int, names: tuple[str, ...]) -> Any:
@@ -59,6 +60,25 @@ class _Kernel:
         except OverflowError:
             return None
         return (self.ctypes.c_int64 * len(flat)).from_buffer_copy(flat)
+
+
+def b21_wins(counts: Sequence[int], hands: Any) -> dict[str, float] | None:
+    """21 Baccarat's chance of each winner for value counts (ten, ace first) and a
+    baccarat21_analyze.Hands, summed by the kernel; None without one."""
+    k = kernel()
+    if k is None:
+        return None
+    ctypes = k.ctypes
+    fn = k.b21
+    if fn.argtypes is None:
+        i32, p8, p32, pd = (ctypes.c_int32, ctypes.POINTER(ctypes.c_int8),
+                            ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_double))
+        fn.argtypes = [p32, i32, p8, pd, p32, p32, p32, p32, p8, pd, p32, p32, p8, pd]
+        fn.restype = ctypes.c_int
+    wins = (ctypes.c_double * 3)()
+    if fn((ctypes.c_int32 * 10)(*counts), *hands.arrays(ctypes), wins) != 0:
+        raise ValueError("the kernel refused a 21 Baccarat composition")
+    return {"player": wins[0], "banker": wins[1], "tie": wins[2]}
 
 
 _KERNEL_LOCK = _thread.allocate_lock()  # threading's Lock, without importing threading

@@ -14,6 +14,7 @@
  * falling(416, 6) < 2**53); edges.py refuses a bigger shoe. The expected returns are summed in 128
  * bits (|count| * |return| < 2**53 * 2**63) and handed back as a high and a low 64-bit half.
  * No state is written after init: threads may count at once (the scratch is on each call's stack).
+ * 21 Baccarat's sum (sabot_b21_wins) is in doubles, as its analysis is in Python.
  */
 #include <stdint.h>
 #include <string.h>
@@ -214,6 +215,86 @@ void sabot_returns(const int64_t *out, int nw, const int64_t *ret, int64_t *hi, 
 #ifndef SOURCE_CRC
 #define SOURCE_CRC 0u
 #endif
+/* 21 Baccarat (game/baccarat21_analyze.py outcomes): each winner's chance for a composition,
+ * summed over every Player's and Banker's final multiset of card values that Python enumerated
+ * once for the table's rules (their sequences counted in `ways`). A pair's chance is
+ * ways_p ways_b prod_v falling(c_v, p_v + b_v) / falling(N, |p| + |b|), in doubles, as the Python
+ * sum (the same to rounding). Player multisets are dense, ten counts each; each chooses its group
+ * of Banker multisets (the Banker's rule: one group, or one per Player total it chases); a Banker
+ * multiset is sparse, (value, count) entries. wins: Player, Banker, Tie. -1: a size out of
+ * bounds. */
+#define B21_VALUES 10
+#define B21_MOST_OF_A_VALUE 128 /* ten-value cards of eight decks */
+#define B21_MOST_CARDS 23       /* a round's cards, and one */
+int sabot_b21_wins(const int32_t *counts, int32_t n_player, const int8_t *player,
+                   const double *player_ways, const int32_t *player_total,
+                   const int32_t *player_group, const int32_t *group_start,
+                   const int32_t *entry_start, const int8_t *entries, const double *banker_ways,
+                   const int32_t *banker_total, const int32_t *banker_len, const int8_t *winner,
+                   double *wins)
+{
+    static const int most = B21_MOST_CARDS;
+    double f[B21_MOST_OF_A_VALUE + 1][B21_MOST_CARDS];
+    int n_all = 0;
+    for (int v = 0; v < B21_VALUES; v++) {
+        if (counts[v] < 0 || counts[v] > B21_MOST_OF_A_VALUE)
+            return -1;
+        n_all += counts[v];
+    }
+    for (int c = 0; c <= B21_MOST_OF_A_VALUE; c++) {
+        f[c][0] = 1.0;
+        for (int k = 1; k < most; k++)
+            f[c][k] = f[c][k - 1] * (c - k + 1 > 0 ? c - k + 1 : 0);
+    }
+    wins[0] = wins[1] = wins[2] = 0.0;
+    for (int a = 0; a < n_player; a++) {
+        const int8_t *pk = player + B21_VALUES * a;
+        int left[B21_VALUES], held = 0;
+        double pp = player_ways[a];
+        for (int v = 0; v < B21_VALUES; v++) {
+            if (pk[v] < 0 || pk[v] >= most)
+                return -1;
+            left[v] = counts[v] - pk[v];
+            held += pk[v];
+            pp *= f[counts[v]][pk[v]];
+        }
+        if (pp == 0.0 || held >= most || held > n_all)
+            continue;
+        double den = 1.0, rest[B21_MOST_CARDS];  /* falling(N - held, k) */
+        for (int k = 0; k < most; k++) {
+            rest[k] = den;
+            den *= n_all - held - k > 0 ? n_all - held - k : 0;
+        }
+        double p_all = 1.0;
+        for (int k = 0; k < held; k++)
+            p_all *= n_all - k;
+        pp /= p_all;
+        const int8_t *won = winner + 32 * (player_total[a] < 32 ? player_total[a] : 31);
+        double sum[3] = {0.0, 0.0, 0.0};
+        const double *row[B21_VALUES];  /* falling(left_v, k): 0 for k > left_v */
+        for (int v = 0; v < B21_VALUES; v++)
+            row[v] = f[left[v] > 0 ? left[v] : 0];
+        int g = player_group[a];
+        for (int b = group_start[g]; b < group_start[g + 1]; b++) {
+            double w = banker_ways[b];
+            for (int e = entry_start[b]; e < entry_start[b + 1] && w != 0.0; e++) {
+                unsigned v = (uint8_t)entries[2 * e], k = (uint8_t)entries[2 * e + 1];
+                if (v >= B21_VALUES || k >= (unsigned)most)
+                    return -1;
+                w *= row[v][k];
+            }
+            int len = banker_len[b];
+            if (w == 0.0 || len < 0 || len >= most || rest[len] == 0.0)
+                continue;
+            int t = banker_total[b] < 32 ? banker_total[b] : 31;
+            sum[won[t] - 1] += w / rest[len];
+        }
+        for (int i = 0; i < 3; i++)
+            wins[i] += pp * sum[i];
+    }
+    return 0;
+}
+
 uint32_t sabot_outcomes_source_crc(void)
 {
     return SOURCE_CRC;

@@ -19,7 +19,7 @@ from typing import Any
 from sabot.audit.store import AuditStore, StoredRecord, open_store
 from sabot.audit.store_queries import UnreadableRow
 from sabot.audit.validator import contract_round
-from sabot.audit.watch import LiveEdges, offered_wagers
+from sabot.audit.watch import LiveEdges, LiveEdges21, live_edges, offered_wagers
 from sabot.errors import SabotError
 from sabot.game.roads import BEAD, UNKNOWN, roads
 from sabot.pit.recording import serve_line
@@ -65,10 +65,10 @@ class TableView:
     shoes_at: list[float] = field(default_factory=list)  # shoe starts stored in the last KEPT s
     unclaimed_since: float | None = None  # the floor: since when no writer validates it
     round_open: int | None = None  # baccarat: the round whose first cards are out, no result yet
-    live: LiveEdges = field(init=False)
+    live: LiveEdges | LiveEdges21 = field(init=False)
 
     def __post_init__(self) -> None:
-        self.live = LiveEdges(self.config.decks, self.config.tie_odds)
+        self.live = live_edges(self.config)
 
     @property
     def table(self) -> str:
@@ -360,7 +360,7 @@ class Pit:
         try:
             t.live.update(inv["shoe"], counts)
         except (SabotError, ValueError, TypeError):  # cards no shoe holds
-            t.live = LiveEdges(t.config.decks, t.config.tie_odds)
+            t.live = live_edges(t.config)
             return
         every = t.live.edges()
         t.remaining = t.live.cards
