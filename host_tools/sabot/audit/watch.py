@@ -439,7 +439,6 @@ class Watch:
             if wager in self.favourable:
                 continue
             self.favourable.add(wager)
-            said = wager if name == wager else f"{wager} ({name})"
             self.alarm("player_advantage",
-                       f"{said} house edge {below[name]:.6%} with {self.edges.cards} "
+                       f"{wager} ({name}) house edge {below[name]:.6%} with {self.edges.cards} "
                        f"cards left: the player has the edge", shoe=shoe, round=rec.get("round"))
