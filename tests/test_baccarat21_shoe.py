@@ -251,3 +251,19 @@ def test_the_validator_holds_each_round_to_its_own_rules_and_the_registrys_table
     acc, alarms = accounts(ShoeEntry(0x2100_0003))  # a baccarat table's registry entry
     acc.account("result", result21(["TS", "9S"], ["TH", "8H"], 1))
     assert alarms[0] == "config_mismatch"
+
+
+def test_the_shoe_refuses_rule_bytes_that_name_no_tables_settings(tmp_path):
+    """Provisioning is the only time a shoe takes its rules: bytes no table's settings make (a
+    draw total past 21, a Banker's byte with bits no setting has) are refused before anything is
+    written, never dealt by."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot.virtual import factory
+
+    xy = keys.xy(ec.generate_private_key(ec.SECP256R1()).public_key())
+    for rules in (b"\x1f\x11", b"\x0b\x11", b"\x11\x80", b"\x11\x05", b"\x11", b""):
+        with pytest.raises(SabotError, match="rule bytes"):
+            factory.provision(tmp_path / "el", tmp_path / "flash", 5, frames21.VARIANT, xy, 8,
+                              rules)
+        assert not (tmp_path / "flash" / "variant").exists()

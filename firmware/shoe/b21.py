@@ -62,6 +62,8 @@ class Rules21:
         t = s >> 1
         if t > 21:
             return False
+        if below > 21:  # no table's (provisioning refuses it): never an index beyond the table
+            below = 21
         return DRAW[below * 22 + t] >> (1 + soft if s & 1 else 0) & 1
 
     def due(self, player, np, banker, nb):

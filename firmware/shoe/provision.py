@@ -180,6 +180,9 @@ def provision(element, flash, shoe_id, variant, command_xy, decks=8, rules=b""):
         raise Refused("a shoe deals 1 to 8 decks of a game its variant byte names")
     if len(rules) != (2 if variant & V_B21 else 0):
         raise Refused("a 21 Baccarat table has two rule bytes, and no other game any")
+    if rules and not (12 <= rules[0] & 31 <= 21 and rules[1] < 64
+                      and (rules[1] == 0 or 12 <= rules[1] & 31 <= 21)):
+        raise Refused("those rule bytes name no 21 Baccarat table's settings")
     now = state(element)
     if now == "foreign":
         raise Refused("the element is locked with another configuration than sabot's")

@@ -400,17 +400,8 @@ def wagers_problem(cfg: dict[str, Any]) -> str | None:
     TIE_ODDS_MAX (8 on a commission-free table): what settlement (settle.Table) takes. A
     blackjack table's: what its settlement (blackjack_settle.BlackjackTable) takes."""
     side = cfg["side_wagers"]
-    if cfg["game"] == B21:
+    if cfg["game"] in (B21, "blackjack"):
         from sabot.game.baccarat21_settle import table_of
-
-        if len(set(side)) < len(side):
-            return "a side wager is listed twice"
-        try:
-            table_of(cfg)
-        except SabotError as e:
-            return str(e).removeprefix("table.")
-        return None
-    if cfg["game"] == "blackjack":
         from sabot.game.blackjack_settle import BlackjackTable
 
         if len(set(side)) < len(side):
@@ -421,7 +412,7 @@ def wagers_problem(cfg: dict[str, Any]) -> str | None:
             return (f"meter_reset_cents names {unknown[0].removesuffix('_reset_cents')!r}: "
                     "only hit_and_run and straight_jack have meters")
         try:
-            BlackjackTable(cfg)
+            table_of(cfg) if cfg["game"] == B21 else BlackjackTable(cfg)
         except SabotError as e:
             return str(e).removeprefix("table.")
         return None
