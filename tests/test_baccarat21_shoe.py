@@ -248,6 +248,17 @@ def test_the_validator_holds_each_round_to_its_own_rules_and_the_registrys_table
              "variant": {"game": "21-baccarat", **frames21.dealing(b21.Rules(ace="1"))}}
     acc.account("shoe_start", start)
     assert alarms == ["missing_shoe_end", "config_mismatch"]  # (shoe 1 never ended here)
+    for announced in ({"game": "21-baccarat", **frames21.dealing(b21.Rules(
+            banker_rule="beat_player"))}, {"game": "baccarat", "ez": False}):
+        acc, alarms = accounts(entry)  # settings of other keys: an alarm, never a KeyError
+        acc.account("shoe_start", dict(start, variant=announced))
+        assert alarms[-1] == "config_mismatch"
+    acc, alarms = accounts(entry)  # a baccarat round from a 21 Baccarat table's shoe
+    acc.account("result", {"event": "result", "shoe": 1, "round": 1, "player": ["5S", "4S"],
+                           "banker": ["TH", "8H"], "player_total": 9, "banker_total": 8,
+                           "winner": "player", "flags": ["player_natural", "banker_natural"],
+                           "announcements": []})
+    assert alarms[0] == "config_mismatch"
     acc, alarms = accounts(ShoeEntry(0x2100_0003))  # a baccarat table's registry entry
     acc.account("result", result21(["TS", "9S"], ["TH", "8H"], 1))
     assert alarms[0] == "config_mismatch"
@@ -262,8 +273,75 @@ def test_the_shoe_refuses_rule_bytes_that_name_no_tables_settings(tmp_path):
     from sabot.virtual import factory
 
     xy = keys.xy(ec.generate_private_key(ec.SECP256R1()).public_key())
-    for rules in (b"\x1f\x11", b"\x0b\x11", b"\x11\x80", b"\x11\x05", b"\x11", b""):
-        with pytest.raises(SabotError, match="rule bytes"):
-            factory.provision(tmp_path / "el", tmp_path / "flash", 5, frames21.VARIANT, xy, 8,
-                              rules)
+    for variant, rules in ((130, b"\x1f\x11"), (130, b"\x0b\x11"), (130, b"\x11\x80"),
+                           (130, b"\x11\x05"), (130, b"\x11"), (130, b""), (131, b"\x11\x11"),
+                           (128, b"\x11\x11"), (2, b"\x11\x11")):
+        with pytest.raises(SabotError, match=r"rule bytes|variant byte is 130"):
+            factory.provision(tmp_path / "el", tmp_path / "flash", 5, variant, xy, 8, rules)
         assert not (tmp_path / "flash" / "variant").exists()
+
+
+def test_a_registered_table_settles_by_its_own_settings_not_the_requests(cli, tmp_path):
+    """`settle --table` at a 21 Baccarat table: a setting the request names otherwise than the
+    table — a default one included — is refused, the same one is taken, and nothing the
+    registry does not name can change what the table pays."""
+    reg = tmp_path / "shoes.json"
+    Registry.load(str(reg)).put(ShoeEntry(0x2100_0004, table="T21", game="21-baccarat",
+                                          side_wagers=["tie", "banker_bonus"]))
+    request = {"round": {"player": ["TC", "6H"], "banker": ["KH", "7D"]},
+               "wagers": [{"seat": 1, "wager": "banker", "amount_cents": 1000}]}
+    for table, said in (({"banker_commission": "none"}, "table.banker_commission \"none\""),
+                        ({"bonus_paytable": {"pair": 50}}, "table.bonus_paytable"),
+                        ({"tie_main": "lose"}, "table.tie_main"), ({"decks": 6}, "table.decks"),
+                        ({"cut_card": "last_round"}, "table.cut_card")):
+        r = cli("settle", "--table", "T21", "--registry", reg,
+                stdin=json.dumps(dict(request, table=table)))
+        assert r.returncode == 2 and said in r.stderr and "disagrees with table T21" in \
+            r.stderr, r.stderr
+    r = cli("settle", "--table", "T21", "--registry", reg,
+            stdin=json.dumps(dict(request, table={"tie_odds": 7, "game": "21-baccarat"})))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["settlements"] == [
+        {"seat": 1, "wager": "banker", "result": "win", "win_cents": 1000, "vigorish_cents": 50}]
+    with pytest.raises(SabotError, match="the fixed Banker's rule's"):
+        b21.Rules.from_config({"banker_rule": "beat_player", "banker_draws_below": 18})
+
+
+def test_a_cut_card_out_while_the_shoe_is_held_between_rounds_ends_it_at_the_resolution():
+    """`cut_card` last_round: the cut card between rounds ends the shoe; held there (an
+    unreadable card), it ends once the hold is resolved, never after one more round."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "firmware"))
+    from shoe.b21 import RULE_CUT_LAST, Rules21
+    from shoe.cards import CUT, NO_CARD
+    from shoe.dealing import PH_ENDED, PH_HELD, RES_VOID_CARD, DealingState
+
+    for held in (False, True):
+        s = DealingState(8)
+        s.b21 = Rules21(16 | RULE_CUT_LAST, 17)
+        s.new_shoe()
+        for c in ["AD", "4C", "TS", "TH", "9S", "8H"]:  # the burn, then a round
+            s.card_out(code(c))
+        assert s.round_no == 1 and s.complete
+        if held:
+            s.card_out(NO_CARD)
+            assert s.phase == PH_HELD
+        s.card_out(CUT)
+        if held:
+            assert s.phase == PH_HELD and s.resolve(RES_VOID_CARD)
+        assert s.phase == PH_ENDED and s.round_no == 1
+
+
+def test_a_table_whose_hands_draw_alike_raises_no_alarm_at_a_full_shoe():
+    """An edge of exactly 0 (the two hands drawing alike, no commission) is no player's edge,
+    however the doubles round it."""
+    from sabot.audit.watch import LiveEdges21
+
+    for below in (12, 16, 21):
+        for ace in b21.ACES:
+            rules = b21.Rules(player_draws_below=below, banker_draws_below=below, ace=ace,
+                              banker_commission="none")
+            live = LiveEdges21(8, rules)
+            live.update(1, {})
+            assert live.favourable(("player", "banker")) == {}, (below, ace)

@@ -203,6 +203,10 @@ def test_the_browser_checker_accepts_a_genuine_receipt_and_refuses_each_forgery(
     b21, b21_entry, b21_witness = receipt21(tmp_path)
     cases.append((b21, b21_entry.public_keys[0]["key"], "Verified: This is the result shoe "
                   "0x5ab00001 signed for " + cards_shown(SAID21), b21_witness.vkey()))
+    # signed by the shoe's own key, but the Banker's win is not what its rules give the cards
+    b21, b21_entry, b21_witness = receipt21(tmp_path, winner=2)
+    cases.append((b21, b21_entry.public_keys[0]["key"], "Not verified: the shoe's round is not "
+                  "one the rules deal", b21_witness.vkey()))
     registry = json.dumps({"shoes": [shoe["entry"].__dict__]})
     driver = browser(tmp_path)
     try:
@@ -407,3 +411,19 @@ def test_a_21_baccarat_rounds_receipt_verifies_and_is_held_to_its_tables_rules(t
     text, entry, witness = receipt21(tmp_path, winner=2)
     with pytest.raises(receipt.ReceiptInvalid, match="not one the rules deal"):
         receipt.verify(text, {SHOE: entry}, [witness])
+
+
+def test_a_21_baccarat_receipt_is_held_to_its_tables_settings_and_game(tmp_path):
+    """A round signed under settings the registry's table does not have (the Player's Hand
+    standing on 12), or a baccarat round from a shoe registered at a 21 Baccarat table, is
+    refused even though the shoe's key signed it and its cards follow its own rule bytes."""
+    text, entry, witness = receipt21(tmp_path)
+    other = ShoeEntry(SHOE, game="21-baccarat", rules21={"player_draws_below": 12})
+    other.public_keys = entry.public_keys
+    with pytest.raises(receipt.ReceiptInvalid, match="other settings than table"):
+        receipt.verify(text, {SHOE: other}, [witness])
+    text, entry, witness = dummy_receipt(tmp_path)
+    other = ShoeEntry(SHOE, game="21-baccarat")
+    other.public_keys = entry.public_keys
+    with pytest.raises(receipt.ReceiptInvalid, match="not of table"):
+        receipt.verify(text, {SHOE: other}, [witness])

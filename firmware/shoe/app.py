@@ -117,7 +117,7 @@ class ShoeApp:
         if raw and len(raw) > 1 and 1 <= raw[1] <= decks:
             decks = raw[1]
         self.shoe = DealingState(decks)
-        if self.variant & frames.V_B21 and raw and len(raw) > 3:
+        if self.variant == frames.V_B21 | frames.V_DEFAULT and raw and len(raw) > 3:
             from shoe.b21 import Rules21  # only at a 21 Baccarat table: RAM
 
             self.shoe.b21 = Rules21(raw[2], raw[3])

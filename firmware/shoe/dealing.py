@@ -216,11 +216,13 @@ class DealingState:
         elif not self.complete:
             self.cut = CUT_NEXT_IS_LAST if last else CUT_FINISH_THEN_ONE
             if last:
-                self.last_round = True  # (voided, the next round is the last)
+                self.last_round = True  # (voided, the shoe ends: resolve)
         elif last and self.phase != PH_HELD:
             self._end()
         else:
             self.cut = CUT_NEXT_IS_LAST
+            if last:  # held between rounds: the shoe ends once the hold is resolved
+                self.last_round = True
 
     def _burn(self, card):
         self.burned[self.n_burned] = card
@@ -383,9 +385,9 @@ class DealingState:
             if kind == IR_DISPUTED:
                 return False  # a round the dealer found other than the table is void
             self.phase = self.held_phase
-        if (self.bj is not None and self.last_round and self.complete
-                and self.phase == PH_ROUND):
-            self._end()  # blackjack: the cut card's round is over (void, or held between rounds)
+        if ((self.bj is not None or (self.b21 is not None and self.b21.cut_last()))
+                and self.last_round and self.complete and self.phase == PH_ROUND):
+            self._end()  # the cut card's round is over (void, or held between rounds)
         self.resolution = code
         self.events |= EV_RESOLUTION
         return True

@@ -16,7 +16,7 @@ attestation key fixed."""
 import struct
 
 from shoe.element import LOCK, READ, WRITE, crc16
-from shoe.frames import V_B21
+from shoe.frames import V_B21, V_DEFAULT
 from shoe.port import COMMAND_KEY_SLOT
 from shoe.store import REKEY_FILE, write_identity
 
@@ -178,6 +178,8 @@ def provision(element, flash, shoe_id, variant, command_xy, decks=8, rules=b""):
         raise Refused("the command key must be a P-256 public key (64 bytes X||Y)")
     if not 0 <= variant <= 255 or not 1 <= decks <= 8:
         raise Refused("a shoe deals 1 to 8 decks of a game its variant byte names")
+    if variant & V_B21 and variant != V_B21 | V_DEFAULT:
+        raise Refused("21 Baccarat's variant byte is 130, no other with bit 7")
     if len(rules) != (2 if variant & V_B21 else 0):
         raise Refused("a 21 Baccarat table has two rule bytes, and no other game any")
     if rules and not (12 <= rules[0] & 31 <= 21 and rules[1] < 64

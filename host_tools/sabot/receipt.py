@@ -113,8 +113,8 @@ def verify(text: str, shoes: Mapping[int, ShoeEntry], witnesses: Sequence[note.V
         _check_blackjack(rec)
     else:
         _check_initial(initial, first, result, rec)
-    if rec.get("game") == "21-baccarat":
-        _check_21(rec)
+    if "21-baccarat" in (rec.get("game"), entry.game):
+        _check_21(rec, entry)
     try:
         cp_text, _ = note.split(signed)
         cp = tlog.Checkpoint.parse(cp_text)
@@ -176,11 +176,17 @@ def _check_blackjack(rec: dict[str, Any]) -> None:
         raise ReceiptInvalid(f"the shoe's round is not one the rules deal ({why})")
 
 
-def _check_21(rec: dict[str, Any]) -> None:
-    """A 21 Baccarat round: dealt and won as its table's rules, which it was signed with, say."""
-    from sabot.frames21 import rules_of
+def _check_21(rec: dict[str, Any], entry: Any) -> None:
+    """A 21 Baccarat round: of its table's game and settings, and dealt and won as they say."""
+    from sabot.frames21 import dealing, rules_of
     from sabot.game import baccarat21 as b21
 
+    if rec.get("game") != entry.game:
+        raise ReceiptInvalid(f"the round is not of table {entry.table}'s game ({entry.game}): "
+                             "the shoe dealt another than the registry's")
+    if rec["rules"] != dealing(entry.rules21_rules):
+        raise ReceiptInvalid(f"the round was dealt under other settings than table "
+                             f"{entry.table}'s in the registry")
     table = rules_of(rec["rules"], 8)
     want = b21.round_record(rec["shoe"], rec["round"], rec["player"], rec["banker"], table)
     if b21.redeal(rec["player"], rec["banker"], table) != (rec["player"], rec["banker"]) or \

@@ -338,9 +338,13 @@ class ShoeEntry:
         """The table as `sabot settle` takes it (settle.Table): game, EZ or commission-free, the
         tie's odds, the side wagers and their Dragon Bonus paytable. What the edges and
         settlement of this shoe's rounds use."""
-        if self.game == B21:
-            return {"game": B21, "decks": self.decks, **self.rules21,
-                    "side_wagers": list(self.side_wagers)}
+        if self.game == B21:  # every setting, a default as what it is
+            try:
+                rules = self.rules21_rules
+            except SabotError:  # as written: wagers_problem says what is wrong with it
+                return {"game": B21, "decks": self.decks, **self.rules21,
+                        "side_wagers": list(self.side_wagers)}
+            return {"game": B21, **rules.settings(), "side_wagers": list(self.side_wagers)}
         if self.game == "blackjack":
             return {"game": "blackjack", "decks": self.decks, "dealer": self.dealer,
                     "hole_card": self.hole_card, "side_wagers": list(self.side_wagers),

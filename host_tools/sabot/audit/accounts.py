@@ -107,9 +107,10 @@ class ShoeAccounts:
         cfg = self.config
         said = dict(rec["variant"], decks=rec["decks"])
         want = dict(cfg.variant, decks=cfg.decks)
-        if said != want:
-            diff = ", ".join(f"{k} {said[k]!r} (registry: {want[k]!r})" for k in want
-                             if said[k] != want[k])
+        if said != want:  # (a game's settings differ in their keys too: 21 Baccarat's rules)
+            diff = ", ".join(f"{k} {said.get(k)!r} (registry: {want.get(k)!r})"
+                             for k in [*want, *(k for k in said if k not in want)]
+                             if said.get(k) != want.get(k))
             self.alarm("config_mismatch", f"the shoe announces {diff}", shoe=rec["shoe"])
 
     def _on_burn(self, rec: dict[str, Any], inv: dict[str, Any]) -> None:
@@ -171,6 +172,9 @@ class ShoeAccounts:
         if rec.get("game") == b21.GAME:
             order = self._rules21(rec, where)
         else:
+            if self.config.game == b21.GAME:
+                self.alarm("config_mismatch", "a baccarat round; the registry's table is "
+                           f"{b21.GAME}", **where)
             order = self._baccarat_rules(rec, where)
         if not inv["partial"] and rec["round"] != inv["round"] + 1:
             self.alarm("round_out_of_order", f"round {rec['round']} after {inv['round']}",

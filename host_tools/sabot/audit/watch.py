@@ -93,6 +93,9 @@ class LiveEdges21:
     for baccarat: kept in step with the validator's counts map, worked out once per change."""
 
     MIN_CARDS = 22  # a round of 21 Baccarat may take 22 cards
+    # an edge nearer 0 than this is none: the sum is in doubles (a table whose hands draw alike
+    # gives the main wagers an edge of exactly 0, which rounding makes -1e-15 as often as not)
+    ZERO = 1e-12
 
     def __init__(self, decks: int, rules: b21.Rules) -> None:
         self.decks, self.rules = decks, rules
@@ -128,7 +131,7 @@ class LiveEdges21:
         every = self.edges()
         if every is None:
             return None
-        return {n: e for n, e in every.items() if n in names and e < 0}
+        return {n: e for n, e in every.items() if n in names and e < -self.ZERO}
 
 
 class LiveEdges:

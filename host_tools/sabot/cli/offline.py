@@ -144,8 +144,9 @@ def analyze_21(args: argparse.Namespace, seen: list[str]) -> int:
     cfg = parse_json(args.rules, "--rules") if args.rules is not None else {}
     if isinstance(cfg, dict) and "decks" in cfg:
         raise SabotError("--rules: give the shoe's decks with --decks")
-    if isinstance(cfg, dict) and args.tie_odds is not None:
-        cfg = dict(cfg, tie_odds=args.tie_odds)
+    if args.tie_odds is not None:
+        raise SabotError("--tie-odds is baccarat's: a 21 Baccarat table's Tie odds are its "
+                         "--rules' tie_odds")
     result = analyze(args.decks, seen, b21.Rules.from_config(cfg))
     if args.json:
         print(json.dumps(result))
@@ -155,7 +156,8 @@ def analyze_21(args: argparse.Namespace, seen: list[str]) -> int:
     for who, p in result["outcomes"].items():
         print(f"  {who:<8} wins  {p:.6%}" if who != "tie" else f"  a tie          {p:.6%}")
     for hand, p in result["bonus_hands"].items():
-        print(f"  {hand.replace('_', ' '):<14} {p:.6%} (a hand's first two cards)")
+        name = "suited pair" if hand == "suited_pair" else "pair, not suited"
+        print(f"  {name:<16} {p:.6%} (a hand's first two cards)")
     print("house edges:")
     for wager, e in result["house_edges"].items():
         e = 0.0 if abs(e) < 5e-7 else e  # a rounding's sign is no edge

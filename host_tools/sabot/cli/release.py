@@ -252,9 +252,9 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                    "(default: none)")
     p.add_argument("--rules", metavar="JSON", default=None,
                    help="21-baccarat: the table's settings as a JSON object, each one not named "
-                   "at its default (docs/RULES.md, 21 Baccarat), e.g. '{\"banker_rule\": "
-                   "\"beat_player\", \"tie_odds\": 8}': registered; those the dealing depends "
-                   "on written to the shoe and announced in every shoe_start")
+                   "at its default (docs/RULES.md, 21 Baccarat), e.g. '{\"player_draws_soft\": "
+                   "true, \"tie_odds\": 8}': registered; those the dealing depends on written to "
+                   "the shoe and announced in every shoe_start")
     p.add_argument("--dealer", choices=["s17", "h17"], default=None,
                    help="blackjack: the dealer's rule of the Rules Submission, s17 stands on "
                    "all 17s (the default), h17 draws to a soft 17: the shoe lights the draw lamp "
@@ -267,9 +267,10 @@ def provision_args(p: argparse.ArgumentParser) -> None:
                    "hit_and_run=DOLLARS (at least 1000, § 633a.13(l)) or straight_jack=DOLLARS "
                    "(at least 5000, § 633a.13(m)); repeat for both (default: those least "
                    "amounts)")
-    p.add_argument("--tie-odds", type=ranged(8, 100), default=8, metavar="N",
-                   help="a winning Tie pays N to 1 (627a.12(b): at least 8; a commission-free "
-                   "table pays 8)")
+    p.add_argument("--tie-odds", type=ranged(1, 100), default=None, metavar="N",
+                   help="baccarat: a winning Tie pays N to 1 (627a.12(b): at least 8, the "
+                   "default; a commission-free table pays 8); a 21 Baccarat table's is its "
+                   "--rules' tie_odds")
     p.add_argument("--dragon-bonus-paytable", type=str.upper, choices=["A", "B", "C"],
                    help="the Dragon Bonus paytable (627a.12(e)), needed when --side-wagers "
                    "offers Dragon Bonus")
@@ -358,7 +359,7 @@ def table21_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
                                 ("--no-hole-card", args.no_hole_card),
                                 ("--meter-reset", args.meter_reset),
                                 ("--dragon-bonus-paytable", args.dragon_bonus_paytable),
-                                ("--tie-odds", args.tie_odds != 8)) if given]
+                                ("--tie-odds", args.tie_odds is not None)) if given]
     if other:
         raise SabotError(f"{', '.join(other)}: not a 21 Baccarat table's (its settings go in "
                          "--rules, the Tie's odds as tie_odds)")
@@ -379,9 +380,13 @@ def _baccarat_or_blackjack(args: argparse.Namespace) -> tuple[int, dict[str, Any
         raise SabotError("--rules is 21 Baccarat's (add --game 21-baccarat)")
     blackjack = args.game == "blackjack"
     if blackjack and (args.ez or args.commission_free or args.squeeze
-                      or args.dragon_bonus_paytable or args.tie_odds != 8):
+                      or args.dragon_bonus_paytable or args.tie_odds is not None):
         raise SabotError("--ez, --commission-free, --squeeze, --tie-odds and "
                          "--dragon-bonus-paytable are baccarat's, not blackjack's")
+    if args.tie_odds is not None and args.tie_odds < 8:
+        raise SabotError(f"--tie-odds must be from 8 to 100 (627a.12(b): a Tie pays at least 8 "
+                         f"to 1), got {args.tie_odds}")
+    args.tie_odds = 8 if args.tie_odds is None else args.tie_odds
     if not blackjack and (args.dealer or args.no_hole_card or args.meter_reset):
         raise SabotError("--dealer, --no-hole-card and --meter-reset are blackjack's (add "
                          "--game blackjack)")
@@ -480,7 +485,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
     if entry.dragon_bonus_paytable:
         wagers += f" (Dragon Bonus paytable {entry.dragon_bonus_paytable})"
     if entry.game == "21-baccarat":
-        settings = ", ".join(f"{k} {v}" for k, v in entry.rules21.items())
+        settings = ", ".join(f"{k} {v if isinstance(v, str) else json.dumps(v)}"
+                             for k, v in entry.rules21.items())
         table = (f"21-baccarat, {args.decks} decks, {settings or 'every setting its default'}, "
                  f"side wagers {wagers}")
     elif entry.game == "blackjack":

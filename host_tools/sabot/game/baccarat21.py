@@ -83,9 +83,22 @@ class Rules:
             if key not in known:
                 raise SabotError(f"table.{key} is no setting of a 21 Baccarat table (its "
                                  f"settings: {', '.join(sorted(known))})")
+        if fields.get("banker_rule") == "beat_player":
+            idle = [k for k in ("banker_draws_below", "banker_draws_soft") if k in fields]
+            if idle:
+                raise SabotError(f"table.{idle[0]} is the fixed Banker's rule's: under "
+                                 "beat_player the Banker's Hand draws by the Player's total")
         rules = cls(**fields)
         rules.check()
         return rules
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting, a default as what it is (decks first); under beat_player the fixed
+        rule's are none."""
+        idle = ("banker_draws_below", "banker_draws_soft") if \
+            self.banker_rule == "beat_player" else ()
+        return {name: getattr(self, name) for name in self.__dataclass_fields__
+                if name not in idle}
 
     def check(self) -> None:
         def whole(name: str, low: int, high: int) -> None:

@@ -114,7 +114,8 @@ def registered_table(request_table: object, registered: dict[str, Any], name: st
         request_table = {}
     if not isinstance(request_table, dict):
         raise SabotError("table: expected an object")
-    fields = BLACKJACK_REGISTERED if registered.get("game") == "blackjack" else REGISTERED
+    fields = (BLACKJACK_REGISTERED if registered.get("game") == "blackjack" else registered
+              if registered.get("game") == "21-baccarat" else REGISTERED)  # its every setting
     for key, said in request_table.items():
         if key not in fields:
             continue

@@ -56,21 +56,47 @@
              pTotal: total(cards.slice(0, np)), bTotal: total(cards.slice(np)) };
   }
 
-  // A 21 Baccarat result: the table's rule bytes (an ace 1 only: bit 6 of the first), each hand's
-  // cards, the winner the shoe signed; a hand's total its best (an ace 11 where that stays at 21)
+  // A 21 Baccarat result: the table's rule bytes (docs/PROTOCOL.md), each hand's cards, the
+  // outcome the shoe signed. Held to the rules as `sabot receipt verify` holds it: the cards dealt
+  // again in the order they came (P B P B, the Player's draws, the Banker's) must make the same
+  // hands, and the winner and pair bits must be theirs. A hand's total is its best (an ace 11
+  // where that keeps it at 21 or under, unless the table counts aces 1).
   function result21(f) {
     const p = f.payload;
-    const np = p[4] >> 4, nb = p[4] & 15;
-    if (np < 2 || np > 11 || nb < 2 || nb > 11 || p.length !== 9 + np + nb) refuse("the result frame is malformed");
-    const cards = Array.from(p.slice(8, 8 + np + nb));
-    if (cards.some((b) => b >= 52)) refuse("the result frame is malformed");
-    const total = (cs) => {
+    const malformed = () => refuse("the result frame is malformed");
+    if (p.length < 9) malformed();
+    const np = p[4] >> 4, nb = p[4] & 15, pr = p[6], br = p[7];
+    if (np < 2 || np > 11 || nb < 2 || nb > 11 || p.length !== 9 + np + nb || p[5] > 1) malformed();
+    if ((pr & 31) < 12 || (pr & 31) > 21 || br & 0xC0 || (br && ((br & 31) < 12 || (br & 31) > 21))) malformed();
+    const cards = Array.from(p.slice(8, 8 + np + nb)), o = p[8 + np + nb];
+    if (cards.some((b) => b >= 52) || o & ~63 || !(o & 3)) malformed();
+    const score = (cs) => {
       const hard = cs.reduce((t, b) => t + Math.min(Math.floor(b / 4) + 1, 10), 0);
-      return !(p[6] & 64) && cs.some((b) => b < 4) && hard + 10 <= 21 ? hard + 10 : hard;
+      const soft = !(pr & 64) && cs.some((b) => b < 4) && hard + 10 <= 21;
+      return { t: soft ? hard + 10 : hard, soft };
     };
-    return { shoe: (p[0] << 8) | p[1], round: (p[2] << 8) | p[3], player: cards.slice(0, np),
-             banker: cards.slice(np), dummy: p[5] !== 0, winner: WINNERS[p[8 + np + nb] & 3] || "no winner",
-             pTotal: total(cards.slice(0, np)), bTotal: total(cards.slice(np)) };
+    const draws = (cs, below, softRule) => {
+      const s = score(cs);
+      return cs.length < 11 && (s.t < below || (s.soft && s.t === below && !!softRule));
+    };
+    const player = cards.slice(0, np), banker = cards.slice(np);
+    const order = [player[0], banker[0], player[1], banker[1], ...player.slice(2), ...banker.slice(2)];
+    const P = [order[0], order[2]], B = [order[1], order[3]];
+    let i = 4;
+    while (i < order.length && draws(P, pr & 31, pr & 32)) P.push(order[i++]);
+    const pt = score(P).t;
+    const bankerDraws = () => (br ? draws(B, br & 31, br & 32)
+      : pt <= 21 && score(B).t < pt && B.length < 11);  // beat_player
+    while (i < order.length && bankerDraws()) B.push(order[i++]);
+    const bt = score(B).t;
+    const won = pt === bt ? 3 : (pt > 21) !== (bt > 21) ? (pt > 21 ? 2 : 1)
+      : pt <= 21 ? (pt > bt ? 1 : 2) : (pt < bt ? 1 : 2);
+    const pairs = (cs, pair, suited) => (cs[0] >> 2 === cs[1] >> 2 ? pair | (cs[0] === cs[1] ? suited : 0) : 0);
+    if (P.length !== np || B.length !== nb || draws(P, pr & 31, pr & 32) || bankerDraws() ||
+        o !== (won | pairs(player, 4, 8) | pairs(banker, 16, 32)))
+      refuse("the shoe's round is not one the rules deal (its table's settings draw or score these cards otherwise)");
+    return { shoe: (p[0] << 8) | p[1], round: (p[2] << 8) | p[3], player, banker,
+             dummy: p[5] !== 0, winner: WINNERS[won], pTotal: pt, bTotal: bt };
   }
 
   // A blackjack result: seats, every card and press, the hand each card is in (a nibble, 15 the
