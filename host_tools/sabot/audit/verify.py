@@ -41,6 +41,7 @@ from sabot.audit.cosign import Witnessed
 from sabot.audit.derived import Broken, DerivedShoe, differ, sid, status_of, type_name
 from sabot.audit.operator_log import OperatorLog
 from sabot.audit.rejections import check_rejected, check_unparsed
+from sabot.audit.signatures_ahead import SignaturesAhead
 from sabot.audit.store import (
     COLUMNS,
     GENESIS,
@@ -95,7 +96,7 @@ class WrongRegistry(Exception):
 def verify(path: str, configs: Mapping[int, ShoeEntry],
            witnessed: Sequence[Witnessed] = (),
            witnesses: Sequence[note.Verifier] = (), only_stored: bool = False,
-           registry: str = "given") -> dict[str, Any]:
+           registry: str = "given", jobs: int = 1) -> dict[str, Any]:
     """{"ok", "frames", "rounds", "rows", "holes", "unstored", "starts", "absent", "witnessed",
     "cosignatures", the other frame counts ("shoes", "statuses", "checkpoints",
     "integrity_answers", "resent", "deferred", "rejected"), "wrong_registry", "problem"} for
@@ -107,9 +108,11 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
     their checkpoint). `only_stored`: a witnessed log of a shoe this store holds no frame of is
     named ("elsewhere"), not required (a casino whose shoes write to several stores checks each
     shoe in its own). "wrong_registry" (None, or what registry_misfit found): the registry, named
-    `registry` in the problem, is not this store's — bad input, not a store that does not hold."""
+    `registry` in the problem, is not this store's — bad input, not a store that does not hold.
+    `jobs`: processes that check the frames' signatures ahead of the walk (1: the walk checks
+    each itself; audit/signatures_ahead.py); the verdict is the same."""
     store = open_store(path, writer=False)
-    walk = _Walk(configs, witnesses)
+    walk = _Walk(configs, witnesses, jobs)
     walk.counts["witnessed"], walk.counts["unwitnessed"], walk.counts["elsewhere"] = [], [], []
     walk.counts["wrong_registry"], walk.counts["beyond"] = None, []
     try:
@@ -147,6 +150,7 @@ def verify(path: str, configs: Mapping[int, ShoeEntry],
     except Broken as e:
         return {"ok": False, **walk.counts, "problem": str(e)}
     finally:
+        walk.close()
         store.close()
     return {"ok": True, **walk.counts, "problem": None}
 
@@ -177,8 +181,9 @@ class _Walk:
     """One pass over every row of the store in chain order."""
 
     def __init__(self, configs: Mapping[int, ShoeEntry],
-                 witnesses: Sequence[note.Verifier] = ()) -> None:
+                 witnesses: Sequence[note.Verifier] = (), jobs: int = 1) -> None:
         self.configs = configs
+        self.ahead = SignaturesAhead(jobs, configs) if jobs > 1 else None
         # frames: the shoe frames (chained) stored once each; the other frames stored are
         # counted apart, by what they are
         self.counts: dict[str, Any] = {"frames": 0, "rounds": 0, "rows": 0, "shoes": 0,
@@ -201,10 +206,15 @@ class _Walk:
         self.meta: list[tuple[Any, ...]] = []
         self.cosignatures = Cosignatures(witnesses, self.counts["cosignatures"])
 
+    def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
+
     def run(self, store: AuditStore) -> None:
         prev, expect = GENESIS, 1
         last_ids: dict[str, int] = {}
-        for table, rid, no, values, h in store.rows():
+        rows = store.rows() if self.ahead is None else self.ahead.rows(store.rows())
+        for table, rid, no, values, h in rows:
             if no != expect:
                 raise Unchained(f"row {expect} of the chain is missing (deleted); the next is "
                                 f"{table} id {rid}")
@@ -242,10 +252,15 @@ class _Walk:
                 raise Broken(str(e)) from None
         return self.keys[k]
 
-    def _authentic(self, f: pr.Frame) -> bool:
-        """Whether the frame carries a valid signature of its shoe's key version."""
+    def _authentic(self, f: pr.Frame, rid: int | None = None) -> bool:
+        """Whether the frame carries a valid signature of its shoe's key version (frame row
+        `rid`'s check made ahead, when it was)."""
         if not f.signed:
             return False
+        if self.ahead is not None and rid is not None:
+            got = self.ahead.authentic(rid, f)
+            if got is not None:
+                return got
         key = self._key(f)
         return key is not None and pr.verify(key, f)
 
@@ -303,7 +318,7 @@ class _Walk:
         if verdict not in VERDICTS or (reason is not None) != (verdict == "rejected"):
             raise Broken(f"frame id {rid}: verdict {verdict!r} with reason {reason!r} is none a "
                          "validator gives")
-        authentic = self._authentic(f)
+        authentic = self._authentic(f, rid)
         if verdict != "rejected" and f.signed:
             self._signed_by_shoe(f, rid, authentic)  # (before the frame it may seal: named first)
         self._seal(f, authentic)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 from sabot.cli.options import (
@@ -165,6 +166,10 @@ def audit_args(p: argparse.ArgumentParser) -> None:
                    help="a witness's verifier key: every cosignature of that witness the store "
                    "holds must verify with it, and its --witness-state is checked with it "
                    "(its cosignatures make a copy of its state worth something); repeatable")
+    p.add_argument("--jobs", type=ranged(1, 64), default=None, metavar="N",
+                   help="processes that check the frames' signatures ahead of the walk over the "
+                   "store, the bulk of its work (default: this machine's cores; 1: none, the "
+                   "walk checks each itself); the verdict is the same")
 
 
 @commands("audit", audit_args, help="check an audit store: sabot audit verify",
@@ -202,7 +207,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise SabotError("--only-stored-shoes is for --witness-state")
     registry = Registry.load(args.registry, must_exist=True)
     r = verify(args.db, registry.shoes, witnessed, verifiers, args.only_stored_shoes,
-               registry.path)
+               registry.path, jobs=args.jobs or os.cpu_count() or 1)
 
     def seqs(holes: list[dict[str, int]]) -> str:
         return ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
