@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 
 import pytest
+from test_audit_verify import drop_triggers, rechain
 
 from sabot import protocol as pr
 from sabot.audit import signatures_ahead
@@ -14,8 +15,6 @@ from sabot.audit.validator import Validator
 from sabot.audit.verify import verify
 from sabot.registry import Registry
 from sabot.virtual import capture_gen
-
-from test_audit_verify import drop_triggers, rechain
 
 
 @pytest.fixture(scope="module")
