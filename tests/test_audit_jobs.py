@@ -75,3 +75,35 @@ def test_audit_verify_says_the_same_with_any_number_of_jobs(cli, day):
                 "--jobs", n) for n in ("1", "2")]
     assert [r.returncode for r in said] == [0, 0] and said[0].stdout == said[1].stdout
     assert said[0].stdout.startswith("ok: ")
+
+
+@pytest.mark.board  # processes
+def test_several_captures_replay_side_by_side_with_one_verdict(cli, tmp_path):
+    """`sabot replay A B --jobs 2`: each capture replayed as it would be alone, in processes of
+    their own; the counts summed, each rejection naming its capture, and a frame turned in one
+    of them fails the whole command."""
+    import json
+
+    reg = Registry(str(tmp_path / "shoes.json"))
+    paths = []
+    for i, sid in enumerate((0x5AB0_0021, 0x5AB0_0022)):
+        (tmp_path / f"w{i}").mkdir()
+        entry, cap, _ = capture_gen.generate(str(tmp_path / f"w{i}"), 1, seed=i, shoe_id=sid)
+        reg.put(entry)
+        paths.append(tmp_path / f"cap{i}.bin")
+        paths[-1].write_bytes(cap)
+    alone = [json.loads(cli("replay", p, "--registry", reg.path, "--json").stdout)
+             for p in paths]
+    r = cli("replay", *paths, "--registry", reg.path, "--json", "--jobs", "2")
+    assert r.returncode == 0, r.stderr
+    both = json.loads(r.stdout)
+    assert [{k: v for k, v in c.items() if k != "capture"} for c in both["captures"]] == alone
+    assert both["verified"] == sum(a["verified"] for a in alone) > 200
+    assert both["rounds"] == sum(a["rounds"] for a in alone)
+    cap = bytearray(paths[1].read_bytes())
+    cap[len(cap) // 2] ^= 0x40  # a byte of a frame in the middle of the second capture
+    paths[1].write_bytes(bytes(cap))
+    r = cli("replay", *paths, "--registry", reg.path, "--json", "--jobs", "2")
+    assert r.returncode != 0
+    said = json.loads(r.stdout)
+    assert said["rejections"] and {x["capture"] for x in said["rejections"]} == {str(paths[1])}

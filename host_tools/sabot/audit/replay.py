@@ -219,3 +219,17 @@ def replay(capture: bytes, config: ShoeEntry) -> dict[str, Any]:
     out["alarms"] = [a for s in summaries for a in s["alarms"]]
     out.update(sessions=len(runs), connections=connections, uncaptured=uncaptured)
     return {k: out[k] for k in SUMMARY}
+
+
+def replay_all(captures: list[bytes], configs: list[ShoeEntry], jobs: int = 1
+               ) -> list[dict[str, Any]]:
+    """Each capture replayed on its own (replay), `jobs` at once in processes of their own when
+    there are several: the same summaries, in the captures' order."""
+    if len(captures) < 2 or jobs < 2:
+        return [replay(c, config) for c, config in zip(captures, configs, strict=True)]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(jobs, len(captures)),
+                             mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(replay, captures, configs))

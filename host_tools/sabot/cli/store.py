@@ -87,55 +87,87 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def replay_args(p: argparse.ArgumentParser) -> None:
     add_fail_on_notice(p)
-    p.add_argument("capture", help="what validate --capture (or demo --capture) kept: the bytes "
-                   "the validator took, with a mark at each connection; sessions appended to one "
-                   "file replay as their validators took them")
+    p.add_argument("capture", nargs="+", help="what validate --capture (or demo --capture) "
+                   "kept: the bytes the validator took, with a mark at each connection; sessions "
+                   "appended to one file replay as their validators took them; several files: "
+                   "each replayed on its own (a shoe each, or sessions of their own), side by "
+                   "side, with one verdict")
     p.add_argument("--key", metavar="FILE", help=NO_KEY_HELP)
     p.add_argument("--shoe-id", type=ranged(0, 0xFFFFFFFF),
                    help="which registered shoe (default: the registry's only shoe, or the one "
                    "the capture's first frame names)")
     p.add_argument("--registry", default=None, help=REGISTRY_HELP + "; its public keys verify "
                    "the capture")
+    p.add_argument("--jobs", type=ranged(1, 64), default=None, metavar="N",
+                   help="several captures: how many are replayed at once, each in a process of "
+                   "its own (default: this machine's cores)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object: frames (each in exactly one of verified, resent, "
                    "rejected, deferred, pending), rounds, rejections (each with its reason), "
                    "alarms, sessions, connections, uncaptured (seq ranges the live validators "
-                   "had stored that the capture does not hold)")
+                   "had stored that the capture does not hold); several captures: those summed, "
+                   "each rejection, alarm and uncaptured range naming its capture, and captures, "
+                   "each one's own")
 
 
 @commands("replay", replay_args, help="verify a capture offline",
           example="sabot replay cap.bin --registry sabot-shoes.json --json")
 def cmd_replay(args: argparse.Namespace) -> int:
-    from sabot.audit.replay import capture_shoe, read_capture, replay
+    from sabot.audit.replay import capture_shoe, read_capture, replay_all
     from sabot.registry import Registry
 
-    data = read_capture(args.capture)
-    config = capture_shoe(Registry.load(args.registry, must_exist=True), args.shoe_id, data)
-    out = replay(data, config)
-    torn = sum(1 for r in out["rejections"] if r["reason"] == "truncated")
-    if out["frames"] == torn:  # nothing framed at all: the wrong file, not a record that failed
-        raise SabotError(f"{args.capture} holds no sabot frame: not a capture kept by "
-                         "sabot validate --capture?")
+    registry = Registry.load(args.registry, must_exist=True)
+    captures = [(path, read_capture(path)) for path in args.capture]
+    configs = [capture_shoe(registry, args.shoe_id, data) for _, data in captures]
+    outs = replay_all([data for _, data in captures], configs,
+                      args.jobs or os.cpu_count() or 1)
+    for (path, _), out in zip(captures, outs, strict=True):
+        torn = sum(1 for r in out["rejections"] if r["reason"] == "truncated")
+        if out["frames"] == torn:  # nothing framed: the wrong file, not a record that failed
+            raise SabotError(f"{path} holds no sabot frame: not a capture kept by "
+                             "sabot validate --capture?")
+    several = len(outs) > 1
     if args.json:
-        print(json.dumps(out))
-    else:
-        print(f"{out['frames']} frames: {out['verified']} verified, {out['resent']} resent "
-              f"(already verified), {out['rejected']} rejected, {out['deferred']} deferred (met "
-              f"before the status answering a hello: sent again), {out['pending']} pending; "
-              f"{out['rounds']} rounds, {len(out['alarms'])} alarms; {out['sessions']} sessions, "
-              f"{out['connections']} connections")
-        for u in out["uncaptured"]:
-            print(f"  not in the capture: frames {u['first']}..{u['last']} (the live validator "
-                  "had stored them before it began, or in a session it does not hold)")
-        if out["rejections"]:
-            print(f"  rejected: {group_rejections(out['rejections'])}")
-        for a in out["alarms"]:
-            print(f"  alarm {alarm_text(a)}")
-    fail_on(out["rejections"], out["alarms"],
-            "" if out["verified"] else f"no frame of shoe {shoe_id_text(config.shoe_id)} in "
-                                       f"{args.capture}",
-            fail_on_notice=args.fail_on_notice)
+        print(json.dumps(replay_total(args.capture, outs) if several else outs[0]))
+    for (path, _), out in zip(captures, outs, strict=True):
+        if not args.json:
+            print_replay(out, f"{path}: " if several else "")
+    missing = [f"no frame of shoe {shoe_id_text(c.shoe_id)} in {path}"
+               for (path, _), c, out in zip(captures, configs, outs, strict=True)
+               if not out["verified"]]
+    fail_on([r for o in outs for r in o["rejections"]], [a for o in outs for a in o["alarms"]],
+            "; ".join(missing), fail_on_notice=args.fail_on_notice)
     return 0
+
+
+def print_replay(out: dict[str, Any], head: str) -> None:
+    """A replay's summary, a line, then what it rejected and alarmed."""
+    print(f"{head}{out['frames']} frames: {out['verified']} verified, {out['resent']} resent "
+          f"(already verified), {out['rejected']} rejected, {out['deferred']} deferred (met "
+          f"before the status answering a hello: sent again), {out['pending']} pending; "
+          f"{out['rounds']} rounds, {len(out['alarms'])} alarms; {out['sessions']} sessions, "
+          f"{out['connections']} connections")
+    for u in out["uncaptured"]:
+        print(f"  not in the capture: frames {u['first']}..{u['last']} (the live validator "
+              "had stored them before it began, or in a session it does not hold)")
+    if out["rejections"]:
+        print(f"  rejected: {group_rejections(out['rejections'])}")
+    for a in out["alarms"]:
+        print(f"  alarm {alarm_text(a)}")
+
+
+def replay_total(paths: list[str], outs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several captures' replays as one object: the counts summed, each listed item naming its
+    capture, and each capture's own summary."""
+    from sabot.audit.replay import COUNTED
+
+    total: dict[str, Any] = {k: sum(o[k] for o in outs) for k in (*COUNTED, "sessions",
+                                                                   "connections")}
+    for key in ("rejections", "alarms", "uncaptured"):
+        total[key] = [dict(item, capture=p) for p, o in zip(paths, outs, strict=True)
+                      for item in o[key]]
+    total["captures"] = [dict(o, capture=p) for p, o in zip(paths, outs, strict=True)]
+    return total
 
 
 def audit_args(p: argparse.ArgumentParser) -> None:
