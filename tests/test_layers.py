@@ -16,6 +16,7 @@ LAYERS = {
     "sabot.game": 1,
     "sabot.protocol": 2, "sabot.keys": 2, "sabot.registry": 2, "sabot.attestation": 2,
     "sabot.tlog": 2, "sabot.note": 2, "sabot.receipt": 2, "sabot.frames21": 2,
+    "sabot.table_checks": 2,
     "sabot.audit": 3,
     "sabot.link": 4,
     "sabot.pit": 5, "sabot.virtual": 5, "sabot.witness": 5,

@@ -24,15 +24,21 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 from sabot import attestation, frames21
 from sabot.errors import SabotError
 from sabot.game import baccarat21 as b21
-from sabot.game.settle import GAMES, SIDE_WAGERS, Table
+from sabot.game.settle import GAMES
 from sabot.protocol import blackjack_variant_byte, shoe_id_text
+from sabot.table_checks import (
+    LANGUAGES,
+    languages_ok,
+    limits_problem,
+    shown,
+    table_name_problem,
+    wagers_problem,
+)
 
 DEFAULT = "sabot-shoes.json"
 # A whole pit's registry is far smaller: an entry holding all seven result key versions with
 # their certificates and the longest table name is 3.5 KB, so this holds over a thousand shoes.
 MAX_BYTES = 4 * 1024 * 1024
-TABLE_NAME_MAX = 64  # characters of a table name: it heads the pit's pages and names its API path
-TIE_ODDS_MAX = 100  # the regulation sets no top (at least 8 to 1); no table pays near this
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
 B21 = b21.GAME
 ALGORITHM = "ecdsa-p256"
@@ -125,13 +131,6 @@ def public_from_xy(xy: bytes) -> ec.EllipticCurvePublicKey:
 # signs one every 10 results and at its shoe's end (docs/PROTOCOL.md), and a witnessed pit has
 # each cosigned as it comes
 WITNESS_BOUND = 10
-LANGUAGES = ("en", "zh")  # the players' scoreboard's: English, Chinese
-
-
-def languages_ok(langs: Any) -> bool:
-    """A table's `languages`: one or both of LANGUAGES, each once."""
-    return (isinstance(langs, list) and bool(langs) and all(x in LANGUAGES for x in langs)
-            and len(set(langs)) == len(langs))
 
 
 @dataclass
@@ -184,8 +183,8 @@ class ShoeEntry:
 
     def check(self) -> None:
         sid = self.shoe_id
-        shown = shoe_id_text(sid) if type(sid) is int and 0 <= sid < 1 << 32 else _shown(sid)
-        where = f"registry entry for shoe {shown}"
+        said = shoe_id_text(sid) if type(sid) is int and 0 <= sid < 1 << 32 else shown(sid)
+        where = f"registry entry for shoe {said}"
         if (not isinstance(self.shoe_id, int) or isinstance(self.shoe_id, bool)
                 or not 0 <= self.shoe_id < 1 << 32):
             raise SabotError(f"{where}: shoe_id must be a whole number 0..4294967295")
@@ -391,82 +390,6 @@ def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
-def _shown(value: object, most: int = 40) -> str:
-    """A value from a registry, as an error line quotes it: escaped, and cut short."""
-    text = repr(value[:most] if isinstance(value, str) else value)
-    return text if len(text) <= most + 2 else text[:most] + "..."
-
-
-def wagers_problem(cfg: dict[str, Any]) -> str | None:
-    """What is wrong with a table's wagers (ShoeEntry.table_config), or None: each side wager
-    known, once, and offered where the game has it (Dragon 7 and Panda 8 on EZ tables, Lucky
-    Six on commission-free ones, Dragon Bonus with its paytable), the tie's odds 8 to
-    TIE_ODDS_MAX (8 on a commission-free table): what settlement (settle.Table) takes. A
-    blackjack table's: what its settlement (blackjack_settle.BlackjackTable) takes."""
-    side = cfg["side_wagers"]
-    if cfg["game"] in (B21, "blackjack"):
-        from sabot.game.baccarat21_settle import table_of
-        from sabot.game.blackjack_settle import BlackjackTable
-
-        if len(set(side)) < len(side):
-            return "a side wager is listed twice"
-        resets = {k for k in cfg if k.endswith("_reset_cents")}
-        unknown = sorted(resets - {"hit_and_run_reset_cents", "straight_jack_reset_cents"})
-        if unknown:
-            return (f"meter_reset_cents names {unknown[0].removesuffix('_reset_cents')!r}: "
-                    "only hit_and_run and straight_jack have meters")
-        try:
-            table_of(cfg) if cfg["game"] == B21 else BlackjackTable(cfg)
-        except SabotError as e:
-            return str(e).removeprefix("table.")
-        return None
-    for w in side:
-        if not isinstance(w, str) or w not in SIDE_WAGERS:
-            return f"unknown side wager {_shown(w)}"
-    if len(set(side)) < len(side):
-        return "a side wager is listed twice"
-    odds = cfg["tie_odds"]
-    if isinstance(odds, int) and not isinstance(odds, bool) and odds > TIE_ODDS_MAX:
-        return f"tie_odds must be 8 to {TIE_ODDS_MAX}"
-    if "dragon_bonus_paytable" in cfg and not any(w.startswith("dragon_bonus") for w in side):
-        return "a dragon_bonus_paytable is named but the table offers no Dragon Bonus wager"
-    try:
-        Table(cfg)
-    except SabotError as e:
-        return str(e).removeprefix("table: ")
-    return None
-
-
-def limits_problem(low: object, high: object) -> str | None:
-    """What is wrong with a table's limits (min_bet_cents, max_bet_cents), or None: both or
-    neither, whole numbers of cents from 1, the minimum no more than the maximum."""
-    if low is None and high is None:
-        return None
-    for name, v in (("min_bet_cents", low), ("max_bet_cents", high)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            return f"{name} must be a whole number of cents from 1 (both limits, or neither)"
-    assert isinstance(low, int) and isinstance(high, int)
-    if low > high:
-        return f"the minimum bet ({low} cents) is above the maximum ({high} cents)"
-    return None
-
-
-def table_name_problem(name: object) -> str | None:
-    """What is wrong with a table name, or None: a table name is 1 to TABLE_NAME_MAX printable
-    characters (no control character, line break or bidirectional override: it is printed on
-    one line and heads the pit's pages, which escape any markup), no space at either end (two
-    names that look alike)."""
-    if not isinstance(name, str):
-        return "table must be a name"
-    if not 1 <= len(name) <= TABLE_NAME_MAX:
-        return f"table name {_shown(name)} must be 1 to {TABLE_NAME_MAX} characters"
-    if not name.isprintable():
-        return f"table name {_shown(name)} holds a control or other unprintable character"
-    if name != name.strip():
-        return f"table name {_shown(name)} must not begin or end with a space"
-    return None
-
-
 class Registry:
     max_bytes = MAX_BYTES  # the largest registry file read or written
 
@@ -540,7 +463,7 @@ class Registry:
         if not at:
             names = ", ".join(sorted({e.table for e in self.shoes.values()})) or "none"
             raise SabotError(f"no shoe in the shoe registry {self.path} is at table "
-                             f"{_shown(table)} (its tables: {names})")
+                             f"{shown(table)} (its tables: {names})")
         if one and len(at) > 1:
             raise SabotError(f"{len(at)} shoes are at table {table} ("
                              f"{', '.join(shoe_id_text(e.shoe_id) for e in at)}): name one with "

@@ -255,7 +255,7 @@ def checker_url(given: str | None) -> str | None:
 def pit_name(given: str | None) -> str:
     import socket
 
-    from sabot.registry import table_name_problem
+    from sabot.table_checks import table_name_problem
 
     name = given if given is not None else socket.gethostname().split(".")[0]
     problem = table_name_problem(name)

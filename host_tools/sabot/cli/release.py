@@ -296,7 +296,7 @@ def provision_args(p: argparse.ArgumentParser) -> None:
 
 def languages_arg(text: str) -> list[str]:
     """--languages en,zh: the scoreboard's languages, in order."""
-    from sabot.registry import LANGUAGES, languages_ok
+    from sabot.table_checks import LANGUAGES, languages_ok
 
     got = [x.strip() for x in text.split(",") if x.strip()]
     if not languages_ok(got):
@@ -333,7 +333,8 @@ def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     SabotError for anything the registry would refuse, before the shoe is touched (provisioning
     cannot be undone): a name that is no table name, a wager the game does not offer, an option
     of another game."""
-    from sabot.registry import ShoeEntry, table_name_problem, wagers_problem
+    from sabot.registry import ShoeEntry
+    from sabot.table_checks import table_name_problem, wagers_problem
 
     if args.game == "21-baccarat":
         variant, config = table21_of(args)
