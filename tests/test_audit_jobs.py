@@ -17,11 +17,18 @@ from sabot.registry import Registry
 from sabot.virtual import capture_gen
 
 
+@pytest.fixture(autouse=True)
+def window(monkeypatch):
+    """A window of 256 rows: a store of three shoes reaches past it, so the processes take
+    part (the command's is 2,048 rows)."""
+    monkeypatch.setattr(signatures_ahead, "AHEAD", 256)
+
+
 @pytest.fixture(scope="module")
 def day(tmp_path_factory):
-    """A day's store of 12 shoes (3,400 rows: past the window, so the processes take part)."""
+    """A store of three shoes (860 rows)."""
     d = tmp_path_factory.mktemp("day")
-    entry, cap, _ = capture_gen.generate(str(d), 12, seed=4)
+    entry, cap, _ = capture_gen.generate(str(d), 3, seed=4)
     v = Validator(entry, str(d / "day.db"))
     v.receive(cap)
     v.store.close()
@@ -55,7 +62,7 @@ def test_a_frame_the_shoe_did_not_sign_is_found_by_either(day, tmp_path):
     shutil.copy(d / "day.db", db)
     con = sqlite3.connect(db)
     fid, raw = con.execute("SELECT id, raw FROM frames WHERE type='result' ORDER BY id "
-                           "LIMIT 1 OFFSET 300").fetchone()
+                           "LIMIT 1 OFFSET 200").fetchone()
     turned = bytearray(raw)
     turned[pr.HEADER.size + 6] ^= 1  # the Player's first card
     drop_triggers(con, str(db))  # (what an insider with the database's password can do)
