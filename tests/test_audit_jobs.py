@@ -114,3 +114,32 @@ def test_several_captures_replay_side_by_side_with_one_verdict(cli, tmp_path):
     assert r.returncode != 0
     said = json.loads(r.stdout)
     assert said["rejections"] and {x["capture"] for x in said["rejections"]} == {str(paths[1])}
+
+
+def _dying(batch):
+    """A check that kills its process (a pool's process lost)."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.board  # processes
+def test_a_checking_process_lost_leaves_the_walk_to_check_alone(day, monkeypatch):
+    """A process of the pool killed mid-way (out of memory, say): the walk checks what it did
+    not answer, and the verdict is the same."""
+    d, entry = day
+    alone = verify(str(d / "day.db"), {entry.shoe_id: entry}, jobs=1)
+    died = []
+    real = signatures_ahead.SignaturesAhead.authentic
+
+    def authentic(self, rid, f):
+        got = real(self, rid, f)
+        if got is None and self.lost:
+            died.append(rid)
+        return got
+
+    monkeypatch.setattr(signatures_ahead, "_checks", _dying)
+    monkeypatch.setattr(signatures_ahead.SignaturesAhead, "authentic", authentic)
+    assert verify(str(d / "day.db"), {entry.shoe_id: entry}, jobs=2) == alone
+    assert died  # the pool broke, and the walk went on alone

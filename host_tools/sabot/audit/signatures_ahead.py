@@ -60,9 +60,11 @@ class SignaturesAhead:
         self.pool: ProcessPoolExecutor | None = None
         self.pending: dict[int, tuple[bytes, Future[dict[int, bool | None]]]] = {}
         self.batch: list[tuple[int, bytes]] = []
+        self.lost = False
 
     def _send(self) -> None:
-        if not self.batch:
+        if not self.batch or self.lost:
+            self.batch = []
             return
         if self.pool is None:
             global _CONFIGS
@@ -71,7 +73,11 @@ class SignaturesAhead:
             self.pool = ProcessPoolExecutor(self.jobs,
                                             mp_context=multiprocessing.get_context("fork"))
         batch, self.batch = self.batch, []
-        job = self.pool.submit(_checks, batch)
+        try:
+            job = self.pool.submit(_checks, batch)
+        except Exception:  # the pool broke (a process lost): the walk checks the rest alone
+            self.lost = True
+            return
         for rid, raw in batch:
             self.pending[rid] = (raw, job)
 
@@ -109,7 +115,10 @@ class SignaturesAhead:
             got = self.pending.pop(rid, None)
         if got is None or got[0] != f.raw:
             return None
-        return got[1].result().get(rid)
+        try:
+            return got[1].result().get(rid)
+        except Exception:  # a process lost (killed, out of memory): the walk checks it itself
+            return None
 
     def close(self) -> None:
         if self.pool is not None:
