@@ -3,13 +3,16 @@ ahead of the walk (audit/signatures_ahead.py) give the verdict the walk alone gi
 store that holds, and for one where an insider put in a frame the shoe did not sign and chained
 it anew — and the command says the same with any N."""
 
+import os
 import shutil
+import signal
 import sqlite3
 
 import pytest
 from test_audit_verify import drop_triggers, rechain
 
 from sabot import protocol as pr
+from sabot.audit import replay as replay_module
 from sabot.audit import signatures_ahead
 from sabot.audit.validator import Validator
 from sabot.audit.verify import verify
@@ -118,9 +121,6 @@ def test_several_captures_replay_side_by_side_with_one_verdict(cli, tmp_path):
 
 def _dying(batch):
     """A check that kills its process (a pool's process lost)."""
-    import os
-    import signal
-
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -143,3 +143,22 @@ def test_a_checking_process_lost_leaves_the_walk_to_check_alone(day, monkeypatch
     monkeypatch.setattr(signatures_ahead.SignaturesAhead, "authentic", authentic)
     assert verify(str(d / "day.db"), {entry.shoe_id: entry}, jobs=2) == alone
     assert died  # the pool broke, and the walk went on alone
+
+
+_PARENT = os.getpid()
+_REPLAY = replay_module.replay
+
+
+def _replay_dying(capture, config):
+    """A replay that kills its process when it is a pool's (a process lost)."""
+    if os.getpid() != _PARENT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _REPLAY(capture, config)
+
+
+@pytest.mark.board  # processes
+def test_a_replay_whose_process_is_lost_is_replayed_in_this_one(tmp_path, monkeypatch):
+    entry, cap, _ = capture_gen.generate(str(tmp_path), 1, seed=8)
+    want = [_REPLAY(cap, entry)] * 2
+    monkeypatch.setattr(replay_module, "replay", _replay_dying)
+    assert replay_module.replay_all([cap, cap], [entry, entry], 2) == want

@@ -224,12 +224,21 @@ def replay(capture: bytes, config: ShoeEntry) -> dict[str, Any]:
 def replay_all(captures: list[bytes], configs: list[ShoeEntry], jobs: int = 1
                ) -> list[dict[str, Any]]:
     """Each capture replayed on its own (replay), `jobs` at once in processes of their own when
-    there are several: the same summaries, in the captures' order."""
-    if len(captures) < 2 or jobs < 2:
-        return [replay(c, config) for c, config in zip(captures, configs, strict=True)]
+    there are several: the same summaries, in the captures' order. A capture whose process did
+    not answer (killed, out of memory) is replayed here."""
+    pairs = list(zip(captures, configs, strict=True))
+    if len(pairs) < 2 or jobs < 2:
+        return [replay(c, config) for c, config in pairs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(min(jobs, len(captures)),
+    out = []
+    with ProcessPoolExecutor(min(jobs, len(pairs)),
                              mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(replay, captures, configs))
+        jobs_ = [pool.submit(replay, c, config) for c, config in pairs]
+        for job, (c, config) in zip(jobs_, pairs, strict=True):
+            try:
+                out.append(job.result())
+            except Exception:  # its process lost (a replay's own error comes again here)
+                out.append(replay(c, config))
+    return out
