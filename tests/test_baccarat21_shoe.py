@@ -307,30 +307,17 @@ def test_a_registered_table_settles_by_its_own_settings_not_the_requests(cli, tm
         b21.Rules.from_config({"banker_rule": "beat_player", "banker_draws_below": 18})
 
 
-def test_a_cut_card_out_while_the_shoe_is_held_between_rounds_ends_it_at_the_resolution():
-    """`cut_card` last_round: the cut card between rounds ends the shoe; held there (an
-    unreadable card), it ends once the hold is resolved, never after one more round."""
-    import sys
+@pytest.mark.board
+def test_a_cut_card_out_while_the_shoe_is_held_between_rounds_ends_it_at_the_resolution(mpy):
+    """`cut_card` last_round, on real MicroPython: the cut card between rounds ends the shoe;
+    held there (an unreadable card), it ends once the hold is resolved, never after one more
+    round (tests/mp/cut21.py)."""
+    from sabot.protocol import PH_ENDED
 
-    sys.path.insert(0, str(ROOT / "firmware"))
-    from shoe.b21 import RULE_CUT_LAST, Rules21
-    from shoe.cards import CUT, NO_CARD
-    from shoe.dealing import PH_ENDED, PH_HELD, RES_VOID_CARD, DealingState
-
-    for held in (False, True):
-        s = DealingState(8)
-        s.b21 = Rules21(16 | RULE_CUT_LAST, 17)
-        s.new_shoe()
-        for c in ["AD", "4C", "TS", "TH", "9S", "8H"]:  # the burn, then a round
-            s.card_out(code(c))
-        assert s.round_no == 1 and s.complete
-        if held:
-            s.card_out(NO_CARD)
-            assert s.phase == PH_HELD
-        s.card_out(CUT)
-        if held:
-            assert s.phase == PH_HELD and s.resolve(RES_VOID_CARD)
-        assert s.phase == PH_ENDED and s.round_no == 1
+    r = mpy(ROOT / "tests" / "mp" / "cut21.py")
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().split("\n")[:2] == [f"held {h} phase {PH_ENDED} round 1"
+                                                for h in (0, 1)], r.stdout
 
 
 def test_a_table_whose_hands_draw_alike_raises_no_alarm_at_a_full_shoe():
