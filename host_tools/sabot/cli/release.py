@@ -328,8 +328,9 @@ def new_shoe(reg: Registry, shoe_id: int | None) -> None:
                          "replacing a shoe)")
 
 
-def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
-    """provision's table: the shoe's variant byte and the registry entry's configuration, or a
+def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any], bytes]:
+    """provision's table: the shoe's variant byte, the registry entry's configuration and the
+    rule bytes the shoe keeps after them (21 Baccarat's; none for the other games), or a
     SabotError for anything the registry would refuse, before the shoe is touched (provisioning
     cannot be undone): a name that is no table name, a wager the game does not offer, an option
     of another game."""
@@ -341,13 +342,14 @@ def table_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     else:
         variant, config = _baccarat_or_blackjack(args)
     try:
+        entry = ShoeEntry(0, **{k: v for k, v in config.items() if v is not None})
         problem = (table_name_problem(args.table) if args.table else None) or wagers_problem(
-            ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).table_config())
+            entry.table_config())
     except SabotError as e:
         problem = str(e).removeprefix("registry entry for shoe 0x00000000: ")
     if problem:
         raise SabotError(f"not provisioned: {problem}")
-    return variant, config
+    return variant, config, entry.rule_bytes
 
 
 def table21_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
@@ -433,10 +435,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
     import os
 
     from sabot import keys
-    from sabot.registry import Registry, ShoeEntry
+    from sabot.registry import Registry
 
-    variant, config = table_of(args)
-    rules = ShoeEntry(0, **{k: v for k, v in config.items() if v is not None}).rule_bytes
+    variant, config, rules = table_of(args)
     from sabot.audit.cosign import check_quorum
 
     quorum = check_quorum(args.witness, args.quorum)

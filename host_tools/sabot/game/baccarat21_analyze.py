@@ -102,8 +102,8 @@ class Hands:
             from array import array
 
             def of(kind: str, ctype: Any, items: Any) -> Any:
-                a = array(kind, items)
-                return (ctype * max(len(a), 1)).from_buffer_copy(a) if a else (ctype * 1)()
+                a = array(kind, items)  # (an empty one: a 1-element array, never read)
+                return (ctype * len(a)).from_buffer_copy(a) if a else (ctype * 1)()
 
             i8, i32, f64 = ctypes.c_int8, ctypes.c_int32, ctypes.c_double
             banker = [b for g in self.groups for b in g]
