@@ -161,6 +161,10 @@ def test_a_table_of_other_settings_is_provisioned_and_dealt_by_them(cli, tmp_pat
     rules = entry.rules21_rules
     assert (flash / "variant").read_bytes() == bytes((frames21.VARIANT, 1)) + \
         frames21.rule_bytes(rules)
+    # what `sabot board` reads of it at start (a board started on this flash)
+    from sabot.virtual.demo import flash_table
+
+    assert flash_table(str(flash)) == {"game": "21-baccarat", **frames21.dealing(rules)}
     tokens = shuffled_shoe(1, seed=5)
     tokens.insert(40, "CUT")
     rounds, alarms, rejected = deal_through_the_shoe(tmp_path, tokens, entry)

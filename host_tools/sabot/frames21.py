@@ -31,6 +31,8 @@ def rule_bytes(rules: b21.Rules) -> bytes:
 def decode_rules(raw: bytes) -> dict[str, Any]:
     """The dealing settings two rule bytes name (those of b21.Rules the shoe deals by); a
     ValueError for bytes no table's settings make."""
+    if len(raw) != 2:
+        raise ValueError("rules21")
     p, b = raw[0], raw[1]
     if not 12 <= p & RULE_BELOW <= 21 or b & ~(RULE_BELOW | RULE_SOFT) or (
             b and not 12 <= b & RULE_BELOW <= 21):

@@ -365,7 +365,8 @@ def table21_of(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
                                 ("--tie-odds", args.tie_odds is not None)) if given]
     if other:
         raise SabotError(f"{', '.join(other)}: not a 21 Baccarat table's (its settings go in "
-                         "--rules, the Tie's odds as tie_odds)")
+                         "--rules" + (", the Tie's odds as tie_odds)" if "--tie-odds" in other
+                                      else ")"))
     rules = parse_json(args.rules, "--rules") if args.rules is not None else {}
     if not isinstance(rules, dict):
         raise SabotError("--rules: expected a JSON object of settings")

@@ -372,15 +372,19 @@ def deal_shoes(board: VirtualBoard, shoes: list[list[str]]) -> None:
 
 
 def flash_table(flash_dir: str) -> dict[str, Any]:
-    """The game a shoe's flash directory was provisioned for (its `variant`); {} for none."""
+    """The game a shoe's flash directory was provisioned for (its `variant`: the variant byte,
+    the deck count, 21 Baccarat's rule bytes); {} for none, or for bytes no game has."""
     from sabot.protocol import decode_variant
 
     try:
         with open(os.path.join(flash_dir, "variant"), "rb") as f:
-            raw = f.read(1)
+            raw = f.read()
     except OSError:
         return {}
-    return decode_variant(raw[0]) if raw else {}
+    try:
+        return decode_variant(raw[0], raw[2:]) if raw else {}
+    except ValueError:
+        return {}
 
 
 def run_board_root(host: str, port: int, root: str, shoes: list[list[str]] | None = None
