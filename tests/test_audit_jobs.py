@@ -9,7 +9,7 @@ import signal
 import sqlite3
 
 import pytest
-from test_audit_verify import drop_triggers, rechain
+from test_audit_verify import drop_triggers, rechain, restore_triggers
 
 from sabot import protocol as pr
 from sabot.audit import replay as replay_module
@@ -162,3 +162,69 @@ def test_a_replay_whose_process_is_lost_is_replayed_in_this_one(tmp_path, monkey
     want = [_REPLAY(cap, entry)] * 2
     monkeypatch.setattr(replay_module, "replay", _replay_dying)
     assert replay_module.replay_all([cap, cap], [entry, entry], 2) == want
+
+
+def _edited(day, tmp_path, *sql):
+    d, _ = day
+    db = tmp_path / "edited.db"
+    shutil.copy(d / "day.db", db)
+    con = sqlite3.connect(db)
+    drop_triggers(con, str(db))
+    for q in sql:
+        con.execute(q)
+    restore_triggers(con, str(db))  # (the insider puts them back, word for word)
+    con.commit()
+    con.close()
+    return db
+
+
+@pytest.mark.board  # processes
+def test_a_row_the_store_cannot_give_is_said_where_the_walk_meets_it(day, tmp_path):
+    """A row edited early, and a later row within the window whose hash is no hash at all (or
+    a frame's bytes far longer than any frame's): the walk ahead of which the processes read
+    names the first edit, as the walk alone does, in one line, never a traceback."""
+    _, entry = day
+    db = _edited(day, tmp_path,
+                 "UPDATE frames SET received_at = received_at + 1 WHERE id = 5",
+                 "UPDATE frames SET row_hash = 'x' WHERE id = 60",
+                 "UPDATE frames SET raw = zeroblob(300000) WHERE id BETWEEN 70 AND 90")
+    got = [verify(str(db), {entry.shoe_id: entry}, jobs=n) for n in (1, 2)]
+    assert got[0] == got[1] and "frames id 5 " in got[0]["problem"], got[0]["problem"]
+    db = _edited(day, tmp_path, "UPDATE frames SET row_hash = 'x' WHERE id = 60")
+    out = verify(str(db), {entry.shoe_id: entry}, jobs=1)
+    assert "frames id 60 " in out["problem"] and "altered or inserted" in out["problem"]
+
+
+@pytest.mark.board  # processes
+def test_the_checking_processes_leave_ctrl_c_to_the_command():
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, initializer=signatures_ahead.quiet,
+                             mp_context=multiprocessing.get_context("fork")) as pool:
+        assert pool.submit(signal.getsignal, signal.SIGINT).result() == signal.SIG_IGN
+
+
+def test_jobs_default_to_the_cores_this_process_may_run_on():
+    from sabot.cli.options import cores
+
+    assert cores() == min(64, len(os.sched_getaffinity(0))) and cores(1) == 1
+
+
+def test_rows_read_ahead_are_all_given_before_a_row_that_cannot_be_read(monkeypatch):
+    """The store failing at some row (a page that cannot be read): every row before it reaches
+    the walk first, so the walk says what it finds in them, as it does alone."""
+    monkeypatch.setattr(signatures_ahead, "AHEAD", 4)
+
+    def rows():
+        for i in range(1, 10):
+            yield ("alarms", i, i, (None,) * 8, b"")
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    ahead = signatures_ahead.SignaturesAhead(2, {})
+    seen = []
+    with pytest.raises(sqlite3.DatabaseError):
+        for row in ahead.rows(rows()):
+            seen.append(row[1])
+    ahead.close()
+    assert seen == list(range(1, 10))

@@ -231,14 +231,17 @@ def replay_all(captures: list[bytes], configs: list[ShoeEntry], jobs: int = 1
         return [replay(c, config) for c, config in pairs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from sabot.audit.signatures_ahead import quiet
 
     out = []
-    with ProcessPoolExecutor(min(jobs, len(pairs)),
+    with ProcessPoolExecutor(min(jobs, len(pairs)), initializer=quiet,
                              mp_context=multiprocessing.get_context("fork")) as pool:
         jobs_ = [pool.submit(replay, c, config) for c, config in pairs]
         for job, (c, config) in zip(jobs_, pairs, strict=True):
             try:
                 out.append(job.result())
-            except Exception:  # its process lost (a replay's own error comes again here)
+            except BrokenProcessPool:  # its process lost (killed, out of memory)
                 out.append(replay(c, config))
     return out

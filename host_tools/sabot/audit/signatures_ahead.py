@@ -11,6 +11,7 @@ cost more than the checks save."""
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -21,6 +22,8 @@ from sabot.errors import SabotError
 from sabot.registry import ShoeEntry
 
 AHEAD = 2048  # rows read ahead of the walk
+AHEAD_BYTES = 8 << 20  # and at most so many bytes of their values (an edited store's may be huge)
+MOST_RAW = 1024  # a frame is 200 bytes at most: a longer raw is no frame's, the walk says so
 BATCH = 256  # frames a process checks at a time (each hand-over costs a pickle both ways)
 _CONFIGS: Mapping[int, ShoeEntry] = {}  # the registry's entries, in each forked process
 _KEYS: dict[tuple[int, int], Any] = {}
@@ -35,6 +38,11 @@ def _key(f: pr.Frame) -> Any:
         except SabotError:
             _KEYS[k] = None
     return _KEYS[k]
+
+
+def quiet() -> None:
+    """A checking process leaves Ctrl-C to the command, which says it was interrupted."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _checks(batch: list[tuple[int, bytes]]) -> dict[int, bool | None]:
@@ -70,7 +78,7 @@ class SignaturesAhead:
             global _CONFIGS
             _CONFIGS = self.configs  # what each process forked from here reads (no pickling)
             _KEYS.clear()
-            self.pool = ProcessPoolExecutor(self.jobs,
+            self.pool = ProcessPoolExecutor(self.jobs, initializer=quiet,
                                             mp_context=multiprocessing.get_context("fork"))
         batch, self.batch = self.batch, []
         try:
@@ -82,30 +90,47 @@ class SignaturesAhead:
             self.pending[rid] = (raw, job)
 
     def _queue(self, row: tuple[Any, ...]) -> None:
-        if row[0] == "frames" and isinstance(row[3][1], bytes):
-            self.batch.append((row[1], row[3][1]))
+        raw = row[3][1] if row[0] == "frames" else None
+        if isinstance(raw, bytes) and len(raw) <= MOST_RAW:  # (longer: no frame; the walk says)
+            self.batch.append((row[1], raw))
             if len(self.batch) >= BATCH:
                 self._send()
 
     def rows(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
-        """The store's rows as they come, each frame's check started some AHEAD rows before."""
-        window: deque[tuple[Any, ...]] = deque()
+        """The store's rows as they come, each frame's check started up to AHEAD rows (and
+        AHEAD_BYTES of their values) before the walk reaches it. A row that cannot be read is
+        said when the walk comes to it, after every row before it: the verdict is the walk's."""
+        window: deque[tuple[tuple[Any, ...], int]] = deque()
+        held = 0
+        started = False  # a small store (AHEAD rows or fewer) is walked alone
         it = iter(rows)
-        for row in it:
-            window.append(row)
-            if len(window) > AHEAD:
+        failure: Exception | None = None
+        while True:
+            try:
+                row = next(it)
+            except StopIteration:
                 break
-        else:  # a small store
-            yield from window
-            return
-        for row in window:
-            self._queue(row)
-        for row in it:
-            self._queue(row)
-            window.append(row)
-            yield window.popleft()
+            except Exception as e:  # (a store that cannot be read there, or a row no row is)
+                failure = e
+                break
+            size = sum(len(v) for v in row[3] if isinstance(v, (bytes, str)))
+            window.append((row, size))
+            held += size
+            if started:
+                self._queue(row)
+            elif len(window) > AHEAD:
+                started = True
+                for r, _ in window:
+                    self._queue(r)
+            while len(window) > AHEAD or held > AHEAD_BYTES:
+                r, size = window.popleft()
+                held -= size
+                yield r
         self._send()
-        yield from window
+        for r, _ in window:
+            yield r
+        if failure is not None:
+            raise failure
 
     def authentic(self, rid: int, f: pr.Frame) -> bool | None:
         """The check of frame row `rid` made ahead, or None: not made for these bytes."""

@@ -489,7 +489,10 @@ class AuditStore(RecordQueries, abc.ABC):
 
         with self._reading():
             for no, table, rid, values, h in heapq.merge(*(table_rows(t) for t in COLUMNS)):
-                yield table, rid, no, values, bytes(h)  # the same type from either database
+                # the same type from either database (a value no hash is: none, which no row's
+                # hash matches)
+                yield table, rid, no, values, bytes(h) if isinstance(
+                    h, (bytes, bytearray, memoryview)) else b""
 
     def chain_counts(self) -> dict[str, tuple[int, int]]:
         """table -> (its rows, the distinct places in the chain they hold): equal unless a row

@@ -175,6 +175,18 @@ def decks_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def cores(most: int = 64) -> int:
+    """The cores this process may run on (its affinity: taskset, a cgroup), at most `most`: a
+    --jobs default."""
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(most, n))
+
+
 def ranged(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number from low to high (decimal, or 0x hex)."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 
 from sabot.cli.options import (
@@ -13,6 +12,7 @@ from sabot.cli.options import (
     SHOE_ID,
     Commands,
     add_fail_on_notice,
+    cores,
     ranged,
 )
 from sabot.cli.output import (
@@ -100,7 +100,7 @@ def replay_args(p: argparse.ArgumentParser) -> None:
                    "the capture")
     p.add_argument("--jobs", type=ranged(1, 64), default=None, metavar="N",
                    help="several captures: how many are replayed at once, each in a process of "
-                   "its own (default: this machine's cores)")
+                   "its own (default: the cores this process may run on)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object: frames (each in exactly one of verified, resent, "
                    "rejected, deferred, pending), rounds, rejections (each with its reason), "
@@ -120,7 +120,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     captures = [(path, read_capture(path)) for path in args.capture]
     configs = [capture_shoe(registry, args.shoe_id, data) for _, data in captures]
     outs = replay_all([data for _, data in captures], configs,
-                      args.jobs or os.cpu_count() or 1)
+                      args.jobs or cores())
     for (path, _), out in zip(captures, outs, strict=True):
         torn = sum(1 for r in out["rejections"] if r["reason"] == "truncated")
         if out["frames"] == torn:  # nothing framed: the wrong file, not a record that failed
@@ -200,8 +200,8 @@ def audit_args(p: argparse.ArgumentParser) -> None:
                    "(its cosignatures make a copy of its state worth something); repeatable")
     p.add_argument("--jobs", type=ranged(1, 64), default=None, metavar="N",
                    help="processes that check the frames' signatures ahead of the walk over the "
-                   "store, the bulk of its work (default: this machine's cores; 1: none, the "
-                   "walk checks each itself); the verdict is the same")
+                   "store, the bulk of its work (default: the cores this process may run on; "
+                   "1: none, the walk checks each itself); the verdict is the same")
 
 
 @commands("audit", audit_args, help="check an audit store: sabot audit verify",
@@ -239,7 +239,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise SabotError("--only-stored-shoes is for --witness-state")
     registry = Registry.load(args.registry, must_exist=True)
     r = verify(args.db, registry.shoes, witnessed, verifiers, args.only_stored_shoes,
-               registry.path, jobs=args.jobs or os.cpu_count() or 1)
+               registry.path, jobs=args.jobs or cores())
 
     def seqs(holes: list[dict[str, int]]) -> str:
         return ", ".join(f"shoe {shoe_id_text(h['shoe_id'])} seq {h['first']}..{h['last']}"
