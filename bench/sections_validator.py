@@ -9,9 +9,13 @@ def bench_link():
     durably) from a capture of version-2 frames, one core: every signature checked (the
     validator's default), and one per run of digest-linked frames of a read (batch_verify); with
     the watch (watch.py: every offered wager's exact edge after each round, the kernel counting,
-    and the shuffle index), without it, and with the watch counting in Python."""
+    and the shuffle index), without it, and with the watch counting in Python. And a live link at
+    full speed: the capture written into a pty by another process and read as the host link
+    reads a port (each read one durable commit of every frame that arrived meanwhile), against
+    the same capture taken whole and taken one frame a read; interleaved, best of 3."""
     import tempfile
 
+    from sabot.audit.group_commit import COMMIT_WAIT
     from sabot.audit.validator import Validator
     from sabot.game import edges, outcome_kernel
     from sabot.virtual import capture_gen
@@ -34,6 +38,22 @@ def bench_link():
             best[watch, batch] = max(best.get((watch, batch), 0.0), rate)
             assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
             v.store.close()
+        # a live link at full speed: the same capture through a pty, as a shoe's port brings it
+        live: dict[str, float] = {}
+        served = _served_shoes(tmp)
+        for i in range(3):
+            for wait in (COMMIT_WAIT, 0.0):
+                rate, commits, reads = _served_rate(served, wait, f"{tmp}/served{i}-{wait}.db")
+                if rate > live.get(f"served{wait}", 0.0):
+                    live[f"served{wait}"] = rate
+                    live[f"served_reads_a_commit{wait}"] = reads / commits
+            replay_rate = _replay_rate(entry, cap, f"{tmp}/replay{i}.db")
+            live_rate, per_read = _live_rate(entry, cap, rounds, f"{tmp}/live{i}.db")
+            one_rate = _one_frame_a_read_rate(entry, cap, f"{tmp}/one{i}.db")
+            if live_rate > live.get("live", 0.0):
+                live.update(live=live_rate, frames_per_read=per_read)
+            live["replay"] = max(live.get("replay", 0.0), replay_rate)
+            live["one"] = max(live.get("one", 0.0), one_rate)
     return {"shoes": 20, "rounds": rounds, "signed_bytes_per_round": round(len(cap) / rounds, 1),
             "uart_ms_per_round_115200": round(len(cap) / rounds * 10 / 115200 * 1000, 1),
             "validator_rounds_per_s": int(best[True, False]),
@@ -43,7 +63,140 @@ def bench_link():
             "validator_rounds_per_s_batch_verify": int(best[True, True]),
             "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms":
                 int(best[False, True]),
-            "p256_verify_us": _p256_verify_us()}
+            "p256_verify_us": _p256_verify_us(),
+            "live_rounds_per_s": int(live["live"]),
+            "live_frames_per_read": round(live["frames_per_read"], 1),
+            "live_replay_rounds_per_s": int(live["replay"]),
+            "live_replay_ratio": round(live["replay"] / live["live"], 2),
+            "one_frame_a_read_rounds_per_s": int(live["one"]),
+            "serve_16_shoes_rounds_per_s": int(live[f"served{COMMIT_WAIT}"]),
+            "serve_16_shoes_reads_a_commit": round(live[f"served_reads_a_commit{COMMIT_WAIT}"], 1),
+            "serve_16_shoes_rounds_per_s_commit_wait_0": int(live["served0.0"])}
+
+
+def _served_shoes(tmp, shoes=16):
+    """16 shoes' captures of a shoe each, as reads of one round's frames (4 frames)."""
+    import os
+
+    from sabot.virtual import capture_gen
+
+    out = []
+    for i in range(shoes):
+        os.makedirs(f"{tmp}/served{i}")
+        entry, cap, _ = capture_gen.generate(f"{tmp}/served{i}", 1, seed=500 + i,
+                                             shoe_id=0x5AB0_8000 + i)
+        frames = [f + b"\x00" for f in cap.split(b"\x00") if f]
+        out.append((entry, [b"".join(frames[k:k + 4]) for k in range(0, len(frames), 4)]))
+    return out
+
+
+def _served_rate(served, wait, db):
+    """serve's validators (pit/serve.py: a thread a shoe, one store, its group commit with
+    `wait`, 0: a commit a read) each fed its shoe's reads as fast as it takes them:
+    (rounds/s, commits, reads committed)."""
+    import threading
+
+    from sabot.audit.group_commit import GroupCommit
+    from sabot.audit.store import open_store
+    from sabot.pit.serve import LockedValidator
+
+    store = open_store(db, threads=True)
+    group = GroupCommit(store, wait)
+    vs = [LockedValidator(group, entry, store) for entry, _ in served]
+
+    def feed(v, reads):
+        for data in reads:
+            v.receive(data)
+
+    threads = [threading.Thread(target=feed, args=(v, reads))
+               for v, (_, reads) in zip(vs, served)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    rate = sum(v.counts["rounds"] for v in vs) / (time.perf_counter() - t)
+    assert all(v.counts["rejected"] == 0 for v in vs)
+    store.close()
+    return rate, group.commits, group.reads
+
+
+def _replay_rate(entry, cap, db):
+    """The capture taken whole by a validator (as `sabot replay` takes a session): rounds/s."""
+    from sabot.audit.validator import Validator
+
+    v = Validator(entry, db)
+    t = time.perf_counter()
+    v.receive(cap)
+    rate = v.counts["rounds"] / (time.perf_counter() - t)
+    v.store.close()
+    return rate
+
+
+def _one_frame_a_read_rate(entry, cap, db):
+    """Each frame its own read, its own durable commit: what a validator pays when every read
+    brings one frame (rounds/s)."""
+    from sabot.audit.validator import Validator
+
+    frames = [f + b"\x00" for f in cap.split(b"\x00") if f]
+    v = Validator(entry, db)
+    t = time.perf_counter()
+    for f in frames:
+        v.receive(f)
+    rate = v.counts["rounds"] / (time.perf_counter() - t)
+    v.store.close()
+    return rate
+
+
+WRITER = """
+import os, sys
+fd = int(sys.argv[1])
+frames = [f + b"\\x00" for f in open(sys.argv[2], "rb").read().split(b"\\x00") if f]
+sys.stdin.read(1)  # go
+for f in frames:
+    os.write(fd, f)
+sys.stdin.read()  # held open until the reader has it all
+"""
+
+
+def _live_rate(entry, cap, rounds, db):
+    """The capture written into a pty by another process as fast as the reader takes it, one
+    frame a write, and read as the host link reads a shoe's port (sabot.link.transport: all that
+    has arrived, one read, one durable commit): (rounds/s, frames a read)."""
+    import os
+    import subprocess
+    import sys
+
+    from sabot.audit.validator import Validator
+    from sabot.link.transport import ShoePort
+
+    path = db + ".cap"
+    with open(path, "wb") as f:
+        f.write(cap)
+    master, slave = os.openpty()
+    port = ShoePort(os.ttyname(slave), open_timeout=5)  # raw, as a shoe's tty is opened
+    os.close(slave)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(master), path],
+                              stdin=subprocess.PIPE, pass_fds=(master,))
+    os.close(master)
+    v = Validator(entry, db)
+    reads = 0
+    try:
+        writer.stdin.write(b"g")
+        writer.stdin.flush()
+        t = time.perf_counter()
+        while v.counts["rounds"] < rounds:
+            data = port.read(2.0)
+            assert data, "the writer stopped"
+            v.receive(data)
+            reads += 1
+        rate = rounds / (time.perf_counter() - t)
+    finally:
+        writer.stdin.close()
+        writer.wait(10)
+        port.close()
+        v.store.close()
+    return rate, v.counts["frames"] / reads
 
 
 def _p256_verify_us(n=2000):
@@ -164,4 +317,4 @@ def bench_serve(shoes=16):
             "update_delay_p99_ms": round(percentile(delays, 99) * 1000, 1),
             "update_delay_max_ms": round(max(delays) * 1000, 1),
             **{k: stats[k] for k in ("edges_recomputes", "edges_median_ms", "edges_p99_ms",
-                                     "edges_max_ms")}}
+                                     "edges_max_ms", "commits", "reads_committed")}}

@@ -265,6 +265,9 @@ def test_four_shoes_at_full_speed_lose_no_round_and_the_api_answers(tmp_path):
                               "edges", "alarms"}
             assert set(d["edges"]) == {"banker", "player", "tie", "player_pair", "banker_pair"}
             assert d["remaining_cards"] < 416
+        # the shoes' reads that came while a commit was made were stored by the next one
+        stats = rig.get("/api/stats")
+        assert stats["reads_committed"] > stats["commits"] > 0, stats
     finally:
         code = rig.stop()
     h = subprocess.run([*SABOT, "history", "--db", rig.db, "--json"], capture_output=True,

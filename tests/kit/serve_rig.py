@@ -24,7 +24,7 @@ from kit.procs import free_port_for_tests
 class ServeRig:
     def __init__(self, tmp, shoes=1, seed=100, side_wagers=(), ez=False, limits=(None, None),
                  accounts=None, tokens=None, db=None, pit="pit", first_shoe=0x5AB0_0001,
-                 prefix="BAC", cut_from_end=None, extra=(), crossed=False):
+                 prefix="BAC", cut_from_end=None, extra=(), crossed=False, command=SABOT):
         self.tmp = Path(tmp)
         self.db = db or self.tmp / "audit.db"
         self.registry = self.tmp / "shoes.json"
@@ -52,15 +52,19 @@ class ServeRig:
         ids = self.shoe_ids[::-1] if crossed else self.shoe_ids
         shoe_args = [a for i, b in enumerate(self.boards)
                      for a in ("--shoe", f"{b.url}={ids[i]}")]
+        self.args = ["serve", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
+                     "--registry", str(self.registry), "--key", str(self.key.path), "--pit", pit,
+                     *shoe_args, *(["--accounts", str(accounts)] if accounts else []), *extra]
         self.log = open(self.tmp / "serve.log", "w")
-        self.proc = subprocess.Popen(
-            [*SABOT, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
-             "--registry", str(self.registry), "--key", str(self.key.path), "--pit", pit,
-             *shoe_args,
-             *(["--accounts", str(accounts)] if accounts else []), *extra],
-            stderr=self.log, cwd=self.tmp)
-        self.wait_up()
+        self.start(command)
         self.dealers = []
+
+    def start(self, command=SABOT):
+        """serve (again, after it stopped or died: its log appended to), as `command` runs it."""
+        if self.log.closed:
+            self.log = open(self.tmp / "serve.log", "a")
+        self.proc = subprocess.Popen([*command, *self.args], stderr=self.log, cwd=self.tmp)
+        self.wait_up()
 
     def wait_up(self, timeout=30):
         end = time.monotonic() + timeout

@@ -342,6 +342,18 @@ class AuditStore(RecordQueries, abc.ABC):
         self._pending = []
         self.unconfirmed_since, self.refusal = None, None
         self.confirmed_at = time.time()
+    def savepoint(self) -> tuple[int, int | None, int]:
+        """Where the open batch stands: back_to() drops what was queued after it (one
+        validator's read out of a batch it shares with others, GroupCommit)."""
+        return len(self._pending), self._next_frame_id, len(self._batch_raw)
+
+    def back_to(self, point: tuple[int, int | None, int]) -> None:
+        rows, frame_id, raws = point
+        del self._pending[rows:]
+        self._next_frame_id = frame_id
+        for key in list(self._batch_raw)[raws:]:
+            del self._batch_raw[key]
+
     def _max_id(self, table: str) -> int:
         return int(self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
 

@@ -82,6 +82,34 @@ def checkpoint_mismatch(size: int) -> str:
             "of the frames stored")
 
 
+class Read:
+    """One read from the link as a validator takes it (Validator.take): its frames and the
+    validator as it was before them."""
+
+    __slots__ = (
+        "cosigned",
+        "counted",
+        "data",
+        "log",
+        "parsed",
+        "pending",
+        "saved",
+        "torn",
+        "verdicts",
+    )
+
+    def __init__(self, data: bytes, torn: tuple[bytes, bool]) -> None:
+        self.data = data
+        self.torn = torn  # the deframer's partial frame before it
+        self.parsed: list[tuple[bytes, pr.Frame | None, str | None]] = []
+        self.verdicts: list[Verdict] = []
+        self.saved: dict[str, Any] = {}
+        self.counted: tuple[dict[str, int], int, int, int] = ({}, 0, 0, 0)
+        self.pending: pr.Frame | None = None
+        self.log: tuple[int, pr.Frame | None] = (0, None)
+        self.cosigned: list[Cosigned] = []
+
+
 class Validator:
     """Verifies one shoe's frames with the public keys of its registry entry: it holds no
     secret."""
@@ -170,50 +198,75 @@ class Validator:
         The frames of one read are stored in one durable transaction (a group commit); the link
         acknowledges them only after this returns, so an acknowledged frame is always on disk.
         A read the store refuses is not taken at all (nor kept in a capture)."""
+        read = self.take(data)
+        if read.parsed:
+            try:
+                self.store.begin()  # a server lost here refuses the read, as at its commit
+                self.stage(read)
+                self.store.commit()
+            except BaseException:
+                self.store.rollback()
+                self.undo(read)
+                raise
+        self.stored(read)
+        return read.verdicts
+
+    def take(self, data: bytes) -> Read:
+        """A read's frames, parsed, with what to go back to should the store not keep them."""
         if self.capture is not None and self._captured != (self.live, self.awaiting_status):
             self.capture.mark(self)  # the link (re)connected: a replay reads on as this did
-        torn = bytes(self.deframer.buf), self.deframer.noise
+        read = Read(data, (bytes(self.deframer.buf), self.deframer.noise))
         encoded = self.deframer.feed(data)
         if not encoded:
-            self._took(data)
-            return []
+            return read
         seen = max(self.witnessed, default=0)  # rounds a witness has seen are kept no more
         while self.round_seqs and self.round_seqs[0] <= seen:
             self.round_seqs.popleft()
-        saved = copy.deepcopy(self.state)  # what to go back to if the batch cannot be stored
-        counted = dict(self.counts), len(self.rejections), len(self.alarms), len(self.round_seqs)
-        pending = self.pending
-        leaves, checkpoint = len(self.log.hashes), self.checkpoint
-        parsed = [self._parse(e) for e in encoded]
+        read.saved = copy.deepcopy(self.state)
+        read.counted = (dict(self.counts), len(self.rejections), len(self.alarms),
+                        len(self.round_seqs))
+        read.pending = self.pending
+        read.log = len(self.log.hashes), self.checkpoint
+        read.parsed = [self._parse(e) for e in encoded]
+        read.cosigned = self.cosigner.take() if self.cosigner is not None else []
+        return read
+
+    def stage(self, read: Read) -> None:
+        """The read's frames decided and queued in the store's open batch (store.begin() before,
+        store.commit() after: by the caller, who may commit other validators' reads with it)."""
         if self.batch_verify:
-            self._covered = self._cover([f for _, f, _ in parsed if f is not None])
-        cosigned = self.cosigner.take() if self.cosigner is not None else []
+            self._covered = self._cover([f for _, f, _ in read.parsed if f is not None])
         try:
-            self.store.begin()  # a server lost here refuses the read, as at its commit
-            self._add_cosignatures(cosigned)
-            out = [v for p in parsed for v in self._one(*p)]
+            self._add_cosignatures(read.cosigned)
+            read.verdicts = [v for p in read.parsed for v in self._one(*p)]
             self.store.save_link(LINK_KEY, self.shoe_id, self.state)
-            self.store.commit()
-        except BaseException:
-            self.store.rollback()
-            if self.cosigner is not None:
-                self.cosigner.put_back(cosigned)
-            self._held = None
-            self.state = saved  # nothing of this read was stored: the shoe will send it again
-            self.pending = pending
-            self.deframer.buf, self.deframer.noise = bytearray(torn[0]), torn[1]
-            self.counts = counted[0]
-            del self.rejections[counted[1]:], self.alarms[counted[2]:]
-            while len(self.round_seqs) > counted[3]:
-                self.round_seqs.pop()
-            self.log.cut(leaves)
-            self.checkpoint = checkpoint
-            raise
         finally:
             self._covered = set()
-        self._took(data)
+
+    def undo(self, read: Read) -> None:
+        """Back to before the read (the store kept nothing of it): the shoe sends it again."""
+        if not read.parsed:
+            return
+        if self.cosigner is not None:
+            self.cosigner.put_back(read.cosigned)
+        self._held = None
+        self.state = read.saved
+        self.pending = read.pending
+        self.deframer.buf, self.deframer.noise = bytearray(read.torn[0]), read.torn[1]
+        counts, rejections, alarms, rounds = read.counted
+        self.counts = counts
+        del self.rejections[rejections:], self.alarms[alarms:]
+        while len(self.round_seqs) > rounds:
+            self.round_seqs.pop()
+        self.log.cut(read.log[0])
+        self.checkpoint = read.log[1]
+        read.verdicts = []
+
+    def stored(self, read: Read) -> None:
+        """The read is durable: kept in the capture, and a checkpoint that held to the
+        witnesses."""
+        self._took(read.data)
         self._submit()
-        return out
 
     def _add_cosignatures(self, cosigned: list[Cosigned]) -> None:
         for frame_id, size, lines in cosigned:

@@ -67,6 +67,11 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    help="how long a shoe may send nothing, its link up or lost, before serve "
                    "raises link_silent (default 30, at least 5: a live shoe answers the host's "
                    "hello every 2 s)")
+    p.add_argument("--commit-wait", metavar="SECONDS", type=commit_wait_arg, default=0.02,
+                   help="how long a shoe's read may wait for the other shoes' reads queued "
+                   "behind it, so that one durable commit stores them all (default 0.02, 0 to "
+                   "1): a read is acknowledged only once its commit is confirmed, and waits "
+                   "only while another shoe's read is ready to join it")
     p.add_argument("--shifts", metavar="HH:MM,...", type=shifts_arg,
                    default=["06:00", "14:00", "22:00"],
                    help="when the pit's shifts begin, the server's local time (default "
@@ -134,7 +139,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     validation = Validation(args.db, shoes, on_alarm=print_alarm, pit=name,
                             cosigner=lambda: cosigner(args, lambda line: print(
                                 line, file=sys.stderr, flush=True)),
-                            store_alarm=args.store_alarm, silent_alarm=args.silent_alarm)
+                            store_alarm=args.store_alarm, silent_alarm=args.silent_alarm,
+                            commit_wait=args.commit_wait)
     pit.recording = validation.recording
     duties = Duties(pit, validation.log if accounts else None,
                     lambda: sorted(n for n, u in accounts.fresh().items()
@@ -206,6 +212,15 @@ def silent_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(f"wants 5 seconds or more (a live shoe answers a hello "
                                          f"every 2 s), not {text}")
     return value
+
+
+def commit_wait_arg(text: str) -> float:
+    """--commit-wait: seconds from 0 to 1 (a read is acknowledged only after its commit: a
+    longer wait would hold up acknowledgements for little gain)."""
+    from sabot.cli.options import _finite
+
+    return _finite(text, "number of seconds", lambda x: 0 <= x <= 1,
+                   "a number of seconds from 0 to 1")
 
 
 def shifts_arg(text: str) -> list[str]:

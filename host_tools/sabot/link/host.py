@@ -244,8 +244,8 @@ class HostLink:
         self.rx_bytes += sum(len(c) for c in chunks)
         if len(self.heard) < HEARD:
             self.heard += b"".join(chunks)[: HEARD - len(self.heard)]
-        # One receive per read: the validator commits each read's frames as one group.
-        results = [v for chunk in chunks for v in self.validator.receive(chunk)]
+        # One receive for all that arrived: one durable commit stores every frame of it.
+        results = self.validator.receive(b"".join(chunks))
         statuses = False
         for f, v, _ in results:
             if v == "accepted" and f is not None and f.type == pr.T_STATUS:

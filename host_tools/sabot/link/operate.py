@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sabot import protocol as pr
+from sabot.audit.group_commit import GroupCommit
 from sabot.audit.store import AuditStore
 from sabot.audit.validator import COUNTER_MAX, Validator
 from sabot.errors import SabotError
@@ -211,7 +212,7 @@ class Operation:
 
     @classmethod
     def on_link(cls, url: str, validator: Validator, link: HostLink,
-                lock: threading.Lock | None = None,
+                lock: threading.Lock | GroupCommit | None = None,
                 logged: dict[str, Any] | None = None) -> Operation:
         """An operation on a link another session holds, run in that session's thread (which
         alone talks on it); `lock` guards the store it shares with other threads; `logged` is
@@ -224,7 +225,7 @@ class Operation:
 
     def _attach(self, url: str, validator: Validator, link: HostLink,
                 on_record: Callable[[str, dict[str, Any]], None] | None,
-                lock: threading.Lock | None = None,
+                lock: threading.Lock | GroupCommit | None = None,
                 logged: dict[str, Any] | None = None) -> None:
         self.url = url
         self.validator = validator

@@ -343,12 +343,16 @@ def api_routes(pit: Pit) -> list[Route]:
         return StoredJSON(body, status_code=status)
 
     async def api_stats(request: Request) -> Response:
-        """How long the live edge recomputes take in this process (validators and pages)."""
+        """How long the live edge recomputes take in this process (validators and pages), and
+        the group commits of its validators: how many, and the reads they stored."""
         ms = sorted(x * 1000 for x in LiveEdges.timings)
         pick = (lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 3)) if ms else (
             lambda q: None)
+        group = getattr(pit.recording, "lock", None)  # this serve's commits (none: a floor)
         return StoredJSON({"edges_recomputes": len(ms), "edges_median_ms": pick(0.5),
-                           "edges_p99_ms": pick(0.99), "edges_max_ms": pick(1.0)})
+                           "edges_p99_ms": pick(0.99), "edges_max_ms": pick(1.0),
+                           "commits": group.commits if group else 0,
+                           "reads_committed": group.reads if group else 0})
 
     async def api_table(request: Request) -> Response:
         t = pit.table(request.path_params["table"])

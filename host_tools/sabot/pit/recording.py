@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sabot.audit.group_commit import GroupCommit
 from sabot.errors import SabotError
 from sabot.pit.words import clock, iso
 from sabot.service import log
@@ -60,7 +61,7 @@ class Recording:
     `lock`: the serve lock over the store; `say`: serve's log (a line and its severity);
     `notify`: the pages."""
 
-    def __init__(self, store: Any, lock: threading.Lock, shoes: Sequence[Any],
+    def __init__(self, store: Any, lock: GroupCommit, shoes: Sequence[Any],
                  bound: float = STORE_ALARM, say: Callable[[str, str], None] | None = None,
                  notify: Callable[[], None] | None = None,
                  silent_after: float = SILENT_ALARM) -> None:

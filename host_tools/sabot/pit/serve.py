@@ -5,9 +5,11 @@ Writing: one thread per shoe, each a validation session (link/session.py) as `sa
 runs it, all writing through ONE AuditStore guarded by one lock. One store, because the contract
 promises one audit log (`--db PATH`), with one row chain that `sabot audit verify` checks whole,
 and because AuditStore admits one writer per database file (its lock file); one lock, because a
-Validator's read is one transaction (begin ... commit) on the store's single connection. Reading
-ports and acknowledging happen outside the lock, so a slow shoe holds up no other; the lock covers
-only the verification and the commit of one read (about a millisecond).
+Validator's read is staged in the store's one batch and made durable by one commit on the store's
+single connection: the reads of other shoes that arrive while a commit is being made wait for the
+lock, and the next commit stores them all (audit/group_commit.py, --commit-wait). Reading ports and
+acknowledging happen outside the lock, so a slow shoe holds up no other; the lock covers only the
+verification and the commits.
 
 Reading: the web side (pit/pages.py) opens its own read-only connection and follows the store's
 new rows; the validator threads wake it after each stored read, so a page sees a round within
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sabot.audit.cosign import Cosigner
+from sabot.audit.group_commit import COMMIT_WAIT, GroupCommit
 from sabot.audit.store import AuditStore, open_store
 from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
@@ -68,16 +71,16 @@ def pit_of(writer: str) -> str:
 
 
 class LockedValidator(Validator):
-    """A Validator whose every read is verified and committed under the store's shared lock."""
+    """A Validator whose every read is verified under the store's shared lock and committed
+    with the other shoes' reads that came meanwhile (audit/group_commit.py)."""
 
-    def __init__(self, lock: threading.Lock, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, lock: GroupCommit, *args: Any, **kwargs: Any) -> None:
         self.lock = lock
         with lock:
             super().__init__(*args, **kwargs)
 
     def receive(self, data: bytes) -> list[Verdict]:
-        with self.lock:
-            return super().receive(data)
+        return self.lock.receive(self, data)
 
     def store_cosignatures(self, wait: float = 0.0) -> None:
         if wait and self.cosigner is not None:
@@ -146,10 +149,11 @@ class Validation:
                  notify: Callable[[], None] | None = None,
                  on_alarm: Callable[[dict[str, Any]], None] | None = None,
                  pit: str = "", cosigner: Callable[[], Cosigner | None] = lambda: None,
-                 store_alarm: float = STORE_ALARM, silent_alarm: float = SILENT_ALARM
-                 ) -> None:
+                 store_alarm: float = STORE_ALARM, silent_alarm: float = SILENT_ALARM,
+                 commit_wait: float = COMMIT_WAIT) -> None:
         self.store = shared_writer(db, pit)
-        self.lock = threading.Lock()
+        # the store's lock, and its commits: each wakes the pages before its reads' threads
+        self.lock = GroupCommit(self.store, commit_wait, lambda: self.notify())
         self.shoes = shoes
         self.notify = notify or (lambda: None)  # the pages; set later by a serve's Hub
         self.stop_event = threading.Event()
