@@ -283,7 +283,22 @@ def bench_serve(shoes=16):
     """`sabot serve` validating 16 virtual shoes dealt at full speed at once (each board a
     MicroPython process, each dealer a thread here): rounds/s stored, rounds lost, and the delay
     from a round's frame being stored to its table's page update (an SSE client per table); the
-    live edge recomputes inside serve (/api/stats)."""
+    live edge recomputes inside serve (/api/stats) and its group commits. Beside it the same with
+    a commit a read (`--commit-wait 0`), and both with 6 shoes, where the boards leave the cores
+    unsaturated."""
+    run = _serve_run(shoes, [])
+    alone = _serve_run(shoes, ["--commit-wait", "0"])
+    few, few_alone = _serve_run(6, []), _serve_run(6, ["--commit-wait", "0"])
+    return {**{k: v for k, v in run.items() if k != "delays"},
+            "update_delay_p50_ms_commit_wait_0": alone["update_delay_p50_ms"],
+            "update_delay_p99_ms_commit_wait_0": alone["update_delay_p99_ms"],
+            "update_delay_p50_ms_6_shoes": few["update_delay_p50_ms"],
+            "update_delay_p99_ms_6_shoes": few["update_delay_p99_ms"],
+            "update_delay_p50_ms_6_shoes_commit_wait_0": few_alone["update_delay_p50_ms"],
+            "update_delay_p99_ms_6_shoes_commit_wait_0": few_alone["update_delay_p99_ms"]}
+
+
+def _serve_run(shoes, extra):
     import json as _json
     import tempfile
     import urllib.request
@@ -291,7 +306,7 @@ def bench_serve(shoes=16):
     from kit.serve_rig import ServeRig, SSEClient, percentile
 
     with tempfile.TemporaryDirectory(prefix="sabot-bench-serve-") as tmp:
-        rig = ServeRig(tmp, shoes=shoes, seed=300)
+        rig = ServeRig(tmp, shoes=shoes, seed=300, extra=extra)
         try:
             clients = [SSEClient(f"{rig.url}/table/{t}/events") for t in rig.tables]
             for c in clients:

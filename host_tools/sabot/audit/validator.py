@@ -12,7 +12,7 @@ registry's — an alarm is stored with it and the audit goes on."""
 
 from __future__ import annotations
 
-import copy
+import pickle
 import secrets
 from collections import deque
 from collections.abc import Callable
@@ -222,7 +222,8 @@ class Validator:
         seen = max(self.witnessed, default=0)  # rounds a witness has seen are kept no more
         while self.round_seqs and self.round_seqs[0] <= seen:
             self.round_seqs.popleft()
-        read.saved = copy.deepcopy(self.state)
+        # a copy to go back to (of plain values: pickle copies them a third of deepcopy's time)
+        read.saved = pickle.loads(pickle.dumps(self.state, pickle.HIGHEST_PROTOCOL))
         read.counted = (dict(self.counts), len(self.rejections), len(self.alarms),
                         len(self.round_seqs))
         read.pending = self.pending
