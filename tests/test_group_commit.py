@@ -118,6 +118,62 @@ def test_a_read_with_no_whole_frame_waits_for_no_commit(tmp_path):
     store.close()
 
 
+def test_a_row_the_database_refuses_refuses_only_its_own_shoes_read(tmp_path):
+    """Every row of one shoe refused (what row security does once `sabot pit-role` moves that
+    shoe to another pit while this serve runs; here a trigger): the other shoes' reads that
+    shared its commit are stored on their own, that shoe's read alone is refused."""
+    shoes = _shoes(tmp_path)
+    store = open_store(str(tmp_path / "audit.db"), threads=True)
+    group = GroupCommit(store, wait=5.0)
+    vs = [_Shoe(group, entry, store) for entry, _, _ in shoes]
+    moved = shoes[0][0].shoe_id
+    store.db.execute(f"CREATE TEMP TRIGGER moved BEFORE INSERT ON frames WHEN NEW.shoe_id ="
+                     f" {moved} BEGIN SELECT RAISE(ABORT, 'new row violates row-level security"
+                     " policy'); END")
+    results = _together(group, vs, [parts[0] for _, parts, _ in shoes])
+    assert isinstance(results[0], SabotError) and "row-level security" in str(results[0])
+    assert all(isinstance(r, list) and r for r in results[1:]), results
+    assert vs[0].state["last_seq"] == 0 and vs[1].state["last_seq"] > 0
+    assert (group.commits, group.reads) == (2, 2)  # each of the two on its own
+    store.close()
+
+
+def test_a_page_asking_for_the_store_gives_up_in_time_while_a_commit_stalls(tmp_path):
+    """A batch open (another shoe's read on its way to the lock) whose commit then waits on the
+    file's write lock, taken by another program: acquire(timeout=...), as the dashboard asks,
+    returns False in its time, not when the commit is done."""
+    import sqlite3
+
+    (entry, parts, _), = _shoes(tmp_path, 1)
+    db = str(tmp_path / "audit.db")
+    store = open_store(db, threads=True)
+    group = GroupCommit(store, wait=0.3)
+    v = _Shoe(group, entry, store)
+    v.receive(parts[0][:2000])
+    other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # a backup, a sqlite3 shell: the write lock taken
+    with group._queue:
+        group.queued += 1  # another shoe's read on its way: the batch waits for it
+    done = []
+    t = threading.Thread(target=lambda: done.append(v.receive(parts[0][2000:])))
+    t.start()
+    end = time.monotonic() + 5
+    while group._batch is None and time.monotonic() < end:
+        time.sleep(0.002)
+    assert group._batch is not None
+    began = time.monotonic()
+    assert group.acquire(timeout=0.6) is False  # the commit began at 0.3 s, and stalls
+    assert time.monotonic() - began < 1.5
+    with group._queue:
+        group.queued -= 1
+    other.execute("ROLLBACK")
+    t.join(30)
+    assert done and done[0]  # stored once the lock was let go
+    assert group.acquire(timeout=1.0)
+    group.release()
+    store.close()
+
+
 # serve, killed right after a commit that stored reads of several shoes, before any of their
 # acknowledgements went: the power cut in the one window where frames are stored but the shoes
 # still hold them

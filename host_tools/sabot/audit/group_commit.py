@@ -16,12 +16,13 @@ if TYPE_CHECKING:
     from sabot.audit.validator import Read, Validator, Verdict
 
 COMMIT_WAIT = 0.02  # seconds at most a read waits for the reads queued behind it to join it
+CLAIM_LOOK = 0.05  # seconds between a held-back read's looks whether the store's other use is done
 
 
 class Batch:
     """The reads staged in the store's open batch, and what became of them."""
 
-    __slots__ = ("done", "error", "expect", "opened", "reads")
+    __slots__ = ("alone", "done", "error", "expect", "opened", "reads")
 
     def __init__(self, expect: int) -> None:
         self.opened = time.monotonic()
@@ -29,6 +30,7 @@ class Batch:
         self.reads: list[tuple[Validator, Read]] = []
         self.done = threading.Event()  # committed, or refused
         self.error: BaseException | None = None  # the commit's failure: none of them stored
+        self.alone = False  # refused for a row of one read: each is tried again on its own
 
 
 class GroupCommit:
@@ -64,21 +66,34 @@ class GroupCommit:
 
     # ---- as a lock, for every other use of the store ----------------------------------------
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        end = None if timeout < 0 else time.monotonic() + timeout
-        if not self._lock.acquire(blocking, timeout):
+        """The store between batches (held as a lock), within `timeout` seconds however long a
+        commit takes; no new batch opens while this waits."""
+        if not blocking:
+            if not self._lock.acquire(False):
+                return False
+            if self._batch is None:
+                return True
+            self._lock.release()
             return False
-        self._claims += 1  # no new batch opens before this one has had the store
+        end = None if timeout < 0 else time.monotonic() + timeout
+        with self._queue:
+            self._claims += 1
         try:
-            while self._batch is not None:
-                left = None if end is None else end - time.monotonic()
-                if left is not None and (left <= 0 or not blocking):
-                    self._closed.notify_all()
-                    self._lock.release()
+            while True:
+                left = None if end is None else max(0.0, end - time.monotonic())
+                if not self._lock.acquire(True, -1 if left is None else left):
                     return False
-                self._closed.wait(left)
+                batch = self._batch
+                if batch is None:
+                    return True
+                self._lock.release()  # the batch's reads commit it; its outcome is waited for
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                batch.done.wait(left)
         finally:
-            self._claims -= 1
-        return True
+            with self._queue:
+                self._claims -= 1
 
     def release(self) -> None:
         self._closed.notify_all()  # reads held back for this use may open a batch
@@ -107,7 +122,7 @@ class GroupCommit:
                     self._close_if_due(self._batch)
                 return []
             while self._batch is None and self._claims:  # another use of the store goes first
-                self._closed.wait()
+                self._closed.wait(CLAIM_LOOK)
             batch = self._batch
             if batch is None:
                 try:
@@ -138,6 +153,31 @@ class GroupCommit:
                 if not batch.done.is_set():
                     self._commit(batch)
         if batch.error is not None:
+            if batch.alone:  # refused for a row of one of them: each tries again on its own
+                return self._alone(v, data)
+            if isinstance(batch.error, SabotError):
+                raise SabotError(str(batch.error)) from None
+            raise batch.error
+        v.stored(read)
+        return read.verdicts
+
+    def _alone(self, v: Validator, data: bytes) -> list[Verdict]:
+        """The read (its validator back to before it) committed in a batch of its own: a row the
+        database refuses refuses only its own shoe's read, not the others' it came with."""
+        with self:
+            read = v.take(data)
+            batch = self._batch = Batch(0)
+            try:
+                self.store.begin()
+                v.stage(read)
+            except BaseException:
+                self._batch = None
+                self.store.rollback()
+                v.undo(read)
+                raise
+            batch.reads.append((v, read))
+            self._commit(batch, alone=True)
+        if batch.error is not None:
             if isinstance(batch.error, SabotError):
                 raise SabotError(str(batch.error)) from None
             raise batch.error
@@ -148,20 +188,22 @@ class GroupCommit:
         if batch.expect <= 0 or self.queued == 0 or time.monotonic() >= batch.opened + self.wait:
             self._commit(batch)
 
-    def _commit(self, batch: Batch) -> None:
+    def _commit(self, batch: Batch, alone: bool = False) -> None:
         """The batch made durable, or undone for every read in it (under the lock)."""
         self._batch = None
         try:
             self.store.commit()
-            self.commits += 1
-            self.reads += len(batch.reads)
-            if self.on_commit is not None:
-                self.on_commit()
         except BaseException as e:
             self.store.rollback()
             for v, read in batch.reads:
                 v.undo(read)
             batch.error = e
+            batch.alone = not alone and len(batch.reads) > 1 and self.store.row_refused
+            return
         finally:
             batch.done.set()
             self._closed.notify_all()
+        self.commits += 1
+        self.reads += len(batch.reads)
+        if self.on_commit is not None:
+            self.on_commit()

@@ -197,6 +197,7 @@ class AuditStore(RecordQueries, abc.ABC):
     are numbered after the chain's head (_numbered), and the abstract methods below."""
 
     ERRORS: tuple[type[BaseException], ...]  # the database's own faults
+    ROW_ERRORS: tuple[type[BaseException], ...]  # ... of them, those a row's content causes
     BEGIN_WRITE: str  # a batch's transaction
     BEGIN_SNAPSHOT: str  # a read transaction that keeps its snapshot to the end
 
@@ -205,6 +206,7 @@ class AuditStore(RecordQueries, abc.ABC):
     # database's words for the latest refused one, and when the latest commit was confirmed.
     unconfirmed_since: float | None = None
     refusal: str | None = None
+    row_refused = False  # the latest refusal was for a row (a constraint, row security, a trigger)
     confirmed_at: float | None = None
 
     def __init__(self, path: str, writer: bool) -> None:
@@ -294,7 +296,7 @@ class AuditStore(RecordQueries, abc.ABC):
     def begin(self) -> None:
         self._pending = []
         self._batch_raw = {}
-        self._now = time.time()  # one receive time per batch: the frames of one read
+        self._now = time.time()  # one receive time per batch: its reads' (a group's: its first)
         if self.unconfirmed_since is None:
             self.unconfirmed_since = self._now
         if self._next_frame_id is None:
@@ -333,6 +335,7 @@ class AuditStore(RecordQueries, abc.ABC):
             self.db.execute("ROLLBACK")
         self.rollback()
         self.refusal = self._reason(e)
+        self.row_refused = isinstance(e, self.ROW_ERRORS)
         return SabotError(f"audit database {self.path}: {self.refusal}; "
                           "nothing of this read was stored or acknowledged")
 

@@ -133,6 +133,9 @@ class PgAuditStore(AuditStore):
 
     db: Connection
     ERRORS = (psycopg.Error,)
+    # a constraint, the pits' row security, a trigger's exception: that row, not the server
+    ROW_ERRORS = (psycopg.errors.IntegrityError, psycopg.errors.InsufficientPrivilege,
+                  psycopg.errors.RaiseException)
     # the advisory lock makes this the database's one writer; READ COMMITTED whatever the
     # database's default, so the head read after the lock sees the batch committed before it
     # (under REPEATABLE READ the snapshot predates the lock: two writers number the same rows)

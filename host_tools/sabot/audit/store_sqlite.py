@@ -133,6 +133,7 @@ class SqliteAuditStore(AuditStore):
 
     db: sqlite3.Connection
     ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)  # the database's own faults
+    ROW_ERRORS: tuple[type[BaseException], ...] = (sqlite3.IntegrityError,)  # a trigger's too
     BEGIN_WRITE = "BEGIN IMMEDIATE"  # a batch's transaction, taking the write lock at once
     BEGIN_SNAPSHOT = "BEGIN"  # a read transaction: WAL keeps its snapshot to the end
 
