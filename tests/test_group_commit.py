@@ -174,6 +174,48 @@ def test_a_page_asking_for_the_store_gives_up_in_time_while_a_commit_stalls(tmp_
     store.close()
 
 
+def test_reads_go_on_while_pages_keep_asking_for_the_store(tmp_path):
+    """Other users taking the store again and again (pages, the recording watch) hold back no
+    read for long, and never inside a batch: two shoes' captures, fed in small reads, are all
+    stored while two threads take and let go of the store without pause."""
+    shoes = _shoes(tmp_path, 2)
+    store = open_store(str(tmp_path / "audit.db"), threads=True)
+    group = GroupCommit(store, wait=0.005)
+    vs = [_Shoe(group, entry, store) for entry, _, _ in shoes]
+    stop, inside = threading.Event(), []
+
+    def page():
+        while not stop.is_set():
+            if group.acquire(timeout=0.01):
+                inside.append(group._batch is not None)
+                time.sleep(0.0005)
+                group.release()
+
+    def feed(v, cap):
+        for at in range(0, len(cap), 200):
+            v.receive(cap[at:at + 200])
+
+    pages = [threading.Thread(target=page) for _ in range(2)]
+    for t in pages:
+        t.start()
+    began = time.monotonic()
+    feeds = [threading.Thread(target=feed, args=(v, parts[0] + parts[1]))
+             for v, (_, parts, _) in zip(vs, shoes)]
+    for t in feeds:
+        t.start()
+    for t in feeds:
+        t.join(60)
+    stop.set()
+    for t in pages:
+        t.join(10)
+    assert time.monotonic() - began < 30
+    assert inside and not any(inside)  # the store was theirs only between batches
+    for v, (_, _, rounds) in zip(vs, shoes):
+        assert v.counts["rounds"] == rounds and v.counts["rejected"] == 0
+    store.close()
+    assert verify(str(tmp_path / "audit.db"), {e.shoe_id: e for e, _, _ in shoes})["ok"]
+
+
 # serve, killed right after a commit that stored reads of several shoes, before any of their
 # acknowledgements went: the power cut in the one window where frames are stored but the shoes
 # still hold them

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from sabot.audit.validator import Read, Validator, Verdict
 
 COMMIT_WAIT = 0.02  # seconds at most a read waits for the reads queued behind it to join it
-CLAIM_LOOK = 0.05  # seconds between a held-back read's looks whether the store's other use is done
+CLAIM_LOOK = 0.05  # seconds at most a read that would open a batch lets another use go first
 
 
 class Batch:
@@ -121,8 +121,8 @@ class GroupCommit:
                     self._batch.expect -= 1
                     self._close_if_due(self._batch)
                 return []
-            while self._batch is None and self._claims:  # another use of the store goes first
-                self._closed.wait(CLAIM_LOOK)
+            if self._batch is None and self._claims:  # another use of the store goes first,
+                self._closed.wait(CLAIM_LOOK)  # once: a read is held back no longer than this
             batch = self._batch
             if batch is None:
                 try:
