@@ -218,6 +218,10 @@ class AuditStore(RecordQueries, abc.ABC):
         self._batch_raw: dict[tuple[int, int, int], bytes] = {}
         self._next_ids: dict[str, int] = {}
         self.head_no, self.head_hash = 0, GENESIS
+        # each shoe's newest link state row as this writer stored it (one validator a shoe, so
+        # no other writer adds to it), and the ones of the open batch: no read asks the database
+        self._links: dict[tuple[int, int], tuple[Any, ...] | None] = {}
+        self._batch_links: dict[tuple[int, int], tuple[Any, ...]] = {}
 
     # ---- what each back-end gives --------------------------------------------------------------
     @abc.abstractmethod
@@ -295,6 +299,7 @@ class AuditStore(RecordQueries, abc.ABC):
     # ---- writing: one batch (one read from the link) is one durable transaction -----------
     def begin(self) -> None:
         self._pending = []
+        self._batch_links = {}
         self._batch_raw = {}
         self._now = time.time()  # one receive time per batch: its reads' (a group's: its first)
         if self.unconfirmed_since is None:
@@ -340,27 +345,33 @@ class AuditStore(RecordQueries, abc.ABC):
                           "nothing of this read was stored or acknowledged")
 
     def _written(self, no: int, prev: bytes, next_id: dict[str, int]) -> None:
+        self._links.update(self._batch_links)
+        self._batch_links = {}
         self.head_no, self.head_hash = no, prev
         self._next_ids = next_id
         self._pending = []
         self.unconfirmed_since, self.refusal = None, None
         self.confirmed_at = time.time()
-    def savepoint(self) -> tuple[int, int | None, int]:
+    def savepoint(self) -> tuple[int, int | None, int, dict[tuple[int, int], tuple[Any, ...]]]:
         """Where the open batch stands: back_to() drops what was queued after it (one
         validator's read out of a batch it shares with others, GroupCommit)."""
-        return len(self._pending), self._next_frame_id, len(self._batch_raw)
+        return len(self._pending), self._next_frame_id, len(self._batch_raw), \
+            dict(self._batch_links)
 
-    def back_to(self, point: tuple[int, int | None, int]) -> None:
-        rows, frame_id, raws = point
+    def back_to(self, point: tuple[int, int | None, int,
+                                   dict[tuple[int, int], tuple[Any, ...]]]) -> None:
+        rows, frame_id, raws, links = point
         del self._pending[rows:]
         self._next_frame_id = frame_id
         for key in list(self._batch_raw)[raws:]:
             del self._batch_raw[key]
+        self._batch_links = links
 
     def _max_id(self, table: str) -> int:
         return int(self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
 
     def rollback(self) -> None:
+        self._batch_links = {}
         self._next_frame_id = None
         self._next_ids = {}
         self._pending = []
@@ -393,9 +404,16 @@ class AuditStore(RecordQueries, abc.ABC):
         """The validator's state for a shoe after this batch (a new row: the table is a log)."""
         values = (key_id, shoe_id, st["last_seq"], st["last_digest"], st["last_boot"],
                   st["host_counter"], json.dumps(st["inventory"], sort_keys=True))
-        current = self.link(key_id, shoe_id, raw=True)
+        key = (key_id, shoe_id)
+        if key in self._batch_links:
+            current: tuple[Any, ...] | None = self._batch_links[key]
+        elif key in self._links:
+            current = self._links[key]
+        else:
+            current = self._links[key] = self.link(key_id, shoe_id, raw=True)
         if current != values:
             self._add("link_state", values)
+            self._batch_links[key] = values
 
     def log_operation(self, entry: Mapping[str, Any], shoe_id: int, seq: int) -> None:
         """One operator action, durable before the command returns: `entry` as `history
