@@ -352,6 +352,7 @@ class AuditStore(RecordQueries, abc.ABC):
         self._pending = []
         self.unconfirmed_since, self.refusal = None, None
         self.confirmed_at = time.time()
+
     def savepoint(self) -> tuple[int, int | None, int, dict[tuple[int, int], tuple[Any, ...]]]:
         """Where the open batch stands: back_to() drops what was queued after it (one
         validator's read out of a batch it shares with others, GroupCommit)."""
