@@ -138,6 +138,37 @@ def test_a_row_the_database_refuses_refuses_only_its_own_shoes_read(tmp_path):
     store.close()
 
 
+@pytest.mark.board  # the server is a process
+def test_on_postgresql_a_shoe_whose_rows_are_refused_holds_up_no_other_shoe(tmp_path):
+    """The same on a floor's PostgreSQL store: a trigger raising for one shoe's rows (as row
+    security does for a shoe `pit-role` moved away) refuses that shoe's read, and the reads it
+    shared a commit with are stored on their own."""
+    from kit.pg import shared_server
+
+    shoes = _shoes(tmp_path)
+    url = shared_server().database()
+    store = open_store(url, threads=True)
+    moved = shoes[0][0].shoe_id
+    with psycopg_connection(url) as con:
+        con.execute("CREATE FUNCTION refuse_moved() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                    "BEGIN RAISE EXCEPTION 'new row violates row-level security policy'; END $$")
+        con.execute(f"CREATE TRIGGER moved BEFORE INSERT ON frames FOR EACH ROW WHEN "
+                    f"(NEW.shoe_id = {moved}) EXECUTE FUNCTION refuse_moved()")
+    group = GroupCommit(store, wait=5.0)
+    vs = [_Shoe(group, entry, store) for entry, _, _ in shoes]
+    results = _together(group, vs, [parts[0] for _, parts, _ in shoes])
+    assert isinstance(results[0], SabotError) and "row-level security" in str(results[0])
+    assert all(isinstance(r, list) and r for r in results[1:]), results
+    assert (group.commits, group.reads) == (2, 2)
+    store.close()
+
+
+def psycopg_connection(url):
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
 def test_a_page_asking_for_the_store_gives_up_in_time_while_a_commit_stalls(tmp_path):
     """A batch open (another shoe's read on its way to the lock) whose commit then waits on the
     file's write lock, taken by another program: acquire(timeout=...), as the dashboard asks,
