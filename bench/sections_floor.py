@@ -67,15 +67,7 @@ def _ack_latencies(url, tables, pits, period):
 
     from sabot.audit.group_commit import GroupCommit
     from sabot.audit.store import open_store
-    from sabot.audit.validator import Validator
-
-    class Served(Validator):  # as pit/serve.py's LockedValidator
-        def __init__(self, group, *args):
-            self.group = group
-            super().__init__(*args)
-
-        def receive(self, data):
-            return self.group.receive(self, data)
+    from sabot.pit.serve import LockedValidator
 
     per_pit = [tables[i::pits] for i in range(pits)]
     lat, n = [], len(tables)
@@ -84,7 +76,7 @@ def _ack_latencies(url, tables, pits, period):
     vs = {}
     for k, mine in enumerate(per_pit):
         for i, (entry, frames, _) in enumerate(mine):
-            v = vs[k, i] = Served(groups[k], entry, groups[k].store)
+            v = vs[k, i] = LockedValidator(groups[k], entry, groups[k].store)
             v.receive(frames[0] + frames[1])  # shoe start and burn, before the clock
     commits = sum(g.commits for g in groups), sum(g.reads for g in groups)
     start = time.monotonic() + 0.5

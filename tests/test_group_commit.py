@@ -16,6 +16,7 @@ from sabot.audit.store import open_store
 from sabot.audit.validator import Validator
 from sabot.audit.verify import verify
 from sabot.errors import SabotError
+from sabot.pit.serve import LockedValidator
 from sabot.virtual import capture_gen
 
 from kit import SABOT
@@ -58,21 +59,12 @@ def _together(group, validators, parts):
     return results
 
 
-class _Shoe(Validator):
-    def __init__(self, group, *args, **kwargs):
-        self.group = group
-        super().__init__(*args, **kwargs)
-
-    def receive(self, data):
-        return self.group.receive(self, data)
-
-
 def test_reads_queued_behind_a_commit_are_stored_by_one_and_a_refused_commit_takes_none(
         tmp_path):
     shoes = _shoes(tmp_path)
     store = open_store(str(tmp_path / "audit.db"), threads=True)
     group = GroupCommit(store, wait=5.0)  # the last read to queue commits, not the clock
-    vs = [_Shoe(group, entry, store) for entry, _, _ in shoes]
+    vs = [LockedValidator(group, entry, store) for entry, _, _ in shoes]
 
     first = _together(group, vs, [parts[0] for _, parts, _ in shoes])
     assert all(isinstance(r, list) and r for r in first), first
@@ -110,7 +102,7 @@ def test_a_read_with_no_whole_frame_waits_for_no_commit(tmp_path):
     (entry, parts, _), = _shoes(tmp_path, 1)
     store = open_store(str(tmp_path / "audit.db"), threads=True)
     group = GroupCommit(store)
-    v = _Shoe(group, entry, store)
+    v = LockedValidator(group, entry, store)
     assert v.receive(parts[0][:5]) == []  # a torn frame: nothing to store yet
     assert group.commits == 0
     assert v.receive(parts[0][5:])
@@ -125,7 +117,7 @@ def test_a_row_the_database_refuses_refuses_only_its_own_shoes_read(tmp_path):
     shoes = _shoes(tmp_path)
     store = open_store(str(tmp_path / "audit.db"), threads=True)
     group = GroupCommit(store, wait=5.0)
-    vs = [_Shoe(group, entry, store) for entry, _, _ in shoes]
+    vs = [LockedValidator(group, entry, store) for entry, _, _ in shoes]
     moved = shoes[0][0].shoe_id
     store.db.execute(f"CREATE TEMP TRIGGER moved BEFORE INSERT ON frames WHEN NEW.shoe_id ="
                      f" {moved} BEGIN SELECT RAISE(ABORT, 'new row violates row-level security"
@@ -155,7 +147,7 @@ def test_on_postgresql_a_shoe_whose_rows_are_refused_holds_up_no_other_shoe(tmp_
         con.execute(f"CREATE TRIGGER moved BEFORE INSERT ON frames FOR EACH ROW WHEN "
                     f"(NEW.shoe_id = {moved}) EXECUTE FUNCTION refuse_moved()")
     group = GroupCommit(store, wait=5.0)
-    vs = [_Shoe(group, entry, store) for entry, _, _ in shoes]
+    vs = [LockedValidator(group, entry, store) for entry, _, _ in shoes]
     results = _together(group, vs, [parts[0] for _, parts, _ in shoes])
     assert isinstance(results[0], SabotError) and "row-level security" in str(results[0])
     assert all(isinstance(r, list) and r for r in results[1:]), results
@@ -179,7 +171,7 @@ def test_a_page_asking_for_the_store_gives_up_in_time_while_a_commit_stalls(tmp_
     db = str(tmp_path / "audit.db")
     store = open_store(db, threads=True)
     group = GroupCommit(store, wait=0.3)
-    v = _Shoe(group, entry, store)
+    v = LockedValidator(group, entry, store)
     v.receive(parts[0][:2000])
     other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")  # a backup, a sqlite3 shell: the write lock taken
@@ -212,7 +204,7 @@ def test_reads_go_on_while_pages_keep_asking_for_the_store(tmp_path):
     shoes = _shoes(tmp_path, 2)
     store = open_store(str(tmp_path / "audit.db"), threads=True)
     group = GroupCommit(store, wait=0.005)
-    vs = [_Shoe(group, entry, store) for entry, _, _ in shoes]
+    vs = [LockedValidator(group, entry, store) for entry, _, _ in shoes]
     stop, inside = threading.Event(), []
 
     def page():
@@ -249,13 +241,14 @@ def test_reads_go_on_while_pages_keep_asking_for_the_store(tmp_path):
 
 # serve, killed right after a commit that stored reads of several shoes, before any of their
 # acknowledgements went: the power cut in the one window where frames are stored but the shoes
-# still hold them
+# still hold them (its disk slowed, so that reads of several shoes meet in a commit for sure)
 CRASH_AFTER_COMMIT = """
-import os, signal, sys
+import os, signal, sys, time
 from sabot.audit import group_commit
 commit = group_commit.GroupCommit._commit
-def crash(self, batch):
-    commit(self, batch)
+def crash(self, batch, alone=False):
+    time.sleep(0.05)  # a slow disk: the shoes' reads queue behind each commit
+    commit(self, batch, alone)
     if batch.error is None and len(batch.reads) >= 2 and self.commits >= 10:
         os.kill(os.getpid(), signal.SIGKILL)
 group_commit.GroupCommit._commit = crash
@@ -273,7 +266,11 @@ def test_serve_killed_between_a_group_commit_and_its_acks_loses_nothing_and_stor
                    command=[sys.executable, "-c", CRASH_AFTER_COMMIT])
     try:
         rig.deal()
-        assert rig.proc.wait(120) == -9, rig.log_text()  # killed after a group commit
+        try:
+            code = rig.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("serve was not killed: no commit stored several shoes' reads")
+        assert code == -9, rig.log_text()  # killed after a group commit
         db = open_store(str(rig.db), writer=False)
         stored = list(db.records(("result",)))
         db.close()
