@@ -69,6 +69,11 @@ def test_reads_queued_behind_a_commit_are_stored_by_one_and_a_refused_commit_tak
     first = _together(group, vs, [parts[0] for _, parts, _ in shoes])
     assert all(isinstance(r, list) and r for r in first), first
     assert (group.commits, group.reads) == (1, 3)
+    # each read's frames carry the time it was taken, not the batch's first read's
+    times = store.db.execute("SELECT shoe_id, MIN(received_at), MAX(received_at) FROM frames"
+                             " GROUP BY shoe_id ORDER BY MIN(id)").fetchall()
+    assert [t[1] == t[2] for t in times] == [True] * 3
+    assert times[0][1] < times[1][1] < times[2][1]
 
     # the disk full at the next commit: all three reads refused, none of them taken
     pages = store.db.execute("PRAGMA page_count").fetchone()[0]

@@ -133,6 +133,7 @@ class GroupCommit:
                 batch = self._batch = Batch(self.queued)
             else:
                 batch.expect -= 1
+                self.store.stamp()  # its rows carry its own receive time, not the batch's first
             point = self.store.savepoint()
             try:
                 v.stage(read)

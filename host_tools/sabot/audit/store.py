@@ -301,12 +301,17 @@ class AuditStore(RecordQueries, abc.ABC):
         self._pending = []
         self._batch_links = {}
         self._batch_raw = {}
-        self._now = time.time()  # one receive time per batch: its reads' (a group's: its first)
+        self._now = time.time()  # the receive time of the batch's rows (stamp(): a read's own)
         if self.unconfirmed_since is None:
             self.unconfirmed_since = self._now
         if self._next_frame_id is None:
             last = self.db.execute("SELECT MAX(id) FROM frames").fetchone()[0]
             self._next_frame_id = (last or 0) + 1
+
+    def stamp(self) -> None:
+        """The rows queued from now on carry this moment as their receive time: a read that
+        joins a batch other reads opened (GroupCommit) is stamped when it is taken."""
+        self._now = time.time()
 
     def _add(self, table: str, values: tuple[Any, ...]) -> None:
         self._pending.append((table, values))
