@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sabot.errors import SabotError
@@ -50,11 +49,9 @@ class GroupCommit:
     acquire(timeout=...) and release(). It gets the store between batches, never inside one,
     and before any new batch opens."""
 
-    def __init__(self, store: AuditStore, wait: float = COMMIT_WAIT,
-                 on_commit: Callable[[], None] | None = None) -> None:
+    def __init__(self, store: AuditStore, wait: float = COMMIT_WAIT) -> None:
         self.store = store
         self.wait = wait
-        self.on_commit = on_commit  # told at each confirmed commit (the pages: new rows)
         self._lock = threading.Lock()
         self._closed = threading.Condition(self._lock)  # a batch closed, or the lock let go
         self._queue = threading.Lock()  # guards `queued`
@@ -153,14 +150,9 @@ class GroupCommit:
             with self._lock:  # its time is up and no read behind it committed it: now
                 if not batch.done.is_set():
                     self._commit(batch)
-        if batch.error is not None:
-            if batch.alone:  # refused for a row of one of them: each tries again on its own
-                return self._alone(v, data)
-            if isinstance(batch.error, SabotError):
-                raise SabotError(str(batch.error)) from None
-            raise batch.error
-        v.stored(read)
-        return read.verdicts
+        if batch.alone:  # refused for a row of one of them: each
+            return self._alone(v, data)  # tries again on its own
+        return self._outcome(batch, v, read)
 
     def _alone(self, v: Validator, data: bytes) -> list[Verdict]:
         """The read (its validator back to before it) committed in a batch of its own: a row the
@@ -178,6 +170,12 @@ class GroupCommit:
                 raise
             batch.reads.append((v, read))
             self._commit(batch, alone=True)
+        return self._outcome(batch, v, read)
+
+    @staticmethod
+    def _outcome(batch: Batch, v: Validator, read: Read) -> list[Verdict]:
+        """The read's verdicts once its batch is stored, or the batch's refusal (each read's
+        thread raises a copy of the store's one line)."""
         if batch.error is not None:
             if isinstance(batch.error, SabotError):
                 raise SabotError(str(batch.error)) from None
@@ -206,5 +204,3 @@ class GroupCommit:
             self._closed.notify_all()
         self.commits += 1
         self.reads += len(batch.reads)
-        if self.on_commit is not None:
-            self.on_commit()

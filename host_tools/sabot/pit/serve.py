@@ -152,8 +152,7 @@ class Validation:
                  store_alarm: float = STORE_ALARM, silent_alarm: float = SILENT_ALARM,
                  commit_wait: float = COMMIT_WAIT) -> None:
         self.store = shared_writer(db, pit)
-        # the store's lock, and its commits: each wakes the pages before its reads' threads
-        self.lock = GroupCommit(self.store, commit_wait, lambda: self.notify())
+        self.lock = GroupCommit(self.store, commit_wait)  # the store's lock, and its commits
         self.shoes = shoes
         self.notify = notify or (lambda: None)  # the pages; set later by a serve's Hub
         self.stop_event = threading.Event()
