@@ -135,6 +135,48 @@ def test_a_row_the_database_refuses_refuses_only_its_own_shoes_read(tmp_path):
     store.close()
 
 
+def _moved(store, shoe_id):
+    """Every row of this shoe refused from now on (a trigger standing for the row security
+    that `pit-role` gives a shoe moved to another pit)."""
+    store.db.execute(f"CREATE TEMP TRIGGER moved BEFORE INSERT ON frames WHEN NEW.shoe_id ="
+                     f" {shoe_id} BEGIN SELECT RAISE(ABORT, 'row-level security'); END")
+
+
+def test_a_read_committed_again_alone_meets_its_validator_as_it_was(tmp_path):
+    """A read undone with the batch another shoe's refused row sank, and committed again on its
+    own, decides what it decided the first time: a shoe dealt in the same order as an earlier
+    one keeps its repeated_sequence alarm (the watch and the shared sequence index went back
+    too), and a shoe met mid-log anchors again instead of calling every frame a gap."""
+    def gen(name, seed, shoe_id):
+        (tmp_path / name).mkdir()
+        return capture_gen.generate(str(tmp_path / name), 1, seed=seed, shoe_id=shoe_id)
+
+    (ex, capx, _), (ey, capy, _) = gen("x", 40, 0x5AB0_7000), gen("y", 40, 0x5AB0_7001)
+    (ea, capa, _), (eb, capb, _) = gen("a", 41, 0x5AB0_7002), gen("b", 42, 0x5AB0_7003)
+    cut = capy.index(b"\x00", len(capy) - 400) + 1  # Y's last read holds its shoe's end
+    late = _frames(capb)
+    store = open_store(str(tmp_path / "audit.db"), threads=True)
+    group = GroupCommit(store, wait=5.0)
+    vx, vy, va, vb = (LockedValidator(group, e, store) for e in (ex, ey, ea, eb))
+    vx.receive(capx)
+    vy.receive(capy[:cut])
+    _moved(store, ea.shoe_id)
+    results = _together(group, [vy, va, vb], [capy[cut:], capa, b"".join(late[4:12])])
+    assert isinstance(results[1], SabotError)
+    assert [a["kind"] for a in vy.alarms] == ["repeated_sequence"]
+    assert [v for _, v, _ in results[2]] == ["accepted"] * 8, results[2]
+    stored = store.db.execute("SELECT shoe_id, kind FROM alarms WHERE kind != 'sequence_gap'"
+                              ).fetchall()
+    assert stored == [(ey.shoe_id, "repeated_sequence")]
+    store.db.execute("DROP TRIGGER temp.moved")
+    store.close()
+    assert verify(str(tmp_path / "audit.db"), {e.shoe_id: e for e in (ex, ey, ea, eb)})["ok"]
+
+
+def _frames(cap):
+    return [f + b"\x00" for f in cap.split(b"\x00") if f]
+
+
 @pytest.mark.board  # the server is a process
 def test_on_postgresql_a_shoe_whose_rows_are_refused_holds_up_no_other_shoe(tmp_path):
     """The same on a floor's PostgreSQL store: a trigger raising for one shoe's rows (as row

@@ -90,12 +90,14 @@ class Read:
         "cosigned",
         "counted",
         "data",
+        "fields",
+        "kept",
         "log",
         "parsed",
-        "pending",
         "saved",
         "torn",
         "verdicts",
+        "watched",
     )
 
     def __init__(self, data: bytes, torn: tuple[bytes, bool]) -> None:
@@ -105,9 +107,18 @@ class Read:
         self.verdicts: list[Verdict] = []
         self.saved: dict[str, Any] = {}
         self.counted: tuple[dict[str, int], int, int, int] = ({}, 0, 0, 0)
-        self.pending: pr.Frame | None = None
-        self.log: tuple[int, pr.Frame | None] = (0, None)
+        self.fields: dict[str, Any] = {}  # the validator's own values (UNDONE)
+        self.kept: tuple[set[bytes], list[tuple[str, str]], dict[int, list[str]]] = (
+            set(), [], {})  # ... and its sets, deferred alarms and witnesses, copied
+        self.log = 0  # the leaves of the shoe's log
         self.cosigned: list[Cosigned] = []
+        self.watched: Any = None  # the watch's (Watch.snapshot)
+
+
+# what a validator's read may change of its own, put back as it was when the store keeps nothing
+# of the read (Validator.undo): a resend then meets the validator the first sending met
+UNDONE = ("pending", "checkpoint", "anchored", "resend_until", "resend_from", "status",
+          "statuses", "awaiting_status", "unseen_to", "_tilt_seen")
 
 
 class Validator:
@@ -226,8 +237,11 @@ class Validator:
         read.saved = pickle.loads(pickle.dumps(self.state, pickle.HIGHEST_PROTOCOL))
         read.counted = (dict(self.counts), len(self.rejections), len(self.alarms),
                         len(self.round_seqs))
-        read.pending = self.pending
-        read.log = len(self.log.hashes), self.checkpoint
+        read.fields = {k: getattr(self, k) for k in UNDONE}
+        read.kept = (set(self._stale), list(self._deferred),
+                     {size: list(w) for size, w in self.witnessed.items()})
+        read.log = len(self.log.hashes)
+        read.watched = self.watch.snapshot() if self.watch is not None else None
         read.parsed = [self._parse(e) for e in encoded]
         read.cosigned = self.cosigner.take() if self.cosigner is not None else []
         return read
@@ -252,15 +266,19 @@ class Validator:
             self.cosigner.put_back(read.cosigned)
         self._held = None
         self.state = read.saved
-        self.pending = read.pending
+        for k, value in read.fields.items():
+            setattr(self, k, value)
+        stale, deferred, witnessed = read.kept
+        self._stale, self._deferred, self.witnessed = stale, deferred, witnessed
         self.deframer.buf, self.deframer.noise = bytearray(read.torn[0]), read.torn[1]
         counts, rejections, alarms, rounds = read.counted
         self.counts = counts
         del self.rejections[rejections:], self.alarms[alarms:]
         while len(self.round_seqs) > rounds:
             self.round_seqs.pop()
-        self.log.cut(read.log[0])
-        self.checkpoint = read.log[1]
+        self.log.cut(read.log)
+        if self.watch is not None:
+            self.watch.restore(read.watched)
         read.verdicts = []
 
     def stored(self, read: Read) -> None:

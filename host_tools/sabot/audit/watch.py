@@ -227,6 +227,14 @@ def record_cards(kind: str, rec: Mapping[str, Any]) -> list[int]:
     return [c for c in map(card_number, cards) if c is not None]
 
 
+def _window_hash(cards: bytes | bytearray) -> int:
+    """The rolling hash SequenceIndex.add keeps, of these (at most WINDOW) cards."""
+    h = 0
+    for code in cards:
+        h = (h * BASE + code) % MOD
+    return h
+
+
 class SequenceIndex:
     """Every shoe's dealt cards in order, and each 20-card window's hash -> where it was dealt
     (one int per window: shoe number here << 16 | position; a list only on a hash collision)."""
@@ -281,6 +289,24 @@ class SequenceIndex:
             if rec.get("shoe") is not None:
                 index.add((rec["shoe_id"], rec["shoe"]), record_cards(kind, rec))
         return index
+
+    def cut(self, shoe: ShoeKey, n: int) -> None:
+        """The shoe's sequence back to its first n cards, its windows past them gone (what a read
+        the store did not keep added)."""
+        with self.lock:
+            me = self.number.get(shoe)
+            if me is None or len(self.cards[me]) <= n:
+                return
+            seq = self.cards[me]
+            for start in range(max(0, n - WINDOW + 1), len(seq) - WINDOW + 1):
+                h, here = _window_hash(seq[start:start + WINDOW]), me << 16 | start
+                places = self.windows.get(h)
+                if places == here:
+                    del self.windows[h]
+                elif isinstance(places, list) and here in places:
+                    places.remove(here)
+            del seq[n:]
+            self.hashes[me] = _window_hash(seq[-WINDOW:])
 
     def add(self, shoe: ShoeKey, codes: Iterable[int]) -> list[tuple[int, ShoeKey, int]]:
         """Append cards to a shoe's sequence; for each new window that another shoe dealt too:
@@ -350,11 +376,27 @@ class Watch:
         self.runs: dict[tuple[ShoeKey, int], list[Any]] = {}
         self.run_shoe: ShoeKey | None = None
         self._index: SequenceIndex | None = None  # the store's, looked up at the first card
+        self._grown: dict[ShoeKey, int] = {}  # shoe -> its cards in the index before this read
         inv = state.get("inventory") or {}
         if inv.get("shoe") is not None and not inv.get("ended"):  # restarted mid-shoe
             for a in store.alarms(shoe_id, inv["shoe"]):
                 if a["kind"] == "player_advantage":
                     self.favourable.add(a["detail"].split(" ", 1)[0])
+
+    def snapshot(self) -> tuple[set[str], dict[tuple[ShoeKey, int], list[Any]], Any, int]:
+        """What a read may change here, to go back to (restore) if the store keeps nothing of
+        it; from now on the index's growth is noted too."""
+        self._grown = {}
+        return (set(self.favourable), {k: list(run) for k, run in self.runs.items()},
+                self.run_shoe, self.last_seq)
+
+    def restore(self, snap: tuple[set[str], dict[tuple[ShoeKey, int], list[Any]], Any, int]
+                ) -> None:
+        self.favourable, self.runs, self.run_shoe, self.last_seq = snap
+        if self._index is not None:
+            for shoe, n in self._grown.items():
+                self._index.cut(shoe, n)
+        self._grown = {}
 
     def after(self, seq: int, kind: str, rec: dict[str, Any], inv: dict[str, Any]) -> None:
         """One accounted record of frame `seq`: extend the sequence index, and after a round check
@@ -390,6 +432,7 @@ class Watch:
                 self._extend(index, me, start, other, pos, rec)
         if not codes:
             return
+        self._grown.setdefault(me, index.length(me))
         for start, other, pos in index.add(me, codes):
             self._extend(index, me, start, other, pos, rec)
         if not self.runs:
