@@ -202,6 +202,48 @@ def test_on_postgresql_a_shoe_whose_rows_are_refused_holds_up_no_other_shoe(tmp_
     store.close()
 
 
+@pytest.mark.board  # the server is a process
+def test_a_name_with_a_nul_in_a_signed_maintenance_frame_is_stored_on_postgresql(tmp_path):
+    """The name a command's sender signs into it comes back in the shoe's maintenance frame;
+    one holding a NUL (no text PostgreSQL keeps) is stored shown as U+FFFD, with the reads of
+    the shoes it shares a commit with, not refused with them at every resend."""
+    import struct
+
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from sabot import keys
+    from sabot import protocol as pr
+    from sabot.game.cards import shuffled_shoe
+    from sabot.registry import ShoeEntry
+
+    from kit.pg import shared_server
+
+    def shoe(shoe_id):
+        key = ec.generate_private_key(ec.SECP256R1())
+        entry = ShoeEntry(shoe_id)
+        entry.add_public_key(1, keys.public_pem(key.public_key()))
+        return entry, capture_gen.ShoeSigner(key, shoe_id)
+
+    def encoded(frames):
+        return b"".join(pr.encode_frame(f) for f in frames)
+
+    (ea, sa), (eb, sb), (ec_, sc) = shoe(0x5AB0_7201), shoe(0x5AB0_7202), shoe(0x5AB0_7203)
+    rekey = sa.chained(pr.T_MAINTENANCE, bytes([4]) + struct.pack(">I", 7)
+                       + b"pit\x00boss".ljust(16, b"\0") + struct.pack(">H64s", 2, bytes(64)))
+    fb, _ = capture_gen.shoe_frames(sb, shuffled_shoe(8, 1), 1)
+    fc, _ = capture_gen.shoe_frames(sc, shuffled_shoe(8, 2), 1)
+    url = shared_server().database()
+    store = open_store(url, threads=True)
+    group = GroupCommit(store, wait=5.0)
+    vs = [LockedValidator(group, e, store) for e in (ea, eb, ec_)]
+    results = _together(group, vs, [encoded([rekey]), encoded(fb[:6]), encoded(fc[:6])])
+    assert all(isinstance(r, list) and r for r in results), results
+    assert (group.commits, group.reads) == (1, 3)
+    assert [a["detail"] for a in vs[0].alarms if a["kind"] == "rekey"] == [
+        "the shoe's element made result key version 2 (asked by pit\ufffdboss, command 7)"]
+    store.close()
+
+
 def psycopg_connection(url):
     import psycopg
 

@@ -469,7 +469,9 @@ def decode_maintenance(p: bytes) -> dict[str, Any]:
     """what(1) counter(4) by(16) detail: who asked (the command counter and the name the host
     signed into the command) and what was done."""
     what, counter = p[0], struct.unpack(">I", p[1:5])[0]
-    by = p[5 : 5 + BY_LEN].rstrip(b"\0").decode("ascii", "replace")
+    # the name is the host's, signed as it sent it: anything but printable ASCII is shown as
+    # U+FFFD (a NUL inside it is no text a database keeps)
+    by = "".join(chr(b) if 0x20 <= b < 0x7F else "\ufffd" for b in p[5 : 5 + BY_LEN].rstrip(b"\0"))
     detail = p[5 + BY_LEN :]
     rec: dict[str, Any] = {"event": "maintenance", "what": MAINTENANCE[what],
                            "counter": counter, "by": by}

@@ -299,6 +299,7 @@ class AuditStore(RecordQueries, abc.ABC):
     # ---- writing: one batch (one read from the link) is one durable transaction -----------
     def begin(self) -> None:
         self._pending = []
+        self.row_refused = False
         self._batch_links = {}
         self._batch_raw = {}
         self._now = time.time()  # the receive time of the batch's rows (stamp(): a read's own)

@@ -133,9 +133,10 @@ class PgAuditStore(AuditStore):
 
     db: Connection
     ERRORS = (psycopg.Error,)
-    # a constraint, the pits' row security, a trigger's exception: that row, not the server
+    # a constraint, the pits' row security, a trigger's exception, a value the server takes
+    # for no text: that row, not the server
     ROW_ERRORS = (psycopg.errors.IntegrityError, psycopg.errors.InsufficientPrivilege,
-                  psycopg.errors.RaiseException)
+                  psycopg.errors.RaiseException, psycopg.errors.DataError)
     # the advisory lock makes this the database's one writer; READ COMMITTED whatever the
     # database's default, so the head read after the lock sees the batch committed before it
     # (under REPEATABLE READ the snapshot predates the lock: two writers number the same rows)
