@@ -328,6 +328,51 @@ def test_reads_go_on_while_pages_keep_asking_for_the_store(tmp_path):
     assert verify(str(tmp_path / "audit.db"), {e.shoe_id: e for e, _, _ in shoes})["ok"]
 
 
+@pytest.mark.board
+def test_a_table_whose_reads_the_store_refuses_is_not_recording_while_the_others_record(
+        tmp_path):
+    """An insider with the audit file adds a trigger refusing one shoe's rows: the other table
+    goes on recording, and the refused one is `not recording` (the API, /api/health's 503), not
+    a healthy or `silent` table; once the trigger goes, it records again and loses nothing."""
+    import sqlite3
+    import urllib.error
+    import urllib.request
+
+    # (a bound past the hello's 2 s: the other shoe's statuses keep the store itself confirmed)
+    rig = ServeRig(tmp_path, shoes=2, seed=5, cut_from_end=300, extra=["--store-alarm", "3"])
+    try:
+        moved = rig.shoe_ids[0]
+        con = sqlite3.connect(str(rig.db))
+        con.execute(f"CREATE TRIGGER moved BEFORE INSERT ON frames WHEN NEW.shoe_id = {moved}"
+                    " BEGIN SELECT RAISE(ABORT, 'refused by the insider'); END")
+        con.commit()
+        rig.deal()
+        end = time.monotonic() + 60
+        while True:
+            states = {t["table"]: t["state"] for t in rig.get("/api/tables")}
+            if states[rig.tables[0]] == "not recording" or time.monotonic() > end:
+                break
+            time.sleep(0.2)
+        assert states[rig.tables[0]] == "not recording", states
+        try:
+            urllib.request.urlopen(rig.url + "/api/health", timeout=10)
+            raise AssertionError("/api/health answered 200 while a table records nothing")
+        except urllib.error.HTTPError as e:
+            health = json.loads(e.read())
+            assert e.code == 503 and not health["recording"]
+        assert health["not_recording"] is None  # the store confirms the other table's commits
+        assert "refused by the insider" in health["attention"][rig.tables[0]]["detail"]
+        rig.wait_dealt()
+        con.execute("DROP TRIGGER moved")
+        con.commit()
+        con.close()
+        rig.wait_stored()
+        for i in range(2):
+            assert rig.stored(i) == rig.expected(i), rig.tables[i]
+    finally:
+        rig.stop()
+
+
 # serve, killed right after a commit that stored reads of several shoes, before any of their
 # acknowledgements went: the power cut in the one window where frames are stored but the shoes
 # still hold them (its disk slowed, so that reads of several shoes meet in a commit for sure)

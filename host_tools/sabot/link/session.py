@@ -97,6 +97,9 @@ class ValidationSession:
         self._status_seq, self._statuses = -1, set[bytes]()  # statuses taken at that seq
         self._replay_said = False
         self.pumping_since: float | None = None  # a read being validated and stored since
+        # since when the store has refused this shoe's reads (none stored since), and its words
+        self.store_refused_since: float | None = None
+        self.store_refusal = ""
         self.taken: LinkTaken | None = None  # what the shoe said of that try, when taken
         self.refused: list[dict[str, Any]] = []  # every rejected frame, with its reason
         self.ended: list[int] = []  # shoes seen ended (a shoe_end stored, or the shoe's status)
@@ -227,9 +230,13 @@ class ValidationSession:
             except SabotError as e:  # the store refused a write: nothing of it was acknowledged
                 if self.on_store_error is None:
                     raise
+                self.store_refused_since = self.store_refused_since or time.time()
+                self.store_refusal = str(e)
                 self.on_store_error(e)
                 self.stopping.wait(0.5)
                 continue
+            if results:
+                self.store_refused_since = None  # stored again
             burst = [{"reason": r} for _, v, r in results if v == "rejected"]
             self.refused += burst
             if self._heard(results):

@@ -200,7 +200,8 @@ class Recording:
             sid = shoe.config.shoe_id
             heard = 0.0 if session is None else session.heard
             quiet = (session is not None and session.link_state in ("up", "lost")
-                     and now - heard >= self.silent_after)
+                     and now - heard >= self.silent_after
+                     and session.store_refused_since is None)  # (it speaks: not stored)
             alarm = self.silent.get(sid)
             if quiet and alarm is None:
                 why = (f", its link lost ({session.link_reason or 'no reason given'})"

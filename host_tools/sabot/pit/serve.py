@@ -118,7 +118,8 @@ class ServedShoe:
             return {"state": "wrong shoe", "reason": s.wrong, "since": s.wrong_since,
                     "heard": s.heard}
         return {"state": s.link_state, "reason": s.link_reason, "since": s.link_since,
-                "heard": s.heard, "round_open": self.round_open()}
+                "heard": s.heard, "round_open": self.round_open(),
+                "store_refused_since": s.store_refused_since, "store_refusal": s.store_refusal}
 
     def round_open(self) -> int | None:
         """The round whose first cards the shoe has sent and whose result it has not: its

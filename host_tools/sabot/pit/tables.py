@@ -384,6 +384,9 @@ class Pit:
         if writer is not None and writer in self.stalls:
             at, why = self.stalls[writer]
             return "not recording", at, f"{writer}: {why}"
+        refused = (link or {}).get("store_refused_since")
+        if refused is not None and now - refused >= self.store_alarm:  # this table's reads only
+            return "not recording", refused, (link or {}).get("store_refusal", "")
         if self.unanswered_since is not None and now - self.unanswered_since >= \
                 self.store_alarm:
             return ("not recording", self.unanswered_since,
