@@ -373,6 +373,37 @@ def test_a_table_whose_reads_the_store_refuses_is_not_recording_while_the_others
         rig.stop()
 
 
+@pytest.mark.board
+@pytest.mark.long
+def test_reads_after_a_refused_commit_wait_for_the_resends_and_nothing_is_rejected(tmp_path):
+    """Another program holds the file's write lock past the store's busy timeout while two
+    shoes deal: the reads then are refused, the frames after them wait for the shoes' resends
+    (as after a reconnection) instead of being stored as gaps, every round is stored once, and
+    serve exits 0 (no rejected frame)."""
+    import sqlite3
+
+    rig = ServeRig(tmp_path, shoes=2, seed=9)
+    try:
+        rig.deal()
+        time.sleep(1.5)
+        con = sqlite3.connect(str(rig.db), isolation_level=None)
+        con.execute("BEGIN IMMEDIATE")
+        time.sleep(11)  # past the store's 10 s busy timeout: its commits are refused
+        con.execute("ROLLBACK")
+        con.close()
+        rig.wait_dealt()
+        rig.wait_stored()
+        for i in range(2):
+            assert rig.stored(i) == rig.expected(i), rig.tables[i]
+    finally:
+        code = rig.stop()
+    db = sqlite3.connect(str(rig.db))
+    verdicts = dict(db.execute("SELECT verdict, COUNT(*) FROM frames GROUP BY 1").fetchall())
+    db.close()
+    assert "rejected" not in verdicts and verdicts.get("deferred"), verdicts
+    assert code == 0, rig.log_text()
+
+
 # serve, killed right after a commit that stored reads of several shoes, before any of their
 # acknowledgements went: the power cut in the one window where frames are stored but the shoes
 # still hold them (its disk slowed, so that reads of several shoes meet in a commit for sure)

@@ -223,6 +223,13 @@ class HostLink:
         self.hellos += 1
         self.last_rx = time.monotonic()
 
+    def refused(self) -> None:
+        """The store kept nothing of a read (its frames were taken off the port all the same):
+        what comes next is judged as after a reconnection, awaiting the status that answers a
+        hello and the resends after it, not as frames after a gap."""
+        self.validator.awaiting_status = True
+        self.hello()
+
     def resolve(self, code: int) -> None:
         self._command(pr.C_RESOLVE, bytes([code]))
 

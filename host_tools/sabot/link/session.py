@@ -5,6 +5,7 @@ long (the shoe keeps what it has not delivered). `sabot validate` runs one in th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import queue
 import signal
@@ -233,6 +234,8 @@ class ValidationSession:
                 self.store_refused_since = self.store_refused_since or time.time()
                 self.store_refusal = str(e)
                 self.on_store_error(e)
+                with contextlib.suppress(ConnectionError, LinkTaken):
+                    link.refused()  # the shoe resends what the store did not keep
                 self.stopping.wait(0.5)
                 continue
             if results:
