@@ -101,6 +101,7 @@ def test_a_provisioned_shoe_that_lost_its_identity_is_not_blank(tmp_path):
     finally:
         board.stop()
     (root / "data" / "identity").unlink()
+    port = free_port_for_tests()  # (the first board's may not be free again yet on a busy host)
     board = BoardProcess("--listen", f"127.0.0.1:{port}", "--root", root)
     try:
         board.wait_line("firmware running")
