@@ -375,7 +375,7 @@ def test_a_table_whose_reads_the_store_refuses_is_not_recording_while_the_others
 
 @pytest.mark.board
 @pytest.mark.long
-def test_reads_after_a_refused_commit_wait_for_the_resends_and_nothing_is_rejected(tmp_path):
+def test_reads_after_a_refused_commit_wait_for_the_resends_and_no_gap_is_rejected(tmp_path):
     """Another program holds the file's write lock past the store's busy timeout while two
     shoes deal: the reads then are refused, the frames after them wait for the shoes' resends
     (as after a reconnection) instead of being stored as gaps, and every round is stored
