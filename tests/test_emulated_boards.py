@@ -121,7 +121,9 @@ def pico_deals_blackjack(code, tmp):
     played = [r for k, r in s.records if k == "blackjack_result"]
     summary = s.summary()
     # (what the board said last and how often it booted, for a failure to say why)
-    said = (summary, getattr(s.board, "boots", None), getattr(s.board, "unread", None))
+    said = (summary, getattr(s.board, "boots", None), getattr(s.board, "unread", None),
+            {n: t.get("why") for n, t in s.dealer.truth.items() if t["status"] != "confirmed"},
+            [r for k, r in s.records if k not in ("blackjack_result", "card")][-6:])
     assert len(played) >= 3 and summary["rounds"] == len(played), said
     assert summary["wrong"] == summary["lost"] == summary["rejected"] == summary["voided"] == 0, \
         said

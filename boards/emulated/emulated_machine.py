@@ -35,7 +35,9 @@ from i2c_socket import SocketI2C
 from one_host import Holder
 
 HOLD_MS = 50  # a button press held this long: more than the firmware's 30 ms debounce
-# (counted from the firmware's first read of the pin held down, to a read that long after: a
+# (counted from the firmware's first read of the pin held down, to a read that long after, and
+# then one read more: the firmware debounces on the time its loop pass began, which a loaded
+# machine may have taken long before the read; the pass after a read comes after it, so a
 # machine too loaded to run the board loop every few ms still sees every press whole)
 _EAGAIN = 11
 
@@ -44,6 +46,7 @@ _irqs = {}  # pin id -> IRQ handler
 _names = {}  # output pin id -> lamp name
 _buttons = {}  # dealer byte -> pin id
 _held = {}  # pin id -> ticks_ms of the firmware's first read of it held down (None: not yet)
+_late = set()  # held pins read down HOLD_MS after the first read: the next read sees it whole
 _sda = {}  # SDA pin id -> I2C bus id
 _buses = {}  # I2C bus id -> SocketI2C
 _uarts = {}  # UART id -> "sensor" | "link"
@@ -81,8 +84,10 @@ class Pin:
                 first = _held[self.id]
                 if first is None:
                     _held[self.id] = now
-                elif time.ticks_diff(now, first) >= HOLD_MS:
+                elif self.id in _late:
                     _seen.add(self.id)
+                elif time.ticks_diff(now, first) >= HOLD_MS:
+                    _late.add(self.id)
             elif self.id in _lifted:
                 _lifted[self.id] = True  # read up again: it may be pressed again
             return _levels.get(self.id, 1)
@@ -143,7 +148,7 @@ _waking.register(_stdin, select.POLLIN)
 _rx = [b""]  # the recognition module's bytes not read yet
 _pending = []  # a button's byte waiting for the finger to lift from it
 _lifted = {}  # pin id -> whether the firmware has read it up since the finger last lifted
-_seen = set()  # held pins the firmware has read held down for HOLD_MS: the finger may lift
+_seen = set()  # held pins the firmware has read held down for HOLD_MS and once more: may lift
 
 
 def _pump():
@@ -156,6 +161,7 @@ def _pump():
         if first is not None and time.ticks_diff(now, first) >= HOLD_MS and pin in _seen:
             del _held[pin]
             _seen.discard(pin)
+            _late.discard(pin)
             _levels[pin] = 1  # the finger lifts
             _lifted[pin] = False
     while True:

@@ -192,11 +192,13 @@ class TableDealer:
                 truth["status"] = "confirmed"
                 return
             # the shoe's hands are not the table's, or its round is not over: void
+            truth["why"] = ("hands differ" if b.indicator[1] == CONFIRM_DUE else "not over",
+                            b.indicator, b.placed, want)
             b.send(bytes([CONFIRM if b.indicator[1] != CONFIRM_DUE else SUPERVISOR + VOID_ROUND]))
             b.wait(lambda s: s[0] == PH_HELD or s[1] == NONE_DUE, 10)
             self._check()
         except Held:
-            pass
+            truth["why"] = ("held", b.indicator)
         except Ended:
             return
         except StopIteration:
