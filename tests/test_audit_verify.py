@@ -431,7 +431,7 @@ def test_the_command_counter_passing_half_its_range_is_an_alarm_derived_again(tm
     which the shoe takes no counted command again: the status whose host counter first passes
     COUNTER_LOW (3 days before the end at the shoe's rate limit) raises counter_low, once, also
     across a validator's restart; audit verify derives it again from the statuses."""
-    from sabot.audit.validator import COUNTER_LOW
+    from sabot.audit.records import COUNTER_LOW
 
     s, entry = signing_shoe(A)
     Registry(str(tmp_path / "shoes.json")).put(entry)

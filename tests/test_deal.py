@@ -40,7 +40,7 @@ def shoes_dealt(shoes, tmp_path):
     import threading
 
     from sabot import keys
-    from sabot.audit.validator import contract_round
+    from sabot.audit.records import contract_round
     from sabot.virtual.dealer import Dealer
     from sabot.virtual.demo import DRAIN_WAIT, Session
 

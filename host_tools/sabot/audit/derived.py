@@ -10,7 +10,7 @@ from typing import Any
 from sabot import protocol as pr
 from sabot import tlog
 from sabot.audit.accounts import ShoeAccounts
-from sabot.audit.validator import LINK_KEY
+from sabot.audit.records import LINK_KEY
 from sabot.registry import ShoeEntry
 
 

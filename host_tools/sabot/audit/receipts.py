@@ -8,8 +8,8 @@ from typing import Any
 
 from sabot import protocol as pr
 from sabot import receipt, tlog
+from sabot.audit.records import stored_log
 from sabot.audit.store import AuditStore
-from sabot.audit.validator import stored_log
 from sabot.errors import SabotError
 from sabot.registry import ShoeEntry
 

@@ -38,6 +38,7 @@ from sabot import protocol as pr
 from sabot.audit.cosign import Witnessed
 from sabot.audit.derived import Broken, DerivedShoe, differ, sid, status_of, type_name
 from sabot.audit.operator_log import OperatorLog
+from sabot.audit.records import COUNTER_LOW, TILT_DETAIL, checkpoint_mismatch, counter_low
 from sabot.audit.rejections import check_rejected, check_unparsed
 from sabot.audit.signatures_ahead import SignaturesAhead
 from sabot.audit.store import (
@@ -53,7 +54,6 @@ from sabot.audit.store_checks import (
     misfit_text,
     registry_misfit,
 )
-from sabot.audit.validator import COUNTER_LOW, TILT_DETAIL, checkpoint_mismatch, counter_low
 from sabot.audit.verify_rows import FrameRows, OpenFrame, alarm_key
 from sabot.audit.witness_check import (
     Cosignatures,

@@ -93,7 +93,7 @@ def format_blackjack_round(rec: dict[str, Any]) -> str:
 
 
 def record_json(kind: str, rec: dict[str, Any]) -> str:
-    from sabot.audit.validator import contract_round
+    from sabot.audit.records import contract_round
 
     return json.dumps(contract_round(rec) if kind == "result" else rec)
 

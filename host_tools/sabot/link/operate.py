@@ -23,8 +23,9 @@ from typing import Any
 
 from sabot import protocol as pr
 from sabot.audit.group_commit import GroupCommit
+from sabot.audit.records import COUNTER_MAX
 from sabot.audit.store import AuditStore
-from sabot.audit.validator import COUNTER_MAX, Validator
+from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
 from sabot.link.host import HostLink

@@ -108,7 +108,7 @@ def log_routes(pit: Pit) -> list[Route]:
     tiles and entry bundles, up to that checkpoint's size)."""
     from sabot import tlog
     from sabot.audit.receipts import published_note
-    from sabot.audit.validator import stored_log
+    from sabot.audit.records import stored_log
 
     def text(body: str | bytes, status: int = 200, kind: str = "text/plain; charset=utf-8"
              ) -> Response:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sabot.audit.records import contract_round
 from sabot.audit.store import AuditStore, StoredRecord, open_store
 from sabot.audit.store_queries import UnreadableRow
-from sabot.audit.validator import contract_round
 from sabot.audit.watch import LiveEdges, LiveEdges21, live_edges, offered_wagers
 from sabot.errors import SabotError
 from sabot.game.roads import BEAD, UNKNOWN, roads

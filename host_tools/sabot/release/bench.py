@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sabot import keys
-from sabot.audit.validator import Validator, contract_round
+from sabot.audit.records import contract_round
+from sabot.audit.validator import Validator
 from sabot.errors import NOTICES, SabotError
 from sabot.game import rules
 from sabot.game.cards import CUT

@@ -14,8 +14,9 @@ from typing import Any
 
 from sabot import keys
 from sabot.audit.cosign import Cosigner
+from sabot.audit.records import contract_round
 from sabot.audit.replay import open_capture
-from sabot.audit.validator import Validator, contract_round
+from sabot.audit.validator import Validator
 from sabot.errors import NotVerified, SabotError
 from sabot.game import baccarat21 as b21
 from sabot.game import rules

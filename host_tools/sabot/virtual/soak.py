@@ -20,8 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sabot import keys
+from sabot.audit.records import contract_round
 from sabot.audit.store import AuditStore, open_store
-from sabot.audit.validator import Validator, contract_round
+from sabot.audit.validator import Validator
 from sabot.audit.verify import verify
 from sabot.errors import SabotError
 from sabot.game import rules
