@@ -10,9 +10,7 @@ leaves it, so a copied flash image cannot sign. The wire protocol is Microchip's
   wake     SDA held low >= 60 us: a write to bus address 0x00 at 100 kHz does it on most ports,
            or the board passes `wake`; the chip then answers 04 11 33 43
 
-The CRC is CryptoAuthLib's atCRC: polynomial 0x8005, init 0, each byte fed LSB first into an
-MSB-first register. That is the bit-reversal of CRC-16/ARC, so a reflected 256-entry table (built
-once at import) does a byte per lookup; the register is reversed once at the end.
+Its CRC and the low-S form of its signatures: shoe/element_wire.py.
 
 The card path (load a digest, sign it) allocates nothing: one command buffer, one response buffer,
 and memoryviews of them made once per length (a slice of a memoryview is a new object on
@@ -26,7 +24,8 @@ except ImportError:  # CPython (tests): const is only a compiler hint
         return x
 
 import time
-from array import array
+
+from shoe.element_wire import crc16, low_s
 
 
 def _monotonic_ms():  # CPython (tests): MicroPython's ticks_ms on CPython's monotonic clock,
@@ -112,62 +111,6 @@ _BUSY_MAX_MS = const(115)  # the longest of them (GenKey, Sign)
 _REWAKE_MS = const(700)
 _WAKE_RESPONSE = b"\x04\x11\x33\x43"
 _WAKE_PULSE = b"\x00"
-
-
-def _reverse8(b):
-    r = 0
-    for _ in range(8):
-        r = (r << 1) | (b & 1)
-        b >>= 1
-    return r
-
-
-def _reflected_table():
-    t = array("H")  # 512 bytes; a list of 256 ints is four times that on a 64-bit port
-    for i in range(256):
-        r = i
-        for _ in range(8):
-            r = (r >> 1) ^ 0xA001 if r & 1 else r >> 1  # 0xA001: 0x8005 bit-reversed
-        t.append(r)
-    return t
-
-
-_CRC_TABLE = _reflected_table()
-_REV8 = bytes(_reverse8(i) for i in range(256))
-
-
-# P-256's group order n, and (n - 1) / 2: a signature's s above it is made n - s (low-S, as
-# the host requires). Both (r, s) and (r, n - s) verify; a frame's exact bytes are a leaf of the
-# shoe's log (shoe/tree.py), so a second form anyone on the cable could make from the first
-# would put a different leaf in the host's store than in the shoe's tree.
-_ORDER = bytes.fromhex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
-_HALF = bytes.fromhex("7fffffff800000007fffffffffffffffde737d56d38bcf4279dce5617e3192a8")
-
-
-def low_s(buf, at):
-    """The signature r||s at buf[at:at + 64] with s made n - s when above (n - 1) / 2, in place.
-    Allocation-free (a byte at a time: no int of 256 bits)."""
-    s = at + 32
-    for i in range(32):  # s > half?
-        d = buf[s + i] - _HALF[i]
-        if d:
-            break
-    if d <= 0:
-        return
-    borrow = 0
-    for i in range(31, -1, -1):
-        v = _ORDER[i] - buf[s + i] - borrow
-        borrow = 1 if v < 0 else 0
-        buf[s + i] = v + 256 if v < 0 else v
-
-
-def crc16(buf, start, end):
-    """atCRC over buf[start:end], as an int whose low byte goes first on the wire."""
-    r = 0
-    t = _CRC_TABLE
-    for i in range(start, end):
-        r = (r >> 8) ^ t[(r ^ buf[i]) & 0xFF]
-    return (_REV8[r & 0xFF] << 8) | _REV8[r >> 8]
 
 
 def build(buf, opcode, param1, param2, data=None, n=0):

@@ -15,7 +15,8 @@ attestation key fixed."""
 
 import struct
 
-from shoe.element import LOCK, READ, WRITE, crc16
+from shoe.element import LOCK, READ, WRITE
+from shoe.element_wire import crc16
 from shoe.frames import V_B21, V_DEFAULT
 from shoe.port import COMMAND_KEY_SLOT
 from shoe.store import REKEY_FILE, write_identity
