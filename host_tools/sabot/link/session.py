@@ -119,7 +119,9 @@ class ValidationSession:
 
     def call(self, work: Callable[[HostLink], Any], timeout: float) -> Any:
         """`work(link)` done by the session's thread, its result (or its exception) here; a
-        SabotError when the link is not up to do it, or it took longer than `timeout`."""
+        SabotError when the link is not up to do it, or it took longer than `timeout`: then
+        either nothing was done, or the work is under way and the session says in a line how it
+        ended (a command may have reached the shoe: the asker is told so)."""
         if self.link_state != "up":
             raise SabotError(f"the shoe's link is {self.link_state}"
                              + (f" ({self.link_reason})" if self.link_reason else ""))
@@ -133,9 +135,28 @@ class ValidationSession:
                 if self.stopping.is_set() and done.cancel():
                     raise SabotError("serve is stopping: nothing was sent") from None
                 if time.monotonic() >= end:
-                    done.cancel()
-                    raise SabotError(f"the shoe's session did not get to it within {timeout:g} "
-                                     "s") from None
+                    if done.cancel():
+                        raise SabotError(f"the shoe's session did not get to it within "
+                                         f"{timeout:g} s: nothing was sent") from None
+                    with contextlib.suppress(TimeoutError):  # (it ended just now)
+                        return done.result(0)
+                    done.add_done_callback(self._ended_late)
+                    raise SabotError(f"not finished within {timeout:g} s: it is under way on "
+                                     "the shoe's link and may yet take effect; check the table "
+                                     "(its state, the operator log) before asking again; "
+                                     "serve's log says how it ends") from None
+
+    def _ended_late(self, done: Future[Any]) -> None:
+        """How work whose asker gave up waiting ended, in the session's line."""
+        e = done.exception()
+        if e is None:
+            st = done.result()
+            now = (f": the shoe's phase is now {st['phase']} (shoe {st['shoe']}, round "
+                   f"{st['round']})"
+                   if isinstance(st, dict) and {"phase", "shoe", "round"} <= st.keys() else "")
+            self.say(f"an operator's command its page gave up waiting for was done{now}")
+        else:
+            self.say(f"an operator's command its page gave up waiting for ended: {e}")
 
     def _do_asked(self, link: HostLink) -> None:
         while True:
