@@ -206,7 +206,7 @@ def _ports_from_this_workers_block(monkeypatch):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The tests marked `long` (ten seconds or more each) go first: `make test` hands tests out one
-    # at a time (--dist load --maxschedchunk 1), so each worker starts on one of them and the run
-    # does not end with three workers idle while one finishes a soak.
+    # The tests marked `long` (eight seconds or more each in a full run) go first: `make test`
+    # hands tests out one at a time (--dist load --maxschedchunk 1), so each worker starts on one
+    # of them and the run does not end with three workers idle while one finishes a soak.
     items.sort(key=lambda item: item.get_closest_marker("long") is None)

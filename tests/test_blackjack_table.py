@@ -17,6 +17,7 @@ from sabot.registry import Registry, ShoeEntry
 from kit.browser import as_shown
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_a_blackjack_shoe_is_dealt_verified_and_settled_on_the_virtual_board(cli, tmp_path):
     db, reg = tmp_path / "bj.db", tmp_path / "shoes.json"

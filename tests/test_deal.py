@@ -66,6 +66,7 @@ def shoes_dealt(shoes, tmp_path):
     return [by_shoe.get(n, []) for n in range(1, len(shoes) + 1)]
 
 
+@pytest.mark.long
 def test_cut_card_between_rounds_during_a_round_and_during_the_burn(tmp_path):
     deck = cards.shuffled_shoe(1, seed=9, cut_from_end=0)[:-1]  # one deck, no cut card yet
     # the burn (1, 4, 8), then every place in a round of five or six cards: its first card on,

@@ -29,6 +29,7 @@ def frames_resent(ch, st):
     return seen
 
 
+@pytest.mark.long
 def test_refused_commands_beyond_the_reserve_are_counted_not_kept(tmp_path):
     key, flash, config, _ = provision_shoe(tmp_path)
     board = VirtualBoard(flash, sign_ms=SIGN_MS).start()

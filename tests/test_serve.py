@@ -214,6 +214,7 @@ def test_scoreboard_in_a_browser_draws_the_roads_sabot_roads_computes_and_update
         rig.stop()
 
 
+@pytest.mark.long
 def test_a_page_sees_every_round_within_a_second_of_its_frame_being_stored(tmp_path):
     rig = ServeRig(tmp_path, shoes=1, seed=43)
     try:
@@ -286,6 +287,7 @@ def test_four_shoes_at_full_speed_lose_no_round_and_the_api_answers(tmp_path):
     assert a.returncode == 0, a.stderr
 
 
+@pytest.mark.long
 def test_a_shoe_plugged_in_at_the_wrong_table_is_named_once_and_stores_nothing_as_its(tmp_path):
     """Two shoes, each port given the other's id: each table says it is not the registered
     shoe (state `wrong shoe`, the API's and the dashboard's), serve says so once per table

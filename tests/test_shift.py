@@ -196,6 +196,7 @@ def test_a_supervisor_runs_and_reports_a_shift_from_the_dashboard(tmp_path, monk
     assert_audit_verifies(rig)
 
 
+@pytest.mark.long
 def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
     """A dealer deals at one table: signing on at another signs them off the first; a dealer may
     not take a table another dealer is signed on at; signing on twice, or off a table they are

@@ -25,6 +25,7 @@ def test_variant_is_signed_in_shoe_start(rigs):
                                 "squeeze": False}
 
 
+@pytest.mark.long
 @pytest.mark.board
 def test_announcements_follow_the_variant(rigs):
     for variant, cards, said in [

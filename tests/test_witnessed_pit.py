@@ -156,6 +156,7 @@ def test_a_witnessed_table_dealt_with_no_witness_fails_the_audit_past_its_bound(
     assert r.returncode == 1 and "a witnessed table" in r.stderr, (r.stdout, r.stderr)
 
 
+@pytest.mark.long
 def test_a_witnessed_table_served_with_no_witness_alarms_on_the_dashboard(pit):
     """serve started without --witness for a witnessed table stores its rounds, and once more
     of them than its bound lie beyond any cosigned checkpoint the table's alarm says so, on the
@@ -540,6 +541,7 @@ def published(base, pit, receipt):
     assert beyond.value.code == 404
 
 
+@pytest.mark.long
 def test_a_witnessed_blackjack_round_gets_a_receipt_a_voided_one_says_so(pit):
     """A blackjack shoe on the same witnessed pit: a played round's receipt is its signed
     blackjack_result in the shoe's log, and says each seat's hands and the dealer's; a round the
