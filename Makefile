@@ -12,13 +12,15 @@ SHOES  ?= 3
 
 all: test
 
-# uv (from PyPI, pinned) installs the pinned set in a few seconds where pip takes half a minute.
+# uv (from PyPI, pinned) installs the pinned set in a few seconds where pip takes half a minute,
+# their bytecode written at once (where the environment sets PYTHONDONTWRITEBYTECODE, each of the
+# tests' hundreds of processes would otherwise compile what it imports of them: 70 ms a command).
 # sabot is installed editable as a plain path in a .pth (editable_mode=compat): setuptools' default
 # import hook costs every command's start pathlib, importlib.util and fnmatch (about 20 ms).
 $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv==0.13.9
-	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt \
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.txt \
 		-C editable_mode=compat -e host_tools
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --target $(VENV)/stubs/rp2 \
 		micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
@@ -123,10 +125,14 @@ lint: $(STAMP)
 TEST_WORKERS ?= 6
 # The lint runs beside the tests (they mostly wait on boards): its output is shown, and it fails the
 # run, once the tests are done.
+# The test modules as pytest rewrites their asserts, written once before the workers start (each
+# worker collects every test: where PYTHONDONTWRITEBYTECODE is set, each would rewrite them all).
 test: golang $(STAMP) $(KERNEL) socat postgres /usr/bin/chromedriver /usr/bin/systemd-analyze \
 	/usr/bin/sqlite3
 	$(COMPILE)
 	$(BIN)/sabot table check
+	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider tests \
+		>/dev/null || true
 	@lint=$$(mktemp); { $(BIN)/ruff check . && $(BIN)/mypy; } >$$lint 2>&1 & pid=$$!; \
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist load --maxschedchunk 1 \
 		--durations=12 tests; rc=$$?; \
