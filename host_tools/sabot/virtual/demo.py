@@ -33,6 +33,9 @@ from sabot.virtual.element import SIGN_MS
 from sabot.virtual.provisioning import provision, set_variant
 
 DRAIN_WAIT = 10.0  # seconds for the shoe to deliver what it still holds once the dealing is over
+# seconds the dealer waits for the shoe to show it has started the next shoe, however loaded the
+# host (dealing on before it shows would deal the next shoe file's cards into the ended one)
+NEW_SHOE_WAIT = 30.0
 
 
 class Session:
@@ -90,11 +93,13 @@ class Session:
 
     def ensure_new_shoe(self, board: VirtualBoard, link: HostLink) -> None:
         """A board whose last shoe has ended needs the host's new-shoe command before dealing."""
-        board.wait(lambda s: True, 5)
+        board.wait(lambda s: True, NEW_SHOE_WAIT)
         if board.indicator and board.indicator[0] == PH_ENDED:
-            link.pump_until(lambda: self.validator.status is not None, 5)
+            link.pump_until(lambda: self.validator.status is not None, NEW_SHOE_WAIT)
             link.new_shoe()
-            board.wait(lambda s: s[0] != PH_ENDED, 5)
+            if not board.wait(lambda s: s[0] != PH_ENDED, NEW_SHOE_WAIT):
+                raise SabotError(f"the shoe did not show a new shoe within {NEW_SHOE_WAIT:g} s "
+                                 "of the host's new-shoe command")
 
     def run(self) -> None:
         board, link = self.start_board()
