@@ -51,8 +51,11 @@ def test_work_asked_of_the_session_says_whether_it_was_sent_when_its_asker_gives
     session._do_asked(None)  # its next pass: the given-up work is not done
     assert sent == [] and said == []
 
-    def slow(link):
-        time.sleep(0.6)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(link):  # a command sent, its answer slow to be stored
+        started.set()
+        release.wait(30)
         return {"phase": "burn_first", "shoe": 2, "round": 0}
 
     def session_thread():
@@ -62,8 +65,11 @@ def test_work_asked_of_the_session_says_whether_it_was_sent_when_its_asker_gives
 
     taker = threading.Thread(target=session_thread)
     taker.start()
-    with pytest.raises(SabotError, match=r"under way on the shoe's link and may yet take effect"):
-        session.call(slow, 0.3)
+    with pytest.raises(SabotError, match=r"under way on the shoe's link when this page stopped "
+                                         r"waiting, after 2 s: it may have taken effect"):
+        session.call(slow, 2)
+    assert started.is_set() and said == []
+    release.set()
     taker.join()
     assert said == ["an operator's command its page gave up waiting for was done: the shoe's "
                     "phase is now burn_first (shoe 2, round 0)"]

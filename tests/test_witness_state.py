@@ -203,7 +203,7 @@ def test_a_checkpoint_with_a_chain_it_does_not_sign_and_a_witness_answering_junk
 
 def test_a_signature_made_high_on_the_cable_is_refused_and_the_log_holds(witnessed, tmp_path):
     """(r, n - s) verifies as (r, s) does, but a frame's exact bytes are a leaf of the shoe's log:
-    only the low form the shoe sends is taken (firmware/shoe/element.py low_s), so a copy
+    only the low form the shoe sends is taken (firmware/shoe/element_wire.py low_s), so a copy
     changed on the cable is refused and the genuine frame, sent again, keeps the store's log the
     shoe's (its checkpoint holds, no checkpoint_mismatch)."""
     signer = capture_gen.ShoeSigner(witnessed["key"], SHOE)

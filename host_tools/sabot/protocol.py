@@ -268,7 +268,7 @@ _PREHASHED = ec.ECDSA(utils.Prehashed(hashes.SHA256()))
 
 # P-256's group order: a frame's s is at most (n - 1) / 2 (low-S). Both (r, s) and (r, n - s)
 # verify, and a frame's exact bytes are a leaf of the shoe's log, so only one form is taken:
-# the one the shoe sends (firmware/shoe/element.py low_s)
+# the one the shoe sends (firmware/shoe/element_wire.py low_s)
 P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
 
 

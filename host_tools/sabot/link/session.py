@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_for
 from contextlib import contextmanager
 from typing import Any
 
@@ -129,22 +130,20 @@ class ValidationSession:
         self._asked.put((work, done))
         end = time.monotonic() + timeout
         while True:  # a stopping session (serve's SIGTERM) answers at once, never at `timeout`
-            try:
-                return done.result(min(0.2, max(0.0, end - time.monotonic())))
-            except TimeoutError:
-                if self.stopping.is_set() and done.cancel():
-                    raise SabotError("serve is stopping: nothing was sent") from None
-                if time.monotonic() >= end:
-                    if done.cancel():
-                        raise SabotError(f"the shoe's session did not get to it within "
-                                         f"{timeout:g} s: nothing was sent") from None
-                    with contextlib.suppress(TimeoutError):  # (it ended just now)
-                        return done.result(0)
-                    done.add_done_callback(self._ended_late)
-                    raise SabotError(f"not finished within {timeout:g} s: it is under way on "
-                                     "the shoe's link and may yet take effect; check the table "
-                                     "(its state, the operator log) before asking again; "
-                                     "serve's log says how it ends") from None
+            wait_for([done], min(0.2, max(0.0, end - time.monotonic())))
+            if done.done() and not done.cancelled():
+                return done.result()  # (or the work's own exception)
+            if self.stopping.is_set() and done.cancel():
+                raise SabotError("serve is stopping: nothing was sent")
+            if time.monotonic() >= end:
+                if done.cancel():
+                    raise SabotError(f"the shoe's session did not get to it within {timeout:g} "
+                                     "s: nothing was sent")
+                done.add_done_callback(self._ended_late)
+                raise SabotError(f"it was under way on the shoe's link when this page stopped "
+                                 f"waiting, after {timeout:g} s: it may have taken effect; check "
+                                 "the table (its state, the operator log) before asking again; "
+                                 "serve's log says how it ended")
 
     def _ended_late(self, done: Future[Any]) -> None:
         """How work whose asker gave up waiting ended, in the session's line."""

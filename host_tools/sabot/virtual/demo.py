@@ -93,8 +93,11 @@ class Session:
 
     def ensure_new_shoe(self, board: VirtualBoard, link: HostLink) -> None:
         """A board whose last shoe has ended needs the host's new-shoe command before dealing."""
-        board.wait(lambda s: True, NEW_SHOE_WAIT)
+        if not board.wait(lambda s: True, NEW_SHOE_WAIT):
+            raise SabotError(f"the shoe showed nothing within {NEW_SHOE_WAIT:g} s")
         if board.indicator and board.indicator[0] == PH_ENDED:
+            # (its status's counter; without one the stored state's, and the check below says
+            # whether the shoe took it)
             link.pump_until(lambda: self.validator.status is not None, NEW_SHOE_WAIT)
             link.new_shoe()
             if not board.wait(lambda s: s[0] != PH_ENDED, NEW_SHOE_WAIT):
