@@ -92,17 +92,20 @@ class Session:
         return self.board, self.link
 
     def ensure_new_shoe(self, board: VirtualBoard, link: HostLink) -> None:
-        """A board whose last shoe has ended needs the host's new-shoe command before dealing."""
+        """A board whose last shoe has ended needs the host's new-shoe command before dealing.
+        The shoe takes a signed command only while its element is free (one checking an
+        acknowledgement, on a loaded host, refuses it with a count and no frame): sent again,
+        each time with the counter of a fresh status, until the shoe shows its new shoe."""
         if not board.wait(lambda s: True, NEW_SHOE_WAIT):
             raise SabotError(f"the shoe showed nothing within {NEW_SHOE_WAIT:g} s")
-        if board.indicator and board.indicator[0] == PH_ENDED:
-            # (its status's counter; without one the stored state's, and the check below says
-            # whether the shoe took it)
-            link.pump_until(lambda: self.validator.status is not None, NEW_SHOE_WAIT)
-            link.new_shoe()
-            if not board.wait(lambda s: s[0] != PH_ENDED, NEW_SHOE_WAIT):
+        end = time.monotonic() + NEW_SHOE_WAIT
+        while board.indicator and board.indicator[0] == PH_ENDED:
+            if time.monotonic() >= end:
                 raise SabotError(f"the shoe did not show a new shoe within {NEW_SHOE_WAIT:g} s "
-                                 "of the host's new-shoe command")
+                                 "of the host's new-shoe commands")
+            link.ask(min(5.0, max(0.1, end - time.monotonic())))
+            link.new_shoe()
+            board.wait(lambda s: s[0] != PH_ENDED, min(3.0, max(0.1, end - time.monotonic())))
 
     def run(self) -> None:
         board, link = self.start_board()
