@@ -99,12 +99,17 @@ class Session:
         if not board.wait(lambda s: True, NEW_SHOE_WAIT):
             raise SabotError(f"the shoe showed nothing within {NEW_SHOE_WAIT:g} s")
         end = time.monotonic() + NEW_SHOE_WAIT
+        sent = 0  # the counter the last new-shoe carried (0: none sent)
         while board.indicator and board.indicator[0] == PH_ENDED:
             if time.monotonic() >= end:
                 raise SabotError(f"the shoe did not show a new shoe within {NEW_SHOE_WAIT:g} s "
                                  "of the host's new-shoe commands")
-            link.ask(min(5.0, max(0.1, end - time.monotonic())))
-            link.new_shoe()
+            st = link.ask(min(5.0, max(0.1, end - time.monotonic())))
+            if st is not None and st["host_counter"] < sent:
+                sent = 0  # not taken: its counter is still to come
+            if not sent:  # (taken, it is under way: not sent again)
+                link.new_shoe()
+                sent = link.counter
             board.wait(lambda s: s[0] != PH_ENDED, min(3.0, max(0.1, end - time.monotonic())))
 
     def run(self) -> None:
