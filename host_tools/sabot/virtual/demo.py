@@ -100,7 +100,11 @@ class Session:
             raise SabotError(f"the shoe showed nothing within {NEW_SHOE_WAIT:g} s")
         end = time.monotonic() + NEW_SHOE_WAIT
         sent = 0  # the counter the last new-shoe carried (0: none sent)
+        mark = len(self.records)
         while board.indicator and board.indicator[0] == PH_ENDED:
+            refused = [r for k, r in self.records[mark:] if k == "command_rejected"]
+            if refused:
+                raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
             if time.monotonic() >= end:
                 raise SabotError(f"the shoe did not show a new shoe within {NEW_SHOE_WAIT:g} s "
                                  "of the host's new-shoe commands")
