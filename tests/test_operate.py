@@ -285,3 +285,57 @@ def test_a_shoe_whose_frames_come_before_its_status_is_not_called_foreign():
     validator.counts = Counter()  # the same bytes with no frame of a shoe among them
     assert "does not speak the sabot protocol" in _why_silent(link, "socket://x", 5.0, Counter(),
                                                               2.0, False)
+
+
+@pytest.mark.board
+def test_a_command_a_forger_crowds_out_of_the_element_is_sent_again_and_obeyed_once(tmp_path):
+    """A forger on the cable sends a new-shoe signed with another key just ahead of the host's:
+    the shoe takes the forged one for its element's check and refuses the genuine one with a
+    count and nothing else (one signed command at a time). The host's next status shows that
+    (more refused, the command counter not moved), so it sends the command again: the new shoe
+    starts, once, and is logged once."""
+    from sabot import protocol as pr
+    from sabot.link.operate import Operation
+    from sabot.virtual.dealer import Dealer
+    from sabot.virtual.demo import DRAIN_WAIT, Session
+
+    deck = cards.shuffled_shoe(1, seed=9, cut_from_end=0)[:-1]
+    tokens = deck[:12] + ["CUT"] + deck[12:]
+    key = keys.create(str(tmp_path / "command.pem"))
+    forger = keys.create(str(tmp_path / "forger.pem"))
+    s = Session(tokens, key, str(tmp_path / "audit.db"), str(tmp_path / "flash"))
+    board, link = s.start_board()
+    try:
+        s.ensure_new_shoe(board, link)
+        done = threading.Event()
+        threading.Thread(target=lambda: (Dealer(board, tokens).deal(), done.set()),
+                         daemon=True).start()
+        while not done.is_set():
+            link.pump()
+        assert link.drain(DRAIN_WAIT)
+        before = link.ask(5)
+        assert before is not None and before["phase"] == "ended"
+        genuine_write, genuine_new_shoe, forged = link.write, link.new_shoe, []
+
+        def crowded(data):  # the one write of the host's new-shoe, the forger's frame ahead
+            link.write = genuine_write
+            genuine_write(forged[0] + data)
+
+        def new_shoe():
+            if not forged:  # the first one only
+                forged.append(pr.command(forger.private_key, s.validator.shoe_id,
+                                         before["host_counter"] + 1, pr.C_NEW_SHOE))
+                link.write = crowded
+            genuine_new_shoe()
+
+        link.new_shoe = new_shoe
+        op = Operation.on_link(board.url, s.validator, link)
+        out = op.new_shoe("tech")
+        after = link.ask(5)
+    finally:
+        s.close()
+    assert forged and out["phase"] == "burn_first" and out["shoe"] == 2, out
+    assert after["host_counter"] == before["host_counter"] + 1  # obeyed once
+    assert after["refused"] >= before["refused"] + 2  # the forged one, and the genuine crowded
+    assert [r["shoe"] for k, r in s.records if k == "shoe_start"] == [1, 2]
+    assert not [r for k, r in s.records if k == "command_rejected"]

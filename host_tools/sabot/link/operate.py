@@ -293,7 +293,6 @@ class Operation:
                              f"{st['round']}, card {st['position']}): a new shoe starts only "
                              "after it ends (an irregularity can end it: sabot resolve end-shoe)")
         mark = len(self.records)
-        self.link.new_shoe()
 
         def started(s: dict[str, Any]) -> bool:
             # a short shoe dealt at once may have ended again before the status shows it: its
@@ -301,7 +300,7 @@ class Operation:
             return (s["phase"] != "ended" or s["shoe"] != st["shoe"] or bool(self.refusals(mark))
                     or self._since(mark, "shoe_start") is not None)
 
-        after = self.link.ask_until(started, EFFECT_WAIT)
+        after = self._until_taken(self.link.new_shoe, started)
         refused = self.refusals(mark)
         if refused:
             raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
@@ -326,13 +325,12 @@ class Operation:
             raise SabotError(f"no irregularity is pending on shoe {st['shoe']} (phase "
                              f"{st['phase']}, round {st['round']}): nothing to resolve")
         mark = len(self.records)
-        self.link.resolve(code)
 
         def done(s: dict[str, Any]) -> bool:
             return (s["phase"] != "held" or bool(self.refusals(mark))
                     or any(k == "resolution" for k, _ in self.records[mark:]))
 
-        after = self.link.ask_until(done, EFFECT_WAIT)
+        after = self._until_taken(lambda: self.link.resolve(code), done)
         refused = self.refusals(mark)
         if refused and refused[0]["reason"] == "not_now":
             raise SabotError(self._inapplicable(resolution, st))
@@ -351,6 +349,31 @@ class Operation:
                   "irregularity": rec["kind"], "card": rec["card"], "source": rec["source"],
                   "port": self.url}, seq)
         return dict(self.describe(after), resolution=rec)
+
+    def _until_taken(self, send: Callable[[], None],
+                     effect: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        """Send a signed, counted command; the status that shows its effect, or None if none did
+        within EFFECT_WAIT. The shoe checks one signed command at a time in its element and
+        refuses, with a count and nothing else, one that comes meanwhile (a forger's on the
+        cable, or an acknowledgement on a stalled board): while a status shows that — more
+        refused, its command counter not moved — the command is sent again with that status's
+        counter. (Sent again after the first was taken, it carries a counter the shoe has
+        passed: refused the same way, nothing done twice.)"""
+        end = time.monotonic() + EFFECT_WAIT
+        before = self.validator.status
+        counter, refused = ((before["host_counter"], before["refused"]) if before is not None
+                            else (None, None))
+        send()
+        while True:
+            def settled(s: dict[str, Any]) -> bool:
+                return effect(s) or (s["host_counter"] == counter and refused is not None
+                                     and s["refused"] > refused)
+
+            after = self.link.ask_until(settled, max(0.0, end - time.monotonic()))
+            if after is None or effect(after) or time.monotonic() >= end:
+                return after
+            refused = after["refused"]
+            send()
 
     def _inapplicable(self, resolution: str, st: dict[str, Any]) -> str:
         """The line for a resolution the shoe refused as not fitting its hold: what holds it and
