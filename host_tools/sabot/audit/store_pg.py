@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import re
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +61,7 @@ from sabot.errors import SabotError
 FUNCTION = "sabot_append_only"
 # advisory lock keys (a name's hash, not a magic number): the chain's, held for each commit, and
 # one per shoe, held by the writer validating it
+CLAIM_GRACE = 2.0  # seconds a shoe's claim is asked for again while another connection holds it
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"sabot audit chain").digest()[:8], "big", signed=True)
 
 
@@ -198,19 +200,26 @@ class PgAuditStore(AuditStore):
 
     def claim(self, shoe_id: int) -> None:
         """One validator per shoe in the whole database: a second writer validating the same
-        shoe would acknowledge its frames twice over."""
+        shoe would acknowledge its frames twice over. A validator that has just stopped may hold
+        its claim a moment longer (its server ends the session after the client has hung up, as
+        soon as it gets to it): asked again for CLAIM_GRACE seconds before it is refused."""
         if not self.writer:
             return
-        try:
-            got = self.db.keep("SELECT pg_try_advisory_lock(?)", (shoe_key(shoe_id),),
-                               must=True).fetchone()[0]
-        except psycopg.Error as e:
-            raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
-        if not got:
+        end = time.monotonic() + CLAIM_GRACE
+        while True:
+            try:
+                got = self.db.keep("SELECT pg_try_advisory_lock(?)", (shoe_key(shoe_id),),
+                                   must=True).fetchone()[0]
+            except psycopg.Error as e:
+                raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
+            if got:
+                return
             self.db.setup.pop()  # not this writer's to claim again on a new connection
-            raise SabotError(f"shoe {shoe_id:#010x} is being validated into {self.path} by "
-                             f"{self._holder(shoe_id)}: one validator per shoe (stop that one "
-                             "first)")
+            if time.monotonic() >= end:
+                raise SabotError(f"shoe {shoe_id:#010x} is being validated into {self.path} by "
+                                 f"{self._holder(shoe_id)}: one validator per shoe (stop that "
+                                 "one first)")
+            time.sleep(0.05)
 
     def _holder(self, shoe_id: int) -> str:
         return store_pg_health.holder(self, shoe_id)
