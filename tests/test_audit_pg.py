@@ -7,6 +7,7 @@ printed."""
 
 import json
 import subprocess
+import threading
 
 import psycopg
 import pytest
@@ -161,6 +162,9 @@ def test_a_second_validator_of_a_shoe_another_programs_database_and_no_server_ar
     finally:
         first.store.close()
     Validator(entry, url).store.close()  # its claim went with its connection
+    first = Validator(entry, url)
+    threading.Timer(0.5, first.store.close).start()  # a validator stopping meanwhile
+    Validator(entry, url).store.close()  # asked again within the grace: claimed once it let go
     foreign = server.database()
     with psycopg.connect(foreign, autocommit=True) as con:
         con.execute(b"CREATE TABLE payroll (name TEXT)")

@@ -292,9 +292,11 @@ def test_a_command_a_forger_crowds_out_of_the_element_is_sent_again_and_obeyed_o
     """A forger on the cable sends a new-shoe signed with another key just ahead of the host's:
     the shoe takes the forged one for its element's check and refuses the genuine one with a
     count and nothing else (one signed command at a time). The host's next status shows that
-    (more refused, the command counter not moved), so it sends the command again: the new shoe
-    starts, once, and is logged once."""
+    (more refused, the command counter not moved), so it sends the command again. A forger ahead
+    of every send keeps it out for the 5 s the host tries: it says so, and that nothing was done;
+    ahead of the first only, the new shoe starts, once, and is logged once."""
     from sabot import protocol as pr
+    from sabot.errors import SabotError
     from sabot.link.operate import Operation
     from sabot.virtual.dealer import Dealer
     from sabot.virtual.demo import DRAIN_WAIT, Session
@@ -315,27 +317,39 @@ def test_a_command_a_forger_crowds_out_of_the_element_is_sent_again_and_obeyed_o
         assert link.drain(DRAIN_WAIT)
         before = link.ask(5)
         assert before is not None and before["phase"] == "ended"
-        genuine_write, genuine_new_shoe, forged = link.write, link.new_shoe, []
+        genuine_write, genuine_new_shoe = link.write, link.new_shoe
+        sends, crowd = [], ["every"]
 
         def crowded(data):  # the one write of the host's new-shoe, the forger's frame ahead
             link.write = genuine_write
-            genuine_write(forged[0] + data)
+            st = s.validator.status
+            genuine_write(pr.command(forger.private_key, s.validator.shoe_id,
+                                     st["host_counter"] + 1, pr.C_NEW_SHOE) + data)
 
         def new_shoe():
-            if not forged:  # the first one only
-                forged.append(pr.command(forger.private_key, s.validator.shoe_id,
-                                         before["host_counter"] + 1, pr.C_NEW_SHOE))
+            sends.append(time.monotonic())
+            if crowd[0] == "every" or len(sends) == 1:
                 link.write = crowded
             genuine_new_shoe()
 
         link.new_shoe = new_shoe
         op = Operation.on_link(board.url, s.validator, link)
+        with pytest.raises(SabotError, match=r"the shoe took none of \d+ sends of it within 5 s: "
+                                             r".*nothing was done"):
+            op.new_shoe("tech")
+        kept_out = link.ask(5)
+        assert kept_out["phase"] == "ended" and len(sends) >= 3
+        assert kept_out["host_counter"] == before["host_counter"]  # none taken
+        sends.clear()
+        crowd[:] = ["first"]
         out = op.new_shoe("tech")
         after = link.ask(5)
     finally:
         s.close()
-    assert forged and out["phase"] == "burn_first" and out["shoe"] == 2, out
+    assert out["phase"] == "burn_first" and out["shoe"] == 2, out
+    assert len(sends) >= 2  # sent again: the first was crowded out
     assert after["host_counter"] == before["host_counter"] + 1  # obeyed once
-    assert after["refused"] >= before["refused"] + 2  # the forged one, and the genuine crowded
+    assert after["refused"] >= kept_out["refused"] + 2  # the forged one, and the genuine crowded
+    assert after["refused_bad_key"] >= kept_out["refused_bad_key"] + 1  # the forger's
     assert [r["shoe"] for k, r in s.records if k == "shoe_start"] == [1, 2]
     assert not [r for k, r in s.records if k == "command_rejected"]

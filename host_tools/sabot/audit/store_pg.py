@@ -61,8 +61,8 @@ from sabot.errors import SabotError
 FUNCTION = "sabot_append_only"
 # advisory lock keys (a name's hash, not a magic number): the chain's, held for each commit, and
 # one per shoe, held by the writer validating it
-CLAIM_GRACE = 2.0  # seconds a shoe's claim is asked for again while another connection holds it
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"sabot audit chain").digest()[:8], "big", signed=True)
+CLAIM_GRACE = 2.0  # seconds a shoe's claim is asked for again while another connection holds it
 
 
 _PG_TYPES = {"REAL": "DOUBLE PRECISION", "BLOB": "BYTEA", "INTEGER": "BIGINT", "TEXT": "TEXT"}
@@ -206,15 +206,15 @@ class PgAuditStore(AuditStore):
         if not self.writer:
             return
         end = time.monotonic() + CLAIM_GRACE
+        claim = ("SELECT pg_try_advisory_lock(?)", (shoe_key(shoe_id),))
         while True:
             try:
-                got = self.db.keep("SELECT pg_try_advisory_lock(?)", (shoe_key(shoe_id),),
-                                   must=True).fetchone()[0]
+                got = self.db.execute(*claim).fetchone()[0]
             except psycopg.Error as e:
                 raise SabotError(f"audit database {self.path}: {self._reason(e)}") from None
-            if got:
+            if got:  # this writer's: claimed again on every new connection
+                self.db.setup.append((*claim, True))
                 return
-            self.db.setup.pop()  # not this writer's to claim again on a new connection
             if time.monotonic() >= end:
                 raise SabotError(f"shoe {shoe_id:#010x} is being validated into {self.path} by "
                                  f"{self._holder(shoe_id)}: one validator per shoe (stop that "

@@ -28,12 +28,13 @@ from sabot.audit.store import AuditStore
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
-from sabot.link.host import HostLink
+from sabot.link.host import SIGNED_GAP, HostLink
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.registry import Registry, ShoeEntry
 
 ANSWER_WAIT = 5.0  # seconds for a shoe to answer its first hello
 EFFECT_WAIT = 5.0  # seconds for a command to show in the shoe's status
+RESEND_LOOK = 1.0  # seconds a command sent again needs left to see its status's answer
 # seconds for its signed frame once the status shows it done: the frame is on its way (the
 # element signs it), and the operator log's entry must name it, or audit verify will miss it
 FRAME_WAIT = 20.0
@@ -364,16 +365,24 @@ class Operation:
         counter, refused = ((before["host_counter"], before["refused"]) if before is not None
                             else (None, None))
         send()
+        sends = 1
         while True:
             def settled(s: dict[str, Any]) -> bool:
                 return effect(s) or (s["host_counter"] == counter and refused is not None
                                      and s["refused"] > refused)
 
             after = self.link.ask_until(settled, max(0.0, end - time.monotonic()))
-            if after is None or effect(after) or time.monotonic() >= end:
+            if after is None or effect(after):
                 return after
+            # refused unheard, and answered after the last send: that one was not taken either
+            if end - time.monotonic() < SIGNED_GAP + RESEND_LOOK:
+                raise SabotError(f"the shoe took none of {sends} sends of it within "
+                                 f"{EFFECT_WAIT:g} s: each came while its element was checking "
+                                 "another signed command (its status counts them refused; a "
+                                 "flood on the cable?): nothing was done")
             refused = after["refused"]
             send()
+            sends += 1
 
     def _inapplicable(self, resolution: str, st: dict[str, Any]) -> str:
         """The line for a resolution the shoe refused as not fitting its hold: what holds it and
