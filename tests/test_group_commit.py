@@ -366,9 +366,7 @@ def test_a_table_whose_reads_the_store_refuses_is_not_recording_while_the_others
         con.execute("DROP TRIGGER moved")
         con.commit()
         con.close()
-        rig.wait_stored()
-        for i in range(2):
-            assert rig.stored(i) == rig.expected(i), rig.tables[i]
+        rig.assert_every_round_stored()
     finally:
         rig.stop()
 
@@ -391,10 +389,7 @@ def test_reads_after_a_refused_commit_wait_for_the_resends_and_no_gap_is_rejecte
         time.sleep(11)  # past the store's 10 s busy timeout: its commits are refused
         con.execute("ROLLBACK")
         con.close()
-        rig.wait_dealt()
-        rig.wait_stored()
-        for i in range(2):
-            assert rig.stored(i) == rig.expected(i), rig.tables[i]
+        rig.assert_every_round_stored()
     finally:
         rig.stop()
     db = sqlite3.connect(str(rig.db))
@@ -443,10 +438,7 @@ def test_serve_killed_between_a_group_commit_and_its_acks_loses_nothing_and_stor
         db.close()
         assert stored, "nothing was stored before the crash"
         rig.start()  # serve again: the shoes resend all they still hold
-        rig.wait_dealt()
-        rig.wait_stored()
-        for i in range(3):
-            assert rig.stored(i) == rig.expected(i), rig.tables[i]
+        rig.assert_every_round_stored()
         stats = rig.get("/api/stats")
         assert stats["reads_committed"] >= stats["commits"] > 0
     finally:

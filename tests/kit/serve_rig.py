@@ -107,6 +107,14 @@ class ServeRig:
             time.sleep(0.1)
         raise AssertionError(f"not every shoe ended: {self.get('/api/tables')}")
 
+    def assert_every_round_stored(self):
+        """Once the dealers are done: every table's shoe ended in the store, each with every
+        round the host's rules deal from its shoe file, once, in order."""
+        self.wait_dealt()
+        self.wait_stored()
+        for i, table in enumerate(self.tables):
+            assert self.stored(i) == self.expected(i), table
+
     def expected(self, i):
         return rules.deal_shoe(self.tokens[i])
 
