@@ -145,7 +145,8 @@ class Validator:
         # they answer is stored at the start of a later batch
         self.cosigner = cosigner
         self._held: tuple[int, pr.Frame] | None = None  # a checkpoint that held in this batch
-        self.witnessed: dict[int, list[str]] = {}  # size -> the witnesses that cosigned it
+        # the newest cosigned size -> its witnesses (each value replaced, never changed in place)
+        self.witnessed: dict[int, list[str]] = {}
         # a witnessed table's rounds stored past its newest cosigned checkpoint (rounds_beyond),
         # oldest first
         self.round_seqs: deque[int] = deque()
@@ -197,8 +198,7 @@ class Validator:
         read.counted = (dict(self.counts), len(self.rejections), len(self.alarms),
                         len(self.round_seqs))
         read.fields = {k: getattr(self, k) for k in UNDONE}
-        read.kept = (set(self._stale), list(self._deferred),
-                     {size: list(w) for size, w in self.witnessed.items()})
+        read.kept = (set(self._stale), list(self._deferred), dict(self.witnessed))
         read.log = len(self.log.hashes)
         read.watched = self.watch.snapshot() if self.watch is not None else None
         read.parsed = [self._parse(e) for e in encoded]
@@ -251,6 +251,8 @@ class Validator:
             for witness, line in sorted(lines.items()):
                 self.store.add_cosignature(frame_id, self.shoe_id, size, witness, line)
             self.witnessed[size] = sorted(set(self.witnessed.get(size, [])) | set(lines))
+        newest = max(self.witnessed, default=0)  # only the newest is read: the rest let go
+        self.witnessed = {newest: self.witnessed[newest]} if self.witnessed else {}
 
     def rounds_beyond_witnesses(self) -> int:
         """The rounds stored this session past the newest checkpoint a witness cosigned (all of
