@@ -14,7 +14,7 @@ all: test
 
 # uv (from PyPI, pinned) installs the pinned set in a few seconds where pip takes half a minute,
 # their bytecode written at once (where the environment sets PYTHONDONTWRITEBYTECODE, each of the
-# tests' hundreds of processes would otherwise compile what it imports of them: 70 ms a command).
+# tests' hundreds of processes would otherwise compile what it imports of them).
 # sabot is installed editable as a plain path in a .pth (editable_mode=compat): setuptools' default
 # import hook costs every command's start pathlib, importlib.util and fnmatch (about 20 ms).
 $(STAMP): requirements.txt requirements-stubs.txt host_tools/pyproject.toml pyproject.toml
