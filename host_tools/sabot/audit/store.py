@@ -92,15 +92,26 @@ def row_hash(prev: bytes, table: str, chain_no: int, rid: int, values: Sequence[
     """The hash that chains a row to the one before it: over the table, its place, its id and its
     content, each value length-prefixed and typed so no two rows encode alike."""
     parts = [prev, f"{table}:{chain_no}:{rid}".encode()]  # hashed as one: fewer calls
+    add = parts.append
     for v in values:
         if v is None:
-            parts.append(b"N")
-        elif isinstance(v, bytes):
-            parts += (b"B", len(v).to_bytes(4, "big"), v)
+            add(b"N")
+            continue
+        if v.__class__ is bytes or isinstance(v, bytes):
+            add(b"B")
+            data = v
         else:
+            add(b"V")
             data = repr(v).encode()
-            parts += (b"V", len(data).to_bytes(4, "big"), data)
+        n = len(data)
+        add(_LENGTHS[n] if n < 256 else n.to_bytes(4, "big"))
+        add(data)
     return hashlib.sha256(b"".join(parts)).digest()
+
+
+_LENGTHS = [n.to_bytes(4, "big") for n in range(256)]  # row_hash's prefixes, made once
+# json.dumps(..., sort_keys=True) without a new encoder for each record: the same text
+_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode
 
 
 class FrameHeader(Protocol):
@@ -399,7 +410,7 @@ class AuditStore(RecordQueries, abc.ABC):
                    record: Mapping[str, Any]) -> None:
         self._add("records", (frame_id, frame.key_id, frame.shoe_id, frame.seq, kind,
                               record.get("shoe"), record.get("round"),
-                              json.dumps(record, sort_keys=True)))
+                              _SORTED_JSON(record)))
         self._batch_raw[(frame.key_id, frame.shoe_id, frame.seq)] = frame.raw
 
     def add_alarm(self, frame_id: int | None, key_id: int | None, shoe_id: int | None,
@@ -410,7 +421,7 @@ class AuditStore(RecordQueries, abc.ABC):
     def save_link(self, key_id: int, shoe_id: int, st: Mapping[str, Any]) -> None:
         """The validator's state for a shoe after this batch (a new row: the table is a log)."""
         values = (key_id, shoe_id, st["last_seq"], st["last_digest"], st["last_boot"],
-                  st["host_counter"], json.dumps(st["inventory"], sort_keys=True))
+                  st["host_counter"], _SORTED_JSON(st["inventory"]))
         key = (key_id, shoe_id)
         if key in self._batch_links:
             current: tuple[Any, ...] | None = self._batch_links[key]
