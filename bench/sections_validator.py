@@ -12,7 +12,10 @@ def bench_link():
     and the shuffle index), without it, and with the watch counting in Python. And a live link at
     full speed: the capture written into a pty by another process and read as the host link
     reads a port (each read one durable commit of every frame that arrived meanwhile), against
-    the same capture taken whole and taken one frame a read; interleaved, best of 3."""
+    the same capture taken whole and taken one frame a read; interleaved, best of 3. Beside them,
+    in the same run, the compiled work a round costs whatever Python does around it: its
+    signature verifications, the exact-edge kernel's counting, and SQLite inserting its rows and
+    committing them durably; the floor they set on one core."""
     import tempfile
 
     from sabot.audit.group_commit import COMMIT_WAIT
@@ -38,6 +41,11 @@ def bench_link():
             best[watch, batch] = max(best.get((watch, batch), 0.0), rate)
             assert v.counts["rejected"] == 0 and v.counts["rounds"] == rounds
             v.store.close()
+        signed = sum(1 for f in cap.split(b"\x00") if f and _signed(f))
+        verify_us = _p256_verify_us()
+        kernel_us = _edge_kernel_us()
+        sqlite_us = _sqlite_rows_us(f"{tmp}/audit0.db", f"{tmp}/rows", rounds)
+        floor_us = verify_us * signed / rounds + kernel_us + sqlite_us
         # a live link at full speed: the same capture through a pty, as a shoe's port brings it
         live: dict[str, float] = {}
         served = _served_shoes(tmp)
@@ -63,7 +71,13 @@ def bench_link():
             "validator_rounds_per_s_batch_verify": int(best[True, True]),
             "validator_rounds_per_s_batch_verify_without_edge_and_shuffle_alarms":
                 int(best[False, True]),
-            "p256_verify_us": _p256_verify_us(),
+            "p256_verify_us": verify_us,
+            "signatures_per_round": round(signed / rounds, 3),
+            "edge_kernel_us_per_round": kernel_us,
+            "sqlite_rows_us_per_round": sqlite_us,
+            "compiled_floor_us_per_round": round(floor_us, 1),
+            "compiled_floor_rounds_per_s": int(1e6 / floor_us),
+            "python_us_per_round": round(1e6 / best[True, False] - floor_us, 1),
             "live_rounds_per_s": int(live["live"]),
             "live_frames_per_read": round(live["frames_per_read"], 1),
             "live_replay_rounds_per_s": int(live["replay"]),
@@ -214,6 +228,79 @@ def _p256_verify_us(n=2000):
             pub.verify(sig, b"frame" * 20, ec.ECDSA(hashes.SHA256()))
         best = min(best, (time.perf_counter() - t) / n)
     return round(best * 1e6, 1)
+
+
+def _signed(frame: bytes) -> bool:
+    """Whether a captured frame (COBS-encoded, its zero delimiter dropped) carries a signature
+    the validator verifies."""
+    from sabot import protocol as pr
+
+    try:
+        return pr.parse(pr.decode_frame(frame)).signed
+    except pr.FrameError:  # a capture's mark, not a frame
+        return False
+
+
+def _edge_kernel_us(n=3):
+    """The exact-edge kernel (game/outcomes.c) counting a composition and Banker's, Player's and
+    Tie's expected returns, what the watch asks of it after a round: the call alone, over every
+    composition of an 8-deck shoe dealt 5 cards at a time down to its last round's; µs a count,
+    best of n passes."""
+    import random
+
+    from sabot.game.cards import RANKS, SUITS
+    from sabot.game.edges import RemainingShoe, kernel
+
+    k = kernel()
+    c = k.ctypes
+    names = ("banker", "player", "tie")
+    rows, hi, lo = k.returns(8, names), (c.c_int64 * 3)(), (c.c_uint64 * 3)()
+    values, out = (c.c_int64 * 10)(), (c.c_int64 * 400)()
+    deck = [r + s for r in RANKS for s in SUITS] * 8
+    random.Random(1).shuffle(deck)
+    best = float("inf")
+    for _ in range(n):
+        shoe, took, counts = RemainingShoe(8), 0.0, 0
+        for i in range(0, len(deck) - 20, 5):
+            shoe.remove_all(deck[i:i + 5])
+            values[:] = shoe.value_counts
+            t = time.perf_counter()
+            k.count(values, out, 3, rows, hi, lo)
+            took += time.perf_counter() - t
+            counts += 1
+        best = min(best, took / counts)
+    return round(best * 1e6, 1)
+
+
+def _sqlite_rows_us(db, copy, rounds, n=3):
+    """SQLite alone storing what the validator stored for the capture: every row of `db`,
+    hashes made, inserted into an empty file of the same schema (tables, indexes, triggers; WAL,
+    synchronous FULL) in one transaction and committed: µs a round, best of n."""
+    import sqlite3
+
+    src = sqlite3.connect(db)
+    schema = [sql for (sql,) in src.execute(
+        "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type != 'table'")]
+    tables = [t for (t,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    rows = {t: src.execute(f"SELECT * FROM {t} ORDER BY id").fetchall() for t in tables}
+    src.close()
+    best = float("inf")
+    for i in range(n):
+        dst = sqlite3.connect(f"{copy}{i}.db", isolation_level=None)
+        dst.execute("PRAGMA journal_mode=WAL")
+        dst.execute("PRAGMA synchronous=FULL")
+        for sql in schema:
+            dst.execute(sql)
+        t = time.perf_counter()
+        dst.execute("BEGIN IMMEDIATE")
+        for table, batch in rows.items():
+            if batch:
+                marks = ", ".join("?" * len(batch[0]))
+                dst.executemany(f"INSERT INTO {table} VALUES ({marks})", batch)
+        dst.execute("COMMIT")
+        best = min(best, time.perf_counter() - t)
+        dst.close()
+    return round(best / rounds * 1e6, 1)
 
 
 def bench_audit():
