@@ -531,7 +531,7 @@ def test_a_store_ahead_of_its_shoe_is_named_and_nothing_stops(tmp_path):
         assert [verdict for _, verdict, _ in v.receive(recorded)] == ["rejected"]
     assert v.rejections[-1]["reason"] == "replayed" and v.behind_store() is None
     # a shoe that answers only with statuses of its own older than the store is behind it
-    # (each signature fresh): the first contact says so in one line (operate.first_status)
+    # (each signature fresh): the first contact says so in one line (answering.first_status)
     for _ in range(2):
         assert [verdict for _, verdict, _ in v.receive(
             pr.encode_frame(status_frame(s, frames, 2, 0, 1, 2)))] == ["rejected"]

@@ -202,8 +202,8 @@ def test_a_shoe_signing_with_another_key_than_the_registry_holds_is_named_in_one
     statuses answering the host's hellos) fails the signature, and the host says so."""
     from sabot.audit.validator import Validator
     from sabot.errors import SabotError
+    from sabot.link.answering import first_status
     from sabot.link.host import HostLink
-    from sabot.link.operate import first_status
 
     from kit import signing_shoe
     from kit.ports import shoe_on_a_socket_pair, status_answer
@@ -275,7 +275,7 @@ def test_a_shoe_whose_frames_come_before_its_status_is_not_called_foreign():
     from collections import Counter
     from types import SimpleNamespace
 
-    from sabot.link.operate import _why_silent
+    from sabot.link.answering import _why_silent
 
     validator = SimpleNamespace(counts=Counter(deferred=3), shoe_id=7)
     link = SimpleNamespace(rx_bytes=400, validator=validator)

@@ -184,3 +184,58 @@ def test_who_a_pit_entry_names_is_the_hosts_word(hosted, tmp_path):
                 rewritten("acknowledge", {"note": "nothing to see"}))
     out = check(hosted, db)
     assert out["ok"], out["problem"]
+
+
+def test_an_owed_entry_is_stored_with_its_frame_once_a_refused_read_comes_again(tmp_path):
+    """serve owes the operator entry of a resolution it sent until the shoe's signed frame is
+    stored (link/operate.py): a read bringing it that the store refuses (another program's
+    trigger) stores neither, and the shoe's resend stores both in one batch, the entry once, so
+    audit verify finds the resolution's entry. A resolution not given from the host takes no
+    owed entry."""
+    import sqlite3
+    import struct
+
+    from sabot import protocol as pr
+    from sabot.errors import SabotError
+    from sabot.game.cards import card_index
+    from sabot.link.operate import operator_line
+
+    s, entry = signing_shoe(A)
+    Registry(str(tmp_path / "shoes.json")).put(entry)
+    held = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
+            s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4])),  # AS, 2S
+            s.chained(pr.T_IRREGULARITY, b"\x00\x01\x00\x00"
+                      + struct.pack(">BBH", 1, card_index("2H"), 3))]  # 2H not due: held
+    resolution = s.chained(pr.T_RESOLUTION, b"\x00\x01\x00\x00"
+                           + bytes((1, 1, card_index("2H"), 1, 0)))  # void_card, from the host
+    db = str(tmp_path / "audit.db")
+    v = Validator(entry, db, watch=False)
+    v.receive(framed(*held))
+
+    def by_sue(rec):
+        return operator_line({"operation": "resolve", "resolution": rec["resolution"],
+                              "by": "sue", "shoe_id": A, "shoe": rec["shoe"],
+                              "round": rec["round"], "irregularity": rec["kind"],
+                              "card": rec["card"], "source": rec["source"],
+                              "port": "/dev/ttyACM0"}) if rec["source"] == "host" else None
+
+    v.owed = {"resolution": by_sue}
+    con = sqlite3.connect(db)
+    con.execute("CREATE TRIGGER refused BEFORE INSERT ON frames WHEN NEW.type = 'resolution'"
+                " BEGIN SELECT RAISE(ABORT, 'refused by another program'); END")
+    con.commit()
+    with pytest.raises(SabotError, match="refused by another program"):
+        v.receive(framed(resolution))
+    assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 0
+    assert set(v.owed) == {"resolution"}  # still owed: the read was not stored
+    con.execute("DROP TRIGGER refused")
+    con.commit()
+    v.receive(framed(resolution))  # the shoe's resend
+    rows = con.execute("SELECT seq, operation, entry FROM operations").fetchall()
+    con.close()
+    assert [(seq, op) for seq, op, _ in rows] == [(4, "resolve")] and v.owed == {}
+    assert json.loads(rows[0][2])["by"] == "sue" and v.counts["rejected"] == 0
+    v.store.close()
+    out = check(tmp_path, db)
+    assert out["ok"], json.dumps(out, default=str)
+    assert by_sue({"source": "supervisor"}) is None

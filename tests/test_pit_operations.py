@@ -178,3 +178,38 @@ def test_an_account_changed_or_removed_takes_effect_at_once_in_a_running_serve(t
     finally:
         rig.stop()
     assert operator_log(rig) == []
+
+
+@pytest.mark.long
+def test_a_resolution_the_database_cannot_store_yet_is_logged_with_it_once_it_can(tmp_path):
+    """Another program refuses the shoe's signed resolution row while a supervisor resolves: the
+    page says it is not done and why; once the database takes it again (the shoe sends it
+    again), the operator entry is stored with it, once, and audit verify finds both."""
+    import sqlite3
+    import time
+
+    rig = held_rig(tmp_path)
+    con = sqlite3.connect(str(rig.db))
+    try:
+        alice = Client(rig.url)
+        assert alice.login("alice", PASSWORDS["alice"])[0] == 200
+        con.execute("CREATE TRIGGER refused BEFORE INSERT ON frames WHEN NEW.type = 'resolution'"
+                    " BEGIN SELECT RAISE(ABORT, 'refused by another program'); END")
+        con.commit()
+        status, out = alice.post("/api/operate", {"table": rig.tables[0], "action": "resolve",
+                                                  "resolution": "end-shoe"})
+        assert status != 200 and "refused by another program" in out["error"], (status, out)
+        con.execute("DROP TRIGGER refused")
+        con.commit()
+        end = time.monotonic() + 30
+        while con.execute("SELECT COUNT(*) FROM frames WHERE type = 'resolution'"
+                          ).fetchone()[0] == 0:
+            assert time.monotonic() < end, "the shoe's resolution was never stored"
+            time.sleep(0.2)
+    finally:
+        con.close()
+        rig.stop()
+    entries = operator_log(rig)
+    assert [(e["operation"], e["by"], e["resolution"]) for e in entries] == \
+        [("resolve", "alice", "end_shoe")], entries
+    assert_audit_verifies(rig)

@@ -438,8 +438,12 @@ class AuditStore(RecordQueries, abc.ABC):
         --operations` prints it (who, from which login and host, what), and the seq of the
         shoe's signed frame that shows it was done (its resolution, its new shoe's start)."""
         self.begin()
-        self._add("operations", (self._now, shoe_id, seq, entry["operation"], json.dumps(entry)))
+        self.add_operation(entry, shoe_id, seq)
         self.commit()
+
+    def add_operation(self, entry: Mapping[str, Any], shoe_id: int, seq: int) -> None:
+        """An operator entry queued in this batch, that of the frame `seq` it names."""
+        self._add("operations", (self._now, shoe_id, seq, entry["operation"], json.dumps(entry)))
 
     def add_cosignature(self, frame_id: int, shoe_id: int, size: int, witness: str,
                         line: str) -> None:

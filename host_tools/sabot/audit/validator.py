@@ -77,7 +77,7 @@ class Read:
 # what a validator's read may change of its own, put back as it was when the store keeps nothing
 # of the read (Validator.undo): a resend then meets the validator the first sending met
 UNDONE = ("pending", "checkpoint", "anchored", "resend_until", "resend_from", "status",
-          "statuses", "awaiting_status", "unseen_to", "_tilt_seen")
+          "statuses", "awaiting_status", "unseen_to", "_tilt_seen", "owed")
 
 
 class Validator:
@@ -150,6 +150,12 @@ class Validator:
         # a witnessed table's rounds stored past its newest cosigned checkpoint (rounds_beyond),
         # oldest first
         self.round_seqs: deque[int] = deque()
+        # operator entries owed to records still to come (link/operate.py): record kind -> the
+        # entry for a record of that kind, or None when the record is not the operation's; an
+        # owed entry is stored in the batch of its record's frame, after the read's rows (the
+        # dict replaced, never changed in place: a read the store refuses puts it back)
+        self.owed: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {}
+        self._entries: list[tuple[dict[str, Any], int]] = []  # this read's, with their seqs
 
     @property
     def state(self) -> dict[str, Any]:
@@ -210,10 +216,13 @@ class Validator:
         store.commit() after: by the caller, who may commit other validators' reads with it)."""
         if self.batch_verify:
             self._covered = self._cover([f for _, f, _ in read.parsed if f is not None])
+        self._entries = []
         try:
             self._add_cosignatures(read.cosigned)
             read.verdicts = [v for p in read.parsed for v in self._one(*p)]
             self.store.save_link(LINK_KEY, self.shoe_id, self.state)
+            for entry, seq in self._entries:  # after the read's rows, as a read of its own
+                self.store.add_operation(entry, self.shoe_id, seq)
         finally:
             self._covered = set()
 
@@ -548,6 +557,10 @@ class Validator:
     def _account(self, f: pr.Frame, decoded: tuple[str, dict[str, Any]]) -> None:
         kind, rec = decoded
         self.store.add_record(f, self._require_id(), kind, rec)
+        entry = self.owed[kind](rec) if kind in self.owed else None
+        if entry is not None:
+            self.owed = {k: e for k, e in self.owed.items() if k != kind}
+            self._entries.append((entry, f.seq))
         self.accounts.account(kind, rec)
         if kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1

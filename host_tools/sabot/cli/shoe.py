@@ -115,7 +115,7 @@ def _shoe(args: argparse.Namespace) -> Any:
     command that cannot go on never touches the shoe)."""
     from sabot import keys
     from sabot.audit.store import refuse_unwritable
-    from sabot.link.operate import ANSWER_WAIT, identify
+    from sabot.link.answering import ANSWER_WAIT, identify
     from sabot.registry import Registry
 
     keys.load(args.key)

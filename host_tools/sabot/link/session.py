@@ -23,8 +23,8 @@ from sabot.audit.replay import CaptureWriter, open_capture
 from sabot.audit.validator import Validator
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
+from sabot.link.answering import first_status, identify, open_port
 from sabot.link.host import HostLink
-from sabot.link.operate import first_status, identify, open_port
 from sabot.link.transport import DEFAULT_BAUD, TIMEOUT, LinkTaken, Port
 from sabot.protocol import C_HELLO, HOLDS, T_STATUS, command, shoe_id_text
 from sabot.registry import Registry, ShoeEntry

@@ -281,7 +281,7 @@ class Validation:
         validator = shoe.validator
 
         def work(link: Any) -> dict[str, Any]:
-            op = Operation.on_link(shoe.url, validator, link, self.lock, logged)
+            op = Operation.on_link(shoe.url, validator, link, logged)
             try:
                 if action == "resolve":
                     assert resolution is not None

@@ -105,7 +105,7 @@ def bench_port(tokens: list[str], url: str, key: CommandKey | None, config: Shoe
                baud: int = DEFAULT_BAUD
                ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     """A shoe on a port; the technician draws each card when prompted."""
-    from sabot.link.operate import first_status, open_port
+    from sabot.link.answering import first_status, open_port
 
     port = open_port(url, baud)  # before the database: a port that fails leaves none behind
     try:

@@ -25,7 +25,8 @@ from sabot import keys as keyfiles
 from sabot import protocol as pr
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
-from sabot.link.operate import answering_shoe, at_repl, silence_line, user_name
+from sabot.link.answering import answering_shoe, at_repl, silence_line
+from sabot.link.operate import user_name
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.registry import Registry, ShoeEntry, public_from_xy
 from sabot.release.build import build

@@ -17,7 +17,7 @@ from typing import Any
 
 from sabot import keys
 from sabot.errors import SabotError
-from sabot.link.operate import ANY_SHOE, hello_answer
+from sabot.link.answering import ANY_SHOE, hello_answer
 from sabot.link.transport import DEFAULT_BAUD, ShoePort
 from sabot.protocol import shoe_id_text
 from sabot.registry import check_provisioning, first_checkpoint, public_from_xy
