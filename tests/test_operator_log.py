@@ -6,6 +6,8 @@ test_audit_verify.py. What they say (who signed on) is the host's word: pinned d
 Both backends, as test_audit_verify.py's stores."""
 
 import json
+import sqlite3
+import struct
 
 import pytest
 from test_audit_verify import (  # noqa: F401 (backend: the fixture, for this module too)
@@ -22,9 +24,11 @@ from test_audit_verify import (  # noqa: F401 (backend: the fixture, for this mo
     store_of,
 )
 
+from sabot import protocol as pr
 from sabot.audit.store import COLUMNS, open_store
 from sabot.audit.validator import Validator
-from sabot.game.cards import shuffled_shoe
+from sabot.errors import SabotError
+from sabot.game.cards import card_index, shuffled_shoe
 from sabot.registry import Registry
 from sabot.virtual.capture_gen import shoe_frames
 
@@ -186,56 +190,114 @@ def test_who_a_pit_entry_names_is_the_hosts_word(hosted, tmp_path):
     assert out["ok"], out["problem"]
 
 
-def test_an_owed_entry_is_stored_with_its_frame_once_a_refused_read_comes_again(tmp_path):
-    """serve owes the operator entry of a resolution it sent until the shoe's signed frame is
-    stored (link/operate.py): a read bringing it that the store refuses (another program's
-    trigger) stores neither, and the shoe's resend stores both in one batch, the entry once, so
-    audit verify finds the resolution's entry. A resolution not given from the host takes no
-    owed entry."""
-    import sqlite3
-    import struct
 
-    from sabot import protocol as pr
-    from sabot.errors import SabotError
-    from sabot.game.cards import card_index
-    from sabot.link.operate import operator_line
-
+# ---- entries owed by serve's commands (link/operate.py), stored with the frame they name ------
+def _owing_shoe(tmp_path):
+    """A signing shoe (registered) and a validator past its first burn: (signer, validator,
+    its store's path)."""
     s, entry = signing_shoe(A)
     Registry(str(tmp_path / "shoes.json")).put(entry)
-    held = [s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
-            s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4])),  # AS, 2S
-            s.chained(pr.T_IRREGULARITY, b"\x00\x01\x00\x00"
-                      + struct.pack(">BBH", 1, card_index("2H"), 3))]  # 2H not due: held
-    resolution = s.chained(pr.T_RESOLUTION, b"\x00\x01\x00\x00"
-                           + bytes((1, 1, card_index("2H"), 1, 0)))  # void_card, from the host
     db = str(tmp_path / "audit.db")
     v = Validator(entry, db, watch=False)
-    v.receive(framed(*held))
+    v.receive(framed(s.chained(pr.T_SHOE_START, b"\x00\x01\x08\x02"),
+                     s.chained(pr.T_BURN, b"\x00\x01\x00\x00" + bytes([0, 4]))))  # AS, 2S
+    return s, v, db
 
-    def by_sue(rec):
-        return operator_line({"operation": "resolve", "resolution": rec["resolution"],
-                              "by": "sue", "shoe_id": A, "shoe": rec["shoe"],
-                              "round": rec["round"], "irregularity": rec["kind"],
-                              "card": rec["card"], "source": rec["source"],
-                              "port": "/dev/ttyACM0"}) if rec["source"] == "host" else None
 
-    v.owed = {"resolution": by_sue}
+def _held(s, card):
+    """The shoe's irregularity: `card` not due, the shoe held."""
+    return s.chained(pr.T_IRREGULARITY, b"\x00\x01\x00\x00"
+                     + struct.pack(">BBH", 1, card_index(card), 3))
+
+
+def _resolved(s, card, resolution=1, source=1):
+    """The shoe's resolution of that hold (1: void_card, 4: end_shoe; source 1: the host, 0:
+    the supervisor's key switch)."""
+    return s.chained(pr.T_RESOLUTION, b"\x00\x01\x00\x00"
+                     + bytes((resolution, 1, card_index(card), source, 0)))
+
+
+def _resolving(v, by, resolution="void-card"):
+    """What serve's resolve owes the operator log once sent (Operation.resolve, its shoe's
+    status as it stood)."""
+    from sabot.link.operate import Operation
+
+    op = Operation.__new__(Operation)
+    op._attach("/dev/ttyACM0", v, None, None, {"role": "supervisor", "via": "serve"})
+    op.cli = False
+    return op._owe(op._resolution_entry({"shoe": 1}, resolution, by))
+
+
+def _entries(db):
+    con = sqlite3.connect(db)
+    rows = [(seq, json.loads(e)["by"]) for seq, e in con.execute(
+        "SELECT seq, entry FROM operations ORDER BY id")]
+    con.close()
+    return rows
+
+
+def _refusing(db):
     con = sqlite3.connect(db)
     con.execute("CREATE TRIGGER refused BEFORE INSERT ON frames WHEN NEW.type = 'resolution'"
                 " BEGIN SELECT RAISE(ABORT, 'refused by another program'); END")
     con.commit()
+    return con
+
+
+def test_an_owed_entry_is_stored_with_its_frame_once_a_refused_read_comes_again(tmp_path):
+    """The read bringing the resolution serve sent is refused (another program's trigger):
+    neither the frame nor its entry is stored, and the shoe's resend stores both in one batch,
+    the entry once; audit verify finds the resolution's entry."""
+    s, v, db = _owing_shoe(tmp_path)
+    v.receive(framed(_held(s, "2H")))
+    _resolving(v, "sue")
+    resolution = _resolved(s, "2H")
+    con = _refusing(db)
     with pytest.raises(SabotError, match="refused by another program"):
         v.receive(framed(resolution))
-    assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 0
-    assert set(v.owed) == {"resolution"}  # still owed: the read was not stored
+    assert _entries(db) == [] and len(v.owed) == 1  # still owed: the read was not stored
     con.execute("DROP TRIGGER refused")
     con.commit()
-    v.receive(framed(resolution))  # the shoe's resend
-    rows = con.execute("SELECT seq, operation, entry FROM operations").fetchall()
     con.close()
-    assert [(seq, op) for seq, op, _ in rows] == [(4, "resolve")] and v.owed == {}
-    assert json.loads(rows[0][2])["by"] == "sue" and v.counts["rejected"] == 0
+    v.receive(framed(resolution))  # the shoe's resend
+    assert _entries(db) == [(4, "sue")] and v.owed == () and v.counts["rejected"] == 0
     v.store.close()
     out = check(tmp_path, db)
-    assert out["ok"], json.dumps(out, default=str)
-    assert by_sue({"source": "supervisor"}) is None
+    assert out["ok"], out["problem"]
+
+
+def test_each_owed_entry_goes_to_the_resolution_of_its_own_hold(tmp_path):
+    """Two entries owed at once (a command whose resolution the store has not kept yet, and one
+    for the hold after it), Alice's owed first: each goes to the resolution of the hold it was
+    given for, neither to the other's."""
+    s, v, db = _owing_shoe(tmp_path)
+    v.receive(framed(_held(s, "2H")))
+    first = v.state["inventory"]["held"]
+    v.state["inventory"]["held"] = {"kind": "card_not_due", "card": "3H"}  # the next hold's
+    _resolving(v, "alice")
+    v.state["inventory"]["held"] = first
+    _resolving(v, "bob")
+    v.receive(framed(_resolved(s, "2H")))
+    assert _entries(db) == [(4, "bob")] and len(v.owed) == 1
+    v.receive(framed(_held(s, "3H"), _resolved(s, "3H")))
+    assert _entries(db) == [(4, "bob"), (6, "alice")] and v.owed == ()
+    v.store.close()
+    out = check(tmp_path, db)
+    assert out["ok"], out["problem"]
+
+
+@pytest.mark.parametrize("how", ["the supervisor's key switch", "another resolution"])
+def test_an_owed_entry_ends_when_its_hold_is_resolved_otherwise(tmp_path, how):
+    """Alice's command shows no effect (its entry still owed), and the hold is resolved another
+    way: her entry is owed no more, so a later resolution from the host that nobody logged is
+    not hers, and audit verify names it."""
+    s, v, db = _owing_shoe(tmp_path)
+    v.receive(framed(_held(s, "2H")))
+    _resolving(v, "alice")
+    v.receive(framed(_resolved(s, "2H", source=0) if how.startswith("the supervisor")
+                     else _resolved(s, "2H", resolution=4)))
+    assert v.owed == ()
+    v.receive(framed(_held(s, "3H"), _resolved(s, "3H")))
+    assert _entries(db) == []
+    v.store.close()
+    assert "has no operator entry" in check(tmp_path, db)["problem"]

@@ -150,11 +150,12 @@ class Validator:
         # a witnessed table's rounds stored past its newest cosigned checkpoint (rounds_beyond),
         # oldest first
         self.round_seqs: deque[int] = deque()
-        # operator entries owed to records still to come (link/operate.py): record kind -> the
-        # entry for a record of that kind, or None when the record is not the operation's; an
-        # owed entry is stored in the batch of its record's frame, after the read's rows (the
-        # dict replaced, never changed in place: a read the store refuses puts it back)
-        self.owed: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {}
+        # operator entries owed to records still to come (link/operate.py), oldest first: each
+        # answers a record (kind, record) with (done with: owed no more, its entry or None); an
+        # entry is stored in the batch of its record's frame, after the read's rows (the tuple
+        # replaced, never changed in place: a read the store refuses puts it back)
+        self.owed: tuple[Callable[[str, dict[str, Any]],
+                                  tuple[bool, dict[str, Any] | None]], ...] = ()
         self._entries: list[tuple[dict[str, Any], int]] = []  # this read's, with their seqs
 
     @property
@@ -557,10 +558,8 @@ class Validator:
     def _account(self, f: pr.Frame, decoded: tuple[str, dict[str, Any]]) -> None:
         kind, rec = decoded
         self.store.add_record(f, self._require_id(), kind, rec)
-        entry = self.owed[kind](rec) if kind in self.owed else None
-        if entry is not None:
-            self.owed = {k: e for k, e in self.owed.items() if k != kind}
-            self._entries.append((entry, f.seq))
+        if self.owed:
+            self._settle_owed(kind, rec, f.seq)
         self.accounts.account(kind, rec)
         if kind == "result" or (kind == "blackjack_result" and not rec["voided"]):
             self.counts["rounds"] += 1
@@ -572,6 +571,20 @@ class Validator:
             self.watch.after(f.seq, kind, rec, self.state["inventory"])
         if self.on_record:
             self.on_record(kind, rec)
+
+    def _settle_owed(self, kind: str, rec: dict[str, Any], seq: int) -> None:
+        """A record each owed entry is asked about, oldest first, until one takes it as its
+        command's: those done with (theirs stored, or their hold resolved otherwise) owed no
+        more."""
+        keep, taken = [], False
+        for owe in self.owed:
+            done, entry = (False, None) if taken else owe(kind, rec)
+            if entry is not None:
+                self._entries.append((entry, seq))
+                taken = True
+            if not done:
+                keep.append(owe)
+        self.owed = tuple(keep)
 
     # ---- alarms --------------------------------------------------------------------------------
     def _require_id(self) -> int:

@@ -36,6 +36,8 @@ RESEND_LOOK = 1.0  # seconds a command sent again needs left to see its status's
 # element signs it), and the operator log's entry must name it, or audit verify will miss it
 FRAME_WAIT = 20.0
 RESOLUTIONS = {"void-card": 1, "keep-dummy": 2, "void-round": 3, "end-shoe": 4}
+# what a command owes the operator log (Validator.owed): a record -> (done with, its entry or None)
+Owed = Callable[[str, dict[str, Any]], tuple[bool, "dict[str, Any] | None"]]
 
 
 class Operation:
@@ -147,15 +149,17 @@ class Operation:
             return (s["phase"] != "ended" or s["shoe"] != st["shoe"] or bool(self.refusals(mark))
                     or self._since(mark, "shoe_start") is not None)
 
-        self._owe("shoe_start", lambda rec: {
-            "operation": "new_shoe", "by": by, "shoe_id": self.validator.shoe_id,
-            "ended_shoe": st["shoe"], "shoe": rec["shoe"], "port": self.url})
-        after = self._until_taken(self.link.new_shoe, started, "shoe_start")
+        stamp = operator_line({})  # when, where from and by which login it was given
+        owe = self._owe(lambda kind, rec: (kind == "shoe_start", dict(
+            stamp, operation="new_shoe", by=by, shoe_id=self.validator.shoe_id,
+            ended_shoe=st["shoe"], shoe=rec["shoe"], port=self.url, **self.logged)
+            if kind == "shoe_start" else None))
+        after = self._until_taken(self.link.new_shoe, started, owe)
         refused = self.refusals(mark)
         if refused or after is None or not started(after):
             # no entry owed: a later start may be the shoe's own (on an empty log), and audit
             # verify asks no start for an entry
-            self._disown("shoe_start")
+            self._disown(owe)
         if refused:
             raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
         if after is None or not started(after):
@@ -164,7 +168,7 @@ class Operation:
                              "state, or sabot status) before sending it again")
         # its signed start came before the status that shows it, unless the line lost it
         self._signed(mark, "shoe_start", f"shoe {after['shoe']} started, but its shoe_start "
-                     "frame")
+                     "frame", owe)
         return dict(self.describe(after), started=True)
 
     def resolve(self, resolution: str, by: str) -> dict[str, Any]:
@@ -174,21 +178,18 @@ class Operation:
         if st["phase"] != "held":
             raise SabotError(f"no irregularity is pending on shoe {st['shoe']} (phase "
                              f"{st['phase']}, round {st['round']}): nothing to resolve")
+        self._caught_up()  # the hold this resolves is the one the store holds
         mark = len(self.records)
 
         def done(s: dict[str, Any]) -> bool:
             return (s["phase"] != "held" or bool(self.refusals(mark))
                     or any(k == "resolution" for k, _ in self.records[mark:]))
 
-        self._owe("resolution", lambda rec: {
-            "operation": "resolve", "resolution": rec["resolution"], "by": by,
-            "shoe_id": self.validator.shoe_id, "shoe": rec["shoe"], "round": rec["round"],
-            "irregularity": rec["kind"], "card": rec["card"], "source": rec["source"],
-            "port": self.url} if rec["source"] == "host" else None)
-        after = self._until_taken(lambda: self.link.resolve(code), done, "resolution")
+        owe = self._owe(self._resolution_entry(st, resolution, by))
+        after = self._until_taken(lambda: self.link.resolve(code), done, owe)
         refused = self.refusals(mark)
         if refused:
-            self._disown("resolution")
+            self._disown(owe)
         if refused and refused[0]["reason"] == "not_now":
             raise SabotError(self._inapplicable(resolution, st))
         if refused:
@@ -200,34 +201,62 @@ class Operation:
                              "state, or sabot status) before sending it again")
         # the signed resolution may follow the status that shows its effect: wait for it
         rec, _ = self._signed(mark, "resolution",
-                              "the shoe resolved it, but its signed resolution frame")
+                              "the shoe resolved it, but its signed resolution frame", owe)
         return dict(self.describe(after), resolution=rec)
 
-    def _owe(self, kind: str, entry: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
-        """The operator log's entry for the record of `kind` this command makes (`entry` of that
-        record; None: a record not the command's), stored in the batch that stores the record's
-        frame, whenever that comes: the entry and the frame it names are stored together or not
-        at all (audit verify asks a resolution given from the host for its entry)."""
-        def line(rec: dict[str, Any]) -> dict[str, Any] | None:
-            e = entry(rec)
-            return None if e is None else operator_line(dict(e, **self.logged))
+    def _caught_up(self) -> None:
+        """Every frame the shoe's status says it still holds unacknowledged, stored here (they
+        come right after the status): a command is given on what the store shows."""
+        status = self.validator.status
+        newest = status["unacked_to"] if status is not None else 0
+        if self.validator.state["last_seq"] < newest and not self.link.pump_until(
+                lambda: self.validator.state["last_seq"] >= newest, ANSWER_WAIT):
+            raise SabotError("the shoe is still sending what it kept unacknowledged: nothing "
+                             "was sent; try again shortly")
 
-        self.validator.owed = {**self.validator.owed, kind: line}
+    def _resolution_entry(self, st: dict[str, Any], resolution: str, by: str) -> Owed:
+        """The operator entry a resolution owes: only to the shoe's resolution of the hold it
+        was given for (the shoe, the irregularity and its card as this store saw them), the
+        resolution asked, given from the host; a resolution of that hold given otherwise (the
+        supervisor's key switch, another host) ends what it owes."""
+        held = (self.validator.state.get("inventory") or {}).get("held")
+        hold = (st["shoe"], held.get("kind"), held.get("card")) if held else None
+        stamp = operator_line({})  # when, where from and by which login it was given
 
-    def _disown(self, kind: str) -> None:
+        def owe(kind: str, rec: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+            if kind != "resolution" or (rec["shoe"], rec["kind"], rec["card"]) != (
+                    hold or (st["shoe"], rec["kind"], rec["card"])):
+                return False, None
+            if rec["source"] != "host" or rec["resolution"] != resolution.replace("-", "_"):
+                return True, None
+            return True, dict(stamp, operation="resolve", resolution=rec["resolution"], by=by,
+                              shoe_id=self.validator.shoe_id, shoe=rec["shoe"],
+                              round=rec["round"], irregularity=rec["kind"], card=rec["card"],
+                              source=rec["source"], port=self.url, **self.logged)
+        return owe
+
+    def _owe(self, owe: Owed) -> Owed:
+        """`owe` added to what the validator owes: the operator log's entry for the record this
+        command makes, stored in the batch that stores that record's frame, whenever it comes,
+        so the entry and the frame it names are stored together or not at all (audit verify
+        asks a resolution given from the host for its entry)."""
+        self.validator.owed = (*self.validator.owed, owe)
+        return owe
+
+    def _disown(self, owe: Owed) -> None:
         """No entry owed: the shoe refused the command, or took none of its sends."""
-        self.validator.owed = {k: e for k, e in self.validator.owed.items() if k != kind}
+        self.validator.owed = tuple(o for o in self.validator.owed if o is not owe)
 
     def _until_taken(self, send: Callable[[], None], effect: Callable[[dict[str, Any]], bool],
-                     owed: str) -> dict[str, Any] | None:
+                     owed: Owed) -> dict[str, Any] | None:
         """Send a signed, counted command; the status that shows its effect, or None if none did
         within EFFECT_WAIT. The shoe checks one signed command at a time in its element and
         refuses, with a count and nothing else, one that comes meanwhile (a forger's on the
         cable, or an acknowledgement on a stalled board): while a status shows that — more
         refused, its command counter not moved — the command is sent again with that status's
         counter. (Sent again after the first was taken, it carries a counter the shoe has
-        passed: refused the same way, nothing done twice.) `owed`: the kind of the record whose
-        operator entry the command owes (_owe), owed no more when no send was taken."""
+        passed: refused the same way, nothing done twice.) `owed`: the operator entry the command
+        owes (_owe), owed no more when no send was taken."""
         end = time.monotonic() + EFFECT_WAIT
         before = self.validator.status
         counter, refused = ((before["host_counter"], before["refused"]) if before is not None
@@ -270,7 +299,7 @@ class Operation:
         return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
                 f"what applies: {', '.join(others)}{how}")
 
-    def _signed(self, mark: int, kind: str, what: str) -> tuple[dict[str, Any], int]:
+    def _signed(self, mark: int, kind: str, what: str, owe: Owed) -> tuple[dict[str, Any], int]:
         """The shoe's signed `kind` record since `mark` and its frame's seq (the operator entry
         owed to it stored with it), waited for up to FRAME_WAIT (the status showed the command
         done); a SabotError starting with `what` when it is not stored by then. serve's session
@@ -280,7 +309,7 @@ class Operation:
             self.link.pump_until(lambda: self._since(mark, kind) is not None, FRAME_WAIT)
         except SabotError as e:  # the store refused a read: the shoe sends it again
             if self.cli:
-                self._disown(kind)
+                self._disown(owe)
                 raise
             raise SabotError(f"{what} is not stored yet ({e}); the operator log's entry is "
                              "stored with it when serve stores it") from None
@@ -288,7 +317,7 @@ class Operation:
         if found is not None:
             return found
         if self.cli:  # this session ends here: the frame is stored by the next, unlogged
-            self._disown(kind)
+            self._disown(owe)
             raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s: nothing was logged "
                              "(sabot validate stores it when the shoe resends it)")
         raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s: the operator log's "
