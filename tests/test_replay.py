@@ -338,6 +338,48 @@ def test_a_capture_kept_over_a_tty_across_two_validate_sessions_replays_as_they_
     assert r["uncaptured"] == [{"first": 1, "last": r["uncaptured"][0]["last"]}]
 
 
+@pytest.mark.parametrize("in_flight,acks_lost", [(1, 0), (2, 0), (0, 2), (3, 1)])
+def test_an_initial_cards_whose_seal_no_link_heard_is_deferred_not_unsealed(tmp_path, in_flight,
+                                                                          acks_lost):
+    """The link goes between an unsigned initial_cards and its seal, and the seal is made while
+    no link listens. After the reconnect, a newer frame in flight before the status (the shoe
+    went on), or the resends of frames before it (acknowledgements lost), show it comes again
+    among the resends with its seal: it is deferred, nothing authentic is rejected, and a replay
+    of the capture decides the same."""
+    shoe = LiveShoe(shoes=1)
+    first = next(i for i, raw in enumerate(shoe.frames)
+                 if pr.parse(raw).type == pr.T_INITIAL_CARDS)
+    lives, capture = sessions(tmp_path, shoe, [[
+        {"new": first + 1, "acks_lost": acks_lost},  # ends with the initial_cards unsealed
+        {"away": 1, "in_flight": in_flight, "new": 4}]])
+    s = lives[0]
+    assert s["rejected"] == 0 and s["deferred"] >= 1 and s["frames"] == accounted(s), s
+    counts, alarms, _ = replayed(capture, shoe.entry)
+    assert (counts, alarms) == as_replayed(lives, shoe_ended=False)
+
+
+def test_an_initial_cards_not_the_shoes_held_for_its_resend_is_still_unsealed(tmp_path):
+    """The cable slips in an initial_cards of its own just before the link goes; after the
+    reconnect a newer frame shows the shoe went on, so it waits for the resend of its seq: the
+    shoe's own frame there is other bytes, and the cable's is rejected unsealed."""
+    shoe = LiveShoe(shoes=1)
+    first = next(i for i, raw in enumerate(shoe.frames)
+                 if pr.parse(raw).type == pr.T_INITIAL_CARDS)
+    v = Validator(shoe.entry, str(tmp_path / "audit.db"))
+    rng = random.Random(5)
+    shoe.connect(v, rng, new=first)
+    forged = bytearray(shoe.frames[first])
+    forged[-1] ^= 0x01  # other cards
+    v.receive(pr.encode_frame(bytes(forged)))
+    assert v.pending is not None
+    shoe.make(2)  # the shoe's own initial_cards and its result, while no link listened
+    shoe.connect(v, rng, in_flight=1, new=3)
+    s = v.summary()
+    assert v.rejections == [{"seq": first + 1, "reason": "unsealed"}], v.rejections
+    assert s["frames"] == accounted(s) and s["rounds"] >= 1
+    v.store.close()
+
+
 def test_an_initial_cards_met_again_after_a_reconnect_is_deferred_not_unsealed(tmp_path):
     """The link goes between an unsigned initial_cards and its seal: the copy resent after the
     reconnect is sealed and taken, the first copy deferred, nothing rejected; a different

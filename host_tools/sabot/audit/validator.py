@@ -76,7 +76,7 @@ class Read:
 
 # what a validator's read may change of its own, put back as it was when the store keeps nothing
 # of the read (Validator.undo): a resend then meets the validator the first sending met
-UNDONE = ("pending", "checkpoint", "anchored", "resend_until", "resend_from", "status",
+UNDONE = ("pending", "held", "checkpoint", "anchored", "resend_until", "resend_from", "status",
           "statuses", "awaiting_status", "unseen_to", "_tilt_seen", "owed")
 
 
@@ -116,6 +116,8 @@ class Validator:
         self.rejections: list[dict[str, Any]] = []
         self.alarms: list[Alarm] = []
         self.pending: pr.Frame | None = None  # an unsigned frame waiting for its seal
+        # a pending frame the shoe showed it sends again (with its seal), until its seq comes
+        self.held: pr.Frame | None = None
         self._covered: set[bytes] = set()  # this read's frames a checked signature covers
         self._keys: dict[int, Any] = {}
         self._frame_id: int | None = None
@@ -309,9 +311,10 @@ class Validator:
         alarm."""
         out = []
         self.store.begin()
-        if self.pending is not None:
-            p, self.pending = self.pending, None
-            out.append(self._reject(p.raw, p, "unsealed"))
+        for p in (self.held, self.pending):
+            if p is not None:
+                out.append(self._reject(p.raw, p, "unsealed"))
+        self.held = self.pending = None
         if self.deframer.buf:
             self.counts["frames"] += 1
             out.append(self._reject(bytes(self.deframer.buf), None, "truncated"))
@@ -394,15 +397,26 @@ class Validator:
         except FrameError as e:
             return [self._reject(raw, f, e.reason)]  # a pending frame waits on: not its seal
         out: list[Verdict] = []
+        h = self.held
+        if h is not None and f.type in pr.CHAINED and f.seq >= h.seq and not self._defers(f):
+            # its seq again: the same bytes (the copy held is deferred, this one goes on to its
+            # seal) or other bytes in its place (it was not the shoe's: unsealed)
+            self.held = None
+            out.append(self._deferred_copy(h) if not f.signed and f.raw == h.raw
+                       else self._reject(h.raw, h, "unsealed"))
         p = self.pending
         if p is not None and not f.signed and f.raw == p.raw:
             # The same unsigned frame again (resent after a reconnect, before its seal came): the
             # later copy is the one its seal decides; the earlier is deferred, as any frame met
             # again among the resends. A different unsigned frame still leaves p unsealed.
             self.pending = f
-            self.store.add_frame(p.raw, p, "deferred", None, _type_name(p))
-            self.counts["deferred"] += 1
-            return [(p, "deferred", None)]
+            return [*out, self._deferred_copy(p)]
+        if p is not None and self.held is None and f.type in pr.CHAINED and (
+                f.seq < p.seq or (f.seq > p.seq + 1 and self._defers(f))):
+            # The shoe shows it sends it again, its seal after it: an older frame (it resends
+            # from before it), or a newer one met live before the status answering a hello (it
+            # went on while no link listened). Held until its seq comes again, then decided.
+            self.held, self.pending, p = p, None, None
         if p is not None and not (f.signed and f.type not in pr.CHAINED and (
                 f.seq != p.seq or f.type == pr.T_CHECKPOINT)):
             # (a status or integrity answer naming another frame says nothing of this one: its
@@ -418,6 +432,12 @@ class Validator:
             return out
         out.append(self._process(f))
         return out
+
+    def _deferred_copy(self, p: pr.Frame) -> Verdict:
+        """An unsigned frame's copy not taken: another copy of it is on its way."""
+        self.store.add_frame(p.raw, p, "deferred", None, _type_name(p))
+        self.counts["deferred"] += 1
+        return p, "deferred", None
 
     def _reject(self, raw: bytes, frame: pr.Frame | None, reason: str) -> Verdict:
         self.store.add_frame(raw, frame, "rejected", reason, _type_name(frame))
@@ -491,7 +511,7 @@ class Validator:
             return "accepted", False
         if f.type not in pr.CHAINED:
             raise FrameError("unknown_type")
-        if not self.anchored and self.live and self.status is None:
+        if not self.anchored and self._defers(f):
             # Met live before the status answering our hello: the shoe may be mid-way through
             # resending older frames. Anchor at what its status says it holds, not here (this
             # frame comes again after the status); never store past frames not yet seen.
@@ -506,7 +526,7 @@ class Validator:
             raise FrameError("replayed")
         if f.boot < st["last_boot"]:
             raise FrameError("boot_backwards")
-        if self.anchored and f.seq > st["last_seq"] + 1 and self.live and self.awaiting_status:
+        if self.anchored and self._defers(f):
             # Just (re)connected: frames the shoe sent while nobody listened come again after the
             # status answering our hello; a newer one seen before that is not a gap yet.
             return "deferred", False
@@ -521,6 +541,14 @@ class Validator:
         self.resend_until = 0  # resends come oldest first, before anything new: window closed
         st["last_seq"], st["last_digest"], st["last_boot"] = f.seq, f.digest, f.boot
         return "accepted", True
+
+    def _defers(self, f: pr.Frame) -> bool:
+        """Whether a chained frame met now waits for the status answering the link's hello (it
+        comes again among the resends after it): met live before any status, or, anchored,
+        newer than the next seq while that status is awaited."""
+        if not self.anchored:
+            return self.live and self.status is None
+        return f.seq > self.state["last_seq"] + 1 and self.live and self.awaiting_status
 
     def _after_status(self, status: dict[str, Any], counted: int) -> None:
         """The shoe says what it still holds. Frames it no longer holds — acknowledged to a host
@@ -627,7 +655,7 @@ class Validator:
         """The counts (frames = verified + resent + rejected + deferred + pending: `pending` is an
         unsigned frame still waiting for its seal), rejections and alarms."""
         s: dict[str, Any] = dict(self.counts)
-        s["pending"] = int(self.pending is not None)
+        s["pending"] = int(self.pending is not None) + int(self.held is not None)
         # the newest checkpoint of the shoe's log that held against the stored frames: its size
         s["checkpoint"] = self.checkpoint.seq if self.checkpoint is not None else None
         # the newest checkpoint witnesses cosigned in this session: {size, witnesses}
