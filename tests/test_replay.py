@@ -380,6 +380,29 @@ def test_an_initial_cards_not_the_shoes_held_for_its_resend_is_still_unsealed(tm
     v.store.close()
 
 
+def test_an_initial_cards_of_a_seq_the_shoe_never_reaches_is_unsealed_not_held(tmp_path):
+    """The cable slips in an initial_cards with a far-off seq mid-session: the shoe's next
+    frame, older, is no resend, so it is decided at once (unsealed), and a reconnect after it
+    still waits for the resend of the shoe's own frame."""
+    shoe = LiveShoe(shoes=1)
+    firsts = [i for i, raw in enumerate(shoe.frames)
+              if pr.parse(raw).type == pr.T_INITIAL_CARDS]
+    v = Validator(shoe.entry, str(tmp_path / "audit.db"))
+    rng = random.Random(5)
+    shoe.connect(v, rng, new=firsts[0] + 2)  # the first round stored
+    g = pr.parse(shoe.frames[firsts[0]])
+    far = pr.build(None, g.key_id, g.shoe_id, g.boot, 0xFFFFFFF0, g.chain, pr.T_INITIAL_CARDS,
+                   g.payload)
+    v.receive(pr.encode_frame(far))
+    v.receive(b"".join(pr.encode_frame(f) for f in shoe.make(firsts[1] - shoe.made + 1)))
+    assert v.rejections == [{"seq": 0xFFFFFFF0, "reason": "unsealed"}] and v.held is None
+    shoe.make(2)  # the next initial_cards' seal and a frame more, while no link listened
+    shoe.connect(v, rng, in_flight=1, new=3)
+    s = v.summary()
+    assert len(v.rejections) == 1 and s["frames"] == accounted(s), v.rejections
+    v.store.close()
+
+
 def test_an_initial_cards_met_again_after_a_reconnect_is_deferred_not_unsealed(tmp_path):
     """The link goes between an unsigned initial_cards and its seal: the copy resent after the
     reconnect is sealed and taken, the first copy deferred, nothing rejected; a different

@@ -398,9 +398,11 @@ class Validator:
             return [self._reject(raw, f, e.reason)]  # a pending frame waits on: not its seal
         out: list[Verdict] = []
         h = self.held
-        if h is not None and f.type in pr.CHAINED and f.seq >= h.seq and not self._defers(f):
+        if h is not None and ((f.type in pr.CHAINED and f.seq >= h.seq and not self._defers(f))
+                              or (f.type == pr.T_STATUS and f.seq < h.seq)):
             # its seq again: the same bytes (the copy held is deferred, this one goes on to its
-            # seal) or other bytes in its place (it was not the shoe's: unsealed)
+            # seal) or other bytes in its place (it was not the shoe's: unsealed); or a status
+            # of the shoe saying it never made that seq (unsealed)
             self.held = None
             out.append(self._deferred_copy(h) if not f.signed and f.raw == h.raw
                        else self._reject(h.raw, h, "unsealed"))
@@ -412,10 +414,13 @@ class Validator:
             self.pending = f
             return [*out, self._deferred_copy(p)]
         if p is not None and self.held is None and f.type in pr.CHAINED and (
-                f.seq < p.seq or (f.seq > p.seq + 1 and self._defers(f))):
-            # The shoe shows it sends it again, its seal after it: an older frame (it resends
-            # from before it), or a newer one met live before the status answering a hello (it
-            # went on while no link listened). Held until its seq comes again, then decided.
+                (f.seq < p.seq and ((self.live and self.awaiting_status)
+                                    or self.resend_from <= p.seq <= self.resend_until))
+                or (f.seq > p.seq + 1 and self._defers(f))):
+            # The shoe shows it sends it again, its seal after it: an older frame around a
+            # reconnection (it resends from before it, as its status said), or a newer one met
+            # live before the status answering a hello (it went on while no link listened).
+            # Held until its seq comes again, then decided.
             self.held, self.pending, p = p, None, None
         if p is not None and not (f.signed and f.type not in pr.CHAINED and (
                 f.seq != p.seq or f.type == pr.T_CHECKPOINT)):
