@@ -180,4 +180,6 @@ class OperatorLog:
                     rec = effect[1]
                     raise Broken(f"the shoe's signed {rec['resolution']} (shoe {sid(shoe_id)} "
                                  f"seq {seq}: shoe {rec['shoe']} round {rec['round']}), given "
-                                 "from the host, has no operator entry (deleted?)")
+                                 "from the host, has no operator entry (deleted, or never "
+                                 "logged: a command whose session ended before the frame was "
+                                 "stored)")

@@ -318,8 +318,11 @@ class Operation:
             return found
         if self.cli:  # this session ends here: the frame is stored by the next, unlogged
             self._disown(owe)
+            unlogged = ("; sabot audit verify will name that resolution as one without its "
+                        "operator entry: note who gave it in the pit's own records"
+                        if kind == "resolution" else "")
             raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s: nothing was logged "
-                             "(sabot validate stores it when the shoe resends it)")
+                             f"(sabot validate stores it when the shoe resends it){unlogged}")
         raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s: the operator log's "
                          "entry is stored with it when serve stores it (the shoe resends it)")
 
