@@ -3,6 +3,7 @@ traceback. Shoe files that cannot be dealt are refused before anything runs. Eve
 --help has a description, its defaults and an example; --version names the firmware."""
 
 import json
+import os
 import re
 import subprocess
 
@@ -84,6 +85,38 @@ def test_provision_gives_a_registered_shoe_id_to_no_new_element(cli, tmp_path):
     one_line_failure(cli("provision", "--key", tmp_path / "k1", "--port", "socket://127.0.0.1:1",
                          "--shoe-id", "7", "--registry", reg))  # refused before any port opens
     assert reg.read_text() == before
+
+
+def test_provision_refuses_a_registry_it_could_not_write_before_the_shoe_is_touched(cli,
+                                                                                   tmp_path):
+    """Provisioning locks the element for good, so a registry that could not take the shoe's
+    entry afterwards (its folder missing, or the file too full for another entry) is refused
+    first: nothing is made, no key, no element, nothing left beside the registry."""
+    for reg in (tmp_path / "no" / "dir" / "shoes.json", tmp_path / "full.json"):
+        if reg.name == "full.json":
+            reg.write_text('{"shoes": []}' + " " * (4 * 1024 * 1024 - 20))
+        r = cli("provision", "--key", tmp_path / "k", "--flash", tmp_path / "f", "--registry",
+                reg)
+        one_line_failure(r)
+        assert "cannot write shoe registry" in r.stderr, r.stderr
+        assert not (tmp_path / "k").exists() and not (tmp_path / "f").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full.json"]
+
+
+def test_a_registry_write_that_fails_leaves_no_file_beside_it(tmp_path):
+    """The file a registry is written to before it is renamed into place is removed when the
+    rename fails, and the registry in memory is as it was; what it could not write is kept for
+    the caller (provision prints it)."""
+    from sabot.registry import Registry, ShoeEntry
+
+    reg = Registry.load(str(tmp_path / "shoes.json"))
+    reg.put(ShoeEntry(1, table="T1"))
+    os.remove(reg.path)
+    os.mkdir(reg.path)  # the rename onto it fails
+    with pytest.raises(SabotError, match="cannot write shoe registry"):
+        reg.put(ShoeEntry(2, table="T2"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shoes.json"]
+    assert list(reg.shoes) == [1] and '"table": "T2"' in reg.unwritten
 
 
 def test_other_bad_arguments_fail_in_one_line(cli, tmp_path):

@@ -10,6 +10,7 @@ does not fit (a table name that is not a short printable one) is refused in one 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -39,6 +40,7 @@ DEFAULT = "sabot-shoes.json"
 # A whole pit's registry is far smaller: an entry holding all seven result key versions with
 # their certificates and the longest table name is 3.5 KB, so this holds over a thousand shoes.
 MAX_BYTES = 4 * 1024 * 1024
+ENTRY_ROOM = 16 * 1024  # room a new shoe's entry may take, certificates and keys included
 _GAME_BITS = {name: i for i, name in enumerate(GAMES)}  # the variant byte's game field
 B21 = b21.GAME
 ALGORITHM = "ecdsa-p256"
@@ -393,6 +395,8 @@ def _size(n: int) -> str:
 class Registry:
     max_bytes = MAX_BYTES  # the largest registry file read or written
 
+    unwritten = ""  # the text put() could not write, until it writes one
+
     def __init__(self, path: str, shoes: dict[int, ShoeEntry] | None = None) -> None:
         self.path = path
         self.shoes = shoes or {}
@@ -542,13 +546,37 @@ class Registry:
         if len(text.encode()) > self.max_bytes:  # it could not be read again
             raise SabotError(f"cannot write shoe registry {self.path}: it would be over "
                              f"{_size(self.max_bytes)}")
+        self.unwritten = text  # until written: what a caller may save by other means
+        self._write(text, self.path)
+        self.unwritten = ""
         self.shoes[entry.shoe_id] = entry
-        folder = os.path.dirname(os.path.abspath(self.path))
+
+    def _write(self, text: str, path: str) -> None:
+        """`text` as the file at `path`, whole or not at all: written beside it, then renamed
+        over it (the file beside it removed if that fails)."""
+        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sabot-shoes-")
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(self.path)),
+                                       prefix=".sabot-shoes-")
             public_mode(fd)  # public material, handed to witnesses and players: not mkstemp's 600
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
-            os.replace(tmp, self.path)
+            os.replace(tmp, path)
         except OSError as e:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.remove(tmp)
             raise SabotError(f"cannot write shoe registry {self.path}: {e.strerror}") from None
+
+    def check_writable(self) -> None:
+        """A SabotError unless a new registry file can be made and renamed in place beside this
+        one, as put() does: asked before a shoe is provisioned, which cannot be undone."""
+        size = os.path.getsize(self.path) if os.path.isfile(self.path) else 0
+        if size + ENTRY_ROOM > self.max_bytes:
+            raise SabotError(f"cannot write shoe registry {self.path}: another shoe's entry "
+                             f"would take it over {_size(self.max_bytes)}")
+        probe = os.path.join(os.path.dirname(os.path.abspath(self.path)),
+                             f".sabot-shoes-probe-{os.getpid()}")
+        self._write("", probe)
+        with contextlib.suppress(OSError):
+            os.remove(probe)

@@ -28,7 +28,7 @@ TYPE_CHECKING = False  # not typing's: importing typing would slow every command
 if TYPE_CHECKING:
     from typing import Any
 
-    from sabot.registry import Registry
+    from sabot.registry import Registry, ShoeEntry
 
 commands = Commands()
 
@@ -446,6 +446,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
         raise SabotError(f"--flash {args.flash} is a file: it must name the virtual board's "
                          "flash directory")
     reg = Registry.load(args.registry)
+    reg.check_writable()  # the shoe's entry must be written once its element is locked
     existed = os.path.exists(args.key)
     if args.port or not existed:
         new_shoe(reg, args.shoe_id)  # a new element for sure: refused before anything is touched
@@ -474,16 +475,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
         attestation, certificate = attested(element_store(args.flash), shoe_id, version)
         where = f"{args.flash} (element {element_store(args.flash)})"
-    for other in reg.shoes.values():
-        if serial and other.serial == serial and other.shoe_id != shoe_id:
-            raise SabotError(f"element {serial} is registered already as shoe "
-                             f"{shoe_id_text(other.shoe_id)} (table {other.table}): one chip, "
-                             "one shoe; not registered")
-    if first:  # (a virtual shoe kept as it was keeps the one it was registered with)
-        config["first_checkpoint"] = first
-    entry, _ = reg.register(shoe_id, version, pem, certificate or None, table=args.table,
-                            fresh_element=True, attestation_key=attestation, serial=serial,
-                            **config)
+    entry = _register(reg, args.table, shoe_id, version, pem, certificate, attestation, serial,
+                      first, config)
     wagers = ", ".join(entry.side_wagers) or "none"
     if entry.dragon_bonus_paytable:
         wagers += f" (Dragon Bonus paytable {entry.dragon_bonus_paytable})"
@@ -511,6 +504,33 @@ def cmd_provision(args: argparse.Namespace) -> int:
         bind(args.witness, quorum, entry, lambda m: print(m, file=sys.stderr))
         reg.witnessed(entry.shoe_id)
     return 0
+
+
+def _register(reg: Registry, table: str, shoe_id: int, version: int, pem: str,
+              certificate: str, attestation: str, serial: str, first: str,
+              config: dict[str, Any]) -> ShoeEntry:
+    """A shoe just provisioned, into the registry; its element is locked by now, so where the
+    registry cannot be written the registry with its entry goes to standard output, to be saved
+    by hand (TECHNICIAN.md)."""
+    for other in reg.shoes.values():
+        if serial and other.serial == serial and other.shoe_id != shoe_id:
+            raise SabotError(f"element {serial} is registered already as shoe "
+                             f"{shoe_id_text(other.shoe_id)} (table {other.table}): one chip, "
+                             "one shoe; not registered")
+    if first:  # (a virtual shoe kept as it was keeps the one it was registered with)
+        config["first_checkpoint"] = first
+    try:
+        return reg.register(shoe_id, version, pem, certificate or None, table=table,
+                            fresh_element=True, attestation_key=attestation, serial=serial,
+                            **config)[0]
+    except SabotError as e:  # its element is locked: provisioning it again is refused
+        if reg.unwritten:
+            print(reg.unwritten, end="")
+        raise SabotError(f"shoe {shoe_id_text(shoe_id)} is provisioned (its element locked) but "
+                         f"not registered: {e}" + (
+                             "; the registry with its entry is on standard output: save it as "
+                             f"{reg.path} once that can be written" if reg.unwritten else "")
+                         ) from None
 
 
 def verify_firmware_args(p: argparse.ArgumentParser) -> None:
