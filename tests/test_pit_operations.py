@@ -6,7 +6,10 @@ token and one with no session are refused before the shoe is asked; failed login
 the read-only pages and API change nothing."""
 
 import json
+import re
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -62,6 +65,17 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
         log = text_of(driver, "table.pit")
         assert "new-shoe" in log and "end-shoe" in log and log.count("alice") == 2
         assert log.count("supervisor") == 2 and log.count("127.0.0.1") == 2 and "BAC-01" in log
+        # serve frozen: within 5 s the page says so, and the table's age goes on from its last word
+        driver.get(rig.url + "/")
+        text_of(driver, ".age")
+        rig.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(7)
+            banner, age = text_of(driver, "#stale"), text_of(driver, ".age")
+        finally:
+            rig.proc.send_signal(signal.SIGCONT)
+        assert banner.startswith("NO WORD FROM THE SERVER for "), banner
+        assert int(re.search(r"knows of stored (\d+) s ago", age).group(1)) >= 5, age
     finally:
         driver.quit()
         code = rig.stop()
@@ -186,7 +200,6 @@ def test_a_resolution_the_database_cannot_store_yet_is_logged_with_it_once_it_ca
     page says it is not done and why; once the database takes it again (the shoe sends it
     again), the operator entry is stored with it, once, and audit verify finds both."""
     import sqlite3
-    import time
 
     rig = held_rig(tmp_path)
     con = sqlite3.connect(str(rig.db))

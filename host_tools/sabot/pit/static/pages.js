@@ -60,6 +60,34 @@
     const secs = Math.round((Date.now() - heard) / 1000);
     line.textContent = `NO WORD FROM THE SERVER for ${secs} s (its time was ${heardClock || "?"}` +
       "): what this page shows may be out of date";
+    aging();
+  };
+  // While the server is quiet its ages would stand still: each table's newest stored frame and
+  // state keep aging here, on this computer's clock from the server's last word (its data-now).
+  const ago = (seconds) => {
+    const t = Math.max(0, Math.floor(seconds));
+    if (t < 60) {
+      return `${t} s`;
+    }
+    if (t < 3600) {
+      return `${Math.floor(t / 60)} min`;
+    }
+    return `${Math.floor(t / 3600)} h ${String(Math.floor(t % 3600 / 60)).padStart(2, "0")} min`;
+  };
+  const aging = () => {
+    const said = +((document.getElementById("clock") || {dataset: {}}).dataset.now || 0);
+    if (!said) {
+      return;
+    }
+    const now = said + (Date.now() - heard) / 1000;
+    for (const age of live.querySelectorAll(".age[data-frame-at]")) {
+      const old = ago(now - age.dataset.frameAt);
+      age.textContent = `newest frame this page knows of stored ${old} ago`;
+    }
+    for (const since of live.querySelectorAll("[data-since] .since")) {
+      const at = since.closest("[data-since]").dataset.since;
+      since.textContent = `${since.textContent.split(",")[0]}, ${ago(now - at)}`;
+    }
   };
   setInterval(stale, 1000);
   // An operator filling a form (a note, a dealer to sign on) or pressing a button is not
@@ -121,6 +149,7 @@
       const clock = document.getElementById("clock");
       if (now && clock) {
         clock.textContent = heardClock = now.textContent;
+        clock.dataset.now = now.dataset.now || "";
       }
     } else {
       pending = null;
