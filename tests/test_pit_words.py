@@ -262,3 +262,25 @@ def test_no_more_bets_while_the_shoe_has_sent_a_rounds_first_cards_and_not_its_r
     assert served.round_open() is None
     assert 'data-phase="result"' in scoreboard_html(pit, pit.tables()[0])
     v.store.close()
+
+
+def test_an_alarm_nobody_acknowledged_stays_in_view_when_the_next_shoe_starts(tmp_path):
+    """The next shoe clears its table's row of the shoe before's acknowledged alarms (the shift
+    report keeps them); one nobody acknowledged stays until someone does."""
+    from sabot.audit.store import open_store
+    from sabot.audit.store_queries import StoredRecord
+    from sabot.pit.tables import Rows
+
+    db = str(tmp_path / "a.db")
+    open_store(db).close()
+    pit = Pit(db, [ShoeEntry(0x51, table="t1")])
+    now = time.time()
+    pit.apply(Rows(records=[StoredRecord(1, "shoe_start", {"shoe": 1}, 0x51, now)]))
+    alarms = [{"id": i, "kind": "player_advantage", "shoe_id": 0x51, "shoe": 1, "round": 40 + i,
+               "detail": f"tie (tie) edge {i}", "seq": 90 + i, "raised_at": now} for i in (1, 2)]
+    pit.apply(Rows(alarms=alarms, operations=[
+        {"operation": "acknowledge", "shoe_id": 0x51, "alarm": {"id": 1}, "by": "alice"}]))
+    t = pit.tables()[0]
+    assert [a["id"] for a in pit.alarms_of(t)] == [1, 2]
+    pit.apply(Rows(records=[StoredRecord(2, "shoe_start", {"shoe": 2}, 0x51, now)]))
+    assert [(a["id"], a["ack"]) for a in pit.alarms_of(pit.tables()[0])] == [(2, None)]

@@ -93,6 +93,7 @@ def not_recording_while_locked(driver, db, board):
     try:
         said = text_of(driver, "#not-recording", timeout=15)
         assert said and "NOT RECORDING" in said and "write lock is taken" in said, said
+        assert "call IT" in said, said
         time.sleep(max(0.0, locked + 2 * LINK_IDLE_S - time.monotonic()))
         host, port = board.url.removeprefix("socket://").rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=5) as other:
@@ -267,9 +268,14 @@ def acknowledged_once_for_the_pit(rig, alice):
                           if a["kind"] == "not_recording" and a["cleared_at"]]):
         assert time.monotonic() < end
         time.sleep(0.1)
+    ref = f"serve:not_recording:{alarms[0]['raised_at']}"
+    for empty in ("", "   "):  # an acknowledgement says what was done
+        status, out = alice.post("/api/operate", {"table": "BAC-01", "action": "acknowledge",
+                                                  "note": empty, "alarm": ref})
+        assert status == 400 and "what was done" in out["error"], out
     status, out = alice.post("/api/operate", {
         "table": "BAC-01", "action": "acknowledge", "note": "backup held the lock",
-        "alarm": f"serve:not_recording:{alarms[0]['raised_at']}"})
+        "alarm": ref})
     assert status == 200, out
     for table in ("BAC-01", "BAC-02"):
         acked = [a["acknowledged"] for a in rig.get(f"/api/tables/{table}")["alarms"]

@@ -86,12 +86,13 @@ def recording_banner(pit: Pit, now: float) -> Html | None:
     stalled = pit.recording.not_recording() if pit.recording is not None else None
     said = []
     if stalled is not None:
-        said.append(el("p", el("b", "NOT RECORDING "), since(stalled.since, now), ": ",
-                       shown(stalled.detail), class_="alarm banner", id="not-recording"))
+        said.append(el("p", el("b", "NOT RECORDING "), since(stalled.since, now), ": rounds "
+                       "dealt now are not stored yet (the shoes keep them); call IT (for them: ",
+                       shown(stalled.detail), ")", class_="alarm banner", id="not-recording"))
     if pit.unanswered_since is not None and now - pit.unanswered_since >= pit.store_alarm:
         said.append(el("p", el("b", "NO ANSWER FROM THE AUDIT DATABASE "),
                        since(pit.unanswered_since, now), ": what these pages show may be out of "
-                       "date", class_="alarm banner", id="no-answer"))
+                       "date; call IT", class_="alarm banner", id="no-answer"))
     return join(*said) if said else None
 
 

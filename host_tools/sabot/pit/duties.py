@@ -96,8 +96,8 @@ class Duties:
                   el("input", type="hidden", name="table", value=table),
                   el("input", type="hidden", name="action", value="acknowledge"),
                   el("input", type="hidden", name="alarm", value=alarm_ref(alarm)),
-                  el("input", name="note", maxlength=NOTE_MAX, placeholder="note",
-                     aria_label="note"),
+                  el("input", name="note", maxlength=NOTE_MAX, placeholder="what was done",
+                     required=True, aria_label="note"),
                   el("button", "acknowledge", type="submit", data_action="acknowledge"),
                   method="post", action="/operate", class_="operate ack",
                   data_key=f"{table}|acknowledge|{alarm_ref(alarm)}")
@@ -179,8 +179,10 @@ class Duties:
         """An acknowledgement's entries (a pit-wide alarm's at every table it stands at), or
         why not."""
         ref, note = fields.get("alarm"), fields.get("note") or ""
-        if not isinstance(note, str) or len(note) > NOTE_MAX or not note.isprintable():
-            return 400, {"error": f"note: up to {NOTE_MAX} printable characters"}
+        if not isinstance(note, str) or not note.strip() or len(note) > NOTE_MAX \
+                or not note.isprintable():
+            return 400, {"error": f"note: write what was done, in 1 to {NOTE_MAX} printable "
+                                  "characters"}
         alarm = next((a for a in self.pit.alarms_of(t) if alarm_ref(a) == ref), None)
         if alarm is None:
             return 404, {"error": f"no alarm {ref!r} at {t.table}"}

@@ -297,8 +297,10 @@ class Pit:
             t.round_stored, t.hands, t.round_open = [], [], None
             t.started_at, t.held_at, t.ended_at, t.tilted_at = at, None, None, None
             t.shoes_at = _kept(t.shoes_at, at)
-            # the shoe device's own alarms (an update, a rekey: shoe None) stay in view
-            t.alarms = [a for a in t.alarms if a["shoe"] in (None, t.shoe)][-20:]
+            # the shoe device's own alarms (an update, a rekey: shoe None) stay in view, and so
+            # does every alarm nobody acknowledged yet
+            t.alarms = [a for a in t.alarms if a["shoe"] in (None, t.shoe)
+                        or alarm_key(a, t.shoe_id) not in self.acks][-20:]
         if kind == "initial_cards":  # the round's first cards are out: no more bets
             rnd = rec.get("round")
             t.round_open = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else 0
