@@ -284,3 +284,19 @@ def test_an_alarm_nobody_acknowledged_stays_in_view_when_the_next_shoe_starts(tm
     assert [a["id"] for a in pit.alarms_of(t)] == [1, 2]
     pit.apply(Rows(records=[StoredRecord(2, "shoe_start", {"shoe": 2}, 0x51, now)]))
     assert [(a["id"], a["ack"]) for a in pit.alarms_of(pit.tables()[0])] == [(2, None)]
+
+
+def test_the_players_edge_alarm_reads_as_the_edges_column_does():
+    """The watch's stored detail (kept as it is: audit verify derives it) in the pit's words;
+    any other detail as stored."""
+    from sabot.audit.watch import advantage_detail
+    from sabot.pit.words import alarm_detail_words
+
+    for wager, name, edge, cards, said in (
+            ("tie", "tie", -0.4, 6, "Tie: players ahead by 40.00% with 6 cards left"),
+            ("dragon7", "dragon7", -0.0159, 88, "Dragon 7: players ahead by 1.59% with 88 cards "
+                                                "left")):
+        detail = advantage_detail(wager, name, edge, cards)
+        assert alarm_detail_words("player_advantage", detail) == said
+    assert alarm_detail_words("tilt", "the shoe tilted") == "the shoe tilted"
+    assert alarm_detail_words("player_advantage", "edited") == "edited"

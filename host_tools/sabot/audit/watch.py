@@ -485,6 +485,13 @@ class Watch:
             if wager in self.favourable:
                 continue
             self.favourable.add(wager)
-            self.alarm("player_advantage",
-                       f"{wager} ({name}) house edge {below[name]:.6%} with {self.edges.cards} "
-                       f"cards left: the player has the edge", shoe=shoe, round=rec.get("round"))
+            self.alarm("player_advantage", advantage_detail(wager, name, below[name],
+                                                            self.edges.cards),
+                       shoe=shoe, round=rec.get("round"))
+
+
+def advantage_detail(wager: str, name: str, edge: float, cards: Any) -> str:
+    """A player_advantage alarm's detail: the offered wager, the analyzed one it is, its house
+    edge and the cards left (stored as it is; the pit says it in words, pit/words.py)."""
+    return (f"{wager} ({name}) house edge {edge:.6%} with {cards} cards left: the player has "
+            "the edge")

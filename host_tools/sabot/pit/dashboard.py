@@ -14,6 +14,7 @@ from sabot.pit.markup import Html, document, el, join
 from sabot.pit.tables import FLOOR_ALARMS, Pit, TableView
 from sabot.pit.words import (
     ago,
+    alarm_detail_words,
     alarm_words,
     clock,
     edge_words,
@@ -155,7 +156,8 @@ def alarm_item(pit: Pit, t: TableView, a: dict[str, Any], now: float,
     return el(
         "li", el("b", when), " ", alarm_words(a.get("kind")),
         f" (round {shown(a['round'])})" if a.get("round") else None,
-        join(": ", el("small", shown(a.get("detail")))) if a.get("detail") else None,
+        join(": ", el("small", alarm_detail_words(a.get("kind"), a.get("detail"))))
+        if a.get("detail") else None,
         join(el("br"), el("small", f"cleared {clock(a['cleared_at'])}"))
         if isinstance(a.get("cleared_at"), (int, float)) else None,
         ack_line(ack) if ack else (operator.acknowledge(t.table, a) if operator else None),

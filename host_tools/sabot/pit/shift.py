@@ -21,6 +21,7 @@ from sabot.audit.store import AuditStore
 from sabot.pit.markup import Html, el, join
 from sabot.pit.tables import alarm_key
 from sabot.pit.words import (
+    alarm_detail_words,
     alarm_words,
     clock,
     hold_words,
@@ -303,7 +304,8 @@ def as_html(report: list[TableShift], start: float, end: float, pit: str,
                                 i.get("by") or "-") for i in t.irregularities]),
                         _rows("Alarms", ("raised", "what", "detail", "cleared",
                                          "acknowledged by", "at", "note"),
-                              [(_t(a["raised"]), alarm_words(a["kind"]), a["detail"] or "",
+                              [(_t(a["raised"]), alarm_words(a["kind"]),
+                                alarm_detail_words(a["kind"], a["detail"] or ""),
                                 _t(a["cleared"]) if a["cleared"] else "-",
                                 a["by"] or "not acknowledged", _t(a["at"]) if a["at"] else "-",
                                 a["note"] or "") for a in t.alarms]),

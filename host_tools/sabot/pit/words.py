@@ -5,6 +5,7 @@ server error."""
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime
 from typing import Any
@@ -198,6 +199,21 @@ def hold_words(kind: Any) -> str:
 def alarm_words(kind: Any) -> str:
     return ALARM_WORDS.get(kind, shown(kind).replace("_", " ")) if isinstance(kind, str) \
         else shown(kind)
+
+
+# the watch's player_advantage detail (audit/watch.py, stored as it is: audit verify derives it)
+_ADVANTAGE = re.compile(r"(\w+) \((\w+)\) house edge (-?[0-9.]+)% with (\d+) cards left: .*")
+
+
+def alarm_detail_words(kind: Any, detail: Any) -> str:
+    """An alarm's stored detail as the pit reads it: the players' edge in the words of the
+    edges column ("Tie: players ahead by 40.00% with 6 cards left"), any other as stored."""
+    text = shown(detail)
+    m = _ADVANTAGE.fullmatch(text) if kind == "player_advantage" else None
+    if m is None:
+        return text
+    wager, _, edge, cards = m.groups()
+    return f"{wager_name(wager)}: players ahead by {-float(edge):.2f}% with {cards} cards left"
 
 
 def resolution_words(resolution: Any) -> str:
