@@ -77,7 +77,7 @@ def test_opening_a_port_nobody_listens_on_fails_fast_with_one_line():
     with pytest.raises(SabotError) as e:
         ShoePort(url, open_timeout=0.3)
     assert time.monotonic() - t0 < 2
-    assert str(e.value).startswith(f"cannot open {url}: ") and "\n" not in str(e.value)
+    assert str(e.value) == f"cannot open {url}: Connection refused"  # the OS's words, once
 
 
 def test_a_url_pyserial_does_not_know_is_one_line_too():

@@ -41,6 +41,7 @@ TAKEN = b"sabot-link taken by "
 TAKEN_LONGEST = 128  # bytes: a longer first line is no taken line
 NETWORKED = ("socket://", "rfc2217://")  # ports where several hosts can reach one shoe
 _TAKEN_REST = re.compile(rb"(\S+) for (\d+) s\r?")
+_ERRNO = re.compile(r"\[Errno \d+\] ([^:]+)")  # the OS's words inside a pyserial error
 
 
 class LinkTaken(SabotError):
@@ -111,9 +112,12 @@ class ShoePort:
                     if "exclusively lock" in str(e):
                         raise SabotError(f"{self.url}: port busy (another program, perhaps "
                                          "another validator, has it open)") from None
-                    # the OS's own words when there are some (pyserial repeats the path twice)
+                    # the OS's own words when there are some (pyserial repeats the path, and
+                    # its socket:// port says them only inside its text, "[Errno 111] ...")
                     code = getattr(e, "errno", None)
+                    said = _ERRNO.search(str(e))
                     reason = (os.strerror(code) if isinstance(code, int)
+                              else said.group(1).strip() if said
                               else " ".join(str(e).split()))
                     raise SabotError(f"cannot open {self.url}: {reason}") from None
                 time.sleep(0.1)
