@@ -175,11 +175,15 @@ def test_a_host_keeps_no_more_than_its_budget_even_acknowledged_and_a_genuine_up
         rec = {"what": "update_applied"}
     finally:
         port.close()
-    assert st["host_counter"] == counter  # all 22 taken
-    # the last six commands left no frame on flash: an acknowledgement's record (11 B) at most
-    assert st["refusals_unlogged"] == 22 - 14 and sizes[-1] - sizes[-6] <= 11
-    assert rec["what"] == "update_applied" and board.wait_off() == 4
-    assert not (code / "shoe" / "implant.py").exists()
+    try:
+        assert st["host_counter"] == counter  # all 22 taken
+        # the last six commands left no frame on flash: an acknowledgement's record (11 B) at
+        # most
+        assert st["refusals_unlogged"] == 22 - 14 and sizes[-1] - sizes[-6] <= 11
+        assert rec["what"] == "update_applied" and board.wait_off() == 4
+        assert not (code / "shoe" / "implant.py").exists()
+    finally:
+        board.stop()  # its element too, which outlives the board's resets
 
 
 @pytest.mark.long
@@ -231,5 +235,8 @@ def test_with_the_budget_spent_a_switch_is_recorded_or_not_made(tmp_path, built)
             rec = {"what": "update_applied"}
     finally:
         port.close()
-    assert rec["what"] == "update_applied" and board.wait_off() == 4
-    assert code_digest(code) == digest
+    try:
+        assert rec["what"] == "update_applied" and board.wait_off() == 4
+        assert code_digest(code) == digest
+    finally:
+        board.stop()  # its element too, which outlives the board's resets
