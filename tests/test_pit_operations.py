@@ -50,7 +50,8 @@ def test_a_supervisor_resolves_a_held_table_and_starts_the_next_shoe_in_a_browse
         driver.set_window_size(1400, 450)
         screenshot(driver, "dashboard-supervisor.png")  # docs/SERVE.md's
         # end-shoe cannot be taken back: a second page asks first, and cancelling sends nothing
-        press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
+        page = press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))
+        assert "held by no cards left in shoe 1" in page and "cannot be taken back" in page, page
         driver.find_element("link text", "cancel: back to the pit").click()
         assert rig.get("/api/tables")[0]["state"] == "held"
         press(driver, "button[data-resolution=end-shoe]", until=("Confirm end-shoe",))

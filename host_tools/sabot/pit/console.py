@@ -328,8 +328,14 @@ class Console:
 
     def _confirm(self, s: Session, table: str, resolution: str) -> Response:
         """The second page of a resolution that cannot be taken back."""
+        from sabot.pit.words import hold_words
+
+        t = self.tables(table)
+        held = (f", held by {hold_words(t.held)} in shoe {t.shoe}" if t is not None and t.held
+                else "")
         return self.page(f"Confirm {resolution}", join(
-            el("p", f"{table}: {resolution} {CONFIRM[resolution]}. Logged as {s.name}."),
+            el("p", f"{table}{held}: {resolution} {CONFIRM[resolution]}. It cannot be taken "
+                    f"back, and is logged as given by {s.name}."),
             el("form", el("input", type="hidden", name="csrf", value=s.csrf),
                el("input", type="hidden", name="table", value=table),
                el("input", type="hidden", name="action", value="resolve"),

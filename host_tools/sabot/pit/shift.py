@@ -27,6 +27,7 @@ from sabot.pit.words import (
     hold_words,
     iso,
     iso_text,
+    plural,
     resolution_words,
     shown,
 )
@@ -227,8 +228,11 @@ def as_csv(report: list[TableShift], start: float, end: float) -> str:
         sid = f"{t.shoe_id:#010x}"
         w.writerow({"section": "table", "table": t.table, "shoe_id": sid, "start": iso(start),
                     "end": iso(end), "rounds": t.rounds, "per_hour": t.per_hour,
-                    "what": f"{len(t.shoes)} shoes, {len(t.dealers)} dealer stints, "
-                    f"{len(t.irregularities)} irregularities, {len(t.alarms)} alarms"})
+                    "what": ", ".join((plural(len(t.shoes), "shoe"),
+                                       plural(len(t.dealers), "dealer stint"),
+                                       plural(len(t.irregularities), "irregularity",
+                                              "irregularities"),
+                                       plural(len(t.alarms), "alarm")))})
         for s in t.shoes:
             w.writerow({"section": "shoe", "table": t.table, "shoe_id": sid, "shoe": s["shoe"],
                         "start": iso(s["start"]), "end": iso(s["end"]),
