@@ -300,3 +300,22 @@ def test_the_players_edge_alarm_reads_as_the_edges_column_does():
         assert alarm_detail_words("player_advantage", detail) == said
     assert alarm_detail_words("tilt", "the shoe tilted") == "the shoe tilted"
     assert alarm_detail_words("player_advantage", "edited") == "edited"
+
+
+def test_the_operator_log_says_which_alarm_an_acknowledgement_answered_and_when_in_words():
+    from datetime import datetime
+
+    from sabot.audit.watch import advantage_detail
+    from sabot.pit.console import entry_words
+    from sabot.pit.words import clock
+
+    at = 1733400000.0
+    raised = datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
+    said = entry_words({"operation": "acknowledge", "note": "dealer warned", "alarm": {
+        "kind": "player_advantage", "raised_at": raised,
+        "detail": advantage_detail("tie", "tie", -0.4, 6)}})
+    assert f"raised {clock(at)} (Tie: players ahead by 40.00% with 6 cards left): dealer " \
+           "warned" in said and raised not in said, said
+    said = entry_words({"operation": "serve_alarm", "kind": "link_silent", "raised_at": raised,
+                        "cleared_at": None})
+    assert said.endswith(f"{clock(at)} to serve stopping") and raised not in said, said

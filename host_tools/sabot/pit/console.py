@@ -452,7 +452,13 @@ def when(logged_at: Any, at: Any) -> str:
 
 def entry_words(op: dict[str, Any]) -> str:
     """What an entry did, in words: the resolution, the dealer, the alarm and its note."""
-    from sabot.pit.words import alarm_words, resolution_words, shown
+    from sabot.pit.words import (
+        alarm_detail_words,
+        alarm_words,
+        resolution_words,
+        shift_time,
+        shown,
+    )
 
     kind = op.get("operation")
     if kind == "resolve":
@@ -468,11 +474,14 @@ def entry_words(op: dict[str, Any]) -> str:
     if kind == "acknowledge":
         alarm: dict[str, Any] = op["alarm"] if isinstance(op.get("alarm"), dict) else {}
         note = op.get("note")
-        return (f"{alarm_words(alarm.get('kind'))} raised {shown(alarm.get('raised_at'))}"
+        detail = alarm.get("detail")
+        return (f"{alarm_words(alarm.get('kind'))} raised {shift_time(alarm.get('raised_at'))}"
+                + (f" ({alarm_detail_words(alarm.get('kind'), detail)})" if detail else "")
                 + (f": {shown(note)}" if note else ""))
     if kind == "serve_alarm":
-        return (f"{alarm_words(op.get('kind'))}, {shown(op.get('raised_at'))} to "
-                f"{shown(op.get('cleared_at') or 'serve stopping')}")
+        cleared = op.get("cleared_at")
+        return (f"{alarm_words(op.get('kind'))}, {shift_time(op.get('raised_at'))} to "
+                f"{shift_time(cleared) if cleared else 'serve stopping'}")
     return ""
 
 

@@ -31,7 +31,7 @@ from sabot.pit import shift
 from sabot.pit.accounts import OPERATE, SEE_LOG, Session, name_problem
 from sabot.pit.markup import Html, el, join
 from sabot.pit.tables import Pit, TableView, alarm_key, shift_bounds
-from sabot.pit.words import alarm_words, clock, iso
+from sabot.pit.words import alarm_words, iso, shift_time
 
 SIGN = frozenset({"dealer", "supervisor"})  # the roles that sign dealers on and off
 ACTIONS = ("sign-on", "sign-off", "acknowledge")
@@ -333,15 +333,6 @@ class Duties:
                     out.append({"kind": a.kind, "shoe_id": t.shoe_id, "raised_at": a.raised_at,
                                 "cleared_at": a.cleared_at, "detail": a.detail})
         return out
-
-
-def shift_time(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            return clock(datetime.fromisoformat(value).timestamp())
-        except ValueError:
-            return value
-    return clock(value) if isinstance(value, (int, float)) else "?"
 
 
 def _when(text: str | None) -> float | None:

@@ -61,6 +61,16 @@ def since(at: float, now: float) -> str:
     return f"since {clock(at)}, {ago(now - at)}"
 
 
+def shift_time(value: Any) -> str:
+    """A stored time (ISO 8601 text, or epoch seconds) as the pit reads times: 14:02:11."""
+    if isinstance(value, str):
+        try:
+            return clock(datetime.fromisoformat(value).timestamp())
+        except ValueError:
+            return value
+    return clock(value) if isinstance(value, (int, float)) else "?"
+
+
 def zone() -> str:
     """The server's time zone as it names it, and its offset."""
     return time.strftime("%Z (UTC%z)")
