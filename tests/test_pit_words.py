@@ -314,8 +314,8 @@ def test_the_operator_log_says_which_alarm_an_acknowledgement_answered_and_when_
     said = entry_words({"operation": "acknowledge", "note": "dealer warned", "alarm": {
         "kind": "player_advantage", "raised_at": raised,
         "detail": advantage_detail("tie", "tie", -0.4, 6)}})
-    assert f"raised {clock(at)} (Tie: players ahead by 40.00% with 6 cards left): dealer " \
-           "warned" in said and raised not in said, said
+    words = f"raised {clock(at)} (Tie: players ahead by 40.00% with 6 cards left): dealer warned"
+    assert words in said and raised not in said, said
     said = entry_words({"operation": "serve_alarm", "kind": "link_silent", "raised_at": raised,
                         "cleared_at": None})
     assert said.endswith(f"{clock(at)} to serve stopping") and raised not in said, said

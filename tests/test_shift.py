@@ -9,6 +9,7 @@ are held to what they may do, and audit verify passes over the operator log's ne
 import csv
 import io
 import json
+import re
 import socket
 import sqlite3
 import time
@@ -221,6 +222,9 @@ def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
         assert status == 409 and "not signed on at BAC-01" in out["error"], out
         status, out = erin.post("/api/operate", {"table": "BAC-02", "action": "sign-on"})
         assert status == 409 and "dan is signed on at BAC-02" in out["error"], out
+        # no button is offered that serve would refuse: not another dealer's table
+        rows = dealer_buttons(erin)
+        assert rows["BAC-01"] == ["sign-on"] and rows["BAC-02"] == [], rows
 
         acknowledged_once_for_the_pit(rig, alice)
 
@@ -234,6 +238,7 @@ def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
         status, out = alice.post("/api/operate", {"table": "BAC-02", "action": "sign-on",
                                                   "dealer": "erin"})
         assert status == 409 and "its link is lost" in out["error"], out
+        assert dealer_buttons(dan)["BAC-02"] == [], dealer_buttons(dan)  # nor a lost link's
     finally:
         code = rig.stop()
     assert code == 0, rig.log_text()
@@ -248,6 +253,14 @@ def test_two_tables_dealers_moving_a_pit_wide_alarm_and_a_silent_shoe(tmp_path):
               "link_silent"]
     assert len(silent) == 1 and silent[0]["cleared_at"] is None, entries  # open at the stop
     assert_audit_verifies(rig)
+
+
+def dealer_buttons(client):
+    """The sign-on and sign-off buttons each table's row offers this session, by table."""
+    status, page = client.get("/")
+    assert status == 200
+    return {m.group(1): re.findall(r'data-action="(sign-on|sign-off)"', m.group(2))
+            for m in re.finditer(r'<tr data-table="([^"]+)">(.*?)</tr>', page, re.S)}
 
 
 def acknowledged_once_for_the_pit(rig, alice):

@@ -172,6 +172,10 @@ def ack_line(ack: dict[str, Any]) -> Html:
                              class_="ack"))
 
 
+# states in which serve refuses a dealer's sign-on or sign-off: no such buttons are offered
+REFUSING = ("link lost", "not recording")
+
+
 def dashboard_row(pit: Pit, t: TableView, now: float, operator: Operator | None = None
                   ) -> Html:
     """A table's row: name, dealer, state and since when, shoe and round, last result in
@@ -199,7 +203,7 @@ def dashboard_row(pit: Pit, t: TableView, now: float, operator: Operator | None 
                     class_="dealer"),
            join(el("br"), el("small", since(t.dealer_since, now)))
            if t.dealer and t.dealer_since else None,
-           operator.dealer(t.table, t.dealer) if operator else None),
+           operator.dealer(t.table, t.dealer) if operator and state not in REFUSING else None),
         state_cell(pit, t, now, operator.buttons(t.table, state) if operator else None, status),
         el("td", shoe_round(t), class_="shoe-round", data_shoe=shown(t.shoe),
            data_round=shown(newest_round(t))),
@@ -209,7 +213,9 @@ def dashboard_row(pit: Pit, t: TableView, now: float, operator: Operator | None 
         el("td", f["hands_last_hour"], class_="hands-hour"),
         el("td", "-" if t.remaining is None or t.blackjack else t.remaining),
         el("td", "-" if t.blackjack else edges),
-        el("td", el("ul", [alarm_item(pit, t, a, now, operator) for a in reversed(alarms)],
+        el("td", el("ul", [alarm_item(pit, t, a, now,
+                                      operator if state != "not recording" else None)
+                           for a in reversed(alarms)],
                     class_="alarms") if alarms else "none",
            el("small", f"and {plural(more, 'acknowledged alarm')} before: the shift report "
                        "has them") if more else None),

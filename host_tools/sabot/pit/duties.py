@@ -72,10 +72,11 @@ class Duties:
 
         out = []
         if s.role == "dealer":
-            if dealer != s.name:
+            if dealer is None:
                 out.append(form("sign-on", "sign on here"))
-            else:
+            elif dealer == s.name:
                 out.append(form("sign-off", "sign off"))
+            # (another dealer's table: they sign off first, or a supervisor moves them)
         else:
             names = [n for n in self.dealers() if n != dealer]
             at = {o.dealer: o.table for o in self.pit.tables() if o.dealer}
