@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sabot import protocol as pr
 from sabot.audit.accounts import ShoeAccounts
 from sabot.audit.cosign import Cosigned, Cosigner
+from sabot.audit.reads import UNDONE, Read, Verdict, covered
 from sabot.audit.records import (
     COUNTER_LOW,
     LINK_KEY,
@@ -37,47 +38,7 @@ from sabot.registry import ShoeEntry
 if TYPE_CHECKING:
     from sabot.audit.replay import CaptureWriter
 
-Verdict = tuple[pr.Frame | None, str, str | None]  # (the frame if it parsed, verdict, reason)
 Alarm = dict[str, Any]
-
-
-class Read:
-    """One read from the link as a validator takes it (Validator.take): its frames and the
-    validator as it was before them."""
-
-    __slots__ = (
-        "cosigned",
-        "counted",
-        "data",
-        "fields",
-        "kept",
-        "log",
-        "parsed",
-        "saved",
-        "torn",
-        "verdicts",
-        "watched",
-    )
-
-    def __init__(self, data: bytes, torn: tuple[bytes, bool]) -> None:
-        self.data = data
-        self.torn = torn  # the deframer's partial frame before it
-        self.parsed: list[tuple[bytes, pr.Frame | None, str | None]] = []
-        self.verdicts: list[Verdict] = []
-        self.saved: dict[str, Any] = {}
-        self.counted: tuple[dict[str, int], int, int, int] = ({}, 0, 0, 0)
-        self.fields: dict[str, Any] = {}  # the validator's own values (UNDONE)
-        self.kept: tuple[set[bytes], list[tuple[str, str]], dict[int, list[str]]] = (
-            set(), [], {})  # ... and its sets, deferred alarms and witnesses, copied
-        self.log = 0  # the leaves of the shoe's log
-        self.cosigned: list[Cosigned] = []
-        self.watched: Any = None  # the watch's (Watch.snapshot)
-
-
-# what a validator's read may change of its own, put back as it was when the store keeps nothing
-# of the read (Validator.undo): a resend then meets the validator the first sending met
-UNDONE = ("pending", "held", "checkpoint", "anchored", "resend_until", "resend_from", "status",
-          "statuses", "awaiting_status", "unseen_to", "_tilt_seen", "owed")
 
 
 class Validator:
@@ -352,33 +313,14 @@ class Validator:
         return key
 
     def _cover(self, frames: list[pr.Frame]) -> set[bytes]:
-        """The frames of one read whose bodies one checked signature authenticates: in each run
-        of chained frames where every frame's chain is the digest of the one before, the newest
-        signed frame's signature covers it and, through the digests, every frame before it in
-        the run (docs/PROTOCOL.md "Validator verdicts"). A signature that fails covers nothing:
-        those frames are checked one by one."""
-        covered: set[bytes] = set()
-        run: list[pr.Frame] = []
+        """The frames of one read whose bodies one checked signature authenticates (reads.py)."""
+        def verified(f: pr.Frame) -> bool:
+            try:
+                return pr.verify(self._public_key(f), f)
+            except FrameError:
+                return False
 
-        def close() -> None:
-            last = max((i for i, f in enumerate(run) if f.signed), default=-1)
-            if last > 0:  # a run of one is checked on its own anyway
-                try:
-                    ok = pr.verify(self._public_key(run[last]), run[last])
-                except FrameError:
-                    ok = False
-                if ok:
-                    covered.update(f.digest for f in run[: last + 1])
-            run.clear()
-
-        for f in frames:
-            if f.type not in pr.CHAINED or f.shoe_id != self.shoe_id:
-                continue
-            if run and (f.chain != run[-1].digest or f.seq != run[-1].seq + 1):
-                close()
-            run.append(f)
-        close()
-        return covered
+        return covered([f for f in frames if f.shoe_id == self.shoe_id], verified)
 
     def _one(self, raw: bytes, frame: pr.Frame | None, error: str | None) -> list[Verdict]:
         """The verdicts one received frame decides: none while it waits for its seal, its own
