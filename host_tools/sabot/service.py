@@ -74,7 +74,7 @@ def record(text: str, level: str, when: float | None = None, program: str | None
                           ensure_ascii=False)
     if _state.format == "logfmt":
         return f"time={stamp} level={level} program={_quoted(program)} msg={_quoted(text)}"
-    return f"sabot {program}: {stamp} {text}"
+    return f"{'sabot' if program == 'sabot' else 'sabot ' + program}: {stamp} {text}"
 
 
 def log(text: str, level: str = "info", program: str | None = None) -> None:

@@ -7,7 +7,6 @@ printed: shown_url() leaves it out."""
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 import urllib.parse
@@ -47,8 +46,11 @@ SAY_EVERY = 10.0  # seconds between lines while a server stays away
 
 
 def _say(text: str) -> None:
-    print(f"sabot: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {text}",
-          file=sys.stderr, flush=True)
+    """A line of the command's log, as its others (sabot serve's: `sabot serve: TIME ...`, or
+    one record of the format --log-format chose)."""
+    from sabot.service import log
+
+    log(text, "warning")
 
 
 class _ClaimHeld(SabotError):
