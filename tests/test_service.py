@@ -212,3 +212,19 @@ def test_the_unit_quotes_a_path_as_systemd_splits_it(capsys, tmp_path):
     assert main(["unit", "serve", "--settings", "/etc/${HOME}/serve.toml"]) == 0
     assert "--config /etc/$${HOME}/serve.toml " in capsys.readouterr().out  # not expanded
     assert main(["unit", "witness", "--settings", "witness.toml"]) == 2
+
+
+def test_a_unit_whose_sabot_lives_under_a_home_directory_is_said_to_be_hidden_from_it(
+        capsys, tmp_path, monkeypatch):
+    """A developer's clone (its venv's Python under /root or /home) prints a unit the service,
+    its home directories hidden (ProtectHome=true), could not run: said on standard error."""
+    sabot = tmp_path / "sabot"
+    sabot.write_text("#!/home/tech/sabot/.venv/bin/python\nimport sys\n")
+    sabot.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(sabot)])
+    assert main(["unit", "serve"]) == 0
+    out, err = capsys.readouterr()
+    said = "/home/tech/sabot/.venv/bin/python is under a home directory"
+    assert f"ExecStart={sabot} " in out and said in err, err
+    sabot.write_text("#!/usr/bin/python3\n")
+    assert main(["unit", "serve"]) == 0 and "warning" not in capsys.readouterr().err

@@ -166,7 +166,36 @@ def cmd_unit(args: argparse.Namespace) -> int:
                          f"directory, not here), not {config!r}")
     print(template.replace("@SABOT@", unit_word(sabot)).replace("@CONFIG@", unit_word(config)),
           end="")
+    for path in hidden_from_service(sabot):
+        print(f"sabot unit: warning: {path} is under a home directory, which the unit hides "
+              "from its service (ProtectHome=true, user sabot): install sabot outside any home "
+              "(docs/INSTALL.md) before using this unit", file=sys.stderr)
+        break
     return 0
+
+
+def hidden_from_service(sabot: str) -> list[str]:
+    """The sabot command, or the Python its first line names (a venv's, then the one that
+    links to), where a service with ProtectHome= cannot reach it: under /home, /root or
+    /run/user."""
+    from pathlib import Path
+
+    paths = [Path(sabot)]
+    try:
+        with open(sabot, "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        first = b""
+    if first.startswith(b"#!"):
+        words = first[2:].decode(errors="replace").split()
+        if words:
+            paths.append(Path(words[0]))
+    out = []
+    for p in paths:
+        for shown in dict.fromkeys((p, p.resolve())):
+            if shown.parts[1:2] in (("home",), ("root",)) or shown.parts[1:3] == ("run", "user"):
+                out.append(str(shown))
+    return out
 
 
 def unit_word(text: str) -> str:
