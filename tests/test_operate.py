@@ -353,3 +353,45 @@ def test_a_command_a_forger_crowds_out_of_the_element_is_sent_again_and_obeyed_o
     assert after["refused_bad_key"] >= kept_out["refused_bad_key"] + 1  # the forger's
     assert [r["shoe"] for k, r in s.records if k == "shoe_start"] == [1, 2]
     assert not [r for k, r in s.records if k == "command_rejected"]
+
+
+@pytest.mark.board
+def test_a_resolution_the_store_refuses_for_a_moment_is_stored_with_its_entry(rig):
+    """`sabot resolve`'s session, the command sent, meets an audit store refusing the shoe's
+    resolution (another program's trigger, dropped two seconds later): it asks the shoe again,
+    as serve does, and the resolution and its operator entry are stored together once the store
+    takes them."""
+    import sqlite3
+
+    from sabot.link.operate import Operation
+    from sabot.virtual.dealer_channel import EMPTY
+
+    rig.deal("2C", "3C")
+    rig.send(bytes([EMPTY]))  # no cards left mid-round: held
+    assert rig.phase == "held"
+    op = Operation.__new__(Operation)
+    op._attach(rig.board.url, rig.validator, rig.link, None)  # as `sabot resolve` makes it
+    con = sqlite3.connect(rig.tmp / "audit.db")
+    con.execute("CREATE TRIGGER refused BEFORE INSERT ON frames WHEN NEW.type = 'resolution'"
+                " BEGIN SELECT RAISE(ABORT, 'refused by another program'); END")
+    con.commit()
+
+    def drop():
+        time.sleep(2)
+        other = sqlite3.connect(rig.tmp / "audit.db")
+        other.execute("DROP TRIGGER refused")
+        other.commit()
+        other.close()
+
+    dropper = threading.Thread(target=drop)
+    dropper.start()
+    try:
+        done = op.resolve("end-shoe", "sue")
+    finally:
+        dropper.join()
+    assert done["resolution"]["resolution"] == "end_shoe"
+    assert "refused by another program" in op.store_refusal  # it was met, and gone through
+    entries = [(op, json.loads(e)["by"]) for op, e in con.execute(
+        "SELECT operation, entry FROM operations").fetchall()]
+    con.close()
+    assert entries == [("resolve", "sue")], entries

@@ -70,6 +70,9 @@ class HostLink:
         self.hellos = 0
         self.checkpoint_asked = 0.0  # when the last checkpoint was asked for (witnessed)
         self.rx_bytes = 0  # everything read from the port, frames or not
+        # told a read the store refused (nothing of it kept), after which the link goes on as
+        # after a reconnection; None: the refusal is raised to the caller
+        self.on_store_refused: Callable[[SabotError], None] | None = None
         self.heard = bytearray()  # the first HEARD bytes of it: what speaks, when no shoe does
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
@@ -252,7 +255,14 @@ class HostLink:
         if len(self.heard) < HEARD:
             self.heard += b"".join(chunks)[: HEARD - len(self.heard)]
         # One receive for all that arrived: one durable commit stores every frame of it.
-        results = self.validator.receive(b"".join(chunks))
+        try:
+            results = self.validator.receive(b"".join(chunks))
+        except SabotError as e:
+            if self.on_store_refused is None:
+                raise
+            self.on_store_refused(e)
+            self.refused()  # the shoe sends it again once asked
+            return []
         statuses = False
         for f, v, _ in results:
             if v == "accepted" and f is not None and f.type == pr.T_STATUS:

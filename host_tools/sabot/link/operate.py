@@ -82,6 +82,7 @@ class Operation:
         self.validator = validator
         self.link = link
         self.cli = True
+        self.store_refusal = ""  # the audit store's last refusal, once the command was sent
         self.logged = logged or {}
         self.records: list[tuple[str, dict[str, Any]]] = []
         self.seqs: list[int] = []  # the seq of each record's frame
@@ -154,6 +155,7 @@ class Operation:
             stamp, operation="new_shoe", by=by, shoe_id=self.validator.shoe_id,
             ended_shoe=st["shoe"], shoe=rec["shoe"], port=self.url, **self.logged)
             if kind == "shoe_start" else None))
+        self._through_refusals()
         after = self._until_taken(self.link.new_shoe, started, owe)
         refused = self.refusals(mark)
         if refused or after is None or not started(after):
@@ -163,9 +165,10 @@ class Operation:
         if refused:
             raise SabotError(f"the shoe refused new-shoe ({refused[0]['reason']})")
         if after is None or not started(after):
-            raise SabotError(f"no status showed a new shoe within {EFFECT_WAIT:g} s: the "
-                             "command was sent and may yet take effect; check the table (its "
-                             "state, or sabot status) before sending it again")
+            raise SabotError(f"no status showed a new shoe within {EFFECT_WAIT:g} s"
+                             f"{self._refused()}: the command was sent and may yet take effect; "
+                             "check the table (its state, or sabot status) before sending it "
+                             "again")
         # its signed start came before the status that shows it, unless the line lost it
         self._signed(mark, "shoe_start", f"shoe {after['shoe']} started, but its shoe_start "
                      "frame", owe)
@@ -186,6 +189,7 @@ class Operation:
                     or any(k == "resolution" for k, _ in self.records[mark:]))
 
         owe = self._owe(self._resolution_entry(st, resolution, by))
+        self._through_refusals()
         after = self._until_taken(lambda: self.link.resolve(code), done, owe)
         refused = self.refusals(mark)
         if refused:
@@ -196,9 +200,10 @@ class Operation:
             raise SabotError(f"the shoe refused {resolution} ({refused[0]['reason']}): "
                              f"{WHY_REFUSED.get(refused[0]['reason'], '')}".rstrip(": "))
         if after is None:  # its entry still owed: only a host's command resolves from the host
-            raise SabotError(f"no status showed the resolution within {EFFECT_WAIT:g} s: the "
-                             "command was sent and may yet take effect; check the table (its "
-                             "state, or sabot status) before sending it again")
+            raise SabotError(f"no status showed the resolution within {EFFECT_WAIT:g} s"
+                             f"{self._refused()}: the command was sent and may yet take effect; "
+                             "check the table (its state, or sabot status) before sending it "
+                             "again")
         # the signed resolution may follow the status that shows its effect: wait for it
         rec, _ = self._signed(mark, "resolution",
                               "the shoe resolved it, but its signed resolution frame", owe)
@@ -242,6 +247,29 @@ class Operation:
         asks a resolution given from the host for its entry)."""
         self.validator.owed = (*self.validator.owed, owe)
         return owe
+
+    def _through_refusals(self) -> None:
+        """`sabot resolve` / `new-shoe`, once the command is on its way: a read the audit
+        store refuses for a moment (a backup holding the file) is asked of the shoe again, as
+        serve's session does, so the command's record and its entry are stored when the store
+        takes them again; what it said last is named should the command give up."""
+        if not self.cli:
+            return  # serve's session itself goes on after a refusal
+
+        def refused(e: SabotError) -> None:
+            self.store_refusal = str(e)
+            # the records of the read it refused were accounted, then undone: not the shoe's
+            # word here until the resend is stored
+            last = self.validator.state["last_seq"]
+            while self.seqs and self.seqs[-1] > last:
+                self.seqs.pop()
+                self.records.pop()
+
+        self.link.on_store_refused = refused
+
+    def _refused(self) -> str:
+        return (f" (the audit store refused what the shoe sent: {self.store_refusal})"
+                if self.store_refusal else "")
 
     def _disown(self, owe: Owed) -> None:
         """No entry owed: the shoe refused the command, or took none of its sends."""
@@ -321,8 +349,9 @@ class Operation:
             unlogged = ("; sabot audit verify will name that resolution as one without its "
                         "operator entry: note who gave it in the pit's own records"
                         if kind == "resolution" else "")
-            raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s: nothing was logged "
-                             f"(sabot validate stores it when the shoe resends it){unlogged}")
+            raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s{self._refused()}: "
+                             "nothing was logged (sabot validate stores it when the shoe resends "
+                             f"it){unlogged}")
         raise SabotError(f"{what} did not arrive within {FRAME_WAIT:g} s: the operator log's "
                          "entry is stored with it when serve stores it (the shoe resends it)")
 
