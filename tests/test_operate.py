@@ -358,7 +358,7 @@ def test_a_command_a_forger_crowds_out_of_the_element_is_sent_again_and_obeyed_o
 @pytest.mark.board
 def test_a_resolution_the_store_refuses_for_a_moment_is_stored_with_its_entry(rig):
     """`sabot resolve`'s session, the command sent, meets an audit store refusing the shoe's
-    resolution (another program's trigger, dropped two seconds later): it asks the shoe again,
+    resolution (another program's trigger, dropped once it refused): it asks the shoe again,
     as serve does, and the resolution and its operator entry are stored together once the store
     takes them."""
     import sqlite3
@@ -376,8 +376,10 @@ def test_a_resolution_the_store_refuses_for_a_moment_is_stored_with_its_entry(ri
                 " BEGIN SELECT RAISE(ABORT, 'refused by another program'); END")
     con.commit()
 
-    def drop():
-        time.sleep(2)
+    def drop():  # once the store has refused the shoe's resolution
+        end = time.monotonic() + 10
+        while not op.store_refusal and time.monotonic() < end:
+            time.sleep(0.05)
         other = sqlite3.connect(rig.tmp / "audit.db")
         other.execute("DROP TRIGGER refused")
         other.commit()
