@@ -97,7 +97,7 @@ def row_hash(prev: bytes, table: str, chain_no: int, rid: int, values: Sequence[
         if v is None:
             add(b"N")
             continue
-        if v.__class__ is bytes or isinstance(v, bytes):
+        if isinstance(v, bytes):
             add(b"B")
             data = v
         else:

@@ -599,8 +599,9 @@ class Validator:
                 "altered store; validate it into a new database")
 
     def summary(self) -> dict[str, Any]:
-        """The counts (frames = verified + resent + rejected + deferred + pending: `pending` is an
-        unsigned frame still waiting for its seal), rejections and alarms."""
+        """The counts (frames = verified + resent + rejected + deferred + pending: `pending`, the
+        unsigned frames still waiting for their seal, one held for its resend among them),
+        rejections and alarms."""
         s: dict[str, Any] = dict(self.counts)
         s["pending"] = int(self.pending is not None) + int(self.held is not None)
         # the newest checkpoint of the shoe's log that held against the stored frames: its size

@@ -166,11 +166,11 @@ def cmd_unit(args: argparse.Namespace) -> int:
                          f"directory, not here), not {config!r}")
     print(template.replace("@SABOT@", unit_word(sabot)).replace("@CONFIG@", unit_word(config)),
           end="")
-    for path in hidden_from_service(sabot):
-        print(f"sabot unit: warning: {path} is under a home directory, which the unit hides "
+    hidden = hidden_from_service(sabot)
+    if hidden:
+        print(f"sabot unit: warning: {hidden[0]} is under a home directory, which the unit hides "
               "from its service (ProtectHome=true, user sabot): install sabot outside any home "
               "(docs/INSTALL.md) before using this unit", file=sys.stderr)
-        break
     return 0
 
 

@@ -155,7 +155,6 @@ class Operation:
             stamp, operation="new_shoe", by=by, shoe_id=self.validator.shoe_id,
             ended_shoe=st["shoe"], shoe=rec["shoe"], port=self.url, **self.logged)
             if kind == "shoe_start" else None))
-        self._through_refusals()
         after = self._until_taken(self.link.new_shoe, started, owe)
         refused = self.refusals(mark)
         if refused or after is None or not started(after):
@@ -171,7 +170,7 @@ class Operation:
                              "again")
         # its signed start came before the status that shows it, unless the line lost it
         self._signed(mark, "shoe_start", f"shoe {after['shoe']} started, but its shoe_start "
-                     "frame", owe)
+                     "frame")
         return dict(self.describe(after), started=True)
 
     def resolve(self, resolution: str, by: str) -> dict[str, Any]:
@@ -189,7 +188,6 @@ class Operation:
                     or any(k == "resolution" for k, _ in self.records[mark:]))
 
         owe = self._owe(self._resolution_entry(st, resolution, by))
-        self._through_refusals()
         after = self._until_taken(lambda: self.link.resolve(code), done, owe)
         refused = self.refusals(mark)
         if refused:
@@ -206,7 +204,7 @@ class Operation:
                              "again")
         # the signed resolution may follow the status that shows its effect: wait for it
         rec, _ = self._signed(mark, "resolution",
-                              "the shoe resolved it, but its signed resolution frame", owe)
+                              "the shoe resolved it, but its signed resolution frame")
         return dict(self.describe(after), resolution=rec)
 
     def _caught_up(self) -> None:
@@ -225,12 +223,12 @@ class Operation:
         resolution asked, given from the host; a resolution of that hold given otherwise (the
         supervisor's key switch, another host) ends what it owes."""
         held = (self.validator.state.get("inventory") or {}).get("held")
-        hold = (st["shoe"], held.get("kind"), held.get("card")) if held else None
+        hold = (held.get("kind"), held.get("card")) if held else None  # None: any of the shoe
         stamp = operator_line({})  # when, where from and by which login it was given
 
         def owe(kind: str, rec: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
-            if kind != "resolution" or (rec["shoe"], rec["kind"], rec["card"]) != (
-                    hold or (st["shoe"], rec["kind"], rec["card"])):
+            if kind != "resolution" or rec["shoe"] != st["shoe"] or (
+                    hold is not None and (rec["kind"], rec["card"]) != hold):
                 return False, None
             if rec["source"] != "host" or rec["resolution"] != resolution.replace("-", "_"):
                 return True, None
@@ -285,6 +283,7 @@ class Operation:
         counter. (Sent again after the first was taken, it carries a counter the shoe has
         passed: refused the same way, nothing done twice.) `owed`: the operator entry the command
         owes (_owe), owed no more when no send was taken."""
+        self._through_refusals()
         end = time.monotonic() + EFFECT_WAIT
         before = self.validator.status
         counter, refused = ((before["host_counter"], before["refused"]) if before is not None
@@ -327,25 +326,24 @@ class Operation:
         return (f"the shoe refused {resolution} (not_now): it does not apply to {what}; "
                 f"what applies: {', '.join(others)}{how}")
 
-    def _signed(self, mark: int, kind: str, what: str, owe: Owed) -> tuple[dict[str, Any], int]:
+    def _signed(self, mark: int, kind: str, what: str) -> tuple[dict[str, Any], int]:
         """The shoe's signed `kind` record since `mark` and its frame's seq (the operator entry
         owed to it stored with it), waited for up to FRAME_WAIT (the status showed the command
         done); a SabotError starting with `what` when it is not stored by then. serve's session
         goes on and stores the entry with the frame when the shoe resends it; `sabot resolve` /
-        `new-shoe` end their session here, and nothing is logged."""
+        `new-shoe` end their session here (its validator, and what it owes, with it), and nothing
+        is logged."""
         try:
             self.link.pump_until(lambda: self._since(mark, kind) is not None, FRAME_WAIT)
-        except SabotError as e:  # the store refused a read: the shoe sends it again
+        except SabotError as e:  # serve's store refused a read: its session goes on after it
             if self.cli:
-                self._disown(owe)
-                raise
+                raise  # (the CLI's refusals are ridden out: _through_refusals)
             raise SabotError(f"{what} is not stored yet ({e}); the operator log's entry is "
                              "stored with it when serve stores it") from None
         found = self._since(mark, kind)
         if found is not None:
             return found
         if self.cli:  # this session ends here: the frame is stored by the next, unlogged
-            self._disown(owe)
             unlogged = ("; sabot audit verify will name that resolution as one without its "
                         "operator entry: note who gave it in the pit's own records"
                         if kind == "resolution" else "")

@@ -223,7 +223,7 @@ def alarm_detail_words(kind: Any, detail: Any) -> str:
     if m is None:
         return text
     wager, _, edge, cards = m.groups()
-    return f"{wager_name(wager)}: players ahead by {-float(edge):.2f}% with {cards} cards left"
+    return f"{edge_words(wager, float(edge) / 100)} with {cards} cards left"
 
 
 def resolution_words(resolution: Any) -> str:
