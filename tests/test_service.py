@@ -105,6 +105,11 @@ def test_text_lines_are_the_ones_people_read(log_format, capsys):
     line = capsys.readouterr().err
     assert re.fullmatch(r"sabot serve: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} recording "
                         r"again\n", line), line
+    service._state.program = "sabot"  # a command that named none (its database's lines)
+    service.log("audit database x back after 1.0 s", "warning")
+    line = capsys.readouterr().err
+    assert re.fullmatch(r"sabot: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} audit database x "
+                        r"back after 1\.0 s\n", line), line
 
 
 def test_logfmt_and_json_structure_every_line_with_its_severity(log_format):
