@@ -301,3 +301,49 @@ def test_an_owed_entry_ends_when_its_hold_is_resolved_otherwise(tmp_path, how):
     assert _entries(db) == []
     v.store.close()
     assert "has no operator entry" in check(tmp_path, db)["problem"]
+
+
+def test_a_store_refusal_is_ridden_out_on_the_link_and_a_commit_in_doubt_is_not(tmp_path):
+    """On a link told to ride out refusals (`sabot resolve`'s, once its command is sent), a read
+    the store refused is asked of the shoe again; a commit whose outcome is in doubt (a
+    PostgreSQL server lost as the COMMIT went, raised as the store raises it) is no refusal: it
+    reaches the command, which then says so rather than calling the read unstored."""
+    import os
+
+    from sabot.audit.store import StoreRefused
+    from sabot.link.host import HostLink
+    from sabot.link.transport import ShoePort
+
+    s, v, db = _owing_shoe(tmp_path)
+    master, slave = os.openpty()
+    port = ShoePort(os.ttyname(slave), open_timeout=5)
+    os.close(slave)
+    try:
+        link = HostLink(port, v, None)
+        met = []
+        link.on_store_refused = met.append
+        con = _refusing(db)
+        os.write(master, framed(_held(s, "2H")))
+        assert [r[1] for r in link.pump(1.0)] == ["accepted"] and not met  # no resolution
+        resolution = _resolved(s, "2H")
+        os.write(master, framed(resolution))
+        assert link.pump(1.0) == [] and isinstance(met[-1], StoreRefused)
+        assert link.validator.awaiting_status and v.state["last_seq"] == 3
+        con.execute("DROP TRIGGER refused")
+        con.commit()
+        con.close()
+        commit = v.store.commit
+
+        def in_doubt():
+            commit()
+            raise SabotError("audit database x: lost as a read was committed, and stopped "
+                             "before it came back")
+
+        v.store.commit = in_doubt
+        os.write(master, framed(resolution))
+        with pytest.raises(SabotError, match="lost as a read was committed"):
+            link.pump(1.0)
+    finally:
+        port.close()
+        os.close(master)
+        v.store.close()

@@ -30,8 +30,8 @@ from typing import Any, Protocol
 from sabot.audit.store_queries import RecordQueries, StoredRecord, stored_object
 from sabot.errors import SabotError
 
-__all__ = ["AuditStore", "StoreUnreadable", "StoredRecord", "open_store", "refuse_unwritable",
-           "row_hash", "shown_db"]
+__all__ = ["AuditStore", "StoreRefused", "StoreUnreadable", "StoredRecord", "open_store",
+           "refuse_unwritable", "row_hash", "shown_db"]
 
 SCHEMA_VERSION = "sabot-audit/5"  # 5: witnesses' cosignatures; 4: the operator log in the
 # chain; 3: protocol v2
@@ -172,6 +172,11 @@ def not_this_schema(path: str, version: Any) -> str:
     return (f"{path} is a {version} audit database ({why}); this sabot reads and writes "
             f"{SCHEMA_VERSION}: validate into a new database, and read or verify that one with "
             "the sabot that wrote it")
+
+
+class StoreRefused(SabotError):
+    """A batch the database refused: nothing of it stored (and so nothing acknowledged); the
+    shoe sends it again when asked. (A commit whose outcome is in doubt is none.)"""
 
 
 class StoreUnreadable(SabotError):
@@ -351,15 +356,15 @@ class AuditStore(RecordQueries, abc.ABC):
         self.db.execute("COMMIT")
         return no, prev, next_id
 
-    def _refused(self, e: BaseException) -> SabotError:
+    def _refused(self, e: BaseException) -> StoreRefused:
         """The batch undone after a fault, as the one line that says so."""
         with contextlib.suppress(*self.ERRORS):
             self.db.execute("ROLLBACK")
         self.rollback()
         self.refusal = self._reason(e)
         self.row_refused = isinstance(e, self.ROW_ERRORS)
-        return SabotError(f"audit database {self.path}: {self.refusal}; "
-                          "nothing of this read was stored or acknowledged")
+        return StoreRefused(f"audit database {self.path}: {self.refusal}; "
+                            "nothing of this read was stored or acknowledged")
 
     def _written(self, no: int, prev: bytes, next_id: dict[str, int]) -> None:
         self._links.update(self._batch_links)

@@ -9,6 +9,7 @@ from typing import Any, BinaryIO
 
 from sabot import protocol as pr
 from sabot.audit.replay import CaptureWriter
+from sabot.audit.store import StoreRefused
 from sabot.audit.validator import Validator, Verdict
 from sabot.errors import SabotError
 from sabot.keys import CommandKey
@@ -72,7 +73,7 @@ class HostLink:
         self.rx_bytes = 0  # everything read from the port, frames or not
         # told a read the store refused (nothing of it kept), after which the link goes on as
         # after a reconnection; None: the refusal is raised to the caller
-        self.on_store_refused: Callable[[SabotError], None] | None = None
+        self.on_store_refused: Callable[[StoreRefused], None] | None = None
         self.heard = bytearray()  # the first HEARD bytes of it: what speaks, when no shoe does
         self.status_boot: int | None = None  # the boot counter of the latest authentic status
         self.statuses_before = validator.statuses  # statuses that answered no hello of this link
@@ -257,7 +258,7 @@ class HostLink:
         # One receive for all that arrived: one durable commit stores every frame of it.
         try:
             results = self.validator.receive(b"".join(chunks))
-        except SabotError as e:
+        except StoreRefused as e:  # (a commit in doubt is no refusal: raised as it is)
             if self.on_store_refused is None:
                 raise
             self.on_store_refused(e)

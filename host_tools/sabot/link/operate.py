@@ -82,7 +82,7 @@ class Operation:
         self.validator = validator
         self.link = link
         self.cli = True
-        self.store_refusal = ""  # the audit store's last refusal, once the command was sent
+        self.store_refusal = ""  # the audit store's last refusal met, once the command was sent
         self.logged = logged or {}
         self.records: list[tuple[str, dict[str, Any]]] = []
         self.seqs: list[int] = []  # the seq of each record's frame
@@ -256,6 +256,7 @@ class Operation:
 
         def refused(e: SabotError) -> None:
             self.store_refusal = str(e)
+            time.sleep(0.5)  # the shoe asked again, not at once (as serve's session waits)
             # the records of the read it refused were accounted, then undone: not the shoe's
             # word here until the resend is stored
             last = self.validator.state["last_seq"]
@@ -266,8 +267,9 @@ class Operation:
         self.link.on_store_refused = refused
 
     def _refused(self) -> str:
-        return (f" (the audit store refused what the shoe sent: {self.store_refusal})"
-                if self.store_refusal else "")
+        """The store's refusal still standing, for a line that gives up."""
+        why = self.validator.store.refusal
+        return f" (the audit store refuses what the shoe sends: {why})" if why else ""
 
     def _disown(self, owe: Owed) -> None:
         """No entry owed: the shoe refused the command, or took none of its sends."""
